@@ -1,0 +1,70 @@
+/* GStreamer pinnedflow: GLib face of pf_segment
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#ifndef __GST_PINNED_SEGMENT_H__
+#define __GST_PINNED_SEGMENT_H__
+
+#include <gst/gst.h>
+#include "pf-segment.h"
+
+G_BEGIN_DECLS
+
+/**
+ * GstPinnedSegment:
+ *
+ * A sealed memfd, its size and its single mapping; see pf-segment.h. This is
+ * the same object as #pf_segment, given a boxed #GType and #GError-returning
+ * constructors. Reference counting is pf_segment_ref()/pf_segment_unref().
+ */
+typedef struct pf_segment GstPinnedSegment;
+
+#define GST_TYPE_PINNED_SEGMENT (gst_pinned_segment_get_type ())
+GType gst_pinned_segment_get_type (void);
+
+/**
+ * GstPinnedSegmentFlags:
+ * @GST_PINNED_SEGMENT_FLAG_NONE: plain pages, not locked
+ * @GST_PINNED_SEGMENT_FLAG_HUGEPAGES: try huge pages, fall back
+ * @GST_PINNED_SEGMENT_FLAG_LOCK: try mlock(), fall back
+ * @GST_PINNED_SEGMENT_FLAG_SEAL_WRITERS: later mappings are read-only
+ */
+typedef enum
+{
+  GST_PINNED_SEGMENT_FLAG_NONE = 0,
+  GST_PINNED_SEGMENT_FLAG_HUGEPAGES = PF_SEGMENT_FLAG_HUGEPAGES,
+  GST_PINNED_SEGMENT_FLAG_LOCK = PF_SEGMENT_FLAG_LOCK,
+  GST_PINNED_SEGMENT_FLAG_SEAL_WRITERS = PF_SEGMENT_FLAG_SEAL_WRITERS,
+} GstPinnedSegmentFlags;
+
+#define GST_PINNED_SEGMENT_ERROR (gst_pinned_segment_error_quark ())
+GQuark gst_pinned_segment_error_quark (void);
+
+/**
+ * GstPinnedSegmentError:
+ * @GST_PINNED_SEGMENT_ERROR_FAILED: creation failed (system error)
+ * @GST_PINNED_SEGMENT_ERROR_NOT_SEALABLE: the fd is not a memfd
+ * @GST_PINNED_SEGMENT_ERROR_NOT_SEALED: SHRINK/GROW seals missing
+ * @GST_PINNED_SEGMENT_ERROR_TOO_SMALL: the file is smaller than claimed
+ * @GST_PINNED_SEGMENT_ERROR_INVALID: bad fd or bad size
+ * @GST_PINNED_SEGMENT_ERROR_ACCESS: writable import of a write-sealed memfd
+ */
+typedef enum
+{
+  GST_PINNED_SEGMENT_ERROR_FAILED,
+  GST_PINNED_SEGMENT_ERROR_NOT_SEALABLE,
+  GST_PINNED_SEGMENT_ERROR_NOT_SEALED,
+  GST_PINNED_SEGMENT_ERROR_TOO_SMALL,
+  GST_PINNED_SEGMENT_ERROR_INVALID,
+  GST_PINNED_SEGMENT_ERROR_ACCESS,
+} GstPinnedSegmentError;
+
+GstPinnedSegment *gst_pinned_segment_new (gsize size,
+    GstPinnedSegmentFlags flags, GError ** error);
+
+/* On success the segment owns @fd; on failure @fd is left open. */
+GstPinnedSegment *gst_pinned_segment_import (gint fd, gsize size,
+    gboolean writable, GError ** error);
+
+G_END_DECLS
+#endif /* __GST_PINNED_SEGMENT_H__ */

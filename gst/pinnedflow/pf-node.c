@@ -1,0 +1,2 @@
+/* pf-node: see pf-node.h */
+#include "pf-node.h"

@@ -1,0 +1,183 @@
+/* pinnedflow: the wire protocol (plain C, no GLib)
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Messages travel over a SOCK_SEQPACKET unix socket, one message per packet.
+ * Every message starts with a 16-byte header. All integers are little-endian
+ * and every struct has a fixed size, asserted at compile time. docs/protocol.md
+ * is the specification; this header is its C rendering.
+ */
+#ifndef __PF_PROTOCOL_H__
+#define __PF_PROTOCOL_H__
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PF_PROTOCOL_MAGIC 0x574c4650u   /* "PFLW" as little-endian bytes */
+#define PF_PROTOCOL_VERSION 1
+
+#define PF_MAX_CHUNKS 4         /* memory ranges in one frame */
+#define PF_MAX_PLANES 4         /* video planes in one frame */
+#define PF_MAX_CAPS_LEN 4096    /* caps string bytes, NUL excluded */
+#define PF_MAX_FDS_PER_MSG 1    /* only SEGMENT_ADD carries an fd */
+#define PF_TIME_NONE UINT64_MAX /* GST_CLOCK_TIME_NONE */
+
+enum pf_msg_type {
+  PF_MSG_HELLO = 1,             /* both ways, first message */
+  PF_MSG_SEGMENT_ADD = 2,       /* producer -> consumer, 1 fd */
+  PF_MSG_SEGMENT_REMOVE = 3,    /* producer -> consumer */
+  PF_MSG_CAPS = 4,              /* producer -> consumer, variable size */
+  PF_MSG_FRAME = 5,             /* producer -> consumer */
+  PF_MSG_EOS = 6,               /* producer -> consumer */
+  PF_MSG_RELEASE = 7,           /* consumer -> producer */
+};
+
+enum pf_role {
+  PF_ROLE_PRODUCER = 1,
+  PF_ROLE_CONSUMER = 2,
+};
+
+/* pf_msg_frame.meta_flags */
+enum pf_frame_meta_flags {
+  PF_FRAME_HAS_VIDEO_META = 1u << 0,
+};
+
+struct pf_msg_header {
+  uint32_t type;                /* enum pf_msg_type */
+  uint32_t size;                /* whole message, header included */
+  uint32_t n_fds;               /* fds attached with SCM_RIGHTS */
+  uint32_t reserved;            /* 0 */
+};
+
+struct pf_msg_hello {
+  struct pf_msg_header hdr;
+  uint32_t magic;               /* PF_PROTOCOL_MAGIC */
+  uint16_t version;             /* PF_PROTOCOL_VERSION */
+  uint16_t role;                /* enum pf_role of the sender */
+  uint32_t max_held;            /* producer: frames this client may hold */
+  uint32_t flags;               /* 0 */
+  uint64_t session_id;          /* producer: random per producer instance */
+};
+
+struct pf_msg_segment_add {
+  struct pf_msg_header hdr;
+  uint64_t segment_id;          /* producer's id, never 0, never reused */
+  uint64_t size;                /* bytes to map from offset 0 */
+  uint32_t flags;               /* 0 */
+  uint32_t reserved;
+};
+
+struct pf_msg_segment_remove {
+  struct pf_msg_header hdr;
+  uint64_t segment_id;
+};
+
+struct pf_msg_caps {
+  struct pf_msg_header hdr;
+  uint32_t caps_seq;            /* increments with each caps change */
+  uint32_t length;              /* bytes of caps text that follow, no NUL */
+  /* char caps[length] follows; hdr.size == sizeof (struct pf_msg_caps) + length */
+};
+
+struct pf_chunk {
+  uint64_t segment_id;
+  uint64_t offset;              /* byte offset of the data in the segment */
+  uint64_t size;
+};
+
+struct pf_msg_frame {
+  struct pf_msg_header hdr;
+  uint64_t seq;                 /* per-producer frame id, increasing */
+  uint32_t caps_seq;            /* caps this frame belongs to */
+  uint32_t n_chunks;            /* 1..PF_MAX_CHUNKS */
+  struct pf_chunk chunks[PF_MAX_CHUNKS];
+  uint64_t pts, dts, duration;  /* ns, PF_TIME_NONE when unset */
+  uint64_t offset, offset_end;  /* GstBuffer offsets, UINT64_MAX when unset */
+  uint64_t clock_pts;           /* PTS in CLOCK_MONOTONIC ns, or NONE */
+  uint64_t send_time;           /* CLOCK_MONOTONIC ns when sent */
+  uint32_t buffer_flags;        /* GstBufferFlags bits (see protocol.md) */
+  uint32_t meta_flags;          /* enum pf_frame_meta_flags */
+  uint32_t width, height, n_planes, reserved;
+  uint64_t plane_offset[PF_MAX_PLANES]; /* from the start of the frame */
+  int32_t plane_stride[PF_MAX_PLANES];
+};
+
+struct pf_msg_release {
+  struct pf_msg_header hdr;
+  uint64_t seq;
+};
+
+#define PF_STATIC_ASSERT(expr, msg) _Static_assert (expr, msg)
+PF_STATIC_ASSERT (sizeof (struct pf_msg_header) == 16, "header size");
+PF_STATIC_ASSERT (sizeof (struct pf_msg_hello) == 40, "hello size");
+PF_STATIC_ASSERT (sizeof (struct pf_msg_segment_add) == 40, "segment_add size");
+PF_STATIC_ASSERT (sizeof (struct pf_msg_segment_remove) == 24, "segment_remove size");
+PF_STATIC_ASSERT (sizeof (struct pf_msg_caps) == 24, "caps size");
+PF_STATIC_ASSERT (sizeof (struct pf_chunk) == 24, "chunk size");
+PF_STATIC_ASSERT (sizeof (struct pf_msg_frame) == 256, "frame size");
+PF_STATIC_ASSERT (sizeof (struct pf_msg_release) == 24, "release size");
+
+/* Largest message on the wire. */
+#define PF_MAX_MSG_SIZE (sizeof (struct pf_msg_caps) + PF_MAX_CAPS_LEN)
+
+/* A decoded, validated message: what pf_msg_parse() fills in. Host byte
+ * order; strings NUL-terminated. */
+struct pf_msg {
+  uint32_t type;
+  union {
+    struct pf_msg_hello hello;
+    struct pf_msg_segment_add segment_add;
+    struct pf_msg_segment_remove segment_remove;
+    struct {
+      uint32_t caps_seq;
+      uint32_t length;
+      char text[PF_MAX_CAPS_LEN + 1];
+    } caps;
+    struct pf_msg_frame frame;
+    struct pf_msg_release release;
+  } u;
+};
+
+/**
+ * pf_msg_parse:
+ * @buf: one received packet, @len bytes
+ * @n_fds: fds that arrived with it
+ * @msg: (out): the decoded message
+ *
+ * Checks everything that can be checked without state: header size and type,
+ * exact size for fixed messages, fd count, magic/version of HELLO, caps length
+ * and text (no NUL inside), frame chunk count (1..PF_MAX_CHUNKS), plane count
+ * (<= PF_MAX_PLANES), reserved fields zero. Never reads past @len.
+ *
+ * Returns: 0, or -EPROTO (malformed), -EPROTONOSUPPORT (bad magic/version).
+ * pf_msg_error() gives a description of the last failure in this thread.
+ */
+int pf_msg_parse (const void *buf, size_t len, unsigned int n_fds,
+    struct pf_msg *msg);
+const char *pf_msg_error (void);
+
+/* Encoders write a full message into @buf (at least PF_MAX_MSG_SIZE bytes)
+ * and return its size. */
+size_t pf_msg_write_hello (void *buf, uint16_t role, uint32_t max_held,
+    uint64_t session_id);
+size_t pf_msg_write_segment_add (void *buf, uint64_t segment_id,
+    uint64_t size);
+size_t pf_msg_write_segment_remove (void *buf, uint64_t segment_id);
+/* Returns 0 if @caps is longer than PF_MAX_CAPS_LEN. */
+size_t pf_msg_write_caps (void *buf, uint32_t caps_seq, const char *caps);
+/* @frame: a filled struct in host order; the header is set here. */
+size_t pf_msg_write_frame (void *buf, const struct pf_msg_frame *frame);
+size_t pf_msg_write_eos (void *buf);
+size_t pf_msg_write_release (void *buf, uint64_t seq);
+
+/* CLOCK_MONOTONIC in ns (the clock of GstSystemClock on Linux). */
+uint64_t pf_monotonic_ns (void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* __PF_PROTOCOL_H__ */

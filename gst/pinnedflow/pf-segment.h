@@ -1,0 +1,157 @@
+/* pinnedflow: sealed memfd segments (plain C, no GLib)
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * A segment is one memfd, its size and its single mapping. Everything that
+ * crosses a process boundary in pinnedflow lives in a segment: producers
+ * create them (sealed against shrinking and growing before the fd is ever
+ * shared), consumers import a received fd only after validating it, so that
+ * no access within the announced size can raise SIGBUS.
+ *
+ * All functions return 0 or a positive value on success and a negative errno
+ * on failure. Segments are reference counted and thread-safe.
+ */
+#ifndef __PF_SEGMENT_H__
+#define __PF_SEGMENT_H__
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pf_segment pf_segment;
+
+/* Creation flags (pf_segment_new()). */
+enum pf_segment_flags {
+  /* Try MFD_HUGETLB; fall back to normal pages when the system has none. */
+  PF_SEGMENT_FLAG_HUGEPAGES = 1u << 0,
+  /* Try mlock(); fall back to an unlocked mapping when refused. */
+  PF_SEGMENT_FLAG_LOCK = 1u << 1,
+  /* After mapping, seal F_SEAL_FUTURE_WRITE | F_SEAL_SEAL: every mapping made
+   * later (in any process) is read-only; ours stays writable. */
+  PF_SEGMENT_FLAG_SEAL_WRITERS = 1u << 2,
+};
+
+/* Import flags (pf_segment_import()). */
+enum pf_segment_import_flags {
+  PF_SEGMENT_IMPORT_READONLY = 0,
+  PF_SEGMENT_IMPORT_WRITABLE = 1u << 0,
+};
+
+/* What a segment actually got (pf_segment_get_state()). */
+enum pf_segment_state {
+  PF_SEGMENT_STATE_HUGEPAGES = 1u << 0,  /* backed by huge pages */
+  PF_SEGMENT_STATE_LOCKED = 1u << 1,     /* mlock() succeeded */
+  PF_SEGMENT_STATE_READONLY = 1u << 2,   /* our mapping is PROT_READ only */
+  PF_SEGMENT_STATE_IMPORTED = 1u << 3,   /* made by pf_segment_import() */
+  PF_SEGMENT_STATE_WRITE_SEALED = 1u << 4,       /* F_SEAL_FUTURE_WRITE set */
+  PF_SEGMENT_STATE_HUGEPAGES_REFUSED = 1u << 5,  /* asked, fell back */
+  PF_SEGMENT_STATE_LOCK_REFUSED = 1u << 6,       /* asked, fell back */
+};
+
+/**
+ * pf_segment_new:
+ * @name: debug name of the memfd (shown in /proc/PID/maps), may be NULL
+ * @size: requested size; rounded up to the page (or huge page) size
+ * @flags: #pf_segment_flags
+ * @out: (out): the new segment, with one reference
+ *
+ * Creates a memfd (MFD_CLOEXEC | MFD_ALLOW_SEALING, plus MFD_NOEXEC_SEAL
+ * where the kernel knows it), sizes it, seals F_SEAL_SHRINK | F_SEAL_GROW,
+ * maps it once MAP_SHARED read-write, prefaulted.
+ *
+ * Returns: 0, or -EINVAL (size 0 or too large), -ENOMEM, or the errno of
+ * the failing system call.
+ */
+int pf_segment_new (const char *name, uint64_t size, unsigned int flags,
+    pf_segment ** out);
+
+/**
+ * pf_segment_import:
+ * @fd: a received file descriptor
+ * @size: the size the peer claims (the mapping covers [0, size))
+ * @flags: #pf_segment_import_flags
+ * @out: (out): the new segment
+ *
+ * Validates @fd before mapping it: it must support sealing and carry
+ * F_SEAL_SHRINK and F_SEAL_GROW, and fstat() must show at least @size bytes.
+ * On success the segment owns @fd; on failure @fd is left untouched (the
+ * caller closes it).
+ *
+ * Returns: 0, or
+ *  -EBADF: @fd is not an open file descriptor;
+ *  -ENOTTY: @fd does not support sealing (not a memfd);
+ *  -EPERM: F_SEAL_SHRINK or F_SEAL_GROW is missing;
+ *  -EINVAL: @size is 0 or not representable;
+ *  -ERANGE: the file is smaller than @size;
+ *  -EACCES: a writable import of a write-sealed file;
+ *  or the errno of mmap().
+ */
+int pf_segment_import (int fd, uint64_t size, unsigned int flags,
+    pf_segment ** out);
+
+/* A one-line explanation of a pf_segment_import() error code. */
+const char *pf_segment_import_strerror (int err);
+
+pf_segment *pf_segment_ref (pf_segment * seg);
+/* When the last reference goes: attached data is destroyed (in reverse
+ * order of attachment), then munlock/munmap, then close(fd). */
+void pf_segment_unref (pf_segment * seg);
+
+/* Process-unique, never reused, never 0. For imported segments this is a
+ * local id; the peer's id for it is the wire id, kept by the transport. */
+uint64_t pf_segment_get_id (const pf_segment * seg);
+int pf_segment_get_fd (const pf_segment * seg);
+uint64_t pf_segment_get_size (const pf_segment * seg);
+void *pf_segment_get_base (const pf_segment * seg);
+unsigned int pf_segment_get_state (const pf_segment * seg);
+int pf_segment_get_refcount (const pf_segment * seg);
+
+/* TRUE when [offset, offset + size) lies inside the segment (overflow-safe). */
+int pf_segment_contains (const pf_segment * seg, uint64_t offset,
+    uint64_t size);
+
+typedef void (*pf_destroy_notify) (void *data);
+
+/**
+ * pf_segment_attach:
+ * @key: any unique address (e.g. of a static variable of the component)
+ *
+ * Attaches @data under @key. @destroy runs when the segment dies, BEFORE it
+ * is unmapped (CUDA keeps its host registration here and unregisters in
+ * @destroy), or when pf_segment_detach() is called.
+ *
+ * Returns: 0, or -EEXIST if @key is already attached.
+ */
+int pf_segment_attach (pf_segment * seg, const void *key, void *data,
+    pf_destroy_notify destroy);
+void *pf_segment_get_attached (pf_segment * seg, const void *key);
+
+/* Removes @key, running its destroy notify. Returns 0 or -ENOENT. */
+int pf_segment_detach (pf_segment * seg, const void *key);
+
+/**
+ * pf_segment_attach_once:
+ * @create: called with the segment lock held when @key is absent; returns
+ *   the data to attach or NULL (nothing attached, its error in *@err)
+ *
+ * Returns the data under @key, creating it at most once however many
+ * threads ask (the "register once per segment per process" primitive).
+ * Returns NULL with *@err set when @create failed.
+ */
+void *pf_segment_attach_once (pf_segment * seg, const void *key,
+    void *(*create) (pf_segment * seg, void *user_data, int *err),
+    void *user_data, pf_destroy_notify destroy, int *err);
+
+/* System page size, and the size @size rounds up to for @flags. */
+size_t pf_page_size (void);
+
+/* Number of live segments in this process (tests use it to find leaks). */
+int pf_segment_count_live (void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* __PF_SEGMENT_H__ */
