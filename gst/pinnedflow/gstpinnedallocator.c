@@ -1,0 +1,2 @@
+/* gstpinnedallocator: to be implemented */
+#include "gstpinnedallocator.h"

@@ -1,0 +1,2 @@
+/* gstpinnedbufferpool: to be implemented */
+#include "gstpinnedbufferpool.h"

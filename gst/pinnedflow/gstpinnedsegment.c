@@ -1,0 +1,2 @@
+/* gstpinnedsegment: to be implemented */
+#include "gstpinnedsegment.h"

@@ -1,0 +1,2 @@
+/* pf-consumer: to be implemented (see pf-consumer.h) */
+#include "pf-consumer.h"

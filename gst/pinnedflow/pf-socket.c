@@ -1,0 +1,1 @@
+/* pf-socket: to be implemented */
