@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh Debian 12 machine (as root):
+# installs what is missing, configures and builds (warnings are errors),
+# runs every suite, then the core suite again under valgrind (leak check).
+# Prints "N passed, N failed, N skipped" at the end; exits non-zero on failure.
+set -uo pipefail
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${PINNEDFLOW_BUILD_DIR:-$top/build}
+
+bash "$top/tools/setup.sh" "$build" || exit 1
+
+rc=0
+meson test -C "$build" --print-errorlogs --num-processes 2 || rc=1
+meson test -C "$build" --setup valgrind --suite core --print-errorlogs \
+  --num-processes 2 || rc=1
+
+/usr/bin/python3 - "$build/meson-logs" <<'PY'
+import json, os, sys
+counts = {"passed": 0, "failed": 0, "skipped": 0}
+for name in ("testlog.json", "testlog-valgrind.json"):
+    path = os.path.join(sys.argv[1], name)
+    if not os.path.exists(path):
+        continue
+    for line in open(path):
+        r = json.loads(line).get("result", "")
+        if r in ("OK", "EXPECTEDFAIL"):
+            counts["passed"] += 1
+        elif r == "SKIP":
+            counts["skipped"] += 1
+        else:
+            counts["failed"] += 1
+print("%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % counts)
+PY
+exit $rc
