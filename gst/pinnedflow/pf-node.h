@@ -2,10 +2,304 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Written by the dataflow-bridge work (issue 5); placeholder until then.
+ * A thin layer over pf_producer / pf_consumer for nodes of a dataflow
+ * framework (dora, ROS-like graphs, plain programs): no GStreamer, no GLib.
+ *
+ * Producer side: a bounded pool of N slots in ONE pinned, write-sealed
+ * segment. Loan a slot, fill it, publish it with caps and timestamps. A slot
+ * comes back only when every consumer that received it released it (or went
+ * away), so a frame is never overwritten while someone reads it. When every
+ * slot is out, loaning waits up to a timeout and then fails with -ETIMEDOUT.
+ *
+ * Consumer side: connect (waiting for a producer not up yet), receive frames
+ * as read-only pointers into the producer's segment, release them. The
+ * socket fd can be polled by any event loop; pf_node_consumer_next() also
+ * blocks with a timeout.
+ *
+ * Every frame exposes its segment (base, size, fd, process-local id), so a
+ * CUDA node can register the whole segment once (see pf_segment_attach_once)
+ * and DMA from it.
+ *
+ * Errors are negative errno values; pf_node_strerror() and the *_get_error()
+ * functions say what happened. Nothing here re-implements the transport:
+ * limits per client, dead-client reclaim and validation of every message and
+ * fd come from pf_producer and pf_consumer.
  */
 #ifndef __PF_NODE_H__
 #define __PF_NODE_H__
+
+#include <stddef.h>
+#include <stdint.h>
+
 #include "pf-producer.h"
 #include "pf-consumer.h"
+
+#ifdef __cplusplus
+extern "C" {
 #endif
+
+/* Bumped when a public struct below changes layout (bindings check it). */
+#define PF_NODE_ABI_VERSION 1
+
+/* pf_node_consumer_next() result besides 1 (frame), 0 (timeout), -errno. */
+#define PF_NODE_EOS 2
+
+#define PF_NODE_FORMAT_LEN 16
+
+/* ------------------------------------------------------------------------ */
+/* Video layout and caps helpers                                             */
+/* ------------------------------------------------------------------------ */
+
+/* What a raw-video caps string says (pf_node_caps_parse()). */
+typedef struct {
+  char media_type[32];          /* "video/x-raw", or whatever the caps say */
+  char format[PF_NODE_FORMAT_LEN];      /* "RGBA", "I420", ... or "" */
+  uint32_t width, height;       /* 0 when absent */
+  int32_t fps_n, fps_d;         /* 0/1 when absent */
+} pf_node_caps_info;
+
+/* The memory layout of one video frame. */
+typedef struct {
+  uint32_t width, height, n_planes;
+  uint64_t size;                /* bytes, all planes */
+  uint64_t plane_offset[PF_MAX_PLANES];
+  int32_t plane_stride[PF_MAX_PLANES];
+  uint32_t plane_height[PF_MAX_PLANES]; /* rows of each plane */
+  uint32_t plane_row_bytes[PF_MAX_PLANES];      /* used bytes of a row */
+  uint32_t pixel_stride;        /* bytes per pixel of plane 0 (packed), or 0 */
+  uint32_t reserved;
+} pf_node_video_layout;
+
+/**
+ * pf_node_video_layout_compute:
+ * @format: GStreamer format name: RGBA BGRA ARGB ABGR RGBx BGRx xRGB xBGR
+ *   RGB BGR GRAY8 GRAY16_LE GRAY16_BE YUY2 UYVY I420 YV12 NV12 NV21 Y444
+ * @stride_align: 0 for GStreamer's default layout (rows padded to 4 bytes,
+ *   what gst_video_info_set_format() computes), else a power of two every
+ *   stride and plane offset is rounded up to (e.g. 256 for GPU pitch)
+ *
+ * Returns: 0, -EINVAL (bad size or alignment), -ENOTSUP (unknown format),
+ * -EOVERFLOW.
+ */
+int pf_node_video_layout_compute (const char *format, uint32_t width,
+    uint32_t height, uint32_t stride_align, pf_node_video_layout * layout);
+
+/* Parses "video/x-raw, format=(string)RGBA, width=(int)64, ..." (the text
+ * gst_caps_to_string() writes; typed or untyped fields). Returns 0 or
+ * -EINVAL (empty or unparsable media type). Missing fields stay 0. */
+int pf_node_caps_parse (const char *caps, pf_node_caps_info * info);
+
+/* Writes "video/x-raw, format=(string)F, width=(int)W, height=(int)H,
+ * framerate=(fraction)N/D" into @buf. Returns the length, or -ENOSPC. */
+int pf_node_video_caps (char *buf, size_t len, const char *format,
+    uint32_t width, uint32_t height, int32_t fps_n, int32_t fps_d);
+
+/* A description of a negative errno returned by this library. */
+const char *pf_node_strerror (int err);
+
+/* ------------------------------------------------------------------------ */
+/* Producer                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct pf_node_producer pf_node_producer;
+
+enum pf_node_producer_flags {
+  /* Do not try mlock() on the pool (it is tried by default, falling back
+   * silently when RLIMIT_MEMLOCK refuses). */
+  PF_NODE_PRODUCER_NO_LOCK = 1u << 0,
+  /* Try huge pages for the pool. */
+  PF_NODE_PRODUCER_HUGEPAGES = 1u << 1,
+};
+
+typedef struct {
+  const char *socket_path;      /* required */
+  unsigned int perms;           /* socket file mode; 0 means 0600 */
+  unsigned int n_slots;         /* frames in the pool, >= 1; 0 means 4 */
+  uint64_t slot_size;           /* bytes per frame, rounded up to a page */
+  /* Frames one consumer may hold at once; 0 means max (1, n_slots - 1), so
+   * that one slow consumer cannot take the whole pool. */
+  unsigned int max_client_frames;
+  unsigned int flags;           /* pf_node_producer_flags */
+} pf_node_producer_config;
+
+/* A loaned slot. The application writes data[0, size) and may set the
+ * timestamps; pf_node_producer_publish() sends it. */
+typedef struct {
+  void *data;                   /* first byte of the slot, page-aligned */
+  uint64_t size;                /* bytes the frame occupies (<= capacity) */
+  uint64_t capacity;            /* the slot size */
+  uint32_t slot;                /* index in the pool */
+  uint32_t has_video_meta;      /* layout below is valid */
+  pf_node_video_layout layout;
+  /* Set before publishing (loan functions reset them to PF_TIME_NONE). */
+  uint64_t pts, dts, duration;  /* ns */
+  uint32_t buffer_flags;        /* GstBufferFlags bits, usually 0 */
+  uint32_t reserved;
+  uint64_t segment_offset;      /* where data lies in the segment */
+  uint64_t loan_id;             /* private: catches double publish */
+} pf_node_loan;
+
+/* Creates the pool segment (pf_segment_new with LOCK | SEAL_WRITERS) and a
+ * listening pf_producer. Returns 0 or -errno; -EADDRINUSE when another
+ * producer is live on the path. */
+int pf_node_producer_new (const pf_node_producer_config * config,
+    pf_node_producer ** out);
+
+/* Closes the producer (consumers see a hang-up; call send_eos() first for a
+ * clean end), then frees it. Loans not published are lost with it. */
+void pf_node_producer_free (pf_node_producer * p);
+
+/* Caps of later frames; sent to consumers now and on connect. */
+int pf_node_producer_set_caps (pf_node_producer * p, const char *caps);
+
+/* set_caps() with pf_node_video_caps(); also remembers the layout so that
+ * pf_node_producer_loan_video() needs no arguments. -EMSGSIZE when one
+ * frame does not fit in a slot. */
+int pf_node_producer_set_video (pf_node_producer * p, const char *format,
+    uint32_t width, uint32_t height, int32_t fps_n, int32_t fps_d);
+
+/**
+ * pf_node_producer_loan:
+ * @timeout_ms: how long to wait for a free slot: 0 fails at once with
+ *   -EAGAIN, -1 waits forever, otherwise -ETIMEDOUT after that long
+ *
+ * Loans a whole slot (size = capacity, no video meta).
+ */
+int pf_node_producer_loan (pf_node_producer * p, int timeout_ms,
+    pf_node_loan * loan);
+
+/* Loans a slot laid out for the video set with set_video() (strides and
+ * plane offsets in loan->layout, size = layout size). -EINVAL if no video
+ * was set. */
+int pf_node_producer_loan_video (pf_node_producer * p, int timeout_ms,
+    pf_node_loan * loan);
+
+/**
+ * pf_node_producer_publish:
+ *
+ * Sends the loan to every connected consumer under its limit; the slot
+ * returns to the pool when all of them released it, or at once when nobody
+ * received it. The loan is consumed either way.
+ *
+ * Returns: the number of consumers that got the frame (0 included), or
+ * -EINVAL (not a current loan, size > capacity), or the transport's error.
+ */
+int pf_node_producer_publish (pf_node_producer * p, pf_node_loan * loan);
+
+/* Returns a loan to the pool without publishing it. */
+int pf_node_producer_discard (pf_node_producer * p, pf_node_loan * loan);
+
+/* Sends EOS to every consumer. */
+int pf_node_producer_send_eos (pf_node_producer * p);
+
+/* Waits until every published slot came back (all consumers released or
+ * left). 0, or -ETIMEDOUT. */
+int pf_node_producer_wait_idle (pf_node_producer * p, int timeout_ms);
+
+unsigned int pf_node_producer_get_n_slots (pf_node_producer * p);
+/* Slots neither loaned nor held by a consumer. */
+unsigned int pf_node_producer_get_free_slots (pf_node_producer * p);
+unsigned int pf_node_producer_get_n_clients (pf_node_producer * p);
+/* The pool segment (no reference added). */
+pf_segment *pf_node_producer_get_segment (pf_node_producer * p);
+/* The transport object, for stats (no reference added). */
+pf_producer *pf_node_producer_get_transport (pf_node_producer * p);
+
+/* ------------------------------------------------------------------------ */
+/* Consumer                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct pf_node_consumer pf_node_consumer;
+
+/* One received frame; read-only for the application. Valid until
+ * pf_node_frame_release(). */
+typedef struct {
+  uint64_t seq;                 /* producer's frame number */
+  /* The frame bytes: contiguous when n_chunks == 1 (always for frames from
+   * pf_node_producer and from pinnedshmsink fed by its own pool); for
+   * n_chunks > 1, data is NULL and chunk_data/chunk_size list the pieces. */
+  const void *data;
+  uint64_t size;                /* total bytes, all chunks */
+  uint32_t n_chunks;
+  uint32_t caps_seq;
+  const void *chunk_data[PF_MAX_CHUNKS];
+  uint64_t chunk_size[PF_MAX_CHUNKS];
+
+  /* Caps the frame belongs to and what they say (valid with the frame). */
+  const char *caps;
+  pf_node_caps_info info;
+
+  /* Video meta: from the producer's meta when has_video_meta, else the
+   * default layout computed from the caps when the format is known
+   * (n_planes 0 otherwise). */
+  uint32_t has_video_meta;
+  pf_node_video_layout layout;
+
+  /* Timestamps, ns; PF_TIME_NONE when unset. */
+  uint64_t pts, dts, duration;
+  uint64_t clock_pts;           /* PTS on CLOCK_MONOTONIC, if the producer knew */
+  uint64_t send_time;           /* CLOCK_MONOTONIC when published */
+  uint64_t recv_time;           /* CLOCK_MONOTONIC when received here */
+  uint32_t buffer_flags;
+  uint32_t readonly;            /* 1: the mapping is read-only (always today) */
+
+  /* The segment of chunk 0: register it once with a GPU runtime. */
+  pf_segment *segment;
+  const void *segment_base;
+  uint64_t segment_size;
+  int32_t segment_fd;
+  uint32_t reserved;
+  uint64_t segment_id;          /* process-local, never reused */
+  uint64_t segment_offset;      /* of chunk 0 */
+} pf_node_frame;
+
+/**
+ * pf_node_consumer_new:
+ * @timeout_ms: how long to wait for the producer to appear (-1: forever)
+ *
+ * Returns: 0, -ETIMEDOUT, or the transport's error.
+ */
+int pf_node_consumer_new (const char *socket_path, int timeout_ms,
+    pf_node_consumer ** out);
+
+/* Drops the application's handle. Frames not yet released stay valid; the
+ * connection closes when the last of them is released. */
+void pf_node_consumer_free (pf_node_consumer * c);
+
+/* Poll it for POLLIN, then call pf_node_consumer_next() with timeout 0
+ * until it returns 0. */
+int pf_node_consumer_get_fd (pf_node_consumer * c);
+
+/**
+ * pf_node_consumer_next:
+ * @timeout_ms: 0 polls, -1 blocks
+ * @frame: (out): a new frame, to give back with pf_node_frame_release()
+ *
+ * Caps changes are absorbed (see pf_node_consumer_get_caps()).
+ *
+ * Returns: 1 (frame), PF_NODE_EOS, 0 (timeout), -EPIPE (producer gone),
+ * -EPROTO (the producer broke the protocol; pf_node_consumer_get_error()).
+ */
+int pf_node_consumer_next (pf_node_consumer * c, int timeout_ms,
+    pf_node_frame ** frame);
+
+/* Releases the frame (the producer gets its slot back once every consumer
+ * released it) and frees it. NULL is ignored. Returns 0 or -errno (-EPIPE:
+ * the producer is gone; the frame is freed anyway). */
+int pf_node_frame_release (pf_node_frame * frame);
+
+/* The latest caps received, or NULL (valid until the next call of next()). */
+const char *pf_node_consumer_get_caps (pf_node_consumer * c);
+unsigned int pf_node_consumer_get_held (pf_node_consumer * c);
+uint32_t pf_node_consumer_get_max_held (pf_node_consumer * c);
+const char *pf_node_consumer_get_error (pf_node_consumer * c);
+/* The transport object (no reference added). */
+pf_consumer *pf_node_consumer_get_transport (pf_node_consumer * c);
+
+/* sizeof the public structs, for bindings that mirror them. */
+size_t pf_node_abi_sizeof (const char *type_name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* __PF_NODE_H__ */
