@@ -1,0 +1,20 @@
+/* GStreamer pinnedflow: publish frames to other processes
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#ifndef __GST_PINNED_SHM_SINK_H__
+#define __GST_PINNED_SHM_SINK_H__
+
+#include <gst/gst.h>
+#include <gst/base/gstbasesink.h>
+
+G_BEGIN_DECLS
+
+#define GST_TYPE_PINNED_SHM_SINK (gst_pinned_shm_sink_get_type ())
+G_DECLARE_FINAL_TYPE (GstPinnedShmSink, gst_pinned_shm_sink, GST,
+    PINNED_SHM_SINK, GstBaseSink)
+
+GST_ELEMENT_REGISTER_DECLARE (pinnedshmsink);
+
+G_END_DECLS
+#endif /* __GST_PINNED_SHM_SINK_H__ */

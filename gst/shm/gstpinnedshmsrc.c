@@ -1,0 +1,811 @@
+/* GStreamer pinnedflow: receive frames from another process
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+/**
+ * SECTION:element-pinnedshmsrc
+ * @title: pinnedshmsrc
+ * @see_also: pinnedshmsink
+ *
+ * Receives the frames a pinnedshmsink publishes in another process. Every
+ * buffer's memory is a read-only slice of a shared segment (no copy): the
+ * segment is imported once, after its fd was validated, and kept mapped as
+ * long as a buffer uses it, even after the producer is gone. The frame is
+ * handed back to the producer when the last memory of the buffer is freed.
+ *
+ * Caps come from the producer (no capsfilter needed), caps changes reach
+ * downstream, and the producer's PTS, sent as CLOCK_MONOTONIC time, becomes
+ * running time of this pipeline, so a sink with sync=true renders in step
+ * with the producer. EOS from the producer is pushed downstream.
+ * #GstPinnedShmSrc:on-disconnect chooses what a vanished producer means.
+ *
+ * ## Example launch lines
+ * |[
+ * gst-launch-1.0 videotestsrc num-buffers=100 ! video/x-raw,format=RGBA,width=640,height=480 ! pinnedshmsink socket-path=/tmp/pf.sock wait-for-connection=true
+ * gst-launch-1.0 pinnedshmsrc socket-path=/tmp/pf.sock connect-timeout=-1 ! fakesink
+ * ]|
+ * The producer waits for the consumer, sends 100 frames and EOS; the
+ * consumer receives them and exits.
+ * |[
+ * gst-launch-1.0 pinnedshmsrc socket-path=/tmp/pf.sock connect-timeout=-1 on-disconnect=reconnect ! videoconvert ! autovideosink
+ * ]|
+ * Keeps displaying across producer restarts.
+ */
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstpinnedshmsrc.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include <gst/video/video.h>
+#include <gst/pinnedflow/gstpinnedallocator.h>
+
+#include "pf-consumer.h"
+
+GST_DEBUG_CATEGORY_STATIC (gst_pinned_shm_src_debug);
+#define GST_CAT_DEFAULT gst_pinned_shm_src_debug
+
+#define DEFAULT_SOCKET_PATH NULL
+#define DEFAULT_ON_DISCONNECT GST_PINNED_SHM_SRC_ON_DISCONNECT_EOS
+#define DEFAULT_CONNECT_TIMEOUT 0
+/* While no producer listens, connecting is retried this often. */
+#define CONNECT_RETRY_NS (20 * GST_MSECOND)
+
+/* GstBufferFlags accepted from the wire. */
+#define WIRE_BUFFER_FLAGS (GST_BUFFER_FLAG_LIVE | GST_BUFFER_FLAG_DECODE_ONLY \
+    | GST_BUFFER_FLAG_DISCONT | GST_BUFFER_FLAG_RESYNC \
+    | GST_BUFFER_FLAG_CORRUPTED | GST_BUFFER_FLAG_MARKER \
+    | GST_BUFFER_FLAG_HEADER | GST_BUFFER_FLAG_GAP \
+    | GST_BUFFER_FLAG_DROPPABLE | GST_BUFFER_FLAG_DELTA_UNIT \
+    | GST_BUFFER_FLAG_NON_DROPPABLE)
+
+enum
+{
+  PROP_0,
+  PROP_SOCKET_PATH,
+  PROP_ON_DISCONNECT,
+  PROP_CONNECT_TIMEOUT,
+  PROP_STATS,
+  N_PROPERTIES
+};
+
+static GParamSpec *properties[N_PROPERTIES];
+
+struct _GstPinnedShmSrc
+{
+  GstPushSrc parent;
+
+  /* properties, under the object lock */
+  gchar *socket_path;
+  GstPinnedShmSrcOnDisconnect on_disconnect;
+  gint connect_timeout;
+
+  /* streaming thread (and start/stop) */
+  GstPoll *poll;                /* the consumer fd + unlock */
+  GstPollFD pollfd;
+  GstAllocator *allocator;
+  GstCaps *caps;                /* current caps from the producer */
+  GstVideoInfo vinfo;
+  gboolean is_video;
+  gboolean discont;
+  gboolean clock_is_monotonic;
+  guint64 last_seq;
+  gboolean have_seq;
+  gboolean ever_connected;
+
+  /* lock protects consumer and stats */
+  GMutex lock;
+  pf_consumer *consumer;
+  guint64 frames;
+  guint64 bytes;
+  guint64 reconnects;
+  guint64 errors;
+  guint64 gaps;
+  guint64 latency_last;
+  guint64 latency_sum;
+  guint64 latency_max;
+};
+
+/* One frame on loan from the producer: released when the last of its
+ * memories is freed, on the connection it came from. */
+typedef struct
+{
+  pf_consumer *consumer;
+  guint64 seq;
+  gint n_memories;
+} FrameLoan;
+
+static GQuark frame_loan_quark;
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC,
+    GST_PAD_ALWAYS,
+    GST_STATIC_CAPS_ANY);
+
+#define gst_pinned_shm_src_parent_class parent_class
+G_DEFINE_TYPE (GstPinnedShmSrc, gst_pinned_shm_src, GST_TYPE_PUSH_SRC);
+GST_ELEMENT_REGISTER_DEFINE (pinnedshmsrc, "pinnedshmsrc", GST_RANK_NONE,
+    GST_TYPE_PINNED_SHM_SRC);
+
+GType
+gst_pinned_shm_src_on_disconnect_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_PINNED_SHM_SRC_ON_DISCONNECT_EOS, "Push EOS downstream", "eos"},
+    {GST_PINNED_SHM_SRC_ON_DISCONNECT_ERROR, "Post an element error",
+        "error"},
+    {GST_PINNED_SHM_SRC_ON_DISCONNECT_RECONNECT,
+        "Wait for a new producer and go on", "reconnect"},
+    {0, NULL, NULL},
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstPinnedShmSrcOnDisconnect", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void
+frame_loan_memory_freed (gpointer data)
+{
+  FrameLoan *loan = data;
+
+  if (!g_atomic_int_dec_and_test (&loan->n_memories))
+    return;
+  /* On a connection that is gone this is a no-op (-EPIPE): the producer
+   * reclaimed the frame when we hung up. */
+  pf_consumer_release (loan->consumer, loan->seq);
+  pf_consumer_unref (loan->consumer);
+  g_free (loan);
+}
+
+static GstStructure *
+gst_pinned_shm_src_get_stats (GstPinnedShmSrc * self)
+{
+  GstStructure *s;
+
+  g_mutex_lock (&self->lock);
+  s = gst_structure_new ("application/x-pinnedshmsrc-stats",
+      "connected", G_TYPE_BOOLEAN, self->consumer != NULL,
+      "frames", G_TYPE_UINT64, self->frames,
+      "bytes", G_TYPE_UINT64, self->bytes,
+      "held", G_TYPE_UINT,
+      self->consumer ? pf_consumer_get_held (self->consumer) : 0,
+      "reconnects", G_TYPE_UINT64, self->reconnects,
+      "errors", G_TYPE_UINT64, self->errors,
+      "gaps", G_TYPE_UINT64, self->gaps,
+      "latency-last", G_TYPE_UINT64, self->latency_last,
+      "latency-mean", G_TYPE_UINT64,
+      self->frames ? self->latency_sum / self->frames : (guint64) 0,
+      "latency-max", G_TYPE_UINT64, self->latency_max, NULL);
+  g_mutex_unlock (&self->lock);
+  return s;
+}
+
+static void
+gst_pinned_shm_src_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstPinnedShmSrc *self = GST_PINNED_SHM_SRC (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_SOCKET_PATH:
+      g_free (self->socket_path);
+      self->socket_path = g_value_dup_string (value);
+      break;
+    case PROP_ON_DISCONNECT:
+      self->on_disconnect = g_value_get_enum (value);
+      break;
+    case PROP_CONNECT_TIMEOUT:
+      self->connect_timeout = g_value_get_int (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_pinned_shm_src_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec)
+{
+  GstPinnedShmSrc *self = GST_PINNED_SHM_SRC (object);
+
+  if (prop_id == PROP_STATS) {
+    g_value_take_boxed (value, gst_pinned_shm_src_get_stats (self));
+    return;
+  }
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_SOCKET_PATH:
+      g_value_set_string (value, self->socket_path);
+      break;
+    case PROP_ON_DISCONNECT:
+      g_value_set_enum (value, self->on_disconnect);
+      break;
+    case PROP_CONNECT_TIMEOUT:
+      g_value_set_int (value, self->connect_timeout);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+drop_connection (GstPinnedShmSrc * self)
+{
+  pf_consumer *c;
+
+  g_mutex_lock (&self->lock);
+  c = self->consumer;
+  self->consumer = NULL;
+  g_mutex_unlock (&self->lock);
+
+  if (self->pollfd.fd >= 0) {
+    gst_poll_remove_fd (self->poll, &self->pollfd);
+    self->pollfd.fd = -1;
+  }
+  /* Frames still out keep their own reference; the socket closes when the
+   * last of them is freed. */
+  if (c)
+    pf_consumer_unref (c);
+}
+
+static gboolean
+gst_pinned_shm_src_start (GstBaseSrc * bsrc)
+{
+  GstPinnedShmSrc *self = GST_PINNED_SHM_SRC (bsrc);
+  gboolean have_path;
+
+  GST_OBJECT_LOCK (self);
+  have_path = self->socket_path != NULL && self->socket_path[0] != '\0';
+  GST_OBJECT_UNLOCK (self);
+  if (!have_path) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND, ("No socket path set"),
+        ("Set the socket-path property"));
+    return FALSE;
+  }
+
+  g_mutex_lock (&self->lock);
+  self->frames = self->bytes = self->reconnects = self->errors = 0;
+  self->gaps = self->latency_last = self->latency_sum = 0;
+  self->latency_max = 0;
+  g_mutex_unlock (&self->lock);
+
+  self->discont = TRUE;
+  self->have_seq = FALSE;
+  self->ever_connected = FALSE;
+  self->is_video = FALSE;
+  gst_caps_replace (&self->caps, NULL);
+  gst_poll_fd_init (&self->pollfd);
+  return TRUE;
+}
+
+static gboolean
+gst_pinned_shm_src_stop (GstBaseSrc * bsrc)
+{
+  GstPinnedShmSrc *self = GST_PINNED_SHM_SRC (bsrc);
+
+  drop_connection (self);
+  gst_caps_replace (&self->caps, NULL);
+  return TRUE;
+}
+
+static gboolean
+gst_pinned_shm_src_unlock (GstBaseSrc * bsrc)
+{
+  GstPinnedShmSrc *self = GST_PINNED_SHM_SRC (bsrc);
+
+  gst_poll_set_flushing (self->poll, TRUE);
+  return TRUE;
+}
+
+static gboolean
+gst_pinned_shm_src_unlock_stop (GstBaseSrc * bsrc)
+{
+  GstPinnedShmSrc *self = GST_PINNED_SHM_SRC (bsrc);
+
+  gst_poll_set_flushing (self->poll, FALSE);
+  return TRUE;
+}
+
+static gboolean
+gst_pinned_shm_src_set_clock (GstElement * element, GstClock * clock)
+{
+  GstPinnedShmSrc *self = GST_PINNED_SHM_SRC (element);
+
+  self->clock_is_monotonic = FALSE;
+  if (clock != NULL && G_OBJECT_TYPE (clock) == GST_TYPE_SYSTEM_CLOCK) {
+    GstClockType type;
+
+    g_object_get (clock, "clock-type", &type, NULL);
+    self->clock_is_monotonic = (type == GST_CLOCK_TYPE_MONOTONIC);
+  }
+  return GST_ELEMENT_CLASS (parent_class)->set_clock (element, clock);
+}
+
+static gboolean
+gst_pinned_shm_src_query (GstBaseSrc * bsrc, GstQuery * query)
+{
+  if (GST_QUERY_TYPE (query) == GST_QUERY_LATENCY) {
+    /* live, and frames are due the moment they arrive */
+    gst_query_set_latency (query, TRUE, 0, GST_CLOCK_TIME_NONE);
+    return TRUE;
+  }
+  return GST_BASE_SRC_CLASS (parent_class)->query (bsrc, query);
+}
+
+/* Connects, retrying until @timeout_ms (-1: forever) while nobody listens.
+ * Returns GST_FLOW_OK, GST_FLOW_FLUSHING (unlocked) or GST_FLOW_ERROR
+ * (error posted). */
+static GstFlowReturn
+connect_producer (GstPinnedShmSrc * self, gint timeout_ms)
+{
+  gchar *path;
+  gint64 deadline = -1;
+  pf_consumer *c = NULL;
+  int err;
+
+  GST_OBJECT_LOCK (self);
+  path = g_strdup (self->socket_path);
+  GST_OBJECT_UNLOCK (self);
+
+  if (timeout_ms >= 0)
+    deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+
+  for (;;) {
+    gint64 now;
+    gint res;
+
+    err = pf_consumer_connect (path, 0, &c);
+    if (err == 0)
+      break;
+    if (err != -ENOENT && err != -ECONNREFUSED && err != -ETIMEDOUT
+        && err != -EAGAIN) {
+      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+          ("Could not connect to \"%s\"", path),
+          ("pf_consumer_connect: %s", g_strerror (-err)));
+      g_free (path);
+      return GST_FLOW_ERROR;
+    }
+    now = g_get_monotonic_time ();
+    if (deadline >= 0 && now >= deadline) {
+      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+          ("No producer on \"%s\"", path),
+          ("pf_consumer_connect: %s (connect-timeout %d ms)",
+              g_strerror (-err), timeout_ms));
+      g_free (path);
+      return GST_FLOW_ERROR;
+    }
+    /* the poll holds no fd now: this only sleeps, or wakes on unlock */
+    res = gst_poll_wait (self->poll, CONNECT_RETRY_NS);
+    if (res < 0 && errno == EBUSY) {
+      g_free (path);
+      return GST_FLOW_FLUSHING;
+    }
+  }
+
+  GST_INFO_OBJECT (self, "connected to %s (session %" G_GINT64_MODIFIER
+      "x, max held %u)", path, (guint64) pf_consumer_get_session_id (c),
+      pf_consumer_get_max_held (c));
+  g_free (path);
+
+  g_mutex_lock (&self->lock);
+  self->consumer = c;
+  g_mutex_unlock (&self->lock);
+
+  self->pollfd.fd = pf_consumer_get_fd (c);
+  gst_poll_add_fd (self->poll, &self->pollfd);
+  gst_poll_fd_ctl_read (self->poll, &self->pollfd, TRUE);
+  self->discont = TRUE;
+  self->have_seq = FALSE;
+  self->ever_connected = TRUE;
+  return GST_FLOW_OK;
+}
+
+static GstFlowReturn
+handle_caps (GstPinnedShmSrc * self, const pf_event * ev)
+{
+  GstCaps *caps = gst_caps_from_string (ev->caps);
+
+  if (caps == NULL || !gst_caps_is_fixed (caps)) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Producer sent invalid caps"),
+        ("caps \"%s\"", ev->caps));
+    gst_clear_caps (&caps);
+    return GST_FLOW_ERROR;
+  }
+
+  GST_DEBUG_OBJECT (self, "caps %" GST_PTR_FORMAT, caps);
+  self->is_video = FALSE;
+  if (gst_structure_has_name (gst_caps_get_structure (caps, 0), "video/x-raw")
+      && gst_video_info_from_caps (&self->vinfo, caps))
+    self->is_video = TRUE;
+
+  if (self->caps == NULL || !gst_caps_is_equal (self->caps, caps)) {
+    if (!gst_base_src_set_caps (GST_BASE_SRC (self), caps)) {
+      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+          ("Downstream refused the producer's caps"),
+          ("caps %" GST_PTR_FORMAT, caps));
+      gst_caps_unref (caps);
+      return GST_FLOW_NOT_NEGOTIATED;
+    }
+  }
+  gst_caps_take (&self->caps, caps);
+  return GST_FLOW_OK;
+}
+
+/* Producer CLOCK_MONOTONIC time to running time of this pipeline. */
+static GstClockTime
+running_time_of (GstPinnedShmSrc * self, guint64 clock_pts)
+{
+  GstClockTime base = gst_element_get_base_time (GST_ELEMENT (self));
+  GstClockTime t = clock_pts;
+
+  if (!self->clock_is_monotonic) {
+    GstClock *clock = gst_element_get_clock (GST_ELEMENT (self));
+    GstClockTimeDiff diff;
+
+    if (clock == NULL)
+      return GST_CLOCK_TIME_NONE;
+    diff = GST_CLOCK_DIFF ((GstClockTime) pf_monotonic_ns (),
+        gst_clock_get_time (clock));
+    gst_object_unref (clock);
+    t = (diff < 0 && (GstClockTime) (-diff) > t) ? 0 : t + diff;
+  }
+  return t > base ? t - base : 0;
+}
+
+static GstFlowReturn
+make_buffer (GstPinnedShmSrc * self, pf_consumer * c, pf_event * ev,
+    GstBuffer ** outbuf)
+{
+  const struct pf_msg_frame *f = &ev->frame;
+  GstBuffer *buf = gst_buffer_new ();
+  FrameLoan *loan;
+  guint64 total = 0, now;
+  guint i;
+
+  if (f->n_chunks == 0 || f->n_chunks > PF_MAX_CHUNKS)
+    goto bad_frame;
+
+  loan = g_new0 (FrameLoan, 1);
+  loan->consumer = pf_consumer_ref (c);
+  loan->seq = f->seq;
+  loan->n_memories = 1;         /* ours until every memory is attached */
+
+  for (i = 0; i < f->n_chunks; i++) {
+    GstMemory *mem = gst_pinned_allocator_wrap (self->allocator,
+        ev->segments[i], f->chunks[i].offset, f->chunks[i].size);
+
+    if (mem == NULL) {
+      frame_loan_memory_freed (loan);
+      goto bad_frame;
+    }
+    g_atomic_int_inc (&loan->n_memories);
+    gst_mini_object_set_qdata (GST_MINI_OBJECT_CAST (mem), frame_loan_quark,
+        loan, frame_loan_memory_freed);
+    gst_buffer_append_memory (buf, mem);
+    total += f->chunks[i].size;
+  }
+  frame_loan_memory_freed (loan);       /* drop our own count */
+
+  if (f->clock_pts != PF_TIME_NONE) {
+    GST_BUFFER_PTS (buf) = running_time_of (self, f->clock_pts);
+    if (f->dts != PF_TIME_NONE && f->pts != PF_TIME_NONE
+        && GST_BUFFER_PTS_IS_VALID (buf)) {
+      /* keep the producer's DTS-to-PTS distance */
+      GstClockTimeDiff d = GST_CLOCK_DIFF (f->dts, f->pts);
+
+      GST_BUFFER_DTS (buf) = (d > 0 && (GstClockTime) d > GST_BUFFER_PTS (buf))
+          ? 0 : GST_BUFFER_PTS (buf) - d;
+    }
+  } else {
+    /* no timestamp from the producer: stamp with arrival time */
+    GstClock *clock = gst_element_get_clock (GST_ELEMENT (self));
+
+    if (clock) {
+      GstClockTime now_c = gst_clock_get_time (clock);
+      GstClockTime base = gst_element_get_base_time (GST_ELEMENT (self));
+
+      GST_BUFFER_PTS (buf) = now_c > base ? now_c - base : 0;
+      gst_object_unref (clock);
+    }
+  }
+  if (f->duration != PF_TIME_NONE)
+    GST_BUFFER_DURATION (buf) = f->duration;
+  GST_BUFFER_OFFSET (buf) = f->offset;
+  GST_BUFFER_OFFSET_END (buf) = f->offset_end;
+  GST_BUFFER_FLAGS (buf) |= f->buffer_flags & WIRE_BUFFER_FLAGS;
+
+  if (self->have_seq && f->seq > self->last_seq + 1) {
+    guint64 missed = f->seq - self->last_seq - 1;
+
+    g_mutex_lock (&self->lock);
+    self->gaps += missed;
+    g_mutex_unlock (&self->lock);
+    self->discont = TRUE;
+  }
+  self->last_seq = f->seq;
+  self->have_seq = TRUE;
+  if (self->discont) {
+    GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
+    self->discont = FALSE;
+  }
+
+  if ((f->meta_flags & PF_FRAME_HAS_VIDEO_META) && self->is_video) {
+    gsize offsets[GST_VIDEO_MAX_PLANES] = { 0, };
+    gint strides[GST_VIDEO_MAX_PLANES] = { 0, };
+
+    if (f->n_planes != GST_VIDEO_INFO_N_PLANES (&self->vinfo)
+        || f->n_planes > PF_MAX_PLANES || f->width == 0 || f->height == 0
+        || f->width > G_MAXINT32 || f->height > G_MAXINT32)
+      goto bad_meta;
+    for (i = 0; i < f->n_planes; i++) {
+      if (f->plane_offset[i] >= total || f->plane_stride[i] == 0)
+        goto bad_meta;
+      offsets[i] = f->plane_offset[i];
+      strides[i] = f->plane_stride[i];
+    }
+    gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
+        GST_VIDEO_INFO_FORMAT (&self->vinfo), f->width, f->height,
+        f->n_planes, offsets, strides);
+  }
+
+  now = pf_monotonic_ns ();
+  g_mutex_lock (&self->lock);
+  self->frames++;
+  self->bytes += total;
+  if (f->send_time != PF_TIME_NONE && now >= f->send_time) {
+    self->latency_last = now - f->send_time;
+    self->latency_sum += self->latency_last;
+    self->latency_max = MAX (self->latency_max, self->latency_last);
+  }
+  g_mutex_unlock (&self->lock);
+
+  *outbuf = buf;
+  return GST_FLOW_OK;
+
+bad_frame:
+  gst_buffer_unref (buf);
+  GST_ELEMENT_ERROR (self, STREAM, DECODE, ("Invalid frame from producer"),
+      ("frame %" G_GUINT64_FORMAT ": chunk outside its segment",
+          (guint64) f->seq));
+  return GST_FLOW_ERROR;
+bad_meta:
+  gst_buffer_unref (buf);
+  GST_ELEMENT_ERROR (self, STREAM, DECODE, ("Invalid frame from producer"),
+      ("frame %" G_GUINT64_FORMAT ": video meta does not match caps or data",
+          (guint64) f->seq));
+  return GST_FLOW_ERROR;
+}
+
+/* The producer is gone without EOS. */
+static GstFlowReturn
+handle_disconnect (GstPinnedShmSrc * self, gboolean * retry)
+{
+  GstPinnedShmSrcOnDisconnect mode;
+
+  GST_OBJECT_LOCK (self);
+  mode = self->on_disconnect;
+  GST_OBJECT_UNLOCK (self);
+
+  drop_connection (self);
+  *retry = FALSE;
+  switch (mode) {
+    case GST_PINNED_SHM_SRC_ON_DISCONNECT_EOS:
+      GST_INFO_OBJECT (self, "producer gone, EOS");
+      return GST_FLOW_EOS;
+    case GST_PINNED_SHM_SRC_ON_DISCONNECT_ERROR:
+      GST_ELEMENT_ERROR (self, RESOURCE, READ, ("The producer went away"),
+          ("connection closed without EOS"));
+      return GST_FLOW_ERROR;
+    case GST_PINNED_SHM_SRC_ON_DISCONNECT_RECONNECT:
+    default:
+      GST_INFO_OBJECT (self, "producer gone, waiting for a new one");
+      g_mutex_lock (&self->lock);
+      self->reconnects++;
+      g_mutex_unlock (&self->lock);
+      *retry = TRUE;
+      return GST_FLOW_OK;
+  }
+}
+
+static GstFlowReturn
+gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
+{
+  GstPinnedShmSrc *self = GST_PINNED_SHM_SRC (psrc);
+  GstFlowReturn ret = GST_FLOW_OK;
+
+  *outbuf = NULL;
+  for (;;) {
+    pf_consumer *c;
+    pf_event ev;
+    int res;
+
+    g_mutex_lock (&self->lock);
+    c = self->consumer ? pf_consumer_ref (self->consumer) : NULL;
+    g_mutex_unlock (&self->lock);
+
+    if (c == NULL) {
+      gint timeout;
+
+      GST_OBJECT_LOCK (self);
+      timeout = self->connect_timeout;
+      GST_OBJECT_UNLOCK (self);
+      /* a lost producer is awaited forever (reconnect mode) */
+      if (self->ever_connected)
+        timeout = -1;
+      ret = connect_producer (self, timeout);
+      if (ret != GST_FLOW_OK)
+        return ret;
+      continue;
+    }
+
+    memset (&ev, 0, sizeof (ev));
+    res = pf_consumer_receive (c, 0, &ev);
+    if (res == 0) {
+      /* nothing queued: wait for the socket or unlock */
+      res = gst_poll_wait (self->poll, GST_CLOCK_TIME_NONE);
+      pf_consumer_unref (c);
+      if (res < 0 && errno == EBUSY)
+        return GST_FLOW_FLUSHING;
+      continue;
+    }
+
+    if (res < 0) {
+      gboolean retry = FALSE;
+
+      if (res == -EPIPE) {
+        pf_consumer_unref (c);
+        ret = handle_disconnect (self, &retry);
+        if (retry)
+          continue;
+        return ret;
+      }
+      g_mutex_lock (&self->lock);
+      self->errors++;
+      g_mutex_unlock (&self->lock);
+      GST_ELEMENT_ERROR (self, STREAM, DECODE,
+          ("Protocol error from the producer"), ("%s (%s)",
+              pf_consumer_get_error (c), g_strerror (-res)));
+      pf_consumer_unref (c);
+      drop_connection (self);
+      return GST_FLOW_ERROR;
+    }
+
+    switch (ev.type) {
+      case PF_EVENT_CAPS:
+        ret = handle_caps (self, &ev);
+        break;
+      case PF_EVENT_FRAME:
+        ret = make_buffer (self, c, &ev, outbuf);
+        break;
+      case PF_EVENT_EOS:
+        GST_INFO_OBJECT (self, "EOS from the producer");
+        ret = GST_FLOW_EOS;
+        break;
+      default:
+        break;
+    }
+    pf_consumer_event_clear (&ev);
+    pf_consumer_unref (c);
+
+    if (ret != GST_FLOW_OK || *outbuf != NULL)
+      return ret;
+  }
+}
+
+static void
+gst_pinned_shm_src_finalize (GObject * object)
+{
+  GstPinnedShmSrc *self = GST_PINNED_SHM_SRC (object);
+
+  g_free (self->socket_path);
+  gst_caps_replace (&self->caps, NULL);
+  gst_poll_free (self->poll);
+  gst_object_unref (self->allocator);
+  g_mutex_clear (&self->lock);
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+static void
+gst_pinned_shm_src_init (GstPinnedShmSrc * self)
+{
+  self->socket_path = g_strdup (DEFAULT_SOCKET_PATH);
+  self->on_disconnect = DEFAULT_ON_DISCONNECT;
+  self->connect_timeout = DEFAULT_CONNECT_TIMEOUT;
+  self->poll = gst_poll_new (TRUE);
+  gst_poll_fd_init (&self->pollfd);
+  self->allocator = gst_pinned_allocator_get ();
+  g_mutex_init (&self->lock);
+  gst_video_info_init (&self->vinfo);
+
+  gst_base_src_set_live (GST_BASE_SRC (self), TRUE);
+  gst_base_src_set_format (GST_BASE_SRC (self), GST_FORMAT_TIME);
+}
+
+static void
+gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GstBaseSrcClass *bsrc_class = GST_BASE_SRC_CLASS (klass);
+  GstPushSrcClass *psrc_class = GST_PUSH_SRC_CLASS (klass);
+
+  GST_DEBUG_CATEGORY_INIT (gst_pinned_shm_src_debug, "pinnedshmsrc", 0,
+      "Pinned shared-memory frame source");
+  frame_loan_quark = g_quark_from_static_string ("pinnedshmsrc-frame-loan");
+
+  gobject_class->set_property = gst_pinned_shm_src_set_property;
+  gobject_class->get_property = gst_pinned_shm_src_get_property;
+  gobject_class->finalize = gst_pinned_shm_src_finalize;
+
+  properties[PROP_SOCKET_PATH] = g_param_spec_string ("socket-path",
+      "Socket path", "Path of the producer's unix socket",
+      DEFAULT_SOCKET_PATH, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_READY);
+  /**
+   * GstPinnedShmSrc:on-disconnect:
+   *
+   * What to do when the producer goes away without EOS (crash, kill).
+   * EOS sent by the producer always ends the stream.
+   */
+  properties[PROP_ON_DISCONNECT] = g_param_spec_enum ("on-disconnect",
+      "On disconnect", "What to do when the producer goes away without EOS",
+      GST_TYPE_PINNED_SHM_SRC_ON_DISCONNECT, DEFAULT_ON_DISCONNECT,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
+  /**
+   * GstPinnedShmSrc:connect-timeout:
+   *
+   * How long to wait, in milliseconds, for a producer that is not up yet
+   * when the stream starts: 0 fails at once, -1 waits forever. In
+   * reconnect mode a lost producer is always awaited forever.
+   */
+  properties[PROP_CONNECT_TIMEOUT] = g_param_spec_int ("connect-timeout",
+      "Connect timeout", "Milliseconds to wait for the producer at start "
+      "(0: fail at once, -1: forever)", -1, G_MAXINT, DEFAULT_CONNECT_TIMEOUT,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  /**
+   * GstPinnedShmSrc:stats:
+   *
+   * A structure with connected (gboolean), frames, bytes, reconnects,
+   * errors, gaps (frames the producer skipped for us), latency-last,
+   * latency-mean, latency-max (ns from the producer's send to our create;
+   * guint64) and held (guint: frames downstream still holds).
+   */
+  properties[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
+      "Frame, reconnect, error and latency counters", GST_TYPE_STRUCTURE,
+      G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  g_object_class_install_properties (gobject_class, N_PROPERTIES, properties);
+
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_set_static_metadata (element_class,
+      "Pinned shared memory source", "Source/Video",
+      "Receives frames in pinned shared memory from another process",
+      "gst-pinnedflow developers");
+
+  element_class->set_clock = GST_DEBUG_FUNCPTR (gst_pinned_shm_src_set_clock);
+
+  bsrc_class->start = GST_DEBUG_FUNCPTR (gst_pinned_shm_src_start);
+  bsrc_class->stop = GST_DEBUG_FUNCPTR (gst_pinned_shm_src_stop);
+  bsrc_class->unlock = GST_DEBUG_FUNCPTR (gst_pinned_shm_src_unlock);
+  bsrc_class->unlock_stop = GST_DEBUG_FUNCPTR (gst_pinned_shm_src_unlock_stop);
+  bsrc_class->query = GST_DEBUG_FUNCPTR (gst_pinned_shm_src_query);
+  psrc_class->create = GST_DEBUG_FUNCPTR (gst_pinned_shm_src_create);
+
+  gst_type_mark_as_plugin_api (GST_TYPE_PINNED_SHM_SRC_ON_DISCONNECT, 0);
+}

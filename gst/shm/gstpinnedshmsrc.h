@@ -1,0 +1,40 @@
+/* GStreamer pinnedflow: receive frames from another process
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#ifndef __GST_PINNED_SHM_SRC_H__
+#define __GST_PINNED_SHM_SRC_H__
+
+#include <gst/gst.h>
+#include <gst/base/gstpushsrc.h>
+
+G_BEGIN_DECLS
+
+/**
+ * GstPinnedShmSrcOnDisconnect:
+ * @GST_PINNED_SHM_SRC_ON_DISCONNECT_EOS: push EOS downstream
+ * @GST_PINNED_SHM_SRC_ON_DISCONNECT_ERROR: post an element error
+ * @GST_PINNED_SHM_SRC_ON_DISCONNECT_RECONNECT: wait for a new producer on
+ *   the same socket path and go on streaming
+ *
+ * What pinnedshmsrc does when the producer goes away without sending EOS.
+ */
+typedef enum
+{
+  GST_PINNED_SHM_SRC_ON_DISCONNECT_EOS,
+  GST_PINNED_SHM_SRC_ON_DISCONNECT_ERROR,
+  GST_PINNED_SHM_SRC_ON_DISCONNECT_RECONNECT,
+} GstPinnedShmSrcOnDisconnect;
+
+#define GST_TYPE_PINNED_SHM_SRC_ON_DISCONNECT \
+  (gst_pinned_shm_src_on_disconnect_get_type ())
+GType gst_pinned_shm_src_on_disconnect_get_type (void);
+
+#define GST_TYPE_PINNED_SHM_SRC (gst_pinned_shm_src_get_type ())
+G_DECLARE_FINAL_TYPE (GstPinnedShmSrc, gst_pinned_shm_src, GST,
+    PINNED_SHM_SRC, GstPushSrc)
+
+GST_ELEMENT_REGISTER_DECLARE (pinnedshmsrc);
+
+G_END_DECLS
+#endif /* __GST_PINNED_SHM_SRC_H__ */
