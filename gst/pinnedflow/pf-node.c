@@ -352,6 +352,7 @@ struct pf_node_producer {
   unsigned int n_free;
   unsigned int n_published;
   unsigned int cursor;          /* next slot to try: round robin */
+  unsigned int n_clients;       /* connected consumers */
   uint64_t next_loan_id;
 
   int have_video;
@@ -387,6 +388,29 @@ on_frame_released (void *user_data, void *token)
   pthread_mutex_lock (&p->lock);
   if (p->state[t - 1] == SLOT_PUBLISHED)
     slot_return_locked (p, (unsigned int) (t - 1));
+  pthread_mutex_unlock (&p->lock);
+}
+
+static void
+on_client_connected (void *user_data, const pf_client_info * info)
+{
+  pf_node_producer *p = user_data;
+
+  pthread_mutex_lock (&p->lock);
+  p->n_clients++;
+  pthread_cond_broadcast (&p->cond);
+  pthread_mutex_unlock (&p->lock);
+}
+
+static void
+on_client_disconnected (void *user_data, const pf_client_info * info)
+{
+  pf_node_producer *p = user_data;
+
+  pthread_mutex_lock (&p->lock);
+  if (p->n_clients > 0)
+    p->n_clients--;
+  pthread_cond_broadcast (&p->cond);
   pthread_mutex_unlock (&p->lock);
 }
 
@@ -455,6 +479,8 @@ pf_node_producer_new (const pf_node_producer_config * config,
   pc.max_client_frames = config->max_client_frames ?
       config->max_client_frames : (p->n_slots > 1 ? p->n_slots - 1 : 1);
   pc.callbacks.frame_released = on_frame_released;
+  pc.callbacks.client_connected = on_client_connected;
+  pc.callbacks.client_disconnected = on_client_disconnected;
   pc.callbacks.user_data = p;
   res = pf_producer_new (&pc, &p->transport);
   if (res < 0)
@@ -729,30 +755,63 @@ pf_node_producer_send_eos (pf_node_producer * p)
   return pf_producer_send_eos (p->transport);
 }
 
-int
-pf_node_producer_wait_idle (pf_node_producer * p, int timeout_ms)
+/* Waits on the condition until done (p) returns true. Lock held. */
+static int
+wait_until_locked (pf_node_producer * p, int timeout_ms,
+    int (*done) (pf_node_producer * p, unsigned int arg), unsigned int arg)
 {
   struct timespec deadline;
-  int res = 0;
 
-  if (p == NULL)
-    return -EINVAL;
   if (timeout_ms > 0)
     deadline_after (&deadline, timeout_ms);
-  pthread_mutex_lock (&p->lock);
-  while (p->n_published > 0) {
-    if (timeout_ms == 0) {
-      res = -ETIMEDOUT;
-      break;
-    }
+  while (!done (p, arg)) {
+    if (timeout_ms == 0)
+      return -ETIMEDOUT;
     if (timeout_ms < 0) {
       pthread_cond_wait (&p->cond, &p->lock);
     } else if (pthread_cond_timedwait (&p->cond, &p->lock, &deadline) ==
-        ETIMEDOUT && p->n_published > 0) {
-      res = -ETIMEDOUT;
-      break;
+        ETIMEDOUT && !done (p, arg)) {
+      return -ETIMEDOUT;
     }
   }
+  return 0;
+}
+
+static int
+is_idle (pf_node_producer * p, unsigned int unused)
+{
+  return p->n_published == 0;
+}
+
+static int
+has_clients (pf_node_producer * p, unsigned int n)
+{
+  return p->n_clients >= n;
+}
+
+int
+pf_node_producer_wait_idle (pf_node_producer * p, int timeout_ms)
+{
+  int res;
+
+  if (p == NULL)
+    return -EINVAL;
+  pthread_mutex_lock (&p->lock);
+  res = wait_until_locked (p, timeout_ms, is_idle, 0);
+  pthread_mutex_unlock (&p->lock);
+  return res;
+}
+
+int
+pf_node_producer_wait_clients (pf_node_producer * p, unsigned int n_clients,
+    int timeout_ms)
+{
+  int res;
+
+  if (p == NULL)
+    return -EINVAL;
+  pthread_mutex_lock (&p->lock);
+  res = wait_until_locked (p, timeout_ms, has_clients, n_clients);
   pthread_mutex_unlock (&p->lock);
   return res;
 }

@@ -196,6 +196,11 @@ int pf_node_producer_send_eos (pf_node_producer * p);
  * left). 0, or -ETIMEDOUT. */
 int pf_node_producer_wait_idle (pf_node_producer * p, int timeout_ms);
 
+/* Waits until at least @n_clients consumers are connected (a camera that
+ * must not lose its first frames). 0, or -ETIMEDOUT. */
+int pf_node_producer_wait_clients (pf_node_producer * p,
+    unsigned int n_clients, int timeout_ms);
+
 unsigned int pf_node_producer_get_n_slots (pf_node_producer * p);
 /* Slots neither loaned nor held by a consumer. */
 unsigned int pf_node_producer_get_free_slots (pf_node_producer * p);

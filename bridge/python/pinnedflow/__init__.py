@@ -1,0 +1,497 @@
+# pinnedflow Python binding: zero-copy frames for dataflow nodes.
+# Copyright (C) 2026 gst-pinnedflow developers
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Python binding of libpinnedflow's node API (ctypes, no build step).
+
+Consumer::
+
+    import pinnedflow
+    with pinnedflow.Consumer("/tmp/cam.sock", timeout_ms=5000) as cons:
+        for frame in cons:                # ends at EOS or hang-up
+            with frame:                   # released on exit
+                img = frame.array()       # read-only numpy view, no copy
+                print(frame.seq, frame.pts, img.shape)
+
+Producer::
+
+    with pinnedflow.Producer("/tmp/cam.sock", slot_size=640 * 480 * 4) as prod:
+        prod.set_video("RGBA", 640, 480, (30, 1))
+        with prod.loan(timeout_ms=1000) as loan:   # discarded unless published
+            loan.array()[:] = 255
+            loan.publish(pts=0, duration=33_333_333)
+        prod.send_eos()
+
+Buffers handed out (memoryview, numpy arrays) keep the shared segment mapped
+for as long as they live, so touching them late never crashes; but after
+release() the producer may reuse the slot, so copy what you keep.
+"""
+
+import ctypes
+import errno as _errno
+import os
+
+from . import _native as _n
+
+__all__ = ["Producer", "Consumer", "Frame", "Loan", "Segment", "EOS",
+           "PinnedflowError", "TIME_NONE", "parse_caps", "video_layout"]
+
+TIME_NONE = _n.TIME_NONE
+
+
+class _Eos(object):
+    def __repr__(self):
+        return "pinnedflow.EOS"
+
+
+#: Returned by Consumer.next() when the producer sent end-of-stream.
+EOS = _Eos()
+
+
+class PinnedflowError(OSError):
+    """A libpinnedflow error: .errno is the errno, the message explains."""
+
+    def __init__(self, res, what, detail=None):
+        err = -res
+        msg = "%s: %s" % (what, _n.lib.pf_node_strerror(res).decode())
+        if detail:
+            msg += " (%s)" % detail
+        super().__init__(err, msg)
+
+
+def _check(res, what, detail=None):
+    if res < 0:
+        if -res == _errno.ETIMEDOUT:
+            raise TimeoutError(-res, "%s: timed out" % what)
+        raise PinnedflowError(res, what, detail)
+    return res
+
+
+def _time(v):
+    return None if v == TIME_NONE else v
+
+
+def _untime(v):
+    return TIME_NONE if v is None else int(v)
+
+
+class Segment(object):
+    """A shared-memory segment (one reference held while this object lives).
+
+    base/size/fd/id are what a GPU runtime needs to register the mapping
+    once (cudaHostRegister(base, size, ...)); id is process-local and never
+    reused, a good cache key."""
+
+    def __init__(self, ptr):
+        self._ptr = _n.lib.pf_segment_ref(ptr)
+        self.base = _n.lib.pf_segment_get_base(self._ptr)
+        self.size = _n.lib.pf_segment_get_size(self._ptr)
+        self.fd = _n.lib.pf_segment_get_fd(self._ptr)
+        self.id = _n.lib.pf_segment_get_id(self._ptr)
+        state = _n.lib.pf_segment_get_state(self._ptr)
+        self.readonly = bool(state & (1 << 2))
+        self.locked = bool(state & (1 << 1))
+
+    def __del__(self):
+        ptr, self._ptr = getattr(self, "_ptr", None), None
+        if ptr and _n is not None and _n.lib is not None:
+            _n.lib.pf_segment_unref(ptr)
+
+    def __repr__(self):
+        return "<pinnedflow.Segment id=%d size=%d fd=%d%s>" % (
+            self.id, self.size, self.fd, " ro" if self.readonly else "")
+
+
+def _view(segment, address, size, readonly):
+    """A memoryview of [address, address + size) that keeps @segment (and so
+    the mapping) alive as long as any view or array built on it."""
+    arr = (ctypes.c_ubyte * size).from_address(address)
+    arr._pinnedflow_segment = segment
+    mv = memoryview(arr).cast("B")
+    return mv.toreadonly() if readonly else mv
+
+
+_PACKED_DTYPES = {"GRAY16_LE": "<u2", "GRAY16_BE": ">u2"}
+
+
+def _layout_array(mv, fmt, lay):
+    """numpy view of a frame: (h, w, c) for packed formats, (h, w) for
+    GRAY8/GRAY16, else the plain bytes."""
+    import numpy
+    if lay.n_planes == 1 and lay.pixel_stride and lay.width and lay.height:
+        stride = lay.plane_stride[0]
+        off = lay.plane_offset[0]
+        if fmt in _PACKED_DTYPES:
+            return numpy.ndarray((lay.height, lay.width),
+                                 dtype=numpy.dtype(_PACKED_DTYPES[fmt]),
+                                 buffer=mv, offset=off, strides=(stride, 2))
+        if lay.pixel_stride == 1:
+            return numpy.ndarray((lay.height, lay.width), dtype=numpy.uint8,
+                                 buffer=mv, offset=off, strides=(stride, 1))
+        if fmt in ("YUY2", "UYVY"):
+            return numpy.ndarray((lay.height, lay.plane_row_bytes[0]),
+                                 dtype=numpy.uint8, buffer=mv, offset=off,
+                                 strides=(stride, 1))
+        c = lay.pixel_stride
+        return numpy.ndarray((lay.height, lay.width, c), dtype=numpy.uint8,
+                             buffer=mv, offset=off, strides=(stride, c, 1))
+    return numpy.frombuffer(mv, dtype=numpy.uint8)
+
+
+def _plane_array(mv, lay, i):
+    import numpy
+    if i >= lay.n_planes or not lay.plane_row_bytes[i]:
+        raise IndexError("no plane %d with a known layout" % i)
+    return numpy.ndarray((lay.plane_height[i], lay.plane_row_bytes[i]),
+                         dtype=numpy.uint8, buffer=mv,
+                         offset=lay.plane_offset[i],
+                         strides=(lay.plane_stride[i], 1))
+
+
+def parse_caps(caps):
+    """Parses a raw-video caps string: dict with media_type, format, width,
+    height, framerate (n, d)."""
+    info = _n.CapsInfo()
+    _check(_n.lib.pf_node_caps_parse(caps.encode(), ctypes.byref(info)),
+           "parse_caps")
+    return {"media_type": info.media_type.decode(),
+            "format": info.format.decode(), "width": info.width,
+            "height": info.height, "framerate": (info.fps_n, info.fps_d)}
+
+
+def video_layout(fmt, width, height, stride_align=0):
+    """GStreamer's default layout of a video frame: dict with size,
+    offsets, strides."""
+    lay = _n.VideoLayout()
+    _check(_n.lib.pf_node_video_layout_compute(
+        fmt.encode(), width, height, stride_align, ctypes.byref(lay)),
+        "video_layout")
+    n = lay.n_planes
+    return {"size": lay.size, "n_planes": n,
+            "offsets": list(lay.plane_offset)[:n],
+            "strides": list(lay.plane_stride)[:n]}
+
+
+# --------------------------------------------------------------------------
+# Producer
+# --------------------------------------------------------------------------
+
+class Loan(object):
+    """A slot loaned from a Producer's pool; write it, then publish()."""
+
+    def __init__(self, producer, raw):
+        self._producer = producer
+        self._raw = raw
+        self._done = False
+        self._mv = _view(producer.segment, raw.data, raw.capacity, False)
+
+    @property
+    def buffer(self):
+        """Writable memoryview of the whole slot (capacity bytes)."""
+        return self._mv
+
+    @property
+    def size(self):
+        return self._raw.size
+
+    @size.setter
+    def size(self, v):
+        self._raw.size = int(v)
+
+    @property
+    def capacity(self):
+        return self._raw.capacity
+
+    @property
+    def slot(self):
+        return self._raw.slot
+
+    @property
+    def strides(self):
+        lay = self._raw.layout
+        return list(lay.plane_stride)[:lay.n_planes]
+
+    def array(self):
+        """Writable numpy view laid out for the producer's video (see
+        Producer.set_video), or the raw slot bytes."""
+        if self._raw.has_video_meta:
+            return _layout_array(self._mv, self._producer._format,
+                                 self._raw.layout)
+        import numpy
+        return numpy.frombuffer(self._mv, dtype=numpy.uint8)
+
+    def publish(self, pts=None, dts=None, duration=None, size=None,
+                flags=0):
+        """Sends the frame; returns how many consumers got it."""
+        if self._done:
+            raise ValueError("loan already published or discarded")
+        self._done = True
+        if size is not None:
+            self._raw.size = int(size)
+        self._raw.pts = _untime(pts)
+        self._raw.dts = _untime(dts)
+        self._raw.duration = _untime(duration)
+        self._raw.buffer_flags = flags
+        return _check(_n.lib.pf_node_producer_publish(
+            self._producer._ptr, ctypes.byref(self._raw)), "publish")
+
+    def discard(self):
+        if not self._done:
+            self._done = True
+            _n.lib.pf_node_producer_discard(self._producer._ptr,
+                                            ctypes.byref(self._raw))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.discard()
+        return False
+
+
+class Producer(object):
+    """Listens on @socket_path with a pool of @n_slots frames of @slot_size
+    bytes in one pinned, write-sealed segment."""
+
+    def __init__(self, socket_path, slot_size, n_slots=4,
+                 max_client_frames=0, perms=0o600, lock=True):
+        self._ptr = None
+        cfg = _n.ProducerConfig()
+        cfg.socket_path = os.fsencode(socket_path)
+        cfg.perms = perms
+        cfg.n_slots = n_slots
+        cfg.slot_size = int(slot_size)
+        cfg.max_client_frames = max_client_frames
+        cfg.flags = 0 if lock else _n.PRODUCER_NO_LOCK
+        out = ctypes.c_void_p()
+        _check(_n.lib.pf_node_producer_new(ctypes.byref(cfg),
+                                           ctypes.byref(out)),
+               "Producer(%s)" % socket_path)
+        self._ptr = out
+        self._format = None
+        self.segment = Segment(_n.lib.pf_node_producer_get_segment(out))
+
+    def set_caps(self, caps):
+        self._format = None
+        _check(_n.lib.pf_node_producer_set_caps(self._ptr, caps.encode()),
+               "set_caps")
+
+    def set_video(self, fmt, width, height, framerate=(30, 1)):
+        """Sets raw-video caps; later loans carry its layout (strides)."""
+        _check(_n.lib.pf_node_producer_set_video(
+            self._ptr, fmt.encode(), width, height, framerate[0],
+            framerate[1]), "set_video")
+        self._format = fmt
+
+    def loan(self, timeout_ms=-1):
+        """A free slot; raises TimeoutError when none came back in time
+        (timeout 0: PinnedflowError EAGAIN at once)."""
+        raw = _n.Loan()
+        fn = (_n.lib.pf_node_producer_loan_video if self._format
+              else _n.lib.pf_node_producer_loan)
+        _check(fn(self._ptr, timeout_ms, ctypes.byref(raw)), "loan")
+        return Loan(self, raw)
+
+    def send_eos(self):
+        _check(_n.lib.pf_node_producer_send_eos(self._ptr), "send_eos")
+
+    def wait_idle(self, timeout_ms=-1):
+        _check(_n.lib.pf_node_producer_wait_idle(self._ptr, timeout_ms),
+               "wait_idle")
+
+    def wait_clients(self, n=1, timeout_ms=-1):
+        """Waits until at least @n consumers are connected."""
+        _check(_n.lib.pf_node_producer_wait_clients(self._ptr, n,
+                                                    timeout_ms),
+               "wait_clients")
+
+    @property
+    def n_slots(self):
+        return _n.lib.pf_node_producer_get_n_slots(self._ptr)
+
+    @property
+    def free_slots(self):
+        return _n.lib.pf_node_producer_get_free_slots(self._ptr)
+
+    @property
+    def n_clients(self):
+        return _n.lib.pf_node_producer_get_n_clients(self._ptr)
+
+    def close(self):
+        ptr, self._ptr = self._ptr, None
+        if ptr:
+            _n.lib.pf_node_producer_free(ptr)
+
+    __del__ = close
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+# --------------------------------------------------------------------------
+# Consumer
+# --------------------------------------------------------------------------
+
+class Frame(object):
+    """A received frame; release() (or leaving a with block) gives it back."""
+
+    def __init__(self, ptr):
+        self._ptr = ptr
+        f = ptr.contents
+        self.seq = f.seq
+        self.size = f.size
+        self.caps = f.caps.decode() if f.caps else ""
+        self.format = f.info.format.decode()
+        self.media_type = f.info.media_type.decode()
+        self.width = f.info.width
+        self.height = f.info.height
+        self.framerate = (f.info.fps_n, f.info.fps_d)
+        self.pts = _time(f.pts)
+        self.dts = _time(f.dts)
+        self.duration = _time(f.duration)
+        self.clock_pts = _time(f.clock_pts)
+        self.send_time = f.send_time
+        self.recv_time = f.recv_time
+        self.flags = f.buffer_flags
+        self.has_video_meta = bool(f.has_video_meta)
+        lay = f.layout
+        self.strides = list(lay.plane_stride)[:lay.n_planes]
+        self.offsets = list(lay.plane_offset)[:lay.n_planes]
+        self._layout = _n.VideoLayout.from_buffer_copy(lay)
+        self.segment = Segment(f.segment)
+        self.segment_offset = f.segment_offset
+        self._chunks = [(f.chunk_data[i], f.chunk_size[i])
+                        for i in range(f.n_chunks)]
+        self._mv = None
+
+    @property
+    def released(self):
+        return self._ptr is None
+
+    @property
+    def buffer(self):
+        """Read-only memoryview of the frame bytes (no copy)."""
+        if self._mv is None:
+            if self._ptr is None:
+                raise ValueError("frame already released")
+            if len(self._chunks) != 1:
+                raise ValueError("frame has %d chunks; use chunks()"
+                                 % len(self._chunks))
+            addr, size = self._chunks[0]
+            self._mv = _view(self.segment, addr, size, True)
+        return self._mv
+
+    def chunks(self):
+        """Read-only memoryviews of each memory chunk."""
+        return [_view(self.segment, a, s, True) for a, s in self._chunks]
+
+    def array(self):
+        """Read-only numpy view: (h, w, c) for packed RGB-like formats,
+        (h, w) for GRAY, else the plain bytes."""
+        return _layout_array(self.buffer, self.format, self._layout)
+
+    def plane(self, i):
+        """Read-only numpy view (rows, row bytes) of video plane @i."""
+        return _plane_array(self.buffer, self._layout, i)
+
+    def release(self):
+        ptr, self._ptr = self._ptr, None
+        if ptr:
+            _n.lib.pf_node_frame_release(ptr)
+
+    __del__ = release
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+        return False
+
+    def __repr__(self):
+        return "<pinnedflow.Frame seq=%d %s %dx%d pts=%s size=%d>" % (
+            self.seq, self.format, self.width, self.height, self.pts,
+            self.size)
+
+
+class Consumer(object):
+    """Connects to a producer (pf_node or pinnedshmsink), waiting up to
+    @timeout_ms for it to appear (-1: forever)."""
+
+    def __init__(self, socket_path, timeout_ms=-1):
+        self._ptr = None
+        out = ctypes.c_void_p()
+        _check(_n.lib.pf_node_consumer_new(os.fsencode(socket_path),
+                                           timeout_ms, ctypes.byref(out)),
+               "Consumer(%s)" % socket_path)
+        self._ptr = out
+
+    def fileno(self):
+        """Poll it for reading (select, asyncio add_reader, epoll), then
+        call next(0) until it returns None."""
+        return _n.lib.pf_node_consumer_get_fd(self._ptr)
+
+    def next(self, timeout_ms=-1):
+        """A Frame, EOS, or None on timeout. Raises ConnectionError (EPIPE)
+        when the producer is gone, PinnedflowError on a protocol error."""
+        out = ctypes.POINTER(_n.Frame)()
+        res = _n.lib.pf_node_consumer_next(self._ptr, timeout_ms,
+                                           ctypes.byref(out))
+        if res == 1:
+            return Frame(out)
+        if res == _n.NODE_EOS:
+            return EOS
+        if res == 0:
+            return None
+        detail = _n.lib.pf_node_consumer_get_error(self._ptr).decode()
+        if -res == _errno.EPIPE:
+            raise ConnectionError(_errno.EPIPE, "producer gone: " + detail)
+        raise PinnedflowError(res, "next", detail)
+
+    def __iter__(self):
+        """Frames until EOS or hang-up."""
+        while True:
+            try:
+                f = self.next(-1)
+            except ConnectionError:
+                return
+            if f is EOS:
+                return
+            if f is not None:
+                yield f
+
+    @property
+    def caps(self):
+        c = _n.lib.pf_node_consumer_get_caps(self._ptr)
+        return c.decode() if c else None
+
+    @property
+    def held(self):
+        return _n.lib.pf_node_consumer_get_held(self._ptr)
+
+    @property
+    def error(self):
+        return _n.lib.pf_node_consumer_get_error(self._ptr).decode()
+
+    def close(self):
+        """Frames not yet released stay valid until released."""
+        ptr, self._ptr = self._ptr, None
+        if ptr:
+            _n.lib.pf_node_consumer_free(ptr)
+
+    __del__ = close
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def live_segments():
+    """Segments alive in this process (tests use it to find leaks)."""
+    return _n.lib.pf_segment_count_live()
