@@ -1,2 +1,576 @@
-/* pf-consumer: to be implemented (see pf-consumer.h) */
+/* pinnedflow: the consumer end of the transport (plain C, no GLib)
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * One thread calls pf_consumer_receive(); it alone touches the segment table
+ * and the receive buffer. c->lock guards what pf_consumer_release() shares
+ * with it: the held set, the socket for sending, and the error state.
+ *
+ * A failed connection is shut down (shutdown(2), so the producer reclaims
+ * everything at once) but its fd stays open until the last unref, so the
+ * number returned by pf_consumer_get_fd() is never reused behind the user's
+ * back.
+ */
 #include "pf-consumer.h"
+
+#include "pf-socket.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The shortest wait for the producer's HELLO, whatever the caller's
+ * connect timeout (which is about the producer being up at all). */
+#define HANDSHAKE_MIN_MS 5000
+/* A release that cannot be sent for this long means a stuck producer. */
+#define SEND_TIMEOUT_MS 5000
+
+struct cseg
+{
+  uint64_t wire_id;
+  pf_segment *seg;
+  struct cseg *next;
+};
+
+struct pf_consumer
+{
+  atomic_int refcount;
+  pthread_mutex_t lock;
+  int fd;
+  int broken;                   /* 0, or the negative errno that ended it */
+  char error[256];
+
+  uint32_t max_held;
+  uint64_t session_id;
+
+  /* receive thread only */
+  struct cseg *segs;
+  uint64_t last_seq;
+  int have_seq;
+  uint32_t caps_seq;
+  char caps[PF_MAX_CAPS_LEN + 1];
+  uint8_t buf[PF_MAX_MSG_SIZE];
+  struct pf_msg msg;
+
+  /* c->lock */
+  uint64_t *held;
+  unsigned int n_held, cap_held;
+};
+
+static __thread char connect_error[256];
+
+const char *
+pf_consumer_connect_error (void)
+{
+  return connect_error;
+}
+
+static int
+now_ms_since (const struct timespec *start)
+{
+  struct timespec now;
+
+  clock_gettime (CLOCK_MONOTONIC, &now);
+  return (int) ((now.tv_sec - start->tv_sec) * 1000 +
+      (now.tv_nsec - start->tv_nsec) / 1000000);
+}
+
+/* Remaining ms of @timeout_ms since @start; -1 means forever. */
+static int
+remaining (int timeout_ms, const struct timespec *start)
+{
+  int left;
+
+  if (timeout_ms < 0)
+    return -1;
+  left = timeout_ms - now_ms_since (start);
+  return left > 0 ? left : 0;
+}
+
+static void
+drop_segments (pf_consumer * c)
+{
+  struct cseg *s, *next;
+
+  for (s = c->segs; s != NULL; s = next) {
+    next = s->next;
+    pf_segment_unref (s->seg);
+    free (s);
+  }
+  c->segs = NULL;
+}
+
+static int
+set_error_locked (pf_consumer * c, int err, const char *fmt, va_list ap)
+{
+  if (c->broken)
+    return c->broken;
+  c->broken = err;
+  vsnprintf (c->error, sizeof (c->error), fmt, ap);
+  shutdown (c->fd, SHUT_RDWR);
+  return err;
+}
+
+static int
+consumer_fail (pf_consumer * c, int err, const char *fmt, ...)
+    __attribute__((format (printf, 3, 4)));
+
+/* Ends the connection (receive thread). Returns the error to report. */
+static int
+consumer_fail (pf_consumer * c, int err, const char *fmt, ...)
+{
+  va_list ap;
+  int res;
+
+  va_start (ap, fmt);
+  pthread_mutex_lock (&c->lock);
+  res = set_error_locked (c, err, fmt, ap);
+  pthread_mutex_unlock (&c->lock);
+  va_end (ap);
+  /* Frames out keep their own segment references. */
+  drop_segments (c);
+  return res;
+}
+
+static struct cseg *
+find_seg (pf_consumer * c, uint64_t wire_id)
+{
+  struct cseg *s;
+
+  for (s = c->segs; s != NULL; s = s->next)
+    if (s->wire_id == wire_id)
+      return s;
+  return NULL;
+}
+
+static int
+handle_segment_add (pf_consumer * c, const struct pf_msg_segment_add *m,
+    int fd)
+{
+  struct cseg *s;
+  pf_segment *seg;
+  int res;
+
+  if (find_seg (c, m->segment_id)) {
+    close (fd);
+    return consumer_fail (c, -EPROTO, "SEGMENT_ADD: segment %" PRIu64
+        " announced twice", m->segment_id);
+  }
+  if ((res = pf_segment_import (fd, m->size, PF_SEGMENT_IMPORT_READONLY,
+              &seg)) < 0) {
+    close (fd);
+    return consumer_fail (c, -EPROTO, "SEGMENT_ADD: segment %" PRIu64
+        " (%" PRIu64 " bytes) rejected: %s", m->segment_id, m->size,
+        pf_segment_import_strerror (res));
+  }
+  if ((s = calloc (1, sizeof (*s))) == NULL) {
+    pf_segment_unref (seg);
+    return consumer_fail (c, -ENOMEM, "out of memory");
+  }
+  s->wire_id = m->segment_id;
+  s->seg = seg;
+  s->next = c->segs;
+  c->segs = s;
+  return 0;
+}
+
+static int
+handle_segment_remove (pf_consumer * c, uint64_t wire_id)
+{
+  struct cseg **l, *s;
+
+  for (l = &c->segs; *l != NULL; l = &(*l)->next) {
+    if ((*l)->wire_id == wire_id) {
+      s = *l;
+      *l = s->next;
+      pf_segment_unref (s->seg);
+      free (s);
+      return 0;
+    }
+  }
+  return consumer_fail (c, -EPROTO, "SEGMENT_REMOVE: unknown segment %"
+      PRIu64, wire_id);
+}
+
+static int
+held_add_locked (pf_consumer * c, uint64_t seq)
+{
+  if (c->n_held == c->cap_held) {
+    unsigned int cap = c->cap_held ? c->cap_held * 2 : 16;
+    uint64_t *n = realloc (c->held, cap * sizeof (*n));
+
+    if (n == NULL)
+      return -ENOMEM;
+    c->held = n;
+    c->cap_held = cap;
+  }
+  c->held[c->n_held++] = seq;
+  return 0;
+}
+
+static int
+handle_frame (pf_consumer * c, const struct pf_msg_frame *f, pf_event * ev)
+{
+  struct cseg *s[PF_MAX_CHUNKS];
+  unsigned int i, n_held;
+  int res;
+
+  /* Everything is checked before anything is exposed. */
+  if (c->have_seq && f->seq <= c->last_seq)
+    return consumer_fail (c, -EPROTO, "FRAME %" PRIu64 " after frame %"
+        PRIu64 ": sequence must increase", f->seq, c->last_seq);
+  if (f->caps_seq != c->caps_seq)
+    return consumer_fail (c, -EPROTO, "FRAME %" PRIu64 ": caps %u unknown "
+        "(current caps %u)", f->seq, f->caps_seq, c->caps_seq);
+  for (i = 0; i < f->n_chunks; i++) {
+    const struct pf_chunk *ch = &f->chunks[i];
+
+    if ((s[i] = find_seg (c, ch->segment_id)) == NULL)
+      return consumer_fail (c, -EPROTO, "FRAME %" PRIu64 ": chunk %u in "
+          "unknown segment %" PRIu64, f->seq, i, ch->segment_id);
+    if (!pf_segment_contains (s[i]->seg, ch->offset, ch->size))
+      return consumer_fail (c, -EPROTO, "FRAME %" PRIu64 ": chunk %u (offset %"
+          PRIu64 ", size %" PRIu64 ") outside segment %" PRIu64 " (%" PRIu64
+          " bytes)", f->seq, i, ch->offset, ch->size, ch->segment_id,
+          pf_segment_get_size (s[i]->seg));
+  }
+
+  pthread_mutex_lock (&c->lock);
+  n_held = c->n_held;
+  res = n_held >= c->max_held ? -EDQUOT : held_add_locked (c, f->seq);
+  pthread_mutex_unlock (&c->lock);
+  if (res == -EDQUOT)
+    return consumer_fail (c, -EPROTO, "FRAME %" PRIu64 ": producer exceeds "
+        "its own limit of %u held frames", f->seq, c->max_held);
+  if (res < 0)
+    return consumer_fail (c, res, "out of memory");
+
+  c->last_seq = f->seq;
+  c->have_seq = 1;
+  ev->type = PF_EVENT_FRAME;
+  ev->frame = *f;
+  for (i = 0; i < f->n_chunks; i++) {
+    ev->segments[i] = pf_segment_ref (s[i]->seg);
+    ev->data[i] = (const uint8_t *) pf_segment_get_base (s[i]->seg) +
+        f->chunks[i].offset;
+  }
+  return 1;
+}
+
+/* Handles one received packet; owns @fds. 1: @ev filled; 0: internal
+ * message; < 0: the connection failed. */
+static int
+handle_packet (pf_consumer * c, size_t len, int *fds, unsigned int n_fds,
+    pf_event * ev)
+{
+  struct pf_msg *msg = &c->msg;
+  int res;
+
+  if ((res = pf_msg_parse (c->buf, len, n_fds, msg)) < 0) {
+    pf_socket_close_fds (fds, n_fds);
+    return consumer_fail (c, res, "%s", pf_msg_error ());
+  }
+  switch (msg->type) {
+    case PF_MSG_SEGMENT_ADD:
+      return handle_segment_add (c, &msg->u.segment_add, fds[0]);
+    case PF_MSG_SEGMENT_REMOVE:
+      return handle_segment_remove (c, msg->u.segment_remove.segment_id);
+    case PF_MSG_CAPS:
+      if (msg->u.caps.caps_seq == 0 || msg->u.caps.caps_seq <= c->caps_seq)
+        return consumer_fail (c, -EPROTO, "CAPS: sequence %u after %u must "
+            "increase", msg->u.caps.caps_seq, c->caps_seq);
+      c->caps_seq = msg->u.caps.caps_seq;
+      memcpy (c->caps, msg->u.caps.text, msg->u.caps.length + 1);
+      ev->type = PF_EVENT_CAPS;
+      ev->caps = c->caps;
+      ev->caps_seq = c->caps_seq;
+      return 1;
+    case PF_MSG_FRAME:
+      return handle_frame (c, &msg->u.frame, ev);
+    case PF_MSG_EOS:
+      ev->type = PF_EVENT_EOS;
+      return 1;
+    default:
+      return consumer_fail (c, -EPROTO, "unexpected message type %u from "
+          "the producer", msg->type);
+  }
+}
+
+static ssize_t
+recv_packet (pf_consumer * c, int timeout_ms, int *fds, unsigned int *n_fds,
+    const char **why)
+{
+  struct pollfd pfd = {.fd = c->fd,.events = POLLIN };
+  int r;
+
+  do {
+    r = poll (&pfd, 1, timeout_ms);
+  } while (r < 0 && errno == EINTR);
+  if (r < 0)
+    return -errno;
+  if (r == 0)
+    return -ETIMEDOUT;
+  return pf_socket_recv (c->fd, c->buf, sizeof (c->buf), MSG_DONTWAIT, fds,
+      n_fds, why);
+}
+
+int
+pf_consumer_receive (pf_consumer * c, int timeout_ms, pf_event * ev)
+{
+  int fds[PF_SOCKET_MAX_RECV_FDS];
+  struct timespec start;
+  unsigned int n_fds;
+  const char *why;
+  ssize_t len;
+  int res;
+
+  if (c == NULL || ev == NULL)
+    return -EINVAL;
+  memset (ev, 0, sizeof (*ev));
+  clock_gettime (CLOCK_MONOTONIC, &start);
+
+  for (;;) {
+    pthread_mutex_lock (&c->lock);
+    res = c->broken;
+    pthread_mutex_unlock (&c->lock);
+    if (res < 0)
+      return res;
+
+    len = recv_packet (c, remaining (timeout_ms, &start), fds, &n_fds, &why);
+    if (len == -ETIMEDOUT)
+      return 0;
+    if (len == -EAGAIN)
+      continue;
+    if (len == 0 || len == -ECONNRESET || len == -EPIPE)
+      return consumer_fail (c, -EPIPE, "producer went away");
+    if (len < 0)
+      return consumer_fail (c, len == -EPROTO ? -EPROTO : (int) len,
+          "receive failed: %s", why ? why : strerror ((int) -len));
+    if ((res = handle_packet (c, (size_t) len, fds, n_fds, ev)) != 0)
+      return res;
+    if (timeout_ms >= 0 && remaining (timeout_ms, &start) == 0)
+      return 0;
+  }
+}
+
+void
+pf_consumer_event_clear (pf_event * ev)
+{
+  unsigned int i;
+
+  if (ev == NULL)
+    return;
+  for (i = 0; i < PF_MAX_CHUNKS; i++)
+    if (ev->segments[i])
+      pf_segment_unref (ev->segments[i]);
+  memset (ev, 0, sizeof (*ev));
+}
+
+int
+pf_consumer_release (pf_consumer * c, uint64_t seq)
+{
+  uint8_t buf[sizeof (struct pf_msg_release)];
+  unsigned int i;
+  size_t len;
+  int res;
+
+  if (c == NULL)
+    return -EINVAL;
+  pthread_mutex_lock (&c->lock);
+  for (i = 0; i < c->n_held; i++)
+    if (c->held[i] == seq)
+      break;
+  if (i == c->n_held) {
+    pthread_mutex_unlock (&c->lock);
+    return -ENOENT;
+  }
+  c->held[i] = c->held[--c->n_held];
+  if (c->broken) {
+    pthread_mutex_unlock (&c->lock);
+    return -EPIPE;
+  }
+  len = pf_msg_write_release (buf, seq);
+  res = pf_socket_send (c->fd, buf, len, NULL, 0, 0);
+  if (res < 0) {
+    c->broken = -EPIPE;
+    snprintf (c->error, sizeof (c->error), "sending a release failed: %s",
+        res == -EAGAIN ? "producer stopped reading" : strerror (-res));
+    shutdown (c->fd, SHUT_RDWR);
+    res = -EPIPE;
+  }
+  pthread_mutex_unlock (&c->lock);
+  return res;
+}
+
+static int
+handshake (pf_consumer * c, int timeout_ms)
+{
+  int fds[PF_SOCKET_MAX_RECV_FDS];
+  unsigned int n_fds;
+  const char *why;
+  ssize_t len;
+  size_t n;
+  int res;
+
+  n = pf_msg_write_hello (c->buf, PF_ROLE_CONSUMER, 0, 0);
+  if ((res = pf_socket_send (c->fd, c->buf, n, NULL, 0, 0)) < 0) {
+    snprintf (c->error, sizeof (c->error), "sending HELLO failed: %s",
+        strerror (-res));
+    return res;
+  }
+  do {
+    len = recv_packet (c, timeout_ms, fds, &n_fds, &why);
+  } while (len == -EAGAIN);
+  if (len <= 0) {
+    res = len == 0 ? -EPIPE : (int) len;
+    snprintf (c->error, sizeof (c->error), "no HELLO from the producer: %s",
+        len == 0 ? "connection closed" : why ? why : strerror (-res));
+    return res;
+  }
+  if ((res = pf_msg_parse (c->buf, (size_t) len, n_fds, &c->msg)) < 0) {
+    pf_socket_close_fds (fds, n_fds);
+    snprintf (c->error, sizeof (c->error), "%s", pf_msg_error ());
+    return res;
+  }
+  if (c->msg.type != PF_MSG_HELLO || c->msg.u.hello.role != PF_ROLE_PRODUCER) {
+    snprintf (c->error, sizeof (c->error), "first message from the producer "
+        "is not a producer HELLO (type %u)", c->msg.type);
+    return -EPROTO;
+  }
+  c->max_held = c->msg.u.hello.max_held;
+  c->session_id = c->msg.u.hello.session_id;
+  return 0;
+}
+
+int
+pf_consumer_new_from_fd (int fd, int timeout_ms, pf_consumer ** out)
+{
+  struct timeval tv = {.tv_sec = SEND_TIMEOUT_MS / 1000,
+    .tv_usec = (SEND_TIMEOUT_MS % 1000) * 1000
+  };
+  pf_consumer *c;
+  int res;
+
+  connect_error[0] = '\0';
+  if (out == NULL || fd < 0) {
+    if (fd >= 0)
+      close (fd);
+    return -EINVAL;
+  }
+  *out = NULL;
+  if ((c = calloc (1, sizeof (*c))) == NULL) {
+    close (fd);
+    return -ENOMEM;
+  }
+  atomic_init (&c->refcount, 1);
+  pthread_mutex_init (&c->lock, NULL);
+  c->fd = fd;
+  setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof (tv));
+
+  if ((res = handshake (c, timeout_ms)) < 0) {
+    snprintf (connect_error, sizeof (connect_error), "%s", c->error);
+    pf_consumer_unref (c);
+    return res;
+  }
+  *out = c;
+  return 0;
+}
+
+int
+pf_consumer_connect (const char *socket_path, int timeout_ms,
+    pf_consumer ** out)
+{
+  struct timespec start;
+  int fd, left, hs;
+
+  connect_error[0] = '\0';
+  if (out == NULL || socket_path == NULL)
+    return -EINVAL;
+  *out = NULL;
+  clock_gettime (CLOCK_MONOTONIC, &start);
+  for (;;) {
+    fd = pf_socket_connect (socket_path);
+    if (fd >= 0)
+      break;
+    /* Producer not up yet (no file, or a stale one), or its backlog is
+     * full: retry until the deadline. */
+    if (fd != -ENOENT && fd != -ECONNREFUSED && fd != -EAGAIN) {
+      snprintf (connect_error, sizeof (connect_error), "connect to %s: %s",
+          socket_path, strerror (-fd));
+      return fd;
+    }
+    left = remaining (timeout_ms, &start);
+    if (left == 0) {
+      snprintf (connect_error, sizeof (connect_error), "no producer at %s "
+          "after %d ms: %s", socket_path, timeout_ms, strerror (-fd));
+      return -ETIMEDOUT;
+    }
+    usleep ((left < 0 || left > 20 ? 20 : left) * 1000);
+  }
+  left = remaining (timeout_ms, &start);
+  hs = left < 0 ? -1 : (left > HANDSHAKE_MIN_MS ? left : HANDSHAKE_MIN_MS);
+  return pf_consumer_new_from_fd (fd, hs, out);
+}
+
+pf_consumer *
+pf_consumer_ref (pf_consumer * c)
+{
+  atomic_fetch_add (&c->refcount, 1);
+  return c;
+}
+
+void
+pf_consumer_unref (pf_consumer * c)
+{
+  if (c == NULL || atomic_fetch_sub (&c->refcount, 1) != 1)
+    return;
+  close (c->fd);
+  drop_segments (c);
+  free (c->held);
+  pthread_mutex_destroy (&c->lock);
+  free (c);
+}
+
+int
+pf_consumer_get_fd (pf_consumer * c)
+{
+  return c->fd;
+}
+
+unsigned int
+pf_consumer_get_held (pf_consumer * c)
+{
+  unsigned int n;
+
+  pthread_mutex_lock (&c->lock);
+  n = c->n_held;
+  pthread_mutex_unlock (&c->lock);
+  return n;
+}
+
+uint32_t
+pf_consumer_get_max_held (pf_consumer * c)
+{
+  return c->max_held;
+}
+
+uint64_t
+pf_consumer_get_session_id (pf_consumer * c)
+{
+  return c->session_id;
+}
+
+const char *
+pf_consumer_get_error (pf_consumer * c)
+{
+  return c->error;
+}

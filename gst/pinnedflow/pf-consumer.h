@@ -52,6 +52,15 @@ typedef struct {
  */
 int pf_consumer_connect (const char *socket_path, int timeout_ms,
     pf_consumer ** out);
+
+/* Like pf_consumer_connect() on an already connected SOCK_SEQPACKET socket
+ * (e.g. one end of a socketpair()): does the HELLO exchange, waiting up to
+ * @timeout_ms for the producer's HELLO. Takes @fd (closed on failure). */
+int pf_consumer_new_from_fd (int fd, int timeout_ms, pf_consumer ** out);
+
+/* Why the last pf_consumer_connect()/pf_consumer_new_from_fd() of this
+ * thread failed (there is no consumer to ask then). */
+const char *pf_consumer_connect_error (void);
 pf_consumer *pf_consumer_ref (pf_consumer * c);
 /* Dropping the last reference closes the connection; releases of frames
  * still out are then no-ops (the producer reclaims them on hang-up). */

@@ -1,2 +1,1118 @@
-/* pf-producer: to be implemented (see pf-producer.h) */
+/* pinnedflow: the producer end of the transport (plain C, no GLib)
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Threads and locks. One mutex (p->lock) guards all producer state: clients,
+ * announced segments, outstanding frames, caps. pf_producer_publish() and the
+ * other public calls take it for the duration of a few non-blocking sends.
+ * The I/O thread takes it to accept, read releases and reap dead clients.
+ *
+ * User callbacks are never called with p->lock held: the I/O thread and
+ * pf_producer_close() collect what happened under the lock into a private
+ * list and run the callbacks after unlocking. A callback may therefore call
+ * any pf_producer_* function, including pf_producer_publish() and dropping
+ * the last reference of segments (whose destroy notify takes p->lock).
+ *
+ * Lock order: a segment's own lock (taken by pf_segment_attach_once() while
+ * our create function runs) comes before p->lock. Nothing takes a segment
+ * lock while holding p->lock.
+ *
+ * Nothing is keyed on fd numbers: epoll carries the client id, segments are
+ * found by the pf_segment attachment keyed on the producer.
+ */
 #include "pf-producer.h"
+
+#include "pf-socket.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Control messages (never dropped) waiting for a full socket to drain. A
+ * consumer that lets this many pile up is disconnected. */
+#define MAX_CTL_QUEUE 256
+#define LISTEN_BACKLOG 16
+
+#define TOKEN_WAKE UINT64_C (0)
+#define TOKEN_LISTEN UINT64_MAX
+
+enum client_state {
+  CLIENT_HANDSHAKE,             /* accepted, waiting for its HELLO */
+  CLIENT_ACTIVE,                /* gets segments, caps and frames */
+  CLIENT_DEAD,                  /* to be reaped by the I/O thread */
+};
+
+/* A published frame that at least one client holds. */
+struct pframe
+{
+  uint64_t seq;
+  void *token;
+  unsigned int holders;
+  struct pframe *prev, *next;
+};
+
+struct held
+{
+  uint64_t seq;
+  struct pframe *frame;
+};
+
+struct ctlmsg
+{
+  struct ctlmsg *next;
+  int fd;                       /* our own dup, or -1 */
+  size_t len;
+  uint8_t data[];
+};
+
+struct client
+{
+  pf_client_info info;
+  pf_client_stats stats;
+  int fd;
+  enum client_state state;
+  int connected_notified;
+  struct held *held;            /* max_client_frames entries */
+  unsigned int n_held;
+  uint64_t *segs;               /* segment ids announced to this client */
+  unsigned int n_segs, cap_segs;
+  struct ctlmsg *q_head, *q_tail;
+  unsigned int q_len;
+  int want_out;
+  struct client *next;
+};
+
+/* A segment announced by this producer: attached to the pf_segment. */
+struct pseg
+{
+  pf_producer *p;               /* a reference */
+  uint64_t id;
+  uint64_t size;
+  int fd;                       /* our dup; -1 once the producer closed */
+  struct pseg *prev, *next;
+};
+
+/* Deferred callback. */
+struct event
+{
+  enum { EV_CONNECTED, EV_RELEASED, EV_DISCONNECTED } type;
+  void *token;
+  pf_client_info info;
+  struct event *next;
+};
+
+struct pf_producer
+{
+  atomic_int refcount;
+  pthread_mutex_t lock;
+
+  char *path;
+  pf_socket_file file;
+  unsigned int max_client_frames;
+  pf_producer_callbacks cb;
+  uint64_t session_id;
+
+  int listen_fd, epoll_fd, wake_fd;
+  pthread_t thread;
+  int thread_started;
+  int quit, closed;
+
+  struct client *clients;
+  uint32_t next_client_id;
+  struct pseg *segs;
+  struct pframe *frames;
+  uint64_t seq;
+  uint64_t unsent;
+  char *caps;
+  uint32_t caps_seq;
+};
+
+static void producer_free (pf_producer * p);
+
+/* ---- events ------------------------------------------------------------ */
+
+struct event_list
+{
+  struct event *head, *tail;
+};
+
+static void
+push_event (struct event_list *l, int type, void *token,
+    const pf_client_info * info)
+{
+  struct event *e = calloc (1, sizeof (*e));
+
+  if (e == NULL)
+    return;                     /* out of memory: the callback is lost */
+  e->type = type;
+  e->token = token;
+  if (info)
+    e->info = *info;
+  if (l->tail)
+    l->tail->next = e;
+  else
+    l->head = e;
+  l->tail = e;
+}
+
+static void
+dispatch_events (pf_producer * p, struct event_list *l)
+{
+  struct event *e, *next;
+
+  for (e = l->head; e != NULL; e = next) {
+    next = e->next;
+    switch (e->type) {
+      case EV_CONNECTED:
+        if (p->cb.client_connected)
+          p->cb.client_connected (p->cb.user_data, &e->info);
+        break;
+      case EV_RELEASED:
+        if (p->cb.frame_released)
+          p->cb.frame_released (p->cb.user_data, e->token);
+        break;
+      case EV_DISCONNECTED:
+        if (p->cb.client_disconnected)
+          p->cb.client_disconnected (p->cb.user_data, &e->info);
+        break;
+    }
+    free (e);
+  }
+  l->head = l->tail = NULL;
+}
+
+/* ---- clients (all with p->lock held) ------------------------------------ */
+
+static void
+wake (pf_producer * p)
+{
+  uint64_t one = 1;
+  ssize_t r;
+
+  if (p->wake_fd >= 0)
+    r = write (p->wake_fd, &one, sizeof (one));
+  (void) r;
+}
+
+static void
+client_fail (pf_producer * p, struct client *c, int error, const char *fmt,
+    ...) __attribute__((format (printf, 4, 5)));
+
+/* Marks @c dead; the I/O thread (or close) reaps it. The first reason
+ * wins. */
+static void
+client_fail (pf_producer * p, struct client *c, int error, const char *fmt,
+    ...)
+{
+  va_list ap;
+
+  if (c->state == CLIENT_DEAD)
+    return;
+  c->state = CLIENT_DEAD;
+  c->info.error = error;
+  va_start (ap, fmt);
+  vsnprintf (c->info.reason, sizeof (c->info.reason), fmt, ap);
+  va_end (ap);
+  wake (p);
+}
+
+static void
+frame_unhold (pf_producer * p, struct pframe *f, struct event_list *ev)
+{
+  if (--f->holders > 0)
+    return;
+  if (f->prev)
+    f->prev->next = f->next;
+  else
+    p->frames = f->next;
+  if (f->next)
+    f->next->prev = f->prev;
+  push_event (ev, EV_RELEASED, f->token, NULL);
+  free (f);
+}
+
+static void
+update_epoll (pf_producer * p, struct client *c, int want_out)
+{
+  struct epoll_event e = {.events = EPOLLIN | (want_out ? EPOLLOUT : 0),
+    .data.u64 = c->info.client_id
+  };
+
+  if (c->want_out == want_out || p->epoll_fd < 0)
+    return;
+  if (epoll_ctl (p->epoll_fd, EPOLL_CTL_MOD, c->fd, &e) == 0)
+    c->want_out = want_out;
+}
+
+/* Sends what is queued; 0 when the queue is empty, -EAGAIN if not. */
+static int
+client_flush (pf_producer * p, struct client *c)
+{
+  struct ctlmsg *m;
+  int res;
+
+  while ((m = c->q_head) != NULL) {
+    res = pf_socket_send (c->fd, m->data, m->len, m->fd >= 0 ? &m->fd : NULL,
+        m->fd >= 0 ? 1 : 0, MSG_DONTWAIT);
+    if (res == -EAGAIN)
+      break;
+    if (res < 0) {
+      client_fail (p, c, res, "send failed: %s", strerror (-res));
+      return res;
+    }
+    c->q_head = m->next;
+    if (c->q_head == NULL)
+      c->q_tail = NULL;
+    c->q_len--;
+    if (m->fd >= 0)
+      close (m->fd);
+    free (m);
+  }
+  update_epoll (p, c, c->q_head != NULL);
+  return c->q_head ? -EAGAIN : 0;
+}
+
+/* Sends a control message now, or queues it behind earlier ones. Control
+ * messages are never dropped (frames are). */
+static int
+client_send_ctl (pf_producer * p, struct client *c, const void *buf,
+    size_t len, int fd)
+{
+  struct ctlmsg *m;
+  int res;
+
+  if (c->state == CLIENT_DEAD)
+    return -EPIPE;
+  if (c->q_head == NULL) {
+    res = pf_socket_send (c->fd, buf, len, fd >= 0 ? &fd : NULL,
+        fd >= 0 ? 1 : 0, MSG_DONTWAIT);
+    if (res == 0)
+      return 0;
+    if (res != -EAGAIN) {
+      client_fail (p, c, res, "send failed: %s", strerror (-res));
+      return res;
+    }
+  }
+  if (c->q_len >= MAX_CTL_QUEUE) {
+    client_fail (p, c, -ENOBUFS, "consumer does not read: %u control "
+        "messages pending", c->q_len);
+    return -ENOBUFS;
+  }
+  m = malloc (sizeof (*m) + len);
+  if (m == NULL) {
+    client_fail (p, c, -ENOMEM, "out of memory");
+    return -ENOMEM;
+  }
+  m->next = NULL;
+  m->len = len;
+  memcpy (m->data, buf, len);
+  m->fd = -1;
+  if (fd >= 0 && (m->fd = fcntl (fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+    res = -errno;
+    free (m);
+    client_fail (p, c, res, "dup failed: %s", strerror (-res));
+    return res;
+  }
+  if (c->q_tail)
+    c->q_tail->next = m;
+  else
+    c->q_head = m;
+  c->q_tail = m;
+  c->q_len++;
+  update_epoll (p, c, 1);
+  return 0;
+}
+
+static int
+client_has_seg (struct client *c, uint64_t id)
+{
+  unsigned int i;
+
+  for (i = 0; i < c->n_segs; i++)
+    if (c->segs[i] == id)
+      return 1;
+  return 0;
+}
+
+static int
+client_announce_seg (pf_producer * p, struct client *c, struct pseg *s)
+{
+  uint8_t buf[sizeof (struct pf_msg_segment_add)];
+  size_t len;
+  int res;
+
+  if (client_has_seg (c, s->id))
+    return 0;
+  if (c->n_segs == c->cap_segs) {
+    unsigned int cap = c->cap_segs ? c->cap_segs * 2 : 16;
+    uint64_t *n = realloc (c->segs, cap * sizeof (*n));
+
+    if (n == NULL) {
+      client_fail (p, c, -ENOMEM, "out of memory");
+      return -ENOMEM;
+    }
+    c->segs = n;
+    c->cap_segs = cap;
+  }
+  len = pf_msg_write_segment_add (buf, s->id, s->size);
+  if ((res = client_send_ctl (p, c, buf, len, s->fd)) < 0)
+    return res;
+  c->segs[c->n_segs++] = s->id;
+  return 0;
+}
+
+static void
+client_forget_seg (pf_producer * p, struct client *c, uint64_t id)
+{
+  uint8_t buf[sizeof (struct pf_msg_segment_remove)];
+  unsigned int i;
+
+  for (i = 0; i < c->n_segs; i++) {
+    if (c->segs[i] == id) {
+      c->segs[i] = c->segs[--c->n_segs];
+      client_send_ctl (p, c, buf, pf_msg_write_segment_remove (buf, id), -1);
+      return;
+    }
+  }
+}
+
+static void
+client_send_caps (pf_producer * p, struct client *c)
+{
+  uint8_t buf[PF_MAX_MSG_SIZE];
+  size_t len;
+
+  if (p->caps == NULL)
+    return;
+  len = pf_msg_write_caps (buf, p->caps_seq, p->caps);
+  if (len > 0)
+    client_send_ctl (p, c, buf, len, -1);
+}
+
+/* Removes @c from the list, gives back what it held, closes its socket. */
+static void
+client_reap (pf_producer * p, struct client *c, struct event_list *ev)
+{
+  struct client **l;
+  struct ctlmsg *m, *next;
+  unsigned int i;
+
+  for (l = &p->clients; *l != NULL; l = &(*l)->next) {
+    if (*l == c) {
+      *l = c->next;
+      break;
+    }
+  }
+  if (p->epoll_fd >= 0)
+    epoll_ctl (p->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+  close (c->fd);
+  for (i = 0; i < c->n_held; i++)
+    frame_unhold (p, c->held[i].frame, ev);
+  for (m = c->q_head; m != NULL; m = next) {
+    next = m->next;
+    if (m->fd >= 0)
+      close (m->fd);
+    free (m);
+  }
+  if (c->connected_notified)
+    push_event (ev, EV_DISCONNECTED, NULL, &c->info);
+  free (c->held);
+  free (c->segs);
+  free (c);
+}
+
+static void
+reap_dead (pf_producer * p, struct event_list *ev)
+{
+  struct client *c, *next;
+
+  for (c = p->clients; c != NULL; c = next) {
+    next = c->next;
+    if (c->state == CLIENT_DEAD)
+      client_reap (p, c, ev);
+  }
+}
+
+static struct client *
+find_client (pf_producer * p, uint64_t id)
+{
+  struct client *c;
+
+  for (c = p->clients; c != NULL; c = c->next)
+    if (c->info.client_id == id)
+      return c;
+  return NULL;
+}
+
+/* ---- I/O thread --------------------------------------------------------- */
+
+static void
+accept_clients (pf_producer * p)
+{
+  for (;;) {
+    struct epoll_event e = {.events = EPOLLIN };
+    struct client *c;
+    int fd;
+
+    fd = accept4 (p->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED)
+        continue;
+      return;                   /* EAGAIN, or EMFILE & co: retried later */
+    }
+    c = calloc (1, sizeof (*c));
+    if (c)
+      c->held = calloc (p->max_client_frames, sizeof (*c->held));
+    if (c == NULL || c->held == NULL) {
+      free (c);
+      close (fd);
+      continue;
+    }
+    c->fd = fd;
+    c->state = CLIENT_HANDSHAKE;
+    c->info.client_id = ++p->next_client_id;
+    c->info.pid = -1;
+    pf_socket_peercred (fd, &c->info.pid, &c->info.uid, &c->info.gid);
+    c->stats.client_id = c->info.client_id;
+    c->stats.pid = c->info.pid;
+    c->stats.uid = c->info.uid;
+    e.data.u64 = c->info.client_id;
+    if (epoll_ctl (p->epoll_fd, EPOLL_CTL_ADD, fd, &e) < 0) {
+      free (c->held);
+      free (c);
+      close (fd);
+      continue;
+    }
+    c->next = p->clients;
+    p->clients = c;
+  }
+}
+
+static void
+client_handle_hello (pf_producer * p, struct client *c,
+    const struct pf_msg *msg, struct event_list *ev)
+{
+  uint8_t buf[sizeof (struct pf_msg_hello)];
+  struct pseg *s;
+
+  if (msg->type != PF_MSG_HELLO) {
+    client_fail (p, c, -EPROTO, "first message is type %u, not HELLO",
+        msg->type);
+    return;
+  }
+  if (msg->u.hello.role != PF_ROLE_CONSUMER) {
+    client_fail (p, c, -EPROTO, "HELLO with role %u, not consumer",
+        msg->u.hello.role);
+    return;
+  }
+  /* Answer, then bring the consumer up to date: every live segment and the
+   * current caps, before any frame. */
+  client_send_ctl (p, c, buf, pf_msg_write_hello (buf, PF_ROLE_PRODUCER,
+          p->max_client_frames, p->session_id), -1);
+  for (s = p->segs; s != NULL && c->state != CLIENT_DEAD; s = s->next)
+    if (s->fd >= 0)
+      client_announce_seg (p, c, s);
+  client_send_caps (p, c);
+  if (c->state == CLIENT_DEAD)
+    return;
+  c->state = CLIENT_ACTIVE;
+  c->connected_notified = 1;
+  push_event (ev, EV_CONNECTED, NULL, &c->info);
+}
+
+static void
+client_handle_release (pf_producer * p, struct client *c, uint64_t seq,
+    struct event_list *ev)
+{
+  unsigned int i;
+
+  for (i = 0; i < c->n_held; i++) {
+    if (c->held[i].seq == seq) {
+      struct pframe *f = c->held[i].frame;
+
+      c->held[i] = c->held[--c->n_held];
+      c->stats.frames_released++;
+      frame_unhold (p, f, ev);
+      return;
+    }
+  }
+  client_fail (p, c, -EPROTO, "released frame %" PRIu64 " it does not hold",
+      seq);
+}
+
+static void
+client_read (pf_producer * p, struct client *c, struct event_list *ev)
+{
+  uint8_t buf[PF_MAX_MSG_SIZE];
+  int fds[PF_SOCKET_MAX_RECV_FDS];
+  unsigned int n_fds, round;
+  const char *why;
+  struct pf_msg msg;
+  ssize_t len;
+  int res;
+
+  /* Bounded per wake-up so one chatty consumer cannot starve the others;
+   * epoll is level-triggered and brings us back. */
+  for (round = 0; round < 64 && c->state != CLIENT_DEAD; round++) {
+    len = pf_socket_recv (c->fd, buf, sizeof (buf), MSG_DONTWAIT, fds,
+        &n_fds, &why);
+    if (len == -EAGAIN)
+      return;
+    if (len == 0) {
+      client_fail (p, c, 0, "consumer hung up");
+      return;
+    }
+    if (len < 0) {
+      client_fail (p, c, (int) len, "receive failed: %s",
+          why ? why : strerror ((int) -len));
+      return;
+    }
+    if (n_fds > 0) {
+      pf_socket_close_fds (fds, n_fds);
+      client_fail (p, c, -EPROTO, "consumer sent %u file descriptors",
+          n_fds);
+      return;
+    }
+    if ((res = pf_msg_parse (buf, (size_t) len, 0, &msg)) < 0) {
+      client_fail (p, c, res, "%s", pf_msg_error ());
+      return;
+    }
+    if (c->state == CLIENT_HANDSHAKE) {
+      client_handle_hello (p, c, &msg, ev);
+      continue;
+    }
+    if (msg.type != PF_MSG_RELEASE) {
+      client_fail (p, c, -EPROTO, "unexpected message type %u from a "
+          "consumer", msg.type);
+      return;
+    }
+    client_handle_release (p, c, msg.u.release.seq, ev);
+  }
+}
+
+/* Drops our reference; returns 1 if it was the last (p is gone). */
+static int
+thread_unref (pf_producer * p)
+{
+  if (atomic_fetch_sub (&p->refcount, 1) != 1)
+    return 0;
+  producer_free (p);
+  return 1;
+}
+
+static void *
+io_thread (void *data)
+{
+  pf_producer *p = data;
+  struct epoll_event evs[16];
+  struct event_list ev = { NULL, NULL };
+  int i, n;
+
+  for (;;) {
+    pthread_mutex_lock (&p->lock);
+    if (p->quit) {
+      pthread_mutex_unlock (&p->lock);
+      break;
+    }
+    pthread_mutex_unlock (&p->lock);
+
+    n = epoll_wait (p->epoll_fd, evs, 16, -1);
+    if (n < 0 && errno != EINTR)
+      break;
+
+    pthread_mutex_lock (&p->lock);
+    if (p->quit) {
+      pthread_mutex_unlock (&p->lock);
+      break;
+    }
+    for (i = 0; i < n; i++) {
+      uint64_t token = evs[i].data.u64;
+      struct client *c;
+
+      if (token == TOKEN_WAKE) {
+        uint64_t v;
+        ssize_t r = read (p->wake_fd, &v, sizeof (v));
+        (void) r;
+        continue;
+      }
+      if (token == TOKEN_LISTEN) {
+        accept_clients (p);
+        continue;
+      }
+      c = find_client (p, token);
+      if (c == NULL || c->state == CLIENT_DEAD)
+        continue;
+      if (evs[i].events & EPOLLOUT)
+        client_flush (p, c);
+      if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+        client_read (p, c, &ev);
+    }
+    reap_dead (p, &ev);
+    if (ev.head == NULL) {
+      pthread_mutex_unlock (&p->lock);
+      continue;
+    }
+    /* Callbacks run unlocked, with a reference of ours so that a callback
+     * dropping the last user reference cannot free p under our feet. */
+    atomic_fetch_add (&p->refcount, 1);
+    pthread_mutex_unlock (&p->lock);
+    dispatch_events (p, &ev);
+    if (thread_unref (p))
+      return NULL;
+  }
+  return NULL;
+}
+
+/* ---- segments ----------------------------------------------------------- */
+
+static void
+pseg_destroy (void *data)
+{
+  struct pseg *s = data;
+  pf_producer *p = s->p;
+  struct client *c;
+
+  pthread_mutex_lock (&p->lock);
+  if (s->prev)
+    s->prev->next = s->next;
+  else
+    p->segs = s->next;
+  if (s->next)
+    s->next->prev = s->prev;
+  for (c = p->clients; c != NULL; c = c->next)
+    if (c->state != CLIENT_DEAD)
+      client_forget_seg (p, c, s->id);
+  pthread_mutex_unlock (&p->lock);
+
+  if (s->fd >= 0)
+    close (s->fd);
+  free (s);
+  pf_producer_unref (p);
+}
+
+/* Runs under the segment's lock, at most once per segment and producer. */
+static void *
+pseg_create (pf_segment * seg, void *user_data, int *err)
+{
+  pf_producer *p = user_data;
+  struct pseg *s = calloc (1, sizeof (*s));
+
+  if (s == NULL) {
+    *err = -ENOMEM;
+    return NULL;
+  }
+  s->fd = fcntl (pf_segment_get_fd (seg), F_DUPFD_CLOEXEC, 3);
+  if (s->fd < 0) {
+    *err = -errno;
+    free (s);
+    return NULL;
+  }
+  s->id = pf_segment_get_id (seg);
+  s->size = pf_segment_get_size (seg);
+  s->p = pf_producer_ref (p);
+
+  pthread_mutex_lock (&p->lock);
+  s->next = p->segs;
+  if (p->segs)
+    p->segs->prev = s;
+  p->segs = s;
+  pthread_mutex_unlock (&p->lock);
+  return s;
+}
+
+/* ---- public API ---------------------------------------------------------- */
+
+static uint64_t
+random_session_id (void)
+{
+  uint64_t id = 0;
+
+  if (getrandom (&id, sizeof (id), GRND_NONBLOCK) != sizeof (id) || id == 0)
+    id = pf_monotonic_ns () ^ ((uint64_t) getpid () << 32) ^ (uintptr_t) & id;
+  return id ? id : 1;
+}
+
+int
+pf_producer_new (const pf_producer_config * config, pf_producer ** out)
+{
+  struct epoll_event e = {.events = EPOLLIN };
+  pf_producer *p;
+  int res;
+
+  if (out == NULL)
+    return -EINVAL;
+  *out = NULL;
+  if (config == NULL || config->socket_path == NULL ||
+      config->socket_path[0] == '\0' || config->max_client_frames < 1)
+    return -EINVAL;
+
+  p = calloc (1, sizeof (*p));
+  if (p == NULL)
+    return -ENOMEM;
+  atomic_init (&p->refcount, 1);
+  pthread_mutex_init (&p->lock, NULL);
+  p->listen_fd = p->epoll_fd = p->wake_fd = -1;
+  p->max_client_frames = config->max_client_frames;
+  p->cb = config->callbacks;
+  p->session_id = random_session_id ();
+  p->closed = 1;                /* until the thread runs */
+  if ((p->path = strdup (config->socket_path)) == NULL) {
+    res = -ENOMEM;
+    goto error;
+  }
+
+  if ((p->epoll_fd = epoll_create1 (EPOLL_CLOEXEC)) < 0 ||
+      (p->wake_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+    res = -errno;
+    goto error;
+  }
+  e.data.u64 = TOKEN_WAKE;
+  if (epoll_ctl (p->epoll_fd, EPOLL_CTL_ADD, p->wake_fd, &e) < 0) {
+    res = -errno;
+    goto error;
+  }
+  p->listen_fd = pf_socket_listen (p->path, config->perms, LISTEN_BACKLOG,
+      &p->file);
+  if (p->listen_fd < 0) {
+    res = p->listen_fd;
+    p->listen_fd = -1;
+    goto error;
+  }
+  e.data.u64 = TOKEN_LISTEN;
+  if (epoll_ctl (p->epoll_fd, EPOLL_CTL_ADD, p->listen_fd, &e) < 0) {
+    res = -errno;
+    goto error_unlink;
+  }
+  p->closed = 0;
+  if ((res = -pthread_create (&p->thread, NULL, io_thread, p)) < 0) {
+    p->closed = 1;
+    goto error_unlink;
+  }
+  p->thread_started = 1;
+  *out = p;
+  return 0;
+
+error_unlink:
+  pf_socket_unlink (p->path, &p->file);
+error:
+  producer_free (p);
+  return res;
+}
+
+pf_producer *
+pf_producer_ref (pf_producer * p)
+{
+  atomic_fetch_add (&p->refcount, 1);
+  return p;
+}
+
+static void
+producer_free (pf_producer * p)
+{
+  struct pframe *f, *next;
+
+  pf_producer_close (p);
+  /* Segments hold references, so none is left here; frames neither (close
+   * released them), but be thorough. */
+  for (f = p->frames; f != NULL; f = next) {
+    next = f->next;
+    free (f);
+  }
+  free (p->caps);
+  free (p->path);
+  pthread_mutex_destroy (&p->lock);
+  free (p);
+}
+
+void
+pf_producer_unref (pf_producer * p)
+{
+  if (p == NULL || atomic_fetch_sub (&p->refcount, 1) != 1)
+    return;
+  producer_free (p);
+}
+
+void
+pf_producer_close (pf_producer * p)
+{
+  struct event_list ev = { NULL, NULL };
+  struct client *c;
+  struct pseg *s;
+  int join;
+
+  pthread_mutex_lock (&p->lock);
+  if (p->quit) {
+    pthread_mutex_unlock (&p->lock);
+    return;
+  }
+  p->quit = 1;
+  p->closed = 1;
+  wake (p);
+  join = p->thread_started;
+  pthread_mutex_unlock (&p->lock);
+
+  if (join) {
+    if (pthread_equal (pthread_self (), p->thread))
+      pthread_detach (p->thread);       /* called from a callback */
+    else
+      pthread_join (p->thread, NULL);
+  }
+
+  pthread_mutex_lock (&p->lock);
+  for (c = p->clients; c != NULL; c = c->next)
+    client_fail (p, c, 0, "producer closed");
+  reap_dead (p, &ev);
+  if (p->listen_fd >= 0) {
+    close (p->listen_fd);
+    p->listen_fd = -1;
+    pf_socket_unlink (p->path, &p->file);
+  }
+  if (p->epoll_fd >= 0)
+    close (p->epoll_fd);
+  if (p->wake_fd >= 0)
+    close (p->wake_fd);
+  p->epoll_fd = p->wake_fd = -1;
+  /* Segments outlive us; their notify only needs the list. Give their fds
+   * back now. */
+  for (s = p->segs; s != NULL; s = s->next) {
+    if (s->fd >= 0)
+      close (s->fd);
+    s->fd = -1;
+  }
+  pthread_mutex_unlock (&p->lock);
+
+  dispatch_events (p, &ev);
+}
+
+int
+pf_producer_set_caps (pf_producer * p, const char *caps)
+{
+  struct client *c;
+  char *copy;
+  size_t len;
+
+  if (p == NULL || caps == NULL || (len = strlen (caps)) == 0)
+    return -EINVAL;
+  if (len > PF_MAX_CAPS_LEN)
+    return -EMSGSIZE;
+  if ((copy = strdup (caps)) == NULL)
+    return -ENOMEM;
+
+  pthread_mutex_lock (&p->lock);
+  if (p->closed) {
+    pthread_mutex_unlock (&p->lock);
+    free (copy);
+    return -EPIPE;
+  }
+  free (p->caps);
+  p->caps = copy;
+  p->caps_seq++;
+  for (c = p->clients; c != NULL; c = c->next)
+    if (c->state == CLIENT_ACTIVE)
+      client_send_caps (p, c);
+  pthread_mutex_unlock (&p->lock);
+  return 0;
+}
+
+static int
+check_frame (const pf_frame * frame, pf_segment * const *segments)
+{
+  unsigned int i;
+
+  if (frame->n_chunks < 1 || frame->n_chunks > PF_MAX_CHUNKS)
+    return -EINVAL;
+  for (i = 0; i < frame->n_chunks; i++) {
+    const struct pf_chunk *ch = &frame->chunks[i];
+
+    if (segments[i] == NULL || ch->size == 0 ||
+        ch->segment_id != pf_segment_get_id (segments[i]) ||
+        !pf_segment_contains (segments[i], ch->offset, ch->size))
+      return -EINVAL;
+  }
+  return 0;
+}
+
+/* Sends @buf (an encoded FRAME) to @c if it can take it; 1 if it did. */
+static int
+client_offer_frame (pf_producer * p, struct client *c, const uint8_t * buf,
+    size_t len, struct pseg *const *ps, unsigned int n_chunks,
+    struct pframe *f, uint64_t bytes)
+{
+  unsigned int i;
+  int res;
+
+  if (c->n_held >= p->max_client_frames) {
+    c->stats.frames_dropped++;
+    return 0;
+  }
+  /* Segments first (queued if need be: never dropped). */
+  for (i = 0; i < n_chunks && c->state != CLIENT_DEAD; i++)
+    client_announce_seg (p, c, ps[i]);
+  if (c->state == CLIENT_DEAD)
+    return 0;
+  /* A frame may not overtake queued control messages. */
+  if (c->q_head != NULL && client_flush (p, c) < 0) {
+    c->stats.frames_dropped++;
+    return 0;
+  }
+  res = pf_socket_send (c->fd, buf, len, NULL, 0, MSG_DONTWAIT);
+  if (res == -EAGAIN) {
+    c->stats.frames_dropped++;
+    return 0;
+  }
+  if (res < 0) {
+    client_fail (p, c, res, "send failed: %s", strerror (-res));
+    return 0;
+  }
+  c->held[c->n_held].seq = f->seq;
+  c->held[c->n_held].frame = f;
+  c->n_held++;
+  c->stats.frames_sent++;
+  c->stats.bytes_sent += bytes;
+  f->holders++;
+  return 1;
+}
+
+int
+pf_producer_publish (pf_producer * p, const pf_frame * frame,
+    pf_segment * const *segments, void *token)
+{
+  uint8_t buf[sizeof (struct pf_msg_frame)];
+  struct pseg *ps[PF_MAX_CHUNKS];
+  struct pf_msg check;
+  struct pf_msg_frame f;
+  struct pframe *pf;
+  struct client *c;
+  uint64_t bytes = 0;
+  unsigned int i;
+  size_t len;
+  int res, count = 0;
+
+  if (p == NULL || frame == NULL || segments == NULL)
+    return -EINVAL;
+  if ((res = check_frame (frame, segments)) < 0)
+    return res;
+  for (i = 0; i < frame->n_chunks; i++) {
+    ps[i] = pf_segment_attach_once (segments[i], p, pseg_create, p,
+        pseg_destroy, &res);
+    if (ps[i] == NULL)
+      return res < 0 ? res : -ENOMEM;
+    bytes += frame->chunks[i].size;
+  }
+  if ((pf = calloc (1, sizeof (*pf))) == NULL)
+    return -ENOMEM;
+
+  pthread_mutex_lock (&p->lock);
+  if (p->closed) {
+    res = -EPIPE;
+    goto out;
+  }
+  f = *frame;
+  memset (&f.hdr, 0, sizeof (f.hdr));
+  f.seq = p->seq + 1;
+  f.caps_seq = p->caps_seq;
+  f.send_time = pf_monotonic_ns ();
+  len = pf_msg_write_frame (buf, &f);
+  /* Never send what a receiver must reject. */
+  if (pf_msg_parse (buf, len, 0, &check) < 0) {
+    res = -EINVAL;
+    goto out;
+  }
+  p->seq = f.seq;
+  pf->seq = f.seq;
+  pf->token = token;
+  for (c = p->clients; c != NULL; c = c->next)
+    if (c->state == CLIENT_ACTIVE)
+      count += client_offer_frame (p, c, buf, len, ps, f.n_chunks, pf, bytes);
+  if (count > 0) {
+    pf->next = p->frames;
+    if (p->frames)
+      p->frames->prev = pf;
+    p->frames = pf;
+    pf = NULL;
+  } else {
+    p->unsent++;
+  }
+  res = count;
+
+out:
+  pthread_mutex_unlock (&p->lock);
+  free (pf);
+  return res;
+}
+
+int
+pf_producer_send_eos (pf_producer * p)
+{
+  uint8_t buf[sizeof (struct pf_msg_header)];
+  struct client *c;
+  size_t len = pf_msg_write_eos (buf);
+
+  pthread_mutex_lock (&p->lock);
+  if (p->closed) {
+    pthread_mutex_unlock (&p->lock);
+    return -EPIPE;
+  }
+  for (c = p->clients; c != NULL; c = c->next)
+    if (c->state == CLIENT_ACTIVE)
+      client_send_ctl (p, c, buf, len, -1);
+  pthread_mutex_unlock (&p->lock);
+  return 0;
+}
+
+unsigned int
+pf_producer_get_n_clients (pf_producer * p)
+{
+  struct client *c;
+  unsigned int n = 0;
+
+  pthread_mutex_lock (&p->lock);
+  for (c = p->clients; c != NULL; c = c->next)
+    if (c->state == CLIENT_ACTIVE)
+      n++;
+  pthread_mutex_unlock (&p->lock);
+  return n;
+}
+
+unsigned int
+pf_producer_get_client_stats (pf_producer * p, pf_client_stats * stats,
+    unsigned int max)
+{
+  struct client *c;
+  unsigned int n = 0;
+
+  pthread_mutex_lock (&p->lock);
+  for (c = p->clients; c != NULL; c = c->next) {
+    if (c->state != CLIENT_ACTIVE)
+      continue;
+    if (stats && n < max) {
+      stats[n] = c->stats;
+      stats[n].held = c->n_held;
+    }
+    n++;
+  }
+  pthread_mutex_unlock (&p->lock);
+  return n;
+}
+
+uint64_t
+pf_producer_get_unsent (pf_producer * p)
+{
+  uint64_t n;
+
+  pthread_mutex_lock (&p->lock);
+  n = p->unsent;
+  pthread_mutex_unlock (&p->lock);
+  return n;
+}

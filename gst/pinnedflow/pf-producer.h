@@ -78,7 +78,10 @@ void pf_producer_unref (pf_producer * p);
 
 /* Stops accepting, disconnects every consumer (frame_released runs for
  * every frame still held), stops the I/O thread and unlinks the socket.
- * Idempotent. The object stays valid until its last unref. */
+ * Idempotent. The object stays valid until its last unref.
+ * Every segment ever published holds a producer reference until it dies
+ * (its attachment announces SEGMENT_REMOVE), so call this explicitly: the
+ * last pf_producer_unref() may come much later. */
 void pf_producer_close (pf_producer * p);
 
 /* Sets the caps every later frame belongs to; sent to connected consumers
@@ -93,7 +96,9 @@ int pf_producer_set_caps (pf_producer * p, const char *caps);
  *
  * Announces segments consumers have not seen yet (fd sent once per
  * consumer; the producer keeps a dup of the fd until the segment dies), then
- * sends the frame to every consumer below its limit.
+ * sends the frame to every consumer below its limit. The producer also sets
+ * caps_seq (to the caps of the last pf_producer_set_caps()). Never blocks on
+ * a consumer.
  *
  * Returns: how many consumers got the frame (frame_released follows later
  * iff > 0), or a negative errno (-EINVAL: chunk outside its segment).

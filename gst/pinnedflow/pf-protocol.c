@@ -1,2 +1,507 @@
-/* pf-protocol: to be implemented (see pf-protocol.h) */
+/* pinnedflow: the wire protocol (plain C, no GLib)
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Encoders and the stateless, bounds-checked parser. Every field is read and
+ * written through the little-endian helpers below at the offset the struct
+ * gives it (the structs have no padding: their sizes are asserted), so the
+ * code does not depend on the host byte order or on alignment of @buf.
+ */
 #include "pf-protocol.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+/* Offsets of the pf_msg_frame fields, checked against the documented ones. */
+PF_STATIC_ASSERT (offsetof (struct pf_msg_frame, seq) == 16, "seq");
+PF_STATIC_ASSERT (offsetof (struct pf_msg_frame, chunks) == 32, "chunks");
+PF_STATIC_ASSERT (offsetof (struct pf_msg_frame, pts) == 128, "pts");
+PF_STATIC_ASSERT (offsetof (struct pf_msg_frame, buffer_flags) == 184,
+    "buffer_flags");
+PF_STATIC_ASSERT (offsetof (struct pf_msg_frame, width) == 192, "width");
+PF_STATIC_ASSERT (offsetof (struct pf_msg_frame, plane_offset) == 208,
+    "plane_offset");
+PF_STATIC_ASSERT (offsetof (struct pf_msg_frame, plane_stride) == 240,
+    "plane_stride");
+PF_STATIC_ASSERT (offsetof (struct pf_msg_hello, session_id) == 32,
+    "session_id");
+
+static __thread char last_error[256];
+
+static int
+fail (int err, const char *fmt, ...)
+    __attribute__((format (printf, 2, 3)));
+
+static int
+fail (int err, const char *fmt, ...)
+{
+  va_list ap;
+
+  va_start (ap, fmt);
+  vsnprintf (last_error, sizeof (last_error), fmt, ap);
+  va_end (ap);
+  return err;
+}
+
+const char *
+pf_msg_error (void)
+{
+  return last_error;
+}
+
+/* Little-endian accessors at a byte offset: no alignment assumed. */
+static inline void
+put16 (void *buf, size_t off, uint16_t v)
+{
+  v = htole16 (v);
+  memcpy ((uint8_t *) buf + off, &v, sizeof (v));
+}
+
+static inline void
+put32 (void *buf, size_t off, uint32_t v)
+{
+  v = htole32 (v);
+  memcpy ((uint8_t *) buf + off, &v, sizeof (v));
+}
+
+static inline void
+put64 (void *buf, size_t off, uint64_t v)
+{
+  v = htole64 (v);
+  memcpy ((uint8_t *) buf + off, &v, sizeof (v));
+}
+
+static inline uint16_t
+get16 (const void *buf, size_t off)
+{
+  uint16_t v;
+
+  memcpy (&v, (const uint8_t *) buf + off, sizeof (v));
+  return le16toh (v);
+}
+
+static inline uint32_t
+get32 (const void *buf, size_t off)
+{
+  uint32_t v;
+
+  memcpy (&v, (const uint8_t *) buf + off, sizeof (v));
+  return le32toh (v);
+}
+
+static inline uint64_t
+get64 (const void *buf, size_t off)
+{
+  uint64_t v;
+
+  memcpy (&v, (const uint8_t *) buf + off, sizeof (v));
+  return le64toh (v);
+}
+
+#define OFF(type, field) offsetof (struct type, field)
+
+static size_t
+write_header (void *buf, uint32_t type, size_t size, uint32_t n_fds)
+{
+  memset (buf, 0, size);
+  put32 (buf, OFF (pf_msg_header, type), type);
+  put32 (buf, OFF (pf_msg_header, size), (uint32_t) size);
+  put32 (buf, OFF (pf_msg_header, n_fds), n_fds);
+  put32 (buf, OFF (pf_msg_header, reserved), 0);
+  return size;
+}
+
+size_t
+pf_msg_write_hello (void *buf, uint16_t role, uint32_t max_held,
+    uint64_t session_id)
+{
+  size_t n = write_header (buf, PF_MSG_HELLO, sizeof (struct pf_msg_hello),
+      0);
+
+  put32 (buf, OFF (pf_msg_hello, magic), PF_PROTOCOL_MAGIC);
+  put16 (buf, OFF (pf_msg_hello, version), PF_PROTOCOL_VERSION);
+  put16 (buf, OFF (pf_msg_hello, role), role);
+  put32 (buf, OFF (pf_msg_hello, max_held), max_held);
+  put32 (buf, OFF (pf_msg_hello, flags), 0);
+  put64 (buf, OFF (pf_msg_hello, session_id), session_id);
+  return n;
+}
+
+size_t
+pf_msg_write_segment_add (void *buf, uint64_t segment_id, uint64_t size)
+{
+  size_t n = write_header (buf, PF_MSG_SEGMENT_ADD,
+      sizeof (struct pf_msg_segment_add), 1);
+
+  put64 (buf, OFF (pf_msg_segment_add, segment_id), segment_id);
+  put64 (buf, OFF (pf_msg_segment_add, size), size);
+  return n;
+}
+
+size_t
+pf_msg_write_segment_remove (void *buf, uint64_t segment_id)
+{
+  size_t n = write_header (buf, PF_MSG_SEGMENT_REMOVE,
+      sizeof (struct pf_msg_segment_remove), 0);
+
+  put64 (buf, OFF (pf_msg_segment_remove, segment_id), segment_id);
+  return n;
+}
+
+size_t
+pf_msg_write_caps (void *buf, uint32_t caps_seq, const char *caps)
+{
+  size_t len = strlen (caps), n;
+
+  if (len > PF_MAX_CAPS_LEN)
+    return 0;
+  n = write_header (buf, PF_MSG_CAPS, sizeof (struct pf_msg_caps) + len, 0);
+  put32 (buf, OFF (pf_msg_caps, caps_seq), caps_seq);
+  put32 (buf, OFF (pf_msg_caps, length), (uint32_t) len);
+  memcpy ((uint8_t *) buf + sizeof (struct pf_msg_caps), caps, len);
+  return n;
+}
+
+size_t
+pf_msg_write_frame (void *buf, const struct pf_msg_frame *f)
+{
+  size_t n = write_header (buf, PF_MSG_FRAME, sizeof (struct pf_msg_frame),
+      0);
+  unsigned int i;
+
+  put64 (buf, OFF (pf_msg_frame, seq), f->seq);
+  put32 (buf, OFF (pf_msg_frame, caps_seq), f->caps_seq);
+  put32 (buf, OFF (pf_msg_frame, n_chunks), f->n_chunks);
+  for (i = 0; i < PF_MAX_CHUNKS; i++) {
+    size_t o = OFF (pf_msg_frame, chunks) + i * sizeof (struct pf_chunk);
+
+    put64 (buf, o + OFF (pf_chunk, segment_id), f->chunks[i].segment_id);
+    put64 (buf, o + OFF (pf_chunk, offset), f->chunks[i].offset);
+    put64 (buf, o + OFF (pf_chunk, size), f->chunks[i].size);
+  }
+  put64 (buf, OFF (pf_msg_frame, pts), f->pts);
+  put64 (buf, OFF (pf_msg_frame, dts), f->dts);
+  put64 (buf, OFF (pf_msg_frame, duration), f->duration);
+  put64 (buf, OFF (pf_msg_frame, offset), f->offset);
+  put64 (buf, OFF (pf_msg_frame, offset_end), f->offset_end);
+  put64 (buf, OFF (pf_msg_frame, clock_pts), f->clock_pts);
+  put64 (buf, OFF (pf_msg_frame, send_time), f->send_time);
+  put32 (buf, OFF (pf_msg_frame, buffer_flags), f->buffer_flags);
+  put32 (buf, OFF (pf_msg_frame, meta_flags), f->meta_flags);
+  put32 (buf, OFF (pf_msg_frame, width), f->width);
+  put32 (buf, OFF (pf_msg_frame, height), f->height);
+  put32 (buf, OFF (pf_msg_frame, n_planes), f->n_planes);
+  put32 (buf, OFF (pf_msg_frame, reserved), f->reserved);
+  for (i = 0; i < PF_MAX_PLANES; i++) {
+    put64 (buf, OFF (pf_msg_frame, plane_offset) + i * 8, f->plane_offset[i]);
+    put32 (buf, OFF (pf_msg_frame, plane_stride) + i * 4,
+        (uint32_t) f->plane_stride[i]);
+  }
+  return n;
+}
+
+size_t
+pf_msg_write_eos (void *buf)
+{
+  return write_header (buf, PF_MSG_EOS, sizeof (struct pf_msg_header), 0);
+}
+
+size_t
+pf_msg_write_release (void *buf, uint64_t seq)
+{
+  size_t n = write_header (buf, PF_MSG_RELEASE,
+      sizeof (struct pf_msg_release), 0);
+
+  put64 (buf, OFF (pf_msg_release, seq), seq);
+  return n;
+}
+
+uint64_t
+pf_monotonic_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * UINT64_C (1000000000) + (uint64_t) ts.tv_nsec;
+}
+
+static const char *
+type_name (uint32_t type)
+{
+  switch (type) {
+    case PF_MSG_HELLO:
+      return "HELLO";
+    case PF_MSG_SEGMENT_ADD:
+      return "SEGMENT_ADD";
+    case PF_MSG_SEGMENT_REMOVE:
+      return "SEGMENT_REMOVE";
+    case PF_MSG_CAPS:
+      return "CAPS";
+    case PF_MSG_FRAME:
+      return "FRAME";
+    case PF_MSG_EOS:
+      return "EOS";
+    case PF_MSG_RELEASE:
+      return "RELEASE";
+    default:
+      return NULL;
+  }
+}
+
+static void
+read_header (const void *buf, struct pf_msg_header *h)
+{
+  h->type = get32 (buf, OFF (pf_msg_header, type));
+  h->size = get32 (buf, OFF (pf_msg_header, size));
+  h->n_fds = get32 (buf, OFF (pf_msg_header, n_fds));
+  h->reserved = get32 (buf, OFF (pf_msg_header, reserved));
+}
+
+static int
+parse_hello (const void *buf, size_t len, struct pf_msg_hello *m)
+{
+  if (len < OFF (pf_msg_hello, role) + 2)
+    return fail (-EPROTO, "HELLO: %zu bytes, too short", len);
+  m->magic = get32 (buf, OFF (pf_msg_hello, magic));
+  m->version = get16 (buf, OFF (pf_msg_hello, version));
+  m->role = get16 (buf, OFF (pf_msg_hello, role));
+  if (m->magic != PF_PROTOCOL_MAGIC)
+    return fail (-EPROTONOSUPPORT, "HELLO: bad magic 0x%08x (want 0x%08x)",
+        m->magic, PF_PROTOCOL_MAGIC);
+  if (m->version != PF_PROTOCOL_VERSION)
+    return fail (-EPROTONOSUPPORT,
+        "HELLO: protocol version %u not supported (this is version %u)",
+        m->version, PF_PROTOCOL_VERSION);
+  if (len != sizeof (struct pf_msg_hello))
+    return fail (-EPROTO, "HELLO: size %zu, want %zu", len,
+        sizeof (struct pf_msg_hello));
+  m->max_held = get32 (buf, OFF (pf_msg_hello, max_held));
+  m->flags = get32 (buf, OFF (pf_msg_hello, flags));
+  m->session_id = get64 (buf, OFF (pf_msg_hello, session_id));
+  if (m->role != PF_ROLE_PRODUCER && m->role != PF_ROLE_CONSUMER)
+    return fail (-EPROTO, "HELLO: unknown role %u", m->role);
+  if (m->flags != 0)
+    return fail (-EPROTO, "HELLO: flags 0x%x, must be 0", m->flags);
+  if (m->role == PF_ROLE_PRODUCER && m->max_held == 0)
+    return fail (-EPROTO, "HELLO: producer announces max_held 0");
+  return 0;
+}
+
+static int
+parse_frame (const void *buf, struct pf_msg_frame *f)
+{
+  uint64_t total = 0;
+  unsigned int i;
+
+  f->seq = get64 (buf, OFF (pf_msg_frame, seq));
+  f->caps_seq = get32 (buf, OFF (pf_msg_frame, caps_seq));
+  f->n_chunks = get32 (buf, OFF (pf_msg_frame, n_chunks));
+  for (i = 0; i < PF_MAX_CHUNKS; i++) {
+    size_t o = OFF (pf_msg_frame, chunks) + i * sizeof (struct pf_chunk);
+
+    f->chunks[i].segment_id = get64 (buf, o + OFF (pf_chunk, segment_id));
+    f->chunks[i].offset = get64 (buf, o + OFF (pf_chunk, offset));
+    f->chunks[i].size = get64 (buf, o + OFF (pf_chunk, size));
+  }
+  f->pts = get64 (buf, OFF (pf_msg_frame, pts));
+  f->dts = get64 (buf, OFF (pf_msg_frame, dts));
+  f->duration = get64 (buf, OFF (pf_msg_frame, duration));
+  f->offset = get64 (buf, OFF (pf_msg_frame, offset));
+  f->offset_end = get64 (buf, OFF (pf_msg_frame, offset_end));
+  f->clock_pts = get64 (buf, OFF (pf_msg_frame, clock_pts));
+  f->send_time = get64 (buf, OFF (pf_msg_frame, send_time));
+  f->buffer_flags = get32 (buf, OFF (pf_msg_frame, buffer_flags));
+  f->meta_flags = get32 (buf, OFF (pf_msg_frame, meta_flags));
+  f->width = get32 (buf, OFF (pf_msg_frame, width));
+  f->height = get32 (buf, OFF (pf_msg_frame, height));
+  f->n_planes = get32 (buf, OFF (pf_msg_frame, n_planes));
+  f->reserved = get32 (buf, OFF (pf_msg_frame, reserved));
+  for (i = 0; i < PF_MAX_PLANES; i++) {
+    f->plane_offset[i] = get64 (buf, OFF (pf_msg_frame, plane_offset) + i * 8);
+    f->plane_stride[i] =
+        (int32_t) get32 (buf, OFF (pf_msg_frame, plane_stride) + i * 4);
+  }
+
+  if (f->n_chunks < 1 || f->n_chunks > PF_MAX_CHUNKS)
+    return fail (-EPROTO, "FRAME %" PRIu64 ": %u chunks (1..%u allowed)",
+        f->seq, f->n_chunks, PF_MAX_CHUNKS);
+  for (i = 0; i < PF_MAX_CHUNKS; i++) {
+    const struct pf_chunk *c = &f->chunks[i];
+
+    if (i >= f->n_chunks) {
+      if (c->segment_id || c->offset || c->size)
+        return fail (-EPROTO, "FRAME %" PRIu64 ": unused chunk %u not zero",
+            f->seq, i);
+      continue;
+    }
+    if (c->segment_id == 0)
+      return fail (-EPROTO, "FRAME %" PRIu64 ": chunk %u has segment id 0",
+          f->seq, i);
+    if (c->size == 0)
+      return fail (-EPROTO, "FRAME %" PRIu64 ": chunk %u is empty", f->seq, i);
+    if (c->offset > UINT64_MAX - c->size)
+      return fail (-EPROTO, "FRAME %" PRIu64 ": chunk %u offset %" PRIu64
+          " + size %" PRIu64 " overflows", f->seq, i, c->offset, c->size);
+    if (total > UINT64_MAX - c->size)
+      return fail (-EPROTO, "FRAME %" PRIu64 ": total size overflows",
+          f->seq);
+    total += c->size;
+  }
+  if (f->reserved != 0)
+    return fail (-EPROTO, "FRAME %" PRIu64 ": reserved field not zero",
+        f->seq);
+  if (f->meta_flags & ~(uint32_t) PF_FRAME_HAS_VIDEO_META)
+    return fail (-EPROTO, "FRAME %" PRIu64 ": unknown meta flags 0x%x",
+        f->seq, f->meta_flags);
+  if (f->n_planes > PF_MAX_PLANES)
+    return fail (-EPROTO, "FRAME %" PRIu64 ": %u planes (at most %u)",
+        f->seq, f->n_planes, PF_MAX_PLANES);
+  if (!(f->meta_flags & PF_FRAME_HAS_VIDEO_META)) {
+    if (f->n_planes || f->width || f->height)
+      return fail (-EPROTO, "FRAME %" PRIu64 ": video fields set without "
+          "video meta", f->seq);
+  } else if (f->n_planes == 0) {
+    return fail (-EPROTO, "FRAME %" PRIu64 ": video meta with 0 planes",
+        f->seq);
+  }
+  for (i = 0; i < PF_MAX_PLANES; i++) {
+    if (i >= f->n_planes) {
+      if (f->plane_offset[i] || f->plane_stride[i])
+        return fail (-EPROTO, "FRAME %" PRIu64 ": unused plane %u not zero",
+            f->seq, i);
+      continue;
+    }
+    if (f->plane_offset[i] >= total)
+      return fail (-EPROTO, "FRAME %" PRIu64 ": plane %u offset %" PRIu64
+          " outside the frame (%" PRIu64 " bytes)", f->seq, i,
+          f->plane_offset[i], total);
+    if (f->plane_stride[i] == INT32_MIN)
+      return fail (-EPROTO, "FRAME %" PRIu64 ": plane %u stride invalid",
+          f->seq, i);
+  }
+  return 0;
+}
+
+int
+pf_msg_parse (const void *buf, size_t len, unsigned int n_fds,
+    struct pf_msg *msg)
+{
+  struct pf_msg_header h;
+  const char *name;
+  size_t want;
+  uint32_t want_fds = 0;
+
+  last_error[0] = '\0';
+  if (buf == NULL || msg == NULL)
+    return fail (-EINVAL, "no buffer");
+  memset (msg, 0, offsetof (struct pf_msg, u));
+  if (len < sizeof (struct pf_msg_header))
+    return fail (-EPROTO, "message of %zu bytes, shorter than a header", len);
+  if (len > PF_MAX_MSG_SIZE)
+    return fail (-EPROTO, "message of %zu bytes, larger than %zu", len,
+        (size_t) PF_MAX_MSG_SIZE);
+  read_header (buf, &h);
+  msg->type = h.type;
+  if ((name = type_name (h.type)) == NULL)
+    return fail (-EPROTO, "unknown message type %u", h.type);
+  if (h.size != len)
+    return fail (-EPROTO, "%s: header says %u bytes, packet has %zu", name,
+        h.size, len);
+  if (h.reserved != 0)
+    return fail (-EPROTO, "%s: header reserved field not zero", name);
+  if (h.type == PF_MSG_SEGMENT_ADD)
+    want_fds = 1;
+  if (h.n_fds != want_fds)
+    return fail (-EPROTO, "%s: header announces %u fds, must be %u", name,
+        h.n_fds, want_fds);
+  if (n_fds != want_fds)
+    return fail (-EPROTO, "%s: %u fds attached, must be %u", name, n_fds,
+        want_fds);
+
+  switch (h.type) {
+    case PF_MSG_HELLO:
+      msg->u.hello.hdr = h;
+      return parse_hello (buf, len, &msg->u.hello);
+    case PF_MSG_SEGMENT_ADD:
+      want = sizeof (struct pf_msg_segment_add);
+      break;
+    case PF_MSG_SEGMENT_REMOVE:
+      want = sizeof (struct pf_msg_segment_remove);
+      break;
+    case PF_MSG_CAPS:{
+      uint32_t length;
+      const char *text;
+
+      if (len < sizeof (struct pf_msg_caps))
+        return fail (-EPROTO, "CAPS: %zu bytes, too short", len);
+      msg->u.caps.caps_seq = get32 (buf, OFF (pf_msg_caps, caps_seq));
+      length = get32 (buf, OFF (pf_msg_caps, length));
+      if (length == 0 || length > PF_MAX_CAPS_LEN)
+        return fail (-EPROTO, "CAPS: length %u (1..%u allowed)", length,
+            PF_MAX_CAPS_LEN);
+      if (len != sizeof (struct pf_msg_caps) + length)
+        return fail (-EPROTO, "CAPS: length %u does not match size %zu",
+            length, len);
+      text = (const char *) buf + sizeof (struct pf_msg_caps);
+      if (memchr (text, '\0', length) != NULL)
+        return fail (-EPROTO, "CAPS: NUL byte inside the caps text");
+      msg->u.caps.length = length;
+      memcpy (msg->u.caps.text, text, length);
+      msg->u.caps.text[length] = '\0';
+      return 0;
+    }
+    case PF_MSG_FRAME:
+      want = sizeof (struct pf_msg_frame);
+      break;
+    case PF_MSG_EOS:
+      want = sizeof (struct pf_msg_header);
+      break;
+    case PF_MSG_RELEASE:
+      want = sizeof (struct pf_msg_release);
+      break;
+    default:
+      return fail (-EPROTO, "unknown message type %u", h.type);
+  }
+  if (len != want)
+    return fail (-EPROTO, "%s: size %zu, want %zu", name, len, want);
+
+  switch (h.type) {
+    case PF_MSG_SEGMENT_ADD:{
+      struct pf_msg_segment_add *m = &msg->u.segment_add;
+
+      m->hdr = h;
+      m->segment_id = get64 (buf, OFF (pf_msg_segment_add, segment_id));
+      m->size = get64 (buf, OFF (pf_msg_segment_add, size));
+      m->flags = get32 (buf, OFF (pf_msg_segment_add, flags));
+      m->reserved = get32 (buf, OFF (pf_msg_segment_add, reserved));
+      if (m->segment_id == 0)
+        return fail (-EPROTO, "SEGMENT_ADD: segment id 0");
+      if (m->size == 0)
+        return fail (-EPROTO, "SEGMENT_ADD: size 0");
+      if (m->flags != 0 || m->reserved != 0)
+        return fail (-EPROTO, "SEGMENT_ADD: flags/reserved not zero");
+      return 0;
+    }
+    case PF_MSG_SEGMENT_REMOVE:
+      msg->u.segment_remove.hdr = h;
+      msg->u.segment_remove.segment_id =
+          get64 (buf, OFF (pf_msg_segment_remove, segment_id));
+      if (msg->u.segment_remove.segment_id == 0)
+        return fail (-EPROTO, "SEGMENT_REMOVE: segment id 0");
+      return 0;
+    case PF_MSG_FRAME:
+      msg->u.frame.hdr = h;
+      return parse_frame (buf, &msg->u.frame);
+    case PF_MSG_RELEASE:
+      msg->u.release.hdr = h;
+      msg->u.release.seq = get64 (buf, OFF (pf_msg_release, seq));
+      return 0;
+    default:
+      return 0;
+  }
+}

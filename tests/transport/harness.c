@@ -1,0 +1,309 @@
+/* pinnedflow transport tests: a tiny harness (plain C)
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char dir[256];
+static char path_buf[4][512];
+static int path_idx;
+#define MAX_CHILDREN 32
+static pid_t children[MAX_CHILDREN];
+static int n_children;
+
+void
+t_fail (void)
+{
+  fflush (stderr);
+  _exit (1);
+}
+
+const char *
+t_dir (void)
+{
+  return dir;
+}
+
+const char *
+t_path (const char *name)
+{
+  char *b = path_buf[path_idx++ % 4];
+
+  snprintf (b, sizeof (path_buf[0]), "%s/%s", dir, name);
+  return b;
+}
+
+int
+t_count_fds (void)
+{
+  DIR *d = opendir ("/proc/self/fd");
+  struct dirent *e;
+  int n = 0;
+
+  if (d == NULL)
+    return -1;
+  while ((e = readdir (d)) != NULL)
+    if (e->d_name[0] != '.')
+      n++;
+  closedir (d);
+  return n - 1;                 /* the directory's own fd */
+}
+
+void
+t_sleep_ms (int ms)
+{
+  struct timespec ts = {.tv_sec = ms / 1000,.tv_nsec = (ms % 1000) * 1000000L };
+
+  while (nanosleep (&ts, &ts) < 0 && errno == EINTR);
+}
+
+pid_t
+t_spawn (int (*fn) (void *arg), void *arg)
+{
+  pid_t parent = getpid (), pid;
+
+  fflush (stdout);
+  fflush (stderr);
+  pid = fork ();
+  if (pid < 0) {
+    perror ("fork");
+    t_fail ();
+  }
+  if (pid == 0) {
+    prctl (PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid () != parent)
+      _exit (127);
+    n_children = 0;
+    _exit (fn (arg));
+  }
+  if (n_children < MAX_CHILDREN)
+    children[n_children++] = pid;
+  return pid;
+}
+
+int
+t_wait (pid_t pid)
+{
+  int status, i;
+
+  while (waitpid (pid, &status, 0) < 0) {
+    if (errno != EINTR)
+      return -1;
+  }
+  for (i = 0; i < n_children; i++)
+    if (children[i] == pid)
+      children[i] = 0;
+  if (WIFEXITED (status))
+    return WEXITSTATUS (status);
+  return 128 + WTERMSIG (status);
+}
+
+static void
+kill_children (void)
+{
+  int i;
+
+  for (i = 0; i < n_children; i++) {
+    if (children[i] > 0) {
+      kill (children[i], SIGKILL);
+      waitpid (children[i], NULL, 0);
+    }
+  }
+  n_children = 0;
+}
+
+static uint64_t
+next_rand (uint64_t * s)
+{
+  uint64_t x = *s;
+
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return *s = x;
+}
+
+void
+t_fill (void *data, size_t size, uint64_t seed)
+{
+  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1, v;
+  uint8_t *d = data;
+  size_t i;
+
+  for (i = 0; i + 8 <= size; i += 8) {
+    v = next_rand (&s);
+    memcpy (d + i, &v, 8);
+  }
+  v = next_rand (&s);
+  memcpy (d + i, &v, size - i);
+}
+
+int
+t_check_fill (const void *data, size_t size, uint64_t seed)
+{
+  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1, v;
+  const uint8_t *d = data;
+  size_t i;
+
+  for (i = 0; i + 8 <= size; i += 8) {
+    v = next_rand (&s);
+    if (memcmp (d + i, &v, 8) != 0)
+      return 0;
+  }
+  v = next_rand (&s);
+  return memcmp (d + i, &v, size - i) == 0;
+}
+
+/* ---- producer with counting callbacks ---- */
+
+static void
+cb_released (void *user_data, void *token)
+{
+  t_producer *tp = user_data;
+
+  atomic_fetch_add ((_Atomic int *) &tp->released, 1);
+}
+
+static void
+cb_connected (void *user_data, const pf_client_info * info)
+{
+  t_producer *tp = user_data;
+
+  tp->last_pid = (uint32_t) info->pid;
+  atomic_fetch_add ((_Atomic int *) &tp->connected, 1);
+}
+
+static void
+cb_disconnected (void *user_data, const pf_client_info * info)
+{
+  t_producer *tp = user_data;
+
+  tp->last_error = info->error;
+  snprintf (tp->last_reason, sizeof (tp->last_reason), "%s", info->reason);
+  atomic_fetch_add ((_Atomic int *) &tp->disconnected, 1);
+}
+
+int
+t_producer_start (t_producer * tp, const char *path, unsigned int max_frames)
+{
+  pf_producer_config cfg = {
+    .socket_path = path,
+    .perms = 0600,
+    .max_client_frames = max_frames,
+    .callbacks = {
+          .frame_released = cb_released,
+          .client_connected = cb_connected,
+          .client_disconnected = cb_disconnected,
+          .user_data = tp,
+        },
+  };
+
+  memset (tp, 0, sizeof (*tp));
+  return pf_producer_new (&cfg, &tp->p);
+}
+
+void
+t_producer_stop (t_producer * tp)
+{
+  if (tp->p) {
+    pf_producer_close (tp->p);
+    pf_producer_unref (tp->p);
+    tp->p = NULL;
+  }
+}
+
+int
+t_publish (t_producer * tp, pf_segment * seg, uint64_t offset, uint64_t size,
+    uint64_t seed)
+{
+  pf_frame f;
+
+  memset (&f, 0, sizeof (f));
+  t_fill ((uint8_t *) pf_segment_get_base (seg) + offset, size, seed);
+  f.n_chunks = 1;
+  f.chunks[0].segment_id = pf_segment_get_id (seg);
+  f.chunks[0].offset = offset;
+  f.chunks[0].size = size;
+  f.pts = seed * 1000;
+  f.dts = PF_TIME_NONE;
+  f.duration = PF_TIME_NONE;
+  f.offset = seed;
+  f.offset_end = PF_TIME_NONE;
+  f.clock_pts = PF_TIME_NONE;
+  return pf_producer_publish (tp->p, &f, &seg, (void *) (uintptr_t) seed);
+}
+
+/* ---- runner ---- */
+
+static int
+rm_entry (const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+  return remove (p);
+}
+
+static int
+run_case (const t_case * c)
+{
+  pid_t pid;
+  int status;
+
+  snprintf (dir, sizeof (dir), "/tmp/pf-test-XXXXXX");
+  if (mkdtemp (dir) == NULL) {
+    perror ("mkdtemp");
+    return 1;
+  }
+  fflush (stdout);
+  pid = fork ();
+  if (pid == 0) {
+    alarm (100);
+    signal (SIGPIPE, SIG_DFL);
+    c->func ();
+    kill_children ();
+    fflush (stdout);
+    _exit (0);
+  }
+  while (waitpid (pid, &status, 0) < 0 && errno == EINTR);
+  nftw (dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  if (WIFEXITED (status) && WEXITSTATUS (status) == 0) {
+    printf ("ok   %s\n", c->name);
+    return 0;
+  }
+  if (WIFSIGNALED (status))
+    printf ("FAIL %s (signal %d)\n", c->name, WTERMSIG (status));
+  else
+    printf ("FAIL %s (exit %d)\n", c->name, WEXITSTATUS (status));
+  return 1;
+}
+
+int
+t_main (int argc, char **argv, const t_case * cases)
+{
+  const t_case *c;
+  int failed = 0, ran = 0, i;
+
+  setvbuf (stdout, NULL, _IOLBF, 0);
+  for (c = cases; c->name != NULL; c++) {
+    if (argc > 1) {
+      for (i = 1; i < argc; i++)
+        if (strcmp (argv[i], c->name) == 0)
+          break;
+      if (i == argc)
+        continue;
+    }
+    failed += run_case (c);
+    ran++;
+  }
+  printf ("%d/%d passed\n", ran - failed, ran);
+  return failed || ran == 0 ? 1 : 0;
+}

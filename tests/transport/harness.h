@@ -1,0 +1,101 @@
+/* pinnedflow transport tests: a tiny harness (plain C)
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Every test case runs in a forked child (so a crash fails that case only)
+ * inside its own mkdtemp() directory, removed by the parent afterwards
+ * whatever happened. Children a case spawns get PR_SET_PDEATHSIG(SIGKILL) and
+ * are killed and reaped at the end of the case.
+ */
+#ifndef __PF_TEST_HARNESS_H__
+#define __PF_TEST_HARNESS_H__
+
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/types.h>
+
+#include "pf-consumer.h"
+#include "pf-producer.h"
+#include "pf-segment.h"
+
+#define CHECK(cond) do { \
+    if (!(cond)) { \
+      fprintf (stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
+          #cond); \
+      t_fail (); \
+    } \
+  } while (0)
+
+#define CHECK_INT(a, op, b) do { \
+    long long _a = (long long) (a), _b = (long long) (b); \
+    if (!(_a op _b)) { \
+      fprintf (stderr, "%s:%d: CHECK failed: %s %s %s (%lld vs %lld)\n", \
+          __FILE__, __LINE__, #a, #op, #b, _a, _b); \
+      t_fail (); \
+    } \
+  } while (0)
+
+typedef struct {
+  const char *name;
+  void (*func) (void);
+} t_case;
+
+/* Runs the cases named on the command line (all without arguments). */
+int t_main (int argc, char **argv, const t_case * cases);
+void t_fail (void) __attribute__((noreturn));
+
+/* This case's temporary directory, and a path inside it. */
+const char *t_dir (void);
+const char *t_path (const char *name);
+
+int t_count_fds (void);
+
+/* Forks a child running @fn (@arg); it exits with @fn's return value. The
+ * child dies with its parent and is killed at the end of the case. */
+pid_t t_spawn (int (*fn) (void *arg), void *arg);
+/* Waits for @pid; returns its exit status, or 128 + signal. */
+int t_wait (pid_t pid);
+
+/* Polls @cond every millisecond until it is true; fails the case after a
+ * generous 30 s (a hang guard, not a timing assertion). */
+#define WAIT_FOR(cond) do { \
+    int _i; \
+    for (_i = 0; _i < 30000 && !(cond); _i++) \
+      t_sleep_ms (1); \
+    if (!(cond)) { \
+      fprintf (stderr, "%s:%d: timed out waiting for %s\n", __FILE__, \
+          __LINE__, #cond); \
+      t_fail (); \
+    } \
+  } while (0)
+
+void t_sleep_ms (int ms);
+
+/* Frame payload pattern: deterministic bytes derived from @seed, and a
+ * checksum to verify them on the other side. */
+void t_fill (void *data, size_t size, uint64_t seed);
+int t_check_fill (const void *data, size_t size, uint64_t seed);
+
+/* A producer with counting callbacks. */
+typedef struct {
+  pf_producer *p;
+  int released;                 /* atomic */
+  int connected;
+  int disconnected;
+  int last_error;
+  char last_reason[128];
+  uint32_t last_pid;
+} t_producer;
+
+int t_producer_start (t_producer * tp, const char *path,
+    unsigned int max_frames);
+void t_producer_stop (t_producer * tp);
+
+/* Publishes one frame of @size bytes at @offset of @seg, filled with the
+ * pattern of @seed (= its seq, 1-based, if the caller keeps count). */
+int t_publish (t_producer * tp, pf_segment * seg, uint64_t offset,
+    uint64_t size, uint64_t seed);
+
+#endif
