@@ -1,0 +1,48 @@
+/* Test helpers of the bridge suite: checks, temp dir, children, fd counts
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * A failed CHECK kills every child started with bc_fork(), removes the temp
+ * dir and exits 1; so does SIGTERM/SIGINT (meson's timeout). Children die
+ * with the parent (PR_SET_PDEATHSIG) even if it is SIGKILLed.
+ */
+#ifndef __BRIDGE_CHECK_H__
+#define __BRIDGE_CHECK_H__
+
+#include <sys/types.h>
+
+void bc_fail (const char *file, int line, const char *fmt, ...)
+    __attribute__ ((noreturn, format (printf, 3, 4)));
+
+#define CHECK(cond) do { if (!(cond)) \
+      bc_fail (__FILE__, __LINE__, "check failed: %s", #cond); } while (0)
+#define CHECK_MSG(cond, ...) do { if (!(cond)) \
+      bc_fail (__FILE__, __LINE__, __VA_ARGS__); } while (0)
+/* For int-returning calls: prints the value and strerror on failure. */
+#define CHECK_RES(expr, expected) do { long long r_ = (long long) (expr); \
+      if (r_ != (long long) (expected)) \
+        bc_fail (__FILE__, __LINE__, "%s = %lld, expected %lld", #expr, r_, \
+            (long long) (expected)); } while (0)
+
+/* Installs signal handlers and creates a private temp dir. */
+void bc_init (void);
+/* The temp dir (removed with its contents at exit). */
+const char *bc_tmpdir (void);
+/* A path in the temp dir (static buffer per call slot 0..7). */
+const char *bc_path (const char *name);
+
+/* fork(); the child gets PR_SET_PDEATHSIG(SIGKILL) and is killed and
+ * reaped at exit. Returns the pid in the parent, 0 in the child. */
+pid_t bc_fork (void);
+/* Kills @pid with @sig and reaps it; returns its wait status. */
+int bc_kill_wait (pid_t pid, int sig);
+/* Waits for @pid; returns the wait status. */
+int bc_wait (pid_t pid);
+
+/* Open file descriptors of this process. */
+int bc_count_fds (void);
+
+/* Removes children and the temp dir now (also runs at exit). */
+void bc_cleanup (void);
+
+#endif
