@@ -43,6 +43,8 @@
  * consumer that lets this many pile up is disconnected. */
 #define MAX_CTL_QUEUE 256
 #define LISTEN_BACKLOG 16
+/* Connections beyond this are accepted and closed at once. */
+#define MAX_CLIENTS 256
 
 #define TOKEN_WAKE UINT64_C (0)
 #define TOKEN_LISTEN UINT64_MAX
@@ -124,11 +126,14 @@ struct pf_producer
   uint64_t session_id;
 
   int listen_fd, epoll_fd, wake_fd;
+  int listen_paused;            /* out of fds: accept after a reap */
+  uint64_t listen_resume_ns;    /* ... or at this time */
   pthread_t thread;
   int thread_started;
   int quit, closed;
 
   struct client *clients;
+  unsigned int n_clients;       /* in the list, any state */
   uint32_t next_client_id;
   struct pseg *segs;
   struct pframe *frames;
@@ -411,6 +416,7 @@ client_reap (pf_producer * p, struct client *c, struct event_list *ev)
   for (l = &p->clients; *l != NULL; l = &(*l)->next) {
     if (*l == c) {
       *l = c->next;
+      p->n_clients--;
       break;
     }
   }
@@ -433,15 +439,35 @@ client_reap (pf_producer * p, struct client *c, struct event_list *ev)
 }
 
 static void
+listen_pause (pf_producer * p, int pause)
+{
+  struct epoll_event e = {.events = pause ? 0 : EPOLLIN,
+    .data.u64 = TOKEN_LISTEN
+  };
+
+  if (p->listen_paused == pause || p->listen_fd < 0 || p->epoll_fd < 0)
+    return;
+  if (epoll_ctl (p->epoll_fd, EPOLL_CTL_MOD, p->listen_fd, &e) == 0)
+    p->listen_paused = pause;
+  if (pause)
+    p->listen_resume_ns = pf_monotonic_ns () + UINT64_C (500000000);
+}
+
+static void
 reap_dead (pf_producer * p, struct event_list *ev)
 {
   struct client *c, *next;
+  int reaped = 0;
 
   for (c = p->clients; c != NULL; c = next) {
     next = c->next;
-    if (c->state == CLIENT_DEAD)
+    if (c->state == CLIENT_DEAD) {
       client_reap (p, c, ev);
+      reaped = 1;
+    }
   }
+  if (reaped)
+    listen_pause (p, 0);
 }
 
 static struct client *
@@ -469,7 +495,15 @@ accept_clients (pf_producer * p)
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED)
         continue;
-      return;                   /* EAGAIN, or EMFILE & co: retried later */
+      /* Out of fds or memory: a level-triggered listen socket would wake
+       * us in a loop; accept again once a client went away. */
+      if (errno != EAGAIN)
+        listen_pause (p, 1);
+      return;
+    }
+    if (p->n_clients >= MAX_CLIENTS) {
+      close (fd);
+      continue;
     }
     c = calloc (1, sizeof (*c));
     if (c)
@@ -496,6 +530,7 @@ accept_clients (pf_producer * p)
     }
     c->next = p->clients;
     p->clients = c;
+    p->n_clients++;
   }
 }
 
@@ -617,7 +652,7 @@ io_thread (void *data)
   pf_producer *p = data;
   struct epoll_event evs[16];
   struct event_list ev = { NULL, NULL };
-  int i, n;
+  int i, n, timeout;
 
   for (;;) {
     pthread_mutex_lock (&p->lock);
@@ -625,9 +660,19 @@ io_thread (void *data)
       pthread_mutex_unlock (&p->lock);
       break;
     }
+    /* Accepting paused for lack of fds: try again after half a second. */
+    timeout = -1;
+    if (p->listen_paused) {
+      uint64_t now = pf_monotonic_ns ();
+
+      if (now >= p->listen_resume_ns)
+        listen_pause (p, 0);
+      else
+        timeout = (int) ((p->listen_resume_ns - now) / 1000000) + 1;
+    }
     pthread_mutex_unlock (&p->lock);
 
-    n = epoll_wait (p->epoll_fd, evs, 16, -1);
+    n = epoll_wait (p->epoll_fd, evs, 16, timeout);
     if (n < 0 && errno != EINTR)
       break;
 
