@@ -1,0 +1,289 @@
+/* Shared by the pinnedshm tests and their helper program.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "shm-common.h"
+
+#include <string.h>
+#include <time.h>
+
+#include <gst/video/video.h>
+#include <gst/pinnedflow/gstpinnedallocator.h>
+
+guint64
+shm_monotonic_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (guint64) ts.tv_sec * G_GUINT64_CONSTANT (1000000000) + ts.tv_nsec;
+}
+
+static inline guint8
+pattern_byte (guint64 k, gsize i)
+{
+  return (guint8) (k * 31 + i * 7 + (i >> 8));
+}
+
+static void
+write_stamp (guint8 * hdr, guint64 k, guint64 clock_pts, guint64 mono)
+{
+  guint64 v[3] = { GUINT64_TO_LE (k), GUINT64_TO_LE (clock_pts),
+    GUINT64_TO_LE (mono)
+  };
+  memcpy (hdr, v, sizeof (v));
+}
+
+void
+shm_pattern_fill (guint8 * data, gsize size, guint64 k, guint64 clock_pts,
+    guint64 mono)
+{
+  gsize i;
+
+  g_assert (size >= SHM_STAMP_SIZE);
+  write_stamp (data, k, clock_pts, mono);
+  for (i = SHM_STAMP_SIZE; i < size; i++)
+    data[i] = pattern_byte (k, i);
+}
+
+void
+shm_pattern_fill_buffer (GstBuffer * buf, guint64 k, guint64 clock_pts,
+    guint64 mono)
+{
+  gsize size = gst_buffer_get_size (buf);
+  guint8 *tmp = g_malloc (size);
+
+  shm_pattern_fill (tmp, size, k, clock_pts, mono);
+  gst_buffer_fill (buf, 0, tmp, size);
+  g_free (tmp);
+}
+
+gboolean
+shm_pattern_check (const guint8 * data, gsize size, guint64 * k,
+    guint64 * clock_pts, guint64 * mono)
+{
+  guint64 v[3];
+  gsize i;
+
+  if (size < SHM_STAMP_SIZE)
+    return FALSE;
+  memcpy (v, data, sizeof (v));
+  *k = GUINT64_FROM_LE (v[0]);
+  *clock_pts = GUINT64_FROM_LE (v[1]);
+  *mono = GUINT64_FROM_LE (v[2]);
+  for (i = SHM_STAMP_SIZE; i < size; i++)
+    if (data[i] != pattern_byte (*k, i))
+      return FALSE;
+  return TRUE;
+}
+
+struct _ShmConsumer
+{
+  GstElement *pipeline;
+  GstElement *src;
+  GstElement *sink;
+  gboolean check_ts;
+  GstCaps *caps;
+  gsize expected_size;          /* 0: any */
+  gboolean have_k;
+  GPtrArray *held;
+  ShmResult r;
+};
+
+ShmConsumer *
+shm_consumer_new (const gchar * socket, const gchar * extra, gboolean sync,
+    gboolean check_ts)
+{
+  ShmConsumer *c = g_new0 (ShmConsumer, 1);
+  GError *err = NULL;
+  gchar *desc;
+
+  desc = g_strdup_printf ("pinnedshmsrc name=src socket-path=%s %s ! "
+      "appsink name=sink sync=%s", socket, extra ? extra : "",
+      sync ? "true" : "false");
+  c->pipeline = gst_parse_launch (desc, &err);
+  if (c->pipeline == NULL)
+    g_error ("could not build \"%s\": %s", desc, err->message);
+  g_free (desc);
+  c->src = gst_bin_get_by_name (GST_BIN (c->pipeline), "src");
+  c->sink = gst_bin_get_by_name (GST_BIN (c->pipeline), "sink");
+  c->check_ts = check_ts;
+  c->held = g_ptr_array_new_with_free_func ((GDestroyNotify) gst_sample_unref);
+  return c;
+}
+
+GstElement *
+shm_consumer_get_pipeline (ShmConsumer * c)
+{
+  return c->pipeline;
+}
+
+GstElement *
+shm_consumer_get_src (ShmConsumer * c)
+{
+  return c->src;
+}
+
+gboolean
+shm_consumer_start (ShmConsumer * c)
+{
+  return gst_element_set_state (c->pipeline, GST_STATE_PLAYING)
+      != GST_STATE_CHANGE_FAILURE;
+}
+
+static void
+check_sample (ShmConsumer * c, GstSample * sample)
+{
+  GstBuffer *buf = gst_sample_get_buffer (sample);
+  GstCaps *caps = gst_sample_get_caps (sample);
+  GstMapInfo map;
+  guint64 k, clock_pts, mono;
+  guint i, n;
+  gboolean pinned = TRUE;
+
+  if (caps && (c->caps == NULL || !gst_caps_is_equal (caps, c->caps))) {
+    GstVideoInfo info;
+
+    gst_caps_replace (&c->caps, caps);
+    c->r.caps_changes++;
+    c->expected_size = 0;
+    if (gst_structure_has_name (gst_caps_get_structure (caps, 0),
+            "video/x-raw") && gst_video_info_from_caps (&info, caps))
+      c->expected_size = GST_VIDEO_INFO_SIZE (&info);
+  }
+
+  n = gst_buffer_n_memory (buf);
+  for (i = 0; i < n; i++) {
+    GstMemory *mem = gst_buffer_peek_memory (buf, i);
+
+    if (!gst_is_pinned_memory (mem) || !GST_MEMORY_IS_READONLY (mem))
+      pinned = FALSE;
+  }
+  if (pinned)
+    c->r.pinned++;
+
+  if (c->expected_size && gst_buffer_get_size (buf) != c->expected_size)
+    c->r.wrong_size++;
+
+  if (!gst_buffer_map (buf, &map, GST_MAP_READ)) {
+    c->r.bad++;
+    return;
+  }
+  if (!shm_pattern_check (map.data, map.size, &k, &clock_pts, &mono)) {
+    c->r.bad++;
+    gst_buffer_unmap (buf, &map);
+    return;
+  }
+  gst_buffer_unmap (buf, &map);
+
+  c->r.frames++;
+  if (!c->have_k) {
+    c->r.first_k = k;
+    c->have_k = TRUE;
+  } else if (k <= c->r.last_k) {
+    c->r.out_of_order++;
+  } else {
+    c->r.gaps += k - c->r.last_k - 1;
+  }
+  c->r.last_k = k;
+  {
+    guint64 now = shm_monotonic_ns ();
+    if (now > mono)
+      c->r.latency_sum_ns += now - mono;
+  }
+
+  if (c->check_ts) {
+    GstClockTime base = gst_element_get_base_time (c->pipeline);
+
+    c->r.ts_checked++;
+    if (!GST_BUFFER_PTS_IS_VALID (buf)
+        || GST_BUFFER_PTS (buf) + base != clock_pts)
+      c->r.ts_bad++;
+  }
+}
+
+guint
+shm_consumer_run (ShmConsumer * c, guint n, gint timeout_ms, guint hold)
+{
+  GstBus *bus = gst_element_get_bus (c->pipeline);
+  guint got = 0;
+  gint64 last = g_get_monotonic_time ();
+
+  while (!c->r.eos && !c->r.error && (n == 0 || got < n)) {
+    GstMessage *msg;
+    GstSample *sample;
+
+    while ((msg = gst_bus_pop_filtered (bus,
+                GST_MESSAGE_ERROR | GST_MESSAGE_EOS))) {
+      if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+        GError *err = NULL;
+        gchar *dbg = NULL;
+
+        gst_message_parse_error (msg, &err, &dbg);
+        c->r.error = TRUE;
+        g_free (c->r.error_text);
+        c->r.error_text = g_strdup_printf ("%s (%s)", err->message,
+            dbg ? dbg : "");
+        g_clear_error (&err);
+        g_free (dbg);
+      } else {
+        c->r.eos = TRUE;
+      }
+      gst_message_unref (msg);
+    }
+    if (c->r.error)
+      break;
+
+    sample = gst_app_sink_try_pull_sample (GST_APP_SINK (c->sink),
+        20 * GST_MSECOND);
+    if (sample == NULL) {
+      if (gst_app_sink_is_eos (GST_APP_SINK (c->sink)))
+        c->r.eos = TRUE;
+      if (timeout_ms >= 0
+          && g_get_monotonic_time () - last > (gint64) timeout_ms * 1000)
+        break;
+      continue;
+    }
+    last = g_get_monotonic_time ();
+    check_sample (c, sample);
+    got++;
+    if (c->held->len < hold)
+      g_ptr_array_add (c->held, sample);
+    else
+      gst_sample_unref (sample);
+  }
+  gst_object_unref (bus);
+  return got;
+}
+
+const ShmResult *
+shm_consumer_result (ShmConsumer * c)
+{
+  return &c->r;
+}
+
+gchar *
+shm_result_to_string (const ShmResult * r)
+{
+  return g_strdup_printf ("RESULT frames=%u bad=%u wrong_size=%u "
+      "out_of_order=%u gaps=%u caps_changes=%u pinned=%u ts_checked=%u "
+      "ts_bad=%u eos=%d error=%d first_k=%" G_GUINT64_FORMAT " last_k=%"
+      G_GUINT64_FORMAT " latency_us=%" G_GUINT64_FORMAT " error_text=%s",
+      r->frames, r->bad, r->wrong_size, r->out_of_order, r->gaps,
+      r->caps_changes, r->pinned, r->ts_checked, r->ts_bad, r->eos, r->error,
+      r->first_k, r->last_k,
+      r->frames ? r->latency_sum_ns / r->frames / 1000 : 0,
+      r->error_text ? r->error_text : "");
+}
+
+void
+shm_consumer_free (ShmConsumer * c)
+{
+  gst_element_set_state (c->pipeline, GST_STATE_NULL);
+  g_ptr_array_unref (c->held);
+  gst_caps_replace (&c->caps, NULL);
+  gst_object_unref (c->src);
+  gst_object_unref (c->sink);
+  gst_object_unref (c->pipeline);
+  g_free (c->r.error_text);
+  g_free (c);
+}

@@ -1,0 +1,307 @@
+/* Helper process of the pinnedshm tests: a stamping producer or a verifying
+ * consumer, each in its own process.
+ *
+ *   shm-peer produce --socket P [--caps C] [--frames N] [--copy] [--multi]
+ *       [--caps2 C --switch-at K] [--wait] [--clients K] [--live] [--sync]
+ *       [--pool-size N] [--max-client-buffers N]
+ *   shm-peer consume --socket P [--frames N] [--hold K] [--sync]
+ *       [--check-ts] [--src-props "on-disconnect=... connect-timeout=..."]
+ *
+ * The producer prints "STATS ..." and one "CLIENT ..." line per client at
+ * the end; the consumer prints "RESULT ..." (see shm-common.c).
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include <gst/gst.h>
+#include <gst/app/gstappsrc.h>
+#include <gst/video/video.h>
+
+#include "shm-common.h"
+
+static gchar *opt_socket;
+static gchar *opt_caps =
+    (gchar *) "video/x-raw,format=RGBA,width=320,height=240,framerate=30/1";
+static gchar *opt_caps2;
+static gint opt_switch_at = -1;
+static gint opt_frames = 30;
+static gboolean opt_copy, opt_multi, opt_wait, opt_live, opt_sync;
+static gint opt_clients = 0;
+static gint opt_pool_size = 8, opt_max_client_buffers = 8;
+static gint opt_hold = 0;
+static gboolean opt_check_ts;
+static gchar *opt_src_props;
+
+static GOptionEntry entries[] = {
+  {"socket", 's', 0, G_OPTION_ARG_STRING, &opt_socket, "socket path", NULL},
+  {"caps", 'c', 0, G_OPTION_ARG_STRING, &opt_caps, "caps", NULL},
+  {"caps2", 0, 0, G_OPTION_ARG_STRING, &opt_caps2, "caps after switch", NULL},
+  {"switch-at", 0, 0, G_OPTION_ARG_INT, &opt_switch_at, "frame", NULL},
+  {"frames", 'n', 0, G_OPTION_ARG_INT, &opt_frames, "frames (-1 forever)",
+      NULL},
+  {"copy", 0, 0, G_OPTION_ARG_NONE, &opt_copy, "foreign memory", NULL},
+  {"multi", 0, 0, G_OPTION_ARG_NONE, &opt_multi, "multi-memory", NULL},
+  {"wait", 0, 0, G_OPTION_ARG_NONE, &opt_wait, "wait-for-connection", NULL},
+  {"clients", 0, 0, G_OPTION_ARG_INT, &opt_clients, "wait for K clients",
+      NULL},
+  {"live", 0, 0, G_OPTION_ARG_NONE, &opt_live, "live source", NULL},
+  {"sync", 0, 0, G_OPTION_ARG_NONE, &opt_sync, "sink sync=true", NULL},
+  {"pool-size", 0, 0, G_OPTION_ARG_INT, &opt_pool_size, "pool-size", NULL},
+  {"max-client-buffers", 0, 0, G_OPTION_ARG_INT, &opt_max_client_buffers,
+      "max-client-buffers", NULL},
+  {"hold", 0, 0, G_OPTION_ARG_INT, &opt_hold, "frames never released", NULL},
+  {"check-ts", 0, 0, G_OPTION_ARG_NONE, &opt_check_ts, "check PTS", NULL},
+  {"src-props", 0, 0, G_OPTION_ARG_STRING, &opt_src_props, "src props", NULL},
+  {NULL}
+};
+
+static guint64 counter;
+static GstElement *capsfilter;
+
+/* Stamps every buffer on its way into the sink: in place (pool memory:
+ * zero copy) or into a new system-memory buffer (--copy). */
+static GstPadProbeReturn
+stamp_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
+{
+  GstElement *sink = user_data;
+  GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
+  guint64 k = counter++;
+  guint64 clock_pts = GST_BUFFER_PTS (buf) + gst_element_get_base_time (sink);
+
+  if (opt_switch_at >= 0 && k == (guint64) opt_switch_at && opt_caps2) {
+    GstCaps *caps2 = gst_caps_from_string (opt_caps2);
+    g_object_set (capsfilter, "caps", caps2, NULL);
+    gst_caps_unref (caps2);
+  }
+
+  if (opt_copy) {
+    gsize size = gst_buffer_get_size (buf);
+    GstBuffer *copy = gst_buffer_new ();
+
+    if (opt_multi) {
+      gsize a = size / 3, b = size / 3;
+      gst_buffer_append_memory (copy, gst_allocator_alloc (NULL, a, NULL));
+      gst_buffer_append_memory (copy, gst_allocator_alloc (NULL, b, NULL));
+      gst_buffer_append_memory (copy, gst_allocator_alloc (NULL,
+              size - a - b, NULL));
+    } else {
+      gst_buffer_append_memory (copy, gst_allocator_alloc (NULL, size, NULL));
+    }
+    gst_buffer_copy_into (copy, buf, GST_BUFFER_COPY_METADATA, 0, -1);
+    shm_pattern_fill_buffer (copy, k, clock_pts, shm_monotonic_ns ());
+    gst_buffer_unref (buf);
+    GST_PAD_PROBE_INFO_DATA (info) = copy;
+  } else {
+    GstMapInfo map;
+
+    buf = gst_buffer_make_writable (buf);
+    GST_PAD_PROBE_INFO_DATA (info) = buf;
+    if (!gst_buffer_map (buf, &map, GST_MAP_WRITE))
+      g_error ("cannot map buffer for writing");
+    shm_pattern_fill (map.data, map.size, k, clock_pts, shm_monotonic_ns ());
+    gst_buffer_unmap (buf, &map);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+static void
+print_stats (GstElement * sink)
+{
+  GstStructure *s;
+  const GValue *clients;
+  guint64 frames, zc, copies, drops, in_flight;
+  guint i;
+
+  g_object_get (sink, "stats", &s, NULL);
+  gst_structure_get (s, "frames", G_TYPE_UINT64, &frames,
+      "zero-copy-frames", G_TYPE_UINT64, &zc, "copies", G_TYPE_UINT64,
+      &copies, "drops", G_TYPE_UINT64, &drops, "in-flight", G_TYPE_UINT64,
+      &in_flight, NULL);
+  printf ("STATS frames=%" G_GUINT64_FORMAT " zero_copy=%" G_GUINT64_FORMAT
+      " copies=%" G_GUINT64_FORMAT " drops=%" G_GUINT64_FORMAT " in_flight=%"
+      G_GUINT64_FORMAT "\n", frames, zc, copies, drops, in_flight);
+  clients = gst_structure_get_value (s, "clients");
+  for (i = 0; i < gst_value_array_get_size (clients); i++) {
+    const GstStructure *c =
+        gst_value_get_structure (gst_value_array_get_value (clients, i));
+    guint64 sent, released, dropped;
+    guint held, id;
+
+    gst_structure_get (c, "id", G_TYPE_UINT, &id, "sent", G_TYPE_UINT64,
+        &sent, "released", G_TYPE_UINT64, &released, "dropped",
+        G_TYPE_UINT64, &dropped, "held", G_TYPE_UINT, &held, NULL);
+    printf ("CLIENT id=%u sent=%" G_GUINT64_FORMAT " released=%"
+        G_GUINT64_FORMAT " dropped=%" G_GUINT64_FORMAT " held=%u\n", id, sent,
+        released, dropped, held);
+  }
+  fflush (stdout);
+  gst_structure_free (s);
+}
+
+static void
+wait_clients (GstElement * sink)
+{
+  guint n = 0;
+
+  while (opt_clients > 0) {
+    g_object_get (sink, "num-clients", &n, NULL);
+    if (n >= (guint) opt_clients)
+      break;
+    g_usleep (5000);
+  }
+}
+
+static gpointer
+push_octets (gpointer data)
+{
+  GstAppSrc *src = data;
+  gint k;
+
+  for (k = 0; opt_frames < 0 || k < opt_frames; k++) {
+    gsize size = 1000 + ((gsize) k * 997) % 7000;
+    GstBuffer *buf = gst_buffer_new ();
+
+    if (opt_multi) {
+      gst_buffer_append_memory (buf, gst_allocator_alloc (NULL, 100, NULL));
+      gst_buffer_append_memory (buf, gst_allocator_alloc (NULL, size - 100,
+              NULL));
+    } else {
+      gst_buffer_append_memory (buf, gst_allocator_alloc (NULL, size, NULL));
+    }
+    GST_BUFFER_PTS (buf) = k * 10 * GST_MSECOND;
+    GST_BUFFER_DURATION (buf) = 10 * GST_MSECOND;
+    /* the sink-pad probe stamps it */
+    if (gst_app_src_push_buffer (src, buf) != GST_FLOW_OK)
+      return NULL;
+  }
+  gst_app_src_end_of_stream (src);
+  return NULL;
+}
+
+static int
+produce (void)
+{
+  GstElement *pipeline, *src, *sink;
+  GstCaps *caps = gst_caps_from_string (opt_caps);
+  gboolean video;
+  GstBus *bus;
+  GstMessage *msg;
+  GstPad *pad;
+  GThread *pusher = NULL;
+  int ret = 0;
+
+  if (caps == NULL)
+    g_error ("bad caps %s", opt_caps);
+  video = gst_structure_has_name (gst_caps_get_structure (caps, 0),
+      "video/x-raw");
+  pipeline = gst_pipeline_new (NULL);
+  sink = gst_element_factory_make ("pinnedshmsink", "sink");
+  if (sink == NULL)
+    g_error ("no pinnedshmsink");
+  g_object_set (sink, "socket-path", opt_socket, "sync", opt_sync,
+      "wait-for-connection", opt_wait, "pool-size", opt_pool_size,
+      "max-client-buffers", opt_max_client_buffers, NULL);
+  if (video) {
+    src = gst_element_factory_make ("videotestsrc", "src");
+    g_object_set (src, "num-buffers", opt_frames, "is-live", opt_live,
+        "pattern", 2 /* black */ , NULL);
+    capsfilter = gst_element_factory_make ("capsfilter", "cf");
+    g_object_set (capsfilter, "caps", caps, NULL);
+    gst_bin_add_many (GST_BIN (pipeline), src, capsfilter, sink, NULL);
+    gst_element_link_many (src, capsfilter, sink, NULL);
+  } else {
+    src = gst_element_factory_make ("appsrc", "src");
+    g_object_set (src, "caps", caps, "format", GST_FORMAT_TIME, "block", TRUE,
+        "max-bytes", (guint64) 65536, "is-live", opt_live, NULL);
+    gst_bin_add_many (GST_BIN (pipeline), src, sink, NULL);
+    gst_element_link (src, sink);
+  }
+  gst_caps_unref (caps);
+
+  pad = gst_element_get_static_pad (sink, "sink");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, stamp_probe, sink, NULL);
+  gst_object_unref (pad);
+
+  if (gst_element_set_state (pipeline, GST_STATE_PAUSED) ==
+      GST_STATE_CHANGE_FAILURE)
+    g_error ("cannot start the producer");
+  wait_clients (sink);
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+  printf ("PLAYING\n");
+  fflush (stdout);
+  if (!video)
+    pusher = g_thread_new ("push", push_octets, src);
+
+  bus = gst_element_get_bus (pipeline);
+  msg = gst_bus_timed_pop_filtered (bus, GST_CLOCK_TIME_NONE,
+      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+    GError *err = NULL;
+
+    gst_message_parse_error (msg, &err, NULL);
+    printf ("ERROR %s\n", err->message);
+    g_clear_error (&err);
+    ret = 1;
+  }
+  gst_message_unref (msg);
+  gst_object_unref (bus);
+  print_stats (sink);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  if (pusher)
+    g_thread_join (pusher);
+  gst_object_unref (pipeline);
+  return ret;
+}
+
+static int
+consume (void)
+{
+  ShmConsumer *c = shm_consumer_new (opt_socket,
+      opt_src_props ? opt_src_props : "connect-timeout=-1", opt_sync,
+      opt_check_ts);
+  const ShmResult *r;
+  gchar *line;
+  int ret;
+
+  if (!shm_consumer_start (c))
+    g_error ("cannot start the consumer");
+  shm_consumer_run (c, opt_frames > 0 ? (guint) opt_frames : 0, -1,
+      (guint) opt_hold);
+  r = shm_consumer_result (c);
+  line = shm_result_to_string (r);
+  printf ("%s\n", line);
+  fflush (stdout);
+  g_free (line);
+  ret = r->error ? 1 : 0;
+  shm_consumer_free (c);
+  return ret;
+}
+
+int
+main (int argc, char **argv)
+{
+  GOptionContext *ctx = g_option_context_new ("produce|consume");
+  GError *err = NULL;
+
+  /* never outlive the test that spawned us */
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  g_option_context_add_group (ctx, gst_init_get_option_group ());
+  if (!g_option_context_parse (ctx, &argc, &argv, &err) || argc < 2
+      || opt_socket == NULL) {
+    g_printerr ("usage: shm-peer produce|consume --socket PATH ...\n");
+    return 2;
+  }
+  g_option_context_free (ctx);
+
+  if (strcmp (argv[1], "produce") == 0)
+    return produce ();
+  if (strcmp (argv[1], "consume") == 0)
+    return consume ();
+  g_printerr ("unknown mode %s\n", argv[1]);
+  return 2;
+}

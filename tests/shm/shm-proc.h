@@ -1,0 +1,48 @@
+/* Child processes and temporary socket directories for the pinnedshm
+ * tests: children die with the test (PR_SET_PDEATHSIG) and are killed in
+ * teardown; directories are removed.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#ifndef __SHM_PROC_H__
+#define __SHM_PROC_H__
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef struct
+{
+  GPid pid;
+  gint out_fd;
+  GString *out;
+  gboolean reaped;
+  gint status;                  /* exit code, or -signal */
+} ShmChild;
+
+/* A new private directory; shm_proc_cleanup() removes it. */
+gchar *shm_tmpdir_new (void);
+
+/* Spawns the helper "shm-peer @mode --socket @socket ARGS...", NULL-ended. */
+ShmChild *shm_child_spawn (const gchar * mode, const gchar * socket, ...)
+    G_GNUC_NULL_TERMINATED;
+/* Reads output until a line starting with @prefix arrives (TRUE), or the
+ * child ends (FALSE). */
+gboolean shm_child_wait_line (ShmChild * c, const gchar * prefix);
+/* Reads all output and reaps the child; returns its status. */
+gint shm_child_wait (ShmChild * c);
+void shm_child_kill (ShmChild * c, int sig);
+/* The value of key=VALUE on the first output line starting with @prefix
+ * (the n-th such line for shm_child_get_nth), or -1. */
+gint64 shm_child_get (ShmChild * c, const gchar * prefix, const gchar * key);
+gint64 shm_child_get_nth (ShmChild * c, const gchar * prefix, guint nth,
+    const gchar * key);
+
+/* Kills and reaps every child still running, frees them, removes the
+ * directories. */
+void shm_proc_cleanup (void);
+
+/* Open fds of this process. */
+guint shm_count_fds (void);
+
+G_END_DECLS
+#endif

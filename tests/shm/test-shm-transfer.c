@@ -1,0 +1,278 @@
+/* pinnedshmsink -> pinnedshmsrc across processes: frames intact, zero-copy
+ * and copy paths, caps changes, EOS, timestamps, several clients, a slow
+ * client.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include <gst/check/gstcheck.h>
+
+#include "shm-common.h"
+#include "shm-proc.h"
+
+static gchar *dir;
+static gchar *sock;
+
+static void
+setup (void)
+{
+  dir = shm_tmpdir_new ();
+  sock = g_build_filename (dir, "pf.sock", NULL);
+}
+
+static void
+teardown (void)
+{
+  shm_proc_cleanup ();
+  g_clear_pointer (&sock, g_free);
+  g_clear_pointer (&dir, g_free);
+}
+
+/* A producer child, an in-process consumer that verifies every frame until
+ * EOS; returns the consumer's result (to free) and reaps the producer. */
+static ShmResult
+run_pair (ShmChild * producer, const gchar * src_props, gboolean sync,
+    gboolean check_ts)
+{
+  ShmConsumer *c = shm_consumer_new (sock, src_props, sync, check_ts);
+  ShmResult r;
+  gchar *line;
+
+  fail_unless (shm_consumer_start (c));
+  shm_consumer_run (c, 0, 60000, 0);
+  r = *shm_consumer_result (c);
+  r.error_text = g_strdup (r.error_text);
+  line = shm_result_to_string (&r);
+  GST_INFO ("%s", line);
+  g_free (line);
+  shm_consumer_free (c);
+  fail_unless_equals_int (shm_child_wait (producer), 0);
+  GST_INFO ("producer: %s", producer->out->str);
+  return r;
+}
+
+static void
+check_intact (const ShmResult * r, guint n)
+{
+  fail_if (r->error, "consumer error: %s", r->error_text);
+  fail_unless (r->eos, "no EOS reached the consumer");
+  fail_unless_equals_int (r->frames, n);
+  fail_unless_equals_int (r->bad, 0);
+  fail_unless_equals_int (r->wrong_size, 0);
+  fail_unless_equals_int (r->out_of_order, 0);
+  fail_unless_equals_int (r->gaps, 0);
+  /* every buffer is a read-only slice of a shared segment */
+  fail_unless_equals_int (r->pinned, n);
+}
+
+static const gchar *zero_copy_caps[] = {
+  "video/x-raw,format=RGBA,width=640,height=480,framerate=30/1",
+  "video/x-raw,format=I420,width=320,height=240,framerate=30/1",
+  "video/x-raw,format=RGB,width=33,height=17,framerate=30/1",
+  "video/x-raw,format=NV12,width=1920,height=1080,framerate=30/1",
+};
+
+GST_START_TEST (test_zero_copy_formats)
+{
+  const gchar *caps = zero_copy_caps[__i__];
+  const guint n = 12;
+  gchar *nstr = g_strdup_printf ("%u", n);
+  ShmChild *p;
+  ShmResult r;
+
+  /* max-client-buffers = pool-size: the pool applies back-pressure, no
+   * frame is ever skipped */
+  p = shm_child_spawn ("produce", sock, "--caps", caps, "--frames", nstr,
+      "--wait", "--pool-size", "8", "--max-client-buffers", "8", NULL);
+  r = run_pair (p, "connect-timeout=-1", FALSE, FALSE);
+  check_intact (&r, n);
+  fail_unless_equals_int (shm_child_get (p, "STATS", "zero_copy"), n);
+  fail_unless_equals_int (shm_child_get (p, "STATS", "copies"), 0);
+  fail_unless_equals_int (shm_child_get (p, "STATS", "frames"), n);
+  g_free (r.error_text);
+  g_free (nstr);
+}
+
+GST_END_TEST;
+
+typedef struct
+{
+  const gchar *caps;
+  gboolean multi;
+} CopyCase;
+
+static const CopyCase copy_cases[] = {
+  {"video/x-raw,format=RGBA,width=320,height=240,framerate=100/1", FALSE},
+  {"video/x-raw,format=I420,width=352,height=288,framerate=100/1", TRUE},
+  {"application/octet-stream", FALSE},
+  {"application/octet-stream", TRUE},
+};
+
+GST_START_TEST (test_copy_path)
+{
+  const CopyCase *cc = &copy_cases[__i__];
+  const guint n = 40;
+  ShmChild *p;
+  ShmResult r;
+
+  /* foreign memory (system memory, possibly several chunks): copied once
+   * into the sink's pinned pool. The producer is paced (sync) and the
+   * limits generous so that no frame is skipped. */
+  if (cc->multi)
+    p = shm_child_spawn ("produce", sock, "--caps", cc->caps, "--frames",
+        "40", "--copy", "--multi", "--sync", "--wait", "--pool-size", "32",
+        "--max-client-buffers", "32", NULL);
+  else
+    p = shm_child_spawn ("produce", sock, "--caps", cc->caps, "--frames",
+        "40", "--copy", "--sync", "--wait", "--pool-size", "32",
+        "--max-client-buffers", "32", NULL);
+  r = run_pair (p, "connect-timeout=-1", FALSE, FALSE);
+  check_intact (&r, n);
+  fail_unless_equals_int (shm_child_get (p, "STATS", "copies"), n);
+  fail_unless_equals_int (shm_child_get (p, "STATS", "zero_copy"), 0);
+  g_free (r.error_text);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_caps_change)
+{
+  ShmChild *p;
+  ShmResult r;
+
+  p = shm_child_spawn ("produce", sock, "--caps",
+      "video/x-raw,format=RGBA,width=320,height=240,framerate=30/1",
+      "--caps2", "video/x-raw,format=RGBA,width=160,height=120,framerate=30/1",
+      "--switch-at", "10", "--frames", "30", "--wait", "--pool-size", "8",
+      "--max-client-buffers", "8", NULL);
+  r = run_pair (p, "connect-timeout=-1", FALSE, FALSE);
+  /* each frame has the size of the caps it came with (wrong_size == 0) */
+  check_intact (&r, 30);
+  fail_unless_equals_int (r.caps_changes, 2);
+  fail_unless_equals_int (shm_child_get (p, "STATS", "copies"), 0);
+  g_free (r.error_text);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_timestamps)
+{
+  ShmConsumer *c;
+  ShmChild *p;
+  const ShmResult *r;
+
+  /* The consumer runs first, so the producer's base time is later than
+   * ours; a PTS converted wrongly would make the synced appsink wait for
+   * ever or fail the exact comparison. */
+  c = shm_consumer_new (sock, "connect-timeout=-1", TRUE, TRUE);
+  fail_unless (shm_consumer_start (c));
+  p = shm_child_spawn ("produce", sock, "--caps",
+      "video/x-raw,format=RGBA,width=320,height=240,framerate=30/1",
+      "--frames", "15", "--sync", "--clients", "1", NULL);
+  shm_consumer_run (c, 0, 60000, 0);
+  r = shm_consumer_result (c);
+  fail_if (r->error, "consumer error: %s", r->error_text);
+  fail_unless (r->eos);
+  fail_unless_equals_int (r->frames, 15);
+  fail_unless_equals_int (r->bad, 0);
+  fail_unless_equals_int (r->ts_checked, 15);
+  /* PTS + our base time == the producer's running time + its base time */
+  fail_unless_equals_int (r->ts_bad, 0);
+  shm_consumer_free (c);
+  fail_unless_equals_int (shm_child_wait (p), 0);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_many_clients)
+{
+  ShmChild *p, *c[3];
+  guint i;
+
+  p = shm_child_spawn ("produce", sock, "--frames", "60", "--clients", "3",
+      "--pool-size", "16", "--max-client-buffers", "16", NULL);
+  for (i = 0; i < 3; i++)
+    c[i] = shm_child_spawn ("consume", sock, NULL);
+
+  fail_unless_equals_int (shm_child_wait (p), 0);
+  fail_unless_equals_int (shm_child_get (p, "STATS", "zero_copy"), 60);
+  for (i = 0; i < 3; i++) {
+    fail_unless_equals_int (shm_child_wait (c[i]), 0);
+    GST_INFO ("consumer %u: %s", i, c[i]->out->str);
+    fail_unless_equals_int (shm_child_get (c[i], "RESULT", "frames"), 60);
+    fail_unless_equals_int (shm_child_get (c[i], "RESULT", "bad"), 0);
+    fail_unless_equals_int (shm_child_get (c[i], "RESULT", "gaps"), 0);
+    fail_unless_equals_int (shm_child_get (c[i], "RESULT", "pinned"), 60);
+    fail_unless_equals_int (shm_child_get (c[i], "RESULT", "eos"), 1);
+    /* each client saw every frame once */
+    fail_unless_equals_int (shm_child_get_nth (p, "CLIENT", i, "sent"), 60);
+  }
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_slow_client)
+{
+  ShmChild *p, *slow, *c[2];
+  guint i, n_slow = 0;
+
+  /* max-client-buffers=2, pool of 8: the slow client keeps 2 pool buffers
+   * for ever; the producer must finish and the others keep receiving. */
+  p = shm_child_spawn ("produce", sock, "--frames", "100", "--clients", "3",
+      "--live", "--caps",
+      "video/x-raw,format=RGBA,width=320,height=240,framerate=100/1",
+      "--pool-size", "8", "--max-client-buffers", "2", NULL);
+  slow = shm_child_spawn ("consume", sock, "--hold", "1000", NULL);
+  for (i = 0; i < 2; i++)
+    c[i] = shm_child_spawn ("consume", sock, NULL);
+
+  fail_unless_equals_int (shm_child_wait (p), 0);
+  GST_INFO ("producer: %s", p->out->str);
+  fail_unless_equals_int (shm_child_get (p, "STATS", "frames"), 100);
+
+  fail_unless_equals_int (shm_child_wait (slow), 0);
+  GST_INFO ("slow: %s", slow->out->str);
+  /* it got what it may hold, then EOS */
+  fail_unless_equals_int (shm_child_get (slow, "RESULT", "frames"), 2);
+  fail_unless_equals_int (shm_child_get (slow, "RESULT", "eos"), 1);
+  for (i = 0; i < 3; i++)
+    if (shm_child_get_nth (p, "CLIENT", i, "held") == 2 &&
+        shm_child_get_nth (p, "CLIENT", i, "dropped") == 98)
+      n_slow++;
+  fail_unless_equals_int (n_slow, 1);
+
+  for (i = 0; i < 2; i++) {
+    gint64 frames;
+
+    fail_unless_equals_int (shm_child_wait (c[i]), 0);
+    GST_INFO ("consumer %u: %s", i, c[i]->out->str);
+    frames = shm_child_get (c[i], "RESULT", "frames");
+    fail_unless_equals_int (shm_child_get (c[i], "RESULT", "bad"), 0);
+    fail_unless_equals_int (shm_child_get (c[i], "RESULT", "eos"), 1);
+    fail_unless_equals_int (shm_child_get (c[i], "RESULT", "out_of_order"),
+        0);
+    /* not held back by the slow one */
+    fail_unless (frames > 50, "only %" G_GINT64_FORMAT " frames", frames);
+  }
+}
+
+GST_END_TEST;
+
+static Suite *
+shm_transfer_suite (void)
+{
+  Suite *s = suite_create ("pinnedshm-transfer");
+  TCase *tc = tcase_create ("general");
+
+  tcase_add_checked_fixture (tc, setup, teardown);
+  tcase_set_timeout (tc, 120);
+  tcase_add_loop_test (tc, test_zero_copy_formats, 0,
+      G_N_ELEMENTS (zero_copy_caps));
+  tcase_add_loop_test (tc, test_copy_path, 0, G_N_ELEMENTS (copy_cases));
+  tcase_add_test (tc, test_caps_change);
+  tcase_add_test (tc, test_timestamps);
+  tcase_add_test (tc, test_many_clients);
+  tcase_add_test (tc, test_slow_client);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+GST_CHECK_MAIN (shm_transfer);
