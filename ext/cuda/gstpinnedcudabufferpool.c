@@ -1,0 +1,136 @@
+/* GStreamer pinnedflow CUDA: bounded pool of pitched device frames
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstpinnedcudamemory.h"
+
+GST_DEBUG_CATEGORY_STATIC (gst_pinned_cuda_pool_debug);
+#define GST_CAT_DEFAULT gst_pinned_cuda_pool_debug
+
+struct _GstPinnedCudaBufferPool
+{
+  GstBufferPool parent;
+
+  const PfCudaRuntime *rt;
+  gint device_id;
+  GstVideoInfo info;
+  GstPinnedCudaLayout layout;
+  gsize pitch;
+};
+
+G_DEFINE_TYPE_WITH_CODE (GstPinnedCudaBufferPool, gst_pinned_cuda_buffer_pool,
+    GST_TYPE_BUFFER_POOL,
+    GST_DEBUG_CATEGORY_INIT (gst_pinned_cuda_pool_debug, "pinnedcudapool", 0,
+        "pinnedflow CUDA device buffer pool"));
+
+static const gchar **
+pool_get_options (GstBufferPool * pool)
+{
+  static const gchar *options[] = { GST_BUFFER_POOL_OPTION_VIDEO_META, NULL };
+  return options;
+}
+
+static gboolean
+pool_set_config (GstBufferPool * pool, GstStructure * config)
+{
+  GstPinnedCudaBufferPool *self = GST_PINNED_CUDA_BUFFER_POOL (pool);
+  GstCaps *caps = NULL;
+  guint size, min, max;
+  GError *err = NULL;
+  gsize frame;
+
+  if (!gst_buffer_pool_config_get_params (config, &caps, &size, &min, &max)
+      || caps == NULL || !gst_video_info_from_caps (&self->info, caps)) {
+    GST_WARNING_OBJECT (pool, "invalid config");
+    return FALSE;
+  }
+  if (max == 0) {
+    GST_WARNING_OBJECT (pool, "a device pool must be bounded (max > 0)");
+    return FALSE;
+  }
+  gst_pinned_cuda_layout_init (&self->layout, &self->info);
+  self->rt->SetDevice (self->device_id);
+  if (!gst_pinned_cuda_probe_pitch (self->rt, &self->layout, &self->pitch,
+          &err)) {
+    GST_ERROR_OBJECT (pool, "%s", err->message);
+    g_error_free (err);
+    return FALSE;
+  }
+  frame = self->pitch * self->layout.total_rows;
+  if (frame > G_MAXUINT)
+    return FALSE;
+  gst_buffer_pool_config_set_params (config, caps, (guint) frame, min, max);
+  return GST_BUFFER_POOL_CLASS (gst_pinned_cuda_buffer_pool_parent_class)
+      ->set_config (pool, config);
+}
+
+static GstFlowReturn
+pool_alloc_buffer (GstBufferPool * pool, GstBuffer ** buffer,
+    GstBufferPoolAcquireParams * params)
+{
+  GstPinnedCudaBufferPool *self = GST_PINNED_CUDA_BUFFER_POOL (pool);
+  GstMemory *mem;
+  GError *err = NULL;
+  gsize offset[GST_VIDEO_MAX_PLANES] = { 0, };
+  gint stride[GST_VIDEO_MAX_PLANES] = { 0, };
+  guint p;
+  gsize pitch;
+
+  self->rt->SetDevice (self->device_id);
+  mem = gst_pinned_cuda_memory_alloc (self->rt, self->device_id,
+      &self->layout, &err);
+  if (mem == NULL) {
+    GST_ERROR_OBJECT (pool, "%s", err->message);
+    g_error_free (err);
+    return GST_FLOW_ERROR;
+  }
+  pitch = ((GstPinnedCudaMemory *) mem)->pitch;
+  if (pitch != self->pitch) {
+    GST_ERROR_OBJECT (pool, "pitch changed from %" G_GSIZE_FORMAT " to %"
+        G_GSIZE_FORMAT, self->pitch, pitch);
+    gst_memory_unref (mem);
+    return GST_FLOW_ERROR;
+  }
+  for (p = 0; p < self->layout.n_planes; p++) {
+    offset[p] = pitch * self->layout.row_offset[p];
+    stride[p] = (gint) pitch;
+  }
+  *buffer = gst_buffer_new ();
+  gst_buffer_append_memory (*buffer, mem);
+  gst_buffer_add_video_meta_full (*buffer, GST_VIDEO_FRAME_FLAG_NONE,
+      GST_VIDEO_INFO_FORMAT (&self->info), GST_VIDEO_INFO_WIDTH (&self->info),
+      GST_VIDEO_INFO_HEIGHT (&self->info), self->layout.n_planes, offset,
+      stride);
+  return GST_FLOW_OK;
+}
+
+static void
+gst_pinned_cuda_buffer_pool_class_init (GstPinnedCudaBufferPoolClass * klass)
+{
+  GstBufferPoolClass *pool_class = GST_BUFFER_POOL_CLASS (klass);
+
+  pool_class->get_options = pool_get_options;
+  pool_class->set_config = pool_set_config;
+  pool_class->alloc_buffer = pool_alloc_buffer;
+}
+
+static void
+gst_pinned_cuda_buffer_pool_init (GstPinnedCudaBufferPool * self)
+{
+}
+
+GstBufferPool *
+gst_pinned_cuda_buffer_pool_new (const PfCudaRuntime * rt, gint device_id)
+{
+  GstPinnedCudaBufferPool *self;
+
+  self = g_object_new (GST_TYPE_PINNED_CUDA_BUFFER_POOL, NULL);
+  gst_object_ref_sink (self);
+  self->rt = rt;
+  self->device_id = device_id;
+  return GST_BUFFER_POOL (self);
+}

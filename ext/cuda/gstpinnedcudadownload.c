@@ -1,0 +1,437 @@
+/* GStreamer pinnedflow CUDA: CUDA device memory to system memory
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+/**
+ * SECTION:element-pinnedcudadownload
+ * @title: pinnedcudadownload
+ *
+ * Copies raw video frames from pinnedflow CUDA device memory (caps feature
+ * `memory:PinnedflowCUDA`, made by pinnedcudaupload) into system memory: a
+ * #GstPinnedBufferPool buffer whose segment is registered with CUDA once,
+ * so the copy is a DMA. The copy waits for the event of the input (the
+ * upload's copy), runs on a non-blocking stream, and is waited for before
+ * the buffer is pushed.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 videotestsrc num-buffers=100 ! video/x-raw,format=I420 ! pinnedcudaupload ! pinnedcudadownload ! videoconvert ! autovideosink
+ * ]|
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstpinnedcudadownload.h"
+#include "gstpinnedcudaformats.h"
+#include "gstpinnedcudamemory.h"
+#include "gstpinnedcudaregistration.h"
+
+#include <gst/video/video.h>
+#include <gst/pinnedflow/pinnedflow.h>
+
+GST_DEBUG_CATEGORY_STATIC (gst_pinned_cuda_download_debug);
+#define GST_CAT_DEFAULT gst_pinned_cuda_download_debug
+
+#define DEFAULT_DEVICE_ID 0
+
+enum
+{
+  PROP_0,
+  PROP_DEVICE_ID,
+  PROP_STATS,
+  N_PROPERTIES
+};
+
+static GParamSpec *properties[N_PROPERTIES];
+
+struct _GstPinnedCudaDownload
+{
+  GstBaseTransform parent;
+
+  gint device_id;
+
+  const PfCudaRuntime *rt;
+  PfCudaStream stream;
+  PfCudaEvent event;
+  GstVideoInfo info;
+  GstPinnedCudaLayout layout;
+
+  /* stats (object lock) */
+  guint64 frames, bytes, pinned_copies, pageable_copies, registrations;
+};
+
+#define gst_pinned_cuda_download_parent_class parent_class
+G_DEFINE_TYPE (GstPinnedCudaDownload, gst_pinned_cuda_download,
+    GST_TYPE_BASE_TRANSFORM);
+GST_ELEMENT_REGISTER_DEFINE (pinnedcudadownload, "pinnedcudadownload",
+    GST_RANK_NONE, GST_TYPE_PINNED_CUDA_DOWNLOAD);
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
+    GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS (PF_CUDA_DEVICE_CAPS));
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS (PF_CUDA_SYSTEM_CAPS));
+
+#define CUDA_ERROR(self, call, err) G_STMT_START {                      \
+    gchar *desc_ = pf_cuda_error_describe ((self)->rt, (err));          \
+    GST_ELEMENT_ERROR ((self), RESOURCE, FAILED,                        \
+        ("CUDA error in %s: %s", (call), desc_),                        \
+        ("runtime %s, device %d", (self)->rt->library, (self)->device_id)); \
+    g_free (desc_);                                                     \
+  } G_STMT_END
+
+static void
+free_cuda_state (GstPinnedCudaDownload * self)
+{
+  PfCudaError err;
+
+  if (self->stream) {
+    self->rt->StreamSynchronize (self->stream);
+    if ((err = self->rt->StreamDestroy (self->stream)) != PF_CUDA_SUCCESS)
+      GST_ERROR_OBJECT (self, "cudaStreamDestroy: %s",
+          self->rt->GetErrorString (err));
+    self->stream = NULL;
+  }
+  if (self->event) {
+    if ((err = self->rt->EventDestroy (self->event)) != PF_CUDA_SUCCESS)
+      GST_ERROR_OBJECT (self, "cudaEventDestroy: %s",
+          self->rt->GetErrorString (err));
+    self->event = NULL;
+  }
+}
+
+static gboolean
+gst_pinned_cuda_download_start (GstBaseTransform * trans)
+{
+  GstPinnedCudaDownload *self = GST_PINNED_CUDA_DOWNLOAD (trans);
+  GError *error = NULL;
+  PfCudaError err;
+
+  GST_OBJECT_LOCK (self);
+  self->frames = self->bytes = self->pinned_copies = 0;
+  self->pageable_copies = self->registrations = 0;
+  GST_OBJECT_UNLOCK (self);
+
+  self->rt = pf_cuda_runtime_open_device (self->device_id, &error);
+  if (self->rt == NULL) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND, ("%s", error->message),
+        ("pinnedcudadownload needs the CUDA runtime and a CUDA device"));
+    g_error_free (error);
+    return FALSE;
+  }
+  err = self->rt->StreamCreateWithFlags (&self->stream,
+      PF_CUDA_STREAM_NON_BLOCKING);
+  if (err != PF_CUDA_SUCCESS) {
+    self->stream = NULL;
+    CUDA_ERROR (self, "cudaStreamCreateWithFlags", err);
+    return FALSE;
+  }
+  err = self->rt->EventCreateWithFlags (&self->event,
+      PF_CUDA_EVENT_DISABLE_TIMING);
+  if (err != PF_CUDA_SUCCESS) {
+    self->event = NULL;
+    CUDA_ERROR (self, "cudaEventCreateWithFlags", err);
+    free_cuda_state (self);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+gst_pinned_cuda_download_stop (GstBaseTransform * trans)
+{
+  GstPinnedCudaDownload *self = GST_PINNED_CUDA_DOWNLOAD (trans);
+
+  if (self->rt != NULL)
+    free_cuda_state (self);
+  return TRUE;
+}
+
+static GstCaps *
+gst_pinned_cuda_download_transform_caps (GstBaseTransform * trans,
+    GstPadDirection direction, GstCaps * caps, GstCaps * filter)
+{
+  GstCaps *res;
+
+  if (direction == GST_PAD_SINK)
+    res = pf_cuda_caps_with_feature (caps,
+        GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY);
+  else
+    res = pf_cuda_caps_with_feature (caps,
+        GST_CAPS_FEATURE_MEMORY_PINNEDFLOW_CUDA);
+  if (filter) {
+    GstCaps *tmp = gst_caps_intersect_full (filter, res,
+        GST_CAPS_INTERSECT_FIRST);
+    gst_caps_unref (res);
+    res = tmp;
+  }
+  return res;
+}
+
+static gboolean
+gst_pinned_cuda_download_set_caps (GstBaseTransform * trans, GstCaps * incaps,
+    GstCaps * outcaps)
+{
+  GstPinnedCudaDownload *self = GST_PINNED_CUDA_DOWNLOAD (trans);
+
+  if (!gst_video_info_from_caps (&self->info, outcaps))
+    return FALSE;
+  gst_pinned_cuda_layout_init (&self->layout, &self->info);
+  return TRUE;
+}
+
+/* Upstream (the upload) allocates its own device pool; nothing to add
+ * but the video meta. */
+static gboolean
+gst_pinned_cuda_download_propose_allocation (GstBaseTransform * trans,
+    GstQuery * decide_query, GstQuery * query)
+{
+  gst_query_add_allocation_meta (query, GST_VIDEO_META_API_TYPE, NULL);
+  return TRUE;
+}
+
+/* Downstream: a pinned segment pool, registered once, for DMA. */
+static gboolean
+gst_pinned_cuda_download_decide_allocation (GstBaseTransform * trans,
+    GstQuery * query)
+{
+  GstPinnedCudaDownload *self = GST_PINNED_CUDA_DOWNLOAD (trans);
+  GstCaps *caps;
+  GstBufferPool *pool;
+  GstStructure *config;
+  guint min = 2, max, size = GST_VIDEO_INFO_SIZE (&self->info);
+  gboolean video_meta;
+
+  gst_query_parse_allocation (query, &caps, NULL);
+  if (caps == NULL)
+    return FALSE;
+  video_meta = gst_query_find_allocation_meta (query, GST_VIDEO_META_API_TYPE,
+      NULL);
+  if (gst_query_get_n_allocation_pools (query) > 0) {
+    guint down_min = 0;
+    gst_query_parse_nth_allocation_pool (query, 0, NULL, NULL, &down_min,
+        NULL);
+    min = MAX (min, down_min);
+  }
+  max = min + 2;
+
+  pool = gst_pinned_buffer_pool_new ();
+  config = gst_buffer_pool_get_config (pool);
+  gst_buffer_pool_config_set_params (config, caps, size, min, max);
+  if (video_meta)
+    gst_buffer_pool_config_add_option (config,
+        GST_BUFFER_POOL_OPTION_VIDEO_META);
+  gst_pinned_buffer_pool_config_set_segment_flags (config,
+      GST_PINNED_SEGMENT_FLAG_LOCK);
+  if (!gst_buffer_pool_set_config (pool, config)) {
+    /* Still correct, only not DMA: the copies are counted as pageable. */
+    GST_WARNING_OBJECT (self, "pinned pool refused its config, using a "
+        "plain video pool");
+    gst_object_unref (pool);
+    pool = gst_video_buffer_pool_new ();
+    config = gst_buffer_pool_get_config (pool);
+    gst_buffer_pool_config_set_params (config, caps, size, min, max);
+    if (video_meta)
+      gst_buffer_pool_config_add_option (config,
+          GST_BUFFER_POOL_OPTION_VIDEO_META);
+    if (!gst_buffer_pool_set_config (pool, config)) {
+      gst_object_unref (pool);
+      return FALSE;
+    }
+  }
+  if (gst_query_get_n_allocation_pools (query) > 0)
+    gst_query_set_nth_allocation_pool (query, 0, pool, size, min, max);
+  else
+    gst_query_add_allocation_pool (query, pool, size, min, max);
+  gst_object_unref (pool);
+  return TRUE;
+}
+
+static GstFlowReturn
+gst_pinned_cuda_download_transform (GstBaseTransform * trans,
+    GstBuffer * inbuf, GstBuffer * outbuf)
+{
+  GstPinnedCudaDownload *self = GST_PINNED_CUDA_DOWNLOAD (trans);
+  const PfCudaRuntime *rt = self->rt;
+  GstMemory *imem = gst_buffer_peek_memory (inbuf, 0);
+  GstPinnedCudaMemory *dmem;
+  GstVideoFrame frame;
+  const gchar *call = "cudaStreamWaitEvent";
+  PfCudaError err;
+  gboolean pinned = TRUE, created = FALSE, mapped = FALSE;
+  guint i, p;
+  gsize bytes = 0;
+
+  if (!gst_is_pinned_cuda_memory (imem)) {
+    GST_ELEMENT_ERROR (self, STREAM, WRONG_TYPE,
+        ("Input is not pinnedflow CUDA memory"),
+        ("pinnedcudadownload takes the output of pinnedcudaupload"));
+    return GST_FLOW_ERROR;
+  }
+  dmem = (GstPinnedCudaMemory *) imem;
+  if (dmem->layout.total_rows != self->layout.total_rows ||
+      dmem->layout.n_planes != self->layout.n_planes) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("Device frame does not match the negotiated caps"), (NULL));
+    return GST_FLOW_ERROR;
+  }
+
+  /* Register the output segment(s) once. */
+  for (i = 0; i < gst_buffer_n_memory (outbuf); i++) {
+    GstMemory *m = gst_buffer_peek_memory (outbuf, i);
+    GstPinnedSegment *seg = gst_is_pinned_memory (m) ?
+        gst_pinned_memory_get_segment (m, NULL) : NULL;
+    const PfCudaRegistration *reg;
+    if (seg == NULL) {
+      pinned = FALSE;
+      continue;
+    }
+    reg = pf_cuda_segment_register (rt, self->device_id, seg, &created);
+    if (!reg->registered)
+      pinned = FALSE;
+    if (created) {
+      GST_OBJECT_LOCK (self);
+      self->registrations += reg->registered ? 1 : 0;
+      GST_OBJECT_UNLOCK (self);
+    }
+  }
+
+  if (!gst_video_frame_map (&frame, &self->info, outbuf, GST_MAP_WRITE)) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Could not map output frame"),
+        (NULL));
+    return GST_FLOW_ERROR;
+  }
+  mapped = TRUE;
+
+  /* After the upload's copy into this memory. */
+  err = rt->StreamWaitEvent (self->stream, dmem->event, 0);
+  for (p = 0; p < self->layout.n_planes && err == PF_CUDA_SUCCESS; p++) {
+    call = "cudaMemcpy2DAsync";
+    err = rt->Memcpy2DAsync (GST_VIDEO_FRAME_PLANE_DATA (&frame, p),
+        GST_VIDEO_FRAME_PLANE_STRIDE (&frame, p),
+        dmem->dev_ptr + dmem->pitch * dmem->layout.row_offset[p], dmem->pitch,
+        self->layout.width_bytes[p], self->layout.rows[p],
+        PF_CUDA_MEMCPY_DEVICE_TO_HOST, self->stream);
+    bytes += self->layout.width_bytes[p] * self->layout.rows[p];
+  }
+  if (err == PF_CUDA_SUCCESS) {
+    call = "cudaEventRecord";
+    err = rt->EventRecord (self->event, self->stream);
+  }
+  if (err == PF_CUDA_SUCCESS) {
+    call = "cudaEventSynchronize";
+    err = rt->EventSynchronize (self->event);
+  }
+  if (err != PF_CUDA_SUCCESS) {
+    CUDA_ERROR (self, call, err);
+    rt->StreamSynchronize (self->stream);
+    if (mapped)
+      gst_video_frame_unmap (&frame);
+    return GST_FLOW_ERROR;
+  }
+  gst_video_frame_unmap (&frame);
+
+  GST_OBJECT_LOCK (self);
+  self->frames++;
+  self->bytes += bytes;
+  if (pinned)
+    self->pinned_copies++;
+  else
+    self->pageable_copies++;
+  GST_OBJECT_UNLOCK (self);
+  return GST_FLOW_OK;
+}
+
+static void
+gst_pinned_cuda_download_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstPinnedCudaDownload *self = GST_PINNED_CUDA_DOWNLOAD (object);
+
+  switch (prop_id) {
+    case PROP_DEVICE_ID:
+      GST_OBJECT_LOCK (self);
+      self->device_id = g_value_get_int (value);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+}
+
+static void
+gst_pinned_cuda_download_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec)
+{
+  GstPinnedCudaDownload *self = GST_PINNED_CUDA_DOWNLOAD (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_DEVICE_ID:
+      g_value_set_int (value, self->device_id);
+      break;
+    case PROP_STATS:
+      g_value_take_boxed (value,
+          gst_structure_new ("application/x-pinnedcudadownload-stats",
+              "frames", G_TYPE_UINT64, self->frames,
+              "bytes", G_TYPE_UINT64, self->bytes,
+              "pinned-copies", G_TYPE_UINT64, self->pinned_copies,
+              "pageable-copies", G_TYPE_UINT64, self->pageable_copies,
+              "registrations", G_TYPE_UINT64, self->registrations, NULL));
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_pinned_cuda_download_class_init (GstPinnedCudaDownloadClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS (klass);
+
+  gobject_class->set_property = gst_pinned_cuda_download_set_property;
+  gobject_class->get_property = gst_pinned_cuda_download_get_property;
+
+  properties[PROP_DEVICE_ID] = g_param_spec_int ("device-id", "Device ID",
+      "CUDA device ordinal", 0, G_MAXINT, DEFAULT_DEVICE_ID,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
+      "frames, bytes, pinned-copies (DMA into a registered segment), "
+      "pageable-copies, registrations", GST_TYPE_STRUCTURE,
+      G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  g_object_class_install_properties (gobject_class, N_PROPERTIES, properties);
+
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_set_static_metadata (element_class,
+      "Pinned CUDA download", "Filter/Video/Hardware",
+      "Copies video frames from CUDA device memory into pinned system memory",
+      "gst-pinnedflow developers");
+
+  trans_class->passthrough_on_same_caps = FALSE;
+  trans_class->start = GST_DEBUG_FUNCPTR (gst_pinned_cuda_download_start);
+  trans_class->stop = GST_DEBUG_FUNCPTR (gst_pinned_cuda_download_stop);
+  trans_class->transform_caps =
+      GST_DEBUG_FUNCPTR (gst_pinned_cuda_download_transform_caps);
+  trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_pinned_cuda_download_set_caps);
+  trans_class->propose_allocation =
+      GST_DEBUG_FUNCPTR (gst_pinned_cuda_download_propose_allocation);
+  trans_class->decide_allocation =
+      GST_DEBUG_FUNCPTR (gst_pinned_cuda_download_decide_allocation);
+  trans_class->transform =
+      GST_DEBUG_FUNCPTR (gst_pinned_cuda_download_transform);
+
+  GST_DEBUG_CATEGORY_INIT (gst_pinned_cuda_download_debug,
+      "pinnedcudadownload", 0, "pinnedflow CUDA download");
+}
+
+static void
+gst_pinned_cuda_download_init (GstPinnedCudaDownload * self)
+{
+  self->device_id = DEFAULT_DEVICE_ID;
+}

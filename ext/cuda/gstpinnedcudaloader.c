@@ -1,0 +1,220 @@
+/* GStreamer pinnedflow CUDA: the CUDA runtime, opened at run time
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstpinnedcudaloader.h"
+
+#include <dlfcn.h>
+#include <string.h>
+
+#define ENV_CUDART "GST_PINNEDFLOW_CUDART"
+
+G_DEFINE_QUARK (pf - cuda - runtime - error - quark, pf_cuda_runtime_error);
+
+/* Most recent first. Bare names go through the dynamic linker's search
+ * path; the toolkit's default directories are tried after it. */
+static const gchar *default_names[] = {
+  "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so",
+};
+
+static const gchar *default_dirs[] = {
+  "/usr/local/cuda/lib64", "/usr/local/cuda/lib",
+};
+
+static GMutex lock;
+/* Every runtime opened so far (never freed: see the header). */
+static GSList *opened;
+
+static const PfCudaRuntime *
+find_opened (const gchar * key)
+{
+  GSList *l;
+
+  for (l = opened; l != NULL; l = l->next) {
+    PfCudaRuntime *rt = l->data;
+    if (g_strcmp0 (rt->key, key) == 0)
+      return rt;
+  }
+  return NULL;
+}
+
+static PfCudaRuntime *
+load_symbols (void *handle, const gchar * library, GString * why)
+{
+  PfCudaRuntime *rt = g_new0 (PfCudaRuntime, 1);
+  const gchar *missing = NULL;
+
+#define LOAD(field) G_STMT_START {                              \
+    *(void **) (&rt->field) = dlsym (handle, "cuda" #field);    \
+    if (rt->field == NULL && missing == NULL)                   \
+      missing = "cuda" #field;                                  \
+  } G_STMT_END
+
+  LOAD (GetErrorString);
+  LOAD (GetErrorName);
+  LOAD (RuntimeGetVersion);
+  LOAD (DriverGetVersion);
+  LOAD (GetDeviceCount);
+  LOAD (SetDevice);
+  LOAD (GetDevice);
+  LOAD (DeviceGetAttribute);
+  LOAD (StreamCreateWithFlags);
+  LOAD (StreamDestroy);
+  LOAD (StreamSynchronize);
+  LOAD (StreamWaitEvent);
+  LOAD (EventCreateWithFlags);
+  LOAD (EventDestroy);
+  LOAD (EventRecord);
+  LOAD (EventQuery);
+  LOAD (EventSynchronize);
+  LOAD (MallocPitch);
+  LOAD (Free);
+  LOAD (Memcpy2D);
+  LOAD (Memcpy2DAsync);
+  LOAD (HostRegister);
+  LOAD (HostUnregister);
+#undef LOAD
+
+  if (missing != NULL) {
+    g_string_append_printf (why, "%s: symbol %s missing; ", library, missing);
+    g_free (rt);
+    return NULL;
+  }
+  rt->library = g_strdup (library);
+  if (rt->RuntimeGetVersion (&rt->runtime_version) != PF_CUDA_SUCCESS)
+    rt->runtime_version = 0;
+  return rt;
+}
+
+static PfCudaRuntime *
+try_open (const gchar * library, GString * why, gboolean * symbol_error)
+{
+  void *handle;
+  PfCudaRuntime *rt;
+
+  handle = dlopen (library, RTLD_NOW | RTLD_LOCAL);
+  if (handle == NULL) {
+    const char *msg = dlerror ();
+    g_string_append_printf (why, "%s; ", msg ? msg : library);
+    return NULL;
+  }
+  rt = load_symbols (handle, library, why);
+  if (rt == NULL) {
+    *symbol_error = TRUE;
+    dlclose (handle);
+  }
+  return rt;
+}
+
+const PfCudaRuntime *
+pf_cuda_runtime_get (GError ** error)
+{
+  const gchar *env = g_getenv (ENV_CUDART);
+  const gchar *key = (env != NULL && *env != '\0') ? env : "(default)";
+  const PfCudaRuntime *found;
+  PfCudaRuntime *rt = NULL;
+  GString *why;
+  gboolean symbol_error = FALSE;
+  guint i, j;
+
+  g_mutex_lock (&lock);
+  if ((found = find_opened (key)) != NULL) {
+    g_mutex_unlock (&lock);
+    return found;
+  }
+
+  why = g_string_new (NULL);
+  if (env != NULL && *env != '\0') {
+    rt = try_open (env, why, &symbol_error);
+  } else {
+    for (i = 0; rt == NULL && i < G_N_ELEMENTS (default_names); i++)
+      rt = try_open (default_names[i], why, &symbol_error);
+    for (i = 0; rt == NULL && i < G_N_ELEMENTS (default_dirs); i++) {
+      for (j = 0; rt == NULL && j < G_N_ELEMENTS (default_names); j++) {
+        gchar *path = g_build_filename (default_dirs[i], default_names[j],
+            NULL);
+        if (g_file_test (path, G_FILE_TEST_EXISTS))
+          rt = try_open (path, why, &symbol_error);
+        g_free (path);
+      }
+    }
+  }
+
+  if (rt != NULL) {
+    /* Looked up under the key it was asked for. */
+    rt->key = g_strdup (key);
+    opened = g_slist_prepend (opened, rt);
+  } else {
+    if (why->len >= 2)
+      g_string_truncate (why, why->len - 2);
+    if (env != NULL && *env != '\0')
+      g_set_error (error, PF_CUDA_RUNTIME_ERROR, symbol_error ?
+          PF_CUDA_RUNTIME_ERROR_SYMBOL : PF_CUDA_RUNTIME_ERROR_NOT_FOUND,
+          "Could not load the CUDA runtime " ENV_CUDART "=%s: %s", env,
+          why->str);
+    else
+      g_set_error (error, PF_CUDA_RUNTIME_ERROR, symbol_error ?
+          PF_CUDA_RUNTIME_ERROR_SYMBOL : PF_CUDA_RUNTIME_ERROR_NOT_FOUND,
+          "Could not load the CUDA runtime (tried libcudart.so.13, .so.12, "
+          ".so.11.0, libcudart.so; set " ENV_CUDART " to a name or path): %s",
+          why->str);
+  }
+  g_string_free (why, TRUE);
+  g_mutex_unlock (&lock);
+  return rt;
+}
+
+gchar *
+pf_cuda_error_describe (const PfCudaRuntime * rt, PfCudaError err)
+{
+  const char *name = rt->GetErrorName (err);
+  const char *str = rt->GetErrorString (err);
+
+  return g_strdup_printf ("%s (%d): %s", name ? name : "cudaError",
+      (int) err, str ? str : "unknown error");
+}
+
+const PfCudaRuntime *
+pf_cuda_runtime_open_device (int device_id, GError ** error)
+{
+  const PfCudaRuntime *rt;
+  PfCudaError err;
+  int count = 0;
+  gchar *desc;
+
+  if ((rt = pf_cuda_runtime_get (error)) == NULL)
+    return NULL;
+
+  err = rt->GetDeviceCount (&count);
+  if (err != PF_CUDA_SUCCESS) {
+    int driver = 0;
+    desc = pf_cuda_error_describe (rt, err);
+    rt->DriverGetVersion (&driver);
+    g_set_error (error, PF_CUDA_RUNTIME_ERROR, PF_CUDA_RUNTIME_ERROR_NO_DEVICE,
+        "No usable CUDA device: cudaGetDeviceCount failed with %s "
+        "(runtime %s, version %d; driver version %d)", desc, rt->library,
+        rt->runtime_version, driver);
+    g_free (desc);
+    return NULL;
+  }
+  if (count <= 0 || device_id < 0 || device_id >= count) {
+    g_set_error (error, PF_CUDA_RUNTIME_ERROR, PF_CUDA_RUNTIME_ERROR_NO_DEVICE,
+        "No CUDA device %d: cudaGetDeviceCount reports %d device(s) "
+        "(runtime %s)", device_id, count, rt->library);
+    return NULL;
+  }
+  err = rt->SetDevice (device_id);
+  if (err != PF_CUDA_SUCCESS) {
+    desc = pf_cuda_error_describe (rt, err);
+    g_set_error (error, PF_CUDA_RUNTIME_ERROR, PF_CUDA_RUNTIME_ERROR_CALL,
+        "cudaSetDevice(%d) failed: %s (runtime %s)", device_id, desc,
+        rt->library);
+    g_free (desc);
+    return NULL;
+  }
+  return rt;
+}

@@ -1,0 +1,74 @@
+/* GStreamer pinnedflow CUDA: device memory (internal to the plugin)
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#ifndef __GST_PINNED_CUDA_MEMORY_H__
+#define __GST_PINNED_CUDA_MEMORY_H__
+
+#include <gst/gst.h>
+#include <gst/video/video.h>
+#include "gstpinnedcuda.h"
+#include "gstpinnedcudaloader.h"
+
+G_BEGIN_DECLS
+
+/* Bytes per row and rows of each plane of @info (no padding). */
+typedef struct
+{
+  guint n_planes;
+  gsize width_bytes[GST_VIDEO_MAX_PLANES];
+  gsize rows[GST_VIDEO_MAX_PLANES];
+  gsize row_offset[GST_VIDEO_MAX_PLANES];      /* first row in the allocation */
+  gsize max_width_bytes, total_rows;
+} GstPinnedCudaLayout;
+
+void gst_pinned_cuda_layout_init (GstPinnedCudaLayout * layout,
+    const GstVideoInfo * info);
+
+typedef struct
+{
+  GstMemory mem;
+
+  const PfCudaRuntime *rt;
+  gint device_id;
+  GstPinnedCudaLayout layout;
+  guint8 *dev_ptr;
+  gsize pitch;
+  PfCudaEvent event;            /* recorded after the last copy into it */
+
+  GMutex lock;
+  guint8 *shadow;               /* host copy while mapped */
+  gint map_count;
+  GstMapFlags map_flags;
+} GstPinnedCudaMemory;
+
+#define GST_TYPE_PINNED_CUDA_ALLOCATOR (gst_pinned_cuda_allocator_get_type ())
+G_DECLARE_FINAL_TYPE (GstPinnedCudaAllocator, gst_pinned_cuda_allocator,
+    GST, PINNED_CUDA_ALLOCATOR, GstAllocator)
+
+/* The process-wide allocator (transfer full). */
+GstAllocator *gst_pinned_cuda_allocator_get (void);
+
+/* A device allocation for a frame of @layout on @device_id (cudaMallocPitch
+ * + an event). @rt's device must be current. */
+GstMemory *gst_pinned_cuda_memory_alloc (const PfCudaRuntime * rt,
+    gint device_id, const GstPinnedCudaLayout * layout, GError ** error);
+
+/* Pitch cudaMallocPitch gives for @layout (one probe allocation, freed). */
+gboolean gst_pinned_cuda_probe_pitch (const PfCudaRuntime * rt,
+    const GstPinnedCudaLayout * layout, gsize * pitch, GError ** error);
+
+void gst_pinned_cuda_set_error (GError ** error, const PfCudaRuntime * rt,
+    const gchar * call, PfCudaError err);
+
+/* Device buffer pool: bounded, recycled, every buffer one
+ * GstPinnedCudaMemory with a GstVideoMeta giving offsets and pitch. */
+#define GST_TYPE_PINNED_CUDA_BUFFER_POOL (gst_pinned_cuda_buffer_pool_get_type ())
+G_DECLARE_FINAL_TYPE (GstPinnedCudaBufferPool, gst_pinned_cuda_buffer_pool,
+    GST, PINNED_CUDA_BUFFER_POOL, GstBufferPool)
+
+GstBufferPool *gst_pinned_cuda_buffer_pool_new (const PfCudaRuntime * rt,
+    gint device_id);
+
+G_END_DECLS
+#endif /* __GST_PINNED_CUDA_MEMORY_H__ */

@@ -1,0 +1,52 @@
+/* GStreamer pinnedflow CUDA: host registration of segments, once each
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#ifndef __GST_PINNED_CUDA_REGISTRATION_H__
+#define __GST_PINNED_CUDA_REGISTRATION_H__
+
+#include <glib.h>
+#include "pf-segment.h"
+#include "gstpinnedcudaloader.h"
+
+G_BEGIN_DECLS
+
+/**
+ * PfCudaRegistration:
+ *
+ * The outcome of registering one segment's mapping in this process, cached
+ * on the segment (pf_segment_attach_once()): attempted once whatever the
+ * outcome, so a segment that cannot be registered is not retried per frame.
+ * cudaHostUnregister() runs in the attachment's destroy notify, when the
+ * segment dies, before it is unmapped.
+ */
+typedef struct
+{
+  const PfCudaRuntime *rt;
+  gint device_id;
+  void *base;
+  gsize size;
+  gboolean registered;          /* usable for DMA */
+  gboolean readonly;            /* registered with cudaHostRegisterReadOnly */
+  PfCudaError error;            /* cudaHostRegister's error when not */
+  const gchar *reason;          /* why not registered, or NULL */
+} PfCudaRegistration;
+
+/**
+ * pf_cuda_segment_register:
+ * @created: (out) (optional): TRUE when this call did the registration
+ *
+ * Returns the registration of @seg (never NULL). Read-only mappings
+ * (PF_SEGMENT_STATE_READONLY) are registered with cudaHostRegisterReadOnly
+ * where cudaDevAttrHostRegisterReadOnlySupported is set on @device_id, and
+ * not at all where it is not (the caller stages those copies).
+ */
+const PfCudaRegistration *pf_cuda_segment_register (const PfCudaRuntime * rt,
+    gint device_id, pf_segment * seg, gboolean * created);
+
+/* TRUE when [ptr, ptr + len) lies inside a usable registration of @seg. */
+gboolean pf_cuda_registration_covers (const PfCudaRegistration * reg,
+    const PfCudaRuntime * rt, const void *ptr, gsize len);
+
+G_END_DECLS
+#endif /* __GST_PINNED_CUDA_REGISTRATION_H__ */

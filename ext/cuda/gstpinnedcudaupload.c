@@ -1,0 +1,846 @@
+/* GStreamer pinnedflow CUDA: system memory to CUDA device memory
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+/**
+ * SECTION:element-pinnedcudaupload
+ * @title: pinnedcudaupload
+ *
+ * Copies raw video frames from system memory into CUDA device memory
+ * (caps feature `memory:PinnedflowCUDA`), asynchronously on a non-blocking
+ * stream. Frames in a pinnedflow segment (the #GstPinnedBufferPool this
+ * element proposes upstream, or read-only segments received by
+ * pinnedshmsrc) are copied by DMA straight from the segment, which is
+ * registered with cudaHostRegister once per segment per process. Other
+ * (pageable) memory is first copied by the CPU into a registered bounce
+ * segment, then copied the same way (counted as staged).
+ *
+ * The output buffer is pushed as soon as its copies are queued; readers
+ * wait on its event (see gstpinnedcuda.h; mapping it for the CPU waits).
+ * The input buffer is released only once the copies from it completed.
+ *
+ * The CUDA runtime is loaded when the element starts (libcudart.so.13,
+ * .12, ..., or GST_PINNEDFLOW_CUDART); without one, or without a device,
+ * starting fails with an element error saying what is missing.
+ *
+ * ## Example launch lines
+ * |[
+ * gst-launch-1.0 videotestsrc num-buffers=100 ! video/x-raw,format=NV12,width=1920,height=1080 ! pinnedcudaupload ! pinnedcudadownload ! videoconvert ! autovideosink
+ * ]|
+ * |[
+ * gst-launch-1.0 pinnedshmsrc socket-path=/tmp/pf.sock ! pinnedcudaupload max-inflight=4 ! fakesink
+ * ]|
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstpinnedcudaupload.h"
+#include "gstpinnedcudaformats.h"
+#include "gstpinnedcudamemory.h"
+#include "gstpinnedcudaregistration.h"
+
+#include <string.h>
+#include <gst/video/video.h>
+#include <gst/pinnedflow/pinnedflow.h>
+
+GST_DEBUG_CATEGORY_STATIC (gst_pinned_cuda_upload_debug);
+#define GST_CAT_DEFAULT gst_pinned_cuda_upload_debug
+
+#define DEFAULT_DEVICE_ID 0
+#define DEFAULT_MAX_INFLIGHT 3
+#define MAX_REGS 4
+
+enum
+{
+  PROP_0,
+  PROP_DEVICE_ID,
+  PROP_MAX_INFLIGHT,
+  PROP_STATS,
+  N_PROPERTIES
+};
+
+static GParamSpec *properties[N_PROPERTIES];
+
+/* One frame whose copies are queued. */
+typedef struct
+{
+  GstBuffer *input;             /* held until the event completed, or NULL */
+  GstVideoFrame frame;          /* mapped while input is held */
+  PfCudaEvent event;
+  gint slot;                    /* bounce slot, or -1 */
+} InFlight;
+
+struct _GstPinnedCudaUpload
+{
+  GstBaseTransform parent;
+
+  /* properties (PROP lock: object lock) */
+  gint device_id;
+  guint max_inflight;
+
+  /* streaming state */
+  const PfCudaRuntime *rt;
+  PfCudaStream stream;
+  GstVideoInfo in_info;
+  GstVideoInfo out_info;
+  GstPinnedCudaLayout layout;
+
+  /* bounce segment for pageable input: max_inflight slots */
+  pf_segment *bounce;
+  const PfCudaRegistration *bounce_reg;
+  gsize slot_size;
+  guint n_slots;
+  gboolean *slot_busy;
+
+  /* in-flight queue, served by the release thread (lock/cond) */
+  GMutex lock;
+  GCond cond;
+  GQueue inflight;
+  GQueue free_events;
+  guint n_events;
+  GThread *release_thread;
+  gboolean stopping;
+  gchar *async_error;           /* a failed wait in the release thread */
+
+  /* stats (lock) */
+  guint64 frames, bytes, pinned_copies, staged_copies, registrations,
+      registrations_readonly, registration_failures, waits_full, inflight_max;
+};
+
+#define gst_pinned_cuda_upload_parent_class parent_class
+G_DEFINE_TYPE (GstPinnedCudaUpload, gst_pinned_cuda_upload,
+    GST_TYPE_BASE_TRANSFORM);
+GST_ELEMENT_REGISTER_DEFINE (pinnedcudaupload, "pinnedcudaupload",
+    GST_RANK_NONE, GST_TYPE_PINNED_CUDA_UPLOAD);
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
+    GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS (PF_CUDA_SYSTEM_CAPS));
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS (PF_CUDA_DEVICE_CAPS));
+
+GstCaps *
+pf_cuda_caps_with_feature (GstCaps * caps, const gchar * feature)
+{
+  GstCaps *res = gst_caps_copy (caps);
+  guint i;
+
+  for (i = 0; i < gst_caps_get_size (res); i++)
+    gst_caps_set_features (res, i, gst_caps_features_new (feature, NULL));
+  return res;
+}
+
+#define CUDA_ERROR(self, call, err) G_STMT_START {                      \
+    gchar *desc_ = pf_cuda_error_describe ((self)->rt, (err));          \
+    GST_ELEMENT_ERROR ((self), RESOURCE, FAILED,                        \
+        ("CUDA error in %s: %s", (call), desc_),                        \
+        ("runtime %s, device %d", (self)->rt->library, (self)->device_id)); \
+    g_free (desc_);                                                     \
+  } G_STMT_END
+
+/* ------------------------------------------------------------ release */
+
+/* lock held: gives back what @e holds that needs no unlock. */
+static void
+inflight_finish_locked (GstPinnedCudaUpload * self, InFlight * e)
+{
+  if (e->slot >= 0)
+    self->slot_busy[e->slot] = FALSE;
+  g_queue_push_tail (&self->free_events, e->event);
+}
+
+static void
+inflight_free_input (InFlight * e)
+{
+  if (e->input) {
+    gst_video_frame_unmap (&e->frame);
+    gst_buffer_unref (e->input);
+  }
+  g_free (e);
+}
+
+/* Waits for the oldest event, then releases its input: the producer's slot
+ * goes back only after the DMA from it has completed. */
+static gpointer
+release_thread_func (gpointer data)
+{
+  GstPinnedCudaUpload *self = data;
+  InFlight *e;
+  PfCudaError err;
+
+  self->rt->SetDevice (self->device_id);
+  g_mutex_lock (&self->lock);
+  for (;;) {
+    while (g_queue_is_empty (&self->inflight) && !self->stopping)
+      g_cond_wait (&self->cond, &self->lock);
+    if (g_queue_is_empty (&self->inflight))
+      break;
+    e = g_queue_peek_head (&self->inflight);
+    g_mutex_unlock (&self->lock);
+
+    err = self->rt->EventSynchronize (e->event);
+
+    g_mutex_lock (&self->lock);
+    if (err != PF_CUDA_SUCCESS) {
+      gchar *desc = pf_cuda_error_describe (self->rt, err);
+      if (self->async_error == NULL)
+        self->async_error = g_strdup_printf ("cudaEventSynchronize: %s", desc);
+      g_free (desc);
+      /* Nothing may read the source any more when it is released. */
+      self->rt->StreamSynchronize (self->stream);
+    }
+    g_queue_pop_head (&self->inflight);
+    inflight_finish_locked (self, e);
+    g_cond_broadcast (&self->cond);
+    g_mutex_unlock (&self->lock);
+    inflight_free_input (e);
+    g_mutex_lock (&self->lock);
+  }
+  g_mutex_unlock (&self->lock);
+  return NULL;
+}
+
+/* Waits until at most @max frames are in flight. */
+static void
+wait_inflight (GstPinnedCudaUpload * self, guint max, gboolean count)
+{
+  g_mutex_lock (&self->lock);
+  if (count && g_queue_get_length (&self->inflight) > max)
+    self->waits_full++;
+  while (g_queue_get_length (&self->inflight) > max)
+    g_cond_wait (&self->cond, &self->lock);
+  g_mutex_unlock (&self->lock);
+}
+
+/* ------------------------------------------------------------ start/stop */
+
+static void
+free_cuda_state (GstPinnedCudaUpload * self)
+{
+  PfCudaEvent ev;
+  PfCudaError err;
+
+  if (self->release_thread) {
+    g_mutex_lock (&self->lock);
+    self->stopping = TRUE;
+    g_cond_broadcast (&self->cond);
+    g_mutex_unlock (&self->lock);
+    g_thread_join (self->release_thread);
+    self->release_thread = NULL;
+  }
+  g_assert (g_queue_is_empty (&self->inflight));
+  while ((ev = g_queue_pop_head (&self->free_events)) != NULL) {
+    if ((err = self->rt->EventDestroy (ev)) != PF_CUDA_SUCCESS)
+      GST_ERROR_OBJECT (self, "cudaEventDestroy: %s",
+          self->rt->GetErrorString (err));
+  }
+  self->n_events = 0;
+  if (self->stream) {
+    if ((err = self->rt->StreamDestroy (self->stream)) != PF_CUDA_SUCCESS)
+      GST_ERROR_OBJECT (self, "cudaStreamDestroy: %s",
+          self->rt->GetErrorString (err));
+    self->stream = NULL;
+  }
+  /* The last reference: the registration goes before the unmap. */
+  g_clear_pointer (&self->bounce, pf_segment_unref);
+  self->bounce_reg = NULL;
+  g_clear_pointer (&self->slot_busy, g_free);
+  self->n_slots = 0;
+  g_clear_pointer (&self->async_error, g_free);
+}
+
+static gboolean
+gst_pinned_cuda_upload_start (GstBaseTransform * trans)
+{
+  GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (trans);
+  GError *error = NULL;
+  PfCudaError err;
+  guint i;
+
+  GST_OBJECT_LOCK (self);
+  self->frames = self->bytes = self->pinned_copies = self->staged_copies = 0;
+  self->registrations = self->registrations_readonly = 0;
+  self->registration_failures = self->waits_full = self->inflight_max = 0;
+  GST_OBJECT_UNLOCK (self);
+
+  self->rt = pf_cuda_runtime_open_device (self->device_id, &error);
+  if (self->rt == NULL) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND, ("%s", error->message),
+        ("pinnedcudaupload needs the CUDA runtime and a CUDA device"));
+    g_error_free (error);
+    return FALSE;
+  }
+  err = self->rt->StreamCreateWithFlags (&self->stream,
+      PF_CUDA_STREAM_NON_BLOCKING);
+  if (err != PF_CUDA_SUCCESS) {
+    self->stream = NULL;
+    CUDA_ERROR (self, "cudaStreamCreateWithFlags", err);
+    return FALSE;
+  }
+  for (i = 0; i < self->max_inflight; i++) {
+    PfCudaEvent ev = NULL;
+    err = self->rt->EventCreateWithFlags (&ev, PF_CUDA_EVENT_DISABLE_TIMING);
+    if (err != PF_CUDA_SUCCESS) {
+      CUDA_ERROR (self, "cudaEventCreateWithFlags", err);
+      free_cuda_state (self);
+      return FALSE;
+    }
+    g_queue_push_tail (&self->free_events, ev);
+    self->n_events++;
+  }
+  self->stopping = FALSE;
+  self->release_thread = g_thread_new ("pinnedcudaupload-release",
+      release_thread_func, self);
+  return TRUE;
+}
+
+static gboolean
+gst_pinned_cuda_upload_stop (GstBaseTransform * trans)
+{
+  GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (trans);
+
+  if (self->rt == NULL)
+    return TRUE;
+  wait_inflight (self, 0, FALSE);
+  free_cuda_state (self);
+  return TRUE;
+}
+
+/* ------------------------------------------------------------ caps */
+
+static GstCaps *
+gst_pinned_cuda_upload_transform_caps (GstBaseTransform * trans,
+    GstPadDirection direction, GstCaps * caps, GstCaps * filter)
+{
+  GstCaps *res;
+
+  if (direction == GST_PAD_SINK)
+    res = pf_cuda_caps_with_feature (caps,
+        GST_CAPS_FEATURE_MEMORY_PINNEDFLOW_CUDA);
+  else
+    res = pf_cuda_caps_with_feature (caps,
+        GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY);
+  if (filter) {
+    GstCaps *tmp = gst_caps_intersect_full (filter, res,
+        GST_CAPS_INTERSECT_FIRST);
+    gst_caps_unref (res);
+    res = tmp;
+  }
+  return res;
+}
+
+static gboolean
+gst_pinned_cuda_upload_set_caps (GstBaseTransform * trans, GstCaps * incaps,
+    GstCaps * outcaps)
+{
+  GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (trans);
+
+  if (!gst_video_info_from_caps (&self->in_info, incaps) ||
+      !gst_video_info_from_caps (&self->out_info, outcaps))
+    return FALSE;
+  /* New frame size: drop the bounce segment (nothing is in flight). */
+  wait_inflight (self, 0, FALSE);
+  g_clear_pointer (&self->bounce, pf_segment_unref);
+  self->bounce_reg = NULL;
+  g_clear_pointer (&self->slot_busy, g_free);
+  gst_pinned_cuda_layout_init (&self->layout, &self->in_info);
+  return TRUE;
+}
+
+/* ------------------------------------------------------------ allocation */
+
+/* Upstream: a pinned segment pool, so that producers in this process
+ * write their frames straight into registered memory. */
+static gboolean
+gst_pinned_cuda_upload_propose_allocation (GstBaseTransform * trans,
+    GstQuery * decide_query, GstQuery * query)
+{
+  GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (trans);
+  GstCaps *caps;
+  GstVideoInfo info;
+  GstBufferPool *pool;
+  GstStructure *config;
+  guint min;
+
+  gst_query_add_allocation_meta (query, GST_VIDEO_META_API_TYPE, NULL);
+  gst_query_parse_allocation (query, &caps, NULL);
+  if (caps == NULL || !gst_video_info_from_caps (&info, caps))
+    return TRUE;
+  if (gst_query_get_n_allocation_pools (query) > 0)
+    return TRUE;
+
+  min = self->max_inflight + 2;
+  pool = gst_pinned_buffer_pool_new ();
+  config = gst_buffer_pool_get_config (pool);
+  gst_buffer_pool_config_set_params (config, caps, info.size, min, min + 2);
+  gst_buffer_pool_config_add_option (config, GST_BUFFER_POOL_OPTION_VIDEO_META);
+  gst_pinned_buffer_pool_config_set_segment_flags (config,
+      GST_PINNED_SEGMENT_FLAG_LOCK);
+  if (!gst_buffer_pool_set_config (pool, config)) {
+    GST_WARNING_OBJECT (self, "pinned pool refused its config");
+    gst_object_unref (pool);
+    return TRUE;
+  }
+  gst_query_add_allocation_pool (query, pool, info.size, min, min + 2);
+  gst_object_unref (pool);
+  return TRUE;
+}
+
+/* Downstream: our bounded pool of device frames. */
+static gboolean
+gst_pinned_cuda_upload_decide_allocation (GstBaseTransform * trans,
+    GstQuery * query)
+{
+  GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (trans);
+  GstCaps *caps;
+  GstBufferPool *pool;
+  GstStructure *config;
+  guint down_min = 0, size = 0, min, max;
+
+  gst_query_parse_allocation (query, &caps, NULL);
+  if (caps == NULL)
+    return FALSE;
+  if (gst_query_get_n_allocation_pools (query) > 0)
+    gst_query_parse_nth_allocation_pool (query, 0, NULL, NULL, &down_min,
+        NULL);
+  min = self->max_inflight + 1;
+  max = min + down_min + 2;
+
+  pool = gst_pinned_cuda_buffer_pool_new (self->rt, self->device_id);
+  config = gst_buffer_pool_get_config (pool);
+  gst_buffer_pool_config_set_params (config, caps,
+      GST_VIDEO_INFO_SIZE (&self->out_info), min, max);
+  gst_buffer_pool_config_add_option (config, GST_BUFFER_POOL_OPTION_VIDEO_META);
+  if (!gst_buffer_pool_set_config (pool, config)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("Could not configure the CUDA device buffer pool"), (NULL));
+    gst_object_unref (pool);
+    return FALSE;
+  }
+  config = gst_buffer_pool_get_config (pool);
+  gst_buffer_pool_config_get_params (config, NULL, &size, NULL, NULL);
+  gst_structure_free (config);
+
+  if (gst_query_get_n_allocation_pools (query) > 0)
+    gst_query_set_nth_allocation_pool (query, 0, pool, size, min, max);
+  else
+    gst_query_add_allocation_pool (query, pool, size, min, max);
+  gst_object_unref (pool);
+  return TRUE;
+}
+
+/* ------------------------------------------------------------ copying */
+
+/* The bounce segment for pageable input, created and registered once. */
+static gboolean
+ensure_bounce (GstPinnedCudaUpload * self)
+{
+  gboolean created = FALSE;
+  gsize page = pf_page_size ();
+  guint p;
+  int res;
+
+  if (self->bounce)
+    return TRUE;
+  self->slot_size = 0;
+  for (p = 0; p < self->layout.n_planes; p++)
+    self->slot_size += self->layout.width_bytes[p] * self->layout.rows[p];
+  self->slot_size = (self->slot_size + page - 1) / page * page;
+  self->n_slots = self->n_events;
+  res = pf_segment_new ("pinnedcudaupload-bounce",
+      (uint64_t) self->slot_size * self->n_slots, PF_SEGMENT_FLAG_LOCK,
+      &self->bounce);
+  if (res < 0) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("Could not create the pinned bounce segment: %s", g_strerror (-res)),
+        (NULL));
+    self->bounce = NULL;
+    return FALSE;
+  }
+  self->slot_busy = g_new0 (gboolean, self->n_slots);
+  self->bounce_reg = pf_cuda_segment_register (self->rt, self->device_id,
+      self->bounce, &created);
+  GST_OBJECT_LOCK (self);
+  if (created && self->bounce_reg->registered)
+    self->registrations++;
+  else if (created)
+    self->registration_failures++;
+  GST_OBJECT_UNLOCK (self);
+  if (!self->bounce_reg->registered) {
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
+        ("Could not register the bounce segment with CUDA: %s",
+            self->rt->GetErrorString (self->bounce_reg->error)), (NULL));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Registrations of the segments behind @buf's memories (at most MAX_REGS). */
+static guint
+collect_registrations (GstPinnedCudaUpload * self, GstBuffer * buf,
+    const PfCudaRegistration ** regs)
+{
+  guint i, n = 0, n_mem = gst_buffer_n_memory (buf);
+
+  for (i = 0; i < n_mem && n < MAX_REGS; i++) {
+    GstMemory *mem = gst_buffer_peek_memory (buf, i);
+    GstPinnedSegment *seg;
+    gboolean created = FALSE;
+    const PfCudaRegistration *reg;
+
+    if (!gst_is_pinned_memory (mem))
+      continue;
+    seg = gst_pinned_memory_get_segment (mem, NULL);
+    if (seg == NULL)
+      continue;
+    reg = pf_cuda_segment_register (self->rt, self->device_id, seg, &created);
+    if (created) {
+      GST_OBJECT_LOCK (self);
+      if (reg->registered) {
+        self->registrations++;
+        if (reg->readonly)
+          self->registrations_readonly++;
+      } else {
+        self->registration_failures++;
+      }
+      GST_OBJECT_UNLOCK (self);
+      if (!reg->registered)
+        GST_ELEMENT_WARNING (self, RESOURCE, FAILED,
+            ("Input segment not registered with CUDA, staging its copies"),
+            ("%s (%s)", reg->reason,
+                self->rt->GetErrorString (reg->error)));
+    }
+    regs[n++] = reg;
+  }
+  return n;
+}
+
+static gboolean
+plane_is_registered (GstPinnedCudaUpload * self,
+    const PfCudaRegistration ** regs, guint n_regs, const guint8 * ptr,
+    gsize span)
+{
+  guint i;
+
+  for (i = 0; i < n_regs; i++)
+    if (pf_cuda_registration_covers (regs[i], self->rt, ptr, span))
+      return TRUE;
+  return FALSE;
+}
+
+static GstFlowReturn
+gst_pinned_cuda_upload_transform (GstBaseTransform * trans, GstBuffer * inbuf,
+    GstBuffer * outbuf)
+{
+  GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (trans);
+  const PfCudaRuntime *rt = self->rt;
+  const PfCudaRegistration *regs[MAX_REGS];
+  GstPinnedCudaMemory *dmem;
+  GstMemory *omem;
+  InFlight *e;
+  guint n_regs, p, len, i;
+  gboolean pinned = TRUE, queued = FALSE;
+  const gchar *call = NULL;
+  PfCudaError err = PF_CUDA_SUCCESS;
+  guint8 *slot_base = NULL;
+  gsize bytes = 0;
+
+  omem = gst_buffer_peek_memory (outbuf, 0);
+  if (!gst_is_pinned_cuda_memory (omem)) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("Output buffer is not pinnedflow CUDA memory"), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  dmem = (GstPinnedCudaMemory *) omem;
+
+  g_mutex_lock (&self->lock);
+  if (self->async_error) {
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
+        ("CUDA error: %s", self->async_error), (NULL));
+    g_mutex_unlock (&self->lock);
+    return GST_FLOW_ERROR;
+  }
+  g_mutex_unlock (&self->lock);
+
+  /* Bound the frames in flight: wait on the oldest when full. */
+  wait_inflight (self, self->n_events - 1, TRUE);
+
+  e = g_new0 (InFlight, 1);
+  e->slot = -1;
+  if (!gst_video_frame_map (&e->frame, &self->in_info, inbuf, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("Could not map the input frame"), (NULL));
+    g_free (e);
+    return GST_FLOW_ERROR;
+  }
+  e->input = gst_buffer_ref (inbuf);
+
+  n_regs = collect_registrations (self, inbuf, regs);
+  for (p = 0; p < self->layout.n_planes; p++) {
+    gsize stride = GST_VIDEO_FRAME_PLANE_STRIDE (&e->frame, p);
+    gsize span;
+    if (stride < self->layout.width_bytes[p]) {
+      GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+          ("Input plane %u stride %" G_GSIZE_FORMAT " below its width %"
+              G_GSIZE_FORMAT, p, stride, self->layout.width_bytes[p]), (NULL));
+      inflight_free_input (e);
+      return GST_FLOW_ERROR;
+    }
+    span = stride * (self->layout.rows[p] - 1) + self->layout.width_bytes[p];
+    if (!plane_is_registered (self, regs, n_regs,
+            GST_VIDEO_FRAME_PLANE_DATA (&e->frame, p), span))
+      pinned = FALSE;
+  }
+
+  if (!pinned) {
+    /* One CPU copy into a registered bounce slot, then the same DMA. */
+    gsize off = 0;
+    if (!ensure_bounce (self)) {
+      inflight_free_input (e);
+      return GST_FLOW_ERROR;
+    }
+    g_mutex_lock (&self->lock);
+    for (i = 0; i < self->n_slots; i++)
+      if (!self->slot_busy[i])
+        break;
+    g_assert (i < self->n_slots);
+    self->slot_busy[i] = TRUE;
+    g_mutex_unlock (&self->lock);
+    e->slot = i;
+    slot_base = (guint8 *) pf_segment_get_base (self->bounce) +
+        self->slot_size * i;
+    for (p = 0; p < self->layout.n_planes; p++) {
+      guint r;
+      const guint8 *src = GST_VIDEO_FRAME_PLANE_DATA (&e->frame, p);
+      gsize stride = GST_VIDEO_FRAME_PLANE_STRIDE (&e->frame, p);
+      for (r = 0; r < self->layout.rows[p]; r++)
+        memcpy (slot_base + off + r * self->layout.width_bytes[p],
+            src + r * stride, self->layout.width_bytes[p]);
+      off += self->layout.width_bytes[p] * self->layout.rows[p];
+    }
+  }
+
+  g_mutex_lock (&self->lock);
+  e->event = g_queue_pop_head (&self->free_events);
+  g_mutex_unlock (&self->lock);
+  g_assert (e->event != NULL);
+
+  {
+    gsize off = 0;
+    for (p = 0; p < self->layout.n_planes && err == PF_CUDA_SUCCESS; p++) {
+      const guint8 *src;
+      gsize spitch;
+      if (pinned) {
+        src = GST_VIDEO_FRAME_PLANE_DATA (&e->frame, p);
+        spitch = GST_VIDEO_FRAME_PLANE_STRIDE (&e->frame, p);
+      } else {
+        src = slot_base + off;
+        spitch = self->layout.width_bytes[p];
+        off += self->layout.width_bytes[p] * self->layout.rows[p];
+      }
+      call = "cudaMemcpy2DAsync";
+      err = rt->Memcpy2DAsync (dmem->dev_ptr +
+          dmem->pitch * self->layout.row_offset[p], dmem->pitch, src, spitch,
+          self->layout.width_bytes[p], self->layout.rows[p],
+          PF_CUDA_MEMCPY_HOST_TO_DEVICE, self->stream);
+      if (err == PF_CUDA_SUCCESS)
+        queued = TRUE;
+      bytes += self->layout.width_bytes[p] * self->layout.rows[p];
+    }
+  }
+  if (err == PF_CUDA_SUCCESS) {
+    call = "cudaEventRecord";
+    err = rt->EventRecord (dmem->event, self->stream);
+  }
+  if (err == PF_CUDA_SUCCESS)
+    err = rt->EventRecord (e->event, self->stream);
+
+  if (err != PF_CUDA_SUCCESS) {
+    CUDA_ERROR (self, call, err);
+    /* Nothing may still read the input or the slot when they go back. */
+    if (queued)
+      rt->StreamSynchronize (self->stream);
+    g_mutex_lock (&self->lock);
+    inflight_finish_locked (self, e);
+    g_mutex_unlock (&self->lock);
+    inflight_free_input (e);
+    return GST_FLOW_ERROR;
+  }
+
+  if (!pinned) {
+    /* The staging copy is done: the input can go back at once. */
+    gst_video_frame_unmap (&e->frame);
+    gst_clear_buffer (&e->input);
+  }
+
+  g_mutex_lock (&self->lock);
+  g_queue_push_tail (&self->inflight, e);
+  len = g_queue_get_length (&self->inflight);
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+
+  GST_OBJECT_LOCK (self);
+  self->frames++;
+  self->bytes += bytes;
+  if (pinned)
+    self->pinned_copies++;
+  else
+    self->staged_copies++;
+  self->inflight_max = MAX (self->inflight_max, len);
+  GST_OBJECT_UNLOCK (self);
+  return GST_FLOW_OK;
+}
+
+static gboolean
+gst_pinned_cuda_upload_sink_event (GstBaseTransform * trans, GstEvent * event)
+{
+  GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (trans);
+
+  /* At EOS every copy has completed and every input has gone back. */
+  if (GST_EVENT_TYPE (event) == GST_EVENT_EOS && self->rt != NULL)
+    wait_inflight (self, 0, FALSE);
+  return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
+}
+
+/* ------------------------------------------------------------ GObject */
+
+static GstStructure *
+make_stats (GstPinnedCudaUpload * self)
+{
+  GstStructure *s;
+
+  GST_OBJECT_LOCK (self);
+  s = gst_structure_new ("application/x-pinnedcudaupload-stats",
+      "frames", G_TYPE_UINT64, self->frames,
+      "bytes", G_TYPE_UINT64, self->bytes,
+      "pinned-copies", G_TYPE_UINT64, self->pinned_copies,
+      "staged-copies", G_TYPE_UINT64, self->staged_copies,
+      "registrations", G_TYPE_UINT64, self->registrations,
+      "readonly-registrations", G_TYPE_UINT64, self->registrations_readonly,
+      "registration-failures", G_TYPE_UINT64, self->registration_failures,
+      "waits-full", G_TYPE_UINT64, self->waits_full,
+      "inflight-max", G_TYPE_UINT64, self->inflight_max, NULL);
+  GST_OBJECT_UNLOCK (self);
+  return s;
+}
+
+static void
+gst_pinned_cuda_upload_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_DEVICE_ID:
+      self->device_id = g_value_get_int (value);
+      break;
+    case PROP_MAX_INFLIGHT:
+      self->max_inflight = g_value_get_uint (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_pinned_cuda_upload_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec)
+{
+  GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (object);
+
+  switch (prop_id) {
+    case PROP_DEVICE_ID:
+      GST_OBJECT_LOCK (self);
+      g_value_set_int (value, self->device_id);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case PROP_MAX_INFLIGHT:
+      GST_OBJECT_LOCK (self);
+      g_value_set_uint (value, self->max_inflight);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case PROP_STATS:
+      g_value_take_boxed (value, make_stats (self));
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+}
+
+static void
+gst_pinned_cuda_upload_finalize (GObject * object)
+{
+  GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (object);
+
+  g_mutex_clear (&self->lock);
+  g_cond_clear (&self->cond);
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+static void
+gst_pinned_cuda_upload_class_init (GstPinnedCudaUploadClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS (klass);
+
+  gobject_class->set_property = gst_pinned_cuda_upload_set_property;
+  gobject_class->get_property = gst_pinned_cuda_upload_get_property;
+  gobject_class->finalize = gst_pinned_cuda_upload_finalize;
+
+  properties[PROP_DEVICE_ID] = g_param_spec_int ("device-id", "Device ID",
+      "CUDA device ordinal", 0, G_MAXINT, DEFAULT_DEVICE_ID,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_MAX_INFLIGHT] = g_param_spec_uint ("max-inflight",
+      "Max in flight",
+      "Frames whose copies may be outstanding at once (input buffers held)",
+      1, 64, DEFAULT_MAX_INFLIGHT,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  properties[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
+      "frames, bytes, pinned-copies (DMA from a registered segment), "
+      "staged-copies (pageable input copied through the bounce segment), "
+      "registrations (segments registered by this element), "
+      "readonly-registrations, registration-failures, waits-full (times the "
+      "element waited for a free in-flight slot), inflight-max",
+      GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  g_object_class_install_properties (gobject_class, N_PROPERTIES, properties);
+
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_set_static_metadata (element_class,
+      "Pinned CUDA upload", "Filter/Video/Hardware",
+      "Copies video frames into CUDA device memory, by DMA from registered "
+      "pinned segments", "gst-pinnedflow developers");
+
+  trans_class->passthrough_on_same_caps = FALSE;
+  trans_class->start = GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_start);
+  trans_class->stop = GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_stop);
+  trans_class->transform_caps =
+      GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_transform_caps);
+  trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_set_caps);
+  trans_class->propose_allocation =
+      GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_propose_allocation);
+  trans_class->decide_allocation =
+      GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_decide_allocation);
+  trans_class->transform = GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_transform);
+  trans_class->sink_event =
+      GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_sink_event);
+
+  GST_DEBUG_CATEGORY_INIT (gst_pinned_cuda_upload_debug, "pinnedcudaupload",
+      0, "pinnedflow CUDA upload");
+}
+
+static void
+gst_pinned_cuda_upload_init (GstPinnedCudaUpload * self)
+{
+  self->device_id = DEFAULT_DEVICE_ID;
+  self->max_inflight = DEFAULT_MAX_INFLIGHT;
+  g_mutex_init (&self->lock);
+  g_cond_init (&self->cond);
+  g_queue_init (&self->inflight);
+  g_queue_init (&self->free_events);
+}

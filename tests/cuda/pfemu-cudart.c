@@ -1,0 +1,1216 @@
+/* pfemu: a CPU emulator of the part of the CUDA runtime pinnedflow uses
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Device memory: each allocation is a memfd mapped twice, once PROT_NONE
+ * (the "device pointer" handed out: a stray host access faults) and once
+ * read-write (used only inside the emulator). Async copies and event
+ * records go to the stream's worker thread and run later, after a delay, in
+ * stream order: a host source released or rewritten before the event that
+ * follows its copy completes shows up as a corrupted frame. An async copy
+ * whose host side is not inside a registration is done at once (after the
+ * stream drains), as the real runtime stages pageable memory, and counted
+ * as pageable. Registration follows the real rules (see pfemu_host_register
+ * below). No CUDA header is used: the values are those of driver_types.h.
+ */
+#include "pfemu.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__ ((visibility ("default")))
+
+typedef int cudaError_t;
+enum
+{
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInvalidMemcpyDirection = 21,
+  cudaErrorInsufficientDriver = 35,
+  cudaErrorNoDevice = 100,
+  cudaErrorInvalidDevice = 101,
+  cudaErrorInvalidResourceHandle = 400,
+  cudaErrorNotReady = 600,
+  cudaErrorIllegalAddress = 700,
+  cudaErrorHostMemoryAlreadyRegistered = 712,
+  cudaErrorHostMemoryNotRegistered = 713,
+  cudaErrorLaunchFailure = 719,
+  cudaErrorNotSupported = 801,
+  cudaErrorUnknown = 999,
+};
+
+enum
+{
+  H2H = 0, H2D = 1, D2H = 2, D2D = 3, DEFAULT_KIND = 4,
+};
+
+#define REG_PORTABLE 0x01
+#define REG_MAPPED 0x02
+#define REG_IOMEMORY 0x04
+#define REG_READONLY 0x08
+#define STREAM_NON_BLOCKING 0x01
+#define ATTR_HOST_REGISTER_READ_ONLY_SUPPORTED 113
+#define ATTR_TEXTURE_PITCH_ALIGNMENT 36
+#define PITCH_ALIGN 512
+
+/* The cudart functions emulated (signatures of cuda_runtime_api.h, with
+ * handles as void *). */
+#define API EXPORT
+API const char *cudaGetErrorString (cudaError_t err);
+API const char *cudaGetErrorName (cudaError_t err);
+API cudaError_t cudaRuntimeGetVersion (int *version);
+API cudaError_t cudaDriverGetVersion (int *version);
+API cudaError_t cudaGetDeviceCount (int *count);
+API cudaError_t cudaSetDevice (int device);
+API cudaError_t cudaGetDevice (int *device);
+API cudaError_t cudaDeviceGetAttribute (int *value, int attr, int device);
+API cudaError_t cudaMallocPitch (void **dev_ptr, size_t *pitch, size_t width,
+    size_t height);
+API cudaError_t cudaFree (void *dev_ptr);
+API cudaError_t cudaHostRegister (void *ptr, size_t size, unsigned int flags);
+API cudaError_t cudaHostUnregister (void *ptr);
+API cudaError_t cudaStreamCreateWithFlags (void **stream, unsigned int flags);
+API cudaError_t cudaStreamDestroy (void *stream);
+API cudaError_t cudaStreamSynchronize (void *stream);
+API cudaError_t cudaStreamWaitEvent (void *stream, void *event,
+    unsigned int flags);
+API cudaError_t cudaEventCreateWithFlags (void **event, unsigned int flags);
+API cudaError_t cudaEventDestroy (void *event);
+API cudaError_t cudaEventRecord (void *event, void *stream);
+API cudaError_t cudaEventQuery (void *event);
+API cudaError_t cudaEventSynchronize (void *event);
+API cudaError_t cudaMemcpy2DAsync (void *dst, size_t dpitch, const void *src,
+    size_t spitch, size_t width, size_t height, int kind, void *stream);
+API cudaError_t cudaMemcpy2D (void *dst, size_t dpitch, const void *src,
+    size_t spitch, size_t width, size_t height, int kind);
+API long pfemu_query (const char *counter);
+API void pfemu_reset (void);
+API long pfemu_live_total (void);
+API const char *pfemu_leak_report (void);
+
+/* ---------------------------------------------------------------- state */
+
+struct alloc
+{
+  char *dev;                    /* PROT_NONE view: the device pointer */
+  char *view;                   /* read-write view, internal */
+  size_t size;
+  struct alloc *next;
+};
+
+struct reg
+{
+  char *base;
+  size_t size;
+  unsigned int flags;
+  struct reg *next;
+};
+
+struct event
+{
+  uint64_t recorded, completed;
+  int refs;                     /* handle + queued ops */
+  int alive;
+  struct event *next;
+};
+
+enum op_type
+{ OP_COPY, OP_RECORD, OP_WAIT };
+
+struct op
+{
+  enum op_type type;
+  char *dst;
+  const char *src;
+  size_t dpitch, spitch, width, height;
+  const char *host_lo, *host_hi;        /* host range read/written */
+  struct event *ev;
+  uint64_t seq;
+  struct op *next;
+};
+
+struct stream
+{
+  unsigned int flags;
+  pthread_t thread;
+  struct op *head, *tail;
+  int pending;                  /* queued or running ops */
+  int pending_copies;
+  int stop;
+  pthread_cond_t cond;          /* work queued / drained */
+  struct stream *next;
+};
+
+static pthread_mutex_t G = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t events_cond = PTHREAD_COND_INITIALIZER;
+static struct alloc *allocs;
+static struct reg *regs;
+static struct event *events;
+static struct stream *streams;
+
+/* configuration */
+static long delay_us = 2000;
+static int device_count = 1;
+static int insufficient_driver;
+static int no_readonly;
+static __thread int current_device;
+
+#define MAX_FAIL 8
+static struct
+{
+  char name[64];
+  long nth;
+  int err;
+} fails[MAX_FAIL];
+static int n_fails;
+
+#define MAX_CALLS 32
+static struct
+{
+  char name[48];
+  long calls;
+} calls[MAX_CALLS];
+static int n_calls;
+
+static struct
+{
+  long registrations, registrations_readonly, unregistrations, allocations;
+  long copies_pinned, copies_pageable, copies_sync, copies_d2d;
+  long streams_blocking, pending_max, unregister_pending, injected;
+  long events_recorded, stream_waits;
+} ctr;
+
+static long
+count_list_allocs (void)
+{
+  long n = 0;
+  for (struct alloc * a = allocs; a; a = a->next)
+    n++;
+  return n;
+}
+
+static long
+count_list_regs (void)
+{
+  long n = 0;
+  for (struct reg * r = regs; r; r = r->next)
+    n++;
+  return n;
+}
+
+static long
+count_list_events (void)
+{
+  long n = 0;
+  for (struct event * e = events; e; e = e->next)
+    n += e->alive;
+  return n;
+}
+
+static long
+count_list_streams (void)
+{
+  long n = 0;
+  for (struct stream * s = streams; s; s = s->next)
+    n++;
+  return n;
+}
+
+static void
+read_env (void)
+{
+  const char *v;
+
+  delay_us = (v = getenv ("PFEMU_COPY_DELAY_US")) ? atol (v) : 2000;
+  device_count = (v = getenv ("PFEMU_DEVICE_COUNT")) ? atoi (v) : 1;
+  insufficient_driver = (v = getenv ("PFEMU_INSUFFICIENT_DRIVER"))
+      && atoi (v) != 0;
+  no_readonly = (v = getenv ("PFEMU_NO_READONLY_REGISTER")) && atoi (v) != 0;
+  n_fails = 0;
+  if ((v = getenv ("PFEMU_FAIL")) != NULL) {
+    char *copy = strdup (v), *save = NULL, *tok;
+    for (tok = strtok_r (copy, ",", &save); tok && n_fails < MAX_FAIL;
+        tok = strtok_r (NULL, ",", &save)) {
+      char name[48];
+      long nth;
+      int err;
+      if (sscanf (tok, "%47[^:]:%ld:%d", name, &nth, &err) == 3) {
+        snprintf (fails[n_fails].name, sizeof fails[n_fails].name, "%s%s",
+            strncmp (name, "cuda", 4) == 0 ? "" : "cuda", name);
+        fails[n_fails].nth = nth;
+        fails[n_fails].err = err;
+        n_fails++;
+      } else {
+        fprintf (stderr, "pfemu: ignoring malformed PFEMU_FAIL entry '%s'\n",
+            tok);
+      }
+    }
+    free (copy);
+  }
+  n_calls = 0;
+}
+
+static void pfemu_exit_report (void);
+
+__attribute__ ((constructor))
+     static void pfemu_init (void)
+{
+  read_env ();
+  atexit (pfemu_exit_report);
+}
+
+/* Counts the call and returns the error to inject, or cudaSuccess. */
+static cudaError_t
+enter (const char *name, int needs_driver)
+{
+  cudaError_t res = cudaSuccess;
+  long n = 0;
+  int i;
+
+  pthread_mutex_lock (&G);
+  for (i = 0; i < n_calls; i++)
+    if (strcmp (calls[i].name, name) == 0)
+      break;
+  if (i == n_calls && n_calls < MAX_CALLS) {
+    snprintf (calls[i].name, sizeof calls[i].name, "%s", name);
+    calls[i].calls = 0;
+    n_calls++;
+  }
+  if (i < n_calls)
+    n = ++calls[i].calls;
+  for (i = 0; i < n_fails; i++) {
+    if (strcmp (fails[i].name, name) == 0 && fails[i].nth == n) {
+      res = fails[i].err;
+      ctr.injected++;
+    }
+  }
+  pthread_mutex_unlock (&G);
+  if (res == cudaSuccess && needs_driver && insufficient_driver)
+    res = cudaErrorInsufficientDriver;
+  return res;
+}
+
+#define ENTER(name) G_ENTER (name, 1)
+#define G_ENTER(name, drv) do {                 \
+    cudaError_t e_ = enter (name, drv);         \
+    if (e_ != cudaSuccess) return e_;           \
+  } while (0)
+
+/* ----------------------------------------------------------- errors */
+
+static const struct
+{
+  int code;
+  const char *name, *str;
+} error_table[] = {
+  {cudaSuccess, "cudaSuccess", "no error"},
+  {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
+  {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
+  {cudaErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection",
+      "invalid copy direction for memcpy"},
+  {cudaErrorInsufficientDriver, "cudaErrorInsufficientDriver",
+      "CUDA driver version is insufficient for CUDA runtime version"},
+  {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
+  {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
+  {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle",
+      "invalid resource handle"},
+  {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
+  {cudaErrorIllegalAddress, "cudaErrorIllegalAddress",
+      "an illegal memory access was encountered"},
+  {cudaErrorHostMemoryAlreadyRegistered,
+        "cudaErrorHostMemoryAlreadyRegistered",
+      "part or all of the requested memory range is already mapped"},
+  {cudaErrorHostMemoryNotRegistered, "cudaErrorHostMemoryNotRegistered",
+      "pointer does not correspond to a registered memory region"},
+  {cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure"},
+  {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
+  {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
+};
+
+EXPORT const char *
+cudaGetErrorString (cudaError_t err)
+{
+  for (size_t i = 0; i < sizeof error_table / sizeof error_table[0]; i++)
+    if (error_table[i].code == err)
+      return error_table[i].str;
+  return "unrecognized error code";
+}
+
+EXPORT const char *
+cudaGetErrorName (cudaError_t err)
+{
+  for (size_t i = 0; i < sizeof error_table / sizeof error_table[0]; i++)
+    if (error_table[i].code == err)
+      return error_table[i].name;
+  return "cudaErrorUnknown";
+}
+
+EXPORT cudaError_t
+cudaRuntimeGetVersion (int *version)
+{
+  if (!version)
+    return cudaErrorInvalidValue;
+  *version = 13000;
+  return cudaSuccess;
+}
+
+EXPORT cudaError_t
+cudaDriverGetVersion (int *version)
+{
+  if (!version)
+    return cudaErrorInvalidValue;
+  *version = insufficient_driver ? 0 : 13000;
+  return cudaSuccess;
+}
+
+/* ----------------------------------------------------------- device */
+
+EXPORT cudaError_t
+cudaGetDeviceCount (int *count)
+{
+  ENTER ("cudaGetDeviceCount");
+  if (!count)
+    return cudaErrorInvalidValue;
+  *count = device_count > 0 ? device_count : 0;
+  return device_count > 0 ? cudaSuccess : cudaErrorNoDevice;
+}
+
+EXPORT cudaError_t
+cudaSetDevice (int device)
+{
+  ENTER ("cudaSetDevice");
+  if (device_count <= 0)
+    return cudaErrorNoDevice;
+  if (device < 0 || device >= device_count)
+    return cudaErrorInvalidDevice;
+  current_device = device;
+  return cudaSuccess;
+}
+
+EXPORT cudaError_t
+cudaGetDevice (int *device)
+{
+  ENTER ("cudaGetDevice");
+  if (!device)
+    return cudaErrorInvalidValue;
+  *device = current_device;
+  return cudaSuccess;
+}
+
+EXPORT cudaError_t
+cudaDeviceGetAttribute (int *value, int attr, int device)
+{
+  ENTER ("cudaDeviceGetAttribute");
+  if (!value)
+    return cudaErrorInvalidValue;
+  if (device < 0 || device >= device_count)
+    return cudaErrorInvalidDevice;
+  switch (attr) {
+    case ATTR_HOST_REGISTER_READ_ONLY_SUPPORTED:
+      *value = no_readonly ? 0 : 1;
+      return cudaSuccess;
+    case ATTR_TEXTURE_PITCH_ALIGNMENT:
+      *value = PITCH_ALIGN;
+      return cudaSuccess;
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+/* ----------------------------------------------------------- memory */
+
+/* G held. The allocation holding [p, p + len), or NULL. */
+static struct alloc *
+find_alloc (const void *p, size_t len)
+{
+  const char *c = p;
+  for (struct alloc * a = allocs; a; a = a->next)
+    if (c >= a->dev && c < a->dev + a->size)
+      return (len <= (size_t) (a->dev + a->size - c)) ? a : NULL;
+  return NULL;
+}
+
+static int
+is_device_pointer (const void *p)
+{
+  const char *c = p;
+  for (struct alloc * a = allocs; a; a = a->next)
+    if (c >= a->dev && c < a->dev + a->size)
+      return 1;
+  return 0;
+}
+
+/* G held. The registration covering all of [p, p + len), or NULL. */
+static struct reg *
+find_reg (const void *p, size_t len)
+{
+  const char *c = p;
+  for (struct reg * r = regs; r; r = r->next)
+    if (c >= r->base && c < r->base + r->size)
+      return (len <= (size_t) (r->base + r->size - c)) ? r : NULL;
+  return NULL;
+}
+
+static void drain_all_locked (void);
+
+EXPORT cudaError_t
+cudaMallocPitch (void **dev_ptr, size_t *pitch, size_t width, size_t height)
+{
+  struct alloc *a;
+  size_t p, size, page = (size_t) sysconf (_SC_PAGESIZE);
+  int fd;
+
+  ENTER ("cudaMallocPitch");
+  if (!dev_ptr || !pitch || width == 0 || height == 0)
+    return cudaErrorInvalidValue;
+  p = (width + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
+  if (height > SIZE_MAX / p)
+    return cudaErrorMemoryAllocation;
+  size = (p * height + page - 1) / page * page;
+  fd = memfd_create ("pfemu-device", MFD_CLOEXEC);
+  if (fd < 0)
+    return cudaErrorMemoryAllocation;
+  if (ftruncate (fd, (off_t) size) < 0) {
+    close (fd);
+    return cudaErrorMemoryAllocation;
+  }
+  a = calloc (1, sizeof *a);
+  a->size = size;
+  a->dev = mmap (NULL, size, PROT_NONE, MAP_SHARED, fd, 0);
+  a->view = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close (fd);
+  if (a->dev == MAP_FAILED || a->view == MAP_FAILED) {
+    if (a->dev != MAP_FAILED)
+      munmap (a->dev, size);
+    if (a->view != MAP_FAILED)
+      munmap (a->view, size);
+    free (a);
+    return cudaErrorMemoryAllocation;
+  }
+  /* Fresh device memory is not zero on a GPU either. */
+  memset (a->view, 0xA5, size);
+  pthread_mutex_lock (&G);
+  a->next = allocs;
+  allocs = a;
+  ctr.allocations++;
+  pthread_mutex_unlock (&G);
+  *dev_ptr = a->dev;
+  *pitch = p;
+  return cudaSuccess;
+}
+
+EXPORT cudaError_t
+cudaFree (void *dev_ptr)
+{
+  struct alloc **l, *a = NULL;
+
+  ENTER ("cudaFree");
+  if (dev_ptr == NULL)
+    return cudaSuccess;
+  pthread_mutex_lock (&G);
+  /* cudaFree synchronizes with the device. */
+  drain_all_locked ();
+  for (l = &allocs; *l; l = &(*l)->next) {
+    if ((*l)->dev == dev_ptr) {
+      a = *l;
+      *l = a->next;
+      break;
+    }
+  }
+  pthread_mutex_unlock (&G);
+  if (!a)
+    return cudaErrorInvalidValue;
+  munmap (a->dev, a->size);
+  munmap (a->view, a->size);
+  free (a);
+  return cudaSuccess;
+}
+
+/* Protection of [p, p + len) from /proc/self/maps: sets *readable and
+ * *writable for the whole range; returns 0 when some byte is unmapped. */
+static int
+range_protection (const char *p, size_t len, int *readable, int *writable)
+{
+  FILE *f = fopen ("/proc/self/maps", "re");
+  char line[512];
+  uintptr_t want = (uintptr_t) p, end = (uintptr_t) p + len;
+
+  *readable = *writable = 1;
+  if (!f)
+    return 0;
+  while (want < end && fgets (line, sizeof line, f)) {
+    unsigned long lo, hi;
+    char perms[8];
+    if (sscanf (line, "%lx-%lx %7s", &lo, &hi, perms) != 3)
+      continue;
+    if (hi <= want)
+      continue;
+    if (lo > want)
+      break;                    /* a hole */
+    if (perms[0] != 'r')
+      *readable = 0;
+    if (perms[1] != 'w')
+      *writable = 0;
+    want = hi;
+  }
+  fclose (f);
+  return want >= end;
+}
+
+/* The real rules: the range must be mapped host memory, not overlap a
+ * registration (cudaErrorHostMemoryAlreadyRegistered), and a mapping that
+ * is not writable needs cudaHostRegisterReadOnly, which needs
+ * cudaDevAttrHostRegisterReadOnlySupported (else cudaErrorNotSupported). */
+EXPORT cudaError_t
+cudaHostRegister (void *ptr, size_t size, unsigned int flags)
+{
+  struct reg *r;
+  char *c = ptr;
+  int readable, writable;
+
+  ENTER ("cudaHostRegister");
+  if (!ptr || size == 0 || (flags & ~0x0fu) != 0)
+    return cudaErrorInvalidValue;
+  if (device_count <= 0)
+    return cudaErrorNoDevice;
+  if ((flags & REG_READONLY) && no_readonly)
+    return cudaErrorNotSupported;
+  if (!range_protection (c, size, &readable, &writable) || !readable)
+    return cudaErrorInvalidValue;
+  if (!writable && !(flags & REG_READONLY))
+    return cudaErrorInvalidValue;
+  pthread_mutex_lock (&G);
+  if (find_alloc (c, 1) != NULL) {
+    pthread_mutex_unlock (&G);
+    return cudaErrorInvalidValue;
+  }
+  for (r = regs; r; r = r->next) {
+    if (c < r->base + r->size && r->base < c + size) {
+      pthread_mutex_unlock (&G);
+      return cudaErrorHostMemoryAlreadyRegistered;
+    }
+  }
+  r = calloc (1, sizeof *r);
+  r->base = c;
+  r->size = size;
+  r->flags = flags;
+  r->next = regs;
+  regs = r;
+  ctr.registrations++;
+  if (flags & REG_READONLY)
+    ctr.registrations_readonly++;
+  pthread_mutex_unlock (&G);
+  return cudaSuccess;
+}
+
+static int
+stream_uses_range_locked (const char *lo, const char *hi)
+{
+  for (struct stream * s = streams; s; s = s->next)
+    for (struct op * o = s->head; o; o = o->next)
+      if (o->type == OP_COPY && o->host_lo < hi && lo < o->host_hi)
+        return 1;
+  return 0;
+}
+
+EXPORT cudaError_t
+cudaHostUnregister (void *ptr)
+{
+  struct reg **l, *r = NULL;
+
+  ENTER ("cudaHostUnregister");
+  pthread_mutex_lock (&G);
+  for (l = &regs; *l; l = &(*l)->next) {
+    if ((*l)->base == ptr) {
+      r = *l;
+      break;
+    }
+  }
+  if (!r) {
+    pthread_mutex_unlock (&G);
+    return cudaErrorHostMemoryNotRegistered;
+  }
+  if (stream_uses_range_locked (r->base, r->base + r->size)) {
+    /* A DMA still reads this memory: a bug in the caller. */
+    ctr.unregister_pending++;
+    drain_all_locked ();
+  }
+  for (l = &regs; *l; l = &(*l)->next) {
+    if (*l == r) {
+      *l = r->next;
+      break;
+    }
+  }
+  ctr.unregistrations++;
+  pthread_mutex_unlock (&G);
+  free (r);
+  return cudaSuccess;
+}
+
+/* ----------------------------------------------------------- streams */
+
+static void
+sleep_us (long us)
+{
+  struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+  while (us > 0 && nanosleep (&ts, &ts) < 0 && errno == EINTR);
+}
+
+static void
+do_copy (struct op *o)
+{
+  for (size_t row = 0; row < o->height; row++)
+    memmove (o->dst + row * o->dpitch, o->src + row * o->spitch, o->width);
+}
+
+static void
+event_unref_locked (struct event *ev)
+{
+  if (--ev->refs == 0) {
+    struct event **l;
+    for (l = &events; *l; l = &(*l)->next) {
+      if (*l == ev) {
+        *l = ev->next;
+        break;
+      }
+    }
+    free (ev);
+  }
+}
+
+static void *
+stream_worker (void *data)
+{
+  struct stream *s = data;
+  struct op *o;
+
+  pthread_mutex_lock (&G);
+  for (;;) {
+    while (!s->head && !s->stop)
+      pthread_cond_wait (&s->cond, &G);
+    if (!s->head)
+      break;
+    o = s->head;
+    pthread_mutex_unlock (&G);
+    if (o->type == OP_COPY) {
+      sleep_us (delay_us);
+      do_copy (o);
+    }
+    pthread_mutex_lock (&G);
+    if (o->type == OP_WAIT) {
+      while (o->ev->completed < o->seq)
+        pthread_cond_wait (&events_cond, &G);
+    } else if (o->type == OP_RECORD) {
+      if (o->ev->completed < o->seq)
+        o->ev->completed = o->seq;
+    } else {
+      s->pending_copies--;
+    }
+    if (o->ev)
+      event_unref_locked (o->ev);
+    s->head = o->next;
+    if (!s->head)
+      s->tail = NULL;
+    s->pending--;
+    free (o);
+    pthread_cond_broadcast (&events_cond);
+    pthread_cond_broadcast (&s->cond);
+  }
+  pthread_mutex_unlock (&G);
+  return NULL;
+}
+
+static struct stream *
+find_stream_locked (void *handle)
+{
+  for (struct stream * s = streams; s; s = s->next)
+    if ((void *) s == handle)
+      return s;
+  return NULL;
+}
+
+static struct event *
+find_event_locked (void *handle)
+{
+  for (struct event * e = events; e; e = e->next)
+    if ((void *) e == handle && e->alive)
+      return e;
+  return NULL;
+}
+
+static void
+drain_locked (struct stream *s)
+{
+  while (s->pending > 0)
+    pthread_cond_wait (&s->cond, &G);
+}
+
+static void
+drain_all_locked (void)
+{
+  for (struct stream * s = streams; s; s = s->next)
+    drain_locked (s);
+}
+
+static void
+enqueue_locked (struct stream *s, struct op *o)
+{
+  if (s->tail)
+    s->tail->next = o;
+  else
+    s->head = o;
+  s->tail = o;
+  s->pending++;
+  if (o->type == OP_COPY) {
+    s->pending_copies++;
+    if (s->pending_copies > ctr.pending_max)
+      ctr.pending_max = s->pending_copies;
+  }
+  pthread_cond_broadcast (&s->cond);
+}
+
+EXPORT cudaError_t
+cudaStreamCreateWithFlags (void **stream, unsigned int flags)
+{
+  struct stream *s;
+
+  ENTER ("cudaStreamCreateWithFlags");
+  if (!stream || (flags & ~1u))
+    return cudaErrorInvalidValue;
+  if (device_count <= 0)
+    return cudaErrorNoDevice;
+  s = calloc (1, sizeof *s);
+  s->flags = flags;
+  pthread_cond_init (&s->cond, NULL);
+  if (pthread_create (&s->thread, NULL, stream_worker, s) != 0) {
+    free (s);
+    return cudaErrorMemoryAllocation;
+  }
+  pthread_mutex_lock (&G);
+  s->next = streams;
+  streams = s;
+  if (!(flags & STREAM_NON_BLOCKING))
+    ctr.streams_blocking++;
+  pthread_mutex_unlock (&G);
+  *stream = s;
+  return cudaSuccess;
+}
+
+EXPORT cudaError_t
+cudaStreamDestroy (void *stream)
+{
+  struct stream *s, **l;
+
+  ENTER ("cudaStreamDestroy");
+  pthread_mutex_lock (&G);
+  if (!(s = find_stream_locked (stream))) {
+    pthread_mutex_unlock (&G);
+    return cudaErrorInvalidResourceHandle;
+  }
+  /* The real call returns at once and frees after the work is done. */
+  drain_locked (s);
+  s->stop = 1;
+  pthread_cond_broadcast (&s->cond);
+  for (l = &streams; *l; l = &(*l)->next) {
+    if (*l == s) {
+      *l = s->next;
+      break;
+    }
+  }
+  pthread_mutex_unlock (&G);
+  pthread_join (s->thread, NULL);
+  pthread_cond_destroy (&s->cond);
+  free (s);
+  return cudaSuccess;
+}
+
+EXPORT cudaError_t
+cudaStreamSynchronize (void *stream)
+{
+  struct stream *s;
+
+  ENTER ("cudaStreamSynchronize");
+  pthread_mutex_lock (&G);
+  if (stream == NULL) {
+    drain_all_locked ();
+  } else if ((s = find_stream_locked (stream)) != NULL) {
+    drain_locked (s);
+  } else {
+    pthread_mutex_unlock (&G);
+    return cudaErrorInvalidResourceHandle;
+  }
+  pthread_mutex_unlock (&G);
+  return cudaSuccess;
+}
+
+/* ----------------------------------------------------------- events */
+
+EXPORT cudaError_t
+cudaEventCreateWithFlags (void **event, unsigned int flags)
+{
+  struct event *e;
+
+  ENTER ("cudaEventCreateWithFlags");
+  if (!event || (flags & ~0x0fu))
+    return cudaErrorInvalidValue;
+  if (device_count <= 0)
+    return cudaErrorNoDevice;
+  e = calloc (1, sizeof *e);
+  e->refs = 1;
+  e->alive = 1;
+  pthread_mutex_lock (&G);
+  e->next = events;
+  events = e;
+  pthread_mutex_unlock (&G);
+  *event = e;
+  return cudaSuccess;
+}
+
+EXPORT cudaError_t
+cudaEventDestroy (void *event)
+{
+  struct event *e;
+
+  ENTER ("cudaEventDestroy");
+  pthread_mutex_lock (&G);
+  if (!(e = find_event_locked (event))) {
+    pthread_mutex_unlock (&G);
+    return cudaErrorInvalidResourceHandle;
+  }
+  e->alive = 0;
+  event_unref_locked (e);
+  pthread_mutex_unlock (&G);
+  return cudaSuccess;
+}
+
+EXPORT cudaError_t
+cudaEventRecord (void *event, void *stream)
+{
+  struct event *e;
+  struct stream *s = NULL;
+  struct op *o;
+
+  ENTER ("cudaEventRecord");
+  pthread_mutex_lock (&G);
+  if (!(e = find_event_locked (event)) ||
+      (stream && !(s = find_stream_locked (stream)))) {
+    pthread_mutex_unlock (&G);
+    return cudaErrorInvalidResourceHandle;
+  }
+  ctr.events_recorded++;
+  e->recorded++;
+  if (!s) {
+    /* The legacy default stream: everything before is done. */
+    drain_all_locked ();
+    e->completed = e->recorded;
+  } else {
+    o = calloc (1, sizeof *o);
+    o->type = OP_RECORD;
+    o->ev = e;
+    o->seq = e->recorded;
+    e->refs++;
+    enqueue_locked (s, o);
+  }
+  pthread_mutex_unlock (&G);
+  return cudaSuccess;
+}
+
+EXPORT cudaError_t
+cudaEventQuery (void *event)
+{
+  struct event *e;
+  cudaError_t res;
+
+  ENTER ("cudaEventQuery");
+  pthread_mutex_lock (&G);
+  if (!(e = find_event_locked (event)))
+    res = cudaErrorInvalidResourceHandle;
+  else
+    res = e->completed >= e->recorded ? cudaSuccess : cudaErrorNotReady;
+  pthread_mutex_unlock (&G);
+  return res;
+}
+
+EXPORT cudaError_t
+cudaEventSynchronize (void *event)
+{
+  struct event *e;
+  uint64_t target;
+
+  ENTER ("cudaEventSynchronize");
+  pthread_mutex_lock (&G);
+  if (!(e = find_event_locked (event))) {
+    pthread_mutex_unlock (&G);
+    return cudaErrorInvalidResourceHandle;
+  }
+  target = e->recorded;
+  e->refs++;
+  while (e->completed < target)
+    pthread_cond_wait (&events_cond, &G);
+  event_unref_locked (e);
+  pthread_mutex_unlock (&G);
+  return cudaSuccess;
+}
+
+EXPORT cudaError_t
+cudaStreamWaitEvent (void *stream, void *event, unsigned int flags)
+{
+  struct event *e;
+  struct stream *s;
+  struct op *o;
+
+  ENTER ("cudaStreamWaitEvent");
+  pthread_mutex_lock (&G);
+  if (!(e = find_event_locked (event)) || !(s = find_stream_locked (stream))) {
+    pthread_mutex_unlock (&G);
+    return cudaErrorInvalidResourceHandle;
+  }
+  ctr.stream_waits++;
+  o = calloc (1, sizeof *o);
+  o->type = OP_WAIT;
+  o->ev = e;
+  o->seq = e->recorded;
+  e->refs++;
+  enqueue_locked (s, o);
+  pthread_mutex_unlock (&G);
+  return cudaSuccess;
+}
+
+/* ----------------------------------------------------------- copies */
+
+/* G held. Resolves both sides of a 2D copy; on success fills @o's
+ * dst/src with internal pointers and host_lo/host_hi, and *pinned. */
+static cudaError_t
+resolve_copy (struct op *o, void *dst, size_t dpitch, const void *src,
+    size_t spitch, size_t width, size_t height, int kind, int *pinned)
+{
+  size_t dspan, sspan;
+  int dst_dev = is_device_pointer (dst), src_dev = is_device_pointer (src);
+  struct alloc *a;
+  struct reg *r;
+
+  if (!dst || !src || width > dpitch || width > spitch)
+    return cudaErrorInvalidValue;
+  if (width == 0 || height == 0) {
+    o->width = o->height = 0;
+    *pinned = 1;
+    return cudaSuccess;
+  }
+  dspan = dpitch * (height - 1) + width;
+  sspan = spitch * (height - 1) + width;
+  if (kind == DEFAULT_KIND)
+    kind = (src_dev ? 2 : 0) | (dst_dev ? 1 : 0);
+  else if (kind < 0 || kind > 3)
+    return cudaErrorInvalidMemcpyDirection;
+  if (((kind & 1) != 0) != dst_dev || ((kind & 2) != 0) != src_dev)
+    return cudaErrorInvalidValue;       /* e.g. H2D into host memory */
+  if (kind == H2H)
+    return cudaErrorInvalidMemcpyDirection;     /* not used by pinnedflow */
+
+  o->dpitch = dpitch;
+  o->spitch = spitch;
+  o->width = width;
+  o->height = height;
+  *pinned = 1;
+  if (dst_dev) {
+    if (!(a = find_alloc (dst, dspan)))
+      return cudaErrorInvalidValue;
+    o->dst = a->view + ((const char *) dst - a->dev);
+  } else {
+    if (!(r = find_reg (dst, dspan)))
+      *pinned = 0;
+    else if (r->flags & REG_READONLY)
+      return cudaErrorInvalidValue;     /* DMA into read-only memory */
+    o->dst = dst;
+    o->host_lo = dst;
+    o->host_hi = (const char *) dst + dspan;
+  }
+  if (src_dev) {
+    if (!(a = find_alloc (src, sspan)))
+      return cudaErrorInvalidValue;
+    o->src = a->view + ((const char *) src - a->dev);
+  } else {
+    if (!find_reg (src, sspan))
+      *pinned = 0;
+    o->src = src;
+    o->host_lo = src;
+    o->host_hi = (const char *) src + sspan;
+  }
+  return cudaSuccess;
+}
+
+EXPORT cudaError_t
+cudaMemcpy2DAsync (void *dst, size_t dpitch, const void *src, size_t spitch,
+    size_t width, size_t height, int kind, void *stream)
+{
+  struct stream *s = NULL;
+  struct op *o;
+  cudaError_t res;
+  int pinned;
+
+  ENTER ("cudaMemcpy2DAsync");
+  o = calloc (1, sizeof *o);
+  o->type = OP_COPY;
+  pthread_mutex_lock (&G);
+  if (stream && !(s = find_stream_locked (stream))) {
+    res = cudaErrorInvalidResourceHandle;
+    goto fail;
+  }
+  res = resolve_copy (o, dst, dpitch, src, spitch, width, height, kind,
+      &pinned);
+  if (res != cudaSuccess)
+    goto fail;
+  if (!o->host_lo)
+    ctr.copies_d2d++;
+  else if (pinned)
+    ctr.copies_pinned++;
+  else
+    ctr.copies_pageable++;
+  if (!s || !pinned) {
+    /* Pageable (or the legacy stream): staged, done before returning. */
+    if (s)
+      drain_locked (s);
+    else
+      drain_all_locked ();
+    pthread_mutex_unlock (&G);
+    do_copy (o);
+    free (o);
+    return cudaSuccess;
+  }
+  enqueue_locked (s, o);
+  pthread_mutex_unlock (&G);
+  return cudaSuccess;
+
+fail:
+  pthread_mutex_unlock (&G);
+  free (o);
+  return res;
+}
+
+EXPORT cudaError_t
+cudaMemcpy2D (void *dst, size_t dpitch, const void *src, size_t spitch,
+    size_t width, size_t height, int kind)
+{
+  struct op o = { 0 };
+  cudaError_t res;
+  int pinned;
+
+  ENTER ("cudaMemcpy2D");
+  pthread_mutex_lock (&G);
+  res = resolve_copy (&o, dst, dpitch, src, spitch, width, height, kind,
+      &pinned);
+  if (res == cudaSuccess) {
+    ctr.copies_sync++;
+    /* The legacy default stream waits for the blocking streams; the
+     * emulator waits for all (callers must not rely on less). */
+    drain_all_locked ();
+  }
+  pthread_mutex_unlock (&G);
+  if (res == cudaSuccess)
+    do_copy (&o);
+  return res;
+}
+
+/* ----------------------------------------------------------- queries */
+
+EXPORT long
+pfemu_query (const char *name)
+{
+  long v = -1;
+
+  pthread_mutex_lock (&G);
+#define C(str, val) if (strcmp (name, str) == 0) v = (val)
+  C ("live.registrations", count_list_regs ());
+  C ("live.allocations", count_list_allocs ());
+  C ("live.streams", count_list_streams ());
+  C ("live.events", count_list_events ());
+  C ("registrations", ctr.registrations);
+  C ("registrations.readonly", ctr.registrations_readonly);
+  C ("unregistrations", ctr.unregistrations);
+  C ("allocations", ctr.allocations);
+  C ("copies.pinned", ctr.copies_pinned);
+  C ("copies.pageable", ctr.copies_pageable);
+  C ("copies.sync", ctr.copies_sync);
+  C ("copies.d2d", ctr.copies_d2d);
+  C ("streams.blocking", ctr.streams_blocking);
+  C ("pending.max", ctr.pending_max);
+  C ("unregister.pending", ctr.unregister_pending);
+  C ("injected", ctr.injected);
+  C ("events.recorded", ctr.events_recorded);
+  C ("stream.waits", ctr.stream_waits);
+#undef C
+  pthread_mutex_unlock (&G);
+  return v;
+}
+
+EXPORT void
+pfemu_reset (void)
+{
+  pthread_mutex_lock (&G);
+  read_env ();
+  memset (&ctr, 0, sizeof ctr);
+  pthread_mutex_unlock (&G);
+}
+
+EXPORT long
+pfemu_live_total (void)
+{
+  long n;
+
+  pthread_mutex_lock (&G);
+  n = count_list_regs () + count_list_allocs () + count_list_streams () +
+      count_list_events ();
+  pthread_mutex_unlock (&G);
+  return n;
+}
+
+EXPORT const char *
+pfemu_leak_report (void)
+{
+  static char buf[4096];
+  size_t off = 0;
+
+  pthread_mutex_lock (&G);
+  off += snprintf (buf + off, sizeof buf - off,
+      "pfemu leak report (pid %d): %ld registration(s), %ld allocation(s), "
+      "%ld stream(s), %ld event(s) alive\n", (int) getpid (),
+      count_list_regs (), count_list_allocs (), count_list_streams (),
+      count_list_events ());
+  for (struct reg * r = regs; r && off < sizeof buf - 128; r = r->next)
+    off += snprintf (buf + off, sizeof buf - off,
+        "  registration %p size %zu flags 0x%x\n", (void *) r->base, r->size,
+        r->flags);
+  for (struct alloc * a = allocs; a && off < sizeof buf - 128; a = a->next)
+    off += snprintf (buf + off, sizeof buf - off,
+        "  allocation %p size %zu\n", (void *) a->dev, a->size);
+  pthread_mutex_unlock (&G);
+  return buf;
+}
+
+static void
+pfemu_exit_report (void)
+{
+  const char *path = getenv ("PFEMU_LEAK_REPORT");
+  const char *abort_env = getenv ("PFEMU_LEAK_ABORT");
+  long live = pfemu_live_total ();
+
+  if (path && *path) {
+    FILE *f = fopen (path, "ae");
+    if (f) {
+      fputs (pfemu_leak_report (), f);
+      fclose (f);
+    }
+  }
+  if (live > 0 && abort_env && atoi (abort_env)) {
+    fputs (pfemu_leak_report (), stderr);
+    _exit (3);
+  }
+}

@@ -1,0 +1,41 @@
+/* pfemu: a CPU emulator of the part of the CUDA runtime pinnedflow uses
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Built as libpfemu-cudart.so; the plugin loads it in place of libcudart
+ * when GST_PINNEDFLOW_CUDART is its path. Besides the cuda* functions it
+ * exports the query functions below (tests dlopen() the same path and
+ * dlsym() them). Environment (read at load and by pfemu_reset()):
+ *
+ *   PFEMU_COPY_DELAY_US=N       each async copy runs N us after it is
+ *                               queued, on the stream's worker (default 2000)
+ *   PFEMU_DEVICE_COUNT=N        devices (default 1; 0: cudaErrorNoDevice)
+ *   PFEMU_INSUFFICIENT_DRIVER=1 every call fails with error 35, like a
+ *                               runtime without a (recent enough) driver
+ *   PFEMU_NO_READONLY_REGISTER=1  cudaDevAttrHostRegisterReadOnlySupported
+ *                               is 0 and cudaHostRegisterReadOnly is refused
+ *   PFEMU_FAIL=name:N:err[,...] the Nth call (from 1) of cuda<name> returns
+ *                               error err (e.g. Memcpy2DAsync:3:700)
+ *   PFEMU_LEAK_REPORT=path      at exit, append a leak report to path
+ *   PFEMU_LEAK_ABORT=1          at exit, _exit(3) when something is alive
+ */
+#ifndef __PFEMU_H__
+#define __PFEMU_H__
+
+/* Counters by name: "live.registrations", "live.allocations",
+ * "live.streams", "live.events", "registrations", "registrations.readonly",
+ * "unregistrations", "allocations", "copies.pinned", "copies.pageable",
+ * "copies.sync", "copies.d2d", "streams.blocking", "pending.max",
+ * "unregister.pending", "injected", "events.recorded", "stream.waits".
+ * Returns -1 for an unknown name. */
+long pfemu_query (const char *counter);
+
+/* Re-reads the environment and zeroes every counter except live.*. */
+void pfemu_reset (void);
+
+/* Number of live registrations + allocations + streams + events, and a
+ * human-readable report of them (static buffer). */
+long pfemu_live_total (void);
+const char *pfemu_leak_report (void);
+
+#endif
