@@ -191,7 +191,7 @@ check_sample (ShmConsumer * c, GstSample * sample)
       c->r.latency_sum_ns += now - mono;
   }
 
-  if (c->check_ts) {
+  if (c->check_ts && clock_pts != G_MAXUINT64) {
     GstClockTime base = gst_element_get_base_time (c->pipeline);
 
     c->r.ts_checked++;

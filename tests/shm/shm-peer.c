@@ -4,7 +4,7 @@
  *   shm-peer produce --socket P [--caps C] [--frames N] [--copy] [--multi]
  *       [--caps2 C --switch-at K] [--wait] [--clients K] [--live] [--sync]
  *       [--pool-size N] [--max-client-buffers N]
- *   shm-peer consume --socket P [--frames N] [--hold K] [--sync]
+ *   shm-peer consume --socket P [--count N] [--hold K] [--sync]
  *       [--check-ts] [--src-props "on-disconnect=... connect-timeout=..."]
  *
  * The producer prints "STATS ..." and one "CLIENT ..." line per client at
@@ -32,6 +32,7 @@ static gboolean opt_copy, opt_multi, opt_wait, opt_live, opt_sync;
 static gint opt_clients = 0;
 static gint opt_pool_size = 8, opt_max_client_buffers = 8;
 static gint opt_hold = 0;
+static gint opt_count = 0;
 static gboolean opt_check_ts;
 static gchar *opt_src_props;
 
@@ -52,6 +53,8 @@ static GOptionEntry entries[] = {
   {"pool-size", 0, 0, G_OPTION_ARG_INT, &opt_pool_size, "pool-size", NULL},
   {"max-client-buffers", 0, 0, G_OPTION_ARG_INT, &opt_max_client_buffers,
       "max-client-buffers", NULL},
+  {"count", 0, 0, G_OPTION_ARG_INT, &opt_count, "consume: stop after N "
+      "frames (0: at EOS)", NULL},
   {"hold", 0, 0, G_OPTION_ARG_INT, &opt_hold, "frames never released", NULL},
   {"check-ts", 0, 0, G_OPTION_ARG_NONE, &opt_check_ts, "check PTS", NULL},
   {"src-props", 0, 0, G_OPTION_ARG_STRING, &opt_src_props, "src props", NULL},
@@ -69,7 +72,9 @@ stamp_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
   GstElement *sink = user_data;
   GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
   guint64 k = counter++;
-  guint64 clock_pts = GST_BUFFER_PTS (buf) + gst_element_get_base_time (sink);
+  GstClockTime base = gst_element_get_base_time (sink);
+  /* unknown while prerolling (no base time yet) */
+  guint64 clock_pts = base ? GST_BUFFER_PTS (buf) + base : G_MAXUINT64;
 
   if (opt_switch_at >= 0 && k == (guint64) opt_switch_at && opt_caps2) {
     GstCaps *caps2 = gst_caps_from_string (opt_caps2);
@@ -268,7 +273,7 @@ consume (void)
 
   if (!shm_consumer_start (c))
     g_error ("cannot start the consumer");
-  shm_consumer_run (c, opt_frames > 0 ? (guint) opt_frames : 0, -1,
+  shm_consumer_run (c, opt_count > 0 ? (guint) opt_count : 0, -1,
       (guint) opt_hold);
   r = shm_consumer_result (c);
   line = shm_result_to_string (r);
