@@ -78,6 +78,10 @@ main (int argc, char **argv)
   cfg.socket_path = argv[1];
   cfg.n_slots = 4;
   cfg.slot_size = layout.size;
+  /* One consumer may hold every slot: a slow consumer then slows the
+   * camera (loans wait) instead of missing frames. The default, n_slots - 1,
+   * would skip frames for it instead. */
+  cfg.max_client_frames = 4;
   res = pf_node_producer_new (&cfg, &prod);
   if (res < 0) {
     fprintf (stderr, "cannot listen on %s: %s\n", argv[1],
@@ -97,7 +101,11 @@ main (int argc, char **argv)
   start = pf_monotonic_ns ();
   for (n = 0; n < frames && !stop; n++) {
     res = pf_node_producer_loan_video (prod, 1000, &loan);
-    if (res < 0) {
+    if (res == -ETIMEDOUT) {
+      fprintf (stderr, "camera: frame %" PRIu64 " dropped (no free slot)\n",
+          n);
+      continue;
+    } else if (res < 0) {
       fprintf (stderr, "loan: %s\n", pf_node_strerror (res));
       goto out;
     }

@@ -32,13 +32,22 @@ def main():
     base = (x + 2 * y + 3 * c).astype(numpy.uint8)
 
     size = pinnedflow.video_layout("RGBA", width, height)["size"]
-    with pinnedflow.Producer(path, slot_size=size, n_slots=4) as prod:
+    # max_client_frames=4: one consumer may hold every slot, so a slow one
+    # slows the camera instead of missing frames.
+    with pinnedflow.Producer(path, slot_size=size, n_slots=4,
+                             max_client_frames=4) as prod:
         prod.set_video("RGBA", width, height, (fps if fps > 0 else 30, 1))
         print("camera: waiting for a consumer on", path, file=sys.stderr)
         prod.wait_clients(1)
         start = time.monotonic()
         for n in range(frames):
-            with prod.loan(timeout_ms=1000) as loan:
+            try:
+                loan = prod.loan(timeout_ms=1000)
+            except TimeoutError:
+                print("camera: frame", n, "dropped (no free slot)",
+                      file=sys.stderr)
+                continue
+            with loan:
                 img = loan.array()              # (h, w, 4) view of the slot
                 numpy.add(base, numpy.uint8((5 * n) & 0xff), out=img,
                           casting="unsafe")

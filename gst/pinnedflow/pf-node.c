@@ -357,6 +357,9 @@ struct pf_node_producer {
 
   int have_video;
   pf_node_video_layout video;
+
+  int have_anchor;              /* clock_pts = anchor + pts */
+  uint64_t anchor;
 };
 
 /* Token handed to pf_producer_publish: the slot index + 1 (never NULL). */
@@ -634,6 +637,7 @@ loan_common (pf_node_producer * p, int timeout_ms, int video,
       loan->size = p->video.size;
     }
     loan->pts = loan->dts = loan->duration = PF_TIME_NONE;
+    loan->clock_pts = PF_TIME_NONE;
   }
   pthread_mutex_unlock (&p->lock);
   return res;
@@ -669,6 +673,7 @@ pf_node_producer_publish (pf_node_producer * p, pf_node_loan * loan)
 {
   pf_frame frame;
   pf_segment *segs[1];
+  uint64_t clock_pts;
   unsigned int i, slot;
   int res;
 
@@ -693,6 +698,15 @@ pf_node_producer_publish (pf_node_producer * p, pf_node_loan * loan)
   slot = loan->slot;
   p->state[slot] = SLOT_PUBLISHED;
   p->n_published++;
+  clock_pts = loan->clock_pts;
+  if (clock_pts == PF_TIME_NONE && loan->pts != PF_TIME_NONE) {
+    if (!p->have_anchor) {
+      uint64_t now = pf_monotonic_ns ();
+      p->anchor = now > loan->pts ? now - loan->pts : 0;
+      p->have_anchor = 1;
+    }
+    clock_pts = p->anchor + loan->pts;
+  }
   pthread_mutex_unlock (&p->lock);
 
   memset (&frame, 0, sizeof (frame));
@@ -705,7 +719,7 @@ pf_node_producer_publish (pf_node_producer * p, pf_node_loan * loan)
   frame.duration = loan->duration;
   frame.offset = UINT64_MAX;
   frame.offset_end = UINT64_MAX;
-  frame.clock_pts = PF_TIME_NONE;
+  frame.clock_pts = clock_pts;
   frame.buffer_flags = loan->buffer_flags;
   if (loan->has_video_meta) {
     frame.meta_flags = PF_FRAME_HAS_VIDEO_META;

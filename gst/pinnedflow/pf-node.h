@@ -133,6 +133,11 @@ typedef struct {
   pf_node_video_layout layout;
   /* Set before publishing (loan functions reset them to PF_TIME_NONE). */
   uint64_t pts, dts, duration;  /* ns */
+  /* CLOCK_MONOTONIC ns at which the frame is due (e.g. capture time; what a
+   * pinnedshmsrc turns into its PTS). Left PF_TIME_NONE with a valid pts,
+   * it is derived from pts, anchored so that the first such frame is due
+   * when published. */
+  uint64_t clock_pts;
   uint32_t buffer_flags;        /* GstBufferFlags bits, usually 0 */
   uint32_t reserved;
   uint64_t segment_offset;      /* where data lies in the segment */

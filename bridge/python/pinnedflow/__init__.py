@@ -220,8 +220,10 @@ class Loan(object):
         return numpy.frombuffer(self._mv, dtype=numpy.uint8)
 
     def publish(self, pts=None, dts=None, duration=None, size=None,
-                flags=0):
-        """Sends the frame; returns how many consumers got it."""
+                flags=0, clock_pts=None):
+        """Sends the frame; returns how many consumers got it. Times in
+        ns; clock_pts (CLOCK_MONOTONIC, e.g. capture time) defaults to one
+        derived from pts."""
         if self._done:
             raise ValueError("loan already published or discarded")
         self._done = True
@@ -230,6 +232,7 @@ class Loan(object):
         self._raw.pts = _untime(pts)
         self._raw.dts = _untime(dts)
         self._raw.duration = _untime(duration)
+        self._raw.clock_pts = _untime(clock_pts)
         self._raw.buffer_flags = flags
         return _check(_n.lib.pf_node_producer_publish(
             self._producer._ptr, ctypes.byref(self._raw)), "publish")

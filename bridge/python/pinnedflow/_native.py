@@ -47,6 +47,7 @@ class Loan(ctypes.Structure):
         ("slot", u32), ("has_video_meta", u32),
         ("layout", VideoLayout),
         ("pts", u64), ("dts", u64), ("duration", u64),
+        ("clock_pts", u64),
         ("buffer_flags", u32), ("reserved", u32),
         ("segment_offset", u64),
         ("loan_id", u64),
