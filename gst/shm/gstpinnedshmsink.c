@@ -859,6 +859,8 @@ gst_pinned_shm_sink_init (GstPinnedShmSink * self)
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);
   gst_video_info_init (&self->vinfo);
+  /* a last-sample would pin one pool buffer for nothing */
+  gst_base_sink_set_last_sample_enabled (GST_BASE_SINK (self), FALSE);
 }
 
 static void

@@ -378,7 +378,7 @@ connect_producer (GstPinnedShmSrc * self, gint timeout_ms)
         && err != -EAGAIN) {
       GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
           ("Could not connect to \"%s\"", path),
-          ("pf_consumer_connect: %s", g_strerror (-err)));
+          ("%s (%s)", pf_consumer_connect_error (), g_strerror (-err)));
       g_free (path);
       return GST_FLOW_ERROR;
     }
@@ -386,8 +386,8 @@ connect_producer (GstPinnedShmSrc * self, gint timeout_ms)
     if (deadline >= 0 && now >= deadline) {
       GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
           ("No producer on \"%s\"", path),
-          ("pf_consumer_connect: %s (connect-timeout %d ms)",
-              g_strerror (-err), timeout_ms));
+          ("%s (connect-timeout %d ms)", pf_consumer_connect_error (),
+              timeout_ms));
       g_free (path);
       return GST_FLOW_ERROR;
     }

@@ -76,6 +76,35 @@ shm_pattern_check (const guint8 * data, gsize size, guint64 * k,
   return TRUE;
 }
 
+static GstPadProbeReturn
+stamp_in_place (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
+{
+  GstElement *sink = GST_ELEMENT (gst_pad_get_parent (pad));
+  guint64 *counter = user_data;
+  GstBuffer *buf = gst_buffer_make_writable (GST_PAD_PROBE_INFO_BUFFER (info));
+  GstClockTime base = gst_element_get_base_time (sink);
+  GstMapInfo map;
+
+  GST_PAD_PROBE_INFO_DATA (info) = buf;
+  if (gst_buffer_map (buf, &map, GST_MAP_WRITE)) {
+    shm_pattern_fill (map.data, map.size, (*counter)++,
+        base ? GST_BUFFER_PTS (buf) + base : G_MAXUINT64, shm_monotonic_ns ());
+    gst_buffer_unmap (buf, &map);
+  }
+  gst_object_unref (sink);
+  return GST_PAD_PROBE_OK;
+}
+
+void
+shm_stamp_sink (GstElement * sink)
+{
+  GstPad *pad = gst_element_get_static_pad (sink, "sink");
+
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, stamp_in_place,
+      g_new0 (guint64, 1), g_free);
+  gst_object_unref (pad);
+}
+
 struct _ShmConsumer
 {
   GstElement *pipeline;
@@ -201,6 +230,33 @@ check_sample (ShmConsumer * c, GstSample * sample)
   }
 }
 
+/* Takes the errors and EOS posted so far; the first error is kept. */
+static void
+drain_bus (ShmConsumer * c, GstBus * bus)
+{
+  GstMessage *msg;
+
+  while ((msg = gst_bus_pop_filtered (bus,
+              GST_MESSAGE_ERROR | GST_MESSAGE_EOS))) {
+    if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+      GError *err = NULL;
+      gchar *dbg = NULL;
+
+      gst_message_parse_error (msg, &err, &dbg);
+      if (!c->r.error) {
+        c->r.error = TRUE;
+        c->r.error_text = g_strdup_printf ("%s (%s)", err->message,
+            dbg ? dbg : "");
+      }
+      g_clear_error (&err);
+      g_free (dbg);
+    } else {
+      c->r.eos = TRUE;
+    }
+    gst_message_unref (msg);
+  }
+}
+
 guint
 shm_consumer_run (ShmConsumer * c, guint n, gint timeout_ms, guint hold)
 {
@@ -209,35 +265,20 @@ shm_consumer_run (ShmConsumer * c, guint n, gint timeout_ms, guint hold)
   gint64 last = g_get_monotonic_time ();
 
   while (!c->r.eos && !c->r.error && (n == 0 || got < n)) {
-    GstMessage *msg;
     GstSample *sample;
 
-    while ((msg = gst_bus_pop_filtered (bus,
-                GST_MESSAGE_ERROR | GST_MESSAGE_EOS))) {
-      if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
-        GError *err = NULL;
-        gchar *dbg = NULL;
-
-        gst_message_parse_error (msg, &err, &dbg);
-        c->r.error = TRUE;
-        g_free (c->r.error_text);
-        c->r.error_text = g_strdup_printf ("%s (%s)", err->message,
-            dbg ? dbg : "");
-        g_clear_error (&err);
-        g_free (dbg);
-      } else {
-        c->r.eos = TRUE;
-      }
-      gst_message_unref (msg);
-    }
+    drain_bus (c, bus);
     if (c->r.error)
       break;
 
     sample = gst_app_sink_try_pull_sample (GST_APP_SINK (c->sink),
         20 * GST_MSECOND);
     if (sample == NULL) {
-      if (gst_app_sink_is_eos (GST_APP_SINK (c->sink)))
+      if (gst_app_sink_is_eos (GST_APP_SINK (c->sink))) {
+        /* a source that fails posts its error, then pushes EOS */
+        drain_bus (c, bus);
         c->r.eos = TRUE;
+      }
       if (timeout_ms >= 0
           && g_get_monotonic_time () - last > (gint64) timeout_ms * 1000)
         break;
@@ -253,6 +294,12 @@ shm_consumer_run (ShmConsumer * c, guint n, gint timeout_ms, guint hold)
   }
   gst_object_unref (bus);
   return got;
+}
+
+void
+shm_consumer_drop_held (ShmConsumer * c)
+{
+  g_ptr_array_set_size (c->held, 0);
 }
 
 const ShmResult *

@@ -27,6 +27,10 @@ gboolean shm_pattern_check (const guint8 * data, gsize size, guint64 * k,
 
 guint64 shm_monotonic_ns (void);
 
+/* Stamps, in place, every buffer entering @sink (an in-process producer's
+ * pinnedshmsink) with the pattern: counter from 0. */
+void shm_stamp_sink (GstElement * sink);
+
 typedef struct
 {
   guint frames;                 /* verified frames received */
@@ -60,6 +64,8 @@ gboolean shm_consumer_start (ShmConsumer * c);
  * samples (never released) instead of dropping them. Returns frames got. */
 guint shm_consumer_run (ShmConsumer * c, guint n, gint timeout_ms,
     guint hold);
+/* Frees the samples kept by @hold (their frames go back). */
+void shm_consumer_drop_held (ShmConsumer * c);
 const ShmResult *shm_consumer_result (ShmConsumer * c);
 gchar *shm_result_to_string (const ShmResult * r);
 /* Sets the pipeline to NULL and frees everything, held samples included. */
