@@ -620,6 +620,15 @@ client_read (pf_producer * p, struct client *c, struct event_list *ev)
       return;
     }
     if ((res = pf_msg_parse (buf, (size_t) len, 0, &msg)) < 0) {
+      /* A consumer speaking another version learns ours before we hang
+       * up, so it can report the mismatch. */
+      if (res == -EPROTONOSUPPORT && c->state == CLIENT_HANDSHAKE &&
+          msg.type == PF_MSG_HELLO) {
+        uint8_t hello[sizeof (struct pf_msg_hello)];
+
+        client_send_ctl (p, c, hello, pf_msg_write_hello (hello,
+                PF_ROLE_PRODUCER, p->max_client_frames, p->session_id), -1);
+      }
       client_fail (p, c, res, "%s", pf_msg_error ());
       return;
     }
