@@ -78,10 +78,8 @@ main (int argc, char **argv)
   cfg.socket_path = argv[1];
   cfg.n_slots = 4;
   cfg.slot_size = layout.size;
-  /* One consumer may hold every slot: a slow consumer then slows the
-   * camera (loans wait) instead of missing frames. The default, n_slots - 1,
-   * would skip frames for it instead. */
-  cfg.max_client_frames = 4;
+  /* max_client_frames 0: a consumer may hold every slot, so a slow one
+   * slows the camera (loans wait) instead of missing frames. */
   res = pf_node_producer_new (&cfg, &prod);
   if (res < 0) {
     fprintf (stderr, "cannot listen on %s: %s\n", argv[1],
@@ -96,6 +94,7 @@ main (int argc, char **argv)
   /* A camera would just start; the example waits so nothing is lost. */
   fprintf (stderr, "camera: waiting for a consumer on %s\n", argv[1]);
   while (!stop && pf_node_producer_wait_clients (prod, 1, 200) == -ETIMEDOUT);
+  fprintf (stderr, "camera: consumer connected, publishing\n");
 
   period = fps > 0 ? 1000000000ull / (uint64_t) fps : 0;
   start = pf_monotonic_ns ();

@@ -32,13 +32,13 @@ def main():
     base = (x + 2 * y + 3 * c).astype(numpy.uint8)
 
     size = pinnedflow.video_layout("RGBA", width, height)["size"]
-    # max_client_frames=4: one consumer may hold every slot, so a slow one
-    # slows the camera instead of missing frames.
-    with pinnedflow.Producer(path, slot_size=size, n_slots=4,
-                             max_client_frames=4) as prod:
+    # A consumer may hold every slot (the default): a slow one slows the
+    # camera (loans time out) instead of missing frames.
+    with pinnedflow.Producer(path, slot_size=size, n_slots=4) as prod:
         prod.set_video("RGBA", width, height, (fps if fps > 0 else 30, 1))
         print("camera: waiting for a consumer on", path, file=sys.stderr)
         prod.wait_clients(1)
+        print("camera: consumer connected, publishing", file=sys.stderr)
         start = time.monotonic()
         for n in range(frames):
             try:

@@ -36,6 +36,7 @@ main (int argc, char **argv)
   }
   if (argc > 2)
     max = strtoull (argv[2], NULL, 10);
+  setvbuf (stdout, NULL, _IOLBF, 0);    /* one line per frame, even in a pipe */
 
   res = pf_node_consumer_new (argv[1], 10000, &cons);
   if (res < 0) {

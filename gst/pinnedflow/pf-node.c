@@ -480,7 +480,7 @@ pf_node_producer_new (const pf_node_producer_config * config,
   pc.socket_path = config->socket_path;
   pc.perms = config->perms ? config->perms : 0600;
   pc.max_client_frames = config->max_client_frames ?
-      config->max_client_frames : (p->n_slots > 1 ? p->n_slots - 1 : 1);
+      config->max_client_frames : p->n_slots;
   pc.callbacks.frame_released = on_frame_released;
   pc.callbacks.client_connected = on_client_connected;
   pc.callbacks.client_disconnected = on_client_disconnected;

@@ -116,8 +116,12 @@ typedef struct {
   unsigned int perms;           /* socket file mode; 0 means 0600 */
   unsigned int n_slots;         /* frames in the pool, >= 1; 0 means 4 */
   uint64_t slot_size;           /* bytes per frame, rounded up to a page */
-  /* Frames one consumer may hold at once; 0 means max (1, n_slots - 1), so
-   * that one slow consumer cannot take the whole pool. */
+  /* Frames one consumer may hold at once (received and not yet released,
+   * as the producer's I/O thread last saw it); past it, frames skip that
+   * consumer. 0 means n_slots: nothing is ever skipped for lack of room, a
+   * consumer that holds every slot makes loans wait (backpressure). Lower
+   * it so that one slow consumer cannot take the whole pool; frames are
+   * then skipped for a consumer whose releases are still in flight. */
   unsigned int max_client_frames;
   unsigned int flags;           /* pf_node_producer_flags */
 } pf_node_producer_config;
