@@ -1,0 +1,310 @@
+/* bench-bridge: node-library hand-off next to the element pair, same run
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Usage: bench-bridge [FRAMES_FLAT [FRAMES_30HZ]]
+ *
+ * 1080p RGBA, producer and consumer in two processes, the producer writing
+ * every byte of every frame (memset for the library, videotestsrc
+ * pattern=solid-color for the elements), the consumer touching nothing:
+ *   - pf-node producer -> pf-node consumer
+ *   - gst-launch videotestsrc ! pinnedshmsink -> pinnedshmsrc ! fakesink
+ * at 30 Hz (the dataflow workload) and flat out. Latency is the consumer's
+ * receive time minus the producer's send time (CLOCK_MONOTONIC, stamped by
+ * the transport in both cases; pinnedshmsrc reports it as latency-last).
+ */
+#include <errno.h>
+#include <gst/gst.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pf-node.h"
+
+#define W 1920
+#define H 1080
+#define N_SLOTS 4
+
+typedef struct {
+  const char *name;
+  unsigned int frames;
+  double fps, mb_s, p50_us, p99_us, mean_us;
+} result;
+
+static char sock_dir[] = "/tmp/pf-bench-bridge-XXXXXX";
+
+static int
+cmp_u64 (const void *a, const void *b)
+{
+  uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+  return x < y ? -1 : x > y;
+}
+
+static void
+summarize (result * r, uint64_t * lat, unsigned int n, uint64_t t0,
+    uint64_t t1)
+{
+  uint64_t sum = 0;
+  unsigned int i;
+
+  r->frames = n;
+  if (n == 0)
+    return;
+  qsort (lat, n, sizeof (*lat), cmp_u64);
+  for (i = 0; i < n; i++)
+    sum += lat[i];
+  r->p50_us = lat[n / 2] / 1000.0;
+  r->p99_us = lat[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1] / 1000.0;
+  r->mean_us = sum / 1000.0 / n;
+  if (t1 > t0 && n > 1) {
+    r->fps = (n - 1) * 1e9 / (double) (t1 - t0);
+    r->mb_s = r->fps * W * H * 4 / 1e6;
+  }
+}
+
+static void
+sleep_until (uint64_t due)
+{
+  uint64_t now = pf_monotonic_ns ();
+  struct timespec ts;
+
+  if (due <= now)
+    return;
+  ts.tv_sec = (time_t) ((due - now) / 1000000000ull);
+  ts.tv_nsec = (long) ((due - now) % 1000000000ull);
+  nanosleep (&ts, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void
+lib_producer (const char *path, unsigned int frames, int paced)
+{
+  pf_node_producer_config cfg = { 0 };
+  pf_node_producer *p;
+  pf_node_loan loan;
+  uint64_t start, n;
+
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+  cfg.socket_path = path;
+  cfg.n_slots = N_SLOTS;
+  cfg.slot_size = (uint64_t) W * H * 4;
+  if (pf_node_producer_new (&cfg, &p) < 0)
+    _exit (1);
+  pf_node_producer_set_video (p, "RGBA", W, H, paced ? 30 : 0, 1);
+  pf_node_producer_wait_clients (p, 1, -1);
+  start = pf_monotonic_ns ();
+  for (n = 0; n < frames; n++) {
+    if (pf_node_producer_loan_video (p, 5000, &loan) < 0)
+      _exit (1);
+    memset (loan.data, (int) (n & 0xff), loan.size);
+    loan.pts = n * 33333333ull;
+    if (pf_node_producer_publish (p, &loan) < 0)
+      _exit (1);
+    if (paced)
+      sleep_until (start + (n + 1) * 33333333ull);
+  }
+  pf_node_producer_send_eos (p);
+  pf_node_producer_wait_idle (p, 5000);
+  pf_node_producer_free (p);
+  _exit (0);
+}
+
+static int
+run_lib (result * r, unsigned int frames, int paced)
+{
+  char path[128];
+  pf_node_consumer *c;
+  pf_node_frame *f;
+  uint64_t *lat = calloc (frames, sizeof (uint64_t)), t0 = 0, t1 = 0;
+  unsigned int n = 0;
+  pid_t pid;
+  int res, st;
+
+  snprintf (path, sizeof (path), "%s/lib%d.sock", sock_dir, paced);
+  pid = fork ();
+  if (pid == 0)
+    lib_producer (path, frames, paced);
+  res = pf_node_consumer_new (path, 10000, &c);
+  if (res < 0)
+    goto out;
+  while (n < frames && (res = pf_node_consumer_next (c, 10000, &f)) == 1) {
+    lat[n++] = f->recv_time - f->send_time;
+    if (n == 1)
+      t0 = f->recv_time;
+    t1 = f->recv_time;
+    pf_node_frame_release (f);
+  }
+  pf_node_consumer_free (c);
+out:
+  kill (pid, SIGTERM);
+  waitpid (pid, &st, 0);
+  summarize (r, lat, n, t0, t1);
+  free (lat);
+  return n == frames ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+  GstElement *src;
+  uint64_t *lat;
+  unsigned int n, max;
+  uint64_t t0, t1;
+} gst_ctx;
+
+static void
+on_handoff (GstElement * sink, GstBuffer * buf, GstPad * pad, gpointer data)
+{
+  gst_ctx *ctx = data;
+  GstStructure *stats = NULL;
+  guint64 l = 0;
+
+  g_object_get (ctx->src, "stats", &stats, NULL);
+  if (stats && gst_structure_get_uint64 (stats, "latency-last", &l) &&
+      ctx->n < ctx->max) {
+    ctx->lat[ctx->n++] = l;
+    if (ctx->n == 1)
+      ctx->t0 = pf_monotonic_ns ();
+    ctx->t1 = pf_monotonic_ns ();
+  }
+  if (stats)
+    gst_structure_free (stats);
+}
+
+static int
+run_gst (result * r, unsigned int frames, int paced)
+{
+  char path[128], sinkprop[160], nbuf[32];
+  gchar *desc;
+  GstElement *pipe, *sink;
+  GstBus *bus;
+  GstMessage *msg;
+  gst_ctx ctx = { 0 };
+  pid_t pid;
+  int st, ok = 0;
+
+  snprintf (path, sizeof (path), "%s/gst%d.sock", sock_dir, paced);
+  snprintf (sinkprop, sizeof (sinkprop), "socket-path=%s", path);
+  snprintf (nbuf, sizeof (nbuf), "num-buffers=%u", frames);
+  pid = fork ();
+  if (pid == 0) {
+    prctl (PR_SET_PDEATHSIG, SIGKILL);
+    execlp ("gst-launch-1.0", "gst-launch-1.0", "-q", "videotestsrc", nbuf,
+        "pattern=solid-color", paced ? "is-live=true" : "is-live=false", "!",
+        paced ? "video/x-raw,format=RGBA,width=1920,height=1080,framerate=30/1"
+        : "video/x-raw,format=RGBA,width=1920,height=1080,framerate=1000/1",
+        "!", "pinnedshmsink", sinkprop, "wait-for-connection=true",
+        "pool-size=4", "max-client-buffers=4",
+        paced ? "sync=true" : "sync=false", NULL);
+    _exit (127);
+  }
+
+  ctx.max = frames;
+  ctx.lat = calloc (frames, sizeof (uint64_t));
+  desc = g_strdup_printf ("pinnedshmsrc name=src socket-path=%s "
+      "connect-timeout=10000 ! fakesink name=sink sync=false "
+      "signal-handoffs=true", path);
+  pipe = gst_parse_launch (desc, NULL);
+  g_free (desc);
+  if (pipe == NULL)
+    goto out;
+  ctx.src = gst_bin_get_by_name (GST_BIN (pipe), "src");
+  sink = gst_bin_get_by_name (GST_BIN (pipe), "sink");
+  g_signal_connect (sink, "handoff", G_CALLBACK (on_handoff), &ctx);
+  gst_element_set_state (pipe, GST_STATE_PLAYING);
+  bus = gst_element_get_bus (pipe);
+  msg = gst_bus_timed_pop_filtered (bus, 120 * GST_SECOND,
+      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  if (msg && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS)
+    ok = 1;
+  else if (msg) {
+    GError *err = NULL;
+    gst_message_parse_error (msg, &err, NULL);
+    fprintf (stderr, "element pair: %s\n", err ? err->message : "?");
+    g_clear_error (&err);
+  }
+  if (msg)
+    gst_message_unref (msg);
+  gst_object_unref (bus);
+  gst_element_set_state (pipe, GST_STATE_NULL);
+  gst_object_unref (sink);
+  gst_object_unref (ctx.src);
+  gst_object_unref (pipe);
+out:
+  kill (pid, SIGTERM);
+  waitpid (pid, &st, 0);
+  summarize (r, ctx.lat, ctx.n, ctx.t0, ctx.t1);
+  free (ctx.lat);
+  return ok && ctx.n == frames ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void
+print_row (const char *mode, const result * r)
+{
+  printf ("| %-8s | %-36s | %6u | %8.1f | %8.0f | %8.1f | %8.1f | %8.1f |\n",
+      mode, r->name, r->frames, r->fps, r->mb_s, r->p50_us, r->p99_us,
+      r->mean_us);
+}
+
+int
+main (int argc, char **argv)
+{
+  unsigned int flat = argc > 1 ? (unsigned int) atoi (argv[1]) : 600;
+  unsigned int paced = argc > 2 ? (unsigned int) atoi (argv[2]) : 150;
+  result lib30 = { "pf-node -> pf-node" }, gst30 = {
+  "pinnedshmsink -> pinnedshmsrc"}, libf = {
+  "pf-node -> pf-node"}, gstf = {
+  "pinnedshmsink -> pinnedshmsrc"};
+  int fail = 0;
+
+  gst_init (&argc, &argv);
+  signal (SIGPIPE, SIG_IGN);
+  if (mkdtemp (sock_dir) == NULL) {
+    perror ("mkdtemp");
+    return 1;
+  }
+  printf ("1080p RGBA (%d bytes/frame), %d slots, producer and consumer in "
+      "two processes\n\n", W * H * 4, N_SLOTS);
+  fail |= run_lib (&lib30, paced, 1);
+  fail |= run_gst (&gst30, paced, 1);
+  fail |= run_lib (&libf, flat, 0);
+  fail |= run_gst (&gstf, flat, 0);
+
+  printf ("| mode     | path                                 | frames |"
+      "  fps     |  MB/s    | p50 us   | p99 us   | mean us  |\n");
+  printf ("|----------|--------------------------------------|--------|"
+      "----------|----------|----------|----------|----------|\n");
+  print_row ("30 Hz", &lib30);
+  print_row ("30 Hz", &gst30);
+  print_row ("flat out", &libf);
+  print_row ("flat out", &gstf);
+  if (gst30.p50_us > 0 && gstf.fps > 0 && gstf.p50_us > 0)
+    printf ("\nratios library/elements: 30 Hz p50 latency %.2f, flat-out "
+        "p50 latency %.2f, flat-out throughput %.2f\n",
+        lib30.p50_us / gst30.p50_us, libf.p50_us / gstf.p50_us,
+        libf.fps / gstf.fps);
+  {
+    static const char *names[] = { "lib0.sock", "lib1.sock", "gst0.sock",
+      "gst1.sock"
+    };
+    char p[160];
+    size_t i;
+    for (i = 0; i < 4; i++) {
+      snprintf (p, sizeof (p), "%s/%s", sock_dir, names[i]);
+      unlink (p);
+    }
+  }
+  rmdir (sock_dir);
+  if (fail)
+    fprintf (stderr, "some run did not deliver every frame\n");
+  return fail ? 1 : 0;
+}
