@@ -47,6 +47,8 @@ struct pf_consumer
   pthread_mutex_t lock;
   int fd;
   int broken;                   /* 0, or the negative errno that ended it */
+  int write_closed;             /* the producer hung up: no more releases,
+                                 * but what it sent before is still read */
   char error[256];
 
   uint32_t max_held;
@@ -350,7 +352,13 @@ pf_consumer_receive (pf_consumer * c, int timeout_ms, pf_event * ev)
       return 0;
     if (len == -EAGAIN)
       continue;
-    if (len == 0 || len == -ECONNRESET || len == -EPIPE)
+    /* A producer that closes with our RELEASEs unread in its queue makes
+     * AF_UNIX report ECONNRESET once, BEFORE the packets it sent last
+     * (its final FRAMEs and EOS), which stay readable: read on until the
+     * end of file. */
+    if (len == -ECONNRESET)
+      continue;
+    if (len == 0 || len == -EPIPE)
       return consumer_fail (c, -EPIPE, "producer went away");
     if (len < 0)
       return consumer_fail (c, len == -EPROTO ? -EPROTO : (int) len,
@@ -394,13 +402,18 @@ pf_consumer_release (pf_consumer * c, uint64_t seq)
     return -ENOENT;
   }
   c->held[i] = c->held[--c->n_held];
-  if (c->broken) {
+  if (c->broken || c->write_closed) {
     pthread_mutex_unlock (&c->lock);
     return -EPIPE;
   }
   len = pf_msg_write_release (buf, seq);
   res = pf_socket_send (c->fd, buf, len, NULL, 0, 0);
-  if (res < 0) {
+  if (res == -EPIPE || res == -ECONNRESET) {
+    /* The producer closed: it reclaimed everything. Its last FRAMEs and
+     * EOS may still be queued for us: leave the read side alone. */
+    c->write_closed = 1;
+    res = -EPIPE;
+  } else if (res < 0) {
     c->broken = -EPIPE;
     snprintf (c->error, sizeof (c->error), "sending a release failed: %s",
         res == -EAGAIN ? "producer stopped reading" : strerror (-res));
