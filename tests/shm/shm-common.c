@@ -250,9 +250,9 @@ drain_bus (ShmConsumer * c, GstBus * bus)
       }
       g_clear_error (&err);
       g_free (dbg);
-    } else {
-      c->r.eos = TRUE;
     }
+    /* EOS: samples can still be queued in the appsink; its own EOS
+     * (below) ends the run */
     gst_message_unref (msg);
   }
 }
@@ -293,6 +293,12 @@ shm_consumer_run (ShmConsumer * c, guint n, gint timeout_ms, guint hold)
       gst_sample_unref (sample);
   }
   gst_object_unref (bus);
+  {
+    GstStructure *st;
+    g_object_get (c->src, "stats", &st, NULL);
+    gst_structure_get_uint64 (st, "frames", &c->r.src_frames);
+    gst_structure_free (st);
+  }
   return got;
 }
 
@@ -313,10 +319,11 @@ shm_result_to_string (const ShmResult * r)
 {
   return g_strdup_printf ("RESULT frames=%u bad=%u wrong_size=%u "
       "out_of_order=%u gaps=%u caps_changes=%u pinned=%u ts_checked=%u "
-      "ts_bad=%u eos=%d error=%d first_k=%" G_GUINT64_FORMAT " last_k=%"
+      "ts_bad=%u src_frames=%" G_GUINT64_FORMAT " eos=%d error=%d first_k=%" G_GUINT64_FORMAT " last_k=%"
       G_GUINT64_FORMAT " latency_us=%" G_GUINT64_FORMAT " error_text=%s",
       r->frames, r->bad, r->wrong_size, r->out_of_order, r->gaps,
-      r->caps_changes, r->pinned, r->ts_checked, r->ts_bad, r->eos, r->error,
+      r->caps_changes, r->pinned, r->ts_checked, r->ts_bad, r->src_frames,
+      r->eos, r->error,
       r->first_k, r->last_k,
       r->frames ? r->latency_sum_ns / r->frames / 1000 : 0,
       r->error_text ? r->error_text : "");

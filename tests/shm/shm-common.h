@@ -47,6 +47,7 @@ typedef struct
   gchar *error_text;
   guint64 first_k, last_k;
   guint64 latency_sum_ns;
+  guint64 src_frames;           /* frames pinnedshmsrc made (its stats) */
 } ShmResult;
 
 typedef struct _ShmConsumer ShmConsumer;
