@@ -172,7 +172,7 @@ cb_released (void *user_data, void *token)
 {
   t_producer *tp = user_data;
 
-  atomic_fetch_add ((_Atomic int *) &tp->released, 1);
+  atomic_fetch_add (&tp->released, 1);
 }
 
 static void
@@ -180,8 +180,8 @@ cb_connected (void *user_data, const pf_client_info * info)
 {
   t_producer *tp = user_data;
 
-  tp->last_pid = (uint32_t) info->pid;
-  atomic_fetch_add ((_Atomic int *) &tp->connected, 1);
+  tp->last_pid = info->pid;
+  atomic_fetch_add (&tp->connected, 1);
 }
 
 static void
@@ -191,7 +191,7 @@ cb_disconnected (void *user_data, const pf_client_info * info)
 
   tp->last_error = info->error;
   snprintf (tp->last_reason, sizeof (tp->last_reason), "%s", info->reason);
-  atomic_fetch_add ((_Atomic int *) &tp->disconnected, 1);
+  atomic_fetch_add (&tp->disconnected, 1);
 }
 
 int

@@ -78,15 +78,17 @@ void t_sleep_ms (int ms);
 void t_fill (void *data, size_t size, uint64_t seed);
 int t_check_fill (const void *data, size_t size, uint64_t seed);
 
-/* A producer with counting callbacks. */
+/* A producer with counting callbacks (run on its I/O thread: the counters
+ * are atomic; last_* are written before their counter is incremented, so
+ * read them after waiting for the counter). */
 typedef struct {
   pf_producer *p;
-  int released;                 /* atomic */
-  int connected;
-  int disconnected;
-  int last_error;
+  _Atomic int released;
+  _Atomic int connected;
+  _Atomic int disconnected;
+  _Atomic int last_error;
   char last_reason[128];
-  uint32_t last_pid;
+  _Atomic int last_pid;
 } t_producer;
 
 int t_producer_start (t_producer * tp, const char *path,

@@ -5,6 +5,7 @@
 #include "harness.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -76,12 +77,12 @@ test_in_process (void)
   for (i = 1; i <= 200; i++) {
     /* Releases travel back asynchronously: wait for the producer to see
      * them, or it would (rightly) skip frames beyond the limit. */
-    WAIT_FOR (atomic_load ((_Atomic int *) &tp.released) >= i - 4);
+    WAIT_FOR (tp.released >= i - 4);
     CHECK_INT (t_publish (&tp, seg, (uint64_t) (i % 4) * SEG_SIZE, FRAME_SIZE,
             i), ==, 1);
     CHECK_INT (consume (c, 1, 1, &caps), ==, 1);
   }
-  WAIT_FOR (atomic_load ((_Atomic int *) &tp.released) == 200);
+  WAIT_FOR (tp.released == 200);
   CHECK_INT (pf_consumer_get_held (c), ==, 0);
 
   pf_consumer_unref (c);
@@ -159,11 +160,11 @@ test_three_processes (void)
   WAIT_FOR (pf_producer_get_n_clients (tp.p) == 3);
 
   for (i = 1; i <= a.n_frames; i++) {
-    WAIT_FOR (atomic_load ((_Atomic int *) &tp.released) >= i - 4);
+    WAIT_FOR (tp.released >= i - 4);
     CHECK_INT (t_publish (&tp, seg, (uint64_t) (i % 4) * SEG_SIZE,
             FRAME_SIZE, i), ==, 3);
   }
-  WAIT_FOR (atomic_load ((_Atomic int *) &tp.released) == a.n_frames);
+  WAIT_FOR (tp.released == a.n_frames);
   n = pf_producer_get_client_stats (tp.p, st, 4);
   CHECK_INT (n, ==, 3);
   for (k = 0; k < n; k++) {
@@ -179,7 +180,7 @@ test_three_processes (void)
   CHECK_INT (pf_producer_send_eos (tp.p), ==, 0);
   for (k = 0; k < 3; k++)
     CHECK_INT (t_wait (pids[k]), ==, 0);
-  WAIT_FOR (atomic_load ((_Atomic int *) &tp.disconnected) == 3);
+  WAIT_FOR (tp.disconnected == 3);
   CHECK_INT (tp.last_error, ==, 0);
   CHECK_INT (pf_producer_get_unsent (tp.p), ==, 0);
 
@@ -208,6 +209,7 @@ test_client_sigkill (void)
   CHECK_INT (pf_segment_new ("t", SEG_SIZE * 4, 0, &seg), ==, 0);
   pid = t_spawn (child_consumer, &a);
   WAIT_FOR (pf_producer_get_n_clients (tp.p) == 1);
+  WAIT_FOR (tp.connected == 1);
   CHECK_INT (tp.last_pid, ==, pid);
   for (i = 1; i <= 3; i++)
     CHECK_INT (t_publish (&tp, seg, (uint64_t) i * SEG_SIZE, FRAME_SIZE, i),
@@ -222,8 +224,8 @@ test_client_sigkill (void)
   kill (pid, SIGKILL);
   CHECK_INT (t_wait (pid), ==, 128 + SIGKILL);
   /* Everything it held comes back at once. */
-  WAIT_FOR (atomic_load ((_Atomic int *) &tp.released) == 3);
-  WAIT_FOR (atomic_load ((_Atomic int *) &tp.disconnected) == 1);
+  WAIT_FOR (tp.released == 3);
+  WAIT_FOR (tp.disconnected == 1);
   CHECK_INT (pf_producer_get_n_clients (tp.p), ==, 0);
 
   t_producer_stop (&tp);
@@ -345,7 +347,7 @@ test_late_client (void)
   CHECK_INT (pf_consumer_release (c, 4), ==, 0);
   CHECK_INT (pf_consumer_release (c, 4), ==, -ENOENT);
   pf_consumer_event_clear (&ev);
-  WAIT_FOR (atomic_load ((_Atomic int *) &tp.released) == 1);
+  WAIT_FOR (tp.released == 1);
 
   /* A segment dying on the producer side is removed from the consumer. */
   pf_segment_unref (seg[0]);
@@ -376,7 +378,7 @@ test_limit_drops (void)
   CHECK_INT (pf_consumer_connect (t_path ("sock"), 5000, &slow), ==, 0);
   CHECK_INT (pf_consumer_connect (t_path ("sock"), 5000, &fast), ==, 0);
   for (i = 1; i <= 300; i++) {
-    WAIT_FOR (atomic_load ((_Atomic int *) &tp.released) >= i - 4 - 4 ||
+    WAIT_FOR (tp.released >= i - 4 - 4 ||
         i <= 4);
     /* Frames 1-4 (held by the slow consumer) get slots of their own, like
      * a buffer pool would keep them; the others rotate in seg2. */
@@ -410,7 +412,7 @@ test_limit_drops (void)
   CHECK_INT (tp.released, ==, 296);
   /* The slow consumer leaves without releasing: its 4 come back. */
   pf_consumer_unref (slow);
-  WAIT_FOR (atomic_load ((_Atomic int *) &tp.released) == 300);
+  WAIT_FOR (tp.released == 300);
 
   pf_consumer_unref (fast);
   t_producer_stop (&tp);
@@ -570,6 +572,163 @@ test_multi_chunk_video (void)
   CHECK_INT (t_count_fds (), ==, fds0);
 }
 
+/* ---- threads: publish from two threads, release from another thread ---- */
+
+#define N_SLOTS 8
+#define SLOT_SIZE 65536
+#define PER_THREAD 600
+
+struct pub_thread
+{
+  t_producer *tp;
+  pf_segment *seg;
+  atomic_int busy[N_SLOTS];
+  int index;
+  int reached;
+};
+
+static struct pub_thread pubs[2];
+
+static void
+stress_released (void *user_data, void *token)
+{
+  uintptr_t t = (uintptr_t) token;
+  t_producer *tp = user_data;
+
+  atomic_store (&pubs[t / N_SLOTS].busy[t % N_SLOTS], 0);
+  atomic_fetch_add (&tp->released, 1);
+}
+
+static void *
+publisher (void *data)
+{
+  struct pub_thread *pt = data;
+  int i, slot, res;
+  pf_frame f;
+
+  for (i = 0; i < PER_THREAD; i++) {
+    slot = i % N_SLOTS;
+    /* Never rewrite a frame somebody holds. */
+    while (atomic_load (&pt->busy[slot]))
+      t_sleep_ms (1);
+    t_fill ((uint8_t *) pf_segment_get_base (pt->seg) + slot * SLOT_SIZE,
+        SLOT_SIZE, (uint64_t) pt->index << 32 | (uint64_t) i);
+    memset (&f, 0, sizeof (f));
+    f.n_chunks = 1;
+    f.chunks[0].segment_id = pf_segment_get_id (pt->seg);
+    f.chunks[0].offset = (uint64_t) slot * SLOT_SIZE;
+    f.chunks[0].size = SLOT_SIZE;
+    f.offset = (uint64_t) pt->index << 32 | (uint64_t) i;
+    atomic_store (&pt->busy[slot], 1);
+    res = pf_producer_publish (pt->tp->p, &f, &pt->seg,
+        (void *) (uintptr_t) (pt->index * N_SLOTS + slot));
+    if (res < 0)
+      return (void *) 1;
+    if (res == 0)
+      atomic_store (&pt->busy[slot], 0);
+    else
+      pt->reached++;
+  }
+  return NULL;
+}
+
+static void *
+releaser (void *data)
+{
+  pf_consumer *c = ((void **) data)[0];
+  int fd = (int) (intptr_t) ((void **) data)[1];
+  uint64_t seq;
+
+  while (read (fd, &seq, sizeof (seq)) == sizeof (seq))
+    if (pf_consumer_release (c, seq) != 0)
+      return (void *) 1;
+  return NULL;
+}
+
+static int
+child_stress_consumer (void *data)
+{
+  pf_consumer *c;
+  pf_event ev;
+  pthread_t th;
+  void *args[2], *ret;
+  uint64_t seq;
+  int pipefd[2], res, bad = 0;
+
+  if (pf_consumer_connect (data, 20000, &c) != 0 || pipe (pipefd) != 0)
+    return 10;
+  args[0] = c;
+  args[1] = (void *) (intptr_t) pipefd[0];
+  pthread_create (&th, NULL, releaser, args);
+  for (;;) {
+    res = pf_consumer_receive (c, 30000, &ev);
+    if (res != 1)
+      return 11;
+    if (ev.type == PF_EVENT_EOS)
+      break;
+    if (ev.type != PF_EVENT_FRAME)
+      continue;
+    if (!t_check_fill (ev.data[0], SLOT_SIZE, ev.frame.offset))
+      bad++;
+    seq = ev.frame.seq;
+    pf_consumer_event_clear (&ev);
+    if (write (pipefd[1], &seq, 8) != 8)
+      return 12;
+  }
+  close (pipefd[1]);
+  pthread_join (th, &ret);
+  pf_consumer_unref (c);
+  return bad ? 13 : ret ? 14 : 0;
+}
+
+static void
+test_threads (void)
+{
+  int fds0 = t_count_fds ();
+  pf_producer_config cfg = {.socket_path = t_path ("sock"),.perms = 0600,
+    .max_client_frames = 6,
+  };
+  t_producer tp;
+  pthread_t th[2];
+  pid_t pids[2];
+  void *ret;
+  int k;
+
+  memset (&tp, 0, sizeof (tp));
+  memset (pubs, 0, sizeof (pubs));
+  cfg.callbacks.frame_released = stress_released;
+  cfg.callbacks.user_data = &tp;
+  /* Children first (they retry until the producer is up): forking a
+   * process that runs threads is best avoided. */
+  for (k = 0; k < 2; k++)
+    pids[k] = t_spawn (child_stress_consumer, (void *) cfg.socket_path);
+  CHECK_INT (pf_producer_new (&cfg, &tp.p), ==, 0);
+  WAIT_FOR (pf_producer_get_n_clients (tp.p) == 2);
+  for (k = 0; k < 2; k++) {
+    pubs[k].tp = &tp;
+    pubs[k].index = k;
+    CHECK_INT (pf_segment_new ("s", N_SLOTS * SLOT_SIZE, 0, &pubs[k].seg), ==,
+        0);
+    pthread_create (&th[k], NULL, publisher, &pubs[k]);
+  }
+  for (k = 0; k < 2; k++) {
+    pthread_join (th[k], &ret);
+    CHECK (ret == NULL);
+    CHECK (pubs[k].reached > 0);
+  }
+  CHECK_INT (pf_producer_send_eos (tp.p), ==, 0);
+  for (k = 0; k < 2; k++)
+    CHECK_INT (t_wait (pids[k]), ==, 0);
+  WAIT_FOR (tp.released ==
+      pubs[0].reached + pubs[1].reached);
+  CHECK_INT (pf_producer_get_unsent (tp.p), ==,
+      2 * PER_THREAD - pubs[0].reached - pubs[1].reached);
+  t_producer_stop (&tp);
+  for (k = 0; k < 2; k++)
+    pf_segment_unref (pubs[k].seg);
+  CHECK_INT (t_count_fds (), ==, fds0);
+}
+
 static const t_case cases[] = {
   {"in-process", test_in_process},
   {"three-processes", test_three_processes},
@@ -580,6 +739,7 @@ static const t_case cases[] = {
   {"full-socket", test_full_socket},
   {"close-with-held", test_close_with_held},
   {"multi-chunk-video", test_multi_chunk_video},
+  {"threads", test_threads},
   {NULL, NULL}
 };
 

@@ -722,7 +722,7 @@ test_producer_drops_bad_clients (void)
     }
     expect_hangup (bad);
     close (bad);
-    WAIT_FOR (atomic_load ((_Atomic int *) &tp.disconnected) == disc0 + 1);
+    WAIT_FOR (tp.disconnected == disc0 + 1);
     CHECK_INT (tp.last_error, <, 0);
     if (kind <= 1)
       CHECK (strstr (tp.last_reason, "does not hold") != NULL);
@@ -737,7 +737,7 @@ test_producer_drops_bad_clients (void)
     CHECK_INT (ev.frame.seq, ==, s2);
     CHECK_INT (pf_consumer_release (good, s2), ==, 0);
     pf_consumer_event_clear (&ev);
-    WAIT_FOR (atomic_load ((_Atomic int *) &tp.released) == released0 + 2);
+    WAIT_FOR (tp.released == released0 + 2);
   }
 
   pf_consumer_unref (good);

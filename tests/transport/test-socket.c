@@ -266,6 +266,7 @@ test_peercred (void)
   CHECK_INT (pf_producer_get_client_stats (tp.p, &st, 1), ==, 1);
   CHECK_INT (st.pid, ==, pid);
   CHECK_INT (st.uid, ==, getuid ());
+  WAIT_FOR (tp.connected == 1);
   CHECK_INT (tp.last_pid, ==, pid);
   close (pipefd[1]);
   CHECK_INT (t_wait (pid), ==, 0);
