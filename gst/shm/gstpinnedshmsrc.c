@@ -374,8 +374,9 @@ connect_producer (GstPinnedShmSrc * self, gint timeout_ms)
     err = pf_consumer_connect (path, 0, &c);
     if (err == 0)
       break;
+    /* not up yet, a stale socket, or a dying producer: try again */
     if (err != -ENOENT && err != -ECONNREFUSED && err != -ETIMEDOUT
-        && err != -EAGAIN) {
+        && err != -EAGAIN && err != -ECONNRESET && err != -EPIPE) {
       GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
           ("Could not connect to \"%s\"", path),
           ("%s (%s)", pf_consumer_connect_error (), g_strerror (-err)));

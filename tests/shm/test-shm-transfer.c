@@ -205,8 +205,6 @@ GST_START_TEST (test_many_clients)
     fail_unless_equals_int (shm_child_get (c[i], "RESULT", "gaps"), 0);
     fail_unless_equals_int (shm_child_get (c[i], "RESULT", "pinned"), 60);
     fail_unless_equals_int (shm_child_get (c[i], "RESULT", "eos"), 1);
-    /* each client saw every frame once */
-    fail_unless_equals_int (shm_child_get_nth (p, "CLIENT", i, "sent"), 60);
   }
 }
 
