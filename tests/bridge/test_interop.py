@@ -7,8 +7,9 @@
                pinnedshmsrc ! pinnedshmsink -> library consumer: bytes,
                caps, durations and PTS spacing preserved, EOS
   sink-to-lib  gst-launch videotestsrc ! pinnedshmsink -> library consumer
-               (Python binding) and C consumer (pf-latency-node): bytes equal
-               to videotestsrc ! filesink, caps, PTS, durations, EOS
+               (Python binding): bytes equal to videotestsrc ! filesink,
+               caps, PTS, durations, EOS; and the C and Python example
+               consumers (pf-latency-node, latency_node.py)
   crash        SIGKILL of a library producer -> pinnedshmsrc ends with EOS;
                SIGKILL of pinnedshmsink's process -> the library consumer
                sees the hang-up, no leak; SIGKILL of a library consumer
@@ -135,6 +136,17 @@ def case_sink_to_lib():
         pts = [int(m) for m in re.findall(r"^frame \d+ pts (\d+)", out, re.M)]
         bt.check(pts == [n * 1000000000 // 30 for n in range(N)], out)
         bt.check("64x48 RGBA size 12288" in out and "\nEOS\n" in out, out)
+
+        # 3. The Python example consumer (selectors on the consumer's fd).
+        path = env.path("sink3.sock")
+        gst = env.gst(_sink_pipeline(path))
+        lat = env.spawn([sys.executable, os.path.join(
+            bt.SOURCE, "bridge", "examples", "latency_node.py"), path])
+        out, _ = env.finish(lat, what="latency_node.py")
+        env.finish(gst, what="gst-launch pinnedshmsink")
+        pts = [int(m) for m in re.findall(r"^frame \d+ pts (\d+)", out, re.M)]
+        bt.check(pts == [n * 1000000000 // 30 for n in range(N)], out)
+        bt.check("(48, 64, 4)" in out and "\nEOS\n" in out, out)
 
 
 def case_crash():

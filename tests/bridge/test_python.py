@@ -12,6 +12,7 @@ import errno
 import gc
 import os
 import re
+import selectors
 import sys
 
 import numpy
@@ -102,6 +103,26 @@ def case_binding():
         bt.check(info["format"] == "NV12" and info["width"] == 8)
         lay = pinnedflow.video_layout("I420", 9, 5)
         bt.check(lay["n_planes"] == 3 and lay["strides"] == [12, 8, 8])
+
+        # Event-loop integration: the fd turns readable when a frame waits.
+        sel = selectors.DefaultSelector()
+        sel.register(cons, selectors.EVENT_READ)
+        bt.check(cons.next(0) is None and sel.select(0) == [])
+        loan = prod.loan(5000)
+        loan.publish(pts=7)
+        bt.check(len(sel.select(10)) == 1)
+        frame = cons.next(0)
+        bt.check(isinstance(frame, pinnedflow.Frame) and frame.pts == 7)
+        frame.release()
+        sel.close()
+
+        # No producer there: a clear error, not a hang.
+        try:
+            pinnedflow.Consumer(env.path("nobody.sock"), timeout_ms=0)
+            bt.fail("connected to nobody")
+        except OSError as e:
+            bt.check(e.errno in (errno.ENOENT, errno.ECONNREFUSED,
+                                 errno.ETIMEDOUT), str(e))
 
         prod.send_eos()
         bt.check(cons.next(10000) is pinnedflow.EOS)

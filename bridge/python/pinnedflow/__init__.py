@@ -427,9 +427,12 @@ class Consumer(object):
     def __init__(self, socket_path, timeout_ms=-1):
         self._ptr = None
         out = ctypes.c_void_p()
-        _check(_n.lib.pf_node_consumer_new(os.fsencode(socket_path),
-                                           timeout_ms, ctypes.byref(out)),
-               "Consumer(%s)" % socket_path)
+        res = _n.lib.pf_node_consumer_new(os.fsencode(socket_path),
+                                          timeout_ms, ctypes.byref(out))
+        if res < 0:
+            why = _n.lib.pf_consumer_connect_error()
+            _check(res, "Consumer(%s)" % socket_path,
+                   why.decode() if why else None)
         self._ptr = out
 
     def fileno(self):

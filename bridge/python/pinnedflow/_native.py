@@ -154,6 +154,7 @@ _protos = {
     "pf_node_consumer_get_caps": (ctypes.c_char_p, [P]),
     "pf_node_consumer_get_held": (ctypes.c_uint, [P]),
     "pf_node_consumer_get_error": (ctypes.c_char_p, [P]),
+    "pf_consumer_connect_error": (ctypes.c_char_p, []),
     "pf_segment_ref": (P, [P]),
     "pf_segment_unref": (None, [P]),
     "pf_segment_get_id": (u64, [P]),
