@@ -11,6 +11,8 @@
  *   crash-producer  SIGKILL of the producer: the consumer sees -EPIPE, held
  *                   frames stay readable, nothing leaks; restart on the path
  *   crash-consumer  SIGKILL of a consumer holding frames: every slot back
+ *   connect-wait    no producer: an error at once (timeout 0), or waiting
+ *                   for one that comes up later
  */
 #include "bridge-check.h"
 
@@ -553,6 +555,40 @@ test_crash_consumer (void)
   CHECK_RES (bc_count_fds (), fds0);
 }
 
+/* ------------------------------------------------------------------------ */
+
+static void
+test_connect_wait (void)
+{
+  const char *path = bc_path ("late.sock");
+  pf_node_consumer *c = NULL;
+  pf_node_frame *f;
+  pid_t pid;
+  int res, st, fds0 = bc_count_fds ();
+
+  /* Nobody there and no waiting: a clear error at once. */
+  res = pf_node_consumer_new (path, 0, &c);
+  CHECK_MSG (res < 0 && c == NULL, "connect to nobody: %d", res);
+  CHECK (strlen (pf_node_strerror (res)) > 0);
+  CHECK_RES (bc_count_fds (), fds0);
+
+  /* A producer that comes up later is waited for. */
+  pid = bc_fork ();
+  if (pid == 0) {
+    usleep (300 * 1000);
+    child_producer (path, 1);
+  }
+  CHECK_RES (pf_node_consumer_new (path, 20000, &c), 0);
+  f = next_frame (c);
+  CHECK (check_rgba (f->data, &f->layout, 0) == 0);
+  pf_node_frame_release (f);
+  pf_node_consumer_free (c);
+  st = bc_kill_wait (pid, SIGKILL);
+  CHECK (WIFSIGNALED (st));
+  CHECK_RES (pf_segment_count_live (), 0);
+  CHECK_RES (bc_count_fds (), fds0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -565,6 +601,7 @@ main (int argc, char **argv)
     {"pool", test_pool},
     {"crash-producer", test_crash_producer},
     {"crash-consumer", test_crash_consumer},
+    {"connect-wait", test_connect_wait},
   };
   size_t i;
 
