@@ -1,0 +1,162 @@
+/* pinnedflow: libFuzzer target for the consumer's message handling
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Input: a sequence of records, each [u16 LE length][u8 fd flags][length
+ * bytes], sent one packet each over a SOCK_SEQPACKET socketpair to a real
+ * pf_consumer (after a valid producer HELLO). Fd flags: bit 0 attaches a
+ * sealed 64 KiB memfd, bit 1 an unsealed one, bit 2 a pipe. After each
+ * packet the consumer is drained; every frame's chunks are read end to end
+ * and released. Oracle: no crash, no SIGBUS, and after the consumer is
+ * gone no fd and no segment is left.
+ */
+#include "pf-consumer.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+int LLVMFuzzerTestOneInput (const uint8_t * data, size_t size);
+
+#define MEMFD_SIZE 65536
+
+static int
+count_fds (void)
+{
+  DIR *d = opendir ("/proc/self/fd");
+  struct dirent *e;
+  int n = 0;
+
+  if (d == NULL)
+    abort ();
+  while ((e = readdir (d)) != NULL)
+    if (e->d_name[0] != '.')
+      n++;
+  closedir (d);
+  return n;
+}
+
+static int
+make_memfd (int seal)
+{
+  int fd = memfd_create ("fuzz", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+  if (fd < 0 || ftruncate (fd, MEMFD_SIZE) < 0)
+    abort ();
+  if (seal && fcntl (fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
+    abort ();
+  return fd;
+}
+
+static void
+send_packet (int sock, const uint8_t * buf, size_t len, unsigned int flags)
+{
+  union {
+    char b[CMSG_SPACE (sizeof (int) * 4)];
+    struct cmsghdr align;
+  } ctl;
+  struct iovec iov = {.iov_base = (void *) buf,.iov_len = len };
+  struct msghdr mh = {.msg_iov = &iov,.msg_iovlen = 1 };
+  struct cmsghdr *cm;
+  int fds[4], n = 0, p[2], i;
+
+  if (flags & 1)
+    fds[n++] = make_memfd (1);
+  if (flags & 2)
+    fds[n++] = make_memfd (0);
+  if ((flags & 4) && pipe2 (p, O_CLOEXEC) == 0) {
+    fds[n++] = p[0];
+    close (p[1]);
+  }
+  if (n > 0) {
+    memset (&ctl, 0, sizeof (ctl));
+    mh.msg_control = ctl.b;
+    mh.msg_controllen = CMSG_SPACE (sizeof (int) * n);
+    cm = CMSG_FIRSTHDR (&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN (sizeof (int) * n);
+    memcpy (CMSG_DATA (cm), fds, sizeof (int) * n);
+  }
+  /* May fail once the consumer hung up: that is fine. */
+  (void) sendmsg (sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+  for (i = 0; i < n; i++)
+    close (fds[i]);
+}
+
+static volatile uint8_t sink;
+
+static int
+drain (pf_consumer * c)
+{
+  pf_event ev;
+  unsigned int i;
+  int res;
+
+  while ((res = pf_consumer_receive (c, 0, &ev)) == 1) {
+    if (ev.type == PF_EVENT_FRAME) {
+      for (i = 0; i < ev.frame.n_chunks; i++) {
+        const volatile uint8_t *d = ev.data[i];
+
+        sink = d[0];
+        sink = d[ev.frame.chunks[i].size - 1];
+      }
+      if (pf_consumer_release (c, ev.frame.seq) != 0)
+        abort ();
+    } else if (ev.type == PF_EVENT_CAPS) {
+      if (ev.caps == NULL || strlen (ev.caps) > PF_MAX_CAPS_LEN)
+        abort ();
+    }
+    pf_consumer_event_clear (&ev);
+  }
+  if (res < 0 && pf_consumer_get_error (c)[0] == '\0')
+    abort ();
+  return res;
+}
+
+int
+LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
+{
+  static uint8_t hello[64], release[PF_MAX_MSG_SIZE];
+  int fds0 = count_fds (), segs0 = pf_segment_count_live (), sv[2];
+  pf_consumer *c = NULL;
+  size_t pos = 0;
+
+  if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+    abort ();
+  send_packet (sv[1], hello, pf_msg_write_hello (hello, PF_ROLE_PRODUCER, 4,
+          1), 0);
+  if (pf_consumer_new_from_fd (sv[0], 1000, &c) < 0)
+    abort ();
+  /* Discard the consumer's HELLO. */
+  if (recv (sv[1], hello, sizeof (hello), 0) != 40)
+    abort ();
+
+  while (pos + 3 <= size) {
+    size_t len = data[pos] | (size_t) data[pos + 1] << 8;
+    unsigned int flags = data[pos + 2];
+
+    pos += 3;
+    if (len > size - pos)
+      len = size - pos;
+    send_packet (sv[1], data + pos, len, flags);
+    pos += len;
+    if (drain (c) < 0)
+      break;
+    /* Read the releases, like a producer, so the consumer never blocks. */
+    while (recv (sv[1], release, sizeof (release), MSG_DONTWAIT) > 0);
+  }
+  pf_consumer_unref (c);
+  close (sv[1]);
+  if (count_fds () != fds0 || pf_segment_count_live () != segs0) {
+    fprintf (stderr, "leak: fds %d -> %d, segments %d -> %d\n", fds0,
+        count_fds (), segs0, pf_segment_count_live ());
+    abort ();
+  }
+  return 0;
+}

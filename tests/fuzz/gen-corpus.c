@@ -1,0 +1,236 @@
+/* pinnedflow: writes the seed corpora of the fuzz targets
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Usage: gen-corpus DIR  (writes DIR/parse/... and DIR/consumer/...)
+ * The committed tests/fuzz/corpus/ was made with it; re-run after protocol
+ * changes.
+ */
+#include "pf-protocol.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *outdir;
+static uint8_t buf[PF_MAX_MSG_SIZE + 64];
+
+static void
+write_file (const char *sub, const char *name, const void *data, size_t len)
+{
+  char path[1024];
+  FILE *f;
+
+  snprintf (path, sizeof (path), "%s/%s", outdir, sub);
+  if (mkdir (path, 0755) < 0 && errno != EEXIST) {
+    perror (path);
+    exit (1);
+  }
+  snprintf (path, sizeof (path), "%s/%s/%s", outdir, sub, name);
+  f = fopen (path, "wb");
+  if (f == NULL || fwrite (data, 1, len, f) != len || fclose (f) != 0) {
+    perror (path);
+    exit (1);
+  }
+}
+
+static void
+put32 (uint8_t * b, size_t off, uint32_t v)
+{
+  v = htole32 (v);
+  memcpy (b + off, &v, 4);
+}
+
+static void
+frame_init (struct pf_msg_frame *f, uint64_t seq, uint32_t caps_seq,
+    uint64_t seg, uint64_t off, uint64_t size)
+{
+  memset (f, 0, sizeof (*f));
+  f->seq = seq;
+  f->caps_seq = caps_seq;
+  f->n_chunks = 1;
+  f->chunks[0].segment_id = seg;
+  f->chunks[0].offset = off;
+  f->chunks[0].size = size;
+  f->pts = seq * 33333333;
+  f->dts = PF_TIME_NONE;
+  f->duration = 33333333;
+  f->offset = f->offset_end = UINT64_MAX;
+  f->clock_pts = PF_TIME_NONE;
+  f->send_time = 1000 + seq;
+}
+
+static void
+video_frame (struct pf_msg_frame *f)
+{
+  frame_init (f, 3, 1, 1, 0, 4096);
+  f->n_chunks = 2;
+  f->chunks[1].segment_id = 2;
+  f->chunks[1].offset = 8192;
+  f->chunks[1].size = 2048;
+  f->meta_flags = PF_FRAME_HAS_VIDEO_META;
+  f->width = 64;
+  f->height = 64;
+  f->n_planes = 2;
+  f->plane_offset[1] = 4096;
+  f->plane_stride[0] = 64;
+  f->plane_stride[1] = 64;
+}
+
+static void
+parse_corpus (void)
+{
+  struct pf_msg_frame f;
+  char caps[PF_MAX_CAPS_LEN + 1];
+  size_t n;
+
+  n = pf_msg_write_hello (buf, PF_ROLE_PRODUCER, 8, 0x1122334455667788ull);
+  write_file ("parse", "hello-producer", buf, n);
+  put32 (buf, 16, 0xdeadbeef);
+  write_file ("parse", "hello-bad-magic", buf, n);
+  n = pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0);
+  write_file ("parse", "hello-consumer", buf, n);
+  buf[20] = 2;
+  write_file ("parse", "hello-version-2", buf, n);
+  n = pf_msg_write_segment_add (buf, 1, 65536);
+  write_file ("parse", "segment-add", buf, n);
+  n = pf_msg_write_segment_remove (buf, 1);
+  write_file ("parse", "segment-remove", buf, n);
+  n = pf_msg_write_caps (buf, 1, "video/x-raw,format=RGBA,width=64,height=64");
+  write_file ("parse", "caps", buf, n);
+  buf[30] = '\0';
+  write_file ("parse", "caps-nul", buf, n);
+  memset (caps, 'c', PF_MAX_CAPS_LEN);
+  caps[PF_MAX_CAPS_LEN] = '\0';
+  n = pf_msg_write_caps (buf, 7, caps);
+  write_file ("parse", "caps-max", buf, n);
+  n = pf_msg_write_caps (buf, 1, "a/b");
+  put32 (buf, 20, 4);
+  write_file ("parse", "caps-length-lie", buf, n);
+  frame_init (&f, 1, 1, 1, 0, 1000);
+  n = pf_msg_write_frame (buf, &f);
+  write_file ("parse", "frame", buf, n);
+  write_file ("parse", "frame-truncated", buf, n - 1);
+  write_file ("parse", "header-only", buf, 16);
+  video_frame (&f);
+  n = pf_msg_write_frame (buf, &f);
+  write_file ("parse", "frame-video", buf, n);
+  f.n_chunks = 5;
+  n = pf_msg_write_frame (buf, &f);
+  write_file ("parse", "frame-5-chunks", buf, n);
+  frame_init (&f, 1, 1, 1, UINT64_MAX - 4, 8);
+  n = pf_msg_write_frame (buf, &f);
+  write_file ("parse", "frame-overflow", buf, n);
+  n = pf_msg_write_eos (buf);
+  write_file ("parse", "eos", buf, n);
+  n = pf_msg_write_release (buf, 42);
+  write_file ("parse", "release", buf, n);
+  put32 (buf, 0, 99);
+  write_file ("parse", "bad-type", buf, n);
+}
+
+/* Consumer records: [u16 length][u8 fd flags][bytes]. */
+static uint8_t seq_buf[65536];
+static size_t seq_len;
+
+static void
+rec (const void *data, size_t len, uint8_t flags)
+{
+  seq_buf[seq_len++] = len & 0xff;
+  seq_buf[seq_len++] = (len >> 8) & 0xff;
+  seq_buf[seq_len++] = flags;
+  memcpy (seq_buf + seq_len, data, len);
+  seq_len += len;
+}
+
+static void
+rec_frame (const struct pf_msg_frame *f, uint8_t flags)
+{
+  rec (buf, pf_msg_write_frame (buf, f), flags);
+}
+
+static void
+flush (const char *name)
+{
+  write_file ("consumer", name, seq_buf, seq_len);
+  seq_len = 0;
+}
+
+static void
+consumer_corpus (void)
+{
+  struct pf_msg_frame f;
+  int i;
+
+  /* A whole valid session. */
+  rec (buf, pf_msg_write_segment_add (buf, 1, 65536), 1);
+  rec (buf, pf_msg_write_caps (buf, 1, "video/x-raw,format=GRAY8"), 0);
+  for (i = 1; i <= 6; i++) {
+    frame_init (&f, i, 1, 1, (uint64_t) (i % 4) * 16384, 16384);
+    rec_frame (&f, 0);
+  }
+  rec (buf, pf_msg_write_segment_remove (buf, 1), 0);
+  rec (buf, pf_msg_write_eos (buf), 0);
+  flush ("session");
+
+  /* Two segments, multi-chunk video frame, caps change. */
+  rec (buf, pf_msg_write_segment_add (buf, 1, 65536), 1);
+  rec (buf, pf_msg_write_segment_add (buf, 2, 16384), 1);
+  rec (buf, pf_msg_write_caps (buf, 1, "video/x-raw"), 0);
+  video_frame (&f);
+  rec_frame (&f, 0);
+  rec (buf, pf_msg_write_caps (buf, 2, "video/x-raw,width=8"), 0);
+  frame_init (&f, 4, 2, 2, 0, 16384);
+  rec_frame (&f, 0);
+  flush ("video-two-segments");
+
+  rec (buf, pf_msg_write_segment_add (buf, 1, 65536), 2);
+  flush ("unsealed-memfd");
+  rec (buf, pf_msg_write_segment_add (buf, 1, 65536), 4);
+  flush ("pipe-fd");
+  rec (buf, pf_msg_write_segment_add (buf, 1, 65536), 5);
+  flush ("two-fds");
+  rec (buf, pf_msg_write_segment_add (buf, 1, 131072), 1);
+  flush ("size-lie");
+  rec (buf, pf_msg_write_segment_add (buf, 1, 65536), 0);
+  flush ("no-fd");
+  rec (buf, pf_msg_write_segment_add (buf, 1, 65536), 1);
+  rec (buf, pf_msg_write_segment_add (buf, 1, 65536), 1);
+  flush ("duplicate-segment");
+  frame_init (&f, 1, 0, 9, 0, 100);
+  rec_frame (&f, 0);
+  flush ("unknown-segment");
+  rec (buf, pf_msg_write_segment_add (buf, 1, 65536), 1);
+  frame_init (&f, 1, 0, 1, 65000, 1000);
+  rec_frame (&f, 0);
+  flush ("chunk-outside");
+  rec (buf, pf_msg_write_segment_add (buf, 1, 65536), 1);
+  frame_init (&f, 1, 0, 1, 0, 100);
+  rec_frame (&f, 1);
+  flush ("fd-on-frame");
+  rec (buf, pf_msg_write_segment_add (buf, 1, 65536), 1);
+  frame_init (&f, 5, 0, 1, 0, 100);
+  rec_frame (&f, 0);
+  frame_init (&f, 5, 0, 1, 0, 100);
+  rec_frame (&f, 0);
+  flush ("seq-repeat");
+  rec (buf, pf_msg_write_release (buf, 1), 0);
+  flush ("release-from-producer");
+}
+
+int
+main (int argc, char **argv)
+{
+  if (argc != 2) {
+    fprintf (stderr, "usage: %s OUTDIR\n", argv[0]);
+    return 2;
+  }
+  outdir = argv[1];
+  mkdir (outdir, 0755);
+  parse_corpus ();
+  consumer_corpus ();
+  return 0;
+}
