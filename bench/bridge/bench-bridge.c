@@ -9,6 +9,7 @@
  * pattern=solid-color for the elements), the consumer touching nothing:
  *   - pf-node producer -> pf-node consumer
  *   - gst-launch videotestsrc ! pinnedshmsink -> pinnedshmsrc ! fakesink
+ *   - and the two mixed pairs, which tell producer from consumer costs,
  * at 30 Hz (the dataflow workload) and flat out. Latency is the consumer's
  * receive time minus the producer's send time (CLOCK_MONOTONIC, stamped by
  * the transport in both cases; pinnedshmsrc reports it as latency-last).
@@ -116,35 +117,57 @@ lib_producer (const char *path, unsigned int frames, int paced)
   _exit (0);
 }
 
-static int
-run_lib (result * r, unsigned int frames, int paced)
+static pid_t
+spawn_lib_producer (const char *path, unsigned int frames, int paced)
 {
-  char path[128];
+  pid_t pid = fork ();
+
+  if (pid == 0)
+    lib_producer (path, frames, paced);
+  return pid;
+}
+
+static pid_t
+spawn_gst_producer (const char *path, unsigned int frames, int paced)
+{
+  char sinkprop[160], nbuf[32];
+  pid_t pid;
+
+  snprintf (sinkprop, sizeof (sinkprop), "socket-path=%s", path);
+  snprintf (nbuf, sizeof (nbuf), "num-buffers=%u", frames);
+  pid = fork ();
+  if (pid == 0) {
+    prctl (PR_SET_PDEATHSIG, SIGKILL);
+    execlp ("gst-launch-1.0", "gst-launch-1.0", "-q", "videotestsrc", nbuf,
+        "pattern=solid-color", paced ? "is-live=true" : "is-live=false", "!",
+        paced ? "video/x-raw,format=RGBA,width=1920,height=1080,framerate=30/1"
+        : "video/x-raw,format=RGBA,width=1920,height=1080,framerate=1000/1",
+        "!", "pinnedshmsink", sinkprop, "wait-for-connection=true",
+        "pool-size=4", "max-client-buffers=4",
+        paced ? "sync=true" : "sync=false", NULL);
+    _exit (127);
+  }
+  return pid;
+}
+
+static int
+consume_lib (result * r, const char *path, unsigned int frames)
+{
   pf_node_consumer *c;
   pf_node_frame *f;
   uint64_t *lat = calloc (frames, sizeof (uint64_t)), t0 = 0, t1 = 0;
   unsigned int n = 0;
-  pid_t pid;
-  int res, st;
 
-  snprintf (path, sizeof (path), "%s/lib%d.sock", sock_dir, paced);
-  pid = fork ();
-  if (pid == 0)
-    lib_producer (path, frames, paced);
-  res = pf_node_consumer_new (path, 10000, &c);
-  if (res < 0)
-    goto out;
-  while (n < frames && (res = pf_node_consumer_next (c, 10000, &f)) == 1) {
-    lat[n++] = f->recv_time - f->send_time;
-    if (n == 1)
-      t0 = f->recv_time;
-    t1 = f->recv_time;
-    pf_node_frame_release (f);
+  if (pf_node_consumer_new (path, 10000, &c) == 0) {
+    while (n < frames && pf_node_consumer_next (c, 10000, &f) == 1) {
+      lat[n++] = f->recv_time - f->send_time;
+      if (n == 1)
+        t0 = f->recv_time;
+      t1 = f->recv_time;
+      pf_node_frame_release (f);
+    }
+    pf_node_consumer_free (c);
   }
-  pf_node_consumer_free (c);
-out:
-  kill (pid, SIGTERM);
-  waitpid (pid, &st, 0);
   summarize (r, lat, n, t0, t1);
   free (lat);
   return n == frames ? 0 : -1;
@@ -179,32 +202,14 @@ on_handoff (GstElement * sink, GstBuffer * buf, GstPad * pad, gpointer data)
 }
 
 static int
-run_gst (result * r, unsigned int frames, int paced)
+consume_gst (result * r, const char *path, unsigned int frames)
 {
-  char path[128], sinkprop[160], nbuf[32];
   gchar *desc;
   GstElement *pipe, *sink;
   GstBus *bus;
   GstMessage *msg;
   gst_ctx ctx = { 0 };
-  pid_t pid;
-  int st, ok = 0;
-
-  snprintf (path, sizeof (path), "%s/gst%d.sock", sock_dir, paced);
-  snprintf (sinkprop, sizeof (sinkprop), "socket-path=%s", path);
-  snprintf (nbuf, sizeof (nbuf), "num-buffers=%u", frames);
-  pid = fork ();
-  if (pid == 0) {
-    prctl (PR_SET_PDEATHSIG, SIGKILL);
-    execlp ("gst-launch-1.0", "gst-launch-1.0", "-q", "videotestsrc", nbuf,
-        "pattern=solid-color", paced ? "is-live=true" : "is-live=false", "!",
-        paced ? "video/x-raw,format=RGBA,width=1920,height=1080,framerate=30/1"
-        : "video/x-raw,format=RGBA,width=1920,height=1080,framerate=1000/1",
-        "!", "pinnedshmsink", sinkprop, "wait-for-connection=true",
-        "pool-size=4", "max-client-buffers=4",
-        paced ? "sync=true" : "sync=false", NULL);
-    _exit (127);
-  }
+  int ok = 0;
 
   ctx.max = frames;
   ctx.lat = calloc (frames, sizeof (uint64_t));
@@ -227,7 +232,7 @@ run_gst (result * r, unsigned int frames, int paced)
   else if (msg) {
     GError *err = NULL;
     gst_message_parse_error (msg, &err, NULL);
-    fprintf (stderr, "element pair: %s\n", err ? err->message : "?");
+    fprintf (stderr, "pinnedshmsrc: %s\n", err ? err->message : "?");
     g_clear_error (&err);
   }
   if (msg)
@@ -238,11 +243,31 @@ run_gst (result * r, unsigned int frames, int paced)
   gst_object_unref (ctx.src);
   gst_object_unref (pipe);
 out:
-  kill (pid, SIGTERM);
-  waitpid (pid, &st, 0);
   summarize (r, ctx.lat, ctx.n, ctx.t0, ctx.t1);
   free (ctx.lat);
   return ok && ctx.n == frames ? 0 : -1;
+}
+
+/* One producer kind into one consumer kind; 'l' library, 'g' elements. */
+static int
+run (result * r, char prod, char cons, unsigned int frames, int paced)
+{
+  static unsigned int count;
+  char path[128];
+  pid_t pid;
+  int res, st;
+
+  snprintf (path, sizeof (path), "%s/run%u.sock", sock_dir, count++);
+  pid = prod == 'l' ? spawn_lib_producer (path, frames, paced) :
+      spawn_gst_producer (path, frames, paced);
+  res = cons == 'l' ? consume_lib (r, path, frames) :
+      consume_gst (r, path, frames);
+  kill (pid, SIGTERM);
+  waitpid (pid, &st, 0);
+  unlink (path);
+  if (res < 0)
+    fprintf (stderr, "%s: %u of %u frames\n", r->name, r->frames, frames);
+  return res;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -260,11 +285,18 @@ main (int argc, char **argv)
 {
   unsigned int flat = argc > 1 ? (unsigned int) atoi (argv[1]) : 600;
   unsigned int paced = argc > 2 ? (unsigned int) atoi (argv[2]) : 150;
-  result lib30 = { "pf-node -> pf-node" }, gst30 = {
-  "pinnedshmsink -> pinnedshmsrc"}, libf = {
-  "pf-node -> pf-node"}, gstf = {
-  "pinnedshmsink -> pinnedshmsrc"};
-  int fail = 0;
+  static const struct {
+    char prod, cons;
+    const char *name;
+  } paths[] = {
+    {'l', 'l', "pf-node -> pf-node"},
+    {'g', 'g', "pinnedshmsink -> pinnedshmsrc"},
+    {'l', 'g', "pf-node -> pinnedshmsrc"},
+    {'g', 'l', "pinnedshmsink -> pf-node"},
+  };
+  result res[2][4];
+  int fail = 0, m;
+  size_t i;
 
   gst_init (&argc, &argv);
   signal (SIGPIPE, SIG_IGN);
@@ -274,35 +306,27 @@ main (int argc, char **argv)
   }
   printf ("1080p RGBA (%d bytes/frame), %d slots, producer and consumer in "
       "two processes\n\n", W * H * 4, N_SLOTS);
-  fail |= run_lib (&lib30, paced, 1);
-  fail |= run_gst (&gst30, paced, 1);
-  fail |= run_lib (&libf, flat, 0);
-  fail |= run_gst (&gstf, flat, 0);
+  memset (res, 0, sizeof (res));
+  for (m = 0; m < 2; m++) {
+    for (i = 0; i < 4; i++) {
+      res[m][i].name = paths[i].name;
+      fail |= run (&res[m][i], paths[i].prod, paths[i].cons,
+          m == 0 ? paced : flat, m == 0);
+    }
+  }
 
   printf ("| mode     | path                                 | frames |"
       "  fps     |  MB/s    | p50 us   | p99 us   | mean us  |\n");
   printf ("|----------|--------------------------------------|--------|"
       "----------|----------|----------|----------|----------|\n");
-  print_row ("30 Hz", &lib30);
-  print_row ("30 Hz", &gst30);
-  print_row ("flat out", &libf);
-  print_row ("flat out", &gstf);
-  if (gst30.p50_us > 0 && gstf.fps > 0 && gstf.p50_us > 0)
+  for (m = 0; m < 2; m++)
+    for (i = 0; i < 4; i++)
+      print_row (m == 0 ? "30 Hz" : "flat out", &res[m][i]);
+  if (res[0][1].p50_us > 0 && res[1][1].fps > 0 && res[1][1].p50_us > 0)
     printf ("\nratios library/elements: 30 Hz p50 latency %.2f, flat-out "
         "p50 latency %.2f, flat-out throughput %.2f\n",
-        lib30.p50_us / gst30.p50_us, libf.p50_us / gstf.p50_us,
-        libf.fps / gstf.fps);
-  {
-    static const char *names[] = { "lib0.sock", "lib1.sock", "gst0.sock",
-      "gst1.sock"
-    };
-    char p[160];
-    size_t i;
-    for (i = 0; i < 4; i++) {
-      snprintf (p, sizeof (p), "%s/%s", sock_dir, names[i]);
-      unlink (p);
-    }
-  }
+        res[0][0].p50_us / res[0][1].p50_us,
+        res[1][0].p50_us / res[1][1].p50_us, res[1][0].fps / res[1][1].fps);
   rmdir (sock_dir);
   if (fail)
     fprintf (stderr, "some run did not deliver every frame\n");
