@@ -1,0 +1,966 @@
+/* pinnedflow CUDA suite: pinnedcudaupload / pinnedcudadownload
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Runs against the cudart emulator when GST_PINNEDFLOW_CUDART names it
+ * (meson test cuda-emulated), or against the real runtime (cuda-real): then
+ * the emulator-only checks (counters, fault injection) are left out, and
+ * without a usable device the suite checks the "no device" error and exits
+ * 77 (SKIP) saying why.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <gst/check/gstcheck.h>
+#include <gst/check/gstharness.h>
+#include <gst/app/gstappsrc.h>
+#include <gst/video/video.h>
+#include <gst/pinnedflow/pinnedflow.h>
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gstpinnedcuda.h"
+#include "gstpinnedcudamemory.h"
+
+static gboolean emulated;
+static gchar *cudart_env;       /* GST_PINNEDFLOW_CUDART at start */
+static long (*emu_query) (const char *);
+static void (*emu_reset) (void);
+static long (*emu_live_total) (void);
+static const char *(*emu_leak_report) (void);
+
+#define EMU(name) (emu_query (name))
+
+/* ------------------------------------------------------------ fixture */
+
+static const gchar *emu_env[] = {
+  "PFEMU_FAIL", "PFEMU_DEVICE_COUNT", "PFEMU_INSUFFICIENT_DRIVER",
+  "PFEMU_NO_READONLY_REGISTER",
+};
+
+static void
+setup (void)
+{
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (emu_env); i++)
+    g_unsetenv (emu_env[i]);
+  if (cudart_env)
+    g_setenv ("GST_PINNEDFLOW_CUDART", cudart_env, TRUE);
+  else
+    g_unsetenv ("GST_PINNEDFLOW_CUDART");
+  if (emulated)
+    emu_reset ();
+}
+
+/* After every test: nothing CUDA left alive (emulator leak report). */
+static void
+teardown (void)
+{
+  if (emulated) {
+    long live = emu_live_total ();
+    fail_unless (live == 0, "emulator reports leaks: %s", emu_leak_report ());
+  }
+  fail_unless_equals_int (pf_segment_count_live (), 0);
+}
+
+/* ------------------------------------------------------------ frames */
+
+static guint8
+pattern (guint seed, guint plane, guint row, guint col)
+{
+  return (guint8) (seed * 31u + plane * 71u + row * 13u + col * 7u +
+      (col >> 8) * 3u);
+}
+
+static void
+fill_frame (GstVideoFrame * frame, const GstPinnedCudaLayout * l, guint seed)
+{
+  guint p, r, c;
+
+  for (p = 0; p < l->n_planes; p++) {
+    guint8 *d = GST_VIDEO_FRAME_PLANE_DATA (frame, p);
+    gint stride = GST_VIDEO_FRAME_PLANE_STRIDE (frame, p);
+    for (r = 0; r < l->rows[p]; r++) {
+      for (c = 0; c < l->width_bytes[p]; c++)
+        d[r * stride + c] = pattern (seed, p, r, c);
+      /* Padding gets junk that must not be copied over the frame. */
+      for (; c < (guint) stride; c++)
+        d[r * stride + c] = 0xEE;
+    }
+  }
+}
+
+/* Number of wrong bytes. */
+static guint
+check_frame (GstVideoFrame * frame, const GstPinnedCudaLayout * l, guint seed)
+{
+  guint p, r, c, bad = 0;
+
+  for (p = 0; p < l->n_planes; p++) {
+    const guint8 *d = GST_VIDEO_FRAME_PLANE_DATA (frame, p);
+    gint stride = GST_VIDEO_FRAME_PLANE_STRIDE (frame, p);
+    for (r = 0; r < l->rows[p]; r++)
+      for (c = 0; c < l->width_bytes[p]; c++)
+        bad += d[r * stride + c] != pattern (seed, p, r, c);
+  }
+  return bad;
+}
+
+static GstCaps *
+make_caps (const gchar * format, gint w, gint h)
+{
+  return gst_caps_new_simple ("video/x-raw", "format", G_TYPE_STRING, format,
+      "width", G_TYPE_INT, w, "height", G_TYPE_INT, h,
+      "framerate", GST_TYPE_FRACTION, 30, 1, NULL);
+}
+
+/* A system-memory buffer whose planes have @extra bytes of padding per row
+ * (odd strides when @extra is odd), described by a GstVideoMeta. */
+static GstBuffer *
+make_strided_buffer (const GstVideoInfo * info, const GstPinnedCudaLayout * l,
+    guint extra)
+{
+  gsize offset[GST_VIDEO_MAX_PLANES], total = 0;
+  gint stride[GST_VIDEO_MAX_PLANES];
+  GstBuffer *buf;
+  guint p;
+
+  for (p = 0; p < l->n_planes; p++) {
+    stride[p] = (gint) (l->width_bytes[p] + extra);
+    offset[p] = total;
+    total += (gsize) stride[p] * l->rows[p];
+  }
+  buf = gst_buffer_new_allocate (NULL, total, NULL);
+  gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
+      GST_VIDEO_INFO_FORMAT (info), GST_VIDEO_INFO_WIDTH (info),
+      GST_VIDEO_INFO_HEIGHT (info), l->n_planes, offset, stride);
+  return buf;
+}
+
+/* ------------------------------------------------------------ pipelines */
+
+typedef enum
+{
+  INPUT_PINNED_POOL,            /* GstPinnedBufferPool buffers */
+  INPUT_SYSMEM,                 /* plain malloc'ed memory, padded strides */
+  INPUT_READONLY_SEGMENT,       /* read-only import of a sealed memfd */
+} InputKind;
+
+typedef struct
+{
+  GstVideoInfo info;
+  GstPinnedCudaLayout layout;
+  guint received, bad_bytes, bad_frames;
+  GMutex lock;
+} Checker;
+
+static GstFlowReturn
+on_new_sample (GstElement * sink, gpointer user_data)
+{
+  Checker *ck = user_data;
+  GstSample *sample = NULL;
+  GstBuffer *buf;
+  GstVideoFrame frame;
+  guint seed, bad;
+
+  g_signal_emit_by_name (sink, "pull-sample", &sample);
+  if (sample == NULL)
+    return GST_FLOW_ERROR;
+  buf = gst_sample_get_buffer (sample);
+  seed = (guint) (GST_BUFFER_PTS (buf) / GST_MSECOND);
+  if (gst_video_frame_map (&frame, &ck->info, buf, GST_MAP_READ)) {
+    bad = check_frame (&frame, &ck->layout, seed);
+    gst_video_frame_unmap (&frame);
+  } else {
+    bad = 1;
+  }
+  g_mutex_lock (&ck->lock);
+  ck->received++;
+  ck->bad_bytes += bad;
+  ck->bad_frames += bad != 0;
+  g_mutex_unlock (&ck->lock);
+  gst_sample_unref (sample);
+  return GST_FLOW_OK;
+}
+
+/* Waits for EOS or an error; returns the error message (or NULL). */
+static gchar *
+wait_eos_or_error (GstElement * pipeline)
+{
+  GstBus *bus = gst_element_get_bus (pipeline);
+  GstMessage *msg;
+  gchar *res = NULL;
+
+  msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND,
+      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  if (msg == NULL) {
+    gst_object_unref (bus);
+    return g_strdup ("timeout: neither EOS nor an error within 60 s");
+  }
+  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+    GError *err = NULL;
+    gchar *dbg = NULL;
+    gst_message_parse_error (msg, &err, &dbg);
+    res = g_strdup_printf ("%s | %s", err->message, dbg ? dbg : "");
+    GST_INFO ("error: %s", res);
+    g_error_free (err);
+    g_free (dbg);
+  }
+  gst_message_unref (msg);
+  gst_object_unref (bus);
+  return res;
+}
+
+/* Takes a buffer from @pool, or gives up when the pipeline posted an
+ * error (then nothing would return buffers to the pool any more). */
+static gboolean
+acquire_or_error (GstBufferPool * pool, GstElement * pipeline,
+    GstBuffer ** buf, gchar ** error)
+{
+  GstBufferPoolAcquireParams params = { 0, };
+  GstBus *bus = gst_element_get_bus (pipeline);
+  gboolean ok = FALSE;
+
+  params.flags = GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT;
+  for (;;) {
+    GstMessage *msg;
+    GstFlowReturn ret = gst_buffer_pool_acquire_buffer (pool, buf, &params);
+    if (ret == GST_FLOW_OK) {
+      ok = TRUE;
+      break;
+    }
+    if (ret != GST_FLOW_EOS)    /* EOS: none free right now */
+      break;
+    msg = gst_bus_timed_pop_filtered (bus, 5 * GST_MSECOND,
+        GST_MESSAGE_ERROR);
+    if (msg != NULL) {
+      GError *err = NULL;
+      gchar *dbg = NULL;
+      gst_message_parse_error (msg, &err, &dbg);
+      *error = g_strdup_printf ("%s | %s", err->message, dbg ? dbg : "");
+      g_error_free (err);
+      g_free (dbg);
+      gst_message_unref (msg);
+      break;
+    }
+  }
+  gst_object_unref (bus);
+  return ok;
+}
+
+typedef struct
+{
+  const gchar *format;
+  gint width, height;
+  InputKind input;
+  guint extra_stride;
+  guint n_frames;
+  guint max_inflight;
+  gboolean download;            /* else upload ! fakesink */
+} RoundTrip;
+
+typedef struct
+{
+  Checker ck;
+  GstStructure *up_stats, *down_stats;
+  gchar *error;
+  guint pushed;
+} RoundTripResult;
+
+static void
+round_trip_result_clear (RoundTripResult * r)
+{
+  g_clear_pointer (&r->up_stats, gst_structure_free);
+  g_clear_pointer (&r->down_stats, gst_structure_free);
+  g_clear_pointer (&r->error, g_free);
+  g_mutex_clear (&r->ck.lock);
+}
+
+static guint64
+stat (const GstStructure * s, const gchar * field)
+{
+  guint64 v = 0;
+  fail_unless (gst_structure_get_uint64 (s, field, &v), "no field %s", field);
+  return v;
+}
+
+static void
+run_round_trip (const RoundTrip * rt, RoundTripResult * res)
+{
+  GstElement *pipeline, *src, *up, *down = NULL, *sink;
+  GstCaps *caps;
+  GstBufferPool *pool = NULL;
+  pf_segment *rw_seg = NULL, *ro_seg = NULL;
+  gsize slot = 0;
+  gchar *desc;
+  guint i;
+
+  memset (res, 0, sizeof (*res));
+  g_mutex_init (&res->ck.lock);
+  caps = make_caps (rt->format, rt->width, rt->height);
+  fail_unless (gst_video_info_from_caps (&res->ck.info, caps));
+  gst_pinned_cuda_layout_init (&res->ck.layout, &res->ck.info);
+
+  /* Not block=true: a blocked push never returns once the stream failed. */
+  desc = g_strdup_printf ("appsrc name=src format=time ! "
+      "pinnedcudaupload name=up max-inflight=%u ! %s", rt->max_inflight,
+      rt->download ? "pinnedcudadownload name=down ! appsink name=sink "
+      "sync=false emit-signals=true" : "fakesink name=sink sync=false");
+  pipeline = gst_parse_launch (desc, NULL);
+  g_free (desc);
+  fail_unless (pipeline != NULL);
+  src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
+  up = gst_bin_get_by_name (GST_BIN (pipeline), "up");
+  sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  if (rt->download) {
+    down = gst_bin_get_by_name (GST_BIN (pipeline), "down");
+    g_signal_connect (sink, "new-sample", G_CALLBACK (on_new_sample),
+        &res->ck);
+  }
+  g_object_set (src, "caps", caps, NULL);
+
+  if (rt->input == INPUT_PINNED_POOL) {
+    /* Few buffers: releasing one before its copy completed would let the
+     * next frame overwrite it while the (delayed) DMA still reads it. */
+    GstStructure *config;
+    pool = gst_pinned_buffer_pool_new ();
+    config = gst_buffer_pool_get_config (pool);
+    gst_buffer_pool_config_set_params (config, caps,
+        GST_VIDEO_INFO_SIZE (&res->ck.info), rt->max_inflight + 1,
+        rt->max_inflight + 1);
+    gst_buffer_pool_config_add_option (config,
+        GST_BUFFER_POOL_OPTION_VIDEO_META);
+    fail_unless (gst_buffer_pool_set_config (pool, config));
+    fail_unless (gst_buffer_pool_set_active (pool, TRUE));
+  } else if (rt->input == INPUT_READONLY_SEGMENT) {
+    /* What pinnedshmsrc hands out: a read-only mapping of a sealed memfd
+     * (written through the producer's own mapping). */
+    slot = GST_ROUND_UP_N (GST_VIDEO_INFO_SIZE (&res->ck.info),
+        pf_page_size ());
+    fail_unless_equals_int (pf_segment_new ("test-ro", slot * rt->n_frames,
+            PF_SEGMENT_FLAG_SEAL_WRITERS, &rw_seg), 0);
+    fail_unless_equals_int (pf_segment_import (dup (pf_segment_get_fd
+                (rw_seg)), slot * rt->n_frames, PF_SEGMENT_IMPORT_READONLY,
+            &ro_seg), 0);
+    fail_unless (pf_segment_get_state (ro_seg) & PF_SEGMENT_STATE_READONLY);
+  }
+
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+
+  for (i = 0; i < rt->n_frames; i++) {
+    GstBuffer *buf = NULL;
+    GstVideoFrame frame;
+    GstFlowReturn ret;
+
+    if (rt->input == INPUT_PINNED_POOL) {
+      if (!acquire_or_error (pool, pipeline, &buf, &res->error))
+        break;
+      fail_unless (gst_is_pinned_memory (gst_buffer_peek_memory (buf, 0)));
+      fail_unless (gst_video_frame_map (&frame, &res->ck.info, buf,
+              GST_MAP_WRITE));
+      fill_frame (&frame, &res->ck.layout, i);
+      gst_video_frame_unmap (&frame);
+    } else if (rt->input == INPUT_SYSMEM) {
+      buf = make_strided_buffer (&res->ck.info, &res->ck.layout,
+          rt->extra_stride);
+      fail_unless (gst_video_frame_map (&frame, &res->ck.info, buf,
+              GST_MAP_WRITE));
+      fill_frame (&frame, &res->ck.layout, i);
+      gst_video_frame_unmap (&frame);
+    } else {
+      GstAllocator *alloc = gst_pinned_allocator_get ();
+      GstBuffer *wbuf = gst_buffer_new_wrapped_full (0,
+          (guint8 *) pf_segment_get_base (rw_seg) + slot * i,
+          GST_VIDEO_INFO_SIZE (&res->ck.info), 0,
+          GST_VIDEO_INFO_SIZE (&res->ck.info), NULL, NULL);
+      fail_unless (gst_video_frame_map (&frame, &res->ck.info, wbuf,
+              GST_MAP_WRITE));
+      fill_frame (&frame, &res->ck.layout, i);
+      gst_video_frame_unmap (&frame);
+      gst_buffer_unref (wbuf);
+      buf = gst_buffer_new ();
+      gst_buffer_append_memory (buf, gst_pinned_allocator_wrap (alloc,
+              ro_seg, slot * i, GST_VIDEO_INFO_SIZE (&res->ck.info)));
+      gst_object_unref (alloc);
+    }
+    GST_BUFFER_PTS (buf) = i * GST_MSECOND;
+    GST_BUFFER_DURATION (buf) = GST_MSECOND;
+    ret = gst_app_src_push_buffer (GST_APP_SRC (src), buf);
+    if (ret != GST_FLOW_OK)
+      break;
+    res->pushed++;
+  }
+  gst_app_src_end_of_stream (GST_APP_SRC (src));
+  if (res->error == NULL)
+    res->error = wait_eos_or_error (pipeline);
+
+  g_object_get (up, "stats", &res->up_stats, NULL);
+  if (down)
+    g_object_get (down, "stats", &res->down_stats, NULL);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_NULL) ==
+      GST_STATE_CHANGE_SUCCESS);
+
+  if (pool) {
+    gst_buffer_pool_set_active (pool, FALSE);
+    gst_object_unref (pool);
+  }
+  g_clear_pointer (&ro_seg, pf_segment_unref);
+  g_clear_pointer (&rw_seg, pf_segment_unref);
+  gst_object_unref (src);
+  gst_object_unref (up);
+  gst_object_unref (sink);
+  if (down)
+    gst_object_unref (down);
+  gst_object_unref (pipeline);
+  gst_caps_unref (caps);
+}
+
+static void
+assert_intact (const RoundTrip * rt, RoundTripResult * res)
+{
+  fail_unless (res->error == NULL, "pipeline error: %s", res->error);
+  fail_unless_equals_int (res->pushed, rt->n_frames);
+  fail_unless_equals_int (res->ck.received, rt->n_frames);
+  fail_unless (res->ck.bad_frames == 0, "%u corrupted frames (%u bytes)",
+      res->ck.bad_frames, res->ck.bad_bytes);
+  fail_unless_equals_uint64 (stat (res->up_stats, "frames"), rt->n_frames);
+  fail_unless_equals_uint64 (stat (res->down_stats, "frames"), rt->n_frames);
+}
+
+/* ------------------------------------------------------------ tests */
+
+static const struct
+{
+  const gchar *format;
+  gint w, h;
+} shapes[] = {
+  {"RGBA", 64, 48}, {"RGBA", 321, 17}, {"NV12", 320, 240}, {"NV12", 66, 34},
+  {"I420", 176, 144}, {"I420", 98, 50},
+};
+
+/* In-process producer writing into GstPinnedBufferPool buffers: DMA from
+ * the registered segment, one registration for the whole stream, frames
+ * intact although the emulator's copies run late. */
+GST_START_TEST (test_round_trip_pinned_pool)
+{
+  RoundTrip rt = { shapes[__i__].format, shapes[__i__].w, shapes[__i__].h,
+    INPUT_PINNED_POOL, 0, 12, 2, TRUE
+  };
+  RoundTripResult res;
+
+  run_round_trip (&rt, &res);
+  assert_intact (&rt, &res);
+  fail_unless_equals_uint64 (stat (res.up_stats, "pinned-copies"),
+      rt.n_frames);
+  fail_unless_equals_uint64 (stat (res.up_stats, "staged-copies"), 0);
+  fail_unless_equals_uint64 (stat (res.up_stats, "registrations"), 1);
+  fail_unless_equals_uint64 (stat (res.down_stats, "pinned-copies"),
+      rt.n_frames);
+  fail_unless_equals_uint64 (stat (res.down_stats, "registrations"), 1);
+  fail_unless (stat (res.up_stats, "inflight-max") <= rt.max_inflight);
+  if (emulated) {
+    /* input segment + download's output segment, whatever the frames */
+    fail_unless_equals_int (EMU ("registrations"), 2);
+    fail_unless_equals_int (EMU ("unregistrations"), 2);
+    fail_unless_equals_int (EMU ("copies.pageable"), 0);
+    fail_unless (EMU ("copies.pinned") > 0);
+    fail_unless_equals_int (EMU ("streams.blocking"), 0);
+    fail_unless_equals_int (EMU ("unregister.pending"), 0);
+  }
+  round_trip_result_clear (&res);
+}
+
+GST_END_TEST;
+
+/* Plain system memory with padded (odd) strides: staged through the
+ * registered bounce segment, never a pageable DMA. */
+GST_START_TEST (test_round_trip_sysmem_strided)
+{
+  RoundTrip rt = { shapes[__i__].format, shapes[__i__].w, shapes[__i__].h,
+    INPUT_SYSMEM, 37, 10, 3, TRUE
+  };
+  RoundTripResult res;
+
+  run_round_trip (&rt, &res);
+  assert_intact (&rt, &res);
+  fail_unless_equals_uint64 (stat (res.up_stats, "staged-copies"),
+      rt.n_frames);
+  fail_unless_equals_uint64 (stat (res.up_stats, "pinned-copies"), 0);
+  /* the bounce segment, once */
+  fail_unless_equals_uint64 (stat (res.up_stats, "registrations"), 1);
+  if (emulated) {
+    fail_unless_equals_int (EMU ("registrations"), 2);
+    fail_unless_equals_int (EMU ("copies.pageable"), 0);
+  }
+  round_trip_result_clear (&res);
+}
+
+GST_END_TEST;
+
+/* What pinnedshmsrc gives: a read-only mapping. Registered read-only where
+ * the device supports it... */
+GST_START_TEST (test_readonly_segment_registered)
+{
+  RoundTrip rt = { "NV12", 128, 96, INPUT_READONLY_SEGMENT, 0, 6, 2, TRUE };
+  RoundTripResult res;
+
+  run_round_trip (&rt, &res);
+  assert_intact (&rt, &res);
+  fail_unless_equals_uint64 (stat (res.up_stats, "pinned-copies"),
+      rt.n_frames);
+  fail_unless_equals_uint64 (stat (res.up_stats, "readonly-registrations"),
+      1);
+  if (emulated) {
+    fail_unless_equals_int (EMU ("registrations.readonly"), 1);
+    fail_unless_equals_int (EMU ("copies.pageable"), 0);
+  }
+  round_trip_result_clear (&res);
+}
+
+GST_END_TEST;
+
+/* ...and staged, explicitly and counted, where it does not. */
+GST_START_TEST (test_readonly_segment_unsupported)
+{
+  RoundTrip rt = { "RGBA", 64, 64, INPUT_READONLY_SEGMENT, 0, 6, 2, TRUE };
+  RoundTripResult res;
+
+  g_setenv ("PFEMU_NO_READONLY_REGISTER", "1", TRUE);
+  emu_reset ();
+  run_round_trip (&rt, &res);
+  assert_intact (&rt, &res);
+  fail_unless_equals_uint64 (stat (res.up_stats, "pinned-copies"), 0);
+  fail_unless_equals_uint64 (stat (res.up_stats, "staged-copies"),
+      rt.n_frames);
+  fail_unless_equals_uint64 (stat (res.up_stats, "registration-failures"),
+      1);
+  fail_unless_equals_int (EMU ("registrations.readonly"), 0);
+  fail_unless_equals_int (EMU ("copies.pageable"), 0);
+  round_trip_result_clear (&res);
+}
+
+GST_END_TEST;
+
+/* At most max-inflight frames have copies outstanding. */
+GST_START_TEST (test_max_inflight)
+{
+  RoundTrip rt = { "RGBA", 256, 64, INPUT_PINNED_POOL, 0, 16, 2, FALSE };
+  RoundTripResult res;
+
+  g_setenv ("PFEMU_COPY_DELAY_US", "5000", TRUE);
+  emu_reset ();
+  run_round_trip (&rt, &res);
+  fail_unless (res.error == NULL, "%s", res.error);
+  fail_unless_equals_uint64 (stat (res.up_stats, "frames"), rt.n_frames);
+  fail_unless (stat (res.up_stats, "inflight-max") <= 2);
+  fail_unless (stat (res.up_stats, "inflight-max") >= 1);
+  /* one plane per frame: copies queued on the stream never exceed it */
+  fail_unless (EMU ("pending.max") <= 2, "pending.max %ld",
+      EMU ("pending.max"));
+  GST_INFO ("inflight-max %" G_GUINT64_FORMAT ", waits-full %" G_GUINT64_FORMAT
+      ", pending.max %ld", stat (res.up_stats, "inflight-max"),
+      stat (res.up_stats, "waits-full"), EMU ("pending.max"));
+  g_unsetenv ("PFEMU_COPY_DELAY_US");
+  round_trip_result_clear (&res);
+}
+
+GST_END_TEST;
+
+/* The pool proposed upstream is pinned; output buffers expose device
+ * planes through the application API; mapping them downloads. */
+GST_START_TEST (test_propose_pool_and_api)
+{
+  GstHarness *h = gst_harness_new ("pinnedcudaupload");
+  GstCaps *caps = make_caps ("NV12", 64, 32);
+  GstQuery *query;
+  GstBufferPool *pool = NULL;
+  GstVideoInfo info;
+  GstPinnedCudaLayout layout;
+  guint i;
+
+  gst_video_info_from_caps (&info, caps);
+  gst_pinned_cuda_layout_init (&layout, &info);
+  gst_harness_set_src_caps (h, gst_caps_ref (caps));
+  gst_harness_set_sink_caps_str (h, "video/x-raw(memory:PinnedflowCUDA),"
+      "format=NV12,width=64,height=32,framerate=30/1");
+
+  query = gst_query_new_allocation (caps, TRUE);
+  fail_unless (gst_pad_peer_query (h->srcpad, query));
+  fail_unless (gst_query_get_n_allocation_pools (query) > 0);
+  gst_query_parse_nth_allocation_pool (query, 0, &pool, NULL, NULL, NULL);
+  fail_unless (GST_IS_PINNED_BUFFER_POOL (pool));
+  fail_unless (gst_query_find_allocation_meta (query, GST_VIDEO_META_API_TYPE,
+          NULL));
+  gst_query_unref (query);
+  fail_unless (gst_buffer_pool_set_active (pool, TRUE));
+
+  for (i = 0; i < 5; i++) {
+    GstBuffer *in = NULL, *out;
+    GstVideoFrame frame;
+    GstMemory *mem;
+    gpointer dev = NULL;
+    gsize pitch = 0, wb = 0, rows = 0;
+    guint p;
+
+    fail_unless (gst_buffer_pool_acquire_buffer (pool, &in, NULL) ==
+        GST_FLOW_OK);
+    fail_unless (gst_video_frame_map (&frame, &info, in, GST_MAP_WRITE));
+    fill_frame (&frame, &layout, i);
+    gst_video_frame_unmap (&frame);
+    GST_BUFFER_PTS (in) = i * GST_MSECOND;
+    out = gst_harness_push_and_pull (h, in);
+    fail_unless (out != NULL);
+
+    mem = gst_buffer_peek_memory (out, 0);
+    fail_unless (gst_is_pinned_cuda_memory (mem));
+    fail_unless_equals_int (gst_pinned_cuda_memory_get_n_planes (mem), 2);
+    fail_unless_equals_int (gst_pinned_cuda_memory_get_device_id (mem), 0);
+    for (p = 0; p < 2; p++) {
+      fail_unless (gst_pinned_cuda_memory_get_plane (mem, p, &dev, &pitch,
+              &wb, &rows));
+      fail_unless (dev != NULL);
+      fail_unless (pitch >= wb);
+      fail_unless_equals_int (wb, 64);
+      fail_unless_equals_int (rows, p == 0 ? 32 : 16);
+    }
+    fail_if (gst_pinned_cuda_memory_get_plane (mem, 2, &dev, NULL, NULL,
+            NULL));
+    fail_unless (gst_pinned_cuda_buffer_get_plane (out, 0, &dev, &pitch));
+    fail_unless (gst_pinned_cuda_memory_get_event (mem) != NULL);
+    fail_unless (gst_pinned_cuda_buffer_wait (out, NULL));
+    fail_unless (gst_pinned_cuda_memory_is_ready (mem));
+
+    /* CPU reading through the video meta gets the right bytes. */
+    fail_unless (gst_video_frame_map (&frame, &info, out, GST_MAP_READ));
+    fail_unless (GST_VIDEO_FRAME_PLANE_DATA (&frame, 0) != dev,
+        "a CPU map must not hand out the device pointer");
+    fail_unless_equals_int (check_frame (&frame, &layout, i), 0);
+    gst_video_frame_unmap (&frame);
+    gst_buffer_unref (out);
+  }
+  {
+    GstStructure *s = NULL;
+    g_object_get (h->element, "stats", &s, NULL);
+    fail_unless_equals_uint64 (stat (s, "pinned-copies"), 5);
+    fail_unless_equals_uint64 (stat (s, "registrations"), 1);
+    gst_structure_free (s);
+  }
+  if (emulated)
+    fail_unless_equals_int (EMU ("registrations"), 1);
+  gst_harness_teardown (h);
+  gst_buffer_pool_set_active (pool, FALSE);
+  gst_object_unref (pool);
+  gst_caps_unref (caps);
+}
+
+GST_END_TEST;
+
+/* Starts "videotestsrc ! pinnedcudaupload ! fakesink"; returns the error. */
+static gchar *
+start_error (void)
+{
+  GstElement *pipeline = gst_parse_launch ("videotestsrc num-buffers=2 ! "
+      "pinnedcudaupload ! fakesink", NULL);
+  gchar *err;
+
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+  err = wait_eos_or_error (pipeline);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (pipeline);
+  return err;
+}
+
+GST_START_TEST (test_no_runtime)
+{
+  gchar *err;
+
+  g_setenv ("GST_PINNEDFLOW_CUDART", "/nonexistent/libcudart.so", TRUE);
+  err = start_error ();
+  fail_unless (err != NULL, "no error posted without a runtime");
+  fail_unless (strstr (err, "/nonexistent/libcudart.so") != NULL, "%s", err);
+  fail_unless (strstr (err, "Could not load the CUDA runtime") != NULL, "%s",
+      err);
+  g_free (err);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_no_device)
+{
+  gchar *err;
+
+  g_setenv ("PFEMU_DEVICE_COUNT", "0", TRUE);
+  emu_reset ();
+  err = start_error ();
+  fail_unless (err != NULL);
+  fail_unless (strstr (err, "cudaGetDeviceCount") != NULL, "%s", err);
+  fail_unless (strstr (err, "no CUDA-capable device is detected") != NULL,
+      "%s", err);
+  g_free (err);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_insufficient_driver)
+{
+  gchar *err;
+
+  g_setenv ("PFEMU_INSUFFICIENT_DRIVER", "1", TRUE);
+  emu_reset ();
+  err = start_error ();
+  fail_unless (err != NULL);
+  fail_unless (strstr (err, "cudaErrorInsufficientDriver (35)") != NULL, "%s",
+      err);
+  fail_unless (strstr (err, "CUDA driver version is insufficient") != NULL,
+      "%s", err);
+  g_free (err);
+}
+
+GST_END_TEST;
+
+/* A CUDA call failing mid-stream: an element error with the CUDA error
+ * string, then a teardown that releases everything (fixture). */
+static const struct
+{
+  const gchar *fail, *expect;
+  gboolean download;
+} injections[] = {
+  {"Memcpy2DAsync:5:700", "an illegal memory access was encountered", TRUE},
+  {"EventRecord:6:719", "unspecified launch failure", FALSE},
+  {"EventSynchronize:3:719", "cudaEventSynchronize", FALSE},
+  {"StreamWaitEvent:4:400", "invalid resource handle", TRUE},
+};
+
+GST_START_TEST (test_injected_failure)
+{
+  RoundTrip rt = { "NV12", 96, 64, INPUT_PINNED_POOL, 0, 20, 2,
+    injections[__i__].download
+  };
+  RoundTripResult res;
+
+  g_setenv ("PFEMU_FAIL", injections[__i__].fail, TRUE);
+  emu_reset ();
+  run_round_trip (&rt, &res);
+  fail_unless (EMU ("injected") == 1);
+  fail_unless (res.error != NULL, "no error posted for %s",
+      injections[__i__].fail);
+  fail_unless (strstr (res.error, injections[__i__].expect) != NULL,
+      "error '%s' lacks '%s'", res.error, injections[__i__].expect);
+  fail_unless (strstr (res.error, "CUDA error") != NULL, "%s", res.error);
+  fail_unless_equals_int (EMU ("unregister.pending"), 0);
+  round_trip_result_clear (&res);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------ emulator */
+
+/* The emulator itself: what makes the checks above able to fail. */
+GST_START_TEST (test_emulator_rules)
+{
+  const PfCudaRuntime *rt = pf_cuda_runtime_open_device (0, NULL);
+  pf_segment *seg, *ro;
+  guint8 *base;
+  gsize size = 4 * pf_page_size ();
+
+  fail_unless (rt != NULL);
+  fail_unless_equals_int (pf_segment_new ("emu", size,
+          PF_SEGMENT_FLAG_SEAL_WRITERS, &seg), 0);
+  base = pf_segment_get_base (seg);
+  fail_unless_equals_int (rt->HostRegister (base, size, 0), 0);
+  fail_unless_equals_int (rt->HostRegister (base + pf_page_size (), 16, 0),
+      PF_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+  fail_unless_equals_int (rt->HostUnregister (base + 16),
+      PF_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+  fail_unless_equals_int (rt->HostUnregister (base), 0);
+  fail_unless_equals_int (rt->HostUnregister (base),
+      PF_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+
+  /* read-only mapping: needs the flag, and the flag needs the attribute */
+  fail_unless_equals_int (pf_segment_import (dup (pf_segment_get_fd (seg)),
+          size, PF_SEGMENT_IMPORT_READONLY, &ro), 0);
+  fail_unless (rt->HostRegister (pf_segment_get_base (ro), size, 0) != 0);
+  g_setenv ("PFEMU_NO_READONLY_REGISTER", "1", TRUE);
+  emu_reset ();
+  fail_unless_equals_int (rt->HostRegister (pf_segment_get_base (ro), size,
+          PF_CUDA_HOST_REGISTER_READ_ONLY), PF_CUDA_ERROR_NOT_SUPPORTED);
+  g_unsetenv ("PFEMU_NO_READONLY_REGISTER");
+  emu_reset ();
+  fail_unless_equals_int (rt->HostRegister (pf_segment_get_base (ro), size,
+          PF_CUDA_HOST_REGISTER_READ_ONLY), 0);
+  fail_unless_equals_int (rt->HostUnregister (pf_segment_get_base (ro)), 0);
+  pf_segment_unref (ro);
+  pf_segment_unref (seg);
+}
+
+GST_END_TEST;
+
+/* A registered source rewritten before its event completes corrupts the
+ * copy (the emulator copies late); a pageable one is copied at once. */
+GST_START_TEST (test_emulator_late_copy)
+{
+  const PfCudaRuntime *rt = pf_cuda_runtime_open_device (0, NULL);
+  PfCudaStream stream;
+  PfCudaEvent ev;
+  pf_segment *seg;
+  guint8 *host, *dev = NULL, back[64], pageable[64];
+  gsize pitch = 0;
+
+  fail_unless (rt != NULL);
+  fail_unless_equals_int (pf_segment_new ("emu", 4096, 0, &seg), 0);
+  host = pf_segment_get_base (seg);
+  fail_unless_equals_int (rt->HostRegister (host, 4096, 0), 0);
+  fail_unless_equals_int (rt->StreamCreateWithFlags (&stream,
+          PF_CUDA_STREAM_NON_BLOCKING), 0);
+  fail_unless_equals_int (rt->EventCreateWithFlags (&ev, 2), 0);
+  fail_unless_equals_int (rt->MallocPitch ((void **) &dev, &pitch, 64, 1), 0);
+
+  memset (host, 1, 64);
+  fail_unless_equals_int (rt->Memcpy2DAsync (dev, pitch, host, 64, 64, 1,
+          PF_CUDA_MEMCPY_HOST_TO_DEVICE, stream), 0);
+  fail_unless_equals_int (rt->EventRecord (ev, stream), 0);
+  fail_unless_equals_int (rt->EventQuery (ev), PF_CUDA_ERROR_NOT_READY);
+  memset (host, 2, 64);         /* the bug the elements must not have */
+  fail_unless_equals_int (rt->EventSynchronize (ev), 0);
+  fail_unless_equals_int (rt->Memcpy2D (back, 64, dev, pitch, 64, 1,
+          PF_CUDA_MEMCPY_DEVICE_TO_HOST), 0);
+  fail_unless_equals_int (back[0], 2);
+  fail_unless_equals_int (EMU ("copies.pinned"), 1);
+
+  memset (pageable, 3, 64);
+  fail_unless_equals_int (rt->Memcpy2DAsync (dev, pitch, pageable, 64, 64, 1,
+          PF_CUDA_MEMCPY_HOST_TO_DEVICE, stream), 0);
+  memset (pageable, 4, 64);
+  fail_unless_equals_int (rt->Memcpy2D (back, 64, dev, pitch, 64, 1,
+          PF_CUDA_MEMCPY_DEVICE_TO_HOST), 0);
+  fail_unless_equals_int (back[0], 3);
+  fail_unless_equals_int (EMU ("copies.pageable"), 1);
+
+  fail_unless_equals_int (rt->Free (dev), 0);
+  fail_unless_equals_int (rt->EventDestroy (ev), 0);
+  fail_unless_equals_int (rt->StreamDestroy (stream), 0);
+  fail_unless_equals_int (rt->HostUnregister (host), 0);
+  pf_segment_unref (seg);
+}
+
+GST_END_TEST;
+
+/* Device memory faults when the CPU touches it. */
+GST_START_TEST (test_emulator_device_memory_faults)
+{
+  const PfCudaRuntime *rt = pf_cuda_runtime_open_device (0, NULL);
+  volatile guint8 *dev = NULL;
+  gsize pitch = 0;
+  pid_t pid;
+  int status = 0;
+
+  fail_unless (rt != NULL);
+  fail_unless_equals_int (rt->MallocPitch ((void **) &dev, &pitch, 64, 4), 0);
+  pid = fork ();
+  if (pid == 0) {
+    signal (SIGSEGV, SIG_DFL);
+    (void) dev[0];
+    _exit (0);
+  }
+  fail_unless (waitpid (pid, &status, 0) == pid);
+  fail_unless (WIFSIGNALED (status) && WTERMSIG (status) == SIGSEGV,
+      "reading device memory from the CPU did not fault");
+  fail_unless_equals_int (rt->Free ((void *) dev), 0);
+}
+
+GST_END_TEST;
+
+/* ------------------------------------------------------------ main */
+
+static Suite *
+cuda_suite (void)
+{
+  Suite *s = suite_create ("cuda");
+  TCase *tc = tcase_create ("general");
+
+  tcase_add_checked_fixture (tc, setup, teardown);
+  tcase_set_timeout (tc, 120);
+  suite_add_tcase (s, tc);
+  tcase_add_loop_test (tc, test_round_trip_pinned_pool, 0,
+      G_N_ELEMENTS (shapes));
+  tcase_add_loop_test (tc, test_round_trip_sysmem_strided, 0,
+      G_N_ELEMENTS (shapes));
+  tcase_add_test (tc, test_readonly_segment_registered);
+  tcase_add_test (tc, test_propose_pool_and_api);
+  tcase_add_test (tc, test_no_runtime);
+  if (emulated) {
+    TCase *emu = tcase_create ("emulator-only");
+    tcase_add_checked_fixture (emu, setup, teardown);
+    tcase_set_timeout (emu, 120);
+    suite_add_tcase (s, emu);
+    tcase_add_test (emu, test_readonly_segment_unsupported);
+    tcase_add_test (emu, test_max_inflight);
+    tcase_add_test (emu, test_no_device);
+    tcase_add_test (emu, test_insufficient_driver);
+    tcase_add_loop_test (emu, test_injected_failure, 0,
+        G_N_ELEMENTS (injections));
+    tcase_add_test (emu, test_emulator_rules);
+    tcase_add_test (emu, test_emulator_late_copy);
+    tcase_add_test (emu, test_emulator_device_memory_faults);
+  }
+  return s;
+}
+
+static gboolean
+load_emulator (const gchar * path)
+{
+  void *h = dlopen (path, RTLD_NOW | RTLD_LOCAL);
+
+  if (h == NULL)
+    return FALSE;
+  emu_query = dlsym (h, "pfemu_query");
+  emu_reset = dlsym (h, "pfemu_reset");
+  emu_live_total = dlsym (h, "pfemu_live_total");
+  emu_leak_report = dlsym (h, "pfemu_leak_report");
+  return emu_query && emu_reset && emu_live_total && emu_leak_report;
+}
+
+int
+main (int argc, char **argv)
+{
+  const gchar *mode = g_getenv ("PINNEDFLOW_CUDA_MODE");
+
+  gst_check_init (&argc, &argv);
+  cudart_env = g_strdup (g_getenv ("GST_PINNEDFLOW_CUDART"));
+
+  if (g_strcmp0 (mode, "emulated") == 0) {
+    if (cudart_env == NULL || !load_emulator (cudart_env)) {
+      g_printerr ("cuda-emulated: cannot load the emulator from "
+          "GST_PINNEDFLOW_CUDART=%s\n", cudart_env ? cudart_env : "(unset)");
+      return 1;
+    }
+    emulated = TRUE;
+  } else {
+    GError *error = NULL;
+    if (pf_cuda_runtime_open_device (0, &error) == NULL) {
+      /* No usable device: the element must say so clearly; nothing else
+       * can be checked on this machine. */
+      gchar *err = start_error ();
+      gboolean ok = err != NULL && (strstr (err, "cudaGetDeviceCount") ||
+          strstr (err, "Could not load the CUDA runtime"));
+      g_print ("element error without a device: %s\n", err ? err : "(none)");
+      g_free (err);
+      if (!ok) {
+        g_printerr ("FAIL: starting pinnedcudaupload without a usable CUDA "
+            "device did not post the expected error\n");
+        return 1;
+      }
+      g_print ("SKIP: no usable CUDA device (%s); the GPU tests of the cuda "
+          "suite did not run (the emulated run covers them on the CPU)\n",
+          error->message);
+      g_error_free (error);
+      return 77;
+    }
+  }
+  return gst_check_run_suite (cuda_suite (), "cuda", __FILE__);
+}
