@@ -14,6 +14,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -884,6 +885,7 @@ struct pf_node_consumer {
   atomic_int refcount;          /* the application's handle + one per frame */
   pf_consumer *transport;
   struct node_caps *caps;       /* latest, or NULL; receiving thread only */
+  int broken;                   /* a violation seen here: next() fails */
   char error[256];
 };
 
@@ -977,6 +979,27 @@ pf_node_consumer_get_fd (pf_node_consumer * c)
   return c ? pf_consumer_get_fd (c->transport) : -EINVAL;
 }
 
+/* TRUE when every plane of @l lies inside @size bytes. Planes whose row
+ * count is unknown (no layout from the caps) only need to start inside. */
+static int
+layout_fits (const pf_node_video_layout * l, uint64_t size)
+{
+  uint64_t end;
+  uint32_t i;
+
+  for (i = 0; i < l->n_planes; i++) {
+    if (l->plane_stride[i] <= 0 || l->plane_offset[i] >= size)
+      return 0;
+    if (l->plane_height[i] == 0)
+      continue;
+    end = l->plane_offset[i] + (uint64_t) l->plane_stride[i] *
+        (l->plane_height[i] - 1) + l->plane_row_bytes[i];
+    if ((uint64_t) l->plane_stride[i] < l->plane_row_bytes[i] || end > size)
+      return 0;
+  }
+  return 1;
+}
+
 /* Fills a frame from a FRAME event, taking references. */
 static int
 make_frame (pf_node_consumer * c, const pf_event * ev, pf_node_frame ** out)
@@ -1011,7 +1034,8 @@ make_frame (pf_node_consumer * c, const pf_event * ev, pf_node_frame ** out)
   }
   if (m->meta_flags & PF_FRAME_HAS_VIDEO_META) {
     f->pub.has_video_meta = 1;
-    if (f->caps && f->caps->has_layout)
+    if (f->caps && f->caps->has_layout &&
+        f->caps->layout.n_planes == m->n_planes)
       f->pub.layout = f->caps->layout;  /* row bytes, plane heights */
     f->pub.layout.width = m->width;
     f->pub.layout.height = m->height;
@@ -1021,8 +1045,18 @@ make_frame (pf_node_consumer * c, const pf_event * ev, pf_node_frame ** out)
       f->pub.layout.plane_stride[i] = m->plane_stride[i];
     }
     f->pub.layout.size = f->pub.size;
-  } else if (f->caps && f->caps->has_layout) {
+  } else if (f->caps && f->caps->has_layout &&
+      f->caps->layout.size <= f->pub.size) {
     f->pub.layout = f->caps->layout;
+  }
+  /* The meta comes from the peer: a plane outside the frame would send an
+   * application reading by stride past the frame's memory. */
+  if (!layout_fits (&f->pub.layout, f->pub.size)) {
+    snprintf (c->error, sizeof (c->error), "FRAME %" PRIu64 ": video meta "
+        "(%u planes) lies outside the frame's %" PRIu64 " bytes", m->seq,
+        f->pub.layout.n_planes, f->pub.size);
+    pf_node_frame_release (&f->pub);
+    return -EPROTO;
   }
 
   f->pub.pts = m->pts;
@@ -1070,6 +1104,8 @@ pf_node_consumer_next (pf_node_consumer * c, int timeout_ms,
   if (c == NULL || frame == NULL)
     return -EINVAL;
   *frame = NULL;
+  if (c->broken)
+    return -EPROTO;
   if (timeout_ms > 0)
     deadline_after (&deadline, timeout_ms);
 
@@ -1102,11 +1138,11 @@ pf_node_consumer_next (pf_node_consumer * c, int timeout_ms,
         }
         res = make_frame (c, &ev, frame);
         pf_consumer_event_clear (&ev);
-        if (res < 0) {
+        if (res == -EPROTO)
+          c->broken = 1;
+        if (res == -ENOMEM)
           pf_consumer_release (c->transport, ev.frame.seq);
-          return res;
-        }
-        return 1;
+        return res < 0 ? res : 1;
       case PF_EVENT_EOS:
         pf_consumer_event_clear (&ev);
         return PF_NODE_EOS;

@@ -289,7 +289,9 @@ int pf_node_consumer_get_fd (pf_node_consumer * c);
  * @timeout_ms: 0 polls, -1 blocks
  * @frame: (out): a new frame, to give back with pf_node_frame_release()
  *
- * Caps changes are absorbed (see pf_node_consumer_get_caps()).
+ * Caps changes are absorbed (see pf_node_consumer_get_caps()). Besides the
+ * transport's checks, a frame's video meta must lie inside the frame. After
+ * -EPROTO every later call fails the same way: free the consumer.
  *
  * Returns: 1 (frame), PF_NODE_EOS, 0 (timeout), -EPIPE (producer gone),
  * -EPROTO (the producer broke the protocol; pf_node_consumer_get_error()).

@@ -4,9 +4,9 @@
  *
  * Usage: test-hostile CASE
  *   producer  a raw "producer" sends forged fds (pipe, unsealed memfd, short
- *             memfd, extra fds) and malformed messages to a pf_node_consumer:
- *             each gives -EPROTO with a message, no crash, no fd or mapping
- *             left behind
+ *             memfd, extra fds), malformed messages and video meta pointing
+ *             past the frame to a pf_node_consumer: each gives -EPROTO with
+ *             a message, no crash, no fd or mapping left behind
  *   consumer  a raw "consumer" sends garbage, forged fds and bad messages to
  *             a pf_node_producer: it drops that peer, keeps its fds and
  *             slots, and keeps serving real consumers
@@ -124,6 +124,7 @@ enum attack {
   TRUNCATED_FRAME,
   BAD_TYPE,
   CAPS_WITH_NUL,
+  BAD_VIDEO_META,
   N_ATTACKS
 };
 
@@ -133,6 +134,7 @@ static const char *attack_names[] = {
   "SEGMENT_ADD without its fd", "SEGMENT_ADD with three fds",
   "FRAME in an unknown segment", "FRAME chunk outside its segment",
   "truncated FRAME", "unknown message type", "CAPS with a NUL inside",
+  "video meta with rows past the frame",
 };
 
 struct raw_producer {
@@ -219,9 +221,27 @@ raw_producer_run (void *data)
       hdr->type = 99;
       break;
     case CAPS_WITH_NUL:
-    default:
       len = pf_msg_write_caps (buf, 1, "video/x-raw, format=RGBA");
       buf[sizeof (struct pf_msg_caps) + 5] = '\0';
+      break;
+    case BAD_VIDEO_META:
+    default:
+      /* Valid caps, segment and chunk; the strides lead 16 rows of a
+       * 1 KiB frame far past it (the transport cannot know; pf-node can). */
+      len = pf_msg_write_caps (buf, 1, "video/x-raw, format=(string)RGBA, "
+          "width=(int)16, height=(int)16, framerate=(fraction)30/1");
+      send_fds (s, buf, len, NULL, 0);
+      fds[0] = sealed_memfd (65536, 1);
+      len = pf_msg_write_segment_add (buf, 1, 65536);
+      send_fds (s, buf, len, fds, 1);
+      close (fds[0]);
+      make_frame (&frame, 1, 0, 1024);
+      frame.caps_seq = 1;
+      frame.meta_flags = PF_FRAME_HAS_VIDEO_META;
+      frame.width = frame.height = 16;
+      frame.n_planes = 1;
+      frame.plane_stride[0] = 4096;
+      len = pf_msg_write_frame (buf, &frame);
       break;
   }
   send_fds (s, buf, len, fds, n_fds);
