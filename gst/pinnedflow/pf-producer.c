@@ -760,9 +760,18 @@ static void *
 pseg_create (pf_segment * seg, void *user_data, int *err)
 {
   pf_producer *p = user_data;
-  struct pseg *s = calloc (1, sizeof (*s));
+  struct pseg *s;
+  int closed;
 
-  if (s == NULL) {
+  /* A closed producer announces nothing: keep no fd for it. */
+  pthread_mutex_lock (&p->lock);
+  closed = p->closed;
+  pthread_mutex_unlock (&p->lock);
+  if (closed) {
+    *err = -EPIPE;
+    return NULL;
+  }
+  if ((s = calloc (1, sizeof (*s))) == NULL) {
     *err = -ENOMEM;
     return NULL;
   }

@@ -482,6 +482,24 @@ test_close_with_held (void)
     CHECK_INT (ev[i].type, ==, PF_EVENT_FRAME);
   }
   CHECK_INT (pf_producer_send_eos (tp.p), ==, 0);
+  pf_producer_close (tp.p);
+  pf_producer_close (tp.p);     /* idempotent */
+  CHECK_INT (tp.released, ==, 3);
+  /* A closed producer refuses everything and keeps no new fd. */
+  {
+    pf_segment *late;
+    int fds1;
+
+    CHECK_INT (pf_segment_new ("late", 4096, 0, &late), ==, 0);
+    fds1 = t_count_fds ();
+    CHECK_INT (t_publish (&tp, late, 0, 100, 1), ==, -EPIPE);
+    CHECK_INT (t_publish (&tp, seg, 3 * SEG_SIZE, 100, 1), ==, -EPIPE);
+    CHECK_INT (t_count_fds (), ==, fds1);
+    CHECK_INT (pf_producer_set_caps (tp.p, "a/b"), ==, -EPIPE);
+    CHECK_INT (pf_producer_send_eos (tp.p), ==, -EPIPE);
+    CHECK_INT (pf_producer_get_n_clients (tp.p), ==, 0);
+    pf_segment_unref (late);
+  }
   t_producer_stop (&tp);
   CHECK_INT (tp.released, ==, 3);
   CHECK_INT (tp.disconnected, ==, 1);
