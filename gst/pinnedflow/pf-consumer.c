@@ -113,6 +113,10 @@ drop_segments (pf_consumer * c)
 
 static int
 set_error_locked (pf_consumer * c, int err, const char *fmt, va_list ap)
+    __attribute__((format (printf, 3, 0)));
+
+static int
+set_error_locked (pf_consumer * c, int err, const char *fmt, va_list ap)
 {
   if (c->broken)
     return c->broken;
