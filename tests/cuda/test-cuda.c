@@ -18,6 +18,7 @@
 #include <gst/video/video.h>
 #include <gst/pinnedflow/pinnedflow.h>
 #include <dlfcn.h>
+#include <glib/gstdio.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -155,6 +156,7 @@ typedef struct
   GstVideoInfo info;
   GstPinnedCudaLayout layout;
   guint received, bad_bytes, bad_frames;
+  gboolean seed_is_index;       /* PTS not kept (cross-process): in order */
   GMutex lock;
 } Checker;
 
@@ -171,13 +173,16 @@ on_new_sample (GstElement * sink, gpointer user_data)
   if (sample == NULL)
     return GST_FLOW_ERROR;
   buf = gst_sample_get_buffer (sample);
-  seed = (guint) (GST_BUFFER_PTS (buf) / GST_MSECOND);
+  seed = ck->seed_is_index ? ck->received :
+      (guint) (GST_BUFFER_PTS (buf) / GST_MSECOND);
   if (gst_video_frame_map (&frame, &ck->info, buf, GST_MAP_READ)) {
     bad = check_frame (&frame, &ck->layout, seed);
     gst_video_frame_unmap (&frame);
   } else {
     bad = 1;
   }
+  GST_LOG ("frame pts %" GST_TIME_FORMAT " seed %u: %u bad bytes",
+      GST_TIME_ARGS (GST_BUFFER_PTS (buf)), seed, bad);
   g_mutex_lock (&ck->lock);
   ck->received++;
   ck->bad_bytes += bad;
@@ -281,7 +286,7 @@ round_trip_result_clear (RoundTripResult * r)
 }
 
 static guint64
-stat (const GstStructure * s, const gchar * field)
+get_stat (const GstStructure * s, const gchar * field)
 {
   guint64 v = 0;
   fail_unless (gst_structure_get_uint64 (s, field, &v), "no field %s", field);
@@ -428,8 +433,8 @@ assert_intact (const RoundTrip * rt, RoundTripResult * res)
   fail_unless_equals_int (res->ck.received, rt->n_frames);
   fail_unless (res->ck.bad_frames == 0, "%u corrupted frames (%u bytes)",
       res->ck.bad_frames, res->ck.bad_bytes);
-  fail_unless_equals_uint64 (stat (res->up_stats, "frames"), rt->n_frames);
-  fail_unless_equals_uint64 (stat (res->down_stats, "frames"), rt->n_frames);
+  fail_unless_equals_uint64 (get_stat (res->up_stats, "frames"), rt->n_frames);
+  fail_unless_equals_uint64 (get_stat (res->down_stats, "frames"), rt->n_frames);
 }
 
 /* ------------------------------------------------------------ tests */
@@ -455,14 +460,14 @@ GST_START_TEST (test_round_trip_pinned_pool)
 
   run_round_trip (&rt, &res);
   assert_intact (&rt, &res);
-  fail_unless_equals_uint64 (stat (res.up_stats, "pinned-copies"),
+  fail_unless_equals_uint64 (get_stat (res.up_stats, "pinned-copies"),
       rt.n_frames);
-  fail_unless_equals_uint64 (stat (res.up_stats, "staged-copies"), 0);
-  fail_unless_equals_uint64 (stat (res.up_stats, "registrations"), 1);
-  fail_unless_equals_uint64 (stat (res.down_stats, "pinned-copies"),
+  fail_unless_equals_uint64 (get_stat (res.up_stats, "staged-copies"), 0);
+  fail_unless_equals_uint64 (get_stat (res.up_stats, "registrations"), 1);
+  fail_unless_equals_uint64 (get_stat (res.down_stats, "pinned-copies"),
       rt.n_frames);
-  fail_unless_equals_uint64 (stat (res.down_stats, "registrations"), 1);
-  fail_unless (stat (res.up_stats, "inflight-max") <= rt.max_inflight);
+  fail_unless_equals_uint64 (get_stat (res.down_stats, "registrations"), 1);
+  fail_unless (get_stat (res.up_stats, "inflight-max") <= rt.max_inflight);
   if (emulated) {
     /* input segment + download's output segment, whatever the frames */
     fail_unless_equals_int (EMU ("registrations"), 2);
@@ -488,11 +493,11 @@ GST_START_TEST (test_round_trip_sysmem_strided)
 
   run_round_trip (&rt, &res);
   assert_intact (&rt, &res);
-  fail_unless_equals_uint64 (stat (res.up_stats, "staged-copies"),
+  fail_unless_equals_uint64 (get_stat (res.up_stats, "staged-copies"),
       rt.n_frames);
-  fail_unless_equals_uint64 (stat (res.up_stats, "pinned-copies"), 0);
+  fail_unless_equals_uint64 (get_stat (res.up_stats, "pinned-copies"), 0);
   /* the bounce segment, once */
-  fail_unless_equals_uint64 (stat (res.up_stats, "registrations"), 1);
+  fail_unless_equals_uint64 (get_stat (res.up_stats, "registrations"), 1);
   if (emulated) {
     fail_unless_equals_int (EMU ("registrations"), 2);
     fail_unless_equals_int (EMU ("copies.pageable"), 0);
@@ -511,9 +516,9 @@ GST_START_TEST (test_readonly_segment_registered)
 
   run_round_trip (&rt, &res);
   assert_intact (&rt, &res);
-  fail_unless_equals_uint64 (stat (res.up_stats, "pinned-copies"),
+  fail_unless_equals_uint64 (get_stat (res.up_stats, "pinned-copies"),
       rt.n_frames);
-  fail_unless_equals_uint64 (stat (res.up_stats, "readonly-registrations"),
+  fail_unless_equals_uint64 (get_stat (res.up_stats, "readonly-registrations"),
       1);
   if (emulated) {
     fail_unless_equals_int (EMU ("registrations.readonly"), 1);
@@ -534,10 +539,10 @@ GST_START_TEST (test_readonly_segment_unsupported)
   emu_reset ();
   run_round_trip (&rt, &res);
   assert_intact (&rt, &res);
-  fail_unless_equals_uint64 (stat (res.up_stats, "pinned-copies"), 0);
-  fail_unless_equals_uint64 (stat (res.up_stats, "staged-copies"),
+  fail_unless_equals_uint64 (get_stat (res.up_stats, "pinned-copies"), 0);
+  fail_unless_equals_uint64 (get_stat (res.up_stats, "staged-copies"),
       rt.n_frames);
-  fail_unless_equals_uint64 (stat (res.up_stats, "registration-failures"),
+  fail_unless_equals_uint64 (get_stat (res.up_stats, "registration-failures"),
       1);
   fail_unless_equals_int (EMU ("registrations.readonly"), 0);
   fail_unless_equals_int (EMU ("copies.pageable"), 0);
@@ -556,15 +561,15 @@ GST_START_TEST (test_max_inflight)
   emu_reset ();
   run_round_trip (&rt, &res);
   fail_unless (res.error == NULL, "%s", res.error);
-  fail_unless_equals_uint64 (stat (res.up_stats, "frames"), rt.n_frames);
-  fail_unless (stat (res.up_stats, "inflight-max") <= 2);
-  fail_unless (stat (res.up_stats, "inflight-max") >= 1);
+  fail_unless_equals_uint64 (get_stat (res.up_stats, "frames"), rt.n_frames);
+  fail_unless (get_stat (res.up_stats, "inflight-max") <= 2);
+  fail_unless (get_stat (res.up_stats, "inflight-max") >= 1);
   /* one plane per frame: copies queued on the stream never exceed it */
   fail_unless (EMU ("pending.max") <= 2, "pending.max %ld",
       EMU ("pending.max"));
   GST_INFO ("inflight-max %" G_GUINT64_FORMAT ", waits-full %" G_GUINT64_FORMAT
-      ", pending.max %ld", stat (res.up_stats, "inflight-max"),
-      stat (res.up_stats, "waits-full"), EMU ("pending.max"));
+      ", pending.max %ld", get_stat (res.up_stats, "inflight-max"),
+      get_stat (res.up_stats, "waits-full"), EMU ("pending.max"));
   g_unsetenv ("PFEMU_COPY_DELAY_US");
   round_trip_result_clear (&res);
 }
@@ -646,8 +651,8 @@ GST_START_TEST (test_propose_pool_and_api)
   {
     GstStructure *s = NULL;
     g_object_get (h->element, "stats", &s, NULL);
-    fail_unless_equals_uint64 (stat (s, "pinned-copies"), 5);
-    fail_unless_equals_uint64 (stat (s, "registrations"), 1);
+    fail_unless_equals_uint64 (get_stat (s, "pinned-copies"), 5);
+    fail_unless_equals_uint64 (get_stat (s, "registrations"), 1);
     gst_structure_free (s);
   }
   if (emulated)
@@ -875,6 +880,168 @@ GST_START_TEST (test_emulator_device_memory_faults)
 
 GST_END_TEST;
 
+/* ------------------------------------------------------------ cross-process */
+
+/* The producer process (this binary re-executed with --producer): frames
+ * of a known pattern into pinnedshmsink. max-client-buffers above the pool
+ * size: the producer waits for returned slots instead of dropping. */
+static int
+run_producer (const gchar * sock, const gchar * format, gint w, gint h,
+    guint n)
+{
+  GstElement *pipeline, *src;
+  GstBufferPool *pool = NULL;
+  GstCaps *caps = make_caps (format, w, h);
+  GstVideoInfo info;
+  GstPinnedCudaLayout layout;
+  gchar *desc, *err;
+  guint i;
+
+  gst_video_info_from_caps (&info, caps);
+  gst_pinned_cuda_layout_init (&layout, &info);
+  desc = g_strdup_printf ("appsrc name=src format=time ! pinnedshmsink "
+      "socket-path=%s wait-for-connection=true pool-size=6 "
+      "max-client-buffers=64 sync=false", sock);
+  pipeline = gst_parse_launch (desc, NULL);
+  g_free (desc);
+  if (pipeline == NULL)
+    return 2;
+  src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
+  g_object_set (src, "caps", caps, NULL);
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+
+  /* Write into the sink's pinned pool (as an upstream element would after
+   * its ALLOCATION query): a slot comes back only when the consumer
+   * released it, so the producer waits instead of the sink dropping. */
+  {
+    GstPad *pad = gst_element_get_static_pad (src, "src");
+    GstQuery *query = gst_query_new_allocation (caps, TRUE);
+    if (gst_pad_peer_query (pad, query) &&
+        gst_query_get_n_allocation_pools (query) > 0)
+      gst_query_parse_nth_allocation_pool (query, 0, &pool, NULL, NULL, NULL);
+    gst_query_unref (query);
+    gst_object_unref (pad);
+    if (pool == NULL || !gst_buffer_pool_set_active (pool, TRUE)) {
+      g_printerr ("producer: pinnedshmsink proposed no usable pool\n");
+      return 3;
+    }
+  }
+  for (i = 0; i < n; i++) {
+    GstBuffer *buf = NULL;
+    GstVideoFrame frame;
+    if (gst_buffer_pool_acquire_buffer (pool, &buf, NULL) != GST_FLOW_OK)
+      break;
+    gst_video_frame_map (&frame, &info, buf, GST_MAP_WRITE);
+    fill_frame (&frame, &layout, i);
+    gst_video_frame_unmap (&frame);
+    GST_BUFFER_PTS (buf) = i * GST_MSECOND;
+    GST_BUFFER_DURATION (buf) = GST_MSECOND;
+    if (gst_app_src_push_buffer (GST_APP_SRC (src), buf) != GST_FLOW_OK)
+      break;
+  }
+  gst_app_src_end_of_stream (GST_APP_SRC (src));
+  err = wait_eos_or_error (pipeline);
+  if (err)
+    g_printerr ("producer: %s\n", err);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_buffer_pool_set_active (pool, FALSE);
+  gst_object_unref (pool);
+  gst_object_unref (src);
+  gst_object_unref (pipeline);
+  gst_caps_unref (caps);
+  return err ? 1 : 0;
+}
+
+/* pinnedshmsink (other process) -> pinnedshmsrc ! pinnedcudaupload !
+ * pinnedcudadownload: DMA from the received read-only segment, registered
+ * once; every frame intact; everything released at the end. */
+GST_START_TEST (test_cross_process)
+{
+  const gchar *format = __i__ == 0 ? "RGBA" : "NV12";
+  const guint n = 24;
+  gchar *dir = g_dir_make_tmp ("pfcuda-XXXXXX", NULL);
+  gchar *sock = g_build_filename (dir, "sock", NULL);
+  gchar *exe = g_file_read_link ("/proc/self/exe", NULL);
+  gchar *w = g_strdup ("160"), *h = g_strdup ("90"), *nstr;
+  gchar *argv[9];
+  GPid pid;
+  GError *error = NULL;
+  GstElement *pipeline, *up, *down, *sink;
+  GstStructure *up_stats = NULL;
+  Checker ck = { 0, };
+  GstCaps *caps = make_caps (format, 160, 90);
+  gchar *desc, *err;
+  int status = -1;
+
+  g_mutex_init (&ck.lock);
+  ck.seed_is_index = TRUE;
+  gst_video_info_from_caps (&ck.info, caps);
+  gst_pinned_cuda_layout_init (&ck.layout, &ck.info);
+  nstr = g_strdup_printf ("%u", n);
+  argv[0] = exe;
+  argv[1] = (gchar *) "--producer";
+  argv[2] = sock;
+  argv[3] = (gchar *) format;
+  argv[4] = w;
+  argv[5] = h;
+  argv[6] = nstr;
+  argv[7] = NULL;
+  fail_unless (g_spawn_async (NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD,
+          NULL, NULL, &pid, &error), "spawn: %s", error ? error->message : "");
+
+  desc = g_strdup_printf ("pinnedshmsrc socket-path=%s connect-timeout=20000 "
+      "! pinnedcudaupload name=up ! pinnedcudadownload name=down ! "
+      "appsink name=sink sync=false emit-signals=true", sock);
+  pipeline = gst_parse_launch (desc, NULL);
+  g_free (desc);
+  fail_unless (pipeline != NULL);
+  up = gst_bin_get_by_name (GST_BIN (pipeline), "up");
+  down = gst_bin_get_by_name (GST_BIN (pipeline), "down");
+  sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  g_signal_connect (sink, "new-sample", G_CALLBACK (on_new_sample), &ck);
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+  err = wait_eos_or_error (pipeline);
+  g_object_get (up, "stats", &up_stats, NULL);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+
+  fail_unless (waitpid (pid, &status, 0) == pid);
+  g_spawn_close_pid (pid);
+  fail_unless (err == NULL, "consumer error: %s", err);
+  fail_unless (WIFEXITED (status) && WEXITSTATUS (status) == 0,
+      "producer failed (status %d)", status);
+  fail_unless_equals_int (ck.received, n);
+  fail_unless (ck.bad_frames == 0, "%u corrupted frames", ck.bad_frames);
+  fail_unless_equals_uint64 (get_stat (up_stats, "pinned-copies"), n);
+  fail_unless_equals_uint64 (get_stat (up_stats, "staged-copies"), 0);
+  /* the producer's segment, mapped read-only here: one registration */
+  fail_unless_equals_uint64 (get_stat (up_stats, "registrations"), 1);
+  fail_unless_equals_uint64 (get_stat (up_stats, "readonly-registrations"), 1);
+  if (emulated) {
+    fail_unless_equals_int (EMU ("registrations"), 2);
+    fail_unless_equals_int (EMU ("registrations.readonly"), 1);
+    fail_unless_equals_int (EMU ("copies.pageable"), 0);
+    fail_unless_equals_int (EMU ("unregister.pending"), 0);
+  }
+
+  gst_structure_free (up_stats);
+  gst_object_unref (up);
+  gst_object_unref (down);
+  gst_object_unref (sink);
+  gst_object_unref (pipeline);
+  gst_caps_unref (caps);
+  g_mutex_clear (&ck.lock);
+  g_unlink (sock);
+  g_rmdir (dir);
+  g_free (dir);
+  g_free (sock);
+  g_free (exe);
+  g_free (w);
+  g_free (h);
+  g_free (nstr);
+}
+
+GST_END_TEST;
+
 /* ------------------------------------------------------------ main */
 
 static Suite *
@@ -893,6 +1060,7 @@ cuda_suite (void)
   tcase_add_test (tc, test_readonly_segment_registered);
   tcase_add_test (tc, test_propose_pool_and_api);
   tcase_add_test (tc, test_no_runtime);
+  tcase_add_loop_test (tc, test_cross_process, 0, 2);
   if (emulated) {
     TCase *emu = tcase_create ("emulator-only");
     tcase_add_checked_fixture (emu, setup, teardown);
@@ -930,6 +1098,11 @@ main (int argc, char **argv)
 {
   const gchar *mode = g_getenv ("PINNEDFLOW_CUDA_MODE");
 
+  if (argc == 7 && strcmp (argv[1], "--producer") == 0) {
+    gst_init (NULL, NULL);
+    return run_producer (argv[2], argv[3], atoi (argv[4]), atoi (argv[5]),
+        (guint) atoi (argv[6]));
+  }
   gst_check_init (&argc, &argv);
   cudart_env = g_strdup (g_getenv ("GST_PINNEDFLOW_CUDART"));
 
