@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "pf-node.h"
@@ -207,6 +208,21 @@ test_roundtrip (void)
   CHECK_RES (pf_node_video_layout_compute ("RGBA", W, H, 0, &l), 0);
   p = make_producer (path, 3, l.size, 0);
   CHECK_RES (pf_node_producer_get_n_slots (p), 3);
+  {
+    /* A path socket with the default mode; a live one is not stolen. */
+    pf_node_producer_config cfg2 = { 0 };
+    pf_node_producer *p2 = NULL;
+    struct stat st;
+
+    CHECK_RES (stat (path, &st), 0);
+    CHECK (S_ISSOCK (st.st_mode) && (st.st_mode & 0777) == 0600);
+    cfg2.socket_path = path;
+    cfg2.slot_size = 4096;
+    CHECK_RES (pf_node_producer_new (&cfg2, &p2), -EADDRINUSE);
+    CHECK (p2 == NULL);
+    cfg2.slot_size = 0;
+    CHECK_RES (pf_node_producer_new (&cfg2, &p2), -EINVAL);
+  }
   CHECK_RES (pf_node_producer_set_video (p, "RGBA", W, H, 30, 1), 0);
   CHECK_RES (pf_node_consumer_new (path, 5000, &c), 0);
   CHECK_RES (pf_node_producer_wait_clients (p, 1, 10000), 0);
