@@ -104,6 +104,20 @@ def case_binding():
         lay = pinnedflow.video_layout("I420", 9, 5)
         bt.check(lay["n_planes"] == 3 and lay["strides"] == [12, 8, 8])
 
+        # A planar format, plane by plane (odd sizes: padded strides).
+        prod.set_video("I420", 9, 5, (25, 1))
+        with prod.loan(5000) as loan:
+            for i in range(3):
+                loan.plane(i)[:] = 10 + i
+            loan.publish(pts=1)
+        with cons.next(10000) as frame:
+            bt.check(frame.format == "I420" and frame.strides == [12, 8, 8])
+            shapes = [frame.plane(i).shape for i in range(3)]
+            bt.check(shapes == [(5, 9), (3, 5), (3, 5)], str(shapes))
+            bt.check(all((frame.plane(i) == 10 + i).all() for i in range(3)))
+            bt.check(frame.size == pinnedflow.video_layout("I420", 9, 5)["size"])
+        prod.set_video("RGBA", W, H, (30, 1))
+
         # Event-loop integration: the fd turns readable when a frame waits.
         sel = selectors.DefaultSelector()
         sel.register(cons, selectors.EVENT_READ)

@@ -219,6 +219,12 @@ class Loan(object):
         import numpy
         return numpy.frombuffer(self._mv, dtype=numpy.uint8)
 
+    def plane(self, i):
+        """Writable numpy view (rows, row bytes) of video plane @i."""
+        if not self._raw.has_video_meta:
+            raise ValueError("no video layout: call Producer.set_video()")
+        return _plane_array(self._mv, self._raw.layout, i)
+
     def publish(self, pts=None, dts=None, duration=None, size=None,
                 flags=0, clock_pts=None):
         """Sends the frame; returns how many consumers got it. Times in
