@@ -1,0 +1,460 @@
+/* Cross-process frame transport benchmark: pinnedshmsink -> pinnedshmsrc
+ * against GStreamer's shmsink -> shmsrc and against one memcpy of the frame,
+ * for 640x480, 1920x1080 and 3840x2160 RGBA, in the same run.
+ *
+ *   shm-bench [--frames N] [--latency-frames N] [--rate FPS]
+ *
+ * Every transport is measured the same way: a producer process pushes
+ * frames through an appsrc into the sink; a consumer process (this one)
+ * counts the buffers leaving the source pad. The producer writes its
+ * CLOCK_MONOTONIC time into each frame just before the push; the consumer's
+ * pad probe reads it: latency = producer push -> consumer push.
+ *  - throughput: the producer pushes as fast as the transport takes frames;
+ *  - latency: paced at --rate frames/s, so nothing queues.
+ * The producer writes into memory the sink gave it (the pinned pool for
+ * pinnedshmsink, shmsink's allocator for shmsink) unless "copy" is named:
+ * then system memory that the sink copies once.
+ * shmsrc never sees EOS on 1.22: every consumer stops after N frames.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <gst/gst.h>
+#include <gst/app/gstappsrc.h>
+#include <glib/gstdio.h>
+
+static gint opt_frames = 300;
+static gint opt_latency_frames = 130;
+static gint opt_rate = 100;
+
+/* latency samples left out at the start of each run */
+#define WARMUP 10
+static gchar *opt_role;
+static gchar *opt_impl;
+static gchar *opt_socket;
+static gint opt_width, opt_height;
+static gboolean opt_paced;
+
+static GOptionEntry entries[] = {
+  {"frames", 'n', 0, G_OPTION_ARG_INT, &opt_frames,
+      "frames per throughput run", NULL},
+  {"latency-frames", 0, 0, G_OPTION_ARG_INT, &opt_latency_frames,
+      "frames per latency run", NULL},
+  {"rate", 0, 0, G_OPTION_ARG_INT, &opt_rate, "latency run frames/s", NULL},
+  /* internal: the producer process */
+  {"role", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &opt_role, NULL,
+      NULL},
+  {"impl", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &opt_impl, NULL,
+      NULL},
+  {"socket", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &opt_socket, NULL,
+      NULL},
+  {"width", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &opt_width, NULL, NULL},
+  {"height", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &opt_height, NULL,
+      NULL},
+  {"paced", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &opt_paced, NULL,
+      NULL},
+  {NULL}
+};
+
+static guint64
+now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (guint64) ts.tv_sec * 1000000000u + ts.tv_nsec;
+}
+
+static void
+sleep_until (guint64 t)
+{
+  struct timespec ts = { t / 1000000000u, t % 1000000000u };
+
+  while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR);
+}
+
+/* ------------------------------------------------------------------------ */
+/* producer process */
+
+static gint clients;
+
+static void
+on_pinned_client (GstElement * sink, guint id, gint pid, guint uid,
+    gpointer data)
+{
+  g_atomic_int_inc (&clients);
+}
+
+static void
+on_shm_client (GstElement * sink, gint fd, gpointer data)
+{
+  g_atomic_int_inc (&clients);
+}
+
+static int
+run_producer (void)
+{
+  gboolean pinned = g_str_has_prefix (opt_impl, "pinned");
+  gboolean copy = g_str_has_suffix (opt_impl, "copy");
+  gsize size = (gsize) opt_width * opt_height * 4;
+  GstElement *pipeline, *src, *sink;
+  GstCaps *caps;
+  GstBufferPool *pool = NULL;
+  GstAllocator *allocator = NULL;
+  GstAllocationParams params;
+  GstQuery *query;
+  GstPad *pad;
+  guint64 t0, period = 1000000000u / (guint) MAX (opt_rate, 1);
+  gint k, n = opt_paced ? opt_latency_frames : opt_frames;
+
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+  caps = gst_caps_new_simple ("video/x-raw", "format", G_TYPE_STRING, "RGBA",
+      "width", G_TYPE_INT, opt_width, "height", G_TYPE_INT, opt_height,
+      "framerate", GST_TYPE_FRACTION, 0, 1, NULL);
+  pipeline = gst_pipeline_new (NULL);
+  src = gst_element_factory_make ("appsrc", NULL);
+  g_object_set (src, "caps", caps, "format", GST_FORMAT_TIME, "block", TRUE,
+      "max-buffers", (guint64) 2, NULL);
+  if (pinned) {
+    sink = gst_element_factory_make ("pinnedshmsink", NULL);
+    /* max-client-buffers = pool-size: back-pressure, no frame skipped */
+    g_object_set (sink, "socket-path", opt_socket, "pool-size", 8,
+        "max-client-buffers", 8, "wait-for-connection", TRUE, NULL);
+  } else {
+    sink = gst_element_factory_make ("shmsink", NULL);
+    g_object_set (sink, "socket-path", opt_socket, "shm-size",
+        (guint) (size * 8 + (1 << 20)), "wait-for-connection", TRUE, NULL);
+  }
+  if (sink == NULL)
+    g_error ("no sink for %s", opt_impl);
+  g_object_set (sink, "sync", FALSE, "async", FALSE, NULL);
+  g_signal_connect (sink, "client-connected", pinned ?
+      G_CALLBACK (on_pinned_client) : G_CALLBACK (on_shm_client), NULL);
+  gst_bin_add_many (GST_BIN (pipeline), src, sink, NULL);
+  gst_element_link (src, sink);
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+
+  /* what an upstream element would do: ask the sink for memory */
+  pad = gst_element_get_static_pad (src, "src");
+  query = gst_query_new_allocation (caps, TRUE);
+  if (!copy && gst_pad_peer_query (pad, query)) {
+    if (gst_query_get_n_allocation_pools (query) > 0)
+      gst_query_parse_nth_allocation_pool (query, 0, &pool, NULL, NULL, NULL);
+    if (gst_query_get_n_allocation_params (query) > 0)
+      gst_query_parse_nth_allocation_param (query, 0, &allocator, &params);
+  }
+  gst_query_unref (query);
+  gst_object_unref (pad);
+  if (pinned && !copy && (pool == NULL || !gst_buffer_pool_set_active (pool,
+              TRUE)))
+    g_error ("pinnedshmsink proposed no usable pool");
+  if (!pinned && !copy && allocator == NULL)
+    g_error ("shmsink proposed no allocator");
+  gst_allocation_params_init (&params);
+
+  /* start the clock once the consumer is there */
+  while (g_atomic_int_get (&clients) == 0)
+    g_usleep (1000);
+
+  t0 = now_ns () + 100 * 1000000u;
+  for (k = 0; k < n; k++) {
+    GstBuffer *buf = NULL;
+    guint64 stamp[2];
+
+    if (pool) {
+      if (gst_buffer_pool_acquire_buffer (pool, &buf, NULL) != GST_FLOW_OK)
+        break;
+    } else if (allocator) {
+      /* shmsink's allocator fails while its area is full: wait */
+      while ((buf = gst_buffer_new_allocate (allocator, size, &params)) == NULL)
+        g_usleep (100);
+    } else {
+      buf = gst_buffer_new_allocate (NULL, size, NULL);
+    }
+    if (opt_paced)
+      sleep_until (t0 + k * period);
+    GST_BUFFER_PTS (buf) = k * period;
+    stamp[0] = k;
+    stamp[1] = now_ns ();
+    gst_buffer_fill (buf, 0, stamp, sizeof (stamp));
+    if (gst_app_src_push_buffer (GST_APP_SRC (src), buf) != GST_FLOW_OK)
+      break;
+  }
+  gst_app_src_end_of_stream (GST_APP_SRC (src));
+  /* the consumer stops on its own after n frames and kills us */
+  for (;;)
+    g_usleep (G_USEC_PER_SEC);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* consumer (this process) */
+
+typedef struct
+{
+  guint64 *lat;
+  guint n, want;
+  guint64 t_first, t_last;
+  GMutex lock;
+  GCond cond;
+} Probe;
+
+static GstPadProbeReturn
+on_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  Probe *p = data;
+  guint64 stamp[2], t = now_ns ();
+
+  if (gst_buffer_extract (GST_PAD_PROBE_INFO_BUFFER (info), 0, stamp,
+          sizeof (stamp)) != sizeof (stamp))
+    return GST_PAD_PROBE_OK;
+  g_mutex_lock (&p->lock);
+  if (p->n < p->want) {
+    if (p->n == 0)
+      p->t_first = t;
+    p->t_last = t;
+    p->lat[p->n++] = t > stamp[1] ? t - stamp[1] : 0;
+    g_cond_signal (&p->cond);
+  }
+  g_mutex_unlock (&p->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static int
+cmp_u64 (const void *a, const void *b)
+{
+  guint64 x = *(const guint64 *) a, y = *(const guint64 *) b;
+  return x < y ? -1 : x > y;
+}
+
+typedef struct
+{
+  double fps;
+  double p50_us, p99_us;
+  guint frames;
+} Result;
+
+static gboolean
+wait_socket (const gchar * path, GPid pid)
+{
+  gint i;
+
+  for (i = 0; i < 1000; i++) {
+    if (g_file_test (path, G_FILE_TEST_EXISTS))
+      return TRUE;
+    if (waitpid (pid, NULL, WNOHANG) == pid)
+      return FALSE;
+    g_usleep (10000);
+  }
+  return FALSE;
+}
+
+static Result
+run_transport (const gchar * self, const gchar * impl, gint w, gint h,
+    gboolean paced)
+{
+  Result res = { 0, };
+  gchar *dir = g_dir_make_tmp ("shm-bench-XXXXXX", NULL);
+  gchar *sock = g_build_filename (dir, "s", NULL);
+  gchar *ws = g_strdup_printf ("%d", w), *hs = g_strdup_printf ("%d", h);
+  gchar *nf = g_strdup_printf ("%d", opt_frames);
+  gchar *nl = g_strdup_printf ("%d", opt_latency_frames);
+  gchar *rate = g_strdup_printf ("%d", opt_rate);
+  gchar *argv[] = { (gchar *) self, (gchar *) "--role", (gchar *) "produce",
+    (gchar *) "--impl", (gchar *) impl, (gchar *) "--socket", sock,
+    (gchar *) "--width", ws, (gchar *) "--height", hs, (gchar *) "--frames",
+    nf, (gchar *) "--latency-frames", nl, (gchar *) "--rate", rate,
+    paced ? (gchar *) "--paced" : NULL, NULL
+  };
+  gboolean pinned = g_str_has_prefix (impl, "pinned");
+  GstElement *pipeline;
+  GstElement *src;
+  GstPad *pad;
+  GError *err = NULL;
+  GPid pid;
+  Probe p = { 0, };
+  gchar *desc;
+  gint64 deadline;
+
+  if (!g_spawn_async (NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD |
+          G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, &pid, &err))
+    g_error ("spawn: %s", err->message);
+
+  p.want = paced ? opt_latency_frames : opt_frames;
+  p.lat = g_new0 (guint64, p.want);
+  g_mutex_init (&p.lock);
+  g_cond_init (&p.cond);
+
+  if (pinned)
+    desc = g_strdup_printf ("pinnedshmsrc name=src socket-path=%s "
+        "connect-timeout=-1 ! fakesink sync=false async=false", sock);
+  else {
+    /* shmsrc needs the socket to exist when it starts */
+    if (!wait_socket (sock, pid))
+      g_error ("shmsink did not start");
+    desc = g_strdup_printf ("shmsrc name=src socket-path=%s is-live=true ! "
+        "fakesink sync=false async=false", sock);
+  }
+  pipeline = gst_parse_launch (desc, &err);
+  g_free (desc);
+  if (pipeline == NULL)
+    g_error ("%s", err->message);
+  src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
+  pad = gst_element_get_static_pad (src, "src");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, on_buffer, &p, NULL);
+  gst_object_unref (pad);
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+
+  /* shmsrc never ends by itself on 1.22, and a transport may skip frames:
+   * stop at the count, or after 2 s without a new frame (10 s for the
+   * first, which waits for the producer process to start) */
+  g_mutex_lock (&p.lock);
+  while (p.n < p.want) {
+    guint before = p.n;
+
+    deadline = g_get_monotonic_time () +
+        (before == 0 ? 10 : 2) * G_TIME_SPAN_SECOND;
+    if (!g_cond_wait_until (&p.cond, &p.lock, deadline) && p.n == before)
+      break;
+  }
+  g_mutex_unlock (&p.lock);
+
+  kill (pid, SIGKILL);
+  waitpid (pid, NULL, 0);
+  g_spawn_close_pid (pid);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (src);
+  gst_object_unref (pipeline);
+
+  res.frames = p.n;
+  if (p.n > 1)
+    res.fps = (p.n - 1) * 1e9 / (double) (p.t_last - p.t_first);
+  if (p.n > WARMUP) {
+    /* the first frames also pay for mapping the segments: not per frame */
+    guint64 *l = p.lat + WARMUP;
+    guint n = p.n - WARMUP;
+
+    qsort (l, n, sizeof (guint64), cmp_u64);
+    res.p50_us = l[n / 2] / 1000.0;
+    res.p99_us = l[MIN (n - 1, (guint) ceil (n * 0.99) - 1)] / 1000.0;
+  }
+  g_free (p.lat);
+  g_mutex_clear (&p.lock);
+  g_cond_clear (&p.cond);
+  g_unlink (sock);
+  g_rmdir (dir);
+  g_free (sock);
+  g_free (dir);
+  g_free (ws);
+  g_free (hs);
+  g_free (nf);
+  g_free (nl);
+  g_free (rate);
+  return res;
+}
+
+static Result
+run_memcpy (gint w, gint h)
+{
+  gsize size = (gsize) w * h * 4;
+  guint8 *a = g_malloc (size), *b = g_malloc (size);
+  guint n = opt_frames, i;
+  guint64 *lat = g_new (guint64, n), t0;
+  Result res = { 0, };
+
+  memset (a, 1, size);
+  memset (b, 2, size);
+  for (i = 0; i < n; i++) {
+    t0 = now_ns ();
+    memcpy (b, a, size);
+    a[i % size] = b[(i * 7) % size];    /* keep the copy */
+    lat[i] = now_ns () - t0;
+  }
+  res.frames = n;
+  qsort (lat, n, sizeof (guint64), cmp_u64);
+  res.p50_us = lat[n / 2] / 1000.0;
+  /* from the median: a shared machine adds outliers to the mean */
+  res.fps = lat[n / 2] ? 1e9 / (double) lat[n / 2] : 0;
+  res.p99_us = lat[MIN (n - 1, (guint) ceil (n * 0.99) - 1)] / 1000.0;
+  g_free (lat);
+  g_free (a);
+  g_free (b);
+  return res;
+}
+
+int
+main (int argc, char **argv)
+{
+  static const gint sizes[][2] = { {640, 480}, {1920, 1080}, {3840, 2160} };
+  static const gchar *impls[] = { "pinned", "pinned-copy", "shm" };
+  static const gchar *names[] = {
+    "pinnedshm (zero copy)", "pinnedshm (copy path)", "shmsink/shmsrc"
+  };
+  GOptionContext *ctx = g_option_context_new (NULL);
+  GError *err = NULL;
+  gchar *self;
+  guint s, i;
+
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!g_option_context_parse (ctx, &argc, &argv, &err)) {
+    g_printerr ("%s\n", err->message);
+    return 2;
+  }
+  g_option_context_free (ctx);
+  gst_init (NULL, NULL);
+
+  if (opt_role && strcmp (opt_role, "produce") == 0)
+    return run_producer ();
+
+  self = g_file_read_link ("/proc/self/exe", NULL);
+  if (gst_element_factory_find ("pinnedshmsink") == NULL
+      || gst_element_factory_find ("shmsink") == NULL)
+    g_error ("pinnedshmsink or shmsink missing (GST_PLUGIN_PATH?)");
+
+  printf ("cross-process RGBA frames: throughput over %d frames (unpaced), "
+      "latency over %d frames at %d/s\n", opt_frames, opt_latency_frames,
+      opt_rate);
+  printf ("latency = producer push -> consumer source push "
+      "(CLOCK_MONOTONIC), first %d frames left out; memcpy = one memcpy "
+      "of the frame, in process (frames/s from its median)\n\n", WARMUP);
+  printf ("%-10s %-22s %9s %10s %10s %9s %9s %9s\n", "size", "transport",
+      "frames/s", "p50 us", "p99 us", "fps/shm", "p50/shm", "p50/cpy");
+
+  for (s = 0; s < G_N_ELEMENTS (sizes); s++) {
+    gint w = sizes[s][0], h = sizes[s][1];
+    Result tp[G_N_ELEMENTS (impls)], lt[G_N_ELEMENTS (impls)];
+    Result mc = run_memcpy (w, h);
+    gchar *size = g_strdup_printf ("%dx%d", w, h);
+
+    for (i = 0; i < G_N_ELEMENTS (impls); i++) {
+      tp[i] = run_transport (self, impls[i], w, h, FALSE);
+      lt[i] = run_transport (self, impls[i], w, h, TRUE);
+    }
+    printf ("%-10s %-22s %9.0f %10.1f %10.1f %9s %9s %9s\n", size,
+        "memcpy (1 copy)", mc.fps, mc.p50_us, mc.p99_us, "", "", "1.00");
+    for (i = 0; i < G_N_ELEMENTS (impls); i++) {
+      Result *shm = &tp[G_N_ELEMENTS (impls) - 1];
+      Result *shml = &lt[G_N_ELEMENTS (impls) - 1];
+
+      printf ("%-10s %-22s %9.0f %10.1f %10.1f %9.2f %9.2f %9.2f%s\n", size,
+          names[i], tp[i].fps, lt[i].p50_us, lt[i].p99_us,
+          shm->fps > 0 ? tp[i].fps / shm->fps : 0,
+          shml->p50_us > 0 ? lt[i].p50_us / shml->p50_us : 0,
+          mc.p50_us > 0 ? lt[i].p50_us / mc.p50_us : 0,
+          tp[i].frames < (guint) opt_frames ? "  (frames skipped)" : "");
+    }
+    fflush (stdout);
+    g_free (size);
+  }
+  g_free (self);
+  return 0;
+}
