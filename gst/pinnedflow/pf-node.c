@@ -353,7 +353,6 @@ struct pf_node_producer {
   unsigned int n_free;
   unsigned int n_published;
   unsigned int cursor;          /* next slot to try: round robin */
-  unsigned int n_clients;       /* connected consumers */
   uint64_t next_loan_id;
 
   int have_video;
@@ -395,25 +394,14 @@ on_frame_released (void *user_data, void *token)
   pthread_mutex_unlock (&p->lock);
 }
 
+/* Client callbacks only wake waiters: the count itself is the transport's
+ * (already up to date when a callback runs, which is after the fact). */
 static void
-on_client_connected (void *user_data, const pf_client_info * info)
+on_client_change (void *user_data, const pf_client_info * info)
 {
   pf_node_producer *p = user_data;
 
   pthread_mutex_lock (&p->lock);
-  p->n_clients++;
-  pthread_cond_broadcast (&p->cond);
-  pthread_mutex_unlock (&p->lock);
-}
-
-static void
-on_client_disconnected (void *user_data, const pf_client_info * info)
-{
-  pf_node_producer *p = user_data;
-
-  pthread_mutex_lock (&p->lock);
-  if (p->n_clients > 0)
-    p->n_clients--;
   pthread_cond_broadcast (&p->cond);
   pthread_mutex_unlock (&p->lock);
 }
@@ -483,8 +471,8 @@ pf_node_producer_new (const pf_node_producer_config * config,
   pc.max_client_frames = config->max_client_frames ?
       config->max_client_frames : p->n_slots;
   pc.callbacks.frame_released = on_frame_released;
-  pc.callbacks.client_connected = on_client_connected;
-  pc.callbacks.client_disconnected = on_client_disconnected;
+  pc.callbacks.client_connected = on_client_change;
+  pc.callbacks.client_disconnected = on_client_change;
   pc.callbacks.user_data = p;
   res = pf_producer_new (&pc, &p->transport);
   if (res < 0)
@@ -801,7 +789,8 @@ is_idle (pf_node_producer * p, unsigned int unused)
 static int
 has_clients (pf_node_producer * p, unsigned int n)
 {
-  return p->n_clients >= n;
+  /* The transport's lock nests inside ours; its callbacks run unlocked. */
+  return pf_producer_get_n_clients (p->transport) >= n;
 }
 
 int
