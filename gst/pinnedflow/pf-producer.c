@@ -661,7 +661,7 @@ io_thread (void *data)
   pf_producer *p = data;
   struct epoll_event evs[16];
   struct event_list ev = { NULL, NULL };
-  int i, n, timeout;
+  int i, n, timeout, quit;
 
   for (;;) {
     pthread_mutex_lock (&p->lock);
@@ -722,7 +722,12 @@ io_thread (void *data)
     atomic_fetch_add (&p->refcount, 1);
     pthread_mutex_unlock (&p->lock);
     dispatch_events (p, &ev);
-    if (thread_unref (p))
+    /* If a callback closed the producer, this thread was detached and
+     * nobody waits for it: p must not be touched after our unref. */
+    pthread_mutex_lock (&p->lock);
+    quit = p->quit;
+    pthread_mutex_unlock (&p->lock);
+    if (thread_unref (p) || quit)
       return NULL;
   }
   return NULL;

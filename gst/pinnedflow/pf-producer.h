@@ -44,6 +44,9 @@ typedef struct {
   uint64_t bytes_sent;          /* frame payload bytes made available */
 } pf_client_stats;
 
+/* Callbacks run without any producer lock held, on the I/O thread (or in
+ * pf_producer_close()'s caller): they may call any pf_producer_* function,
+ * publish, drop segments, even close the producer. */
 typedef struct {
   /* Every consumer that received the frame released it, or went away.
    * Called once per published frame that reached at least one consumer,

@@ -747,6 +747,48 @@ test_threads (void)
   CHECK_INT (t_count_fds (), ==, fds0);
 }
 
+/* A callback may close the producer (on the I/O thread) and drop the last
+ * reference later from another thread. */
+static pf_producer *closing_producer;
+static _Atomic int closed_in_callback;
+
+static void
+close_on_disconnect (void *user_data, const pf_client_info * info)
+{
+  pf_producer_close (closing_producer);
+  atomic_store (&closed_in_callback, 1);
+}
+
+static void
+test_close_from_callback (void)
+{
+  int fds0 = t_count_fds ();
+  pf_producer_config cfg = {.socket_path = t_path ("sock"),.perms = 0600,
+    .max_client_frames = 2,
+  };
+  pf_consumer *c;
+  pf_segment *seg;
+  pf_event ev;
+
+  cfg.callbacks.client_disconnected = close_on_disconnect;
+  CHECK_INT (pf_producer_new (&cfg, &closing_producer), ==, 0);
+  CHECK_INT (pf_segment_new ("t", 65536, 0, &seg), ==, 0);
+  CHECK_INT (pf_consumer_connect (cfg.socket_path, 5000, &c), ==, 0);
+  {
+    t_producer tp = {.p = closing_producer };
+    CHECK_INT (t_publish (&tp, seg, 0, 1000, 1), ==, 1);
+  }
+  CHECK_INT (pf_consumer_receive (c, 30000, &ev), ==, 1);
+  pf_consumer_event_clear (&ev);
+  pf_consumer_unref (c);
+  WAIT_FOR (closed_in_callback);
+  WAIT_FOR (access (cfg.socket_path, F_OK) != 0);
+  pf_producer_unref (closing_producer);
+  /* The segment still holds a producer reference: the last one goes now. */
+  pf_segment_unref (seg);
+  WAIT_FOR (t_count_fds () == fds0);
+}
+
 static const t_case cases[] = {
   {"in-process", test_in_process},
   {"three-processes", test_three_processes},
@@ -758,6 +800,7 @@ static const t_case cases[] = {
   {"close-with-held", test_close_with_held},
   {"multi-chunk-video", test_multi_chunk_video},
   {"threads", test_threads},
+  {"close-from-callback", test_close_from_callback},
   {NULL, NULL}
 };
 
