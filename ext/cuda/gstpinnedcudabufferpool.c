@@ -20,7 +20,31 @@ struct _GstPinnedCudaBufferPool
   GstVideoInfo info;
   GstPinnedCudaLayout layout;
   gsize pitch;
+  gchar *last_error;            /* object lock */
 };
+
+static void
+set_last_error (GstPinnedCudaBufferPool * self, GError * err)
+{
+  GST_ERROR_OBJECT (self, "%s", err->message);
+  GST_OBJECT_LOCK (self);
+  g_free (self->last_error);
+  self->last_error = g_strdup (err->message);
+  GST_OBJECT_UNLOCK (self);
+  g_error_free (err);
+}
+
+gchar *
+gst_pinned_cuda_buffer_pool_get_last_error (GstBufferPool * pool)
+{
+  GstPinnedCudaBufferPool *self = GST_PINNED_CUDA_BUFFER_POOL (pool);
+  gchar *res;
+
+  GST_OBJECT_LOCK (self);
+  res = g_strdup (self->last_error);
+  GST_OBJECT_UNLOCK (self);
+  return res;
+}
 
 G_DEFINE_TYPE_WITH_CODE (GstPinnedCudaBufferPool, gst_pinned_cuda_buffer_pool,
     GST_TYPE_BUFFER_POOL,
@@ -56,8 +80,7 @@ pool_set_config (GstBufferPool * pool, GstStructure * config)
   self->rt->SetDevice (self->device_id);
   if (!gst_pinned_cuda_probe_pitch (self->rt, &self->layout, &self->pitch,
           &err)) {
-    GST_ERROR_OBJECT (pool, "%s", err->message);
-    g_error_free (err);
+    set_last_error (self, err);
     return FALSE;
   }
   frame = self->pitch * self->layout.total_rows;
@@ -84,8 +107,7 @@ pool_alloc_buffer (GstBufferPool * pool, GstBuffer ** buffer,
   mem = gst_pinned_cuda_memory_alloc (self->rt, self->device_id,
       &self->layout, &err);
   if (mem == NULL) {
-    GST_ERROR_OBJECT (pool, "%s", err->message);
-    g_error_free (err);
+    set_last_error (self, err);
     return GST_FLOW_ERROR;
   }
   pitch = ((GstPinnedCudaMemory *) mem)->pitch;
@@ -108,14 +130,37 @@ pool_alloc_buffer (GstBufferPool * pool, GstBuffer ** buffer,
   return GST_FLOW_OK;
 }
 
+/* GstBufferPool leaves what it preallocated in its queue when a later
+ * allocation fails: give those device frames back at once. */
+static gboolean
+pool_start (GstBufferPool * pool)
+{
+  GstBufferPoolClass *parent =
+      GST_BUFFER_POOL_CLASS (gst_pinned_cuda_buffer_pool_parent_class);
+
+  if (parent->start (pool))
+    return TRUE;
+  parent->stop (pool);
+  return FALSE;
+}
+
+static void
+pool_finalize (GObject * object)
+{
+  g_free (GST_PINNED_CUDA_BUFFER_POOL (object)->last_error);
+  G_OBJECT_CLASS (gst_pinned_cuda_buffer_pool_parent_class)->finalize (object);
+}
+
 static void
 gst_pinned_cuda_buffer_pool_class_init (GstPinnedCudaBufferPoolClass * klass)
 {
   GstBufferPoolClass *pool_class = GST_BUFFER_POOL_CLASS (klass);
 
+  G_OBJECT_CLASS (klass)->finalize = pool_finalize;
   pool_class->get_options = pool_get_options;
   pool_class->set_config = pool_set_config;
   pool_class->alloc_buffer = pool_alloc_buffer;
+  pool_class->start = pool_start;
 }
 
 static void

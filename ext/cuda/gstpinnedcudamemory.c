@@ -100,15 +100,22 @@ mem_map (GstMemory * memory, GstMapInfo * info, gsize maxsize)
   PfCudaError err;
   gpointer res = NULL;
 
+  int prev = -1;
+
   g_mutex_lock (&mem->lock);
   if (mem->map_count == 0) {
-    rt->SetDevice (mem->device_id);
+    /* The caller's thread keeps its current device. */
+    rt->GetDevice (&prev);
+    if (prev != mem->device_id)
+      rt->SetDevice (mem->device_id);
     if (mem->shadow == NULL)
       mem->shadow = g_malloc (size);
     err = rt->EventSynchronize (mem->event);
     if (err == PF_CUDA_SUCCESS)
       err = rt->Memcpy2D (mem->shadow, mem->pitch, mem->dev_ptr, mem->pitch,
           mem->pitch, mem->layout.total_rows, PF_CUDA_MEMCPY_DEVICE_TO_HOST);
+    if (prev >= 0 && prev != mem->device_id)
+      rt->SetDevice (prev);
     if (err != PF_CUDA_SUCCESS) {
       GST_ERROR ("download for map failed: %s", rt->GetErrorString (err));
       goto out;
@@ -129,12 +136,17 @@ mem_unmap (GstMemory * memory, GstMapInfo * info)
   GstPinnedCudaMemory *mem = (GstPinnedCudaMemory *) memory;
   const PfCudaRuntime *rt = mem->rt;
   PfCudaError err;
+  int prev = -1;
 
   g_mutex_lock (&mem->lock);
   if (--mem->map_count == 0 && (mem->map_flags & GST_MAP_WRITE)) {
-    rt->SetDevice (mem->device_id);
+    rt->GetDevice (&prev);
+    if (prev != mem->device_id)
+      rt->SetDevice (mem->device_id);
     err = rt->Memcpy2D (mem->dev_ptr, mem->pitch, mem->shadow, mem->pitch,
         mem->pitch, mem->layout.total_rows, PF_CUDA_MEMCPY_HOST_TO_DEVICE);
+    if (prev >= 0 && prev != mem->device_id)
+      rt->SetDevice (prev);
     if (err != PF_CUDA_SUCCESS)
       GST_ERROR ("upload after write map failed: %s",
           rt->GetErrorString (err));

@@ -70,5 +70,8 @@ G_DECLARE_FINAL_TYPE (GstPinnedCudaBufferPool, gst_pinned_cuda_buffer_pool,
 GstBufferPool *gst_pinned_cuda_buffer_pool_new (const PfCudaRuntime * rt,
     gint device_id);
 
+/* The CUDA error of the pool's last failed allocation, or NULL (free). */
+gchar *gst_pinned_cuda_buffer_pool_get_last_error (GstBufferPool * pool);
+
 G_END_DECLS
 #endif /* __GST_PINNED_CUDA_MEMORY_H__ */

@@ -411,9 +411,14 @@ gst_pinned_cuda_upload_decide_allocation (GstBaseTransform * trans,
   gst_buffer_pool_config_set_params (config, caps,
       GST_VIDEO_INFO_SIZE (&self->out_info), min, max);
   gst_buffer_pool_config_add_option (config, GST_BUFFER_POOL_OPTION_VIDEO_META);
-  if (!gst_buffer_pool_set_config (pool, config)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-        ("Could not configure the CUDA device buffer pool"), (NULL));
+  /* Configured and filled here, so a CUDA failure gets its own message. */
+  if (!gst_buffer_pool_set_config (pool, config) ||
+      !gst_buffer_pool_set_active (pool, TRUE)) {
+    gchar *why = gst_pinned_cuda_buffer_pool_get_last_error (pool);
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
+        ("Could not set up the CUDA device frame pool: CUDA error: %s",
+            why ? why : "invalid configuration"), (NULL));
+    g_free (why);
     gst_object_unref (pool);
     return FALSE;
   }
@@ -691,6 +696,38 @@ gst_pinned_cuda_upload_transform (GstBaseTransform * trans, GstBuffer * inbuf,
   return GST_FLOW_OK;
 }
 
+/* Output frames from the device pool; a failed allocation is a CUDA
+ * error worth its own message. */
+static GstFlowReturn
+gst_pinned_cuda_upload_prepare_output_buffer (GstBaseTransform * trans,
+    GstBuffer * input, GstBuffer ** outbuf)
+{
+  GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (trans);
+  GstBufferPool *pool = gst_base_transform_get_buffer_pool (trans);
+  GstFlowReturn ret;
+
+  if (pool == NULL) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("No CUDA device frame pool (not negotiated)"), (NULL));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  ret = gst_buffer_pool_acquire_buffer (pool, outbuf, NULL);
+  if (ret == GST_FLOW_OK) {
+    /* what the default implementation does: timestamps, flags, metas */
+    GstBaseTransformClass *klass = GST_BASE_TRANSFORM_GET_CLASS (trans);
+    if (klass->copy_metadata && !klass->copy_metadata (trans, input, *outbuf))
+      GST_WARNING_OBJECT (self, "could not copy the metadata");
+  } else if (ret == GST_FLOW_ERROR) {
+    gchar *why = gst_pinned_cuda_buffer_pool_get_last_error (pool);
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
+        ("Could not get a CUDA device frame: CUDA error: %s",
+            why ? why : "pool failure"), (NULL));
+    g_free (why);
+  }
+  gst_object_unref (pool);
+  return ret;
+}
+
 static gboolean
 gst_pinned_cuda_upload_sink_event (GstBaseTransform * trans, GstEvent * event)
 {
@@ -826,6 +863,8 @@ gst_pinned_cuda_upload_class_init (GstPinnedCudaUploadClass * klass)
       GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_propose_allocation);
   trans_class->decide_allocation =
       GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_decide_allocation);
+  trans_class->prepare_output_buffer =
+      GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_prepare_output_buffer);
   trans_class->transform = GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_transform);
   trans_class->sink_event =
       GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_sink_event);
