@@ -27,10 +27,13 @@
  * ## Example launch lines
  * |[
  * gst-launch-1.0 videotestsrc is-live=true ! video/x-raw,format=RGBA,width=640,height=480 ! pinnedshmsink socket-path=/tmp/pf.sock
- * gst-launch-1.0 pinnedshmsrc socket-path=/tmp/pf.sock connect-timeout=-1 ! videoconvert ! autovideosink
+ * gst-launch-1.0 pinnedshmsrc socket-path=/tmp/pf.sock connect-timeout=-1 ! videoconvert ! fakesink sync=true
  * ]|
- * The first pipeline publishes a live test pattern; the second displays it
- * in another process (start them in any order thanks to connect-timeout=-1).
+ * The first pipeline publishes a live test pattern; the second receives it
+ * in another process, in step with the producer's clock (start them in any
+ * order thanks to connect-timeout=-1; put autovideosink in place of fakesink
+ * to see it on a display). The producer renders frames whether or not
+ * anyone is connected: frames nobody receives are counted as drops.
  */
 
 #ifdef HAVE_CONFIG_H

@@ -28,9 +28,10 @@
  * The producer waits for the consumer, sends 100 frames and EOS; the
  * consumer receives them and exits.
  * |[
- * gst-launch-1.0 pinnedshmsrc socket-path=/tmp/pf.sock connect-timeout=-1 on-disconnect=reconnect ! videoconvert ! autovideosink
+ * gst-launch-1.0 pinnedshmsrc socket-path=/tmp/pf.sock connect-timeout=-1 on-disconnect=reconnect ! videoconvert ! fakesink
  * ]|
- * Keeps displaying across producer restarts.
+ * Keeps receiving across producer restarts, even when the restarted
+ * producer sends other caps (use autovideosink to watch it).
  */
 
 #ifdef HAVE_CONFIG_H
