@@ -367,10 +367,9 @@ pf_consumer_receive (pf_consumer * c, int timeout_ms, pf_event * ev)
     if (len < 0)
       return consumer_fail (c, len == -EPROTO ? -EPROTO : (int) len,
           "receive failed: %s", why ? why : strerror ((int) -len));
+    /* Internal messages: go on while time (or, with 0, data) is left. */
     if ((res = handle_packet (c, (size_t) len, fds, n_fds, ev)) != 0)
       return res;
-    if (timeout_ms >= 0 && remaining (timeout_ms, &start) == 0)
-      return 0;
   }
 }
 

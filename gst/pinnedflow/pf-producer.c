@@ -85,8 +85,8 @@ struct client
   int fd;
   enum client_state state;
   int connected_notified;
-  struct held *held;            /* max_client_frames entries */
-  unsigned int n_held;
+  struct held *held;            /* grows up to max_client_frames */
+  unsigned int n_held, cap_held;
   uint64_t *segs;               /* segment ids announced to this client */
   unsigned int n_segs, cap_segs;
   struct ctlmsg *q_head, *q_tail;
@@ -506,10 +506,7 @@ accept_clients (pf_producer * p)
       continue;
     }
     c = calloc (1, sizeof (*c));
-    if (c)
-      c->held = calloc (p->max_client_frames, sizeof (*c->held));
-    if (c == NULL || c->held == NULL) {
-      free (c);
+    if (c == NULL) {
       close (fd);
       continue;
     }
@@ -1033,6 +1030,19 @@ client_offer_frame (pf_producer * p, struct client *c, const uint8_t * buf,
   if (c->q_head != NULL && client_flush (p, c) < 0) {
     c->stats.frames_dropped++;
     return 0;
+  }
+  if (c->n_held == c->cap_held) {
+    unsigned int cap = c->cap_held ? c->cap_held * 2 : 16;
+    struct held *n;
+
+    if (cap > p->max_client_frames)
+      cap = p->max_client_frames;
+    if ((n = realloc (c->held, cap * sizeof (*n))) == NULL) {
+      c->stats.frames_dropped++;
+      return 0;
+    }
+    c->held = n;
+    c->cap_held = cap;
   }
   res = pf_socket_send (c->fd, buf, len, NULL, 0, MSG_DONTWAIT);
   if (res == -EAGAIN) {
