@@ -113,6 +113,7 @@ struct _ShmConsumer
   gboolean check_ts;
   GstCaps *caps;
   gsize expected_size;          /* 0: any */
+  GstVideoInfo vinfo;           /* valid when expected_size != 0 */
   gboolean have_k;
   GPtrArray *held;
   ShmResult r;
@@ -176,8 +177,10 @@ check_sample (ShmConsumer * c, GstSample * sample)
     c->r.caps_changes++;
     c->expected_size = 0;
     if (gst_structure_has_name (gst_caps_get_structure (caps, 0),
-            "video/x-raw") && gst_video_info_from_caps (&info, caps))
+            "video/x-raw") && gst_video_info_from_caps (&info, caps)) {
       c->expected_size = GST_VIDEO_INFO_SIZE (&info);
+      c->vinfo = info;
+    }
   }
 
   n = gst_buffer_n_memory (buf);
@@ -205,6 +208,27 @@ check_sample (ShmConsumer * c, GstSample * sample)
   gst_buffer_unmap (buf, &map);
 
   c->r.frames++;
+  if (GST_BUFFER_OFFSET (buf) == k)
+    c->r.offset_ok++;
+  if (c->expected_size) {
+    GstVideoMeta *vm = gst_buffer_get_video_meta (buf);
+    gint fn = GST_VIDEO_INFO_FPS_N (&c->vinfo);
+    gint fd = GST_VIDEO_INFO_FPS_D (&c->vinfo);
+    guint p, ok = vm != NULL && vm->n_planes == GST_VIDEO_INFO_N_PLANES (&c->vinfo)
+        && vm->width == (guint) GST_VIDEO_INFO_WIDTH (&c->vinfo)
+        && vm->height == (guint) GST_VIDEO_INFO_HEIGHT (&c->vinfo);
+
+    for (p = 0; ok && p < vm->n_planes; p++)
+      ok = vm->offset[p] == GST_VIDEO_INFO_PLANE_OFFSET (&c->vinfo, p)
+          && vm->stride[p] == GST_VIDEO_INFO_PLANE_STRIDE (&c->vinfo, p);
+    if (ok)
+      c->r.vmeta_ok++;
+    /* videotestsrc rounds each duration to the ns: +-1 */
+    if (fn > 0 && GST_BUFFER_DURATION_IS_VALID (buf)
+        && ABS ((gint64) GST_BUFFER_DURATION (buf) -
+            (gint64) gst_util_uint64_scale_int (GST_SECOND, fd, fn)) <= 1)
+      c->r.duration_ok++;
+  }
   if (!c->have_k) {
     c->r.first_k = k;
     c->have_k = TRUE;
@@ -319,10 +343,12 @@ shm_result_to_string (const ShmResult * r)
 {
   return g_strdup_printf ("RESULT frames=%u bad=%u wrong_size=%u "
       "out_of_order=%u gaps=%u caps_changes=%u pinned=%u ts_checked=%u "
-      "ts_bad=%u src_frames=%" G_GUINT64_FORMAT " eos=%d error=%d first_k=%" G_GUINT64_FORMAT " last_k=%"
+      "ts_bad=%u offset_ok=%u duration_ok=%u vmeta_ok=%u src_frames=%"
+      G_GUINT64_FORMAT " eos=%d error=%d first_k=%" G_GUINT64_FORMAT " last_k=%"
       G_GUINT64_FORMAT " latency_us=%" G_GUINT64_FORMAT " error_text=%s",
       r->frames, r->bad, r->wrong_size, r->out_of_order, r->gaps,
-      r->caps_changes, r->pinned, r->ts_checked, r->ts_bad, r->src_frames,
+      r->caps_changes, r->pinned, r->ts_checked, r->ts_bad, r->offset_ok,
+      r->duration_ok, r->vmeta_ok, r->src_frames,
       r->eos, r->error,
       r->first_k, r->last_k,
       r->frames ? r->latency_sum_ns / r->frames / 1000 : 0,

@@ -47,6 +47,9 @@ typedef struct
   gchar *error_text;
   guint64 first_k, last_k;
   guint64 latency_sum_ns;
+  guint offset_ok;              /* GstBuffer offset == producer counter */
+  guint duration_ok;            /* duration == 1 / framerate of the caps */
+  guint vmeta_ok;               /* video meta matching the caps' layout */
   guint64 src_frames;           /* frames pinnedshmsrc made (its stats) */
 } ShmResult;
 

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -222,7 +223,7 @@ static gboolean
 slow_holds_all (gpointer data)
 {
   gpointer *d = data;
-  return client_held (d[0], GPOINTER_TO_INT (d[1])) == 4;
+  return client_held (d[0], GPOINTER_TO_INT (d[1])) == 8;
 }
 
 static gboolean
@@ -244,16 +245,16 @@ GST_START_TEST (test_kill_consumer_reclaim)
   ClientCounts cc = { 0, };
   GstStructure *s;
   GstBufferPool *pool;
-  GstBuffer *bufs[8];
+  GstBuffer *bufs[16];
   gpointer d[2];
   guint64 frames_at_kill;
   guint i;
   gchar *desc;
 
   desc = g_strdup_printf ("videotestsrc name=src is-live=true pattern=black "
-      "! video/x-raw,format=RGBA,width=320,height=240,framerate=50/1 ! "
-      "pinnedshmsink name=sink socket-path=%s pool-size=8 "
-      "max-client-buffers=4 wait-for-connection=true", sock);
+      "! video/x-raw,format=RGBA,width=320,height=240,framerate=30/1 ! "
+      "pinnedshmsink name=sink socket-path=%s pool-size=16 "
+      "max-client-buffers=8 wait-for-connection=true", sock);
   pipeline = gst_parse_launch (desc, NULL);
   g_free (desc);
   fail_unless (pipeline != NULL);
@@ -266,7 +267,9 @@ GST_START_TEST (test_kill_consumer_reclaim)
   fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
       GST_STATE_CHANGE_FAILURE);
 
-  /* the slow client keeps every frame it gets: 4 of the 8 pool buffers */
+  /* The slow client keeps every frame it gets: 8 of the 16 pool buffers.
+   * The healthy one could only see a gap if it fell 8 frames (266 ms)
+   * behind on its own. */
   slow = shm_child_spawn ("consume", sock, "--hold", "100000", NULL);
   d[0] = sink;
   d[1] = GINT_TO_POINTER (slow->pid);
@@ -307,17 +310,17 @@ GST_START_TEST (test_kill_consumer_reclaim)
   fail_unless_equals_int (stat_u64 (s, "copies"), 0);
   gst_structure_free (s);
 
-  /* and so did every buffer of the pool: all 8 can be taken at once */
+  /* and so did every buffer of the pool: all 16 can be taken at once */
   pool = gst_base_src_get_buffer_pool (GST_BASE_SRC (src));
   fail_unless (pool != NULL);
-  for (i = 0; i < 8; i++) {
+  for (i = 0; i < 16; i++) {
     GstBufferPoolAcquireParams params = { 0, };
 
     params.flags = GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT;
     fail_unless_equals_int (gst_buffer_pool_acquire_buffer (pool, &bufs[i],
             &params), GST_FLOW_OK);
   }
-  for (i = 0; i < 8; i++)
+  for (i = 0; i < 16; i++)
     gst_buffer_unref (bufs[i]);
   gst_object_unref (pool);
 
@@ -351,6 +354,7 @@ producer_pipeline (const gchar * props, gint num_buffers)
 GST_START_TEST (test_stale_socket)
 {
   struct sockaddr_un addr = { 0, };
+  struct stat st;
   GstElement *pipeline, *other;
   GstMessage *msg;
   ShmChild *c;
@@ -365,9 +369,13 @@ GST_START_TEST (test_stale_socket)
   close (fd);
   fail_unless (g_file_test (sock, G_FILE_TEST_EXISTS));
 
-  pipeline = producer_pipeline ("wait-for-connection=true", 20);
+  pipeline = producer_pipeline ("wait-for-connection=true perms=0640", 20);
   fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
       GST_STATE_CHANGE_FAILURE);
+  /* the new socket has the mode asked for */
+  fail_unless (stat (sock, &st) == 0);
+  fail_unless (S_ISSOCK (st.st_mode));
+  fail_unless_equals_int (st.st_mode & 0777, 0640);
 
   /* a live producer on the same path is refused */
   other = producer_pipeline ("", 1);

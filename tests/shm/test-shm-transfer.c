@@ -87,6 +87,10 @@ GST_START_TEST (test_zero_copy_formats)
   fail_unless_equals_int (shm_child_get (p, "STATS", "zero_copy"), n);
   fail_unless_equals_int (shm_child_get (p, "STATS", "copies"), 0);
   fail_unless_equals_int (shm_child_get (p, "STATS", "frames"), n);
+  /* buffer offsets, durations and the video layout crossed too */
+  fail_unless_equals_int (r.offset_ok, n);
+  fail_unless_equals_int (r.duration_ok, n);
+  fail_unless_equals_int (r.vmeta_ok, n);
   g_free (r.error_text);
   g_free (nstr);
 }
