@@ -45,6 +45,8 @@ typedef struct {
 /* Runs the cases named on the command line (all without arguments). */
 int t_main (int argc, char **argv, const t_case * cases);
 void t_fail (void) __attribute__((noreturn));
+/* Ends the case as skipped (reported as such, never as a pass). */
+void t_skip (const char *why) __attribute__((noreturn));
 
 /* This case's temporary directory, and a path inside it. */
 const char *t_dir (void);

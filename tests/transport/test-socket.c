@@ -277,8 +277,48 @@ test_peercred (void)
   close (pipefd[0]);
 }
 
+/* The mode is enforced: another user cannot connect to a 0600 socket but
+ * can to a 0666 one (needs root to switch users; the directory is opened
+ * up for the other user first). */
+static int
+child_other_user (void *data)
+{
+  pf_consumer *c;
+  int res;
+
+  if (setgid (65534) != 0 || setuid (65534) != 0)
+    return 30;
+  res = pf_consumer_connect (t_path ("sock"), 0, &c);
+  if (res == 0)
+    pf_consumer_unref (c);
+  return res == 0 ? 0 : res == -EACCES ? 1 : 2;
+}
+
+static void
+test_perms_enforced (void)
+{
+  pf_producer_config cfg = {.socket_path = t_path ("sock"),
+    .max_client_frames = 1,.perms = 0600
+  };
+  pf_producer *p;
+
+  if (getuid () != 0)
+    t_skip ("needs root to act as another user");
+  CHECK_INT (chmod (t_dir (), 0755), ==, 0);
+  CHECK_INT (pf_producer_new (&cfg, &p), ==, 0);
+  CHECK_INT (t_wait (t_spawn (child_other_user, NULL)), ==, 1);
+  pf_producer_close (p);
+  pf_producer_unref (p);
+  cfg.perms = 0666;
+  CHECK_INT (pf_producer_new (&cfg, &p), ==, 0);
+  CHECK_INT (t_wait (t_spawn (child_other_user, NULL)), ==, 0);
+  pf_producer_close (p);
+  pf_producer_unref (p);
+}
+
 static const t_case cases[] = {
   {"perms", test_perms},
+  {"perms-enforced", test_perms_enforced},
   {"long-path", test_long_path},
   {"bad-config", test_bad_config},
   {"stale-and-live", test_stale_and_live},
