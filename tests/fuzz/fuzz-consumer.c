@@ -4,15 +4,18 @@
  *
  * Input: a sequence of records, each [u16 LE length][u8 fd flags][length
  * bytes], sent one packet each over a SOCK_SEQPACKET socketpair to a real
- * pf_consumer (after a valid producer HELLO). Fd flags: bit 0 attaches a
- * sealed 64 KiB memfd, bit 1 an unsealed one, bit 2 a pipe. After each
- * packet the consumer is drained; every frame's chunks are read end to end
- * and released. Oracle: no crash, no SIGBUS, and after the consumer is
- * gone no fd and no segment is left.
+ * pf_consumer (after a valid producer HELLO, max_held 4). Flags: bit 0
+ * attaches a sealed 64 KiB memfd, bit 1 an unsealed one, bit 2 a pipe;
+ * bit 3 keeps the frames of this packet held (up to 8, released at the end),
+ * bit 4 also releases a seq never received. After each packet the consumer
+ * is drained; every frame's chunks are read end to end and released (or
+ * kept). Oracle: no crash, no SIGBUS, held frames stay readable after a
+ * failure, and after the consumer is gone no fd and no segment is left.
  */
 #include "pf-consumer.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,20 +94,37 @@ send_packet (int sock, const uint8_t * buf, size_t len, unsigned int flags)
 
 static volatile uint8_t sink;
 
+#define MAX_KEPT 8
+static pf_event kept[MAX_KEPT];
+static unsigned int n_kept;
+
+static void
+touch (const pf_event * ev)
+{
+  unsigned int i;
+
+  for (i = 0; i < ev->frame.n_chunks; i++) {
+    const volatile uint8_t *d = ev->data[i];
+
+    sink = d[0];
+    sink = d[ev->frame.chunks[i].size - 1];
+  }
+}
+
 static int
-drain (pf_consumer * c)
+drain (pf_consumer * c, unsigned int flags)
 {
   pf_event ev;
-  unsigned int i;
   int res;
 
+  if ((flags & 16) && pf_consumer_release (c, UINT64_MAX - 1) != -ENOENT)
+    abort ();
   while ((res = pf_consumer_receive (c, 0, &ev)) == 1) {
     if (ev.type == PF_EVENT_FRAME) {
-      for (i = 0; i < ev.frame.n_chunks; i++) {
-        const volatile uint8_t *d = ev.data[i];
-
-        sink = d[0];
-        sink = d[ev.frame.chunks[i].size - 1];
+      touch (&ev);
+      if ((flags & 8) && n_kept < MAX_KEPT) {
+        kept[n_kept++] = ev;
+        continue;
       }
       if (pf_consumer_release (c, ev.frame.seq) != 0)
         abort ();
@@ -146,10 +166,21 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
       len = size - pos;
     send_packet (sv[1], data + pos, len, flags);
     pos += len;
-    if (drain (c) < 0)
+    if (drain (c, flags) < 0)
       break;
     /* Read the releases, like a producer, so the consumer never blocks. */
     while (recv (sv[1], release, sizeof (release), MSG_DONTWAIT) > 0);
+  }
+  /* Kept frames are intact whatever happened, and release cleanly. */
+  while (n_kept > 0) {
+    pf_event *ev = &kept[--n_kept];
+    int r;
+
+    touch (ev);
+    r = pf_consumer_release (c, ev->frame.seq);
+    if (r != 0 && r != -EPIPE)
+      abort ();
+    pf_consumer_event_clear (ev);
   }
   pf_consumer_unref (c);
   close (sv[1]);

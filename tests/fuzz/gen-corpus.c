@@ -219,6 +219,15 @@ consumer_corpus (void)
   flush ("seq-repeat");
   rec (buf, pf_msg_write_release (buf, 1), 0);
   flush ("release-from-producer");
+
+  /* Frames kept (flag 8) past the limit, a segment removed under them. */
+  rec (buf, pf_msg_write_segment_add (buf, 1, 65536), 1);
+  for (i = 1; i <= 5; i++) {
+    frame_init (&f, i, 0, 1, (uint64_t) i * 4096, 4096);
+    rec_frame (&f, 8 | (i == 2 ? 16 : 0));
+  }
+  rec (buf, pf_msg_write_segment_remove (buf, 1), 8);
+  flush ("held-over-limit");
 }
 
 int
