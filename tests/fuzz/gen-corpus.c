@@ -2,7 +2,7 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Usage: gen-corpus DIR  (writes DIR/parse/... and DIR/consumer/...)
+ * Usage: gen-corpus DIR  (writes DIR/parse, DIR/consumer, DIR/producer)
  * The committed tests/fuzz/corpus/ was made with it; re-run after protocol
  * changes.
  */
@@ -230,6 +230,35 @@ consumer_corpus (void)
   flush ("held-over-limit");
 }
 
+/* Producer side: what a consumer sends after its HELLO; frames 1..4 held. */
+static void
+producer_corpus (void)
+{
+  uint64_t s;
+
+  for (s = 1; s <= 4; s++)
+    rec (buf, pf_msg_write_release (buf, s), 0);
+  write_file ("producer", "release-all", seq_buf, seq_len);
+  seq_len = 0;
+  rec (buf, pf_msg_write_release (buf, 2), 0);
+  rec (buf, pf_msg_write_release (buf, 2), 0);
+  write_file ("producer", "release-twice", seq_buf, seq_len);
+  seq_len = 0;
+  rec (buf, pf_msg_write_release (buf, 9), 0);
+  write_file ("producer", "release-unknown", seq_buf, seq_len);
+  seq_len = 0;
+  rec (buf, pf_msg_write_release (buf, 1), 1);
+  write_file ("producer", "release-with-fd", seq_buf, seq_len);
+  seq_len = 0;
+  rec (buf, pf_msg_write_release (buf, 1), 0);
+  rec (buf, pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0), 0);
+  write_file ("producer", "hello-twice", seq_buf, seq_len);
+  seq_len = 0;
+  rec (buf, pf_msg_write_eos (buf), 0);
+  write_file ("producer", "eos-from-consumer", seq_buf, seq_len);
+  seq_len = 0;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -241,5 +270,6 @@ main (int argc, char **argv)
   mkdir (outdir, 0755);
   parse_corpus ();
   consumer_corpus ();
+  producer_corpus ();
   return 0;
 }
