@@ -441,6 +441,33 @@ GST_START_TEST (test_no_client)
 
 GST_END_TEST;
 
+GST_START_TEST (test_src_waiting)
+{
+  ShmConsumer *c;
+  const ShmResult *r;
+
+  /* connect-timeout: gives up with an error when nobody comes */
+  c = shm_consumer_new (sock, "connect-timeout=200", FALSE, FALSE);
+  fail_unless (shm_consumer_start (c));
+  shm_consumer_run (c, 0, 30000, 0);
+  r = shm_consumer_result (c);
+  fail_unless (r->error);
+  fail_unless (strstr (r->error_text, "No producer") != NULL, "%s",
+      r->error_text);
+  shm_consumer_free (c);
+
+  /* connect-timeout=-1: waits, and a state change interrupts the wait */
+  c = shm_consumer_new (sock, "connect-timeout=-1", FALSE, FALSE);
+  fail_unless (shm_consumer_start (c));
+  fail_unless_equals_int (shm_consumer_run (c, 0, 200, 0), 0);
+  fail_if (shm_consumer_result (c)->error);
+  fail_unless_equals_int (gst_element_set_state (shm_consumer_get_pipeline
+          (c), GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  shm_consumer_free (c);
+}
+
+GST_END_TEST;
+
 /* ------------------------------------------------------------------------ */
 /* A hostile producer: raw messages on a socket the src connects to. */
 
@@ -674,6 +701,44 @@ hostile_once (Hostile mode)
   unlink (sock);
 }
 
+GST_START_TEST (test_src_unlock_connected)
+{
+  struct sockaddr_un addr = { 0, };
+  struct pollfd pfd;
+  guint8 buf[PF_MAX_MSG_SIZE];
+  ShmConsumer *c;
+  int lfd, peer;
+  size_t len;
+
+  /* a producer that says hello and then nothing: the source waits on the
+   * socket; going to NULL must interrupt that wait */
+  lfd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  addr.sun_family = AF_UNIX;
+  g_strlcpy (addr.sun_path, sock, sizeof (addr.sun_path));
+  fail_unless (bind (lfd, (struct sockaddr *) &addr, sizeof (addr)) == 0);
+  fail_unless (listen (lfd, 4) == 0);
+  c = shm_consumer_new (sock, "connect-timeout=-1", FALSE, FALSE);
+  fail_unless (shm_consumer_start (c));
+  peer = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC);
+  fail_unless (peer >= 0);
+  pfd.fd = peer;
+  pfd.events = POLLIN;
+  fail_unless (poll (&pfd, 1, 30000) == 1);
+  fail_unless (recv (peer, buf, sizeof (buf), 0) > 0);
+  len = pf_msg_write_hello (buf, PF_ROLE_PRODUCER, 4, 1);
+  send_with_fds (peer, buf, len, NULL, 0);
+
+  fail_unless_equals_int (shm_consumer_run (c, 0, 200, 0), 0);
+  fail_if (shm_consumer_result (c)->error);
+  fail_unless_equals_int (gst_element_set_state (shm_consumer_get_pipeline
+          (c), GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  shm_consumer_free (c);
+  close (peer);
+  close (lfd);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_hostile_peer)
 {
   Hostile mode = __i__;
@@ -704,6 +769,8 @@ shm_robustness_suite (void)
   tcase_add_test (tc, test_kill_consumer_reclaim);
   tcase_add_test (tc, test_stale_socket);
   tcase_add_test (tc, test_no_client);
+  tcase_add_test (tc, test_src_waiting);
+  tcase_add_test (tc, test_src_unlock_connected);
   tcase_add_loop_test (tc, test_hostile_peer, 0, N_HOSTILE);
   suite_add_tcase (s, tc);
   return s;
