@@ -667,12 +667,11 @@ copy_to_pool (GstPinnedShmSink * self, GstBuffer * buf, GstFlowReturn * ret)
   GstBufferPoolAcquireParams params = { 0, };
   gsize size = gst_buffer_get_size (buf);
   GstBuffer *copy = NULL;
-  GstMapInfo map;
+  GstMapInfo map = GST_MAP_INFO_INIT;
   GstFlowReturn fret;
 
   *ret = GST_FLOW_OK;
   if (self->copy_pool == NULL || self->copy_pool_size < size) {
-    GstCaps *caps = gst_pad_get_current_caps (GST_BASE_SINK_PAD (self));
     guint count;
 
     if (self->copy_pool) {
@@ -683,9 +682,9 @@ copy_to_pool (GstPinnedShmSink * self, GstBuffer * buf, GstFlowReturn * ret)
     GST_OBJECT_LOCK (self);
     count = self->pool_size;
     GST_OBJECT_UNLOCK (self);
-    self->copy_pool = make_pool (self, caps, size, count, FALSE);
-    if (caps)
-      gst_caps_unref (caps);
+    /* no caps: slots of exactly the configured size (video caps would
+     * size them from the caps, smaller than a padded buffer) */
+    self->copy_pool = make_pool (self, NULL, size, count, FALSE);
     if (self->copy_pool == NULL
         || !gst_buffer_pool_set_active (self->copy_pool, TRUE)) {
       GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
@@ -711,7 +710,9 @@ copy_to_pool (GstPinnedShmSink * self, GstBuffer * buf, GstFlowReturn * ret)
     return NULL;
   }
 
-  if (!gst_buffer_map (copy, &map, GST_MAP_WRITE)) {
+  if (!gst_buffer_map (copy, &map, GST_MAP_WRITE) || map.size < size) {
+    if (map.memory)
+      gst_buffer_unmap (copy, &map);
     gst_buffer_unref (copy);
     *ret = GST_FLOW_ERROR;
     GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("Could not map pool buffer"),
