@@ -326,6 +326,25 @@ shm_consumer_run (ShmConsumer * c, guint n, gint timeout_ms, guint hold)
   return got;
 }
 
+guint
+shm_consumer_verify_held (ShmConsumer * c)
+{
+  guint i, ok = 0;
+
+  for (i = 0; i < c->held->len; i++) {
+    GstBuffer *buf = gst_sample_get_buffer (g_ptr_array_index (c->held, i));
+    guint64 k, t, m;
+    GstMapInfo map;
+
+    if (!gst_buffer_map (buf, &map, GST_MAP_READ))
+      continue;
+    if (shm_pattern_check (map.data, map.size, &k, &t, &m))
+      ok++;
+    gst_buffer_unmap (buf, &map);
+  }
+  return ok;
+}
+
 void
 shm_consumer_drop_held (ShmConsumer * c)
 {

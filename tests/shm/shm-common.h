@@ -68,6 +68,8 @@ gboolean shm_consumer_start (ShmConsumer * c);
  * samples (never released) instead of dropping them. Returns frames got. */
 guint shm_consumer_run (ShmConsumer * c, guint n, gint timeout_ms,
     guint hold);
+/* How many of the samples kept by @hold still hold intact frames. */
+guint shm_consumer_verify_held (ShmConsumer * c);
 /* Frees the samples kept by @hold (their frames go back). */
 void shm_consumer_drop_held (ShmConsumer * c);
 const ShmResult *shm_consumer_result (ShmConsumer * c);

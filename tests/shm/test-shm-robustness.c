@@ -114,6 +114,8 @@ GST_START_TEST (test_kill_producer_reconnect)
   /* keep 3 frames of the first producer across the reconnect */
   fail_unless_equals_int (shm_consumer_run (c, 10, 30000, 3), 10);
   shm_child_kill (p, SIGKILL);
+  /* the producer is dead: frames we hold stay mapped and intact */
+  fail_unless_equals_int (shm_consumer_verify_held (c), 3);
 
   /* the killed producer left its socket file behind: the new one must
    * start anyway, and the running consumer pick it up */
