@@ -232,6 +232,17 @@ client_fail (pf_producer * p, struct client *c, int error, const char *fmt,
   wake (p);
 }
 
+/* A failed send or receive: the peer closing (with unread data, AF_UNIX
+ * says ECONNRESET) is a hang-up, not an error. */
+static void
+client_fail_io (pf_producer * p, struct client *c, int err, const char *what)
+{
+  if (err == -EPIPE || err == -ECONNRESET)
+    client_fail (p, c, 0, "consumer hung up");
+  else
+    client_fail (p, c, err, "%s failed: %s", what, strerror (-err));
+}
+
 static void
 frame_unhold (pf_producer * p, struct pframe *f, struct event_list *ev)
 {
@@ -273,7 +284,7 @@ client_flush (pf_producer * p, struct client *c)
     if (res == -EAGAIN)
       break;
     if (res < 0) {
-      client_fail (p, c, res, "send failed: %s", strerror (-res));
+      client_fail_io (p, c, res, "send");
       return res;
     }
     c->q_head = m->next;
@@ -305,7 +316,7 @@ client_send_ctl (pf_producer * p, struct client *c, const void *buf,
     if (res == 0)
       return 0;
     if (res != -EAGAIN) {
-      client_fail (p, c, res, "send failed: %s", strerror (-res));
+      client_fail_io (p, c, res, "send");
       return res;
     }
   }
@@ -606,8 +617,10 @@ client_read (pf_producer * p, struct client *c, struct event_list *ev)
       return;
     }
     if (len < 0) {
-      client_fail (p, c, (int) len, "receive failed: %s",
-          why ? why : strerror ((int) -len));
+      if (why)
+        client_fail (p, c, (int) len, "receive failed: %s", why);
+      else
+        client_fail_io (p, c, (int) len, "receive");
       return;
     }
     if (n_fds > 0) {
@@ -1050,7 +1063,7 @@ client_offer_frame (pf_producer * p, struct client *c, const uint8_t * buf,
     return 0;
   }
   if (res < 0) {
-    client_fail (p, c, res, "send failed: %s", strerror (-res));
+    client_fail_io (p, c, res, "send");
     return 0;
   }
   c->held[c->n_held].seq = f->seq;

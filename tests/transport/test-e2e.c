@@ -424,9 +424,13 @@ test_limit_drops (void)
   CHECK (t_check_fill (ev.data[0], FRAME_SIZE, 1));
   pf_consumer_event_clear (&ev);
   WAIT_FOR (tp.released == 296);
-  /* The slow consumer leaves without releasing: its 4 come back. */
+  /* The slow consumer leaves without releasing (and with frames unread):
+   * its 4 come back, and that is a hang-up, not an error. */
   pf_consumer_unref (slow);
   WAIT_FOR (tp.released == 300);
+  WAIT_FOR (tp.disconnected == 1);
+  CHECK_INT (tp.last_error, ==, 0);
+  CHECK (strstr (tp.last_reason, "hung up") != NULL);
 
   pf_consumer_unref (fast);
   t_producer_stop (&tp);
