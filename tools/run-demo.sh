@@ -35,14 +35,19 @@ else
   camera="videotestsrc is-live=true pattern=ball"
 fi
 
-# >>> CUDA HOOK (the CUDA engineer fills this in; the lead integrates) >>>
-# When a GPU is present, elements placed here run in the consumer between
-# pinnedshmsrc and the sink, e.g.
-#   middle="pinnedcudaupload ! pinnedcudadownload"
-# pinnedshmsrc hands out read-only pinned segments, registered once per
-# segment, so the upload is a DMA with no staging copy.
+# With a usable CUDA device the consumer uploads every frame straight from the
+# producer's read-only pinned segments (registered once per segment, async DMA)
+# and downloads it again; without one it says so and runs without the upload.
 middle=""
-# <<< CUDA HOOK <<<
+if probe=$(gst-launch-1.0 -q videotestsrc num-buffers=1 \
+    ! video/x-raw,format=RGBA,width=64,height=64 \
+    ! pinnedcudaupload ! fakesink 2>&1); then
+  middle="pinnedcudaupload max-inflight=3 ! pinnedcudadownload"
+  echo "run-demo: CUDA device usable: the consumer runs $middle"
+else
+  reason=$(printf '%s\n' "$probe" | grep -m1 -o 'No usable CUDA.*\|CUDA runtime.*' || true)
+  echo "run-demo: no usable CUDA device, the consumer runs without pinnedcudaupload${reason:+ ($reason)}"
+fi
 
 dir=$(mktemp -d /tmp/pinnedflow-demo-XXXXXX)
 sock="$dir/demo.sock"
