@@ -15,13 +15,10 @@ export GST_PLUGIN_PATH_1_0="$build/gst/shm:$build/ext/cuda${GST_PLUGIN_PATH_1_0:
 export GST_REGISTRY_1_0="$build/demo-registry.bin"
 export LD_LIBRARY_PATH="$build/gst/pinnedflow${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
-# The demo program (tools/demo/pf-demo.c) needs only GStreamer.
-mkdir -p "$build/demo"
-demo="$build/demo/pf-demo"
-if [ ! -x "$demo" ] || [ "$top/tools/demo/pf-demo.c" -nt "$demo" ]; then
-  # shellcheck disable=SC2046
-  cc -O2 -Wall -o "$demo" "$top/tools/demo/pf-demo.c" \
-    $(pkg-config --cflags --libs gstreamer-1.0)
+demo="$build/tools/demo/pf-demo"
+if [ ! -x "$demo" ]; then
+  echo "run-demo: $demo not built (run ninja -C $build)" >&2
+  exit 1
 fi
 
 if ! gst-inspect-1.0 pinnedshmsink >/dev/null 2>&1; then

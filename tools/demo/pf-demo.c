@@ -189,8 +189,10 @@ consume (const gchar * socket, const gchar * middle)
   gchar *desc;
   GstBus *bus;
 
+  /* The queue lets the source go back to its socket while the sink waits
+   * for each frame's render time: latency is then the hop, not the wait. */
   desc = g_strdup_printf ("pinnedshmsrc name=shm socket-path=%s "
-      "connect-timeout=10000 ! %s%sfakesink sync=true", socket,
+      "connect-timeout=10000 ! queue max-size-buffers=2 ! %s%sfakesink sync=true", socket,
       middle ? middle : "", middle && *middle ? " ! " : "");
   printf ("[consumer] %s\n", desc);
   d.pipeline = gst_parse_launch (desc, &err);
