@@ -6,12 +6,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+static atomic_uint tmp_counter;
 
 static int
 fill_addr (const char *path, struct sockaddr_un *addr)
@@ -115,7 +118,10 @@ pf_socket_listen (const char *path, unsigned int perms, int backlog,
   if (fd < 0)
     return -errno;
 
-  n = snprintf (tmp, sizeof (tmp), "%s.%ld.tmp", path, (long) getpid ());
+  /* Unique per process and call: two producers racing for one path in
+   * the same process must not share the temporary name. */
+  n = snprintf (tmp, sizeof (tmp), "%s.%ld.%u.tmp", path, (long) getpid (),
+      atomic_fetch_add (&tmp_counter, 1));
   if (n > 0 && (size_t) n < sizeof (tmp)) {
     /* Bind under a private name, set the mode, listen, then link the final
      * name: the socket is never reachable with the wrong permissions. */

@@ -36,7 +36,7 @@ typedef struct {
  *
  * Creates a listening SOCK_SEQPACKET socket (non-blocking, close-on-exec) at
  * @path whose file has mode @perms from the moment the path exists (bound
- * under a temporary name, chmod'ed, then hard-linked to @path). A socket file
+ * under a unique temporary name, chmod'ed, then hard-linked to @path). A socket file
  * at @path that refuses connections (left by a crashed producer) is removed;
  * one that accepts gives -EADDRINUSE; something that is not a socket gives
  * -EEXIST.

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -316,6 +317,60 @@ test_perms_enforced (void)
   pf_producer_unref (p);
 }
 
+/* Producers racing for one path in one process: exactly one wins, the
+ * file has the right mode, no temporary name is left. */
+#define N_RACERS 8
+static pf_producer *racers[N_RACERS];
+static int racer_res[N_RACERS];
+
+static void *
+racer (void *data)
+{
+  int i = (int) (intptr_t) data;
+  pf_producer_config cfg = {.socket_path = t_path ("sock"),.perms = 0640,
+    .max_client_frames = 1
+  };
+
+  racer_res[i] = pf_producer_new (&cfg, &racers[i]);
+  return NULL;
+}
+
+static void
+test_race (void)
+{
+  int fds0 = t_count_fds ();
+  pthread_t th[N_RACERS];
+  pf_consumer *c;
+  int i, round, won;
+
+  for (round = 0; round < 20; round++) {
+    for (i = 0; i < N_RACERS; i++)
+      pthread_create (&th[i], NULL, racer, (void *) (intptr_t) i);
+    for (i = 0; i < N_RACERS; i++)
+      pthread_join (th[i], NULL);
+    won = 0;
+    for (i = 0; i < N_RACERS; i++) {
+      if (racer_res[i] == 0)
+        won++;
+      else
+        CHECK_INT (racer_res[i], ==, -EADDRINUSE);
+    }
+    CHECK_INT (won, ==, 1);
+    CHECK_INT (n_dir_entries (), ==, 1);
+    CHECK_INT (mode_of (t_path ("sock")), ==, 0640);
+    CHECK_INT (pf_consumer_connect (t_path ("sock"), 1000, &c), ==, 0);
+    pf_consumer_unref (c);
+    for (i = 0; i < N_RACERS; i++) {
+      if (racer_res[i] == 0) {
+        pf_producer_close (racers[i]);
+        pf_producer_unref (racers[i]);
+      }
+    }
+    CHECK_INT (n_dir_entries (), ==, 0);
+  }
+  CHECK_INT (t_count_fds (), ==, fds0);
+}
+
 static const t_case cases[] = {
   {"perms", test_perms},
   {"perms-enforced", test_perms_enforced},
@@ -323,6 +378,7 @@ static const t_case cases[] = {
   {"bad-config", test_bad_config},
   {"stale-and-live", test_stale_and_live},
   {"unlink-own-only", test_unlink_own_only},
+  {"race", test_race},
   {"connect-retry", test_connect_retry},
   {"peercred", test_peercred},
   {NULL, NULL}
