@@ -1,2 +1,295 @@
-/* gstpinnedallocator: to be implemented */
+/* GStreamer pinnedflow: allocator of GstMemory in pinned memfd segments
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Every GstPinnedMemory is a slice of one GstPinnedSegment and uses the
+ * segment's single mapping: no memory ever calls mmap(). A slice at segment
+ * offset O of size S is a GstMemory with maxsize = O + S, offset = O and
+ * size = S whose map function returns the segment base, so that
+ *  - gst_memory_map() gives base + O (GstMemory adds mem->offset);
+ *  - an fd-aware consumer reading gst_fd_memory_get_fd() at mem->offset for
+ *    mem->size bytes reads the same bytes;
+ *  - gst_memory_resize() cannot grow the slice past its end.
+ *
+ * GstPinnedAllocator derives from GstFdAllocator so that gst_is_fd_memory()
+ * and gst_fd_memory_get_fd() work on its memories. Those functions cast the
+ * memory to GstFdMemory, whose definition is private to gstfdmemory.c:
+ *   { GstMemory mem; GstFdMemoryFlags flags; gint fd; ... }
+ * GstPinnedMemory therefore starts with exactly these three fields (the
+ * allocator tests check that gst_fd_memory_get_fd() returns the segment fd).
+ * GstFdAllocator's map/unmap/share/free are all replaced here; the rest of
+ * GstFdMemory is never touched.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
 #include "gstpinnedallocator.h"
+
+#include <string.h>
+
+GST_DEBUG_CATEGORY_STATIC (gst_pinned_allocator_debug);
+#define GST_CAT_DEFAULT gst_pinned_allocator_debug
+
+/* Segment flags of the dedicated segments made by gst_allocator_alloc(). */
+#define ALLOC_SEGMENT_FLAGS \
+  (GST_PINNED_SEGMENT_FLAG_LOCK | GST_PINNED_SEGMENT_FLAG_SEAL_WRITERS)
+
+typedef struct
+{
+  /* Must match the head of gstfdmemory.c's private GstFdMemory. */
+  GstMemory mem;
+  GstFdMemoryFlags flags;
+  gint fd;
+
+  /* Ours. Every memory (sub-memories included) holds a segment reference. */
+  GstPinnedSegment *segment;
+  guint8 *base;
+  gboolean readonly;
+} GstPinnedMemory;
+
+struct _GstPinnedAllocator
+{
+  GstFdAllocator parent;
+};
+
+G_DEFINE_TYPE (GstPinnedAllocator, gst_pinned_allocator,
+    GST_TYPE_FD_ALLOCATOR);
+
+static GstPinnedMemory *
+pinned_memory_new (GstAllocator * allocator, GstMemoryFlags flags,
+    GstMemory * parent, GstPinnedSegment * segment, gsize maxsize,
+    gsize align, gsize offset, gsize size)
+{
+  GstPinnedMemory *pm = g_new (GstPinnedMemory, 1);
+  gboolean readonly =
+      (pf_segment_get_state (segment) & PF_SEGMENT_STATE_READONLY) != 0;
+
+  if (readonly)
+    flags |= GST_MEMORY_FLAG_READONLY;
+  gst_memory_init (GST_MEMORY_CAST (pm), flags, allocator, parent, maxsize,
+      align, offset, size);
+  pm->flags = GST_FD_MEMORY_FLAG_KEEP_MAPPED | GST_FD_MEMORY_FLAG_DONT_CLOSE;
+  pm->fd = pf_segment_get_fd (segment);
+  pm->segment = pf_segment_ref (segment);
+  pm->base = pf_segment_get_base (segment);
+  pm->readonly = readonly;
+  return pm;
+}
+
+/* Largest alignment mask (up to the page) that @offset in a page-aligned
+ * mapping satisfies. */
+static gsize
+offset_align (gsize offset)
+{
+  gsize page = pf_page_size ();
+
+  if (offset == 0 || (offset & (page - 1)) == 0)
+    return page - 1;
+  return (offset & -offset) - 1;
+}
+
+static gpointer
+pinned_mem_map (GstMemory * mem, gsize maxsize, GstMapFlags flags)
+{
+  GstPinnedMemory *pm = (GstPinnedMemory *) mem;
+
+  if ((flags & GST_MAP_WRITE) && pm->readonly) {
+    GST_DEBUG ("%p: write map of a read-only segment refused", mem);
+    return NULL;
+  }
+  return pm->base;
+}
+
+static void
+pinned_mem_unmap (GstMemory * mem)
+{
+  /* The segment mapping lives as long as the segment. */
+}
+
+static GstMemory *
+pinned_mem_share (GstMemory * mem, gssize offset, gssize size)
+{
+  GstPinnedMemory *pm = (GstPinnedMemory *) mem;
+  GstMemory *parent;
+
+  if ((parent = mem->parent) == NULL)
+    parent = mem;
+  if (size == -1)
+    size = (gssize) mem->size > offset ? (gssize) mem->size - offset : 0;
+
+  /* Like every share, the sub-memory is read-only-locked and keeps its
+   * parent (hence the slot of a pool) alive. */
+  return GST_MEMORY_CAST (pinned_memory_new (mem->allocator,
+          GST_MINI_OBJECT_FLAGS (parent) | GST_MINI_OBJECT_FLAG_LOCK_READONLY,
+          parent, pm->segment, mem->maxsize, mem->align, mem->offset + offset,
+          size));
+}
+
+static gboolean
+pinned_mem_is_span (GstMemory * mem1, GstMemory * mem2, gsize * offset)
+{
+  GstPinnedMemory *pm1 = (GstPinnedMemory *) mem1;
+  GstPinnedMemory *pm2 = (GstPinnedMemory *) mem2;
+
+  if (pm1->segment != pm2->segment)
+    return FALSE;
+  if (mem1->offset + mem1->size != mem2->offset)
+    return FALSE;
+  if (offset)
+    *offset = mem1->offset - (mem1->parent ? mem1->parent->offset : 0);
+  return TRUE;
+}
+
+/* Copies go to system memory: a copy is private to this process, and a new
+ * memfd per copy would cost a memfd_create/mmap each. */
+static GstMemory *
+pinned_mem_copy (GstMemory * mem, gssize offset, gssize size)
+{
+  GstPinnedMemory *pm = (GstPinnedMemory *) mem;
+  GstAllocationParams params = { 0, mem->align, 0, 0, };
+  GstMemory *copy;
+  GstMapInfo map;
+
+  if (size == -1)
+    size = (gssize) mem->size > offset ? (gssize) mem->size - offset : 0;
+  copy = gst_allocator_alloc (NULL, size, &params);
+  if (copy == NULL || !gst_memory_map (copy, &map, GST_MAP_WRITE)) {
+    if (copy)
+      gst_memory_unref (copy);
+    return NULL;
+  }
+  memcpy (map.data, pm->base + mem->offset + offset, size);
+  gst_memory_unmap (copy, &map);
+  return copy;
+}
+
+static void
+gst_pinned_allocator_free (GstAllocator * allocator, GstMemory * mem)
+{
+  GstPinnedMemory *pm = (GstPinnedMemory *) mem;
+
+  pf_segment_unref (pm->segment);
+  g_free (pm);
+}
+
+/* gst_allocator_alloc(): a dedicated segment for this one memory. */
+static GstMemory *
+gst_pinned_allocator_alloc (GstAllocator * allocator, gsize size,
+    GstAllocationParams * params)
+{
+  GstPinnedSegment *seg;
+  GstPinnedMemory *pm;
+  GError *err = NULL;
+  gsize total;
+
+  if (params->align >= pf_page_size ()) {
+    GST_WARNING_OBJECT (allocator, "alignment %" G_GSIZE_FORMAT " exceeds the"
+        " page size", params->align + 1);
+    return NULL;
+  }
+  if (!g_size_checked_add (&total, params->prefix, size) ||
+      !g_size_checked_add (&total, total, params->padding) || total == 0) {
+    GST_WARNING_OBJECT (allocator, "bad size %" G_GSIZE_FORMAT, size);
+    return NULL;
+  }
+
+  seg = gst_pinned_segment_new_full ("gst-pinned-alloc", total,
+      ALLOC_SEGMENT_FLAGS, &err);
+  if (seg == NULL) {
+    GST_WARNING_OBJECT (allocator, "%s", err->message);
+    g_error_free (err);
+    return NULL;
+  }
+  /* A new memfd reads as zeroes. */
+  pm = pinned_memory_new (allocator, params->flags |
+      GST_MEMORY_FLAG_ZERO_PREFIXED | GST_MEMORY_FLAG_ZERO_PADDED, NULL, seg,
+      total, pf_page_size () - 1, params->prefix, size);
+  pf_segment_unref (seg);
+  GST_LOG_OBJECT (allocator, "%p: dedicated segment %" G_GUINT64_FORMAT
+      " of %" G_GUINT64_FORMAT " bytes", pm, pf_segment_get_id (pm->segment),
+      pf_segment_get_size (pm->segment));
+  return GST_MEMORY_CAST (pm);
+}
+
+static void
+gst_pinned_allocator_class_init (GstPinnedAllocatorClass * klass)
+{
+  GstAllocatorClass *allocator_class = GST_ALLOCATOR_CLASS (klass);
+
+  allocator_class->alloc = gst_pinned_allocator_alloc;
+  allocator_class->free = gst_pinned_allocator_free;
+
+  GST_DEBUG_CATEGORY_INIT (gst_pinned_allocator_debug, "pinnedallocator", 0,
+      "pinnedflow GstMemory allocator");
+}
+
+static void
+gst_pinned_allocator_init (GstPinnedAllocator * self)
+{
+  GstAllocator *alloc = GST_ALLOCATOR_CAST (self);
+
+  alloc->mem_type = GST_ALLOCATOR_PINNED;
+  alloc->mem_map = pinned_mem_map;
+  alloc->mem_unmap = pinned_mem_unmap;
+  alloc->mem_share = pinned_mem_share;
+  alloc->mem_copy = pinned_mem_copy;
+  alloc->mem_is_span = pinned_mem_is_span;
+  /* GstFdAllocator sets GST_ALLOCATOR_FLAG_CUSTOM_ALLOC; it stays set: the
+   * intended path is GstPinnedBufferPool (one segment for all buffers), and
+   * generic elements should not make one memfd per allocation. */
+}
+
+GstAllocator *
+gst_pinned_allocator_get (void)
+{
+  static GstAllocator *instance;
+  static gsize init = 0;
+
+  if (g_once_init_enter (&init)) {
+    instance = g_object_new (GST_TYPE_PINNED_ALLOCATOR, NULL);
+    gst_object_ref_sink (instance);
+    GST_OBJECT_FLAG_SET (instance, GST_OBJECT_FLAG_MAY_BE_LEAKED);
+    gst_allocator_register (GST_ALLOCATOR_PINNED, gst_object_ref (instance));
+    g_once_init_leave (&init, 1);
+  }
+  return gst_object_ref (instance);
+}
+
+GstMemory *
+gst_pinned_allocator_wrap (GstAllocator * allocator,
+    GstPinnedSegment * segment, gsize offset, gsize size)
+{
+  GstPinnedMemory *pm;
+
+  g_return_val_if_fail (GST_IS_PINNED_ALLOCATOR (allocator), NULL);
+  g_return_val_if_fail (segment != NULL, NULL);
+
+  if (!pf_segment_contains (segment, offset, size)) {
+    GST_WARNING_OBJECT (allocator, "slice [%" G_GSIZE_FORMAT ", +%"
+        G_GSIZE_FORMAT ") outside segment %" G_GUINT64_FORMAT " of %"
+        G_GUINT64_FORMAT " bytes", offset, size, pf_segment_get_id (segment),
+        pf_segment_get_size (segment));
+    return NULL;
+  }
+  pm = pinned_memory_new (allocator, 0, NULL, segment, offset + size,
+      offset_align (offset), offset, size);
+  return GST_MEMORY_CAST (pm);
+}
+
+gboolean
+gst_is_pinned_memory (GstMemory * mem)
+{
+  return mem != NULL && mem->allocator != NULL &&
+      GST_IS_PINNED_ALLOCATOR (mem->allocator);
+}
+
+GstPinnedSegment *
+gst_pinned_memory_get_segment (GstMemory * mem, gsize * offset)
+{
+  if (!gst_is_pinned_memory (mem))
+    return NULL;
+  if (offset)
+    *offset = mem->offset;
+  return ((GstPinnedMemory *) mem)->segment;
+}

@@ -15,6 +15,39 @@ G_BEGIN_DECLS
 G_DECLARE_FINAL_TYPE (GstPinnedBufferPool, gst_pinned_buffer_pool, GST,
     PINNED_BUFFER_POOL, GstBufferPool)
 
+/**
+ * GST_PINNED_BUFFER_POOL_DEFAULT_MAX_BUFFERS:
+ *
+ * The pool is always bounded: a config with max-buffers 0 is refused
+ * (set_config returns FALSE) with max-buffers updated to
+ * MAX (min-buffers, this value) in the config.
+ */
+#define GST_PINNED_BUFFER_POOL_DEFAULT_MAX_BUFFERS 8
+
+/**
+ * GST_PINNED_BUFFER_POOL_DEFAULT_SEGMENT_FLAGS:
+ *
+ * Segment flags used when the config does not set any.
+ */
+#define GST_PINNED_BUFFER_POOL_DEFAULT_SEGMENT_FLAGS \
+  (GST_PINNED_SEGMENT_FLAG_LOCK | GST_PINNED_SEGMENT_FLAG_SEAL_WRITERS)
+
+/**
+ * gst_pinned_buffer_pool_new:
+ *
+ * A bounded pool whose buffers are page-aligned slots of ONE pinned segment,
+ * created at activation and holding all max-buffers slots. Each buffer has
+ * one GstPinnedMemory (see gst_pinned_allocator_wrap()). Video caps give
+ * GstVideoInfo-sized slots (options GST_BUFFER_POOL_OPTION_VIDEO_META and
+ * GST_BUFFER_POOL_OPTION_VIDEO_ALIGNMENT as in GstVideoBufferPool); other
+ * caps (or none) use the config size.
+ *
+ * A slot is reused only when its memory is freed, not merely its buffer:
+ * a memory kept alive elsewhere (a shared sub-buffer, a copy of the
+ * GstBuffer) keeps its slot busy.
+ *
+ * Returns: (transfer full): a new pool
+ */
 GstBufferPool *gst_pinned_buffer_pool_new (void);
 
 /* Segment flags (hugepages, mlock, seal-writers) stored in a pool config. */
@@ -29,6 +62,19 @@ gst_pinned_buffer_pool_config_get_segment_flags (GstStructure * config);
  * Returns: (transfer full) (nullable): the segment of the active pool
  */
 GstPinnedSegment *gst_pinned_buffer_pool_get_segment (GstBufferPool * pool);
+
+/**
+ * gst_pinned_buffer_pool_get_slot_layout:
+ * @n_slots: (out) (optional): number of slots (max-buffers)
+ * @slot_stride: (out) (optional): bytes between slot starts (page multiple)
+ * @slot_size: (out) (optional): bytes of each slot's memory (config size)
+ *
+ * Slot i lies at offset i * @slot_stride in the segment.
+ *
+ * Returns: FALSE if @pool is not configured.
+ */
+gboolean gst_pinned_buffer_pool_get_slot_layout (GstBufferPool * pool,
+    guint * n_slots, gsize * slot_stride, gsize * slot_size);
 
 G_END_DECLS
 #endif /* __GST_PINNED_BUFFER_POOL_H__ */

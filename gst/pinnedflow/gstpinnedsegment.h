@@ -59,8 +59,36 @@ typedef enum
   GST_PINNED_SEGMENT_ERROR_ACCESS,
 } GstPinnedSegmentError;
 
+#define GST_TYPE_PINNED_SEGMENT_FLAGS (gst_pinned_segment_flags_get_type ())
+GType gst_pinned_segment_flags_get_type (void);
+
+/**
+ * gst_pinned_segment_new:
+ * @size: requested size, rounded up to the page (or huge page) size
+ * @flags: what to try; each of hugepages and mlock falls back cleanly and
+ *   the outcome is in pf_segment_get_state() and the `pinnedsegment` log
+ *
+ * Returns: (transfer full) (nullable): a new segment, or NULL with
+ * GST_PINNED_SEGMENT_ERROR_FAILED set.
+ */
 GstPinnedSegment *gst_pinned_segment_new (gsize size,
     GstPinnedSegmentFlags flags, GError ** error);
+
+/* Same, naming the memfd (shown as /memfd:NAME in /proc/PID/maps). */
+GstPinnedSegment *gst_pinned_segment_new_full (const gchar * name,
+    gsize size, GstPinnedSegmentFlags flags, GError ** error);
+
+/* Maps a pf_segment_import() code (negative errno) to a
+ * #GstPinnedSegmentError. */
+GstPinnedSegmentError gst_pinned_segment_error_from_errno (int err);
+
+/**
+ * gst_pinned_segment_describe_state:
+ * @state: pf_segment_get_state() bits
+ *
+ * Returns: (transfer full): e.g. "locked, hugepages refused, write-sealed"
+ */
+gchar *gst_pinned_segment_describe_state (guint state);
 
 /* On success the segment owns @fd; on failure @fd is left open. */
 GstPinnedSegment *gst_pinned_segment_import (gint fd, gsize size,

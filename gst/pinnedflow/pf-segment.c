@@ -22,7 +22,8 @@
 #define F_SEAL_FUTURE_WRITE 0x0010
 #endif
 
-#define HUGE_PAGE_SIZE (2u * 1024u * 1024u)
+/* Used when /proc/meminfo does not say (the x86-64 default). */
+#define DEFAULT_HUGE_PAGE_SIZE (UINT64_C (2) * 1024 * 1024)
 /* Refuse absurd sizes early: nothing we map is bigger than 1 TiB. */
 #define PF_SEGMENT_MAX_SIZE (UINT64_C (1) << 40)
 
@@ -40,6 +41,9 @@ struct pf_segment
   uint64_t id;
   int fd;
   uint64_t size;
+  /* Length of the mapping: size, or more for an imported hugetlbfs file
+   * (its mappings must cover whole huge pages to be unmappable). */
+  uint64_t map_size;
   void *base;
   unsigned int state;
   pthread_mutex_t lock;
@@ -52,13 +56,44 @@ static atomic_int live_segments = 0;
 size_t
 pf_page_size (void)
 {
-  static size_t page;
+  static atomic_size_t page;
+  size_t p = atomic_load_explicit (&page, memory_order_relaxed);
 
-  if (page == 0) {
-    long p = sysconf (_SC_PAGESIZE);
-    page = p > 0 ? (size_t) p : 4096;
+  if (p == 0) {
+    long sp = sysconf (_SC_PAGESIZE);
+    p = sp > 0 ? (size_t) sp : 4096;
+    atomic_store_explicit (&page, p, memory_order_relaxed);
   }
-  return page;
+  return p;
+}
+
+/* The default huge page size (the one MFD_HUGETLB without a size flag
+ * uses), from /proc/meminfo; 2 MiB when it cannot be read. */
+static uint64_t
+huge_page_size (void)
+{
+  static atomic_uint_fast64_t cached;
+  uint64_t hp = atomic_load_explicit (&cached, memory_order_relaxed);
+  char line[128];
+  unsigned long long kib;
+  FILE *f;
+
+  if (hp != 0)
+    return hp;
+  hp = DEFAULT_HUGE_PAGE_SIZE;
+  if ((f = fopen ("/proc/meminfo", "re")) != NULL) {
+    while (fgets (line, sizeof (line), f) != NULL) {
+      if (sscanf (line, "Hugepagesize: %llu kB", &kib) == 1) {
+        /* A power of two between 64 KiB and 16 GiB, else ignore it. */
+        if (kib >= 64 && kib <= (UINT64_C (16) << 20) && (kib & (kib - 1)) == 0)
+          hp = (uint64_t) kib * 1024;
+        break;
+      }
+    }
+    fclose (f);
+  }
+  atomic_store_explicit (&cached, hp, memory_order_relaxed);
+  return hp;
 }
 
 int
@@ -87,6 +122,7 @@ segment_alloc (int fd, uint64_t size, void *base, unsigned int state)
   seg->id = atomic_fetch_add (&next_id, 1);
   seg->fd = fd;
   seg->size = size;
+  seg->map_size = size;
   seg->base = base;
   seg->state = state;
   pthread_mutex_init (&seg->lock, NULL);
@@ -159,7 +195,7 @@ pf_segment_new (const char *name, uint64_t size, unsigned int flags,
     name = "pinnedflow";
 
   if (flags & PF_SEGMENT_FLAG_HUGEPAGES) {
-    if ((res = round_up (size, HUGE_PAGE_SIZE, &rounded)) < 0)
+    if ((res = round_up (size, huge_page_size (), &rounded)) < 0)
       return res;
     /* Without configured huge pages mmap() (or ftruncate()) fails with
      * ENOMEM: fall back to normal pages and remember that we did. */
@@ -234,6 +270,7 @@ pf_segment_import (int fd, uint64_t size, unsigned int flags,
 {
   struct stat st;
   int seals, prot, writable = (flags & PF_SEGMENT_IMPORT_WRITABLE) != 0;
+  uint64_t map_size;
   void *base;
   pf_segment *seg;
 
@@ -256,18 +293,36 @@ pf_segment_import (int fd, uint64_t size, unsigned int flags,
   if (writable && (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)))
     return -EACCES;
 
+  /* hugetlbfs reports its page size as st_blksize; a mapping of it must
+   * cover whole huge pages or munmap() refuses it. st_size is a multiple. */
+  map_size = size;
+  if (st.st_blksize > 0 && (uint64_t) st.st_blksize > pf_page_size ()) {
+    uint64_t bs = (uint64_t) st.st_blksize;
+    uint64_t r = (size + bs - 1) / bs * bs;
+    if (r <= (uint64_t) st.st_size)
+      map_size = r;
+  }
+
   prot = PROT_READ | (writable ? PROT_WRITE : 0);
-  base = mmap (NULL, size, prot, MAP_SHARED | MAP_POPULATE, fd, 0);
+  base = mmap (NULL, map_size, prot, MAP_SHARED | MAP_POPULATE, fd, 0);
+  /* Kernels before 6.7 refuse even a read-only MAP_SHARED mapping of an
+   * F_SEAL_WRITE file; its content can no longer change, so a private
+   * read-only mapping shows the same bytes. */
+  if (base == MAP_FAILED && errno == EPERM && !writable
+      && (seals & F_SEAL_WRITE))
+    base = mmap (NULL, map_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
   if (base == MAP_FAILED)
-    return -errno;
+    /* -EPERM would read as "not sealed": it means a seal refused access. */
+    return errno == EPERM ? -EACCES : -errno;
 
   seg = segment_alloc (fd, size, base, PF_SEGMENT_STATE_IMPORTED |
       (writable ? 0 : PF_SEGMENT_STATE_READONLY) |
       ((seals & F_SEAL_FUTURE_WRITE) ? PF_SEGMENT_STATE_WRITE_SEALED : 0));
   if (seg == NULL) {
-    munmap (base, size);
+    munmap (base, map_size);
     return -ENOMEM;
   }
+  seg->map_size = map_size;
   *out = seg;
   return 0;
 }
@@ -275,6 +330,8 @@ pf_segment_import (int fd, uint64_t size, unsigned int flags,
 pf_segment *
 pf_segment_ref (pf_segment * seg)
 {
+  if (seg == NULL)
+    return NULL;
   atomic_fetch_add (&seg->refcount, 1);
   return seg;
 }
@@ -295,8 +352,8 @@ pf_segment_unref (pf_segment * seg)
     free (a);
   }
   if (seg->state & PF_SEGMENT_STATE_LOCKED)
-    munlock (seg->base, seg->size);
-  munmap (seg->base, seg->size);
+    munlock (seg->base, seg->map_size);
+  munmap (seg->base, seg->map_size);
   close (seg->fd);
   pthread_mutex_destroy (&seg->lock);
   free (seg);
