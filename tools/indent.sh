@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Formats C sources in GStreamer's style (GNU indent with the options of
+# GStreamer's gst-indent). Usage: tools/indent.sh [FILE...] (default: all
+# tracked .c/.h files). Needs GNU indent (apt-get install indent).
+set -euo pipefail
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$top"
+if [ $# -eq 0 ]; then
+  mapfile -t files < <(git ls-files '*.c' '*.h')
+else
+  files=("$@")
+fi
+# GNU indent is not idempotent in one pass: run it twice, as gst-indent does.
+for _ in 1 2; do
+  indent --braces-on-if-line --case-brace-indentation0 --case-indentation2 \
+    --braces-after-struct-decl-line --line-length80 --no-tabs --cuddle-else \
+    --dont-line-up-parentheses --continuation-indentation4 --honour-newlines \
+    --tab-size8 --indent-level2 --leave-preprocessor-space "${files[@]}"
+done
+find . -name '*~' -newer tools/indent.sh -path './*' -not -path './build*' -delete 2>/dev/null || true
