@@ -17,4 +17,4 @@ for _ in 1 2; do
     --dont-line-up-parentheses --continuation-indentation4 --honour-newlines \
     --tab-size8 --indent-level2 --leave-preprocessor-space "${files[@]}"
 done
-find . -name '*~' -newer tools/indent.sh -path './*' -not -path './build*' -delete 2>/dev/null || true
+for f in "${files[@]}"; do rm -f "$f~"; done
