@@ -11,6 +11,8 @@
 
 #include <sys/types.h>
 
+#include "pf-test-util.h"         /* pf_test_count_fds (), pf_test_memfd () ... */
+
 void bc_fail (const char *file, int line, const char *fmt, ...)
     __attribute__ ((noreturn, format (printf, 3, 4)));
 
@@ -38,9 +40,6 @@ pid_t bc_fork (void);
 int bc_kill_wait (pid_t pid, int sig);
 /* Waits for @pid; returns the wait status. */
 int bc_wait (pid_t pid);
-
-/* Open file descriptors of this process. */
-int bc_count_fds (void);
 
 /* Removes children and the temp dir now (also runs at exit). */
 void bc_cleanup (void);

@@ -28,29 +28,6 @@
 #include "pf-node.h"
 
 static int
-send_fds (int sock, const void *buf, size_t len, const int *fds, int n_fds)
-{
-  char cbuf[CMSG_SPACE (sizeof (int) * 4)];
-  struct iovec iov = { (void *) buf, len };
-  struct msghdr mh = { 0 };
-  struct cmsghdr *cm;
-
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  if (n_fds > 0) {
-    memset (cbuf, 0, sizeof (cbuf));
-    mh.msg_control = cbuf;
-    mh.msg_controllen = CMSG_SPACE (sizeof (int) * n_fds);
-    cm = CMSG_FIRSTHDR (&mh);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN (sizeof (int) * n_fds);
-    memcpy (CMSG_DATA (cm), fds, sizeof (int) * n_fds);
-  }
-  return sendmsg (sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
-}
-
-static int
 listen_on (const char *path)
 {
   struct sockaddr_un addr = { 0 };
@@ -68,13 +45,9 @@ listen_on (const char *path)
 static int
 connect_to (const char *path)
 {
-  struct sockaddr_un addr = { 0 };
-  int s = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  int s = pf_test_connect (path);
 
-  CHECK (s >= 0);
-  addr.sun_family = AF_UNIX;
-  snprintf (addr.sun_path, sizeof (addr.sun_path), "%s", path);
-  CHECK_RES (connect (s, (struct sockaddr *) &addr, sizeof (addr)), 0);
+  CHECK_MSG (s >= 0, "connect %s: %s", path, strerror (-s));
   return s;
 }
 
@@ -82,30 +55,15 @@ connect_to (const char *path)
 static int
 wait_hangup (int s)
 {
-  struct pollfd pfd = { s, POLLIN, 0 };
-  char buf[8192];
-  ssize_t n;
-  int i;
-
-  for (i = 0; i < 100; i++) {
-    if (poll (&pfd, 1, 100) <= 0)
-      continue;
-    n = recv (s, buf, sizeof (buf), MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-      return 1;
-  }
-  return 0;
+  return pf_test_wait_hangup (s, 10000) != 0;
 }
 
 static int
 sealed_memfd (uint64_t size, int seal)
 {
-  int fd = memfd_create ("hostile", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  int fd = pf_test_memfd (size, seal);
 
   CHECK (fd >= 0);
-  CHECK_RES (ftruncate (fd, (off_t) size), 0);
-  if (seal)
-    CHECK_RES (fcntl (fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
   return fd;
 }
 
@@ -169,7 +127,7 @@ raw_producer_run (void *data)
   if (s < 0)
     return NULL;
   len = pf_msg_write_hello (buf, PF_ROLE_PRODUCER, 4, 0x1234);
-  send_fds (s, buf, len, NULL, 0);
+  pf_test_send_fds (s, buf, len, NULL, 0);
 
   switch (rp->attack) {
     case PIPE_FD:
@@ -205,7 +163,7 @@ raw_producer_run (void *data)
       /* A valid segment first, then a frame reaching past its end. */
       fds[0] = sealed_memfd (4096, 1);
       len = pf_msg_write_segment_add (buf, 1, 4096);
-      send_fds (s, buf, len, fds, 1);
+      pf_test_send_fds (s, buf, len, fds, 1);
       close (fds[0]);
       make_frame (&frame, 1, 4000, 200);
       len = pf_msg_write_frame (buf, &frame);
@@ -230,10 +188,10 @@ raw_producer_run (void *data)
        * 1 KiB frame far past it (the transport cannot know; pf-node can). */
       len = pf_msg_write_caps (buf, 1, "video/x-raw, format=(string)RGBA, "
           "width=(int)16, height=(int)16, framerate=(fraction)30/1");
-      send_fds (s, buf, len, NULL, 0);
+      pf_test_send_fds (s, buf, len, NULL, 0);
       fds[0] = sealed_memfd (65536, 1);
       len = pf_msg_write_segment_add (buf, 1, 65536);
-      send_fds (s, buf, len, fds, 1);
+      pf_test_send_fds (s, buf, len, fds, 1);
       close (fds[0]);
       make_frame (&frame, 1, 0, 1024);
       frame.caps_seq = 1;
@@ -244,7 +202,7 @@ raw_producer_run (void *data)
       len = pf_msg_write_frame (buf, &frame);
       break;
   }
-  send_fds (s, buf, len, fds, n_fds);
+  pf_test_send_fds (s, buf, len, fds, n_fds);
   for (i = 0; i < n_fds; i++)
     close (fds[i]);
   wait_hangup (s);              /* until the consumer gives up on us */
@@ -263,7 +221,7 @@ test_raw_producer (void)
   int fds0, res, a;
 
   for (a = 0; a < N_ATTACKS; a++) {
-    fds0 = bc_count_fds ();
+    fds0 = pf_test_count_fds ();
     rp.listen_fd = listen_on (path);
     rp.attack = (enum attack) a;
     CHECK_RES (pthread_create (&th, NULL, raw_producer_run, &rp), 0);
@@ -282,8 +240,8 @@ test_raw_producer (void)
     close (rp.listen_fd);
     unlink (path);
     CHECK_RES (pf_segment_count_live (), 0);
-    CHECK_MSG (bc_count_fds () == fds0, "%s: %d fds open, %d before",
-        attack_names[a], bc_count_fds (), fds0);
+    CHECK_MSG (pf_test_count_fds () == fds0, "%s: %d fds open, %d before",
+        attack_names[a], pf_test_count_fds (), fds0);
   }
 }
 
@@ -333,7 +291,7 @@ test_raw_consumer (void)
   uint8_t buf[PF_MAX_MSG_SIZE + 64];
   struct pf_msg_header *hdr = (struct pf_msg_header *) buf;
   size_t len;
-  int s, fd, fds0 = bc_count_fds (), fds1;
+  int s, fd, fds0 = pf_test_count_fds (), fds1;
 
   cfg.socket_path = path;
   cfg.n_slots = 2;
@@ -343,7 +301,7 @@ test_raw_consumer (void)
   /* Once the pool was published the transport keeps a dup of its fd. */
   check_still_serving (p, path, 0);
   wait_no_clients (p);
-  fds1 = bc_count_fds ();
+  fds1 = pf_test_count_fds ();
 
   /* 1. Garbage instead of HELLO. */
   s = connect_to (path);
@@ -357,17 +315,17 @@ test_raw_consumer (void)
   s = connect_to (path);
   len = pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0);
   ((struct pf_msg_hello *) buf)->magic = 0xdeadbeef;
-  CHECK_RES (send_fds (s, buf, len, NULL, 0), 0);
+  CHECK_RES (pf_test_send_fds (s, buf, len, NULL, 0), 0);
   CHECK_MSG (wait_hangup (s), "bad magic: not dropped");
   close (s);
 
   /* 3. A RELEASE carrying a forged fd (a memfd of ours). */
   s = connect_to (path);
   len = pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0);
-  CHECK_RES (send_fds (s, buf, len, NULL, 0), 0);
+  CHECK_RES (pf_test_send_fds (s, buf, len, NULL, 0), 0);
   fd = sealed_memfd (4096, 1);
   len = pf_msg_write_release (buf, 1);
-  CHECK_RES (send_fds (s, buf, len, &fd, 1), 0);
+  CHECK_RES (pf_test_send_fds (s, buf, len, &fd, 1), 0);
   close (fd);
   CHECK_MSG (wait_hangup (s), "forged fd: not dropped");
   close (s);
@@ -375,22 +333,22 @@ test_raw_consumer (void)
   /* 4. An oversized packet. */
   s = connect_to (path);
   len = pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0);
-  CHECK_RES (send_fds (s, buf, len, NULL, 0), 0);
+  CHECK_RES (pf_test_send_fds (s, buf, len, NULL, 0), 0);
   memset (buf, 0x5a, sizeof (buf));
   hdr->type = PF_MSG_RELEASE;
   hdr->size = sizeof (buf);
   hdr->n_fds = 0;
   hdr->reserved = 0;
-  CHECK_RES (send_fds (s, buf, sizeof (buf), NULL, 0), 0);
+  CHECK_RES (pf_test_send_fds (s, buf, sizeof (buf), NULL, 0), 0);
   CHECK_MSG (wait_hangup (s), "oversized: not dropped");
   close (s);
 
   /* 5. A producer-only message (FRAME) from a consumer. */
   s = connect_to (path);
   len = pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0);
-  CHECK_RES (send_fds (s, buf, len, NULL, 0), 0);
+  CHECK_RES (pf_test_send_fds (s, buf, len, NULL, 0), 0);
   len = pf_msg_write_eos (buf);
-  CHECK_RES (send_fds (s, buf, len, NULL, 0), 0);
+  CHECK_RES (pf_test_send_fds (s, buf, len, NULL, 0), 0);
   CHECK_MSG (wait_hangup (s), "EOS from a consumer: not dropped");
   close (s);
 
@@ -398,14 +356,14 @@ test_raw_consumer (void)
    * peer is dropped and the frame it held is reclaimed. */
   s = connect_to (path);
   len = pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0);
-  CHECK_RES (send_fds (s, buf, len, NULL, 0), 0);
+  CHECK_RES (pf_test_send_fds (s, buf, len, NULL, 0), 0);
   CHECK_RES (pf_node_producer_wait_clients (p, 1, 10000), 0);
   CHECK_RES (pf_node_producer_loan (p, 5000, &loan), 0);
   loan.size = 16;
   CHECK_RES (pf_node_producer_publish (p, &loan), 1);
   CHECK_RES (pf_node_producer_get_free_slots (p), 1);
   len = pf_msg_write_release (buf, 1000);
-  CHECK_RES (send_fds (s, buf, len, NULL, 0), 0);
+  CHECK_RES (pf_test_send_fds (s, buf, len, NULL, 0), 0);
   CHECK_MSG (wait_hangup (s), "bogus release: not dropped");
   close (s);
   CHECK_RES (pf_node_producer_wait_idle (p, 10000), 0);
@@ -414,11 +372,11 @@ test_raw_consumer (void)
   wait_no_clients (p);
   check_still_serving (p, path, 2);
   wait_no_clients (p);
-  CHECK_MSG (bc_count_fds () == fds1, "%d fds open, %d before the attacks",
-      bc_count_fds (), fds1);
+  CHECK_MSG (pf_test_count_fds () == fds1, "%d fds open, %d before the attacks",
+      pf_test_count_fds (), fds1);
   pf_node_producer_free (p);
   CHECK_RES (pf_segment_count_live (), 0);
-  CHECK_RES (bc_count_fds (), fds0);
+  CHECK_RES (pf_test_count_fds (), fds0);
 }
 
 int

@@ -203,7 +203,7 @@ test_roundtrip (void)
   pf_node_frame *f, *g;
   pf_node_loan loan;
   uint64_t seg_id = 0, n;
-  int fds0 = bc_count_fds (), seals;
+  int fds0 = pf_test_count_fds (), seals;
 
   CHECK_RES (pf_node_video_layout_compute ("RGBA", W, H, 0, &l), 0);
   p = make_producer (path, 3, l.size, 0);
@@ -315,7 +315,7 @@ test_roundtrip (void)
   pf_node_frame_release (f);
 
   CHECK_RES (pf_segment_count_live (), 0);
-  CHECK_RES (bc_count_fds (), fds0);
+  CHECK_RES (pf_test_count_fds (), fds0);
   CHECK (access (path, F_OK) < 0);      /* socket unlinked */
 }
 
@@ -346,7 +346,7 @@ test_pool (void)
   struct delayed_release d;
   pthread_t th;
   unsigned int held_slot;
-  int fds0 = bc_count_fds ();
+  int fds0 = pf_test_count_fds ();
 
   p = make_producer (path, 2, 4096, 2);
   CHECK_RES (pf_node_producer_set_video (p, "GRAY8", 64, 64, 30, 1), 0);
@@ -436,7 +436,7 @@ test_pool (void)
   pf_node_consumer_free (c2);
   pf_node_producer_free (p);
   CHECK_RES (pf_segment_count_live (), 0);
-  CHECK_RES (bc_count_fds (), fds0);
+  CHECK_RES (pf_test_count_fds (), fds0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -464,7 +464,7 @@ test_crash_producer (void)
   pf_node_frame *f[3], *g;
   pf_node_producer *p;
   pid_t pid;
-  int i, fds0 = bc_count_fds (), res, st;
+  int i, fds0 = pf_test_count_fds (), res, st;
 
   pid = bc_fork ();
   if (pid == 0)
@@ -487,7 +487,7 @@ test_crash_producer (void)
   }
   pf_node_consumer_free (c);
   CHECK_RES (pf_segment_count_live (), 0);
-  CHECK_RES (bc_count_fds (), fds0);
+  CHECK_RES (pf_test_count_fds (), fds0);
 
   /* The dead producer's socket file does not block a restart. */
   CHECK (access (path, F_OK) == 0);
@@ -502,7 +502,7 @@ test_crash_producer (void)
   pf_node_consumer_free (c);
   pf_node_producer_free (p);
   CHECK_RES (pf_segment_count_live (), 0);
-  CHECK_RES (bc_count_fds (), fds0);
+  CHECK_RES (pf_test_count_fds (), fds0);
 }
 
 static void
@@ -531,7 +531,7 @@ test_crash_consumer (void)
   pf_node_consumer *c;
   pf_node_frame *f;
   pid_t pid;
-  int pipefd[2], i, fds0 = bc_count_fds (), st;
+  int pipefd[2], i, fds0 = pf_test_count_fds (), st;
   char ch;
 
   p = make_producer (path, 4, W * H * 4, 3);
@@ -568,7 +568,7 @@ test_crash_consumer (void)
   pf_node_consumer_free (c);
   pf_node_producer_free (p);
   CHECK_RES (pf_segment_count_live (), 0);
-  CHECK_RES (bc_count_fds (), fds0);
+  CHECK_RES (pf_test_count_fds (), fds0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -580,13 +580,13 @@ test_connect_wait (void)
   pf_node_consumer *c = NULL;
   pf_node_frame *f;
   pid_t pid;
-  int res, st, fds0 = bc_count_fds ();
+  int res, st, fds0 = pf_test_count_fds ();
 
   /* Nobody there and no waiting: a clear error at once. */
   res = pf_node_consumer_new (path, 0, &c);
   CHECK_MSG (res < 0 && c == NULL, "connect to nobody: %d", res);
   CHECK (strlen (pf_node_strerror (res)) > 0);
-  CHECK_RES (bc_count_fds (), fds0);
+  CHECK_RES (pf_test_count_fds (), fds0);
 
   /* A producer that comes up later is waited for. */
   pid = bc_fork ();
@@ -602,7 +602,7 @@ test_connect_wait (void)
   st = bc_kill_wait (pid, SIGKILL);
   CHECK (WIFSIGNALED (st));
   CHECK_RES (pf_segment_count_live (), 0);
-  CHECK_RES (bc_count_fds (), fds0);
+  CHECK_RES (pf_test_count_fds (), fds0);
 }
 
 int

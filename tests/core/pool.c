@@ -4,6 +4,14 @@
 #include <gst/check/gstcheck.h>
 #include <gst/pinnedflow/pinnedflow.h>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "pf-test-util.h"
 
 static int fds_at_start;

@@ -9,6 +9,14 @@
 #include <sys/wait.h>
 #include <linux/magic.h>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "pf-test-util.h"
 
 static int fds_at_start;

@@ -13,6 +13,7 @@
  * failure, and after the consumer is gone no fd and no segment is left.
  */
 #include "pf-consumer.h"
+#include "pf-test-util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -28,66 +29,26 @@ int LLVMFuzzerTestOneInput (const uint8_t * data, size_t size);
 
 #define MEMFD_SIZE 65536
 
-static int
-count_fds (void)
-{
-  DIR *d = opendir ("/proc/self/fd");
-  struct dirent *e;
-  int n = 0;
-
-  if (d == NULL)
-    abort ();
-  while ((e = readdir (d)) != NULL)
-    if (e->d_name[0] != '.')
-      n++;
-  closedir (d);
-  return n;
-}
-
-static int
-make_memfd (int seal)
-{
-  int fd = memfd_create ("fuzz", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-
-  if (fd < 0 || ftruncate (fd, MEMFD_SIZE) < 0)
-    abort ();
-  if (seal && fcntl (fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
-    abort ();
-  return fd;
-}
-
+/* Attaches fds as @flags asks (bit 0: a sealed memfd, bit 1: an unsealed
+ * one, bit 2: a pipe) and sends; closes its copies. */
 static void
 send_packet (int sock, const uint8_t * buf, size_t len, unsigned int flags)
 {
-  union {
-    char b[CMSG_SPACE (sizeof (int) * 4)];
-    struct cmsghdr align;
-  } ctl;
-  struct iovec iov = {.iov_base = (void *) buf,.iov_len = len };
-  struct msghdr mh = {.msg_iov = &iov,.msg_iovlen = 1 };
-  struct cmsghdr *cm;
-  int fds[4], n = 0, p[2], i;
+  int fds[3], n = 0, p[2], i;
 
   if (flags & 1)
-    fds[n++] = make_memfd (1);
+    fds[n++] = pf_test_memfd (MEMFD_SIZE, 1);
   if (flags & 2)
-    fds[n++] = make_memfd (0);
+    fds[n++] = pf_test_memfd (MEMFD_SIZE, 0);
   if ((flags & 4) && pipe2 (p, O_CLOEXEC) == 0) {
     fds[n++] = p[0];
     close (p[1]);
   }
-  if (n > 0) {
-    memset (&ctl, 0, sizeof (ctl));
-    mh.msg_control = ctl.b;
-    mh.msg_controllen = CMSG_SPACE (sizeof (int) * n);
-    cm = CMSG_FIRSTHDR (&mh);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN (sizeof (int) * n);
-    memcpy (CMSG_DATA (cm), fds, sizeof (int) * n);
-  }
+  for (i = 0; i < n; i++)
+    if (fds[i] < 0)
+      abort ();
   /* May fail once the consumer hung up: that is fine. */
-  (void) sendmsg (sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+  (void) pf_test_send_fds_flags (sock, buf, len, fds, n, MSG_DONTWAIT);
   for (i = 0; i < n; i++)
     close (fds[i]);
 }
@@ -143,7 +104,7 @@ int
 LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
 {
   static uint8_t hello[64], release[PF_MAX_MSG_SIZE];
-  int fds0 = count_fds (), segs0 = pf_segment_count_live (), sv[2];
+  int fds0 = pf_test_count_fds (), segs0 = pf_segment_count_live (), sv[2];
   pf_consumer *c = NULL;
   size_t pos = 0;
 
@@ -184,9 +145,9 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
   }
   pf_consumer_unref (c);
   close (sv[1]);
-  if (count_fds () != fds0 || pf_segment_count_live () != segs0) {
+  if (pf_test_count_fds () != fds0 || pf_segment_count_live () != segs0) {
     fprintf (stderr, "leak: fds %d -> %d, segments %d -> %d\n", fds0,
-        count_fds (), segs0, pf_segment_count_live ());
+        pf_test_count_fds (), segs0, pf_segment_count_live ());
     abort ();
   }
   return 0;

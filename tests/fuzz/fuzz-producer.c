@@ -10,6 +10,7 @@
  * is released exactly once; after close no fd and no segment is left.
  */
 #include "pf-producer.h"
+#include "pf-test-util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -29,22 +30,6 @@ int LLVMFuzzerTestOneInput (const uint8_t * data, size_t size);
 static pf_producer *producer;
 static char dir[64], path[108];
 static atomic_int released;
-
-static int
-count_fds (void)
-{
-  DIR *d = opendir ("/proc/self/fd");
-  struct dirent *e;
-  int n = 0;
-
-  if (d == NULL)
-    abort ();
-  while ((e = readdir (d)) != NULL)
-    if (e->d_name[0] != '.')
-      n++;
-  closedir (d);
-  return n;
-}
 
 static void
 on_released (void *user_data, void *token)
@@ -77,39 +62,21 @@ wait_for (int (*cond) (void))
 {
   int i;
 
-  for (i = 0; i < 20000 && !cond (); i++) {
-    struct timespec ts = { 0, 100000 };
-    nanosleep (&ts, NULL);
-  }
+  for (i = 0; i < 2000 && !cond (); i++)
+    pf_test_sleep_ms (1);
   if (!cond ())
     abort ();                   /* the producer did not reclaim */
 }
 
+/* Sends; flag bit 0 attaches an (unsealed) memfd. */
 static void
 send_packet (int sock, const uint8_t * buf, size_t len, unsigned int flags)
 {
-  union {
-    char b[CMSG_SPACE (sizeof (int))];
-    struct cmsghdr align;
-  } ctl;
-  struct iovec iov = {.iov_base = (void *) buf,.iov_len = len };
-  struct msghdr mh = {.msg_iov = &iov,.msg_iovlen = 1 };
   int fd = -1;
 
-  if (flags & 1) {
-    struct cmsghdr *cm;
-
-    fd = memfd_create ("fuzz", MFD_CLOEXEC);
-    memset (&ctl, 0, sizeof (ctl));
-    mh.msg_control = ctl.b;
-    mh.msg_controllen = sizeof (ctl.b);
-    cm = CMSG_FIRSTHDR (&mh);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN (sizeof (int));
-    memcpy (CMSG_DATA (cm), &fd, sizeof (int));
-  }
-  (void) sendmsg (sock, &mh, MSG_NOSIGNAL);
+  if ((flags & 1) && (fd = pf_test_memfd (4096, 0)) < 0)
+    abort ();
+  (void) pf_test_send_fds (sock, buf, len, &fd, fd >= 0 ? 1 : 0);
   if (fd >= 0)
     close (fd);
 }
@@ -119,16 +86,14 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
 {
   static uint8_t buf[PF_MAX_MSG_SIZE];
   pf_producer_config cfg = {.perms = 0600,.max_client_frames = 8 };
-  struct sockaddr_un a = {.sun_family = AF_UNIX };
-  int fds0 = count_fds (), segs0 = pf_segment_count_live ();
+  int fds0 = pf_test_count_fds (), segs0 = pf_segment_count_live ();
   pf_segment *segment;
   size_t pos = 0;
   pf_frame f;
   int sock, i;
 
   if (dir[0] == '\0') {
-    snprintf (dir, sizeof (dir), "/tmp/pf-fuzz-XXXXXX");
-    if (mkdtemp (dir) == NULL)
+    if (pf_test_make_tmpdir (dir, sizeof (dir), "pf-fuzz") < 0)
       abort ();
     snprintf (path, sizeof (path), "%s/sock", dir);
     atexit (remove_dir);
@@ -140,9 +105,7 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
       pf_segment_new ("fuzz", 65536, 0, &segment) != 0)
     abort ();
 
-  sock = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  memcpy (a.sun_path, path, sizeof (path));
-  if (connect (sock, (struct sockaddr *) &a, sizeof (a)) < 0)
+  if ((sock = pf_test_connect (path)) < 0)
     abort ();
   send_packet (sock, buf, pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0),
       0);
@@ -182,7 +145,7 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
     abort ();
   pf_producer_unref (producer);
   pf_segment_unref (segment);
-  if (count_fds () != fds0 || pf_segment_count_live () != segs0)
+  if (pf_test_count_fds () != fds0 || pf_segment_count_live () != segs0)
     abort ();
   return 0;
 }

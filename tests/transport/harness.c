@@ -4,23 +4,18 @@
  */
 #include "harness.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "pf-test-util.h"
 
 static char dir[256];
 static char path_buf[4][512];
 static int path_idx;
-#define MAX_CHILDREN 32
-static pid_t children[MAX_CHILDREN];
-static int n_children;
 
 void
 t_fail (void)
@@ -57,80 +52,33 @@ t_path (const char *name)
 int
 t_count_fds (void)
 {
-  DIR *d = opendir ("/proc/self/fd");
-  struct dirent *e;
-  int n = 0;
-
-  if (d == NULL)
-    return -1;
-  while ((e = readdir (d)) != NULL)
-    if (e->d_name[0] != '.')
-      n++;
-  closedir (d);
-  return n - 1;                 /* the directory's own fd */
+  return pf_test_count_fds ();
 }
 
 void
 t_sleep_ms (int ms)
 {
-  struct timespec ts = {.tv_sec = ms / 1000,.tv_nsec = (ms % 1000) * 1000000L };
-
-  while (nanosleep (&ts, &ts) < 0 && errno == EINTR);
+  pf_test_sleep_ms (ms);
 }
 
 pid_t
 t_spawn (int (*fn) (void *arg), void *arg)
 {
-  pid_t parent = getpid (), pid;
+  pid_t pid = pf_test_fork ();
 
-  fflush (stdout);
-  fflush (stderr);
-  pid = fork ();
   if (pid < 0) {
     perror ("fork");
     t_fail ();
   }
-  if (pid == 0) {
-    prctl (PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid () != parent)
-      _exit (127);
-    n_children = 0;
+  if (pid == 0)
     _exit (fn (arg));
-  }
-  if (n_children < MAX_CHILDREN)
-    children[n_children++] = pid;
   return pid;
 }
 
 int
 t_wait (pid_t pid)
 {
-  int status, i;
-
-  while (waitpid (pid, &status, 0) < 0) {
-    if (errno != EINTR)
-      return -1;
-  }
-  for (i = 0; i < n_children; i++)
-    if (children[i] == pid)
-      children[i] = 0;
-  if (WIFEXITED (status))
-    return WEXITSTATUS (status);
-  return 128 + WTERMSIG (status);
-}
-
-static void
-kill_children (void)
-{
-  int i;
-
-  for (i = 0; i < n_children; i++) {
-    if (children[i] > 0) {
-      kill (children[i], SIGKILL);
-      waitpid (children[i], NULL, 0);
-    }
-  }
-  n_children = 0;
+  return pf_test_exit_code (pf_test_wait (pid));
 }
 
 static uint64_t
@@ -256,12 +204,6 @@ t_publish (t_producer * tp, pf_segment * seg, uint64_t offset, uint64_t size,
 
 /* ---- runner ---- */
 
-static int
-rm_entry (const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-  return remove (p);
-}
-
 static int n_skipped;
 
 static int
@@ -270,8 +212,7 @@ run_case (const t_case * c)
   pid_t pid;
   int status;
 
-  snprintf (dir, sizeof (dir), "/tmp/pf-test-XXXXXX");
-  if (mkdtemp (dir) == NULL) {
+  if (pf_test_make_tmpdir (dir, sizeof (dir), "pf-test") < 0) {
     perror ("mkdtemp");
     return 1;
   }
@@ -281,12 +222,12 @@ run_case (const t_case * c)
     alarm (100);
     signal (SIGPIPE, SIG_DFL);
     c->func ();
-    kill_children ();
+    pf_test_kill_children ();
     fflush (stdout);
     _exit (0);
   }
   while (waitpid (pid, &status, 0) < 0 && errno == EINTR);
-  nftw (dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  pf_test_remove_tree (dir);
   if (WIFEXITED (status) && WEXITSTATUS (status) == 0) {
     printf ("ok   %s\n", c->name);
     return 0;

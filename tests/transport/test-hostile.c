@@ -8,6 +8,7 @@
  * to their baseline.
  */
 #include "harness.h"
+#include "pf-test-util.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -21,30 +22,6 @@
 
 /* ---- a raw peer ---- */
 
-static int
-raw_send (int fd, const void *buf, size_t len, const int *fds, int n_fds)
-{
-  union {
-    char b[CMSG_SPACE (sizeof (int) * 32)];
-    struct cmsghdr align;
-  } ctl;
-  struct iovec iov = {.iov_base = (void *) buf,.iov_len = len };
-  struct msghdr mh = {.msg_iov = &iov,.msg_iovlen = 1 };
-  struct cmsghdr *cm;
-
-  if (n_fds > 0) {
-    memset (&ctl, 0, sizeof (ctl));
-    mh.msg_control = ctl.b;
-    mh.msg_controllen = CMSG_SPACE (sizeof (int) * n_fds);
-    cm = CMSG_FIRSTHDR (&mh);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN (sizeof (int) * n_fds);
-    memcpy (CMSG_DATA (cm), fds, sizeof (int) * n_fds);
-  }
-  return sendmsg (fd, &mh, MSG_NOSIGNAL) == (ssize_t) len ? 0 : -errno;
-}
-
 static void
 put32 (uint8_t * b, size_t off, uint32_t v)
 {
@@ -56,12 +33,9 @@ put32 (uint8_t * b, size_t off, uint32_t v)
 static int
 make_memfd (size_t size, int seal)
 {
-  int fd = memfd_create ("hostile", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  int fd = pf_test_memfd (size, seal);
 
   CHECK (fd >= 0);
-  CHECK_INT (ftruncate (fd, (off_t) size), ==, 0);
-  if (seal)
-    CHECK_INT (fcntl (fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), ==, 0);
   return fd;
 }
 
@@ -86,7 +60,7 @@ victim_start (victim * v, uint32_t max_held)
   CHECK_INT (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), ==,
       0);
   v->peer = sv[1];
-  CHECK_INT (raw_send (v->peer, v->buf, pf_msg_write_hello (v->buf,
+  CHECK_INT (pf_test_send_fds (v->peer, v->buf, pf_msg_write_hello (v->buf,
               PF_ROLE_PRODUCER, max_held, 42), NULL, 0), ==, 0);
   res = pf_consumer_new_from_fd (sv[0], 5000, &v->c);
   CHECK_INT (res, ==, 0);
@@ -141,7 +115,7 @@ send_segment (victim * v, uint64_t id, uint64_t claimed, int fd)
 {
   size_t n = pf_msg_write_segment_add (v->buf, id, claimed);
 
-  CHECK_INT (raw_send (v->peer, v->buf, n, &fd, 1), ==, 0);
+  CHECK_INT (pf_test_send_fds (v->peer, v->buf, n, &fd, 1), ==, 0);
   close (fd);
 }
 
@@ -160,7 +134,7 @@ frame_init (pf_frame * f, uint64_t seq, uint64_t seg, uint64_t off,
 static void
 send_frame (victim * v, const pf_frame * f)
 {
-  CHECK_INT (raw_send (v->peer, v->buf, pf_msg_write_frame (v->buf, f), NULL,
+  CHECK_INT (pf_test_send_fds (v->peer, v->buf, pf_msg_write_frame (v->buf, f), NULL,
           0), ==, 0);
 }
 
@@ -236,7 +210,7 @@ test_seg_two_fds (void)
   fds[0] = make_memfd (4096, 1);
   fds[1] = make_memfd (4096, 1);
   n = pf_msg_write_segment_add (v.buf, 1, 4096);
-  CHECK_INT (raw_send (v.peer, v.buf, n, fds, 2), ==, 0);
+  CHECK_INT (pf_test_send_fds (v.peer, v.buf, n, fds, 2), ==, 0);
   close (fds[0]);
   close (fds[1]);
   victim_expect_fail (&v, -EPROTO, "2 fds attached");
@@ -248,7 +222,7 @@ test_seg_no_fd (void)
   victim v;
 
   victim_start (&v, 4);
-  CHECK_INT (raw_send (v.peer, v.buf, pf_msg_write_segment_add (v.buf, 1,
+  CHECK_INT (pf_test_send_fds (v.peer, v.buf, pf_msg_write_segment_add (v.buf, 1,
               4096), NULL, 0), ==, 0);
   victim_expect_fail (&v, -EPROTO, "0 fds attached");
 }
@@ -262,7 +236,7 @@ test_many_fds (void)
   victim_start (&v, 4);
   for (i = 0; i < 24; i++)
     fds[i] = make_memfd (4096, 1);
-  CHECK_INT (raw_send (v.peer, v.buf, pf_msg_write_segment_add (v.buf, 1,
+  CHECK_INT (pf_test_send_fds (v.peer, v.buf, pf_msg_write_segment_add (v.buf, 1,
               4096), fds, 24), ==, 0);
   for (i = 0; i < 24; i++)
     close (fds[i]);
@@ -280,7 +254,7 @@ test_fd_on_frame (void)
   send_segment (&v, 1, 4096, make_memfd (4096, 1));
   frame_init (&f, 1, 1, 0, 100);
   fd = make_memfd (4096, 1);
-  CHECK_INT (raw_send (v.peer, v.buf, pf_msg_write_frame (v.buf, &f), &fd,
+  CHECK_INT (pf_test_send_fds (v.peer, v.buf, pf_msg_write_frame (v.buf, &f), &fd,
           1), ==, 0);
   close (fd);
   victim_expect_fail (&v, -EPROTO, "1 fds attached");
@@ -294,7 +268,7 @@ test_fd_on_caps (void)
 
   victim_start (&v, 4);
   fd = make_memfd (4096, 1);
-  CHECK_INT (raw_send (v.peer, v.buf, pf_msg_write_caps (v.buf, 1, "a/b"),
+  CHECK_INT (pf_test_send_fds (v.peer, v.buf, pf_msg_write_caps (v.buf, 1, "a/b"),
           &fd, 1), ==, 0);
   close (fd);
   victim_expect_fail (&v, -EPROTO, "fds");
@@ -312,7 +286,7 @@ test_oversized (void)
   put32 (v.buf, 0, PF_MSG_CAPS);
   put32 (v.buf, 4, sizeof (v.buf));
   /* Too big for the receive buffer, and with an fd: both dropped. */
-  CHECK_INT (raw_send (v.peer, v.buf, sizeof (v.buf), &fd, 1), ==, 0);
+  CHECK_INT (pf_test_send_fds (v.peer, v.buf, sizeof (v.buf), &fd, 1), ==, 0);
   close (fd);
   victim_expect_fail (&v, -EPROTO, "larger");
 }
@@ -323,19 +297,19 @@ test_bad_header (void)
   victim v;
 
   victim_start (&v, 4);
-  CHECK_INT (raw_send (v.peer, "\1\0\0\0\0\0\0\0", 8, NULL, 0), ==, 0);
+  CHECK_INT (pf_test_send_fds (v.peer, "\1\0\0\0\0\0\0\0", 8, NULL, 0), ==, 0);
   victim_expect_fail (&v, -EPROTO, "shorter than a header");
 
   victim_start (&v, 4);
   pf_msg_write_eos (v.buf);
   put32 (v.buf, 0, 77);
-  CHECK_INT (raw_send (v.peer, v.buf, 16, NULL, 0), ==, 0);
+  CHECK_INT (pf_test_send_fds (v.peer, v.buf, 16, NULL, 0), ==, 0);
   victim_expect_fail (&v, -EPROTO, "unknown message type");
 
   victim_start (&v, 4);
   pf_msg_write_eos (v.buf);
   put32 (v.buf, 4, 24);
-  CHECK_INT (raw_send (v.peer, v.buf, 16, NULL, 0), ==, 0);
+  CHECK_INT (pf_test_send_fds (v.peer, v.buf, 16, NULL, 0), ==, 0);
   victim_expect_fail (&v, -EPROTO, "header says");
 }
 
@@ -348,7 +322,7 @@ test_bad_caps (void)
   victim_start (&v, 4);
   n = pf_msg_write_caps (v.buf, 1, "video/x-raw");
   v.buf[24 + 5] = '\0';
-  CHECK_INT (raw_send (v.peer, v.buf, n, NULL, 0), ==, 0);
+  CHECK_INT (pf_test_send_fds (v.peer, v.buf, n, NULL, 0), ==, 0);
   victim_expect_fail (&v, -EPROTO, "NUL");
 
   victim_start (&v, 4);
@@ -359,15 +333,15 @@ test_bad_caps (void)
   put32 (v.buf, 12, 0);
   put32 (v.buf, 16, 1);
   put32 (v.buf, 20, PF_MAX_CAPS_LEN + 1);
-  CHECK_INT (raw_send (v.peer, v.buf, 24 + PF_MAX_CAPS_LEN + 1, NULL, 0), ==,
+  CHECK_INT (pf_test_send_fds (v.peer, v.buf, 24 + PF_MAX_CAPS_LEN + 1, NULL, 0), ==,
       0);
   victim_expect_fail (&v, -EPROTO, "larger");
 
   /* Caps sequence going backwards. */
   victim_start (&v, 4);
-  CHECK_INT (raw_send (v.peer, v.buf, pf_msg_write_caps (v.buf, 2, "a/b"),
+  CHECK_INT (pf_test_send_fds (v.peer, v.buf, pf_msg_write_caps (v.buf, 2, "a/b"),
           NULL, 0), ==, 0);
-  CHECK_INT (raw_send (v.peer, v.buf, pf_msg_write_caps (v.buf, 2, "a/c"),
+  CHECK_INT (pf_test_send_fds (v.peer, v.buf, pf_msg_write_caps (v.buf, 2, "a/c"),
           NULL, 0), ==, 0);
   {
     pf_event ev;
@@ -473,17 +447,17 @@ test_state_violations (void)
         victim_expect_fail_held (&v, -EPROTO, "limit", 1);
         break;
       case 4:                  /* unknown segment removed */
-        CHECK_INT (raw_send (v.peer, v.buf,
+        CHECK_INT (pf_test_send_fds (v.peer, v.buf,
                 pf_msg_write_segment_remove (v.buf, 6), NULL, 0), ==, 0);
         victim_expect_fail_held (&v, -EPROTO, "unknown segment 6", 1);
         break;
       case 5:                  /* a producer does not release */
-        CHECK_INT (raw_send (v.peer, v.buf, pf_msg_write_release (v.buf, 10),
+        CHECK_INT (pf_test_send_fds (v.peer, v.buf, pf_msg_write_release (v.buf, 10),
                 NULL, 0), ==, 0);
         victim_expect_fail_held (&v, -EPROTO, "unexpected message type 7", 1);
         break;
       case 6:                  /* nor say HELLO twice */
-        CHECK_INT (raw_send (v.peer, v.buf, pf_msg_write_hello (v.buf,
+        CHECK_INT (pf_test_send_fds (v.peer, v.buf, pf_msg_write_hello (v.buf,
                     PF_ROLE_PRODUCER, 2, 1), NULL, 0), ==, 0);
         victim_expect_fail_held (&v, -EPROTO, "unexpected message type 1", 1);
         break;
@@ -514,7 +488,7 @@ test_remove_while_held (void)
   send_segment (&v, 1, 4096, fd);
   frame_init (&f, 1, 1, 0, 4096);
   send_frame (&v, &f);
-  CHECK_INT (raw_send (v.peer, v.buf, pf_msg_write_segment_remove (v.buf, 1),
+  CHECK_INT (pf_test_send_fds (v.peer, v.buf, pf_msg_write_segment_remove (v.buf, 1),
           NULL, 0), ==, 0);
   CHECK_INT (pf_consumer_receive (v.c, 5000, &ev), ==, 1);
   CHECK_INT (pf_consumer_receive (v.c, 100, &e2), ==, 0);
@@ -569,7 +543,7 @@ test_bad_hello (void)
         n = pf_msg_write_eos (b);       /* not a HELLO */
         break;
     }
-    CHECK_INT (raw_send (sv[1], b, n, fd >= 0 ? &fd : NULL, fd >= 0), ==, 0);
+    CHECK_INT (pf_test_send_fds (sv[1], b, n, fd >= 0 ? &fd : NULL, fd >= 0), ==, 0);
     if (fd >= 0)
       close (fd);
     res = pf_consumer_new_from_fd (sv[0], 5000, &c);
@@ -589,11 +563,9 @@ test_bad_hello (void)
 static int
 raw_connect (const char *path)
 {
-  struct sockaddr_un a = {.sun_family = AF_UNIX };
-  int fd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  int fd = pf_test_connect (path);
 
-  snprintf (a.sun_path, sizeof (a.sun_path), "%s", path);
-  CHECK_INT (connect (fd, (struct sockaddr *) &a, sizeof (a)), ==, 0);
+  CHECK_INT (fd, >=, 0);
   return fd;
 }
 
@@ -606,7 +578,7 @@ raw_consumer (const char *path)
   int fd = raw_connect (path);
   ssize_t n;
 
-  CHECK_INT (raw_send (fd, b, pf_msg_write_hello (b, PF_ROLE_CONSUMER, 0, 0),
+  CHECK_INT (pf_test_send_fds (fd, b, pf_msg_write_hello (b, PF_ROLE_CONSUMER, 0, 0),
           NULL, 0), ==, 0);
   n = recv (fd, b, sizeof (b), 0);
   CHECK_INT (pf_msg_parse (b, (size_t) n, 0, &m), ==, 0);
@@ -654,17 +626,11 @@ raw_next_frame (int fd)
   }
 }
 
+/* Whatever was queued first, then end of stream (not a reset). */
 static void
 expect_hangup (int fd)
 {
-  uint8_t b[PF_MAX_MSG_SIZE];
-  ssize_t n;
-
-  /* Whatever was queued first, then end of stream. */
-  do {
-    n = recv (fd, b, sizeof (b), 0);
-  } while (n > 0);
-  CHECK_INT (n, ==, 0);
+  CHECK_INT (pf_test_wait_hangup (fd, 30000), ==, 1);
 }
 
 /* Each kind of misbehaviour drops that client only; a well-behaved consumer
@@ -698,26 +664,26 @@ test_producer_drops_bad_clients (void)
     CHECK_INT (s2, ==, s1 + 1);
     switch (kind) {
       case 0:                  /* release of a frame never held */
-        raw_send (bad, b, pf_msg_write_release (b, s2 + 100), NULL, 0);
+        pf_test_send_fds (bad, b, pf_msg_write_release (b, s2 + 100), NULL, 0);
         break;
       case 1:                  /* the same frame twice */
-        raw_send (bad, b, pf_msg_write_release (b, s1), NULL, 0);
-        raw_send (bad, b, pf_msg_write_release (b, s1), NULL, 0);
+        pf_test_send_fds (bad, b, pf_msg_write_release (b, s1), NULL, 0);
+        pf_test_send_fds (bad, b, pf_msg_write_release (b, s1), NULL, 0);
         break;
       case 2:                  /* an fd with a release */
         fd = make_memfd (4096, 1);
-        raw_send (bad, b, pf_msg_write_release (b, s1), &fd, 1);
+        pf_test_send_fds (bad, b, pf_msg_write_release (b, s1), &fd, 1);
         close (fd);
         break;
       case 3:                  /* a producer's message */
-        raw_send (bad, b, pf_msg_write_eos (b), NULL, 0);
+        pf_test_send_fds (bad, b, pf_msg_write_eos (b), NULL, 0);
         break;
       case 4:                  /* too large */
         memset (b, 0, sizeof (b));
-        raw_send (bad, b, sizeof (b), NULL, 0);
+        pf_test_send_fds (bad, b, sizeof (b), NULL, 0);
         break;
       case 5:                  /* garbage */
-        raw_send (bad, "garbage garbage garbage", 23, NULL, 0);
+        pf_test_send_fds (bad, "garbage garbage garbage", 23, NULL, 0);
         break;
     }
     expect_hangup (bad);
@@ -768,7 +734,7 @@ test_producer_bad_handshake (void)
   bad = raw_connect (t_path ("sock"));
   n = pf_msg_write_hello (b, PF_ROLE_CONSUMER, 0, 0);
   b[20] = 2;
-  raw_send (bad, b, (size_t) n, NULL, 0);
+  pf_test_send_fds (bad, b, (size_t) n, NULL, 0);
   n = recv (bad, b, sizeof (b), 0);
   CHECK_INT (pf_msg_parse (b, (size_t) n, 0, &m), ==, 0);
   CHECK_INT (m.u.hello.version, ==, PF_PROTOCOL_VERSION);
@@ -776,7 +742,7 @@ test_producer_bad_handshake (void)
   close (bad);
   /* A producer connecting to a producer. */
   bad = raw_connect (t_path ("sock"));
-  raw_send (bad, b, pf_msg_write_hello (b, PF_ROLE_PRODUCER, 1, 1), NULL, 0);
+  pf_test_send_fds (bad, b, pf_msg_write_hello (b, PF_ROLE_PRODUCER, 1, 1), NULL, 0);
   expect_hangup (bad);
   close (bad);
 
