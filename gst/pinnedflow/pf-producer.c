@@ -55,7 +55,9 @@ enum client_state {
   CLIENT_DEAD,                  /* to be reaped by the I/O thread */
 };
 
-/* A published frame that at least one client holds. */
+/* A published frame that at least one client holds. Once released it
+ * carries its own release callback (event_list.released) and is then kept
+ * on p->spare for the next publish: no allocation per frame. */
 struct pframe
 {
   uint64_t seq;
@@ -108,8 +110,7 @@ struct pseg
 /* Deferred callback. */
 struct event
 {
-  enum { EV_CONNECTED, EV_RELEASED, EV_DISCONNECTED } type;
-  void *token;
+  enum { EV_CONNECTED, EV_DISCONNECTED } type;
   pf_client_info info;
   struct event *next;
 };
@@ -137,6 +138,7 @@ struct pf_producer
   uint32_t next_client_id;
   struct pseg *segs;
   struct pframe *frames;
+  struct pframe *spare;         /* released pframes, for reuse */
   uint64_t seq;
   uint64_t unsent;
   char *caps;
@@ -150,20 +152,18 @@ static void producer_free (pf_producer * p);
 struct event_list
 {
   struct event *head, *tail;
+  struct pframe *released, *released_tail;      /* in release order */
 };
 
 static void
-push_event (struct event_list *l, int type, void *token,
-    const pf_client_info * info)
+push_event (struct event_list *l, int type, const pf_client_info * info)
 {
   struct event *e = calloc (1, sizeof (*e));
 
   if (e == NULL)
-    return;                     /* out of memory: the callback is lost */
+    return;                     /* out of memory: the notification is lost */
   e->type = type;
-  e->token = token;
-  if (info)
-    e->info = *info;
+  e->info = *info;
   if (l->tail)
     l->tail->next = e;
   else
@@ -171,21 +171,31 @@ push_event (struct event_list *l, int type, void *token,
   l->tail = e;
 }
 
+/* Runs the callbacks collected in @l; called without p->lock. Releases come
+ * first, so a consumer's frames are given back before its disconnection is
+ * reported. */
 static void
 dispatch_events (pf_producer * p, struct event_list *l)
 {
   struct event *e, *next;
+  struct pframe *f;
 
+  for (f = l->released; f != NULL; f = f->next)
+    if (p->cb.frame_released)
+      p->cb.frame_released (p->cb.user_data, f->token);
+  if (l->released != NULL) {
+    pthread_mutex_lock (&p->lock);
+    l->released_tail->next = p->spare;
+    p->spare = l->released;
+    pthread_mutex_unlock (&p->lock);
+    l->released = l->released_tail = NULL;
+  }
   for (e = l->head; e != NULL; e = next) {
     next = e->next;
     switch (e->type) {
       case EV_CONNECTED:
         if (p->cb.client_connected)
           p->cb.client_connected (p->cb.user_data, &e->info);
-        break;
-      case EV_RELEASED:
-        if (p->cb.frame_released)
-          p->cb.frame_released (p->cb.user_data, e->token);
         break;
       case EV_DISCONNECTED:
         if (p->cb.client_disconnected)
@@ -254,8 +264,12 @@ frame_unhold (pf_producer * p, struct pframe *f, struct event_list *ev)
     p->frames = f->next;
   if (f->next)
     f->next->prev = f->prev;
-  push_event (ev, EV_RELEASED, f->token, NULL);
-  free (f);
+  f->prev = f->next = NULL;
+  if (ev->released_tail)
+    ev->released_tail->next = f;
+  else
+    ev->released = f;
+  ev->released_tail = f;
 }
 
 static void
@@ -443,7 +457,7 @@ client_reap (pf_producer * p, struct client *c, struct event_list *ev)
     free (m);
   }
   if (c->connected_notified)
-    push_event (ev, EV_DISCONNECTED, NULL, &c->info);
+    push_event (ev, EV_DISCONNECTED, &c->info);
   free (c->held);
   free (c->segs);
   free (c);
@@ -571,7 +585,7 @@ client_handle_hello (pf_producer * p, struct client *c,
     return;
   c->state = CLIENT_ACTIVE;
   c->connected_notified = 1;
-  push_event (ev, EV_CONNECTED, NULL, &c->info);
+  push_event (ev, EV_CONNECTED, &c->info);
 }
 
 static void
@@ -670,7 +684,7 @@ io_thread (void *data)
 {
   pf_producer *p = data;
   struct epoll_event evs[16];
-  struct event_list ev = { NULL, NULL };
+  struct event_list ev = { NULL };
   int i, n, timeout, quit;
 
   for (;;) {
@@ -723,7 +737,7 @@ io_thread (void *data)
         client_read (p, c, &ev);
     }
     reap_dead (p, &ev);
-    if (ev.head == NULL) {
+    if (ev.head == NULL && ev.released == NULL) {
       pthread_mutex_unlock (&p->lock);
       continue;
     }
@@ -907,6 +921,10 @@ producer_free (pf_producer * p)
     next = f->next;
     free (f);
   }
+  for (f = p->spare; f != NULL; f = next) {
+    next = f->next;
+    free (f);
+  }
   free (p->caps);
   free (p->path);
   pthread_mutex_destroy (&p->lock);
@@ -924,7 +942,7 @@ pf_producer_unref (pf_producer * p)
 void
 pf_producer_close (pf_producer * p)
 {
-  struct event_list ev = { NULL, NULL };
+  struct event_list ev = { NULL };
   struct client *c;
   struct pseg *s;
   int join;
@@ -1083,7 +1101,7 @@ pf_producer_publish (pf_producer * p, const pf_frame * frame,
   struct pseg *ps[PF_MAX_CHUNKS];
   struct pf_msg check;
   struct pf_msg_frame f;
-  struct pframe *pf;
+  struct pframe *pf = NULL;
   struct client *c;
   uint64_t bytes = 0;
   unsigned int i;
@@ -1101,14 +1119,20 @@ pf_producer_publish (pf_producer * p, const pf_frame * frame,
       return res < 0 ? res : -ENOMEM;
     bytes += frame->chunks[i].size;
   }
-  if ((pf = calloc (1, sizeof (*pf))) == NULL)
-    return -ENOMEM;
 
   pthread_mutex_lock (&p->lock);
   if (p->closed) {
     res = -EPIPE;
     goto out;
   }
+  /* A released pframe when there is one: no allocation per frame. */
+  if ((pf = p->spare) != NULL)
+    p->spare = pf->next;
+  else if ((pf = malloc (sizeof (*pf))) == NULL) {
+    res = -ENOMEM;
+    goto out;
+  }
+  memset (pf, 0, sizeof (*pf));
   f = *frame;
   memset (&f.hdr, 0, sizeof (f.hdr));
   f.seq = p->seq + 1;
@@ -1138,8 +1162,11 @@ pf_producer_publish (pf_producer * p, const pf_frame * frame,
   res = count;
 
 out:
+  if (pf != NULL) {
+    pf->next = p->spare;
+    p->spare = pf;
+  }
   pthread_mutex_unlock (&p->lock);
-  free (pf);
   return res;
 }
 
