@@ -23,9 +23,9 @@
 #endif
 
 #include "gstpinnedcudadownload.h"
+#include "gstpinnedcudacontext.h"
 #include "gstpinnedcudaformats.h"
 #include "gstpinnedcudamemory.h"
-#include "gstpinnedcudaregistration.h"
 
 #include <gst/video/video.h>
 #include <gst/pinnedflow/pinnedflow.h>
@@ -49,10 +49,9 @@ struct _GstPinnedCudaDownload
 {
   GstBaseTransform parent;
 
-  gint device_id;
+  gint device_id;                /* property (object lock) */
 
-  const PfCudaRuntime *rt;
-  PfCudaStream stream;
+  GstPinnedCudaContext cuda;
   PfCudaEvent event;
   GstVideoInfo info;
   GstPinnedCudaLayout layout;
@@ -72,66 +71,24 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS (PF_CUDA_SYSTEM_CAPS));
 
-#define CUDA_ERROR(self, call, err) G_STMT_START {                      \
-    gchar *desc_ = pf_cuda_error_describe ((self)->rt, (err));          \
-    GST_ELEMENT_ERROR ((self), RESOURCE, FAILED,                        \
-        ("CUDA error in %s: %s", (call), desc_),                        \
-        ("runtime %s, device %d", (self)->rt->library, (self)->device_id)); \
-    g_free (desc_);                                                     \
-  } G_STMT_END
-
-static void
-free_cuda_state (GstPinnedCudaDownload * self)
-{
-  PfCudaError err;
-
-  if (self->stream) {
-    self->rt->StreamSynchronize (self->stream);
-    if ((err = self->rt->StreamDestroy (self->stream)) != PF_CUDA_SUCCESS)
-      GST_ERROR_OBJECT (self, "cudaStreamDestroy: %s",
-          self->rt->GetErrorString (err));
-    self->stream = NULL;
-  }
-  if (self->event) {
-    if ((err = self->rt->EventDestroy (self->event)) != PF_CUDA_SUCCESS)
-      GST_ERROR_OBJECT (self, "cudaEventDestroy: %s",
-          self->rt->GetErrorString (err));
-    self->event = NULL;
-  }
-}
-
 static gboolean
 gst_pinned_cuda_download_start (GstBaseTransform * trans)
 {
   GstPinnedCudaDownload *self = GST_PINNED_CUDA_DOWNLOAD (trans);
-  GError *error = NULL;
-  PfCudaError err;
+  gint device_id;
 
   GST_OBJECT_LOCK (self);
   self->frames = self->bytes = self->pinned_copies = 0;
   self->pageable_copies = self->registrations = 0;
+  device_id = self->device_id;
   GST_OBJECT_UNLOCK (self);
 
-  self->rt = pf_cuda_runtime_open_device (self->device_id, &error);
-  if (self->rt == NULL) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND, ("%s", error->message),
-        ("pinnedcudadownload needs the CUDA runtime and a CUDA device"));
-    g_error_free (error);
+  if (!gst_pinned_cuda_context_open (&self->cuda, GST_ELEMENT (self),
+          device_id))
     return FALSE;
-  }
-  err = self->rt->StreamCreateWithFlags (&self->stream,
-      PF_CUDA_STREAM_NON_BLOCKING);
-  if (err != PF_CUDA_SUCCESS) {
-    self->stream = NULL;
-    CUDA_ERROR (self, "cudaStreamCreateWithFlags", err);
-    return FALSE;
-  }
-  err = self->rt->EventCreateWithFlags (&self->event,
-      PF_CUDA_EVENT_DISABLE_TIMING);
-  if (err != PF_CUDA_SUCCESS) {
-    self->event = NULL;
-    CUDA_ERROR (self, "cudaEventCreateWithFlags", err);
-    free_cuda_state (self);
+  self->event = gst_pinned_cuda_context_new_event (&self->cuda);
+  if (self->event == NULL) {
+    gst_pinned_cuda_context_close (&self->cuda);
     return FALSE;
   }
   return TRUE;
@@ -142,8 +99,12 @@ gst_pinned_cuda_download_stop (GstBaseTransform * trans)
 {
   GstPinnedCudaDownload *self = GST_PINNED_CUDA_DOWNLOAD (trans);
 
-  if (self->rt != NULL)
-    free_cuda_state (self);
+  /* The stream is drained before the event goes. */
+  gst_pinned_cuda_context_close (&self->cuda);
+  if (self->event) {
+    gst_pinned_cuda_context_free_event (&self->cuda, self->event);
+    self->event = NULL;
+  }
   return TRUE;
 }
 
@@ -151,21 +112,9 @@ static GstCaps *
 gst_pinned_cuda_download_transform_caps (GstBaseTransform * trans,
     GstPadDirection direction, GstCaps * caps, GstCaps * filter)
 {
-  GstCaps *res;
-
-  if (direction == GST_PAD_SINK)
-    res = pf_cuda_caps_with_feature (caps,
-        GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY);
-  else
-    res = pf_cuda_caps_with_feature (caps,
-        GST_CAPS_FEATURE_MEMORY_PINNEDFLOW_CUDA);
-  if (filter) {
-    GstCaps *tmp = gst_caps_intersect_full (filter, res,
-        GST_CAPS_INTERSECT_FIRST);
-    gst_caps_unref (res);
-    res = tmp;
-  }
-  return res;
+  return gst_pinned_cuda_transform_caps (direction, caps, filter,
+      GST_CAPS_FEATURE_MEMORY_PINNEDFLOW_CUDA,
+      GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY);
 }
 
 static gboolean
@@ -215,19 +164,11 @@ gst_pinned_cuda_download_decide_allocation (GstBaseTransform * trans,
   }
   max = min + 2;
 
-  pool = gst_pinned_buffer_pool_new ();
-  config = gst_buffer_pool_get_config (pool);
-  gst_buffer_pool_config_set_params (config, caps, size, min, max);
-  if (video_meta)
-    gst_buffer_pool_config_add_option (config,
-        GST_BUFFER_POOL_OPTION_VIDEO_META);
-  gst_pinned_buffer_pool_config_set_segment_flags (config,
-      GST_PINNED_SEGMENT_FLAG_LOCK);
-  if (!gst_buffer_pool_set_config (pool, config)) {
+  pool = gst_pinned_cuda_host_pool_new (caps, size, min, max, video_meta);
+  if (pool == NULL) {
     /* Still correct, only not DMA: the copies are counted as pageable. */
     GST_WARNING_OBJECT (self, "pinned pool refused its config, using a "
         "plain video pool");
-    gst_object_unref (pool);
     pool = gst_video_buffer_pool_new ();
     config = gst_buffer_pool_get_config (pool);
     gst_buffer_pool_config_set_params (config, caps, size, min, max);
@@ -252,15 +193,16 @@ gst_pinned_cuda_download_transform (GstBaseTransform * trans,
     GstBuffer * inbuf, GstBuffer * outbuf)
 {
   GstPinnedCudaDownload *self = GST_PINNED_CUDA_DOWNLOAD (trans);
-  const PfCudaRuntime *rt = self->rt;
+  const PfCudaRuntime *rt = self->cuda.rt;
   GstMemory *imem = gst_buffer_peek_memory (inbuf, 0);
   GstPinnedCudaMemory *dmem;
   GstVideoFrame frame;
   const gchar *call = "cudaStreamWaitEvent";
   PfCudaError err;
-  gboolean pinned = TRUE, created = FALSE, mapped = FALSE;
+  gboolean pinned = TRUE;
   guint i, p;
   gsize bytes = 0;
+  int prev;
 
   if (!gst_is_pinned_cuda_memory (imem)) {
     GST_ELEMENT_ERROR (self, STREAM, WRONG_TYPE,
@@ -278,20 +220,15 @@ gst_pinned_cuda_download_transform (GstBaseTransform * trans,
 
   /* Register the output segment(s) once. */
   for (i = 0; i < gst_buffer_n_memory (outbuf); i++) {
-    GstMemory *m = gst_buffer_peek_memory (outbuf, i);
-    GstPinnedSegment *seg = gst_is_pinned_memory (m) ?
-        gst_pinned_memory_get_segment (m, NULL) : NULL;
-    const PfCudaRegistration *reg;
-    if (seg == NULL) {
+    gboolean created;
+    const PfCudaRegistration *reg =
+        gst_pinned_cuda_context_register_memory (&self->cuda,
+        gst_buffer_peek_memory (outbuf, i), &created);
+    if (reg == NULL || !reg->registered)
       pinned = FALSE;
-      continue;
-    }
-    reg = pf_cuda_segment_register (rt, self->device_id, seg, &created);
-    if (!reg->registered)
-      pinned = FALSE;
-    if (created) {
+    if (created && reg->registered) {
       GST_OBJECT_LOCK (self);
-      self->registrations += reg->registered ? 1 : 0;
+      self->registrations++;
       GST_OBJECT_UNLOCK (self);
     }
   }
@@ -301,35 +238,36 @@ gst_pinned_cuda_download_transform (GstBaseTransform * trans,
         (NULL));
     return GST_FLOW_ERROR;
   }
-  mapped = TRUE;
 
+  prev = gst_pinned_cuda_context_enter (&self->cuda);
   /* After the upload's copy into this memory. */
-  err = rt->StreamWaitEvent (self->stream, dmem->event, 0);
+  err = rt->StreamWaitEvent (self->cuda.stream, dmem->event, 0);
   for (p = 0; p < self->layout.n_planes && err == PF_CUDA_SUCCESS; p++) {
     call = "cudaMemcpy2DAsync";
     err = rt->Memcpy2DAsync (GST_VIDEO_FRAME_PLANE_DATA (&frame, p),
         GST_VIDEO_FRAME_PLANE_STRIDE (&frame, p),
         dmem->dev_ptr + dmem->pitch * dmem->layout.row_offset[p], dmem->pitch,
         self->layout.width_bytes[p], self->layout.rows[p],
-        PF_CUDA_MEMCPY_DEVICE_TO_HOST, self->stream);
+        PF_CUDA_MEMCPY_DEVICE_TO_HOST, self->cuda.stream);
     bytes += self->layout.width_bytes[p] * self->layout.rows[p];
   }
   if (err == PF_CUDA_SUCCESS) {
     call = "cudaEventRecord";
-    err = rt->EventRecord (self->event, self->stream);
+    err = rt->EventRecord (self->event, self->cuda.stream);
   }
   if (err == PF_CUDA_SUCCESS) {
     call = "cudaEventSynchronize";
     err = rt->EventSynchronize (self->event);
   }
   if (err != PF_CUDA_SUCCESS) {
-    CUDA_ERROR (self, call, err);
-    rt->StreamSynchronize (self->stream);
-    if (mapped)
-      gst_video_frame_unmap (&frame);
-    return GST_FLOW_ERROR;
+    GST_PINNED_CUDA_CONTEXT_ERROR (&self->cuda, call, err);
+    /* Nothing may still write into the frame when it goes back. */
+    rt->StreamSynchronize (self->cuda.stream);
   }
+  gst_pinned_cuda_context_leave (&self->cuda, prev);
   gst_video_frame_unmap (&frame);
+  if (err != PF_CUDA_SUCCESS)
+    return GST_FLOW_ERROR;
 
   GST_OBJECT_LOCK (self);
   self->frames++;

@@ -20,8 +20,5 @@ G_BEGIN_DECLS
 #define PF_CUDA_DEVICE_CAPS GST_VIDEO_CAPS_MAKE_WITH_FEATURES \
   (GST_CAPS_FEATURE_MEMORY_PINNEDFLOW_CUDA, PF_CUDA_FORMATS)
 
-/* @caps with every structure's features set to @feature. */
-GstCaps *pf_cuda_caps_with_feature (GstCaps * caps, const gchar * feature);
-
 G_END_DECLS
 #endif

@@ -178,6 +178,27 @@ pf_cuda_error_describe (const PfCudaRuntime * rt, PfCudaError err)
       (int) err, str ? str : "unknown error");
 }
 
+int
+pf_cuda_device_enter (const PfCudaRuntime * rt, int device_id)
+{
+  int prev = -1;
+
+  if (rt->GetDevice (&prev) != PF_CUDA_SUCCESS)
+    prev = -1;
+  if (prev == device_id)
+    return -1;
+  /* A failure shows in the call that follows, which reports it. */
+  rt->SetDevice (device_id);
+  return prev;
+}
+
+void
+pf_cuda_device_leave (const PfCudaRuntime * rt, int device_id, int previous)
+{
+  if (previous >= 0 && previous != device_id)
+    rt->SetDevice (previous);
+}
+
 const PfCudaRuntime *
 pf_cuda_runtime_open_device (int device_id, GError ** error)
 {

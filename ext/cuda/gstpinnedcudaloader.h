@@ -17,9 +17,22 @@
 
 G_BEGIN_DECLS
 
+/* tests/cuda/check-cuda-abi.c defines PF_CUDA_ABI_CHECK after including
+ * cuda_runtime_api.h: the table below is then spelled with the real types,
+ * and each of its function pointers is checked against the real function. */
+#ifdef PF_CUDA_ABI_CHECK
+typedef cudaError_t PfCudaError;
+typedef cudaStream_t PfCudaStream;
+typedef cudaEvent_t PfCudaEvent;
+typedef enum cudaMemcpyKind PfCudaMemcpyKind;
+typedef enum cudaDeviceAttr PfCudaDeviceAttr;
+#else
 typedef int PfCudaError;        /* enum cudaError */
 typedef struct PfCudaStream_st *PfCudaStream;   /* cudaStream_t */
 typedef struct PfCudaEvent_st *PfCudaEvent;     /* cudaEvent_t */
+typedef int PfCudaMemcpyKind;   /* enum cudaMemcpyKind */
+typedef int PfCudaDeviceAttr;   /* enum cudaDeviceAttr */
+#endif
 
 /* enum cudaError (driver_types.h) */
 enum
@@ -55,6 +68,7 @@ enum
 #define PF_CUDA_HOST_REGISTER_DEFAULT 0x00
 #define PF_CUDA_HOST_REGISTER_PORTABLE 0x01
 #define PF_CUDA_HOST_REGISTER_MAPPED 0x02
+#define PF_CUDA_HOST_REGISTER_IO_MEMORY 0x04
 #define PF_CUDA_HOST_REGISTER_READ_ONLY 0x08
 /* cudaStreamCreateWithFlags */
 #define PF_CUDA_STREAM_NON_BLOCKING 0x01
@@ -84,7 +98,8 @@ typedef struct
   PfCudaError (*GetDeviceCount) (int *count);
   PfCudaError (*SetDevice) (int device);
   PfCudaError (*GetDevice) (int *device);
-  PfCudaError (*DeviceGetAttribute) (int *value, int attr, int device);
+  PfCudaError (*DeviceGetAttribute) (int *value, PfCudaDeviceAttr attr,
+      int device);
   PfCudaError (*StreamCreateWithFlags) (PfCudaStream * stream,
       unsigned int flags);
   PfCudaError (*StreamDestroy) (PfCudaStream stream);
@@ -101,9 +116,9 @@ typedef struct
       size_t height);
   PfCudaError (*Free) (void *dev_ptr);
   PfCudaError (*Memcpy2D) (void *dst, size_t dpitch, const void *src,
-      size_t spitch, size_t width, size_t height, int kind);
+      size_t spitch, size_t width, size_t height, PfCudaMemcpyKind kind);
   PfCudaError (*Memcpy2DAsync) (void *dst, size_t dpitch, const void *src,
-      size_t spitch, size_t width, size_t height, int kind,
+      size_t spitch, size_t width, size_t height, PfCudaMemcpyKind kind,
       PfCudaStream stream);
   PfCudaError (*HostRegister) (void *ptr, size_t size, unsigned int flags);
   PfCudaError (*HostUnregister) (void *ptr);
@@ -133,6 +148,15 @@ const PfCudaRuntime *pf_cuda_runtime_open_device (int device_id,
 
 /* "cudaErrorX (N): string" for @err, from the runtime's own strings. */
 gchar *pf_cuda_error_describe (const PfCudaRuntime * rt, PfCudaError err);
+
+/* Makes @device_id current on the calling thread (cudaSetDevice, only when
+ * another device is current) before CUDA calls on a thread that may not
+ * have set it: pool frees, segment destroy notifies, CPU maps, application
+ * threads. Returns what pf_cuda_device_leave() needs to restore the
+ * caller's device (-1: nothing to restore). */
+int pf_cuda_device_enter (const PfCudaRuntime * rt, int device_id);
+void pf_cuda_device_leave (const PfCudaRuntime * rt, int device_id,
+    int previous);
 
 G_END_DECLS
 #endif /* __GST_PINNED_CUDA_LOADER_H__ */

@@ -72,18 +72,16 @@ allocator_free (GstAllocator * allocator, GstMemory * memory)
   GstPinnedCudaMemory *mem = (GstPinnedCudaMemory *) memory;
   const PfCudaRuntime *rt = mem->rt;
   PfCudaError err;
-  int prev = -1;
+  int prev;
 
-  rt->GetDevice (&prev);
-  if (prev != mem->device_id)
-    rt->SetDevice (mem->device_id);
+  /* The last unref can come from any thread. */
+  prev = pf_cuda_device_enter (rt, mem->device_id);
   /* cudaFree waits for the device: no copy into it is left running. */
   if ((err = rt->Free (mem->dev_ptr)) != PF_CUDA_SUCCESS)
     GST_ERROR ("cudaFree: %s", rt->GetErrorString (err));
   if ((err = rt->EventDestroy (mem->event)) != PF_CUDA_SUCCESS)
     GST_ERROR ("cudaEventDestroy: %s", rt->GetErrorString (err));
-  if (prev >= 0 && prev != mem->device_id)
-    rt->SetDevice (prev);
+  pf_cuda_device_leave (rt, mem->device_id, prev);
   g_free (mem->shadow);
   g_mutex_clear (&mem->lock);
   g_free (mem);
@@ -99,23 +97,19 @@ mem_map (GstMemory * memory, GstMapInfo * info, gsize maxsize)
   gsize size = mem->pitch * mem->layout.total_rows;
   PfCudaError err;
   gpointer res = NULL;
-
-  int prev = -1;
+  int prev;
 
   g_mutex_lock (&mem->lock);
   if (mem->map_count == 0) {
     /* The caller's thread keeps its current device. */
-    rt->GetDevice (&prev);
-    if (prev != mem->device_id)
-      rt->SetDevice (mem->device_id);
+    prev = pf_cuda_device_enter (rt, mem->device_id);
     if (mem->shadow == NULL)
       mem->shadow = g_malloc (size);
     err = rt->EventSynchronize (mem->event);
     if (err == PF_CUDA_SUCCESS)
       err = rt->Memcpy2D (mem->shadow, mem->pitch, mem->dev_ptr, mem->pitch,
           mem->pitch, mem->layout.total_rows, PF_CUDA_MEMCPY_DEVICE_TO_HOST);
-    if (prev >= 0 && prev != mem->device_id)
-      rt->SetDevice (prev);
+    pf_cuda_device_leave (rt, mem->device_id, prev);
     if (err != PF_CUDA_SUCCESS) {
       GST_ERROR ("download for map failed: %s", rt->GetErrorString (err));
       goto out;
@@ -136,17 +130,14 @@ mem_unmap (GstMemory * memory, GstMapInfo * info)
   GstPinnedCudaMemory *mem = (GstPinnedCudaMemory *) memory;
   const PfCudaRuntime *rt = mem->rt;
   PfCudaError err;
-  int prev = -1;
+  int prev;
 
   g_mutex_lock (&mem->lock);
   if (--mem->map_count == 0 && (mem->map_flags & GST_MAP_WRITE)) {
-    rt->GetDevice (&prev);
-    if (prev != mem->device_id)
-      rt->SetDevice (mem->device_id);
+    prev = pf_cuda_device_enter (rt, mem->device_id);
     err = rt->Memcpy2D (mem->dev_ptr, mem->pitch, mem->shadow, mem->pitch,
         mem->pitch, mem->layout.total_rows, PF_CUDA_MEMCPY_HOST_TO_DEVICE);
-    if (prev >= 0 && prev != mem->device_id)
-      rt->SetDevice (prev);
+    pf_cuda_device_leave (rt, mem->device_id, prev);
     if (err != PF_CUDA_SUCCESS)
       GST_ERROR ("upload after write map failed: %s",
           rt->GetErrorString (err));
@@ -307,13 +298,18 @@ gst_pinned_cuda_memory_wait (GstMemory * memory, GError ** error)
 {
   GstPinnedCudaMemory *mem = (GstPinnedCudaMemory *) memory;
   PfCudaError err;
+  int prev;
 
   if (!gst_is_pinned_cuda_memory (memory)) {
     g_set_error (error, PF_CUDA_RUNTIME_ERROR, PF_CUDA_RUNTIME_ERROR_CALL,
         "not pinnedflow CUDA memory");
     return FALSE;
   }
+  /* Called from application threads: no context of another device is
+   * initialised on their behalf. */
+  prev = pf_cuda_device_enter (mem->rt, mem->device_id);
   err = mem->rt->EventSynchronize (mem->event);
+  pf_cuda_device_leave (mem->rt, mem->device_id, prev);
   if (err != PF_CUDA_SUCCESS) {
     gst_pinned_cuda_set_error (error, mem->rt, "cudaEventSynchronize", err);
     return FALSE;
@@ -325,9 +321,14 @@ gboolean
 gst_pinned_cuda_memory_is_ready (GstMemory * memory)
 {
   GstPinnedCudaMemory *mem = (GstPinnedCudaMemory *) memory;
+  PfCudaError err;
+  int prev;
 
   g_return_val_if_fail (gst_is_pinned_cuda_memory (memory), FALSE);
-  return mem->rt->EventQuery (mem->event) == PF_CUDA_SUCCESS;
+  prev = pf_cuda_device_enter (mem->rt, mem->device_id);
+  err = mem->rt->EventQuery (mem->event);
+  pf_cuda_device_leave (mem->rt, mem->device_id, prev);
+  return err == PF_CUDA_SUCCESS;
 }
 
 gboolean

@@ -31,7 +31,7 @@ registration_create (pf_segment * seg, void *user_data, int *err_out)
   PfCudaRegistration *reg = g_new0 (PfCudaRegistration, 1);
   unsigned int flags = PF_CUDA_HOST_REGISTER_PORTABLE;
   PfCudaError err;
-  int supported = 0;
+  int supported = 0, prev;
 
   args->created = TRUE;
   reg->rt = rt;
@@ -55,7 +55,9 @@ registration_create (pf_segment * seg, void *user_data, int *err_out)
     reg->readonly = TRUE;
   }
 
+  prev = pf_cuda_device_enter (rt, args->device_id);
   err = rt->HostRegister (reg->base, reg->size, flags);
+  pf_cuda_device_leave (rt, args->device_id, prev);
   if (err != PF_CUDA_SUCCESS) {
     reg->error = err;
     reg->readonly = FALSE;
@@ -80,20 +82,18 @@ registration_destroy (void *data)
   PfCudaRegistration *reg = data;
   const PfCudaRuntime *rt = reg->rt;
   PfCudaError err;
-  int prev = -1;
+  int prev;
 
   if (reg->registered) {
-    rt->GetDevice (&prev);
-    if (prev != reg->device_id)
-      rt->SetDevice (reg->device_id);
+    /* The last unref of a segment can come from any thread. */
+    prev = pf_cuda_device_enter (rt, reg->device_id);
     err = rt->HostUnregister (reg->base);
     if (err != PF_CUDA_SUCCESS)
       GST_ERROR ("cudaHostUnregister (%p) failed: %s", reg->base,
           rt->GetErrorString (err));
     else
       GST_INFO ("unregistered %p", reg->base);
-    if (prev >= 0 && prev != reg->device_id)
-      rt->SetDevice (prev);
+    pf_cuda_device_leave (rt, reg->device_id, prev);
   }
   g_free (reg);
 }

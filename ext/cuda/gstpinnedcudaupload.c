@@ -36,9 +36,9 @@
 #endif
 
 #include "gstpinnedcudaupload.h"
+#include "gstpinnedcudacontext.h"
 #include "gstpinnedcudaformats.h"
 #include "gstpinnedcudamemory.h"
-#include "gstpinnedcudaregistration.h"
 
 #include <string.h>
 #include <gst/video/video.h>
@@ -80,8 +80,7 @@ struct _GstPinnedCudaUpload
   guint max_inflight;
 
   /* streaming state */
-  const PfCudaRuntime *rt;
-  PfCudaStream stream;
+  GstPinnedCudaContext cuda;
   GstVideoInfo in_info;
   GstVideoInfo out_info;
   GstPinnedCudaLayout layout;
@@ -119,25 +118,6 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS (PF_CUDA_DEVICE_CAPS));
 
-GstCaps *
-pf_cuda_caps_with_feature (GstCaps * caps, const gchar * feature)
-{
-  GstCaps *res = gst_caps_copy (caps);
-  guint i;
-
-  for (i = 0; i < gst_caps_get_size (res); i++)
-    gst_caps_set_features (res, i, gst_caps_features_new (feature, NULL));
-  return res;
-}
-
-#define CUDA_ERROR(self, call, err) G_STMT_START {                      \
-    gchar *desc_ = pf_cuda_error_describe ((self)->rt, (err));          \
-    GST_ELEMENT_ERROR ((self), RESOURCE, FAILED,                        \
-        ("CUDA error in %s: %s", (call), desc_),                        \
-        ("runtime %s, device %d", (self)->rt->library, (self)->device_id)); \
-    g_free (desc_);                                                     \
-  } G_STMT_END
-
 /* ------------------------------------------------------------ release */
 
 /* lock held: gives back what @e holds that needs no unlock. */
@@ -166,9 +146,10 @@ release_thread_func (gpointer data)
 {
   GstPinnedCudaUpload *self = data;
   InFlight *e;
+  const PfCudaRuntime *rt = self->cuda.rt;
   PfCudaError err;
 
-  self->rt->SetDevice (self->device_id);
+  rt->SetDevice (self->cuda.device_id);
   g_mutex_lock (&self->lock);
   for (;;) {
     while (g_queue_is_empty (&self->inflight) && !self->stopping)
@@ -178,16 +159,16 @@ release_thread_func (gpointer data)
     e = g_queue_peek_head (&self->inflight);
     g_mutex_unlock (&self->lock);
 
-    err = self->rt->EventSynchronize (e->event);
+    err = rt->EventSynchronize (e->event);
 
     g_mutex_lock (&self->lock);
     if (err != PF_CUDA_SUCCESS) {
-      gchar *desc = pf_cuda_error_describe (self->rt, err);
+      gchar *desc = pf_cuda_error_describe (rt, err);
       if (self->async_error == NULL)
         self->async_error = g_strdup_printf ("cudaEventSynchronize: %s", desc);
       g_free (desc);
       /* Nothing may read the source any more when it is released. */
-      self->rt->StreamSynchronize (self->stream);
+      rt->StreamSynchronize (self->cuda.stream);
     }
     g_queue_pop_head (&self->inflight);
     inflight_finish_locked (self, e);
@@ -218,7 +199,6 @@ static void
 free_cuda_state (GstPinnedCudaUpload * self)
 {
   PfCudaEvent ev;
-  PfCudaError err;
 
   if (self->release_thread) {
     g_mutex_lock (&self->lock);
@@ -229,18 +209,10 @@ free_cuda_state (GstPinnedCudaUpload * self)
     self->release_thread = NULL;
   }
   g_assert (g_queue_is_empty (&self->inflight));
-  while ((ev = g_queue_pop_head (&self->free_events)) != NULL) {
-    if ((err = self->rt->EventDestroy (ev)) != PF_CUDA_SUCCESS)
-      GST_ERROR_OBJECT (self, "cudaEventDestroy: %s",
-          self->rt->GetErrorString (err));
-  }
+  gst_pinned_cuda_context_close (&self->cuda);
+  while ((ev = g_queue_pop_head (&self->free_events)) != NULL)
+    gst_pinned_cuda_context_free_event (&self->cuda, ev);
   self->n_events = 0;
-  if (self->stream) {
-    if ((err = self->rt->StreamDestroy (self->stream)) != PF_CUDA_SUCCESS)
-      GST_ERROR_OBJECT (self, "cudaStreamDestroy: %s",
-          self->rt->GetErrorString (err));
-    self->stream = NULL;
-  }
   /* The last reference: the registration goes before the unmap. */
   g_clear_pointer (&self->bounce, pf_segment_unref);
   self->bounce_reg = NULL;
@@ -253,35 +225,23 @@ static gboolean
 gst_pinned_cuda_upload_start (GstBaseTransform * trans)
 {
   GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (trans);
-  GError *error = NULL;
-  PfCudaError err;
-  guint i;
+  gint device_id;
+  guint i, n_events;
 
   GST_OBJECT_LOCK (self);
   self->frames = self->bytes = self->pinned_copies = self->staged_copies = 0;
   self->registrations = self->registrations_readonly = 0;
   self->registration_failures = self->waits_full = self->inflight_max = 0;
+  device_id = self->device_id;
+  n_events = self->max_inflight;
   GST_OBJECT_UNLOCK (self);
 
-  self->rt = pf_cuda_runtime_open_device (self->device_id, &error);
-  if (self->rt == NULL) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND, ("%s", error->message),
-        ("pinnedcudaupload needs the CUDA runtime and a CUDA device"));
-    g_error_free (error);
+  if (!gst_pinned_cuda_context_open (&self->cuda, GST_ELEMENT (self),
+          device_id))
     return FALSE;
-  }
-  err = self->rt->StreamCreateWithFlags (&self->stream,
-      PF_CUDA_STREAM_NON_BLOCKING);
-  if (err != PF_CUDA_SUCCESS) {
-    self->stream = NULL;
-    CUDA_ERROR (self, "cudaStreamCreateWithFlags", err);
-    return FALSE;
-  }
-  for (i = 0; i < self->max_inflight; i++) {
-    PfCudaEvent ev = NULL;
-    err = self->rt->EventCreateWithFlags (&ev, PF_CUDA_EVENT_DISABLE_TIMING);
-    if (err != PF_CUDA_SUCCESS) {
-      CUDA_ERROR (self, "cudaEventCreateWithFlags", err);
+  for (i = 0; i < n_events; i++) {
+    PfCudaEvent ev = gst_pinned_cuda_context_new_event (&self->cuda);
+    if (ev == NULL) {
       free_cuda_state (self);
       return FALSE;
     }
@@ -299,7 +259,7 @@ gst_pinned_cuda_upload_stop (GstBaseTransform * trans)
 {
   GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (trans);
 
-  if (self->rt == NULL)
+  if (self->cuda.rt == NULL)
     return TRUE;
   wait_inflight (self, 0, FALSE);
   free_cuda_state (self);
@@ -312,21 +272,9 @@ static GstCaps *
 gst_pinned_cuda_upload_transform_caps (GstBaseTransform * trans,
     GstPadDirection direction, GstCaps * caps, GstCaps * filter)
 {
-  GstCaps *res;
-
-  if (direction == GST_PAD_SINK)
-    res = pf_cuda_caps_with_feature (caps,
-        GST_CAPS_FEATURE_MEMORY_PINNEDFLOW_CUDA);
-  else
-    res = pf_cuda_caps_with_feature (caps,
-        GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY);
-  if (filter) {
-    GstCaps *tmp = gst_caps_intersect_full (filter, res,
-        GST_CAPS_INTERSECT_FIRST);
-    gst_caps_unref (res);
-    res = tmp;
-  }
-  return res;
+  return gst_pinned_cuda_transform_caps (direction, caps, filter,
+      GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY,
+      GST_CAPS_FEATURE_MEMORY_PINNEDFLOW_CUDA);
 }
 
 static gboolean
@@ -359,7 +307,6 @@ gst_pinned_cuda_upload_propose_allocation (GstBaseTransform * trans,
   GstCaps *caps;
   GstVideoInfo info;
   GstBufferPool *pool;
-  GstStructure *config;
   guint min;
 
   gst_query_add_allocation_meta (query, GST_VIDEO_META_API_TYPE, NULL);
@@ -369,16 +316,12 @@ gst_pinned_cuda_upload_propose_allocation (GstBaseTransform * trans,
   if (gst_query_get_n_allocation_pools (query) > 0)
     return TRUE;
 
+  GST_OBJECT_LOCK (self);
   min = self->max_inflight + 2;
-  pool = gst_pinned_buffer_pool_new ();
-  config = gst_buffer_pool_get_config (pool);
-  gst_buffer_pool_config_set_params (config, caps, info.size, min, min + 2);
-  gst_buffer_pool_config_add_option (config, GST_BUFFER_POOL_OPTION_VIDEO_META);
-  gst_pinned_buffer_pool_config_set_segment_flags (config,
-      GST_PINNED_SEGMENT_FLAG_LOCK);
-  if (!gst_buffer_pool_set_config (pool, config)) {
+  GST_OBJECT_UNLOCK (self);
+  pool = gst_pinned_cuda_host_pool_new (caps, info.size, min, min + 2, TRUE);
+  if (pool == NULL) {
     GST_WARNING_OBJECT (self, "pinned pool refused its config");
-    gst_object_unref (pool);
     return TRUE;
   }
   gst_query_add_allocation_pool (query, pool, info.size, min, min + 2);
@@ -403,10 +346,11 @@ gst_pinned_cuda_upload_decide_allocation (GstBaseTransform * trans,
   if (gst_query_get_n_allocation_pools (query) > 0)
     gst_query_parse_nth_allocation_pool (query, 0, NULL, NULL, &down_min,
         NULL);
-  min = self->max_inflight + 1;
+  min = self->n_events + 1;
   max = min + down_min + 2;
 
-  pool = gst_pinned_cuda_buffer_pool_new (self->rt, self->device_id);
+  pool = gst_pinned_cuda_buffer_pool_new (self->cuda.rt,
+      self->cuda.device_id);
   config = gst_buffer_pool_get_config (pool);
   gst_buffer_pool_config_set_params (config, caps,
       GST_VIDEO_INFO_SIZE (&self->out_info), min, max);
@@ -463,8 +407,8 @@ ensure_bounce (GstPinnedCudaUpload * self)
     return FALSE;
   }
   self->slot_busy = g_new0 (gboolean, self->n_slots);
-  self->bounce_reg = pf_cuda_segment_register (self->rt, self->device_id,
-      self->bounce, &created);
+  self->bounce_reg = pf_cuda_segment_register (self->cuda.rt,
+      self->cuda.device_id, self->bounce, &created);
   GST_OBJECT_LOCK (self);
   if (created && self->bounce_reg->registered)
     self->registrations++;
@@ -474,7 +418,8 @@ ensure_bounce (GstPinnedCudaUpload * self)
   if (!self->bounce_reg->registered) {
     GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
         ("Could not register the bounce segment with CUDA: %s",
-            self->rt->GetErrorString (self->bounce_reg->error)), (NULL));
+            self->cuda.rt->GetErrorString (self->bounce_reg->error)),
+        (NULL));
     return FALSE;
   }
   return TRUE;
@@ -488,17 +433,13 @@ collect_registrations (GstPinnedCudaUpload * self, GstBuffer * buf,
   guint i, n = 0, n_mem = gst_buffer_n_memory (buf);
 
   for (i = 0; i < n_mem && n < MAX_REGS; i++) {
-    GstMemory *mem = gst_buffer_peek_memory (buf, i);
-    GstPinnedSegment *seg;
-    gboolean created = FALSE;
-    const PfCudaRegistration *reg;
+    gboolean created;
+    const PfCudaRegistration *reg =
+        gst_pinned_cuda_context_register_memory (&self->cuda,
+        gst_buffer_peek_memory (buf, i), &created);
 
-    if (!gst_is_pinned_memory (mem))
+    if (reg == NULL)
       continue;
-    seg = gst_pinned_memory_get_segment (mem, NULL);
-    if (seg == NULL)
-      continue;
-    reg = pf_cuda_segment_register (self->rt, self->device_id, seg, &created);
     if (created) {
       GST_OBJECT_LOCK (self);
       if (reg->registered) {
@@ -513,7 +454,7 @@ collect_registrations (GstPinnedCudaUpload * self, GstBuffer * buf,
         GST_ELEMENT_WARNING (self, RESOURCE, FAILED,
             ("Input segment not registered with CUDA, staging its copies"),
             ("%s (%s)", reg->reason,
-                self->rt->GetErrorString (reg->error)));
+                self->cuda.rt->GetErrorString (reg->error)));
     }
     regs[n++] = reg;
   }
@@ -528,17 +469,16 @@ plane_is_registered (GstPinnedCudaUpload * self,
   guint i;
 
   for (i = 0; i < n_regs; i++)
-    if (pf_cuda_registration_covers (regs[i], self->rt, ptr, span))
+    if (pf_cuda_registration_covers (regs[i], self->cuda.rt, ptr, span))
       return TRUE;
   return FALSE;
 }
 
 static GstFlowReturn
-gst_pinned_cuda_upload_transform (GstBaseTransform * trans, GstBuffer * inbuf,
+upload_frame (GstPinnedCudaUpload * self, GstBuffer * inbuf,
     GstBuffer * outbuf)
 {
-  GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (trans);
-  const PfCudaRuntime *rt = self->rt;
+  const PfCudaRuntime *rt = self->cuda.rt;
   const PfCudaRegistration *regs[MAX_REGS];
   GstPinnedCudaMemory *dmem;
   GstMemory *omem;
@@ -647,7 +587,7 @@ gst_pinned_cuda_upload_transform (GstBaseTransform * trans, GstBuffer * inbuf,
       err = rt->Memcpy2DAsync (dmem->dev_ptr +
           dmem->pitch * self->layout.row_offset[p], dmem->pitch, src, spitch,
           self->layout.width_bytes[p], self->layout.rows[p],
-          PF_CUDA_MEMCPY_HOST_TO_DEVICE, self->stream);
+          PF_CUDA_MEMCPY_HOST_TO_DEVICE, self->cuda.stream);
       if (err == PF_CUDA_SUCCESS)
         queued = TRUE;
       bytes += self->layout.width_bytes[p] * self->layout.rows[p];
@@ -655,16 +595,16 @@ gst_pinned_cuda_upload_transform (GstBaseTransform * trans, GstBuffer * inbuf,
   }
   if (err == PF_CUDA_SUCCESS) {
     call = "cudaEventRecord";
-    err = rt->EventRecord (dmem->event, self->stream);
+    err = rt->EventRecord (dmem->event, self->cuda.stream);
   }
   if (err == PF_CUDA_SUCCESS)
-    err = rt->EventRecord (e->event, self->stream);
+    err = rt->EventRecord (e->event, self->cuda.stream);
 
   if (err != PF_CUDA_SUCCESS) {
-    CUDA_ERROR (self, call, err);
+    GST_PINNED_CUDA_CONTEXT_ERROR (&self->cuda, call, err);
     /* Nothing may still read the input or the slot when they go back. */
     if (queued)
-      rt->StreamSynchronize (self->stream);
+      rt->StreamSynchronize (self->cuda.stream);
     g_mutex_lock (&self->lock);
     inflight_finish_locked (self, e);
     g_mutex_unlock (&self->lock);
@@ -694,6 +634,21 @@ gst_pinned_cuda_upload_transform (GstBaseTransform * trans, GstBuffer * inbuf,
   self->inflight_max = MAX (self->inflight_max, len);
   GST_OBJECT_UNLOCK (self);
   return GST_FLOW_OK;
+}
+
+/* On the streaming thread, which is not the one that opened the device. */
+static GstFlowReturn
+gst_pinned_cuda_upload_transform (GstBaseTransform * trans, GstBuffer * inbuf,
+    GstBuffer * outbuf)
+{
+  GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (trans);
+  GstFlowReturn ret;
+  int prev;
+
+  prev = gst_pinned_cuda_context_enter (&self->cuda);
+  ret = upload_frame (self, inbuf, outbuf);
+  gst_pinned_cuda_context_leave (&self->cuda, prev);
+  return ret;
 }
 
 /* Output frames from the device pool; a failed allocation is a CUDA
@@ -734,7 +689,7 @@ gst_pinned_cuda_upload_sink_event (GstBaseTransform * trans, GstEvent * event)
   GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (trans);
 
   /* At EOS every copy has completed and every input has gone back. */
-  if (GST_EVENT_TYPE (event) == GST_EVENT_EOS && self->rt != NULL)
+  if (GST_EVENT_TYPE (event) == GST_EVENT_EOS && self->cuda.rt != NULL)
     wait_inflight (self, 0, FALSE);
   return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
 }

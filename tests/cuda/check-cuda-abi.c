@@ -1,70 +1,107 @@
-/* Built only where the CUDA toolkit's headers exist: checks that the
- * values and signatures ext/cuda declares by hand (gstpinnedcudaloader.h)
- * are those of the real cuda_runtime_api.h. Compiling is the test. */
+/* Built only where the CUDA toolkit's headers exist: checks that what
+ * ext/cuda declares by hand (gstpinnedcudaloader.h) is what the real
+ * cuda_runtime_api.h / driver_types.h say. Compiling is the test.
+ *
+ * With PF_CUDA_ABI_CHECK the loader's header spells its handle, error and
+ * enum types with the real ones, so every function pointer of the table
+ * (which is also every symbol the loader looks up, "cuda" + field name) is
+ * compared with the real function's type: return type, parameter count,
+ * order and types. Every constant the plugin uses is compared by value. */
 #include <cuda_runtime_api.h>
+#define PF_CUDA_ABI_CHECK 1
 #include "gstpinnedcudaloader.h"
 
-#define SAME(a, b) _Static_assert ((int) (a) == (int) (b), #a " != " #b)
+#define SAME(a, b) _Static_assert ((long) (a) == (long) (b), #a " != " #b)
 
+/* enum cudaError */
 SAME (PF_CUDA_SUCCESS, cudaSuccess);
 SAME (PF_CUDA_ERROR_INVALID_VALUE, cudaErrorInvalidValue);
 SAME (PF_CUDA_ERROR_MEMORY_ALLOCATION, cudaErrorMemoryAllocation);
 SAME (PF_CUDA_ERROR_INITIALIZATION, cudaErrorInitializationError);
 SAME (PF_CUDA_ERROR_INVALID_MEMCPY_DIRECTION, cudaErrorInvalidMemcpyDirection);
 SAME (PF_CUDA_ERROR_INSUFFICIENT_DRIVER, cudaErrorInsufficientDriver);
+SAME (PF_CUDA_ERROR_INSUFFICIENT_DRIVER, 35);
 SAME (PF_CUDA_ERROR_NO_DEVICE, cudaErrorNoDevice);
+SAME (PF_CUDA_ERROR_NO_DEVICE, 100);
 SAME (PF_CUDA_ERROR_INVALID_DEVICE, cudaErrorInvalidDevice);
 SAME (PF_CUDA_ERROR_INVALID_RESOURCE_HANDLE, cudaErrorInvalidResourceHandle);
 SAME (PF_CUDA_ERROR_NOT_READY, cudaErrorNotReady);
 SAME (PF_CUDA_ERROR_ILLEGAL_ADDRESS, cudaErrorIllegalAddress);
 SAME (PF_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
     cudaErrorHostMemoryAlreadyRegistered);
+SAME (PF_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, 712);
 SAME (PF_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
     cudaErrorHostMemoryNotRegistered);
+SAME (PF_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, 713);
 SAME (PF_CUDA_ERROR_NOT_SUPPORTED, cudaErrorNotSupported);
 SAME (PF_CUDA_ERROR_UNKNOWN, cudaErrorUnknown);
+
+/* enum cudaMemcpyKind */
+SAME (PF_CUDA_MEMCPY_HOST_TO_HOST, cudaMemcpyHostToHost);
 SAME (PF_CUDA_MEMCPY_HOST_TO_DEVICE, cudaMemcpyHostToDevice);
 SAME (PF_CUDA_MEMCPY_DEVICE_TO_HOST, cudaMemcpyDeviceToHost);
 SAME (PF_CUDA_MEMCPY_DEVICE_TO_DEVICE, cudaMemcpyDeviceToDevice);
 SAME (PF_CUDA_MEMCPY_DEFAULT, cudaMemcpyDefault);
+
+/* cudaHostRegister flags */
+SAME (PF_CUDA_HOST_REGISTER_DEFAULT, cudaHostRegisterDefault);
 SAME (PF_CUDA_HOST_REGISTER_PORTABLE, cudaHostRegisterPortable);
 SAME (PF_CUDA_HOST_REGISTER_MAPPED, cudaHostRegisterMapped);
+SAME (PF_CUDA_HOST_REGISTER_IO_MEMORY, cudaHostRegisterIoMemory);
 SAME (PF_CUDA_HOST_REGISTER_READ_ONLY, cudaHostRegisterReadOnly);
+SAME (PF_CUDA_HOST_REGISTER_READ_ONLY, 0x08);
+
+/* stream, event flags; device attribute */
 SAME (PF_CUDA_STREAM_NON_BLOCKING, cudaStreamNonBlocking);
 SAME (PF_CUDA_EVENT_BLOCKING_SYNC, cudaEventBlockingSync);
 SAME (PF_CUDA_EVENT_DISABLE_TIMING, cudaEventDisableTiming);
 SAME (PF_CUDA_DEV_ATTR_HOST_REGISTER_READ_ONLY_SUPPORTED,
     cudaDevAttrHostRegisterReadOnlySupported);
-_Static_assert (sizeof (PfCudaError) == sizeof (cudaError_t), "cudaError_t");
-_Static_assert (sizeof (PfCudaStream) == sizeof (cudaStream_t), "stream");
 
-/* Signatures: the table's types with the handles spelled the real way. */
-static void
-check_signatures (void)
-{
-  const char *(*gs) (cudaError_t) = cudaGetErrorString;
-  cudaError_t (*mp) (void **, size_t *, size_t, size_t) = cudaMallocPitch;
-  cudaError_t (*m2a) (void *, size_t, const void *, size_t, size_t, size_t,
-      enum cudaMemcpyKind, cudaStream_t) = cudaMemcpy2DAsync;
-  cudaError_t (*m2) (void *, size_t, const void *, size_t, size_t, size_t,
-      enum cudaMemcpyKind) = cudaMemcpy2D;
-  cudaError_t (*hr) (void *, size_t, unsigned int) = cudaHostRegister;
-  cudaError_t (*hu) (void *) = cudaHostUnregister;
-  cudaError_t (*sc) (cudaStream_t *, unsigned int) = cudaStreamCreateWithFlags;
-  cudaError_t (*sw) (cudaStream_t, cudaEvent_t, unsigned int) =
-      cudaStreamWaitEvent;
-  cudaError_t (*ec) (cudaEvent_t *, unsigned int) = cudaEventCreateWithFlags;
-  cudaError_t (*er) (cudaEvent_t, cudaStream_t) = cudaEventRecord;
-  cudaError_t (*da) (int *, enum cudaDeviceAttr, int) = cudaDeviceGetAttribute;
-  (void) gs; (void) mp; (void) m2a; (void) m2; (void) hr; (void) hu;
-  (void) sc; (void) sw; (void) ec; (void) er; (void) da;
-}
+/* The types the plugin's own build uses (int, opaque pointers) have the
+ * size of the real ones. */
+_Static_assert (sizeof (int) == sizeof (cudaError_t), "cudaError_t");
+_Static_assert (sizeof (int) == sizeof (enum cudaMemcpyKind), "kind");
+_Static_assert (sizeof (int) == sizeof (enum cudaDeviceAttr), "attr");
+_Static_assert (sizeof (struct PfCudaStream_st *) == sizeof (cudaStream_t),
+    "cudaStream_t");
+_Static_assert (sizeof (struct PfCudaEvent_st *) == sizeof (cudaEvent_t),
+    "cudaEvent_t");
+
+/* Every entry of the function table against the real function. */
+#define SIG(field)                                                      \
+  _Static_assert (__builtin_types_compatible_p (                        \
+          __typeof__ (((PfCudaRuntime *) 0)->field),                    \
+          __typeof__ (&cuda##field)), "signature of cuda" #field)
+
+SIG (GetErrorString);
+SIG (GetErrorName);
+SIG (RuntimeGetVersion);
+SIG (DriverGetVersion);
+SIG (GetDeviceCount);
+SIG (SetDevice);
+SIG (GetDevice);
+SIG (DeviceGetAttribute);
+SIG (StreamCreateWithFlags);
+SIG (StreamDestroy);
+SIG (StreamSynchronize);
+SIG (StreamWaitEvent);
+SIG (EventCreateWithFlags);
+SIG (EventDestroy);
+SIG (EventRecord);
+SIG (EventQuery);
+SIG (EventSynchronize);
+SIG (MallocPitch);
+SIG (Free);
+SIG (Memcpy2D);
+SIG (Memcpy2DAsync);
+SIG (HostRegister);
+SIG (HostUnregister);
 
 int main (void);
 
 int
 main (void)
 {
-  check_signatures ();
   return 0;
 }

@@ -1,0 +1,75 @@
+/* GStreamer pinnedflow CUDA: what both elements share
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * One home for the CUDA side of pinnedcudaupload and pinnedcudadownload:
+ * opening the runtime and the device with a non-blocking stream when the
+ * element starts, events, element errors carrying the CUDA error, the
+ * caps-feature swap, the pinned host pool, and registering the segment
+ * behind a memory (counted in the element's stats).
+ */
+#ifndef __GST_PINNED_CUDA_CONTEXT_H__
+#define __GST_PINNED_CUDA_CONTEXT_H__
+
+#include <gst/gst.h>
+#include "gstpinnedcudaloader.h"
+#include "gstpinnedcudaregistration.h"
+
+G_BEGIN_DECLS
+
+typedef struct
+{
+  GstElement *element;          /* errors are posted from it (no ref) */
+  const PfCudaRuntime *rt;      /* NULL until opened */
+  gint device_id;
+  PfCudaStream stream;          /* cudaStreamNonBlocking */
+} GstPinnedCudaContext;
+
+/* Loads the runtime, makes @device_id current and creates the stream.
+ * On failure posts an element error saying what is missing (RESOURCE
+ * NOT_FOUND without runtime or device, FAILED for a CUDA call) and leaves
+ * nothing behind. */
+gboolean gst_pinned_cuda_context_open (GstPinnedCudaContext * ctx,
+    GstElement * element, gint device_id);
+
+/* Waits for the stream, destroys it. Safe on a context never opened. */
+void gst_pinned_cuda_context_close (GstPinnedCudaContext * ctx);
+
+/* Makes the context's device current on the calling thread (the streaming
+ * thread is not the one that opened it). Returns what _leave() needs. */
+int gst_pinned_cuda_context_enter (GstPinnedCudaContext * ctx);
+void gst_pinned_cuda_context_leave (GstPinnedCudaContext * ctx, int previous);
+
+/* A cudaEventDisableTiming event, or NULL after posting the error. */
+PfCudaEvent gst_pinned_cuda_context_new_event (GstPinnedCudaContext * ctx);
+void gst_pinned_cuda_context_free_event (GstPinnedCudaContext * ctx,
+    PfCudaEvent event);
+
+/* Posts GST_RESOURCE_ERROR_FAILED "CUDA error in @call: cudaErrorX (N):
+ * string" from the element, located at the caller. */
+#define GST_PINNED_CUDA_CONTEXT_ERROR(ctx, call, err)                   \
+  gst_pinned_cuda_context_post_error ((ctx), (call), (err), __FILE__,  \
+      GST_FUNCTION, __LINE__)
+void gst_pinned_cuda_context_post_error (GstPinnedCudaContext * ctx,
+    const gchar * call, PfCudaError err, const gchar * file,
+    const gchar * function, gint line);
+
+/* The registration of the segment behind @mem (registered on first use,
+ * once per segment per process), or NULL when @mem is not in a pinnedflow
+ * segment. *@created is TRUE when this call made the attempt. */
+const PfCudaRegistration *gst_pinned_cuda_context_register_memory
+    (GstPinnedCudaContext * ctx, GstMemory * mem, gboolean * created);
+
+/* transform_caps of an element taking @sink_feature and giving
+ * @src_feature (every other field kept). */
+GstCaps *gst_pinned_cuda_transform_caps (GstPadDirection direction,
+    GstCaps * caps, GstCaps * filter, const gchar * sink_feature,
+    const gchar * src_feature);
+
+/* A configured (not active) GstPinnedBufferPool of mlock'ed segments, or
+ * NULL if it refused the configuration. */
+GstBufferPool *gst_pinned_cuda_host_pool_new (GstCaps * caps, guint size,
+    guint min, guint max, gboolean video_meta);
+
+G_END_DECLS
+#endif /* __GST_PINNED_CUDA_CONTEXT_H__ */
