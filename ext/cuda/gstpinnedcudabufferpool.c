@@ -66,6 +66,8 @@ pool_set_config (GstBufferPool * pool, GstStructure * config)
   guint size, min, max;
   GError *err = NULL;
   gsize frame;
+  gboolean probed;
+  int prev;
 
   if (!gst_buffer_pool_config_get_params (config, &caps, &size, &min, &max)
       || caps == NULL || !gst_video_info_from_caps (&self->info, caps)) {
@@ -77,9 +79,11 @@ pool_set_config (GstBufferPool * pool, GstStructure * config)
     return FALSE;
   }
   gst_pinned_cuda_layout_init (&self->layout, &self->info);
-  self->rt->SetDevice (self->device_id);
-  if (!gst_pinned_cuda_probe_pitch (self->rt, &self->layout, &self->pitch,
-          &err)) {
+  prev = pf_cuda_device_enter (self->rt, self->device_id);
+  probed = gst_pinned_cuda_probe_pitch (self->rt, &self->layout, &self->pitch,
+      &err);
+  pf_cuda_device_leave (self->rt, self->device_id, prev);
+  if (!probed) {
     set_last_error (self, err);
     return FALSE;
   }
@@ -102,10 +106,14 @@ pool_alloc_buffer (GstBufferPool * pool, GstBuffer ** buffer,
   gint stride[GST_VIDEO_MAX_PLANES] = { 0, };
   guint p;
   gsize pitch;
+  int prev;
 
-  self->rt->SetDevice (self->device_id);
+  /* Allocations and their events belong to the pool's device, whatever
+   * the calling thread had current. */
+  prev = pf_cuda_device_enter (self->rt, self->device_id);
   mem = gst_pinned_cuda_memory_alloc (self->rt, self->device_id,
       &self->layout, &err);
+  pf_cuda_device_leave (self->rt, self->device_id, prev);
   if (mem == NULL) {
     set_last_error (self, err);
     return GST_FLOW_ERROR;

@@ -119,6 +119,7 @@ struct event
   uint64_t recorded, completed;
   int refs;                     /* handle + queued ops */
   int alive;
+  int device;                   /* current device when created */
   struct event *next;
 };
 
@@ -140,6 +141,7 @@ struct op
 struct stream
 {
   unsigned int flags;
+  int device;                   /* current device when created */
   pthread_t thread;
   struct op *head, *tail;
   int pending;                  /* queued or running ops */
@@ -161,7 +163,10 @@ static long delay_us = 2000;
 static int device_count = 1;
 static int insufficient_driver;
 static int no_readonly;
+/* Like the real runtime: a thread that never called cudaSetDevice works
+ * on device 0 (and would initialise its context). */
 static __thread int current_device;
+#define MAX_DEVICES 4
 
 #define MAX_FAIL 8
 static struct
@@ -186,6 +191,8 @@ static struct
   long copies_pinned, copies_pageable, copies_sync, copies_d2d;
   long streams_blocking, pending_max, unregister_pending, injected;
   long events_recorded, stream_waits;
+  /* calls that use a device's context, by the calling thread's device */
+  long context_calls[MAX_DEVICES];
 } ctr;
 
 static long
@@ -231,6 +238,8 @@ read_env (void)
 
   delay_us = (v = getenv ("PFEMU_COPY_DELAY_US")) ? atol (v) : 2000;
   device_count = (v = getenv ("PFEMU_DEVICE_COUNT")) ? atoi (v) : 1;
+  if (device_count > MAX_DEVICES)
+    device_count = MAX_DEVICES;
   insufficient_driver = (v = getenv ("PFEMU_INSUFFICIENT_DRIVER"))
       && atoi (v) != 0;
   no_readonly = (v = getenv ("PFEMU_NO_READONLY_REGISTER")) && atoi (v) != 0;
@@ -267,6 +276,20 @@ __attribute__ ((constructor))
   atexit (pfemu_exit_report);
 }
 
+/* Calls that need no context: the device queries and selection. */
+static int
+uses_context (const char *name)
+{
+  static const char *no_context[] = {
+    "cudaGetDeviceCount", "cudaSetDevice", "cudaGetDevice",
+    "cudaDeviceGetAttribute",
+  };
+  for (size_t i = 0; i < sizeof no_context / sizeof no_context[0]; i++)
+    if (strcmp (name, no_context[i]) == 0)
+      return 0;
+  return 1;
+}
+
 /* Counts the call and returns the error to inject, or cudaSuccess. */
 static cudaError_t
 enter (const char *name, int needs_driver)
@@ -276,6 +299,8 @@ enter (const char *name, int needs_driver)
   int i;
 
   pthread_mutex_lock (&G);
+  if (uses_context (name) && current_device < MAX_DEVICES)
+    ctr.context_calls[current_device]++;
   for (i = 0; i < n_calls; i++)
     if (strcmp (calls[i].name, name) == 0)
       break;
@@ -789,6 +814,7 @@ cudaStreamCreateWithFlags (void **stream, unsigned int flags)
     return cudaErrorNoDevice;
   s = calloc (1, sizeof *s);
   s->flags = flags;
+  s->device = current_device;
   pthread_cond_init (&s->cond, NULL);
   if (pthread_create (&s->thread, NULL, stream_worker, s) != 0) {
     free (s);
@@ -866,6 +892,7 @@ cudaEventCreateWithFlags (void **event, unsigned int flags)
   e = calloc (1, sizeof *e);
   e->refs = 1;
   e->alive = 1;
+  e->device = current_device;
   pthread_mutex_lock (&G);
   e->next = events;
   events = e;
@@ -902,6 +929,12 @@ cudaEventRecord (void *event, void *stream)
   pthread_mutex_lock (&G);
   if (!(e = find_event_locked (event)) ||
       (stream && !(s = find_stream_locked (stream)))) {
+    pthread_mutex_unlock (&G);
+    return cudaErrorInvalidResourceHandle;
+  }
+  /* "cudaEventRecord() will fail if the input event and input stream are
+   * associated to different devices" (programming guide). */
+  if (s && s->device != e->device) {
     pthread_mutex_unlock (&G);
     return cudaErrorInvalidResourceHandle;
   }
@@ -1146,6 +1179,8 @@ pfemu_query (const char *name)
   C ("injected", ctr.injected);
   C ("events.recorded", ctr.events_recorded);
   C ("stream.waits", ctr.stream_waits);
+  C ("calls.device0", ctr.context_calls[0]);
+  C ("calls.device1", ctr.context_calls[1]);
 #undef C
   pthread_mutex_unlock (&G);
   return v;

@@ -26,7 +26,9 @@
  * "live.streams", "live.events", "registrations", "registrations.readonly",
  * "unregistrations", "allocations", "copies.pinned", "copies.pageable",
  * "copies.sync", "copies.d2d", "streams.blocking", "pending.max",
- * "unregister.pending", "injected", "events.recorded", "stream.waits".
+ * "unregister.pending", "injected", "events.recorded", "stream.waits",
+ * "calls.device0", "calls.device1" (calls that use a device's context,
+ * made by a thread whose current device was 0 / 1).
  * Returns -1 for an unknown name. */
 long pfemu_query (const char *counter);
 

@@ -266,6 +266,8 @@ typedef struct
   guint n_frames;
   guint max_inflight;
   gboolean download;            /* else upload ! fakesink */
+  gboolean hold_output;         /* upload ! appsink keeping every frame */
+  gint device_id;
 } RoundTrip;
 
 typedef struct
@@ -301,7 +303,7 @@ run_round_trip (const RoundTrip * rt, RoundTripResult * res)
   GstBufferPool *pool = NULL;
   pf_segment *rw_seg = NULL, *ro_seg = NULL;
   gsize slot = 0;
-  gchar *desc;
+  gchar *desc, *tail;
   guint i;
 
   memset (res, 0, sizeof (*res));
@@ -311,10 +313,17 @@ run_round_trip (const RoundTrip * rt, RoundTripResult * res)
   gst_pinned_cuda_layout_init (&res->ck.layout, &res->ck.info);
 
   /* Not block=true: a blocked push never returns once the stream failed. */
+  if (rt->download)
+    tail = g_strdup_printf ("pinnedcudadownload name=down device-id=%d ! "
+        "appsink name=sink sync=false emit-signals=true", rt->device_id);
+  else if (rt->hold_output)     /* never pulled: every frame stays held */
+    tail = g_strdup ("appsink name=sink sync=false max-buffers=0");
+  else
+    tail = g_strdup ("fakesink name=sink sync=false");
   desc = g_strdup_printf ("appsrc name=src format=time ! "
-      "pinnedcudaupload name=up max-inflight=%u ! %s", rt->max_inflight,
-      rt->download ? "pinnedcudadownload name=down ! appsink name=sink "
-      "sync=false emit-signals=true" : "fakesink name=sink sync=false");
+      "pinnedcudaupload name=up device-id=%d max-inflight=%u ! %s",
+      rt->device_id, rt->max_inflight, tail);
+  g_free (tail);
   pipeline = gst_parse_launch (desc, NULL);
   g_free (desc);
   fail_unless (pipeline != NULL);
@@ -770,6 +779,58 @@ GST_START_TEST (test_injected_failure)
 
 GST_END_TEST;
 
+/* A device frame that cannot be allocated once the stream runs: the pool
+ * preallocated max-inflight + 1 frames (pitch probe = cudaMallocPitch call
+ * 1, then calls 2-4); downstream keeps every frame, so the 4th frame needs
+ * a 5th allocation, which fails. */
+GST_START_TEST (test_device_frame_alloc_fails_midstream)
+{
+  RoundTrip rt = { "NV12", 96, 64, INPUT_PINNED_POOL, 0, 8, 2, FALSE, TRUE };
+  RoundTripResult res;
+
+  g_setenv ("PFEMU_FAIL", "MallocPitch:5:2", TRUE);
+  emu_reset ();
+  run_round_trip (&rt, &res);
+  fail_unless_equals_int (EMU ("injected"), 1);
+  /* mid-stream: the preallocated frames went downstream first */
+  fail_unless_equals_uint64 (get_stat (res.up_stats, "frames"),
+      rt.max_inflight + 1);
+  fail_unless (res.error != NULL, "no error posted");
+  fail_unless (strstr (res.error, "Could not get a CUDA device frame") !=
+      NULL, "%s", res.error);
+  fail_unless (strstr (res.error, "cudaMallocPitch failed: "
+          "cudaErrorMemoryAllocation (2): out of memory") != NULL, "%s",
+      res.error);
+  fail_unless_equals_int (EMU ("unregister.pending"), 0);
+  round_trip_result_clear (&res);
+  /* the fixture checks the leak report and the live segments */
+}
+
+GST_END_TEST;
+
+/* device-id 1 of 2: every thread that calls CUDA (streaming threads, the
+ * release thread, frees, segment destroy notifies) makes device 1 current
+ * first; nothing runs on device 0's context. */
+GST_START_TEST (test_second_device)
+{
+  RoundTrip rt = { "I420", 98, 50, INPUT_PINNED_POOL, 0, 10, 2, TRUE, FALSE,
+    1
+  };
+  RoundTripResult res;
+
+  g_setenv ("PFEMU_DEVICE_COUNT", "2", TRUE);
+  emu_reset ();
+  run_round_trip (&rt, &res);
+  assert_intact (&rt, &res);
+  fail_unless_equals_uint64 (get_stat (res.up_stats, "pinned-copies"),
+      rt.n_frames);
+  fail_unless (EMU ("calls.device1") > 0);
+  fail_unless_equals_int (EMU ("calls.device0"), 0);
+  round_trip_result_clear (&res);
+}
+
+GST_END_TEST;
+
 /* ------------------------------------------------------------ emulator */
 
 /* The emulator itself: what makes the checks above able to fail. */
@@ -1079,6 +1140,8 @@ cuda_suite (void)
     tcase_add_test (emu, test_insufficient_driver);
     tcase_add_loop_test (emu, test_injected_failure, 0,
         G_N_ELEMENTS (injections));
+    tcase_add_test (emu, test_device_frame_alloc_fails_midstream);
+    tcase_add_test (emu, test_second_device);
     tcase_add_test (emu, test_emulator_rules);
     tcase_add_test (emu, test_emulator_late_copy);
     tcase_add_test (emu, test_emulator_device_memory_faults);
