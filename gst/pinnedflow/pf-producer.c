@@ -45,6 +45,9 @@
 #define LISTEN_BACKLOG 16
 /* Connections beyond this are accepted and closed at once. */
 #define MAX_CLIENTS 256
+/* A connection that has not sent its HELLO by then is closed, so that idle
+ * connections cannot take every one of the MAX_CLIENTS places. */
+#define HANDSHAKE_TIMEOUT_NS UINT64_C (5000000000)
 
 #define TOKEN_WAKE UINT64_C (0)
 #define TOKEN_LISTEN UINT64_MAX
@@ -86,6 +89,7 @@ struct client
   pf_client_stats stats;
   int fd;
   enum client_state state;
+  uint64_t hello_deadline;      /* CLIENT_HANDSHAKE: monotonic ns */
   int connected_notified;
   struct held *held;            /* grows up to max_client_frames */
   unsigned int n_held, cap_held;
@@ -537,6 +541,7 @@ accept_clients (pf_producer * p)
     }
     c->fd = fd;
     c->state = CLIENT_HANDSHAKE;
+    c->hello_deadline = pf_monotonic_ns () + HANDSHAKE_TIMEOUT_NS;
     c->info.client_id = ++p->next_client_id;
     c->info.pid = -1;
     pf_socket_peercred (fd, &c->info.pid, &c->info.uid, &c->info.gid);
@@ -679,6 +684,42 @@ thread_unref (pf_producer * p)
   return 1;
 }
 
+static int
+ms_until (uint64_t now, uint64_t deadline, int timeout)
+{
+  int ms = (int) ((deadline - now) / 1000000) + 1;
+
+  return timeout < 0 || ms < timeout ? ms : timeout;
+}
+
+/* With p->lock: resumes accepting (paused for lack of fds) after half a
+ * second, fails connections past their HELLO deadline; returns how long
+ * epoll may wait (-1: no deadline). O(clients). */
+static int
+io_timeout (pf_producer * p)
+{
+  uint64_t now = pf_monotonic_ns ();
+  struct client *c;
+  int timeout = -1;
+
+  if (p->listen_paused) {
+    if (now >= p->listen_resume_ns)
+      listen_pause (p, 0);
+    else
+      timeout = ms_until (now, p->listen_resume_ns, timeout);
+  }
+  for (c = p->clients; c != NULL; c = c->next) {
+    if (c->state != CLIENT_HANDSHAKE)
+      continue;
+    if (now >= c->hello_deadline)
+      client_fail (p, c, -ETIMEDOUT, "no HELLO within %u s",
+          (unsigned int) (HANDSHAKE_TIMEOUT_NS / UINT64_C (1000000000)));
+    else
+      timeout = ms_until (now, c->hello_deadline, timeout);
+  }
+  return timeout;
+}
+
 static void *
 io_thread (void *data)
 {
@@ -693,16 +734,7 @@ io_thread (void *data)
       pthread_mutex_unlock (&p->lock);
       break;
     }
-    /* Accepting paused for lack of fds: try again after half a second. */
-    timeout = -1;
-    if (p->listen_paused) {
-      uint64_t now = pf_monotonic_ns ();
-
-      if (now >= p->listen_resume_ns)
-        listen_pause (p, 0);
-      else
-        timeout = (int) ((p->listen_resume_ns - now) / 1000000) + 1;
-    }
+    timeout = io_timeout (p);
     pthread_mutex_unlock (&p->lock);
 
     n = epoll_wait (p->epoll_fd, evs, 16, timeout);

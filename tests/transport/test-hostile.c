@@ -759,6 +759,33 @@ test_producer_bad_handshake (void)
   CHECK_INT (t_count_fds (), ==, fds0);
 }
 
+/* A connection that never says HELLO is closed by the producer after its
+ * handshake timeout (5 s), never reported as a consumer; one that keeps
+ * quiet for a while and then speaks up in time is served normally. */
+static void
+test_handshake_timeout (void)
+{
+  int fds0 = t_count_fds ();
+  t_producer tp;
+  int silent;
+
+  CHECK_INT (t_producer_start (&tp, t_path ("sock"), 8), ==, 0);
+  silent = raw_connect (t_path ("sock"));
+  /* Hang-up guard of 30 s; the producer's deadline is 5 s. */
+  CHECK_INT (pf_test_wait_hangup (silent, 30000), ==, 1);
+  close (silent);
+  CHECK_INT (tp.connected, ==, 0);
+  CHECK_INT (tp.disconnected, ==, 0);
+  /* The producer still serves consumers that do speak. */
+  silent = raw_consumer (t_path ("sock"));
+  WAIT_FOR (tp.connected == 1);
+  close (silent);
+  WAIT_FOR (tp.disconnected == 1);
+  CHECK_INT (tp.last_error, ==, 0);
+  t_producer_stop (&tp);
+  CHECK_INT (t_count_fds (), ==, fds0);
+}
+
 static const t_case cases[] = {
   {"seg-unsealed", test_seg_unsealed},
   {"seg-size-lie", test_seg_size_lie},
@@ -780,6 +807,7 @@ static const t_case cases[] = {
   {"bad-hello", test_bad_hello},
   {"producer-drops-bad-clients", test_producer_drops_bad_clients},
   {"producer-bad-handshake", test_producer_bad_handshake},
+  {"handshake-timeout", test_handshake_timeout},
   {NULL, NULL}
 };
 
