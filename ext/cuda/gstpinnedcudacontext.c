@@ -22,9 +22,10 @@ gst_pinned_cuda_context_open (GstPinnedCudaContext * ctx,
   ctx->stream = NULL;
   ctx->rt = pf_cuda_runtime_open_device (device_id, &error);
   if (ctx->rt == NULL) {
+    GstElementFactory *factory = gst_element_get_factory (element);
     GST_ELEMENT_ERROR (element, RESOURCE, NOT_FOUND, ("%s", error->message),
-        ("%s needs the CUDA runtime and a CUDA device",
-            GST_ELEMENT_NAME (element)));
+        ("%s needs the CUDA runtime and a CUDA device", factory ?
+            GST_OBJECT_NAME (factory) : G_OBJECT_TYPE_NAME (element)));
     g_error_free (error);
     return FALSE;
   }

@@ -217,8 +217,9 @@ pf_cuda_runtime_open_device (int device_id, GError ** error)
     rt->DriverGetVersion (&driver);
     g_set_error (error, PF_CUDA_RUNTIME_ERROR, PF_CUDA_RUNTIME_ERROR_NO_DEVICE,
         "No usable CUDA device: cudaGetDeviceCount failed with %s "
-        "(runtime %s, version %d; driver version %d)", desc, rt->library,
-        rt->runtime_version, driver);
+        "(runtime %s, version %d; driver version %d%s)", desc, rt->library,
+        rt->runtime_version, driver,
+        driver == 0 ? ": no NVIDIA driver is installed" : "");
     g_free (desc);
     return NULL;
   }

@@ -485,6 +485,11 @@ GST_START_TEST (test_round_trip_pinned_pool)
     fail_unless (EMU ("copies.pinned") > 0);
     fail_unless_equals_int (EMU ("streams.blocking"), 0);
     fail_unless_equals_int (EMU ("unregister.pending"), 0);
+    /* device frames come from the bounded pool (max-inflight + 3 frames
+     * and the pitch probe), not one allocation per frame */
+    fail_unless (EMU ("allocations") <= rt.max_inflight + 4,
+        "%ld device allocations for %u frames", EMU ("allocations"),
+        rt.n_frames);
   }
   round_trip_result_clear (&res);
 }
