@@ -6,6 +6,8 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static uint8_t buf[PF_MAX_MSG_SIZE + 64];
@@ -347,6 +349,102 @@ test_release_any_seq (void)
   CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, 0);
 }
 
+/* The hex dumps of docs/protocol.md's worked example, in order, parsed out
+ * of the document: one per call, into @out; returns its length, 0 when there
+ * are no more. A dump is a run of lines "OOOO: xx xx ..." in a code block. */
+static size_t
+doc_next_dump (FILE * doc, uint8_t * out, size_t cap)
+{
+  char line[256];
+  size_t n = 0;
+
+  while (fgets (line, sizeof (line), doc) != NULL) {
+    unsigned int off, byte;
+    char *p;
+    int used;
+
+    if (sscanf (line, "%4x:%n", &off, &used) != 1 || line[4] != ':') {
+      if (n > 0)
+        return n;
+      continue;
+    }
+    CHECK_INT (off, ==, n);
+    for (p = line + used; sscanf (p, " %2x%n", &byte, &used) == 1
+        && p[0] == ' ' && p[1] != ' '; p += used) {
+      CHECK (n < cap);
+      out[n++] = (uint8_t) byte;
+    }
+  }
+  return n;
+}
+
+/* The worked example of docs/protocol.md section 11 is what the encoders
+ * write, byte for byte, and parses back. */
+static void
+test_doc_example (void)
+{
+  const char *src = getenv ("PINNEDFLOW_SOURCE_ROOT");
+  uint8_t want[PF_MAX_MSG_SIZE];
+  char path[1024];
+  pf_frame f;
+  FILE *doc;
+  size_t n, len;
+  int i;
+
+  if (src == NULL)
+    t_skip ("PINNEDFLOW_SOURCE_ROOT not set (run through meson test)");
+  snprintf (path, sizeof (path), "%s/docs/protocol.md", src);
+  doc = fopen (path, "re");
+  CHECK (doc != NULL);
+  memset (&f, 0, sizeof (f));
+  f.seq = 1;
+  f.caps_seq = 1;
+  f.n_chunks = 1;
+  f.chunks[0].segment_id = 3;
+  f.chunks[0].offset = 0x1000;
+  f.chunks[0].size = 1920 * 1080 * 4;
+  f.pts = 0;
+  f.dts = PF_TIME_NONE;
+  f.duration = 33333333;
+  f.offset = f.offset_end = UINT64_MAX;
+  f.clock_pts = UINT64_C (10000000000);
+  f.send_time = UINT64_C (10000040000);
+  f.meta_flags = PF_FRAME_HAS_VIDEO_META;
+  f.width = 1920;
+  f.height = 1080;
+  f.n_planes = 1;
+  f.plane_stride[0] = 7680;
+  for (i = 0; i < 5; i++) {
+    n = doc_next_dump (doc, want, sizeof (want));
+    switch (i) {
+      case 0:
+        len = pf_msg_write_hello (buf, PF_ROLE_PRODUCER, 8,
+            UINT64_C (0x0123456789abcdef));
+        break;
+      case 1:
+        len = pf_msg_write_segment_add (buf, 3, 8298496);
+        break;
+      case 2:
+        len = pf_msg_write_caps (buf, 1, "video/x-raw");
+        break;
+      case 3:
+        len = pf_msg_write_frame (buf, &f);
+        break;
+      default:
+        len = pf_msg_write_release (buf, 1);
+        break;
+    }
+    if (n != len || memcmp (buf, want, len) != 0)
+      fprintf (stderr, "dump %d of protocol.md differs from the encoder "
+          "(%zu vs %zu bytes)\n", i, n, len);
+    CHECK_INT (n, ==, len);
+    CHECK (memcmp (buf, want, len) == 0);
+    CHECK_INT (pf_msg_parse (want, n, i == 1 ? 1 : 0, &msg), ==, 0);
+  }
+  CHECK_INT (doc_next_dump (doc, want, sizeof (want)), ==, 0);
+  fclose (doc);
+}
+
 static const t_case cases[] = {
   {"roundtrip", test_roundtrip},
   {"header", test_header},
@@ -356,6 +454,7 @@ static const t_case cases[] = {
   {"caps", test_caps},
   {"frame", test_frame},
   {"release", test_release_any_seq},
+  {"doc-example", test_doc_example},
   {NULL, NULL}
 };
 
