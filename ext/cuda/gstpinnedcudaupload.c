@@ -181,6 +181,25 @@ release_thread_func (gpointer data)
   return NULL;
 }
 
+/* Posts the error of a failed wait in the release thread (it sticks until
+ * the element stops). */
+static gboolean
+check_async_error (GstPinnedCudaUpload * self)
+{
+  gchar *msg;
+
+  g_mutex_lock (&self->lock);
+  msg = g_strdup (self->async_error);
+  g_mutex_unlock (&self->lock);
+  if (msg == NULL)
+    return TRUE;
+  GST_ELEMENT_ERROR (self, RESOURCE, FAILED, ("CUDA error in %s", msg),
+      ("runtime %s, device %d", self->cuda.rt->library,
+          self->cuda.device_id));
+  g_free (msg);
+  return FALSE;
+}
+
 /* Waits until at most @max frames are in flight. */
 static void
 wait_inflight (GstPinnedCudaUpload * self, guint max, gboolean count)
@@ -194,6 +213,17 @@ wait_inflight (GstPinnedCudaUpload * self, guint max, gboolean count)
 }
 
 /* ------------------------------------------------------------ start/stop */
+
+/* The bounce segment: unregistered, then unmapped (nothing in flight). */
+static void
+drop_bounce (GstPinnedCudaUpload * self)
+{
+  /* The last reference: the registration goes before the unmap. */
+  g_clear_pointer (&self->bounce, pf_segment_unref);
+  self->bounce_reg = NULL;
+  g_clear_pointer (&self->slot_busy, g_free);
+  self->n_slots = 0;
+}
 
 static void
 free_cuda_state (GstPinnedCudaUpload * self)
@@ -213,11 +243,7 @@ free_cuda_state (GstPinnedCudaUpload * self)
   while ((ev = g_queue_pop_head (&self->free_events)) != NULL)
     gst_pinned_cuda_context_free_event (&self->cuda, ev);
   self->n_events = 0;
-  /* The last reference: the registration goes before the unmap. */
-  g_clear_pointer (&self->bounce, pf_segment_unref);
-  self->bounce_reg = NULL;
-  g_clear_pointer (&self->slot_busy, g_free);
-  self->n_slots = 0;
+  drop_bounce (self);
   g_clear_pointer (&self->async_error, g_free);
 }
 
@@ -288,9 +314,7 @@ gst_pinned_cuda_upload_set_caps (GstBaseTransform * trans, GstCaps * incaps,
     return FALSE;
   /* New frame size: drop the bounce segment (nothing is in flight). */
   wait_inflight (self, 0, FALSE);
-  g_clear_pointer (&self->bounce, pf_segment_unref);
-  self->bounce_reg = NULL;
-  g_clear_pointer (&self->slot_busy, g_free);
+  drop_bounce (self);
   gst_pinned_cuda_layout_init (&self->layout, &self->in_info);
   return TRUE;
 }
@@ -416,10 +440,14 @@ ensure_bounce (GstPinnedCudaUpload * self)
     self->registration_failures++;
   GST_OBJECT_UNLOCK (self);
   if (!self->bounce_reg->registered) {
+    gchar *desc = pf_cuda_error_describe (self->cuda.rt,
+        self->bounce_reg->error);
     GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
-        ("Could not register the bounce segment with CUDA: %s",
-            self->cuda.rt->GetErrorString (self->bounce_reg->error)),
-        (NULL));
+        ("Could not register the bounce segment with CUDA: "
+            "cudaHostRegister failed: %s", desc), (NULL));
+    g_free (desc);
+    /* Never used unregistered (that would be a pageable copy). */
+    drop_bounce (self);
     return FALSE;
   }
   return TRUE;
@@ -498,14 +526,8 @@ upload_frame (GstPinnedCudaUpload * self, GstBuffer * inbuf,
   }
   dmem = (GstPinnedCudaMemory *) omem;
 
-  g_mutex_lock (&self->lock);
-  if (self->async_error) {
-    GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
-        ("CUDA error: %s", self->async_error), (NULL));
-    g_mutex_unlock (&self->lock);
+  if (!check_async_error (self))
     return GST_FLOW_ERROR;
-  }
-  g_mutex_unlock (&self->lock);
 
   /* Bound the frames in flight: wait on the oldest when full. */
   wait_inflight (self, self->n_events - 1, TRUE);
@@ -688,9 +710,15 @@ gst_pinned_cuda_upload_sink_event (GstBaseTransform * trans, GstEvent * event)
 {
   GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (trans);
 
-  /* At EOS every copy has completed and every input has gone back. */
-  if (GST_EVENT_TYPE (event) == GST_EVENT_EOS && self->cuda.rt != NULL)
+  /* At EOS every copy has completed and every input has gone back; a
+   * failed wait for the last frames is an error, not a clean end. */
+  if (GST_EVENT_TYPE (event) == GST_EVENT_EOS && self->cuda.rt != NULL) {
     wait_inflight (self, 0, FALSE);
+    if (!check_async_error (self)) {
+      gst_event_unref (event);
+      return FALSE;
+    }
+  }
   return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
 }
 

@@ -752,6 +752,9 @@ static const struct
   {"Memcpy2DAsync:5:700", "an illegal memory access was encountered", TRUE},
   {"EventRecord:6:719", "unspecified launch failure", FALSE},
   {"EventSynchronize:3:719", "cudaEventSynchronize", FALSE},
+  /* the release thread's wait for the last frame: reported at EOS */
+  {"EventSynchronize:20:719", "CUDA error in cudaEventSynchronize: "
+        "cudaErrorLaunchFailure (719)", FALSE},
   {"StreamWaitEvent:4:400", "invalid resource handle", TRUE},
   /* the device frame pool: pitch probe, then its preallocation */
   {"MallocPitch:1:2", "cudaMallocPitch failed: cudaErrorMemoryAllocation",
