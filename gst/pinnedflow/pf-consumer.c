@@ -16,6 +16,7 @@
 #include "pf-socket.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
@@ -25,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +35,8 @@
 #define HANDSHAKE_MIN_MS 5000
 /* A release that cannot be sent for this long means a stuck producer. */
 #define SEND_TIMEOUT_MS 5000
+/* While nobody listens, connecting is retried this often. */
+#define CONNECT_RETRY_MS 20
 
 struct cseg
 {
@@ -311,22 +315,49 @@ handle_packet (pf_consumer * c, size_t len, int *fds, unsigned int n_fds,
   }
 }
 
-static ssize_t
-recv_packet (pf_consumer * c, int timeout_ms, int *fds, unsigned int *n_fds,
-    const char **why)
+/* Waits until @fd is readable (1), @timeout_ms passed (0), or @cancel_fd
+ * (if >= 0) became readable (-ECANCELED). */
+static int
+wait_readable (int fd, int cancel_fd, int timeout_ms)
 {
-  struct pollfd pfd = {.fd = c->fd,.events = POLLIN };
+  struct pollfd pfd[2] = {
+    {.fd = fd,.events = POLLIN},
+    {.fd = cancel_fd,.events = POLLIN},
+  };
+  nfds_t n = cancel_fd >= 0 ? 2 : 1;
   int r;
 
   do {
-    r = poll (&pfd, 1, timeout_ms);
+    r = poll (pfd, n, timeout_ms);
   } while (r < 0 && errno == EINTR);
   if (r < 0)
     return -errno;
-  if (r == 0)
-    return -ETIMEDOUT;
-  return pf_socket_recv (c->fd, c->buf, sizeof (c->buf), MSG_DONTWAIT, fds,
+  if (n == 2 && (pfd[1].revents & (POLLIN | POLLERR | POLLHUP | POLLNVAL)))
+    return -ECANCELED;
+  return r > 0 ? 1 : 0;
+}
+
+/* One packet, waiting up to @timeout_ms (0: only what is queued, with a
+ * single recvmsg and no poll). -ETIMEDOUT when nothing came. */
+static ssize_t
+recv_packet (pf_consumer * c, int timeout_ms, int cancel_fd, int *fds,
+    unsigned int *n_fds, const char **why)
+{
+  ssize_t len;
+  int r;
+
+  if (timeout_ms != 0) {
+    r = wait_readable (c->fd, cancel_fd, timeout_ms);
+    if (r < 0)
+      return r;
+    if (r == 0)
+      return -ETIMEDOUT;
+  }
+  len = pf_socket_recv (c->fd, c->buf, sizeof (c->buf), MSG_DONTWAIT, fds,
       n_fds, why);
+  if (len == -EAGAIN && timeout_ms == 0)
+    return -ETIMEDOUT;
+  return len;
 }
 
 int
@@ -351,7 +382,8 @@ pf_consumer_receive (pf_consumer * c, int timeout_ms, pf_event * ev)
     if (res < 0)
       return res;
 
-    len = recv_packet (c, remaining (timeout_ms, &start), fds, &n_fds, &why);
+    len = recv_packet (c, remaining (timeout_ms, &start), -1, fds, &n_fds,
+        &why);
     if (len == -ETIMEDOUT)
       return 0;
     if (len == -EAGAIN)
@@ -428,9 +460,10 @@ pf_consumer_release (pf_consumer * c, uint64_t seq)
 }
 
 static int
-handshake (pf_consumer * c, int timeout_ms)
+handshake (pf_consumer * c, int timeout_ms, int cancel_fd)
 {
   int fds[PF_SOCKET_MAX_RECV_FDS];
+  struct timespec start;
   unsigned int n_fds;
   const char *why;
   ssize_t len;
@@ -443,9 +476,16 @@ handshake (pf_consumer * c, int timeout_ms)
         strerror (-res));
     return res;
   }
+  clock_gettime (CLOCK_MONOTONIC, &start);
   do {
-    len = recv_packet (c, timeout_ms, fds, &n_fds, &why);
+    len = recv_packet (c, remaining (timeout_ms, &start), cancel_fd, fds,
+        &n_fds, &why);
   } while (len == -EAGAIN);
+  if (len == -ECANCELED) {
+    snprintf (c->error, sizeof (c->error), "cancelled while waiting for the "
+        "producer's HELLO");
+    return -ECANCELED;
+  }
   if (len <= 0) {
     res = len == 0 ? -EPIPE : (int) len;
     snprintf (c->error, sizeof (c->error), "no HELLO from the producer: %s",
@@ -467,8 +507,8 @@ handshake (pf_consumer * c, int timeout_ms)
   return 0;
 }
 
-int
-pf_consumer_new_from_fd (int fd, int timeout_ms, pf_consumer ** out)
+static int
+new_from_fd (int fd, int timeout_ms, int cancel_fd, pf_consumer ** out)
 {
   struct timeval tv = {.tv_sec = SEND_TIMEOUT_MS / 1000,
     .tv_usec = (SEND_TIMEOUT_MS % 1000) * 1000
@@ -476,7 +516,6 @@ pf_consumer_new_from_fd (int fd, int timeout_ms, pf_consumer ** out)
   pf_consumer *c;
   int res;
 
-  connect_error[0] = '\0';
   if (out == NULL || fd < 0) {
     if (fd >= 0)
       close (fd);
@@ -492,7 +531,7 @@ pf_consumer_new_from_fd (int fd, int timeout_ms, pf_consumer ** out)
   c->fd = fd;
   setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof (tv));
 
-  if ((res = handshake (c, timeout_ms)) < 0) {
+  if ((res = handshake (c, timeout_ms, cancel_fd)) < 0) {
     snprintf (connect_error, sizeof (connect_error), "%s", c->error);
     pf_consumer_unref (c);
     return res;
@@ -502,11 +541,59 @@ pf_consumer_new_from_fd (int fd, int timeout_ms, pf_consumer ** out)
 }
 
 int
-pf_consumer_connect (const char *socket_path, int timeout_ms,
-    pf_consumer ** out)
+pf_consumer_new_from_fd (int fd, int timeout_ms, pf_consumer ** out)
+{
+  connect_error[0] = '\0';
+  return new_from_fd (fd, timeout_ms, -1, out);
+}
+
+/* One non-blocking connect attempt: a full backlog says -EAGAIN instead of
+ * blocking (a blocking connect could not be cancelled). The socket is
+ * switched back to blocking mode (releases are sent with SO_SNDTIMEO). */
+static int
+connect_once (const char *path)
+{
+  struct sockaddr_un addr;
+  size_t len;
+  int fd, flags, res;
+
+  /* an empty path would be an abstract (or autobound) socket */
+  if (path[0] == '\0')
+    return -EINVAL;
+  len = strlen (path);
+  if (len >= sizeof (addr.sun_path))
+    return -ENAMETOOLONG;
+  memset (&addr, 0, sizeof (addr));
+  addr.sun_family = AF_UNIX;
+  memcpy (addr.sun_path, path, len + 1);
+
+  fd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    return -errno;
+  if (connect (fd, (struct sockaddr *) &addr, sizeof (addr)) < 0) {
+    res = -errno;
+    goto fail;
+  }
+  if ((flags = fcntl (fd, F_GETFL)) < 0
+      || fcntl (fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+    res = -errno;
+    goto fail;
+  }
+  return fd;
+
+fail:
+  close (fd);
+  /* AF_UNIX reports a full backlog of a non-blocking connect as EAGAIN;
+   * EINPROGRESS is not expected, treat it the same */
+  return res == -EINPROGRESS ? -EAGAIN : res;
+}
+
+int
+pf_consumer_connect_cancellable (const char *socket_path, int timeout_ms,
+    int cancel_fd, pf_consumer ** out)
 {
   struct timespec start;
-  int fd, left, hs;
+  int fd, left, hs, res;
 
   connect_error[0] = '\0';
   if (out == NULL || socket_path == NULL)
@@ -514,7 +601,13 @@ pf_consumer_connect (const char *socket_path, int timeout_ms,
   *out = NULL;
   clock_gettime (CLOCK_MONOTONIC, &start);
   for (;;) {
-    fd = pf_socket_connect (socket_path);
+    /* a cancellation that came before we even started counts */
+    if (cancel_fd >= 0 && wait_readable (-1, cancel_fd, 0) == -ECANCELED) {
+      snprintf (connect_error, sizeof (connect_error), "connecting to %s "
+          "cancelled", socket_path);
+      return -ECANCELED;
+    }
+    fd = connect_once (socket_path);
     if (fd >= 0)
       break;
     /* Producer not up yet (no file, or a stale one), or its backlog is
@@ -530,11 +623,27 @@ pf_consumer_connect (const char *socket_path, int timeout_ms,
           "after %d ms: %s", socket_path, timeout_ms, strerror (-fd));
       return -ETIMEDOUT;
     }
-    usleep ((left < 0 || left > 20 ? 20 : left) * 1000);
+    /* sleep until the next attempt, or until cancelled */
+    res = wait_readable (-1, cancel_fd, left < 0
+        || left > CONNECT_RETRY_MS ? CONNECT_RETRY_MS : left);
+    if (res == -ECANCELED) {
+      snprintf (connect_error, sizeof (connect_error), "connecting to %s "
+          "cancelled", socket_path);
+      return -ECANCELED;
+    }
   }
+  /* A finite timeout still gives the producer HANDSHAKE_MIN_MS to answer;
+   * -1 waits for its HELLO for ever (interruptible through @cancel_fd). */
   left = remaining (timeout_ms, &start);
   hs = left < 0 ? -1 : (left > HANDSHAKE_MIN_MS ? left : HANDSHAKE_MIN_MS);
-  return pf_consumer_new_from_fd (fd, hs, out);
+  return new_from_fd (fd, hs, cancel_fd, out);
+}
+
+int
+pf_consumer_connect (const char *socket_path, int timeout_ms,
+    pf_consumer ** out)
+{
+  return pf_consumer_connect_cancellable (socket_path, timeout_ms, -1, out);
 }
 
 pf_consumer *

@@ -47,11 +47,29 @@ typedef struct {
  * @timeout_ms: how long to wait for a producer that is not up yet
  *   (0: try once, -1: forever)
  *
- * Connects and completes the HELLO exchange.
+ * Connects and completes the HELLO exchange. The HELLO is awaited for
+ * at least 5 s (for ever with -1). Same as
+ * pf_consumer_connect_cancellable() with no cancel fd.
  * Returns: 0, -ETIMEDOUT, -EPROTONOSUPPORT (version), or -errno.
  */
 int pf_consumer_connect (const char *socket_path, int timeout_ms,
     pf_consumer ** out);
+
+/**
+ * pf_consumer_connect_cancellable:
+ * @timeout_ms: as for pf_consumer_connect()
+ * @cancel_fd: an fd that becomes readable (POLLIN) to cancel, e.g. an
+ *   eventfd or a pipe's read end; -1 for none. It is polled, never read.
+ *
+ * pf_consumer_connect() that can be interrupted at any point: while no
+ * producer listens (between retries) and while waiting for the producer's
+ * HELLO. The connect itself never blocks (a full backlog is retried). An
+ * already readable @cancel_fd cancels before the first attempt.
+ *
+ * Returns: as pf_consumer_connect(), or -ECANCELED (nothing left open).
+ */
+int pf_consumer_connect_cancellable (const char *socket_path, int timeout_ms,
+    int cancel_fd, pf_consumer ** out);
 
 /* Like pf_consumer_connect() on an already connected SOCK_SEQPACKET socket
  * (e.g. one end of a socketpair()): does the HELLO exchange, waiting up to

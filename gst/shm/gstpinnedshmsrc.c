@@ -41,7 +41,10 @@
 #include "gstpinnedshmsrc.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <gst/video/video.h>
 #include <gst/pinnedflow/gstpinnedallocator.h>
@@ -54,8 +57,9 @@ GST_DEBUG_CATEGORY_STATIC (gst_pinned_shm_src_debug);
 #define DEFAULT_SOCKET_PATH NULL
 #define DEFAULT_ON_DISCONNECT GST_PINNED_SHM_SRC_ON_DISCONNECT_EOS
 #define DEFAULT_CONNECT_TIMEOUT 0
-/* While no producer listens, connecting is retried this often. */
-#define CONNECT_RETRY_NS (20 * GST_MSECOND)
+/* After a failed handshake (a producer dying while we connect), the next
+ * attempt comes this much later. */
+#define CONNECT_RETRY_MS 20
 
 /* GstBufferFlags accepted from the wire. */
 #define WIRE_BUFFER_FLAGS (GST_BUFFER_FLAG_LIVE | GST_BUFFER_FLAG_DECODE_ONLY \
@@ -86,9 +90,11 @@ struct _GstPinnedShmSrc
   GstPinnedShmSrcOnDisconnect on_disconnect;
   gint connect_timeout;
 
+  /* an eventfd, readable between unlock and unlock_stop: every wait of the
+   * streaming thread (connecting, the HELLO, the next frame) polls it */
+  gint cancel_fd;
+
   /* streaming thread (and start/stop) */
-  GstPoll *poll;                /* the consumer fd + unlock */
-  GstPollFD pollfd;
   GstAllocator *allocator;
   GstCaps *caps;                /* current caps from the producer */
   GstVideoInfo vinfo;
@@ -256,10 +262,6 @@ drop_connection (GstPinnedShmSrc * self)
   self->consumer = NULL;
   g_mutex_unlock (&self->lock);
 
-  if (self->pollfd.fd >= 0) {
-    gst_poll_remove_fd (self->poll, &self->pollfd);
-    self->pollfd.fd = -1;
-  }
   /* Frames still out keep their own reference; the socket closes when the
    * last of them is freed. */
   if (c)
@@ -280,6 +282,11 @@ gst_pinned_shm_src_start (GstBaseSrc * bsrc)
         ("Set the socket-path property"));
     return FALSE;
   }
+  if (self->cancel_fd < 0) {
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED, ("No eventfd"),
+        ("eventfd() failed when the element was made"));
+    return FALSE;
+  }
 
   g_mutex_lock (&self->lock);
   self->frames = self->bytes = self->reconnects = self->errors = 0;
@@ -292,7 +299,6 @@ gst_pinned_shm_src_start (GstBaseSrc * bsrc)
   self->ever_connected = FALSE;
   self->is_video = FALSE;
   gst_caps_replace (&self->caps, NULL);
-  gst_poll_fd_init (&self->pollfd);
   return TRUE;
 }
 
@@ -310,8 +316,13 @@ static gboolean
 gst_pinned_shm_src_unlock (GstBaseSrc * bsrc)
 {
   GstPinnedShmSrc *self = GST_PINNED_SHM_SRC (bsrc);
+  guint64 one = 1;
 
-  gst_poll_set_flushing (self->poll, TRUE);
+  GST_DEBUG_OBJECT (self, "unlock");
+  /* the counter stays non-zero (readable) until unlock_stop */
+  if (self->cancel_fd >= 0 && write (self->cancel_fd, &one, sizeof (one)) < 0
+      && errno != EAGAIN)
+    GST_WARNING_OBJECT (self, "eventfd write: %s", g_strerror (errno));
   return TRUE;
 }
 
@@ -319,9 +330,38 @@ static gboolean
 gst_pinned_shm_src_unlock_stop (GstBaseSrc * bsrc)
 {
   GstPinnedShmSrc *self = GST_PINNED_SHM_SRC (bsrc);
+  guint64 count;
 
-  gst_poll_set_flushing (self->poll, FALSE);
+  GST_DEBUG_OBJECT (self, "unlock stop");
+  /* non-blocking: EAGAIN when it was not set */
+  if (self->cancel_fd >= 0
+      && read (self->cancel_fd, &count, sizeof (count)) < 0
+      && errno != EAGAIN)
+    GST_WARNING_OBJECT (self, "eventfd read: %s", g_strerror (errno));
   return TRUE;
+}
+
+/* Waits until @fd (if >= 0) is readable (1), @timeout_ms passed (0) or the
+ * element is unlocked (-1). */
+static gint
+wait_or_cancel (GstPinnedShmSrc * self, gint fd, gint timeout_ms)
+{
+  struct pollfd pfd[2] = {
+    {.fd = self->cancel_fd,.events = POLLIN},
+    {.fd = fd,.events = POLLIN},
+  };
+  gint r;
+
+  do {
+    r = poll (pfd, 2, timeout_ms);
+  } while (r < 0 && errno == EINTR);
+  if (r < 0) {
+    GST_WARNING_OBJECT (self, "poll: %s", g_strerror (errno));
+    return -1;
+  }
+  if (pfd[0].revents)
+    return -1;
+  return r > 0 ? 1 : 0;
 }
 
 static gboolean
@@ -350,9 +390,10 @@ gst_pinned_shm_src_query (GstBaseSrc * bsrc, GstQuery * query)
   return GST_BASE_SRC_CLASS (parent_class)->query (bsrc, query);
 }
 
-/* Connects, retrying until @timeout_ms (-1: forever) while nobody listens.
- * Returns GST_FLOW_OK, GST_FLOW_FLUSHING (unlocked) or GST_FLOW_ERROR
- * (error posted). */
+/* Connects, retrying until @timeout_ms (-1: forever) while nobody listens
+ * or the producer dies during the handshake; every wait is interrupted by
+ * unlock. Returns GST_FLOW_OK, GST_FLOW_FLUSHING (unlocked) or
+ * GST_FLOW_ERROR (error posted). */
 static GstFlowReturn
 connect_producer (GstPinnedShmSrc * self, gint timeout_ms)
 {
@@ -369,13 +410,18 @@ connect_producer (GstPinnedShmSrc * self, gint timeout_ms)
     deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
 
   for (;;) {
-    gint64 now;
-    gint res;
+    gint left = -1;
 
-    err = pf_consumer_connect (path, 0, &c);
+    if (deadline >= 0)
+      left = (gint) CLAMP ((deadline - g_get_monotonic_time ()) / 1000, 0,
+          G_MAXINT);
+    err = pf_consumer_connect_cancellable (path, left, self->cancel_fd, &c);
     if (err == 0)
       break;
-    /* not up yet, a stale socket, or a dying producer: try again */
+    if (err == -ECANCELED)
+      goto flushing;
+    /* a dying producer (reset or closed during the HELLO), or one that
+     * did not answer in time: try again until the deadline */
     if (err != -ENOENT && err != -ECONNREFUSED && err != -ETIMEDOUT
         && err != -EAGAIN && err != -ECONNRESET && err != -EPIPE) {
       GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
@@ -384,8 +430,7 @@ connect_producer (GstPinnedShmSrc * self, gint timeout_ms)
       g_free (path);
       return GST_FLOW_ERROR;
     }
-    now = g_get_monotonic_time ();
-    if (deadline >= 0 && now >= deadline) {
+    if (deadline >= 0 && g_get_monotonic_time () >= deadline) {
       GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
           ("No producer on \"%s\"", path),
           ("%s (connect-timeout %d ms)", pf_consumer_connect_error (),
@@ -393,12 +438,10 @@ connect_producer (GstPinnedShmSrc * self, gint timeout_ms)
       g_free (path);
       return GST_FLOW_ERROR;
     }
-    /* the poll holds no fd now: this only sleeps, or wakes on unlock */
-    res = gst_poll_wait (self->poll, CONNECT_RETRY_NS);
-    if (res < 0 && errno == EBUSY) {
-      g_free (path);
-      return GST_FLOW_FLUSHING;
-    }
+    GST_DEBUG_OBJECT (self, "connect failed (%s), retrying",
+        pf_consumer_connect_error ());
+    if (wait_or_cancel (self, -1, CONNECT_RETRY_MS) < 0)
+      goto flushing;
   }
 
   GST_INFO_OBJECT (self, "connected to %s (session %" G_GINT64_MODIFIER
@@ -410,13 +453,15 @@ connect_producer (GstPinnedShmSrc * self, gint timeout_ms)
   self->consumer = c;
   g_mutex_unlock (&self->lock);
 
-  self->pollfd.fd = pf_consumer_get_fd (c);
-  gst_poll_add_fd (self->poll, &self->pollfd);
-  gst_poll_fd_ctl_read (self->poll, &self->pollfd, TRUE);
   self->discont = TRUE;
   self->have_seq = FALSE;
   self->ever_connected = TRUE;
   return GST_FLOW_OK;
+
+flushing:
+  GST_DEBUG_OBJECT (self, "connecting interrupted");
+  g_free (path);
+  return GST_FLOW_FLUSHING;
 }
 
 static GstFlowReturn
@@ -661,9 +706,9 @@ gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
     res = pf_consumer_receive (c, 0, &ev);
     if (res == 0) {
       /* nothing queued: wait for the socket or unlock */
-      res = gst_poll_wait (self->poll, GST_CLOCK_TIME_NONE);
+      res = wait_or_cancel (self, pf_consumer_get_fd (c), -1);
       pf_consumer_unref (c);
-      if (res < 0 && errno == EBUSY)
+      if (res < 0)
         return GST_FLOW_FLUSHING;
       continue;
     }
@@ -718,7 +763,8 @@ gst_pinned_shm_src_finalize (GObject * object)
 
   g_free (self->socket_path);
   gst_caps_replace (&self->caps, NULL);
-  gst_poll_free (self->poll);
+  if (self->cancel_fd >= 0)
+    close (self->cancel_fd);
   gst_object_unref (self->allocator);
   g_mutex_clear (&self->lock);
   G_OBJECT_CLASS (parent_class)->finalize (object);
@@ -730,8 +776,7 @@ gst_pinned_shm_src_init (GstPinnedShmSrc * self)
   self->socket_path = g_strdup (DEFAULT_SOCKET_PATH);
   self->on_disconnect = DEFAULT_ON_DISCONNECT;
   self->connect_timeout = DEFAULT_CONNECT_TIMEOUT;
-  self->poll = gst_poll_new (TRUE);
-  gst_poll_fd_init (&self->pollfd);
+  self->cancel_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
   self->allocator = gst_pinned_allocator_get ();
   g_mutex_init (&self->lock);
   gst_video_info_init (&self->vinfo);

@@ -13,10 +13,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "pf-consumer.h"
 #include "pf-protocol.h"
 #include "shm-common.h"
 #include "shm-proc.h"
@@ -741,6 +743,206 @@ GST_START_TEST (test_src_unlock_connected)
 
 GST_END_TEST;
 
+/* A listening socket at @sock that nobody serves: it accepts (the kernel
+ * completes connections into the backlog) but never says HELLO. */
+static int
+silent_listener (void)
+{
+  struct sockaddr_un addr = { 0, };
+  int lfd;
+
+  lfd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  fail_unless (lfd >= 0);
+  addr.sun_family = AF_UNIX;
+  g_strlcpy (addr.sun_path, sock, sizeof (addr.sun_path));
+  fail_unless (bind (lfd, (struct sockaddr *) &addr, sizeof (addr)) == 0);
+  fail_unless (listen (lfd, 4) == 0);
+  return lfd;
+}
+
+/* Accepts the next connection and reads the consumer's HELLO from it: the
+ * consumer is then waiting for ours. */
+static int
+accept_hello (int lfd)
+{
+  guint8 buf[PF_MAX_MSG_SIZE];
+  struct pollfd pfd;
+  int peer;
+
+  peer = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC);
+  fail_unless (peer >= 0);
+  pfd.fd = peer;
+  pfd.events = POLLIN;
+  fail_unless (poll (&pfd, 1, -1) == 1);
+  fail_unless_equals_int (recv (peer, buf, sizeof (buf), 0),
+      sizeof (struct pf_msg_hello));
+  return peer;
+}
+
+/* TRUE when the other end of @peer is closed (end of file, nothing
+ * pending): the consumer did not leave its socket open. */
+static gboolean
+peer_closed (int peer)
+{
+  guint8 buf[PF_MAX_MSG_SIZE];
+  struct pollfd pfd = { peer, POLLIN, 0 };
+
+  fail_unless (poll (&pfd, 1, -1) == 1);
+  return recv (peer, buf, sizeof (buf), MSG_DONTWAIT) == 0;
+}
+
+typedef struct
+{
+  const gchar *path;
+  gint cancel_fd;
+  gint res;
+  pf_consumer *c;
+} ConnectCall;
+
+static gpointer
+connect_thread (gpointer data)
+{
+  ConnectCall *call = data;
+
+  /* -1: no timeout of its own; only the cancel fd can end the wait */
+  call->res = pf_consumer_connect_cancellable (call->path, -1,
+      call->cancel_fd, &call->c);
+  return NULL;
+}
+
+static void
+cancel (int efd)
+{
+  guint64 one = 1;
+
+  fail_unless (write (efd, &one, sizeof (one)) == sizeof (one));
+}
+
+GST_START_TEST (test_connect_cancellable)
+{
+  ConnectCall call = { 0, };
+  GThread *t;
+  guint before;
+  int efd, lfd, peer;
+
+  efd = eventfd (0, EFD_CLOEXEC);
+  fail_unless (efd >= 0);
+  call.path = sock;
+  call.cancel_fd = efd;
+
+  /* nobody at the path, waiting for ever: the cancel fd ends the retries */
+  before = shm_count_fds ();
+  t = g_thread_new ("connect", connect_thread, &call);
+  cancel (efd);
+  g_thread_join (t);
+  fail_unless_equals_int (call.res, -ECANCELED);
+  fail_unless (call.c == NULL);
+  fail_unless_equals_int (shm_count_fds (), before);
+
+  /* cancelled before the call: nothing is even attempted (the listener's
+   * backlog stays empty) */
+  lfd = silent_listener ();
+  call.res = 0;
+  connect_thread (&call);
+  fail_unless_equals_int (call.res, -ECANCELED);
+  {
+    struct pollfd pfd = { lfd, POLLIN, 0 };
+
+    fail_unless_equals_int (poll (&pfd, 1, 0), 0);
+  }
+  {
+    guint64 v;
+
+    fail_unless (read (efd, &v, sizeof (v)) == sizeof (v));
+  }
+
+  /* a peer that accepts and never says HELLO: waiting for the HELLO (for
+   * ever, timeout -1) is what gets cancelled, and the socket is closed */
+  before = shm_count_fds ();
+  call.res = 0;
+  t = g_thread_new ("connect", connect_thread, &call);
+  peer = accept_hello (lfd);
+  cancel (efd);
+  g_thread_join (t);
+  fail_unless_equals_int (call.res, -ECANCELED);
+  fail_unless (call.c == NULL);
+  fail_unless (peer_closed (peer));
+  close (peer);
+  fail_unless_equals_int (shm_count_fds (), before);
+
+  /* the same listener answering with a HELLO: the cancel fd, unset, does
+   * not get in the way */
+  {
+    guint64 v;
+    guint8 buf[PF_MAX_MSG_SIZE];
+    size_t len;
+
+    fail_unless (read (efd, &v, sizeof (v)) == sizeof (v));
+    call.res = -1;
+    t = g_thread_new ("connect", connect_thread, &call);
+    peer = accept_hello (lfd);
+    len = pf_msg_write_hello (buf, PF_ROLE_PRODUCER, 3, 42);
+    fail_unless (send (peer, buf, len, MSG_NOSIGNAL) == (gssize) len);
+    g_thread_join (t);
+    fail_unless_equals_int (call.res, 0);
+    fail_unless (call.c != NULL);
+    fail_unless_equals_int (pf_consumer_get_max_held (call.c), 3);
+    fail_unless_equals_int (pf_consumer_get_session_id (call.c), 42);
+    pf_consumer_unref (call.c);
+    fail_unless (peer_closed (peer));
+    close (peer);
+  }
+
+  close (lfd);
+  close (efd);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_src_unlock_handshake)
+{
+  ShmConsumer *c;
+  const ShmResult *r;
+  guint before;
+  int lfd, peer;
+
+  /* warm up what GStreamer opens for good, for the fd count below */
+  c = shm_consumer_new (sock, "connect-timeout=-1", FALSE, FALSE);
+  gst_element_set_state (shm_consumer_get_pipeline (c), GST_STATE_PAUSED);
+  gst_element_set_state (shm_consumer_get_pipeline (c), GST_STATE_NULL);
+  shm_consumer_free (c);
+
+  /* The source connects to a peer that accepts and never answers. With
+   * connect-timeout=-1 the source waits for its HELLO for ever: only the
+   * state change can end that wait, and it must. */
+  lfd = silent_listener ();
+  before = shm_count_fds ();
+  c = shm_consumer_new (sock, "connect-timeout=-1", FALSE, FALSE);
+  fail_unless (shm_consumer_start (c));
+  peer = accept_hello (lfd);
+  /* the source is now in the handshake */
+  fail_unless_equals_int (shm_consumer_run (c, 0, 100, 0), 0);
+  r = shm_consumer_result (c);
+  fail_if (r->error, "%s", r->error_text);
+  fail_unless_equals_int (gst_element_set_state (shm_consumer_get_pipeline
+          (c), GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  /* it hung up: no socket left open */
+  fail_unless (peer_closed (peer));
+  close (peer);
+  /* and it can start again, wait again, and be stopped again */
+  fail_unless (shm_consumer_start (c));
+  peer = accept_hello (lfd);
+  fail_unless_equals_int (gst_element_set_state (shm_consumer_get_pipeline
+          (c), GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  fail_unless (peer_closed (peer));
+  close (peer);
+  shm_consumer_free (c);
+  fail_unless_equals_int (shm_count_fds (), before);
+  close (lfd);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_hostile_peer)
 {
   Hostile mode = __i__;
@@ -773,6 +975,8 @@ shm_robustness_suite (void)
   tcase_add_test (tc, test_no_client);
   tcase_add_test (tc, test_src_waiting);
   tcase_add_test (tc, test_src_unlock_connected);
+  tcase_add_test (tc, test_connect_cancellable);
+  tcase_add_test (tc, test_src_unlock_handshake);
   tcase_add_loop_test (tc, test_hostile_peer, 0, N_HOSTILE);
   suite_add_tcase (s, tc);
   return s;
