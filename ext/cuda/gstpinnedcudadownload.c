@@ -23,8 +23,6 @@
 #endif
 
 #include "gstpinnedcudadownload.h"
-#include "gstpinnedcudacontext.h"
-#include "gstpinnedcudaformats.h"
 #include "gstpinnedcudamemory.h"
 
 #include <gst/video/video.h>
@@ -33,25 +31,16 @@
 GST_DEBUG_CATEGORY_STATIC (gst_pinned_cuda_download_debug);
 #define GST_CAT_DEFAULT gst_pinned_cuda_download_debug
 
-#define DEFAULT_DEVICE_ID 0
-
 enum
 {
   PROP_0,
-  PROP_DEVICE_ID,
   PROP_STATS,
-  N_PROPERTIES
 };
-
-static GParamSpec *properties[N_PROPERTIES];
 
 struct _GstPinnedCudaDownload
 {
-  GstBaseTransform parent;
+  GstPinnedCudaBaseTransform parent;
 
-  gint device_id;                /* property (object lock) */
-
-  GstPinnedCudaContext cuda;
   PfCudaEvent event;
   GstVideoInfo info;
   GstPinnedCudaLayout layout;
@@ -62,59 +51,35 @@ struct _GstPinnedCudaDownload
 
 #define gst_pinned_cuda_download_parent_class parent_class
 G_DEFINE_TYPE (GstPinnedCudaDownload, gst_pinned_cuda_download,
-    GST_TYPE_BASE_TRANSFORM);
+    GST_TYPE_PINNED_CUDA_BASE_TRANSFORM);
 GST_ELEMENT_REGISTER_DEFINE (pinnedcudadownload, "pinnedcudadownload",
     GST_RANK_NONE, GST_TYPE_PINNED_CUDA_DOWNLOAD);
 
-static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
-    GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS (PF_CUDA_DEVICE_CAPS));
-static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
-    GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS (PF_CUDA_SYSTEM_CAPS));
-
 static gboolean
-gst_pinned_cuda_download_start (GstBaseTransform * trans)
+gst_pinned_cuda_download_start_cuda (GstPinnedCudaBaseTransform * base)
 {
-  GstPinnedCudaDownload *self = GST_PINNED_CUDA_DOWNLOAD (trans);
-  gint device_id;
+  GstPinnedCudaDownload *self = GST_PINNED_CUDA_DOWNLOAD (base);
 
   GST_OBJECT_LOCK (self);
   self->frames = self->bytes = self->pinned_copies = 0;
   self->pageable_copies = self->registrations = 0;
-  device_id = self->device_id;
   GST_OBJECT_UNLOCK (self);
 
-  if (!gst_pinned_cuda_context_open (&self->cuda, GST_ELEMENT (self),
-          device_id))
-    return FALSE;
-  self->event = gst_pinned_cuda_context_new_event (&self->cuda);
-  if (self->event == NULL) {
-    gst_pinned_cuda_context_close (&self->cuda);
-    return FALSE;
-  }
-  return TRUE;
+  self->event = gst_pinned_cuda_context_new_event (&base->cuda);
+  return self->event != NULL;
 }
 
-static gboolean
-gst_pinned_cuda_download_stop (GstBaseTransform * trans)
+/* The stream is still open: the base class drains it, after this, before
+ * closing it; the last copy was waited for before its buffer went out. */
+static void
+gst_pinned_cuda_download_stop_cuda (GstPinnedCudaBaseTransform * base)
 {
-  GstPinnedCudaDownload *self = GST_PINNED_CUDA_DOWNLOAD (trans);
+  GstPinnedCudaDownload *self = GST_PINNED_CUDA_DOWNLOAD (base);
 
-  /* The stream is drained before the event goes. */
-  gst_pinned_cuda_context_close (&self->cuda);
   if (self->event) {
-    gst_pinned_cuda_context_free_event (&self->cuda, self->event);
+    gst_pinned_cuda_context_free_event (&base->cuda, self->event);
     self->event = NULL;
   }
-  return TRUE;
-}
-
-static GstCaps *
-gst_pinned_cuda_download_transform_caps (GstBaseTransform * trans,
-    GstPadDirection direction, GstCaps * caps, GstCaps * filter)
-{
-  return gst_pinned_cuda_transform_caps (direction, caps, filter,
-      GST_CAPS_FEATURE_MEMORY_PINNEDFLOW_CUDA,
-      GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY);
 }
 
 static gboolean
@@ -193,7 +158,7 @@ gst_pinned_cuda_download_transform (GstBaseTransform * trans,
     GstBuffer * inbuf, GstBuffer * outbuf)
 {
   GstPinnedCudaDownload *self = GST_PINNED_CUDA_DOWNLOAD (trans);
-  const PfCudaRuntime *rt = self->cuda.rt;
+  const PfCudaRuntime *rt = self->parent.cuda.rt;
   GstMemory *imem = gst_buffer_peek_memory (inbuf, 0);
   GstPinnedCudaMemory *dmem;
   GstVideoFrame frame;
@@ -222,7 +187,7 @@ gst_pinned_cuda_download_transform (GstBaseTransform * trans,
   for (i = 0; i < gst_buffer_n_memory (outbuf); i++) {
     gboolean created;
     const PfCudaRegistration *reg =
-        gst_pinned_cuda_context_register_memory (&self->cuda,
+        gst_pinned_cuda_context_register_memory (&self->parent.cuda,
         gst_buffer_peek_memory (outbuf, i), &created);
     if (reg == NULL || !reg->registered)
       pinned = FALSE;
@@ -239,32 +204,32 @@ gst_pinned_cuda_download_transform (GstBaseTransform * trans,
     return GST_FLOW_ERROR;
   }
 
-  prev = gst_pinned_cuda_context_enter (&self->cuda);
+  prev = gst_pinned_cuda_context_enter (&self->parent.cuda);
   /* After the upload's copy into this memory. */
-  err = rt->StreamWaitEvent (self->cuda.stream, dmem->event, 0);
+  err = rt->StreamWaitEvent (self->parent.cuda.stream, dmem->event, 0);
   for (p = 0; p < self->layout.n_planes && err == PF_CUDA_SUCCESS; p++) {
     call = "cudaMemcpy2DAsync";
     err = rt->Memcpy2DAsync (GST_VIDEO_FRAME_PLANE_DATA (&frame, p),
         GST_VIDEO_FRAME_PLANE_STRIDE (&frame, p),
         dmem->dev_ptr + dmem->pitch * dmem->layout.row_offset[p], dmem->pitch,
         self->layout.width_bytes[p], self->layout.rows[p],
-        PF_CUDA_MEMCPY_DEVICE_TO_HOST, self->cuda.stream);
+        PF_CUDA_MEMCPY_DEVICE_TO_HOST, self->parent.cuda.stream);
     bytes += self->layout.width_bytes[p] * self->layout.rows[p];
   }
   if (err == PF_CUDA_SUCCESS) {
     call = "cudaEventRecord";
-    err = rt->EventRecord (self->event, self->cuda.stream);
+    err = rt->EventRecord (self->event, self->parent.cuda.stream);
   }
   if (err == PF_CUDA_SUCCESS) {
     call = "cudaEventSynchronize";
     err = rt->EventSynchronize (self->event);
   }
   if (err != PF_CUDA_SUCCESS) {
-    GST_PINNED_CUDA_CONTEXT_ERROR (&self->cuda, call, err);
+    GST_PINNED_CUDA_CONTEXT_ERROR (&self->parent.cuda, call, err);
     /* Nothing may still write into the frame when it goes back. */
-    rt->StreamSynchronize (self->cuda.stream);
+    rt->StreamSynchronize (self->parent.cuda.stream);
   }
-  gst_pinned_cuda_context_leave (&self->cuda, prev);
+  gst_pinned_cuda_context_leave (&self->parent.cuda, prev);
   gst_video_frame_unmap (&frame);
   if (err != PF_CUDA_SUCCESS)
     return GST_FLOW_ERROR;
@@ -281,24 +246,6 @@ gst_pinned_cuda_download_transform (GstBaseTransform * trans,
 }
 
 static void
-gst_pinned_cuda_download_set_property (GObject * object, guint prop_id,
-    const GValue * value, GParamSpec * pspec)
-{
-  GstPinnedCudaDownload *self = GST_PINNED_CUDA_DOWNLOAD (object);
-
-  switch (prop_id) {
-    case PROP_DEVICE_ID:
-      GST_OBJECT_LOCK (self);
-      self->device_id = g_value_get_int (value);
-      GST_OBJECT_UNLOCK (self);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
-  }
-}
-
-static void
 gst_pinned_cuda_download_get_property (GObject * object, guint prop_id,
     GValue * value, GParamSpec * pspec)
 {
@@ -306,9 +253,6 @@ gst_pinned_cuda_download_get_property (GObject * object, guint prop_id,
 
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
-    case PROP_DEVICE_ID:
-      g_value_set_int (value, self->device_id);
-      break;
     case PROP_STATS:
       g_value_take_boxed (value,
           gst_structure_new ("application/x-pinnedcudadownload-stats",
@@ -331,31 +275,28 @@ gst_pinned_cuda_download_class_init (GstPinnedCudaDownloadClass * klass)
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS (klass);
+  GstPinnedCudaBaseTransformClass *cuda_class =
+      (GstPinnedCudaBaseTransformClass *) klass;
 
-  gobject_class->set_property = gst_pinned_cuda_download_set_property;
   gobject_class->get_property = gst_pinned_cuda_download_get_property;
 
-  properties[PROP_DEVICE_ID] = g_param_spec_int ("device-id", "Device ID",
-      "CUDA device ordinal", 0, G_MAXINT, DEFAULT_DEVICE_ID,
-      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
-  properties[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
-      "frames, bytes, pinned-copies (DMA into a registered segment), "
-      "pageable-copies, registrations", GST_TYPE_STRUCTURE,
-      G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
-  g_object_class_install_properties (gobject_class, N_PROPERTIES, properties);
+  g_object_class_install_property (gobject_class, PROP_STATS,
+      g_param_spec_boxed ("stats", "Statistics",
+          "frames, bytes, pinned-copies (DMA into a registered segment), "
+          "pageable-copies, registrations", GST_TYPE_STRUCTURE,
+          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
-  gst_element_class_add_static_pad_template (element_class, &sink_template);
-  gst_element_class_add_static_pad_template (element_class, &src_template);
   gst_element_class_set_static_metadata (element_class,
       "Pinned CUDA download", "Filter/Video/Hardware",
       "Copies video frames from CUDA device memory into pinned system memory",
       "gst-pinnedflow developers");
 
-  trans_class->passthrough_on_same_caps = FALSE;
-  trans_class->start = GST_DEBUG_FUNCPTR (gst_pinned_cuda_download_start);
-  trans_class->stop = GST_DEBUG_FUNCPTR (gst_pinned_cuda_download_stop);
-  trans_class->transform_caps =
-      GST_DEBUG_FUNCPTR (gst_pinned_cuda_download_transform_caps);
+  gst_pinned_cuda_base_transform_class_set_features (cuda_class,
+      GST_CAPS_FEATURE_MEMORY_PINNEDFLOW_CUDA,
+      GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY);
+  cuda_class->start_cuda =
+      GST_DEBUG_FUNCPTR (gst_pinned_cuda_download_start_cuda);
+  cuda_class->stop_cuda = GST_DEBUG_FUNCPTR (gst_pinned_cuda_download_stop_cuda);
   trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_pinned_cuda_download_set_caps);
   trans_class->propose_allocation =
       GST_DEBUG_FUNCPTR (gst_pinned_cuda_download_propose_allocation);
@@ -371,5 +312,4 @@ gst_pinned_cuda_download_class_init (GstPinnedCudaDownloadClass * klass)
 static void
 gst_pinned_cuda_download_init (GstPinnedCudaDownload * self)
 {
-  self->device_id = DEFAULT_DEVICE_ID;
 }

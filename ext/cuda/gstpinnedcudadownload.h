@@ -6,13 +6,13 @@
 #define __GST_PINNED_CUDA_DOWNLOAD_H__
 
 #include <gst/gst.h>
-#include <gst/base/gstbasetransform.h>
+#include "gstpinnedcudabasetransform.h"
 
 G_BEGIN_DECLS
 
 #define GST_TYPE_PINNED_CUDA_DOWNLOAD (gst_pinned_cuda_download_get_type ())
 G_DECLARE_FINAL_TYPE (GstPinnedCudaDownload, gst_pinned_cuda_download, GST,
-    PINNED_CUDA_DOWNLOAD, GstBaseTransform)
+    PINNED_CUDA_DOWNLOAD, GstPinnedCudaBaseTransform)
 
 GST_ELEMENT_REGISTER_DECLARE (pinnedcudadownload);
 

@@ -16,6 +16,7 @@ plugin_init (GstPlugin * plugin)
 {
   gboolean ret = FALSE;
 
+  gst_type_mark_as_plugin_api (GST_TYPE_PINNED_CUDA_BASE_TRANSFORM, 0);
   ret |= GST_ELEMENT_REGISTER (pinnedcudaupload, plugin);
   ret |= GST_ELEMENT_REGISTER (pinnedcudadownload, plugin);
   return ret;

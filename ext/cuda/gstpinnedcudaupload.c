@@ -36,8 +36,6 @@
 #endif
 
 #include "gstpinnedcudaupload.h"
-#include "gstpinnedcudacontext.h"
-#include "gstpinnedcudaformats.h"
 #include "gstpinnedcudamemory.h"
 
 #include <string.h>
@@ -47,14 +45,12 @@
 GST_DEBUG_CATEGORY_STATIC (gst_pinned_cuda_upload_debug);
 #define GST_CAT_DEFAULT gst_pinned_cuda_upload_debug
 
-#define DEFAULT_DEVICE_ID 0
 #define DEFAULT_MAX_INFLIGHT 3
 #define MAX_REGS 4
 
 enum
 {
   PROP_0,
-  PROP_DEVICE_ID,
   PROP_MAX_INFLIGHT,
   PROP_STATS,
   N_PROPERTIES
@@ -73,14 +69,11 @@ typedef struct
 
 struct _GstPinnedCudaUpload
 {
-  GstBaseTransform parent;
+  GstPinnedCudaBaseTransform parent;
 
-  /* properties (PROP lock: object lock) */
-  gint device_id;
-  guint max_inflight;
+  guint max_inflight;            /* property (object lock) */
 
   /* streaming state */
-  GstPinnedCudaContext cuda;
   GstVideoInfo in_info;
   GstVideoInfo out_info;
   GstPinnedCudaLayout layout;
@@ -109,14 +102,9 @@ struct _GstPinnedCudaUpload
 
 #define gst_pinned_cuda_upload_parent_class parent_class
 G_DEFINE_TYPE (GstPinnedCudaUpload, gst_pinned_cuda_upload,
-    GST_TYPE_BASE_TRANSFORM);
+    GST_TYPE_PINNED_CUDA_BASE_TRANSFORM);
 GST_ELEMENT_REGISTER_DEFINE (pinnedcudaupload, "pinnedcudaupload",
     GST_RANK_NONE, GST_TYPE_PINNED_CUDA_UPLOAD);
-
-static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
-    GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS (PF_CUDA_SYSTEM_CAPS));
-static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
-    GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS (PF_CUDA_DEVICE_CAPS));
 
 /* ------------------------------------------------------------ release */
 
@@ -146,10 +134,10 @@ release_thread_func (gpointer data)
 {
   GstPinnedCudaUpload *self = data;
   InFlight *e;
-  const PfCudaRuntime *rt = self->cuda.rt;
+  const PfCudaRuntime *rt = self->parent.cuda.rt;
   PfCudaError err;
 
-  rt->SetDevice (self->cuda.device_id);
+  rt->SetDevice (self->parent.cuda.device_id);
   g_mutex_lock (&self->lock);
   for (;;) {
     while (g_queue_is_empty (&self->inflight) && !self->stopping)
@@ -168,7 +156,7 @@ release_thread_func (gpointer data)
         self->async_error = g_strdup_printf ("cudaEventSynchronize: %s", desc);
       g_free (desc);
       /* Nothing may read the source any more when it is released. */
-      rt->StreamSynchronize (self->cuda.stream);
+      rt->StreamSynchronize (self->parent.cuda.stream);
     }
     g_queue_pop_head (&self->inflight);
     inflight_finish_locked (self, e);
@@ -194,8 +182,8 @@ check_async_error (GstPinnedCudaUpload * self)
   if (msg == NULL)
     return TRUE;
   GST_ELEMENT_ERROR (self, RESOURCE, FAILED, ("CUDA error in %s", msg),
-      ("runtime %s, device %d", self->cuda.rt->library,
-          self->cuda.device_id));
+      ("runtime %s, device %d", self->parent.cuda.rt->library,
+          self->parent.cuda.device_id));
   g_free (msg);
   return FALSE;
 }
@@ -239,38 +227,30 @@ free_cuda_state (GstPinnedCudaUpload * self)
     self->release_thread = NULL;
   }
   g_assert (g_queue_is_empty (&self->inflight));
-  gst_pinned_cuda_context_close (&self->cuda);
   while ((ev = g_queue_pop_head (&self->free_events)) != NULL)
-    gst_pinned_cuda_context_free_event (&self->cuda, ev);
+    gst_pinned_cuda_context_free_event (&self->parent.cuda, ev);
   self->n_events = 0;
   drop_bounce (self);
   g_clear_pointer (&self->async_error, g_free);
 }
 
 static gboolean
-gst_pinned_cuda_upload_start (GstBaseTransform * trans)
+gst_pinned_cuda_upload_start_cuda (GstPinnedCudaBaseTransform * base)
 {
-  GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (trans);
-  gint device_id;
+  GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (base);
   guint i, n_events;
 
   GST_OBJECT_LOCK (self);
   self->frames = self->bytes = self->pinned_copies = self->staged_copies = 0;
   self->registrations = self->registrations_readonly = 0;
   self->registration_failures = self->waits_full = self->inflight_max = 0;
-  device_id = self->device_id;
   n_events = self->max_inflight;
   GST_OBJECT_UNLOCK (self);
 
-  if (!gst_pinned_cuda_context_open (&self->cuda, GST_ELEMENT (self),
-          device_id))
-    return FALSE;
   for (i = 0; i < n_events; i++) {
-    PfCudaEvent ev = gst_pinned_cuda_context_new_event (&self->cuda);
-    if (ev == NULL) {
-      free_cuda_state (self);
+    PfCudaEvent ev = gst_pinned_cuda_context_new_event (&base->cuda);
+    if (ev == NULL)
       return FALSE;
-    }
     g_queue_push_tail (&self->free_events, ev);
     self->n_events++;
   }
@@ -280,28 +260,18 @@ gst_pinned_cuda_upload_start (GstBaseTransform * trans)
   return TRUE;
 }
 
-static gboolean
-gst_pinned_cuda_upload_stop (GstBaseTransform * trans)
+/* Every copy completed and every input released, then the events and the
+ * bounce segment go; the base class closes the stream after this. */
+static void
+gst_pinned_cuda_upload_stop_cuda (GstPinnedCudaBaseTransform * base)
 {
-  GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (trans);
+  GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (base);
 
-  if (self->cuda.rt == NULL)
-    return TRUE;
   wait_inflight (self, 0, FALSE);
   free_cuda_state (self);
-  return TRUE;
 }
 
 /* ------------------------------------------------------------ caps */
-
-static GstCaps *
-gst_pinned_cuda_upload_transform_caps (GstBaseTransform * trans,
-    GstPadDirection direction, GstCaps * caps, GstCaps * filter)
-{
-  return gst_pinned_cuda_transform_caps (direction, caps, filter,
-      GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY,
-      GST_CAPS_FEATURE_MEMORY_PINNEDFLOW_CUDA);
-}
 
 static gboolean
 gst_pinned_cuda_upload_set_caps (GstBaseTransform * trans, GstCaps * incaps,
@@ -373,8 +343,8 @@ gst_pinned_cuda_upload_decide_allocation (GstBaseTransform * trans,
   min = self->n_events + 1;
   max = min + down_min + 2;
 
-  pool = gst_pinned_cuda_buffer_pool_new (self->cuda.rt,
-      self->cuda.device_id);
+  pool = gst_pinned_cuda_buffer_pool_new (self->parent.cuda.rt,
+      self->parent.cuda.device_id);
   config = gst_buffer_pool_get_config (pool);
   gst_buffer_pool_config_set_params (config, caps,
       GST_VIDEO_INFO_SIZE (&self->out_info), min, max);
@@ -431,8 +401,8 @@ ensure_bounce (GstPinnedCudaUpload * self)
     return FALSE;
   }
   self->slot_busy = g_new0 (gboolean, self->n_slots);
-  self->bounce_reg = pf_cuda_segment_register (self->cuda.rt,
-      self->cuda.device_id, self->bounce, &created);
+  self->bounce_reg = pf_cuda_segment_register (self->parent.cuda.rt,
+      self->parent.cuda.device_id, self->bounce, &created);
   GST_OBJECT_LOCK (self);
   if (created && self->bounce_reg->registered)
     self->registrations++;
@@ -440,7 +410,7 @@ ensure_bounce (GstPinnedCudaUpload * self)
     self->registration_failures++;
   GST_OBJECT_UNLOCK (self);
   if (!self->bounce_reg->registered) {
-    gchar *desc = pf_cuda_error_describe (self->cuda.rt,
+    gchar *desc = pf_cuda_error_describe (self->parent.cuda.rt,
         self->bounce_reg->error);
     GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
         ("Could not register the bounce segment with CUDA: "
@@ -463,7 +433,7 @@ collect_registrations (GstPinnedCudaUpload * self, GstBuffer * buf,
   for (i = 0; i < n_mem && n < MAX_REGS; i++) {
     gboolean created;
     const PfCudaRegistration *reg =
-        gst_pinned_cuda_context_register_memory (&self->cuda,
+        gst_pinned_cuda_context_register_memory (&self->parent.cuda,
         gst_buffer_peek_memory (buf, i), &created);
 
     if (reg == NULL)
@@ -482,7 +452,7 @@ collect_registrations (GstPinnedCudaUpload * self, GstBuffer * buf,
         GST_ELEMENT_WARNING (self, RESOURCE, FAILED,
             ("Input segment not registered with CUDA, staging its copies"),
             ("%s (%s)", reg->reason,
-                self->cuda.rt->GetErrorString (reg->error)));
+                self->parent.cuda.rt->GetErrorString (reg->error)));
     }
     regs[n++] = reg;
   }
@@ -497,7 +467,7 @@ plane_is_registered (GstPinnedCudaUpload * self,
   guint i;
 
   for (i = 0; i < n_regs; i++)
-    if (pf_cuda_registration_covers (regs[i], self->cuda.rt, ptr, span))
+    if (pf_cuda_registration_covers (regs[i], self->parent.cuda.rt, ptr, span))
       return TRUE;
   return FALSE;
 }
@@ -506,7 +476,7 @@ static GstFlowReturn
 upload_frame (GstPinnedCudaUpload * self, GstBuffer * inbuf,
     GstBuffer * outbuf)
 {
-  const PfCudaRuntime *rt = self->cuda.rt;
+  const PfCudaRuntime *rt = self->parent.cuda.rt;
   const PfCudaRegistration *regs[MAX_REGS];
   GstPinnedCudaMemory *dmem;
   GstMemory *omem;
@@ -609,7 +579,7 @@ upload_frame (GstPinnedCudaUpload * self, GstBuffer * inbuf,
       err = rt->Memcpy2DAsync (dmem->dev_ptr +
           dmem->pitch * self->layout.row_offset[p], dmem->pitch, src, spitch,
           self->layout.width_bytes[p], self->layout.rows[p],
-          PF_CUDA_MEMCPY_HOST_TO_DEVICE, self->cuda.stream);
+          PF_CUDA_MEMCPY_HOST_TO_DEVICE, self->parent.cuda.stream);
       if (err == PF_CUDA_SUCCESS)
         queued = TRUE;
       bytes += self->layout.width_bytes[p] * self->layout.rows[p];
@@ -617,16 +587,16 @@ upload_frame (GstPinnedCudaUpload * self, GstBuffer * inbuf,
   }
   if (err == PF_CUDA_SUCCESS) {
     call = "cudaEventRecord";
-    err = rt->EventRecord (dmem->event, self->cuda.stream);
+    err = rt->EventRecord (dmem->event, self->parent.cuda.stream);
   }
   if (err == PF_CUDA_SUCCESS)
-    err = rt->EventRecord (e->event, self->cuda.stream);
+    err = rt->EventRecord (e->event, self->parent.cuda.stream);
 
   if (err != PF_CUDA_SUCCESS) {
-    GST_PINNED_CUDA_CONTEXT_ERROR (&self->cuda, call, err);
+    GST_PINNED_CUDA_CONTEXT_ERROR (&self->parent.cuda, call, err);
     /* Nothing may still read the input or the slot when they go back. */
     if (queued)
-      rt->StreamSynchronize (self->cuda.stream);
+      rt->StreamSynchronize (self->parent.cuda.stream);
     g_mutex_lock (&self->lock);
     inflight_finish_locked (self, e);
     g_mutex_unlock (&self->lock);
@@ -667,9 +637,9 @@ gst_pinned_cuda_upload_transform (GstBaseTransform * trans, GstBuffer * inbuf,
   GstFlowReturn ret;
   int prev;
 
-  prev = gst_pinned_cuda_context_enter (&self->cuda);
+  prev = gst_pinned_cuda_context_enter (&self->parent.cuda);
   ret = upload_frame (self, inbuf, outbuf);
-  gst_pinned_cuda_context_leave (&self->cuda, prev);
+  gst_pinned_cuda_context_leave (&self->parent.cuda, prev);
   return ret;
 }
 
@@ -712,7 +682,7 @@ gst_pinned_cuda_upload_sink_event (GstBaseTransform * trans, GstEvent * event)
 
   /* At EOS every copy has completed and every input has gone back; a
    * failed wait for the last frames is an error, not a clean end. */
-  if (GST_EVENT_TYPE (event) == GST_EVENT_EOS && self->cuda.rt != NULL) {
+  if (GST_EVENT_TYPE (event) == GST_EVENT_EOS && self->parent.cuda.rt != NULL) {
     wait_inflight (self, 0, FALSE);
     if (!check_async_error (self)) {
       gst_event_unref (event);
@@ -752,9 +722,6 @@ gst_pinned_cuda_upload_set_property (GObject * object, guint prop_id,
 
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
-    case PROP_DEVICE_ID:
-      self->device_id = g_value_get_int (value);
-      break;
     case PROP_MAX_INFLIGHT:
       self->max_inflight = g_value_get_uint (value);
       break;
@@ -772,11 +739,6 @@ gst_pinned_cuda_upload_get_property (GObject * object, guint prop_id,
   GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (object);
 
   switch (prop_id) {
-    case PROP_DEVICE_ID:
-      GST_OBJECT_LOCK (self);
-      g_value_set_int (value, self->device_id);
-      GST_OBJECT_UNLOCK (self);
-      break;
     case PROP_MAX_INFLIGHT:
       GST_OBJECT_LOCK (self);
       g_value_set_uint (value, self->max_inflight);
@@ -807,14 +769,13 @@ gst_pinned_cuda_upload_class_init (GstPinnedCudaUploadClass * klass)
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS (klass);
+  GstPinnedCudaBaseTransformClass *cuda_class =
+      (GstPinnedCudaBaseTransformClass *) klass;
 
   gobject_class->set_property = gst_pinned_cuda_upload_set_property;
   gobject_class->get_property = gst_pinned_cuda_upload_get_property;
   gobject_class->finalize = gst_pinned_cuda_upload_finalize;
 
-  properties[PROP_DEVICE_ID] = g_param_spec_int ("device-id", "Device ID",
-      "CUDA device ordinal", 0, G_MAXINT, DEFAULT_DEVICE_ID,
-      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
   properties[PROP_MAX_INFLIGHT] = g_param_spec_uint ("max-inflight",
       "Max in flight",
       "Frames whose copies may be outstanding at once (input buffers held)",
@@ -829,18 +790,16 @@ gst_pinned_cuda_upload_class_init (GstPinnedCudaUploadClass * klass)
       GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
   g_object_class_install_properties (gobject_class, N_PROPERTIES, properties);
 
-  gst_element_class_add_static_pad_template (element_class, &sink_template);
-  gst_element_class_add_static_pad_template (element_class, &src_template);
   gst_element_class_set_static_metadata (element_class,
       "Pinned CUDA upload", "Filter/Video/Hardware",
       "Copies video frames into CUDA device memory, by DMA from registered "
       "pinned segments", "gst-pinnedflow developers");
 
-  trans_class->passthrough_on_same_caps = FALSE;
-  trans_class->start = GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_start);
-  trans_class->stop = GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_stop);
-  trans_class->transform_caps =
-      GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_transform_caps);
+  gst_pinned_cuda_base_transform_class_set_features (cuda_class,
+      GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY,
+      GST_CAPS_FEATURE_MEMORY_PINNEDFLOW_CUDA);
+  cuda_class->start_cuda = GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_start_cuda);
+  cuda_class->stop_cuda = GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_stop_cuda);
   trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_set_caps);
   trans_class->propose_allocation =
       GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_propose_allocation);
@@ -859,7 +818,6 @@ gst_pinned_cuda_upload_class_init (GstPinnedCudaUploadClass * klass)
 static void
 gst_pinned_cuda_upload_init (GstPinnedCudaUpload * self)
 {
-  self->device_id = DEFAULT_DEVICE_ID;
   self->max_inflight = DEFAULT_MAX_INFLIGHT;
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);
