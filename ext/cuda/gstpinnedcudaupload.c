@@ -448,11 +448,14 @@ collect_registrations (GstPinnedCudaUpload * self, GstBuffer * buf,
         self->registration_failures++;
       }
       GST_OBJECT_UNLOCK (self);
-      if (!reg->registered)
+      if (!reg->registered) {
+        gchar *desc = reg->error != PF_CUDA_SUCCESS ?
+            pf_cuda_error_describe (self->parent.cuda.rt, reg->error) : NULL;
         GST_ELEMENT_WARNING (self, RESOURCE, FAILED,
             ("Input segment not registered with CUDA, staging its copies"),
-            ("%s (%s)", reg->reason,
-                self->parent.cuda.rt->GetErrorString (reg->error)));
+            ("%s%s%s", reg->reason, desc ? ": " : "", desc ? desc : ""));
+        g_free (desc);
+      }
     }
     regs[n++] = reg;
   }

@@ -192,16 +192,30 @@ on_new_sample (GstElement * sink, gpointer user_data)
   return GST_FLOW_OK;
 }
 
-/* Waits for EOS or an error; returns the error message (or NULL). */
+/* Waits for EOS or an error; returns the error message (or NULL). Counts
+ * the warnings posted meanwhile in *@warnings (optional) and keeps the
+ * first one's message in *@warning. */
 static gchar *
-wait_eos_or_error (GstElement * pipeline)
+wait_eos_or_error_full (GstElement * pipeline, guint * warnings,
+    gchar ** warning)
 {
   GstBus *bus = gst_element_get_bus (pipeline);
   GstMessage *msg;
   gchar *res = NULL;
 
-  msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND,
-      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  for (;;) {
+    GError *err = NULL;
+
+    msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND,
+        GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_WARNING);
+    if (msg == NULL || GST_MESSAGE_TYPE (msg) != GST_MESSAGE_WARNING)
+      break;
+    gst_message_parse_warning (msg, &err, NULL);
+    if (warnings && (*warnings)++ == 0 && warning)
+      *warning = g_strdup (err->message);
+    g_error_free (err);
+    gst_message_unref (msg);
+  }
   if (msg == NULL) {
     gst_object_unref (bus);
     return g_strdup ("timeout: neither EOS nor an error within 60 s");
@@ -218,6 +232,12 @@ wait_eos_or_error (GstElement * pipeline)
   gst_message_unref (msg);
   gst_object_unref (bus);
   return res;
+}
+
+static gchar *
+wait_eos_or_error (GstElement * pipeline)
+{
+  return wait_eos_or_error_full (pipeline, NULL, NULL);
 }
 
 /* Takes a buffer from @pool, or gives up when the pipeline posted an
@@ -276,6 +296,8 @@ typedef struct
   GstStructure *up_stats, *down_stats;
   gchar *error;
   guint pushed;
+  guint warnings;               /* element warnings posted */
+  gchar *warning;               /* the first one */
 } RoundTripResult;
 
 static void
@@ -284,6 +306,7 @@ round_trip_result_clear (RoundTripResult * r)
   g_clear_pointer (&r->up_stats, gst_structure_free);
   g_clear_pointer (&r->down_stats, gst_structure_free);
   g_clear_pointer (&r->error, g_free);
+  g_clear_pointer (&r->warning, g_free);
   g_mutex_clear (&r->ck.lock);
 }
 
@@ -411,7 +434,8 @@ run_round_trip (const RoundTrip * rt, RoundTripResult * res)
   }
   gst_app_src_end_of_stream (GST_APP_SRC (src));
   if (res->error == NULL)
-    res->error = wait_eos_or_error (pipeline);
+    res->error = wait_eos_or_error_full (pipeline, &res->warnings,
+        &res->warning);
 
   g_object_get (up, "stats", &res->up_stats, NULL);
   if (down)
@@ -438,6 +462,9 @@ static void
 assert_intact (const RoundTrip * rt, RoundTripResult * res)
 {
   fail_unless (res->error == NULL, "pipeline error: %s", res->error);
+  if (rt->input != INPUT_READONLY_SEGMENT || !emulated ||
+      !g_getenv ("PFEMU_NO_READONLY_REGISTER"))
+    fail_unless (res->warnings == 0, "warning: %s", res->warning);
   fail_unless_equals_int (res->pushed, rt->n_frames);
   fail_unless_equals_int (res->ck.received, rt->n_frames);
   fail_unless (res->ck.bad_frames == 0, "%u corrupted frames (%u bytes)",
@@ -558,6 +585,10 @@ GST_START_TEST (test_readonly_segment_unsupported)
       rt.n_frames);
   fail_unless_equals_uint64 (get_stat (res.up_stats, "registration-failures"),
       1);
+  /* said once, not per frame */
+  fail_unless_equals_int (res.warnings, 1);
+  fail_unless (strstr (res.warning, "staging its copies") != NULL, "%s",
+      res.warning);
   fail_unless_equals_int (EMU ("registrations.readonly"), 0);
   fail_unless_equals_int (EMU ("copies.pageable"), 0);
   round_trip_result_clear (&res);
