@@ -962,7 +962,8 @@ GST_START_TEST (test_emulator_late_copy)
 
 GST_END_TEST;
 
-/* Device memory faults when the CPU touches it. */
+/* Device memory faults when the CPU touches it. Under valgrind the child's
+ * invalid read (and what it held when it died) is reported, on purpose. */
 GST_START_TEST (test_emulator_device_memory_faults)
 {
   const PfCudaRuntime *rt = pf_cuda_runtime_open_device (0, NULL);
