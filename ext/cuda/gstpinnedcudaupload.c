@@ -71,7 +71,7 @@ struct _GstPinnedCudaUpload
 {
   GstPinnedCudaBaseTransform parent;
 
-  guint max_inflight;            /* property (object lock) */
+  guint max_inflight;           /* property (object lock) */
 
   /* streaming state */
   GstVideoInfo in_info;
@@ -95,7 +95,7 @@ struct _GstPinnedCudaUpload
   gboolean stopping;
   gchar *async_error;           /* a failed wait in the release thread */
 
-  /* stats (lock) */
+  /* stats (object lock) */
   guint64 frames, bytes, pinned_copies, staged_copies, registrations,
       registrations_readonly, registration_failures, waits_full, inflight_max;
 };
@@ -192,12 +192,18 @@ check_async_error (GstPinnedCudaUpload * self)
 static void
 wait_inflight (GstPinnedCudaUpload * self, guint max, gboolean count)
 {
+  gboolean waited;
+
   g_mutex_lock (&self->lock);
-  if (count && g_queue_get_length (&self->inflight) > max)
-    self->waits_full++;
+  waited = g_queue_get_length (&self->inflight) > max;
   while (g_queue_get_length (&self->inflight) > max)
     g_cond_wait (&self->cond, &self->lock);
   g_mutex_unlock (&self->lock);
+  if (count && waited) {
+    GST_OBJECT_LOCK (self);
+    self->waits_full++;
+    GST_OBJECT_UNLOCK (self);
+  }
 }
 
 /* ------------------------------------------------------------ start/stop */
