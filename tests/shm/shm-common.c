@@ -160,6 +160,41 @@ shm_consumer_start (ShmConsumer * c)
       != GST_STATE_CHANGE_FAILURE;
 }
 
+/* Maps @buf as a video frame (planes found through its GstVideoMeta, each
+ * in whatever memory holds it) and checks the first and last line of every
+ * plane against the pattern at the meta's offsets in the frame. */
+static gboolean
+check_planes (ShmConsumer * c, GstBuffer * buf, guint64 k)
+{
+  GstVideoMeta *vm = gst_buffer_get_video_meta (buf);
+  GstVideoFrame frame;
+  gboolean ok = TRUE;
+  guint p;
+
+  if (!gst_video_frame_map (&frame, &c->vinfo, buf, GST_MAP_READ))
+    return FALSE;
+  for (p = 0; ok && p < GST_VIDEO_FRAME_N_PLANES (&frame); p++) {
+    const guint8 *data = GST_VIDEO_FRAME_PLANE_DATA (&frame, p);
+    gint stride = GST_VIDEO_FRAME_PLANE_STRIDE (&frame, p);
+    gint comp[GST_VIDEO_MAX_COMPONENTS];
+    gint lines, l, j;
+
+    gst_video_format_info_component (frame.info.finfo, p, comp);
+    lines = GST_VIDEO_FRAME_COMP_HEIGHT (&frame, comp[0]);
+    for (l = 0; ok && l < lines; l += MAX (lines - 1, 1)) {
+      for (j = 0; ok && j < stride; j++) {
+        gsize at = vm->offset[p] + (gsize) l * stride + j;
+
+        if (at >= SHM_STAMP_SIZE
+            && data[(gsize) l * stride + j] != pattern_byte (k, at))
+          ok = FALSE;
+      }
+    }
+  }
+  gst_video_frame_unmap (&frame);
+  return ok;
+}
+
 static void
 check_sample (ShmConsumer * c, GstSample * sample)
 {
@@ -184,6 +219,7 @@ check_sample (ShmConsumer * c, GstSample * sample)
   }
 
   n = gst_buffer_n_memory (buf);
+  c->r.max_memories = MAX (c->r.max_memories, n);
   for (i = 0; i < n; i++) {
     GstMemory *mem = gst_buffer_peek_memory (buf, i);
 
@@ -223,6 +259,8 @@ check_sample (ShmConsumer * c, GstSample * sample)
           && vm->stride[p] == GST_VIDEO_INFO_PLANE_STRIDE (&c->vinfo, p);
     if (ok)
       c->r.vmeta_ok++;
+    if (vm != NULL && check_planes (c, buf, k))
+      c->r.planes_ok++;
     /* videotestsrc rounds each duration to the ns: +-1 */
     if (fn > 0 && GST_BUFFER_DURATION_IS_VALID (buf)
         && ABS ((gint64) GST_BUFFER_DURATION (buf) -
@@ -362,12 +400,14 @@ shm_result_to_string (const ShmResult * r)
 {
   return g_strdup_printf ("RESULT frames=%u bad=%u wrong_size=%u "
       "out_of_order=%u gaps=%u caps_changes=%u pinned=%u ts_checked=%u "
-      "ts_bad=%u offset_ok=%u duration_ok=%u vmeta_ok=%u src_frames=%"
+      "ts_bad=%u offset_ok=%u duration_ok=%u vmeta_ok=%u planes_ok=%u "
+      "max_memories=%u src_frames=%"
       G_GUINT64_FORMAT " eos=%d error=%d first_k=%" G_GUINT64_FORMAT " last_k=%"
       G_GUINT64_FORMAT " latency_us=%" G_GUINT64_FORMAT " error_text=%s",
       r->frames, r->bad, r->wrong_size, r->out_of_order, r->gaps,
       r->caps_changes, r->pinned, r->ts_checked, r->ts_bad, r->offset_ok,
-      r->duration_ok, r->vmeta_ok, r->src_frames,
+      r->duration_ok, r->vmeta_ok, r->planes_ok, r->max_memories,
+      r->src_frames,
       r->eos, r->error,
       r->first_k, r->last_k,
       r->frames ? r->latency_sum_ns / r->frames / 1000 : 0,

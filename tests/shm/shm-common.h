@@ -50,6 +50,9 @@ typedef struct
   guint offset_ok;              /* GstBuffer offset == producer counter */
   guint duration_ok;            /* duration == 1 / framerate of the caps */
   guint vmeta_ok;               /* video meta matching the caps' layout */
+  guint planes_ok;              /* gst_video_frame_map()'s planes hold the
+                                 * bytes at the meta's offsets */
+  guint max_memories;           /* most memories seen in one buffer */
   guint64 src_frames;           /* frames pinnedshmsrc made (its stats) */
 } ShmResult;
 

@@ -3,12 +3,23 @@
  *
  *   shm-peer produce --socket P [--caps C] [--frames N] [--copy] [--multi]
  *       [--caps2 C --switch-at K] [--wait] [--clients K] [--live] [--sync]
- *       [--pool-size N] [--max-client-buffers N]
+ *       [--pool-size N] [--max-client-buffers N] [--pinned-chunks N]
+ *   shm-peer relay --socket P --out Q [--pool-size N]
+ *       [--max-client-buffers N]
  *   shm-peer consume --socket P [--count N] [--hold K] [--sync]
  *       [--check-ts] [--src-props "on-disconnect=... connect-timeout=..."]
  *
  * The producer prints "STATS ..." and one "CLIENT ..." line per client at
- * the end; the consumer prints "RESULT ..." (see shm-common.c).
+ * the end; the consumer prints "RESULT ..." (see shm-common.c). The relay
+ * (pinnedshmsrc from P ! pinnedshmsink on Q, republishing the producer's
+ * segments) listens on Q, waits for one client there, then connects to P;
+ * at EOS it prints "LISTENING", "STATS ..." and "CLIENT ..." like a
+ * producer.
+ *
+ * --pinned-chunks N: appsrc pushes buffers of N pinned memories, each taken
+ * from a different slot of a GstPinnedBufferPool (appended in reverse
+ * order, so no two are adjacent in the segment), with a GstVideoMeta for
+ * video caps; the pusher writes the pattern itself.
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include <signal.h>
@@ -19,6 +30,7 @@
 #include <gst/gst.h>
 #include <gst/app/gstappsrc.h>
 #include <gst/video/video.h>
+#include <gst/pinnedflow/gstpinnedbufferpool.h>
 
 #include "shm-common.h"
 
@@ -35,6 +47,8 @@ static gint opt_hold = 0;
 static gint opt_count = 0;
 static gboolean opt_check_ts;
 static gchar *opt_src_props;
+static gint opt_pinned_chunks = 0;
+static gchar *opt_out;
 
 static GOptionEntry entries[] = {
   {"socket", 's', 0, G_OPTION_ARG_STRING, &opt_socket, "socket path", NULL},
@@ -58,6 +72,10 @@ static GOptionEntry entries[] = {
   {"hold", 0, 0, G_OPTION_ARG_INT, &opt_hold, "frames never released", NULL},
   {"check-ts", 0, 0, G_OPTION_ARG_NONE, &opt_check_ts, "check PTS", NULL},
   {"src-props", 0, 0, G_OPTION_ARG_STRING, &opt_src_props, "src props", NULL},
+  {"pinned-chunks", 0, 0, G_OPTION_ARG_INT, &opt_pinned_chunks,
+      "buffers of N pinned memories", NULL},
+  {"out", 0, 0, G_OPTION_ARG_STRING, &opt_out, "relay: socket to publish on",
+      NULL},
   {NULL}
 };
 
@@ -71,7 +89,13 @@ stamp_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
 {
   GstElement *sink = user_data;
   GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
-  guint64 k = counter++;
+  guint64 k;
+
+  /* pinned multi-memory buffers come stamped (a write map would merge
+   * their memories into one system memory) */
+  if (opt_pinned_chunks > 0)
+    return GST_PAD_PROBE_OK;
+  k = counter++;
   GstClockTime base = gst_element_get_base_time (sink);
   /* unknown while prerolling (no base time yet) */
   guint64 clock_pts = base ? GST_BUFFER_PTS (buf) + base : G_MAXUINT64;
@@ -186,6 +210,117 @@ push_octets (gpointer data)
   return NULL;
 }
 
+typedef struct
+{
+  GstAppSrc *src;
+  GstCaps *caps;
+} PinnedPush;
+
+/* Sizes of the @n pieces of a frame of @size bytes: the planes when there
+ * are as many, else equal parts (the last one takes the rest). */
+static void
+piece_sizes (const GstVideoInfo * vinfo, gsize size, guint n, gsize * sizes)
+{
+  guint i;
+
+  if (vinfo && GST_VIDEO_INFO_N_PLANES (vinfo) == n) {
+    for (i = 0; i < n; i++)
+      sizes[i] = (i + 1 < n ? GST_VIDEO_INFO_PLANE_OFFSET (vinfo, i + 1)
+          : GST_VIDEO_INFO_SIZE (vinfo)) - GST_VIDEO_INFO_PLANE_OFFSET (vinfo,
+          i);
+    return;
+  }
+  for (i = 0; i < n; i++)
+    sizes[i] = i + 1 < n ? size / n : size - (size / n) * (n - 1);
+}
+
+static gpointer
+push_pinned (gpointer data)
+{
+  PinnedPush *pp = data;
+  GstVideoInfo vinfo, *vi = NULL;
+  GstBufferPool *pool = gst_pinned_buffer_pool_new ();
+  GstStructure *config;
+  guint n = (guint) opt_pinned_chunks;
+  gsize slot = 8000, sizes[16];
+  GstClockTime duration = 10 * GST_MSECOND;
+  gint k;
+
+  g_assert (n >= 1 && n <= G_N_ELEMENTS (sizes));
+  if (gst_video_info_from_caps (&vinfo, pp->caps)) {
+    vi = &vinfo;
+    piece_sizes (vi, GST_VIDEO_INFO_SIZE (vi), n, sizes);
+    slot = 0;
+    for (k = 0; k < (gint) n; k++)
+      slot = MAX (slot, sizes[k]);
+    if (GST_VIDEO_INFO_FPS_N (vi) > 0)
+      duration = gst_util_uint64_scale_int (GST_SECOND,
+          GST_VIDEO_INFO_FPS_D (vi), GST_VIDEO_INFO_FPS_N (vi));
+  }
+  /* as many frames as a client may hold: the pool's back-pressure keeps
+   * the producer from running past the client's limit (no skipped frame) */
+  config = gst_buffer_pool_get_config (pool);
+  gst_buffer_pool_config_set_params (config, NULL, slot, 0,
+      n * opt_max_client_buffers);
+  if (!gst_buffer_pool_set_config (pool, config)
+      || !gst_buffer_pool_set_active (pool, TRUE))
+    g_error ("cannot start the pinned pool");
+
+  for (k = 0; opt_frames < 0 || k < opt_frames; k++) {
+    gsize size = vi ? GST_VIDEO_INFO_SIZE (vi) : 1000 + ((gsize) k * 997) % 7000;
+    GstMemory *mems[16];
+    GstBuffer *buf = gst_buffer_new ();
+    guint i;
+
+    if (!vi)
+      piece_sizes (NULL, size, n, sizes);
+    for (i = 0; i < n; i++) {
+      GstBuffer *b = NULL;
+
+      if (gst_buffer_pool_acquire_buffer (pool, &b, NULL) != GST_FLOW_OK)
+        goto done;
+      /* taken out of its pool buffer (which the pool then drops, its
+       * memory having been removed): the slot stays busy until the memory
+       * dies. A mere extra ref would let the pool hand the same memory out
+       * again with the buffer. */
+      mems[i] = gst_buffer_get_memory (b, 0);
+      gst_buffer_remove_memory (b, 0);
+      gst_buffer_unref (b);
+      /* the frame's piece n-1-i: appended in reverse below, the frame's
+       * first piece lies in the last slot taken */
+      gst_memory_resize (mems[i], 0, sizes[n - 1 - i]);
+    }
+    for (i = n; i > 0; i--)
+      gst_buffer_append_memory (buf, mems[i - 1]);
+    GST_BUFFER_PTS (buf) = k * duration;
+    GST_BUFFER_DURATION (buf) = duration;
+    GST_BUFFER_OFFSET (buf) = k;
+    GST_BUFFER_OFFSET_END (buf) = k + 1;
+    if (vi) {
+      gsize offsets[GST_VIDEO_MAX_PLANES];
+      gint strides[GST_VIDEO_MAX_PLANES];
+
+      for (i = 0; i < GST_VIDEO_INFO_N_PLANES (vi); i++) {
+        offsets[i] = GST_VIDEO_INFO_PLANE_OFFSET (vi, i);
+        strides[i] = GST_VIDEO_INFO_PLANE_STRIDE (vi, i);
+      }
+      gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
+          GST_VIDEO_INFO_FORMAT (vi), GST_VIDEO_INFO_WIDTH (vi),
+          GST_VIDEO_INFO_HEIGHT (vi), GST_VIDEO_INFO_N_PLANES (vi), offsets,
+          strides);
+    }
+    shm_pattern_fill_buffer (buf, (guint64) k, G_MAXUINT64,
+        shm_monotonic_ns ());
+    if (gst_app_src_push_buffer (pp->src, buf) != GST_FLOW_OK)
+      goto done;
+  }
+  gst_app_src_end_of_stream (pp->src);
+done:
+  gst_buffer_pool_set_active (pool, FALSE);
+  gst_object_unref (pool);
+  return NULL;
+}
+
 static int
 produce (void)
 {
@@ -196,6 +331,7 @@ produce (void)
   GstMessage *msg;
   GstPad *pad;
   GThread *pusher = NULL;
+  PinnedPush pp = { NULL, NULL };
   int ret = 0;
 
   if (caps == NULL)
@@ -209,7 +345,7 @@ produce (void)
   g_object_set (sink, "socket-path", opt_socket, "sync", opt_sync,
       "wait-for-connection", opt_wait, "pool-size", opt_pool_size,
       "max-client-buffers", opt_max_client_buffers, NULL);
-  if (video) {
+  if (video && opt_pinned_chunks == 0) {
     src = gst_element_factory_make ("videotestsrc", "src");
     g_object_set (src, "num-buffers", opt_frames, "is-live", opt_live,
         "pattern", 2 /* black */ , NULL);
@@ -224,7 +360,8 @@ produce (void)
     gst_bin_add_many (GST_BIN (pipeline), src, sink, NULL);
     gst_element_link (src, sink);
   }
-  gst_caps_unref (caps);
+  pp.src = GST_APP_SRC (src);
+  pp.caps = caps;
 
   pad = gst_element_get_static_pad (sink, "sink");
   gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, stamp_probe, sink, NULL);
@@ -237,7 +374,9 @@ produce (void)
   gst_element_set_state (pipeline, GST_STATE_PLAYING);
   printf ("PLAYING\n");
   fflush (stdout);
-  if (!video)
+  if (opt_pinned_chunks > 0)
+    pusher = g_thread_new ("push", push_pinned, &pp);
+  else if (!video)
     pusher = g_thread_new ("push", push_octets, src);
 
   bus = gst_element_get_bus (pipeline);
@@ -257,6 +396,72 @@ produce (void)
   gst_element_set_state (pipeline, GST_STATE_NULL);
   if (pusher)
     g_thread_join (pusher);
+  gst_object_unref (pipeline);
+  gst_caps_unref (caps);
+  return ret;
+}
+
+static int
+relay (void)
+{
+  GstElement *pipeline, *sink;
+  GError *err = NULL;
+  GstMessage *msg;
+  GstStructure *s;
+  guint64 frames = 0, gaps = 0;
+  gchar *desc;
+  guint n = 0;
+  int ret = 0;
+
+  if (opt_out == NULL)
+    g_error ("relay needs --out");
+  desc = g_strdup_printf ("pinnedshmsrc name=src socket-path=%s "
+      "connect-timeout=-1 ! pinnedshmsink name=sink socket-path=%s "
+      "sync=false wait-for-connection=true pool-size=%d "
+      "max-client-buffers=%d", opt_socket, opt_out, opt_pool_size,
+      opt_max_client_buffers);
+  pipeline = gst_parse_launch (desc, &err);
+  if (pipeline == NULL)
+    g_error ("%s: %s", desc, err->message);
+  g_free (desc);
+  sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+
+  /* PAUSED: the sink listens, the (live) source has not connected yet */
+  if (gst_element_set_state (pipeline, GST_STATE_PAUSED) ==
+      GST_STATE_CHANGE_FAILURE)
+    g_error ("cannot start the relay");
+  printf ("LISTENING\n");
+  fflush (stdout);
+  while (n == 0) {
+    g_object_get (sink, "num-clients", &n, NULL);
+    g_usleep (5000);
+  }
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+
+  msg = gst_bus_timed_pop_filtered (GST_ELEMENT_BUS (pipeline),
+      GST_CLOCK_TIME_NONE, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+    gst_message_parse_error (msg, &err, NULL);
+    printf ("ERROR %s\n", err->message);
+    g_clear_error (&err);
+    ret = 1;
+  }
+  gst_message_unref (msg);
+  print_stats (sink);
+  {
+    GstElement *src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
+
+    g_object_get (src, "stats", &s, NULL);
+    gst_structure_get_uint64 (s, "frames", &frames);
+    gst_structure_get_uint64 (s, "gaps", &gaps);
+    printf ("SRCSTATS frames=%" G_GUINT64_FORMAT " gaps=%" G_GUINT64_FORMAT
+        "\n", frames, gaps);
+    fflush (stdout);
+    gst_structure_free (s);
+    gst_object_unref (src);
+  }
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (sink);
   gst_object_unref (pipeline);
   return ret;
 }
@@ -307,6 +512,8 @@ main (int argc, char **argv)
     return produce ();
   if (strcmp (argv[1], "consume") == 0)
     return consume ();
+  if (strcmp (argv[1], "relay") == 0)
+    return relay ();
   g_printerr ("unknown mode %s\n", argv[1]);
   return 2;
 }

@@ -5,6 +5,8 @@
  */
 #include <gst/check/gstcheck.h>
 
+#include <stdlib.h>
+
 #include "shm-common.h"
 #include "shm-proc.h"
 
@@ -91,6 +93,7 @@ GST_START_TEST (test_zero_copy_formats)
   fail_unless_equals_int (r.offset_ok, n);
   fail_unless_equals_int (r.duration_ok, n);
   fail_unless_equals_int (r.vmeta_ok, n);
+  fail_unless_equals_int (r.planes_ok, n);
   g_free (r.error_text);
   g_free (nstr);
 }
@@ -133,6 +136,155 @@ GST_START_TEST (test_copy_path)
   fail_unless_equals_int (shm_child_get (p, "STATS", "copies"), n);
   fail_unless_equals_int (shm_child_get (p, "STATS", "zero_copy"), 0);
   g_free (r.error_text);
+}
+
+GST_END_TEST;
+
+typedef struct
+{
+  const gchar *caps;
+  const gchar *chunks;          /* pinned memories per buffer */
+  gboolean zero_copy;
+} MultiCase;
+
+static const MultiCase multi_cases[] = {
+  /* one plane per memory */
+  {"video/x-raw,format=I420,width=320,height=240,framerate=30/1", "3", TRUE},
+  {"video/x-raw,format=NV12,width=640,height=480,framerate=30/1", "2", TRUE},
+  {"video/x-raw,format=Y444,width=64,height=48,framerate=30/1", "3", TRUE},
+  /* PF_MAX_CHUNKS memories of any size */
+  {"application/octet-stream", "4", TRUE},
+  /* one more than a frame message can name: copied once */
+  {"application/octet-stream", "5", FALSE},
+};
+
+GST_START_TEST (test_multi_memory)
+{
+  const MultiCase *mc = &multi_cases[__i__];
+  gboolean video = g_str_has_prefix (mc->caps, "video/");
+  guint chunks = atoi (mc->chunks);
+  const guint n = 30;
+  ShmChild *p;
+  ShmResult r;
+
+  /* every buffer is made of several pinned memories, each a slot of the
+   * producer's pool, in reverse slot order: up to 4 of them cross as one
+   * frame of several chunks, with no copy */
+  if (mc->zero_copy)
+    p = shm_child_spawn ("produce", sock, "--caps", mc->caps, "--frames",
+        "30", "--pinned-chunks", mc->chunks, "--wait", "--max-client-buffers",
+        "8", NULL);
+  else
+    /* the copy path never waits for its pool: pace the producer, and let
+     * the client hold every frame, so that none is skipped */
+    p = shm_child_spawn ("produce", sock, "--caps", mc->caps, "--frames",
+        "30", "--pinned-chunks", mc->chunks, "--wait", "--sync",
+        "--pool-size", "32", "--max-client-buffers", "32", NULL);
+  r = run_pair (p, "connect-timeout=-1", FALSE, FALSE);
+  check_intact (&r, n);
+  fail_unless_equals_int (shm_child_get (p, "STATS", "frames"), n);
+  if (mc->zero_copy) {
+    fail_unless_equals_int (shm_child_get (p, "STATS", "zero_copy"), n);
+    fail_unless_equals_int (shm_child_get (p, "STATS", "copies"), 0);
+    /* the consumer's buffers have as many memories as the producer's */
+    fail_unless_equals_int (r.max_memories, chunks);
+  } else {
+    fail_unless_equals_int (shm_child_get (p, "STATS", "zero_copy"), 0);
+    fail_unless_equals_int (shm_child_get (p, "STATS", "copies"), n);
+    fail_unless_equals_int (r.max_memories, 1);
+  }
+  fail_unless_equals_int (r.offset_ok, n);
+  if (video) {
+    /* the video meta's plane offsets, relative to the whole frame, find
+     * each plane in its own memory on the consumer side */
+    fail_unless_equals_int (r.vmeta_ok, n);
+    fail_unless_equals_int (r.planes_ok, n);
+    fail_unless_equals_int (r.duration_ok, n);
+  }
+  g_free (r.error_text);
+}
+
+GST_END_TEST;
+
+typedef struct
+{
+  const gchar *caps;
+  const gchar *mode;            /* how the producer fills its buffers */
+} RelayCase;
+
+static const RelayCase relay_cases[] = {
+  {"video/x-raw,format=RGBA,width=640,height=480,framerate=30/1", "pool"},
+  {"video/x-raw,format=I420,width=320,height=240,framerate=30/1", "chunks"},
+  {"video/x-raw,format=RGBA,width=320,height=240,framerate=100/1", "copy"},
+  {"application/octet-stream", "chunks"},
+};
+
+GST_START_TEST (test_relay)
+{
+  const RelayCase *rc = &relay_cases[__i__];
+  gboolean video = g_str_has_prefix (rc->caps, "video/");
+  gchar *up = g_build_filename (dir, "up.sock", NULL);
+  const guint n = 40;
+  ShmConsumer *c;
+  ShmChild *p, *relay;
+  const ShmResult *r;
+
+  /* producer -> relay (pinnedshmsrc ! pinnedshmsink) -> consumer, three
+   * processes. The relay republishes the read-only segments it imported:
+   * its clients map the producer's memory, nothing is copied on the way. */
+  c = shm_consumer_new (sock, "connect-timeout=-1", FALSE, FALSE);
+  fail_unless (shm_consumer_start (c));
+  relay = shm_child_spawn ("relay", up, "--out", sock, "--pool-size", "8",
+      "--max-client-buffers", "32", NULL);
+  if (g_str_equal (rc->mode, "pool"))
+    p = shm_child_spawn ("produce", up, "--caps", rc->caps, "--frames", "40",
+        "--clients", "1", "--pool-size", "8", "--max-client-buffers", "8",
+        NULL);
+  else if (g_str_equal (rc->mode, "chunks"))
+    p = shm_child_spawn ("produce", up, "--caps", rc->caps, "--frames", "40",
+        "--pinned-chunks", video ? "3" : "4", "--clients", "1",
+        "--max-client-buffers", "8", NULL);
+  else
+    p = shm_child_spawn ("produce", up, "--caps", rc->caps, "--frames", "40",
+        "--copy", "--sync", "--clients", "1", "--pool-size", "32",
+        "--max-client-buffers", "32", NULL);
+
+  shm_consumer_run (c, 0, 60000, 0);
+  r = shm_consumer_result (c);
+  fail_unless_equals_int (shm_child_wait (p), 0);
+  fail_unless_equals_int (shm_child_wait (relay), 0);
+  GST_INFO ("producer: %s", p->out->str);
+  GST_INFO ("relay: %s", relay->out->str);
+
+  /* every frame, every byte, in order, in read-only pinned memory */
+  fail_if (r->error, "consumer error: %s", r->error_text);
+  fail_unless (r->eos, "no EOS reached the consumer");
+  fail_unless_equals_int (r->frames, n);
+  fail_unless_equals_int (r->bad, 0);
+  fail_unless_equals_int (r->wrong_size, 0);
+  fail_unless_equals_int (r->out_of_order, 0);
+  fail_unless_equals_int (r->gaps, 0);
+  fail_unless_equals_int (r->pinned, n);
+  fail_unless_equals_int (r->offset_ok, n);
+  if (video) {
+    fail_unless_equals_int (r->vmeta_ok, n);
+    fail_unless_equals_int (r->planes_ok, n);
+  }
+  if (g_str_equal (rc->mode, "chunks"))
+    fail_unless_equals_int (r->max_memories, video ? 3 : 4);
+
+  /* the producer copied only in copy mode; the relay never */
+  fail_unless_equals_int (shm_child_get (p, "STATS", "copies"),
+      g_str_equal (rc->mode, "copy") ? n : 0);
+  fail_unless_equals_int (shm_child_get (relay, "STATS", "frames"), n);
+  fail_unless_equals_int (shm_child_get (relay, "STATS", "zero_copy"), n);
+  fail_unless_equals_int (shm_child_get (relay, "STATS", "copies"), 0);
+  fail_unless_equals_int (shm_child_get (relay, "STATS", "drops"), 0);
+  fail_unless_equals_int (shm_child_get (relay, "SRCSTATS", "frames"), n);
+  fail_unless_equals_int (shm_child_get (relay, "SRCSTATS", "gaps"), 0);
+
+  shm_consumer_free (c);
+  g_free (up);
 }
 
 GST_END_TEST;
@@ -272,6 +424,8 @@ shm_transfer_suite (void)
   tcase_add_loop_test (tc, test_zero_copy_formats, 0,
       G_N_ELEMENTS (zero_copy_caps));
   tcase_add_loop_test (tc, test_copy_path, 0, G_N_ELEMENTS (copy_cases));
+  tcase_add_loop_test (tc, test_multi_memory, 0, G_N_ELEMENTS (multi_cases));
+  tcase_add_loop_test (tc, test_relay, 0, G_N_ELEMENTS (relay_cases));
   tcase_add_test (tc, test_caps_change);
   tcase_add_test (tc, test_timestamps);
   tcase_add_test (tc, test_many_clients);
