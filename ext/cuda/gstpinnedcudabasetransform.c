@@ -113,8 +113,7 @@ static GstPadTemplate *
 make_template (const gchar * name, GstPadDirection direction,
     const gchar * feature)
 {
-  GstCaps *caps = gst_caps_from_string (GST_VIDEO_CAPS_MAKE
-      (PF_CUDA_FORMATS));
+  GstCaps *caps = gst_caps_from_string (GST_VIDEO_CAPS_MAKE (PF_CUDA_FORMATS));
   GstPadTemplate *templ;
 
   gst_caps_set_features (caps, 0, gst_caps_features_new (feature, NULL));
@@ -123,8 +122,7 @@ make_template (const gchar * name, GstPadDirection direction,
   return templ;
 }
 
-void
-gst_pinned_cuda_base_transform_class_set_features
+void gst_pinned_cuda_base_transform_class_set_features
     (GstPinnedCudaBaseTransformClass * klass, const gchar * sink_feature,
     const gchar * src_feature)
 {

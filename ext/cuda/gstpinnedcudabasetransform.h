@@ -13,8 +13,9 @@ G_BEGIN_DECLS
 
 #define GST_TYPE_PINNED_CUDA_BASE_TRANSFORM \
   (gst_pinned_cuda_base_transform_get_type ())
-#define GST_PINNED_CUDA_BASE_TRANSFORM(obj) (G_TYPE_CHECK_INSTANCE_CAST ((obj), \
-    GST_TYPE_PINNED_CUDA_BASE_TRANSFORM, GstPinnedCudaBaseTransform))
+#define GST_PINNED_CUDA_BASE_TRANSFORM(obj) \
+  (G_TYPE_CHECK_INSTANCE_CAST ((obj), GST_TYPE_PINNED_CUDA_BASE_TRANSFORM, \
+      GstPinnedCudaBaseTransform))
 #define GST_PINNED_CUDA_BASE_TRANSFORM_GET_CLASS(obj) \
   (G_TYPE_INSTANCE_GET_CLASS ((obj), GST_TYPE_PINNED_CUDA_BASE_TRANSFORM, \
       GstPinnedCudaBaseTransformClass))

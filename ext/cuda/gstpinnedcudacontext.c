@@ -129,8 +129,7 @@ GstCaps *
 gst_pinned_cuda_transform_caps (GstPadDirection direction, GstCaps * caps,
     GstCaps * filter, const gchar * sink_feature, const gchar * src_feature)
 {
-  const gchar *feature = direction == GST_PAD_SINK ? src_feature :
-      sink_feature;
+  const gchar *feature = direction == GST_PAD_SINK ? src_feature : sink_feature;
   GstCaps *res = gst_caps_copy (caps);
   guint i;
 

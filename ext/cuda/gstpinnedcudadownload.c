@@ -123,8 +123,7 @@ gst_pinned_cuda_download_decide_allocation (GstBaseTransform * trans,
       NULL);
   if (gst_query_get_n_allocation_pools (query) > 0) {
     guint down_min = 0;
-    gst_query_parse_nth_allocation_pool (query, 0, NULL, NULL, &down_min,
-        NULL);
+    gst_query_parse_nth_allocation_pool (query, 0, NULL, NULL, &down_min, NULL);
     min = MAX (min, down_min);
   }
   max = min + 2;
@@ -296,7 +295,8 @@ gst_pinned_cuda_download_class_init (GstPinnedCudaDownloadClass * klass)
       GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY);
   cuda_class->start_cuda =
       GST_DEBUG_FUNCPTR (gst_pinned_cuda_download_start_cuda);
-  cuda_class->stop_cuda = GST_DEBUG_FUNCPTR (gst_pinned_cuda_download_stop_cuda);
+  cuda_class->stop_cuda =
+      GST_DEBUG_FUNCPTR (gst_pinned_cuda_download_stop_cuda);
   trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_pinned_cuda_download_set_caps);
   trans_class->propose_allocation =
       GST_DEBUG_FUNCPTR (gst_pinned_cuda_download_propose_allocation);

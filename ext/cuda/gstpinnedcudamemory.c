@@ -139,8 +139,7 @@ mem_unmap (GstMemory * memory, GstMapInfo * info)
         mem->pitch, mem->layout.total_rows, PF_CUDA_MEMCPY_HOST_TO_DEVICE);
     pf_cuda_device_leave (rt, mem->device_id, prev);
     if (err != PF_CUDA_SUCCESS)
-      GST_ERROR ("upload after write map failed: %s",
-          rt->GetErrorString (err));
+      GST_ERROR ("upload after write map failed: %s", rt->GetErrorString (err));
   }
   g_mutex_unlock (&mem->lock);
 }

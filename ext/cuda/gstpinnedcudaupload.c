@@ -344,8 +344,7 @@ gst_pinned_cuda_upload_decide_allocation (GstBaseTransform * trans,
   if (caps == NULL)
     return FALSE;
   if (gst_query_get_n_allocation_pools (query) > 0)
-    gst_query_parse_nth_allocation_pool (query, 0, NULL, NULL, &down_min,
-        NULL);
+    gst_query_parse_nth_allocation_pool (query, 0, NULL, NULL, &down_min, NULL);
   min = self->n_events + 1;
   max = min + down_min + 2;
 
@@ -482,8 +481,7 @@ plane_is_registered (GstPinnedCudaUpload * self,
 }
 
 static GstFlowReturn
-upload_frame (GstPinnedCudaUpload * self, GstBuffer * inbuf,
-    GstBuffer * outbuf)
+upload_frame (GstPinnedCudaUpload * self, GstBuffer * inbuf, GstBuffer * outbuf)
 {
   const PfCudaRuntime *rt = self->parent.cuda.rt;
   const PfCudaRegistration *regs[MAX_REGS];
@@ -807,7 +805,8 @@ gst_pinned_cuda_upload_class_init (GstPinnedCudaUploadClass * klass)
   gst_pinned_cuda_base_transform_class_set_features (cuda_class,
       GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY,
       GST_CAPS_FEATURE_MEMORY_PINNEDFLOW_CUDA);
-  cuda_class->start_cuda = GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_start_cuda);
+  cuda_class->start_cuda =
+      GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_start_cuda);
   cuda_class->stop_cuda = GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_stop_cuda);
   trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_set_caps);
   trans_class->propose_allocation =

@@ -260,8 +260,7 @@ acquire_or_error (GstBufferPool * pool, GstElement * pipeline,
     }
     if (ret != GST_FLOW_EOS)    /* EOS: none free right now */
       break;
-    msg = gst_bus_timed_pop_filtered (bus, 5 * GST_MSECOND,
-        GST_MESSAGE_ERROR);
+    msg = gst_bus_timed_pop_filtered (bus, 5 * GST_MSECOND, GST_MESSAGE_ERROR);
     if (msg != NULL) {
       GError *err = NULL;
       gchar *dbg = NULL;
@@ -355,8 +354,7 @@ run_round_trip (const RoundTrip * rt, RoundTripResult * res)
   sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
   if (rt->download) {
     down = gst_bin_get_by_name (GST_BIN (pipeline), "down");
-    g_signal_connect (sink, "new-sample", G_CALLBACK (on_new_sample),
-        &res->ck);
+    g_signal_connect (sink, "new-sample", G_CALLBACK (on_new_sample), &res->ck);
   }
   g_object_set (src, "caps", caps, NULL);
 
@@ -470,7 +468,8 @@ assert_intact (const RoundTrip * rt, RoundTripResult * res)
   fail_unless (res->ck.bad_frames == 0, "%u corrupted frames (%u bytes)",
       res->ck.bad_frames, res->ck.bad_bytes);
   fail_unless_equals_uint64 (get_stat (res->up_stats, "frames"), rt->n_frames);
-  fail_unless_equals_uint64 (get_stat (res->down_stats, "frames"), rt->n_frames);
+  fail_unless_equals_uint64 (get_stat (res->down_stats, "frames"),
+      rt->n_frames);
 }
 
 /* ------------------------------------------------------------ tests */
@@ -678,8 +677,7 @@ GST_START_TEST (test_propose_pool_and_api)
       fail_unless_equals_int (wb, 64);
       fail_unless_equals_int (rows, p == 0 ? 32 : 16);
     }
-    fail_if (gst_pinned_cuda_memory_get_plane (mem, 2, &dev, NULL, NULL,
-            NULL));
+    fail_if (gst_pinned_cuda_memory_get_plane (mem, 2, &dev, NULL, NULL, NULL));
     fail_unless (gst_pinned_cuda_buffer_get_plane (out, 0, &dev, &pitch));
     fail_unless (gst_pinned_cuda_memory_get_event (mem) != NULL);
     fail_unless (gst_pinned_cuda_buffer_wait (out, NULL));
@@ -994,8 +992,7 @@ GST_END_TEST;
  * of a known pattern into pinnedshmsink. max-client-buffers above the pool
  * size: the producer waits for returned slots instead of dropping. */
 static int
-run_producer (const gchar * sock, const gchar * format, gint w, gint h,
-    guint n)
+run_producer (const gchar * sock, const gchar * format, gint w, gint h, guint n)
 {
   GstElement *pipeline, *src;
   GstBufferPool *pool = NULL;
