@@ -377,7 +377,8 @@ cudaGetErrorName (cudaError_t err)
   for (size_t i = 0; i < sizeof error_table / sizeof error_table[0]; i++)
     if (error_table[i].code == err)
       return error_table[i].name;
-  return "cudaErrorUnknown";
+  /* what the real call gives for a code it does not know */
+  return "unrecognized error code";
 }
 
 EXPORT cudaError_t
