@@ -596,6 +596,8 @@ make_buffer (GstPinnedShmSrc * self, pf_consumer * c, pf_event * ev,
   if ((f->meta_flags & PF_FRAME_HAS_VIDEO_META) && self->is_video) {
     gsize offsets[GST_VIDEO_MAX_PLANES] = { 0, };
     gint strides[GST_VIDEO_MAX_PLANES] = { 0, };
+    gsize plane_size[GST_VIDEO_MAX_PLANES] = { 0, };
+    GstVideoMeta *vmeta;
 
     if (f->n_planes != GST_VIDEO_INFO_N_PLANES (&self->vinfo)
         || f->n_planes > PF_MAX_PLANES || f->width == 0 || f->height == 0
@@ -607,9 +609,27 @@ make_buffer (GstPinnedShmSrc * self, pf_consumer * c, pf_event * ev,
       offsets[i] = f->plane_offset[i];
       strides[i] = f->plane_stride[i];
     }
-    gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
+    vmeta = gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
         GST_VIDEO_INFO_FORMAT (&self->vinfo), f->width, f->height,
         f->n_planes, offsets, strides);
+    /* Every plane (stride x lines, so a negative stride fails too) must lie
+     * inside ONE chunk: GstVideoFrame maps only the memory holding a
+     * plane's first byte, and reads the rest from there. */
+    if (!gst_video_meta_get_plane_size (vmeta, plane_size))
+      goto bad_meta;
+    for (i = 0; i < f->n_planes; i++) {
+      guint64 start = 0, off = f->plane_offset[i];
+      guint ch;
+
+      for (ch = 0; ch < f->n_chunks; ch++) {
+        if (off < start + f->chunks[ch].size)
+          break;
+        start += f->chunks[ch].size;
+      }
+      if (ch == f->n_chunks || plane_size[i] > f->chunks[ch].size
+          || off - start > f->chunks[ch].size - plane_size[i])
+        goto bad_meta;
+    }
   }
 
   now = pf_monotonic_ns ();
@@ -635,8 +655,8 @@ bad_frame:
 bad_meta:
   gst_buffer_unref (buf);
   GST_ELEMENT_ERROR (self, STREAM, DECODE, ("Invalid frame from producer"),
-      ("frame %" G_GUINT64_FORMAT ": video meta does not match caps or data",
-          (guint64) f->seq));
+      ("frame %" G_GUINT64_FORMAT ": video meta does not match the caps, or "
+          "a plane is not inside one chunk of the frame", (guint64) f->seq));
   return GST_FLOW_ERROR;
 }
 

@@ -488,13 +488,15 @@ typedef enum
   HOSTILE_TRUNCATED_FRAME,
   HOSTILE_BAD_CAPS,
   HOSTILE_BAD_VIDEO_META,
+  HOSTILE_PLANE_PAST_END,
+  HOSTILE_PLANE_ACROSS_CHUNKS,
   N_HOSTILE
 } Hostile;
 
 static const gchar *hostile_names[] = {
   "bad-hello", "garbage", "pipe-fd", "unsealed-memfd", "short-memfd",
   "two-fds", "frame-outside", "frame-unknown-segment", "truncated-frame",
-  "bad-caps", "bad-video-meta",
+  "bad-caps", "bad-video-meta", "plane-past-end", "plane-across-chunks",
 };
 
 static void
@@ -552,9 +554,17 @@ send_caps (int peer, const gchar * caps)
   send_with_fds (peer, buf, len, NULL, 0);
 }
 
+typedef enum
+{
+  META_NONE,
+  META_FAR_OUTSIDE,             /* a plane offset far past the frame */
+  META_PAST_END,                /* starts inside, 16 lines of 64 do not fit */
+  META_ACROSS_CHUNKS,           /* 2 chunks of size/2, one plane over both */
+} BadMeta;
+
 static void
 send_frame (int peer, guint64 seg, guint64 offset, guint64 size,
-    gboolean bad_meta, gboolean truncate)
+    BadMeta bad_meta, gboolean truncate)
 {
   guint8 buf[PF_MAX_MSG_SIZE];
   struct pf_msg_frame f;
@@ -567,17 +577,23 @@ send_frame (int peer, guint64 seg, guint64 offset, guint64 size,
   f.chunks[0].segment_id = seg;
   f.chunks[0].offset = offset;
   f.chunks[0].size = size;
+  if (bad_meta == META_ACROSS_CHUNKS) {
+    f.n_chunks = 2;
+    f.chunks[0].size = size / 2;
+    f.chunks[1] = f.chunks[0];
+    f.chunks[1].offset = offset + size / 2;
+  }
   f.pts = f.dts = f.duration = f.clock_pts = PF_TIME_NONE;
   f.offset = f.offset_end = G_MAXUINT64;
   f.send_time = pf_monotonic_ns ();
-  if (bad_meta) {
-    /* a plane far outside the frame */
+  if (bad_meta != META_NONE) {
     f.meta_flags = PF_FRAME_HAS_VIDEO_META;
     f.width = 16;
     f.height = 16;
     f.n_planes = 1;
-    f.plane_offset[0] = G_GUINT64_CONSTANT (1) << 40;
-    f.plane_stride[0] = 64;
+    f.plane_offset[0] = bad_meta == META_FAR_OUTSIDE ?
+        G_GUINT64_CONSTANT (1) << 40 : 0;
+    f.plane_stride[0] = bad_meta == META_PAST_END ? 64 : 16;
   }
   len = pf_msg_write_frame (buf, &f);
   send_with_fds (peer, buf, truncate ? len / 2 : len, NULL, 0);
@@ -633,28 +649,34 @@ run_hostile (Hostile mode, int peer)
       send_segment (peer, 1, 4096, mfd);
       close (mfd);
       send_caps (peer, "application/octet-stream");
-      send_frame (peer, 1, 4000, 4096, FALSE, FALSE);
+      send_frame (peer, 1, 4000, 4096, META_NONE, FALSE);
       break;
     case HOSTILE_FRAME_UNKNOWN_SEGMENT:
       send_caps (peer, "application/octet-stream");
-      send_frame (peer, 77, 0, 16, FALSE, FALSE);
+      send_frame (peer, 77, 0, 16, META_NONE, FALSE);
       break;
     case HOSTILE_TRUNCATED_FRAME:
       mfd = sealed_memfd (4096, TRUE);
       send_segment (peer, 1, 4096, mfd);
       close (mfd);
-      send_frame (peer, 1, 0, 16, FALSE, TRUE);
+      send_frame (peer, 1, 0, 16, META_NONE, TRUE);
       break;
     case HOSTILE_BAD_CAPS:
       send_caps (peer, "video/x-raw,width=(int)[ 1, 10 ],,,,");
       break;
     case HOSTILE_BAD_VIDEO_META:
+    case HOSTILE_PLANE_PAST_END:
+    case HOSTILE_PLANE_ACROSS_CHUNKS:
+      /* a GRAY8 16x16 frame of 256 bytes, whose video meta would make a
+       * GstVideoFrame read outside the memory that holds the plane */
       mfd = sealed_memfd (4096, TRUE);
       send_segment (peer, 1, 4096, mfd);
       close (mfd);
       send_caps (peer, "video/x-raw,format=GRAY8,width=16,height=16,"
           "framerate=30/1");
-      send_frame (peer, 1, 0, 256, TRUE, FALSE);
+      send_frame (peer, 1, 0, 256, mode == HOSTILE_BAD_VIDEO_META ?
+          META_FAR_OUTSIDE : mode == HOSTILE_PLANE_PAST_END ? META_PAST_END :
+          META_ACROSS_CHUNKS, FALSE);
       break;
     default:
       g_assert_not_reached ();
