@@ -672,6 +672,10 @@ copy_to_pool (GstPinnedShmSink * self, GstBuffer * buf, GstFlowReturn * ret)
 
   *ret = GST_FLOW_OK;
   if (self->copy_pool == NULL || self->copy_pool_size < size) {
+    /* a new segment (memfd, mmap, mlock) is setup work: grow by half at
+     * least, so that a stream of growing buffers does not pay it per
+     * frame */
+    gsize slot = MAX (size, self->copy_pool_size + self->copy_pool_size / 2);
     guint count;
 
     if (self->copy_pool) {
@@ -684,19 +688,20 @@ copy_to_pool (GstPinnedShmSink * self, GstBuffer * buf, GstFlowReturn * ret)
     GST_OBJECT_UNLOCK (self);
     /* no caps: slots of exactly the configured size (video caps would
      * size them from the caps, smaller than a padded buffer) */
-    self->copy_pool = make_pool (self, NULL, size, count, FALSE);
+    self->copy_pool = make_pool (self, NULL, slot, count, FALSE);
     if (self->copy_pool == NULL
         || !gst_buffer_pool_set_active (self->copy_pool, TRUE)) {
       GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
           ("Could not create a pinned pool of %u x %" G_GSIZE_FORMAT " bytes",
-              count, size), (NULL));
+              count, slot), (NULL));
       gst_clear_object (&self->copy_pool);
+      self->copy_pool_size = 0;
       *ret = GST_FLOW_ERROR;
       return NULL;
     }
-    self->copy_pool_size = size;
+    self->copy_pool_size = slot;
     GST_DEBUG_OBJECT (self, "copy pool of %u x %" G_GSIZE_FORMAT " bytes",
-        count, size);
+        count, slot);
   }
 
   params.flags = GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT;

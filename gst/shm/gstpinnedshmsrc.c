@@ -390,6 +390,18 @@ gst_pinned_shm_src_query (GstBaseSrc * bsrc, GstQuery * query)
   return GST_BASE_SRC_CLASS (parent_class)->query (bsrc, query);
 }
 
+static gboolean
+gst_pinned_shm_src_decide_allocation (GstBaseSrc * bsrc, GstQuery * query)
+{
+  /* Every buffer wraps the producer's memory: no pool would ever be used.
+   * GstBaseSrc would activate the one downstream proposes (a relaying
+   * pinnedshmsink proposes pool-size pinned, mlocked frames), or make a
+   * system-memory one: keep none. */
+  while (gst_query_get_n_allocation_pools (query) > 0)
+    gst_query_remove_nth_allocation_pool (query, 0);
+  return TRUE;
+}
+
 /* Connects, retrying until @timeout_ms (-1: forever) while nobody listens
  * or the producer dies during the handshake; every wait is interrupted by
  * unlock. Returns GST_FLOW_OK, GST_FLOW_FLUSHING (unlocked) or
@@ -872,6 +884,8 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
   bsrc_class->unlock = GST_DEBUG_FUNCPTR (gst_pinned_shm_src_unlock);
   bsrc_class->unlock_stop = GST_DEBUG_FUNCPTR (gst_pinned_shm_src_unlock_stop);
   bsrc_class->query = GST_DEBUG_FUNCPTR (gst_pinned_shm_src_query);
+  bsrc_class->decide_allocation =
+      GST_DEBUG_FUNCPTR (gst_pinned_shm_src_decide_allocation);
   psrc_class->create = GST_DEBUG_FUNCPTR (gst_pinned_shm_src_create);
 
   gst_type_mark_as_plugin_api (GST_TYPE_PINNED_SHM_SRC_ON_DISCONNECT, 0);

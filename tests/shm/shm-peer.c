@@ -29,6 +29,7 @@
 
 #include <gst/gst.h>
 #include <gst/app/gstappsrc.h>
+#include <gst/base/gstbasesrc.h>
 #include <gst/video/video.h>
 #include <gst/pinnedflow/gstpinnedbufferpool.h>
 
@@ -401,10 +402,21 @@ produce (void)
   return ret;
 }
 
+/* Once, on the relay's first frame: a RECONFIGURE upstream, as any
+ * downstream element may send, makes the source renegotiate with its caps
+ * and run an ALLOCATION query (answered with the sink's pinned pool). */
+static GstPadProbeReturn
+reconfigure_once (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
+{
+  gst_pad_push_event (pad, gst_event_new_reconfigure ());
+  return GST_PAD_PROBE_REMOVE;
+}
+
 static int
 relay (void)
 {
-  GstElement *pipeline, *sink;
+  GstElement *pipeline, *sink, *src;
+  GstBufferPool *pool;
   GError *err = NULL;
   GstMessage *msg;
   GstStructure *s;
@@ -425,6 +437,13 @@ relay (void)
     g_error ("%s: %s", desc, err->message);
   g_free (desc);
   sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  {
+    GstPad *pad = gst_element_get_static_pad (sink, "sink");
+
+    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, reconfigure_once, NULL,
+        NULL);
+    gst_object_unref (pad);
+  }
 
   /* PAUSED: the sink listens, the (live) source has not connected yet */
   if (gst_element_set_state (pipeline, GST_STATE_PAUSED) ==
@@ -448,18 +467,19 @@ relay (void)
   }
   gst_message_unref (msg);
   print_stats (sink);
-  {
-    GstElement *src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
-
-    g_object_get (src, "stats", &s, NULL);
-    gst_structure_get_uint64 (s, "frames", &frames);
-    gst_structure_get_uint64 (s, "gaps", &gaps);
-    printf ("SRCSTATS frames=%" G_GUINT64_FORMAT " gaps=%" G_GUINT64_FORMAT
-        "\n", frames, gaps);
-    fflush (stdout);
-    gst_structure_free (s);
-    gst_object_unref (src);
-  }
+  src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
+  g_object_get (src, "stats", &s, NULL);
+  gst_structure_get_uint64 (s, "frames", &frames);
+  gst_structure_get_uint64 (s, "gaps", &gaps);
+  gst_structure_free (s);
+  /* pool=1: the source activated a pool it never uses */
+  pool = gst_base_src_get_buffer_pool (GST_BASE_SRC (src));
+  printf ("SRCSTATS frames=%" G_GUINT64_FORMAT " gaps=%" G_GUINT64_FORMAT
+      " pool=%d\n", frames, gaps, pool != NULL);
+  fflush (stdout);
+  if (pool)
+    gst_object_unref (pool);
+  gst_object_unref (src);
   gst_element_set_state (pipeline, GST_STATE_NULL);
   gst_object_unref (sink);
   gst_object_unref (pipeline);

@@ -282,6 +282,8 @@ GST_START_TEST (test_relay)
   fail_unless_equals_int (shm_child_get (relay, "STATS", "drops"), 0);
   fail_unless_equals_int (shm_child_get (relay, "SRCSTATS", "frames"), n);
   fail_unless_equals_int (shm_child_get (relay, "SRCSTATS", "gaps"), 0);
+  /* the relay's source took no pool (its sink proposes a pinned one) */
+  fail_unless_equals_int (shm_child_get (relay, "SRCSTATS", "pool"), 0);
 
   shm_consumer_free (c);
   g_free (up);
