@@ -896,11 +896,21 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
       "Socket path", "Path of the unix socket consumers connect to",
       DEFAULT_SOCKET_PATH, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
       GST_PARAM_MUTABLE_READY);
+  /**
+   * GstPinnedShmSink:perms:
+   *
+   * File mode of the socket file, i.e. who may connect: 0600 (the owner
+   * only), 0660 (and the group), 0666 (anyone). gst-launch-1.0 takes octal
+   * with a leading 0 (perms=0660); gst-inspect-1.0 shows it in decimal.
+   */
   properties[PROP_PERMS] = g_param_spec_uint ("perms", "Permissions",
-      "File mode of the socket (who may connect)", 0, 0777, DEFAULT_PERMS,
+      "File mode of the socket file, i.e. who may connect (octal with a "
+      "leading 0, e.g. 0660; 384 = 0600: the owner only)", 0, 0777,
+      DEFAULT_PERMS,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
   properties[PROP_POOL_SIZE] = g_param_spec_uint ("pool-size", "Pool size",
-      "Buffers in the pinned pool proposed upstream and in the copy pool",
+      "Buffers in the pinned pool proposed upstream (one shared segment, "
+      "bounded) and in the copy pool for buffers in other memory",
       MIN_POOL_SIZE, MAX_POOL_SIZE, DEFAULT_POOL_SIZE,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
   properties[PROP_MAX_CLIENT_BUFFERS] = g_param_spec_uint
@@ -915,7 +925,8 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
       "receives are dropped and counted)", DEFAULT_WAIT_FOR_CONNECTION,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
   properties[PROP_NUM_CLIENTS] = g_param_spec_uint ("num-clients",
-      "Number of clients", "Clients connected now", 0, G_MAXUINT, 0,
+      "Number of clients", "Consumers connected now (notified on change)", 0,
+      G_MAXUINT, 0,
       G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
   /**
    * GstPinnedShmSink:stats:
@@ -925,7 +936,9 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
    * with id, pid, uid, sent, released, dropped, held and bytes.
    */
   properties[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
-      "Frame, copy and drop counters, globally and per client",
+      "Counters: frames, bytes, zero-copy-frames, copies, drops, in-flight, "
+      "and per client (clients array) id, pid, uid, sent, released, "
+      "dropped, held, bytes",
       GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
   g_object_class_install_properties (gobject_class, N_PROPERTIES, properties);
 

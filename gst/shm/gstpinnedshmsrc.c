@@ -833,8 +833,14 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
   gobject_class->get_property = gst_pinned_shm_src_get_property;
   gobject_class->finalize = gst_pinned_shm_src_finalize;
 
+  /**
+   * GstPinnedShmSrc:socket-path:
+   *
+   * Path of the unix socket of the producer (a pinnedshmsink or any
+   * pf_producer) to connect to.
+   */
   properties[PROP_SOCKET_PATH] = g_param_spec_string ("socket-path",
-      "Socket path", "Path of the producer's unix socket",
+      "Socket path", "Path of the producer's unix socket (required)",
       DEFAULT_SOCKET_PATH, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
       GST_PARAM_MUTABLE_READY);
   /**
@@ -852,11 +858,14 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
    *
    * How long to wait, in milliseconds, for a producer that is not up yet
    * when the stream starts: 0 fails at once, -1 waits forever. In
-   * reconnect mode a lost producer is always awaited forever.
+   * reconnect mode a lost producer is always awaited forever. Every wait,
+   * the producer's HELLO included, ends at once on a flush or a state
+   * change.
    */
   properties[PROP_CONNECT_TIMEOUT] = g_param_spec_int ("connect-timeout",
-      "Connect timeout", "Milliseconds to wait for the producer at start "
-      "(0: fail at once, -1: forever)", -1, G_MAXINT, DEFAULT_CONNECT_TIMEOUT,
+      "Connect timeout", "Milliseconds to wait for a producer that is not up "
+      "yet when streaming starts (0: fail at once, -1: forever); a state "
+      "change always interrupts the wait", -1, G_MAXINT, DEFAULT_CONNECT_TIMEOUT,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
   /**
    * GstPinnedShmSrc:stats:
@@ -867,7 +876,8 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
    * guint64) and held (guint: frames downstream still holds).
    */
   properties[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
-      "Frame, reconnect, error and latency counters", GST_TYPE_STRUCTURE,
+      "Counters: connected, frames, bytes, held, reconnects, errors, gaps, "
+      "latency-last, latency-mean, latency-max (ns)", GST_TYPE_STRUCTURE,
       G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
   g_object_class_install_properties (gobject_class, N_PROPERTIES, properties);
 
