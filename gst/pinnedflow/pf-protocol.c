@@ -289,6 +289,11 @@ parse_hello (const void *buf, size_t len, struct pf_msg_hello *m)
     return fail (-EPROTO, "HELLO: flags 0x%x, must be 0", m->flags);
   if (m->role == PF_ROLE_PRODUCER && m->max_held == 0)
     return fail (-EPROTO, "HELLO: producer announces max_held 0");
+  if (m->role == PF_ROLE_PRODUCER && m->session_id == 0)
+    return fail (-EPROTO, "HELLO: producer announces session id 0");
+  if (m->role == PF_ROLE_CONSUMER && (m->max_held != 0 || m->session_id != 0))
+    return fail (-EPROTO, "HELLO: consumer sets max_held/session_id (must "
+        "be 0)");
   return 0;
 }
 

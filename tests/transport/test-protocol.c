@@ -213,6 +213,13 @@ test_hello (void)
   CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTO);
   len = pf_msg_write_hello (buf, PF_ROLE_PRODUCER, 0, 1);
   CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTO);
+  /* A producer's session id is non-zero; a consumer's fields are 0. */
+  len = pf_msg_write_hello (buf, PF_ROLE_PRODUCER, 4, 0);
+  CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTO);
+  len = pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 4, 0);
+  CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTO);
+  len = pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 7);
+  CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTO);
 }
 
 static void
