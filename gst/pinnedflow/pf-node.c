@@ -870,19 +870,25 @@ struct node_caps {
   char text[];
 };
 
+struct node_frame {
+  pf_node_frame pub;            /* first: the public pointer is ours */
+  pf_node_consumer *owner;
+  struct node_caps *caps;
+  pf_segment *segs[PF_MAX_CHUNKS];
+  struct node_frame *next_spare;
+};
+
 struct pf_node_consumer {
   atomic_int refcount;          /* the application's handle + one per frame */
   pf_consumer *transport;
   struct node_caps *caps;       /* latest, or NULL; receiving thread only */
   int broken;                   /* a violation seen here: next() fails */
   char error[256];
-};
-
-struct node_frame {
-  pf_node_frame pub;            /* first: the public pointer is ours */
-  pf_node_consumer *owner;
-  struct node_caps *caps;
-  pf_segment *segs[PF_MAX_CHUNKS];
+  /* Released frames, reused by next(): no allocation per frame once as
+   * many frames as the application holds at most have been made. Frames
+   * may be released from any thread. */
+  pthread_mutex_t spare_lock;
+  struct node_frame *spare;
 };
 
 static struct node_caps *
@@ -923,10 +929,17 @@ node_caps_unref (struct node_caps *nc)
 static void
 consumer_unref (pf_node_consumer * c)
 {
+  struct node_frame *f;
+
   if (atomic_fetch_sub (&c->refcount, 1) != 1)
     return;
   pf_consumer_unref (c->transport);
   node_caps_unref (c->caps);
+  while ((f = c->spare) != NULL) {
+    c->spare = f->next_spare;
+    free (f);
+  }
+  pthread_mutex_destroy (&c->spare_lock);
   free (c);
 }
 
@@ -951,6 +964,7 @@ pf_node_consumer_new (const char *socket_path, int timeout_ms,
     free (c);
     return res;
   }
+  pthread_mutex_init (&c->spare_lock, NULL);
   *out = c;
   return 0;
 }
@@ -997,9 +1011,13 @@ make_frame (pf_node_consumer * c, const pf_event * ev, pf_node_frame ** out)
   struct node_frame *f;
   uint32_t i;
 
-  f = calloc (1, sizeof (*f));
-  if (f == NULL)
+  pthread_mutex_lock (&c->spare_lock);
+  if ((f = c->spare) != NULL)
+    c->spare = f->next_spare;
+  pthread_mutex_unlock (&c->spare_lock);
+  if (f == NULL && (f = malloc (sizeof (*f))) == NULL)
     return -ENOMEM;
+  memset (f, 0, sizeof (*f));
   f->owner = c;
   atomic_fetch_add (&c->refcount, 1);
   f->caps = node_caps_ref (c->caps);
@@ -1088,6 +1106,7 @@ pf_node_consumer_next (pf_node_consumer * c, int timeout_ms,
   struct timespec deadline;
   struct node_caps *nc;
   pf_event ev;
+  uint64_t seq;
   int res, t = timeout_ms;
 
   if (c == NULL || frame == NULL)
@@ -1118,19 +1137,14 @@ pf_node_consumer_next (pf_node_consumer * c, int timeout_ms,
         c->caps = nc;
         break;
       case PF_EVENT_FRAME:
-        if (ev.frame.n_chunks < 1 || ev.frame.n_chunks > PF_MAX_CHUNKS ||
-            ev.segments[0] == NULL) {
-          /* pf_consumer validated it; be defensive all the same. */
-          pf_consumer_event_clear (&ev);
-          snprintf (c->error, sizeof (c->error), "frame without memory");
-          return -EPROTO;
-        }
+        /* pf_consumer validated the message: 1..4 chunks, each mapped. */
+        seq = ev.frame.seq;
         res = make_frame (c, &ev, frame);
-        pf_consumer_event_clear (&ev);
+        pf_consumer_event_clear (&ev);  /* zeroes ev: seq saved above */
         if (res == -EPROTO)
           c->broken = 1;
-        if (res == -ENOMEM)
-          pf_consumer_release (c->transport, ev.frame.seq);
+        else if (res == -ENOMEM)
+          pf_consumer_release (c->transport, seq);      /* never handed out */
         return res < 0 ? res : 1;
       case PF_EVENT_EOS:
         pf_consumer_event_clear (&ev);
@@ -1148,18 +1162,24 @@ int
 pf_node_frame_release (pf_node_frame * frame)
 {
   struct node_frame *f = (struct node_frame *) frame;
+  pf_node_consumer *c;
   uint32_t i;
   int res;
 
   if (f == NULL)
     return 0;
-  res = pf_consumer_release (f->owner->transport, f->pub.seq);
+  c = f->owner;
+  res = pf_consumer_release (c->transport, f->pub.seq);
   for (i = 0; i < PF_MAX_CHUNKS; i++)
     if (f->segs[i])
       pf_segment_unref (f->segs[i]);
   node_caps_unref (f->caps);
-  consumer_unref (f->owner);
-  free (f);
+  memset (f, 0, sizeof (*f));   /* a stale pointer reads zeros, not data */
+  pthread_mutex_lock (&c->spare_lock);
+  f->next_spare = c->spare;
+  c->spare = f;
+  pthread_mutex_unlock (&c->spare_lock);
+  consumer_unref (c);
   return res;
 }
 
