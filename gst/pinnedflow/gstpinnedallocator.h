@@ -17,7 +17,13 @@ G_BEGIN_DECLS
 G_DECLARE_FINAL_TYPE (GstPinnedAllocator, gst_pinned_allocator, GST,
     PINNED_ALLOCATOR, GstFdAllocator)
 
-/* The process-wide instance (transfer full). */
+/**
+ * gst_pinned_allocator_get:
+ *
+ * Returns: (transfer full): the process-wide #GstPinnedAllocator, also
+ * registered as %GST_ALLOCATOR_PINNED ("pinnedflow") with
+ * gst_allocator_register().
+ */
 GstAllocator *gst_pinned_allocator_get (void);
 
 /**
@@ -36,6 +42,13 @@ GstAllocator *gst_pinned_allocator_get (void);
 GstMemory *gst_pinned_allocator_wrap (GstAllocator * allocator,
     GstPinnedSegment * segment, gsize offset, gsize size);
 
+/**
+ * gst_is_pinned_memory:
+ * @mem: a #GstMemory
+ *
+ * Returns: TRUE if @mem was made by a #GstPinnedAllocator (it is then also
+ * fd memory: gst_is_fd_memory() holds).
+ */
 gboolean gst_is_pinned_memory (GstMemory * mem);
 
 /**

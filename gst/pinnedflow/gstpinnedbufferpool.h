@@ -50,9 +50,23 @@ G_DECLARE_FINAL_TYPE (GstPinnedBufferPool, gst_pinned_buffer_pool, GST,
  */
 GstBufferPool *gst_pinned_buffer_pool_new (void);
 
-/* Segment flags (hugepages, mlock, seal-writers) stored in a pool config. */
+/**
+ * gst_pinned_buffer_pool_config_set_segment_flags:
+ * @config: a pool configuration
+ * @flags: flags of the segment the pool creates at activation (hugepages,
+ *   mlock, seal-writers)
+ *
+ * Stores @flags in @config.
+ */
 void gst_pinned_buffer_pool_config_set_segment_flags (GstStructure * config,
     GstPinnedSegmentFlags flags);
+/**
+ * gst_pinned_buffer_pool_config_get_segment_flags:
+ * @config: a pool configuration
+ *
+ * Returns: the flags stored in @config, or
+ * %GST_PINNED_BUFFER_POOL_DEFAULT_SEGMENT_FLAGS.
+ */
 GstPinnedSegmentFlags
 gst_pinned_buffer_pool_config_get_segment_flags (GstStructure * config);
 

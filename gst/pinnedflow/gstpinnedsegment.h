@@ -20,6 +20,11 @@ G_BEGIN_DECLS
 typedef struct pf_segment GstPinnedSegment;
 
 #define GST_TYPE_PINNED_SEGMENT (gst_pinned_segment_get_type ())
+/**
+ * gst_pinned_segment_get_type:
+ *
+ * Returns: the boxed #GType of #GstPinnedSegment (copy = ref, free = unref).
+ */
 GType gst_pinned_segment_get_type (void);
 
 /**
@@ -38,6 +43,11 @@ typedef enum
 } GstPinnedSegmentFlags;
 
 #define GST_PINNED_SEGMENT_ERROR (gst_pinned_segment_error_quark ())
+/**
+ * gst_pinned_segment_error_quark:
+ *
+ * Returns: the #GError domain of #GstPinnedSegmentError.
+ */
 GQuark gst_pinned_segment_error_quark (void);
 
 /**
@@ -60,6 +70,11 @@ typedef enum
 } GstPinnedSegmentError;
 
 #define GST_TYPE_PINNED_SEGMENT_FLAGS (gst_pinned_segment_flags_get_type ())
+/**
+ * gst_pinned_segment_flags_get_type:
+ *
+ * Returns: the flags #GType of #GstPinnedSegmentFlags.
+ */
 GType gst_pinned_segment_flags_get_type (void);
 
 /**
@@ -74,12 +89,29 @@ GType gst_pinned_segment_flags_get_type (void);
 GstPinnedSegment *gst_pinned_segment_new (gsize size,
     GstPinnedSegmentFlags flags, GError ** error);
 
-/* Same, naming the memfd (shown as /memfd:NAME in /proc/PID/maps). */
+/**
+ * gst_pinned_segment_new_full:
+ * @name: (nullable): name of the memfd, shown as /memfd:NAME in
+ *   /proc/PID/maps
+ * @size: requested size, rounded up to the page (or huge page) size
+ * @flags: as for gst_pinned_segment_new()
+ * @error: return location for a #GError
+ *
+ * gst_pinned_segment_new() with a name.
+ *
+ * Returns: (transfer full) (nullable): a new segment, or NULL with @error set.
+ */
 GstPinnedSegment *gst_pinned_segment_new_full (const gchar * name,
     gsize size, GstPinnedSegmentFlags flags, GError ** error);
 
-/* Maps a pf_segment_import() code (negative errno) to a
- * #GstPinnedSegmentError. */
+/**
+ * gst_pinned_segment_error_from_errno:
+ * @err: a pf_segment_import() result (negative errno)
+ *
+ * Returns: the #GstPinnedSegmentError for @err (-ENOTTY: NOT_SEALABLE,
+ * -EPERM: NOT_SEALED, -ERANGE: TOO_SMALL, -EBADF/-EINVAL/-EOVERFLOW: INVALID,
+ * -EACCES: ACCESS, anything else: FAILED).
+ */
 GstPinnedSegmentError gst_pinned_segment_error_from_errno (int err);
 
 /**
@@ -90,7 +122,21 @@ GstPinnedSegmentError gst_pinned_segment_error_from_errno (int err);
  */
 gchar *gst_pinned_segment_describe_state (guint state);
 
-/* On success the segment owns @fd; on failure @fd is left open. */
+/**
+ * gst_pinned_segment_import:
+ * @fd: a received file descriptor
+ * @size: the size the peer claims; the mapping covers [0, @size)
+ * @writable: map read-write (refused for a write-sealed memfd) instead of
+ *   read-only
+ * @error: return location for a #GError
+ *
+ * pf_segment_import(): @fd must be a memfd sealed F_SEAL_SHRINK |
+ * F_SEAL_GROW whose size covers @size (overflow-checked) before it is
+ * mapped. On success the segment owns @fd; on failure @fd is left open and
+ * @error says which rule was broken (#GstPinnedSegmentError).
+ *
+ * Returns: (transfer full) (nullable): the segment, or NULL with @error set.
+ */
 GstPinnedSegment *gst_pinned_segment_import (gint fd, gsize size,
     gboolean writable, GError ** error);
 

@@ -84,17 +84,29 @@ typedef struct {
 int pf_node_video_layout_compute (const char *format, uint32_t width,
     uint32_t height, uint32_t stride_align, pf_node_video_layout * layout);
 
-/* Parses "video/x-raw, format=(string)RGBA, width=(int)64, ..." (the text
+/**
+ * pf_node_caps_parse:
+ *
+ * Parses "video/x-raw, format=(string)RGBA, width=(int)64, ..." (the text
  * gst_caps_to_string() writes; typed or untyped fields). Returns 0 or
- * -EINVAL (empty or unparsable media type). Missing fields stay 0. */
+ * -EINVAL (empty or unparsable media type). Missing fields stay 0.
+ */
 int pf_node_caps_parse (const char *caps, pf_node_caps_info * info);
 
-/* Writes "video/x-raw, format=(string)F, width=(int)W, height=(int)H,
- * framerate=(fraction)N/D" into @buf. Returns the length, or -ENOSPC. */
+/**
+ * pf_node_video_caps:
+ *
+ * Writes "video/x-raw, format=(string)F, width=(int)W, height=(int)H,
+ * framerate=(fraction)N/D" into @buf. Returns the length, or -ENOSPC.
+ */
 int pf_node_video_caps (char *buf, size_t len, const char *format,
     uint32_t width, uint32_t height, int32_t fps_n, int32_t fps_d);
 
-/* A description of a negative errno returned by this library. */
+/**
+ * pf_node_strerror:
+ *
+ * A description of a negative errno returned by this library.
+ */
 const char *pf_node_strerror (int err);
 
 /* ------------------------------------------------------------------------ */
@@ -148,22 +160,38 @@ typedef struct {
   uint64_t loan_id;             /* private: catches double publish */
 } pf_node_loan;
 
-/* Creates the pool segment (pf_segment_new with LOCK | SEAL_WRITERS) and a
+/**
+ * pf_node_producer_new:
+ *
+ * Creates the pool segment (pf_segment_new with LOCK | SEAL_WRITERS) and a
  * listening pf_producer. Returns 0 or -errno; -EADDRINUSE when another
- * producer is live on the path. */
+ * producer is live on the path.
+ */
 int pf_node_producer_new (const pf_node_producer_config * config,
     pf_node_producer ** out);
 
-/* Closes the producer (consumers see a hang-up; call send_eos() first for a
- * clean end), then frees it. Loans not published are lost with it. */
+/**
+ * pf_node_producer_free:
+ *
+ * Closes the producer (consumers see a hang-up; call send_eos() first for a
+ * clean end), then frees it. Loans not published are lost with it.
+ */
 void pf_node_producer_free (pf_node_producer * p);
 
-/* Caps of later frames; sent to consumers now and on connect. */
+/**
+ * pf_node_producer_set_caps:
+ *
+ * Caps of later frames; sent to consumers now and on connect.
+ */
 int pf_node_producer_set_caps (pf_node_producer * p, const char *caps);
 
-/* set_caps() with pf_node_video_caps(); also remembers the layout so that
+/**
+ * pf_node_producer_set_video:
+ *
+ * set_caps() with pf_node_video_caps(); also remembers the layout so that
  * pf_node_producer_loan_video() needs no arguments. -EMSGSIZE when one
- * frame does not fit in a slot. */
+ * frame does not fit in a slot.
+ */
 int pf_node_producer_set_video (pf_node_producer * p, const char *format,
     uint32_t width, uint32_t height, int32_t fps_n, int32_t fps_d);
 
@@ -177,9 +205,13 @@ int pf_node_producer_set_video (pf_node_producer * p, const char *format,
 int pf_node_producer_loan (pf_node_producer * p, int timeout_ms,
     pf_node_loan * loan);
 
-/* Loans a slot laid out for the video set with set_video() (strides and
+/**
+ * pf_node_producer_loan_video:
+ *
+ * Loans a slot laid out for the video set with set_video() (strides and
  * plane offsets in loan->layout, size = layout size). -EINVAL if no video
- * was set. */
+ * was set.
+ */
 int pf_node_producer_loan_video (pf_node_producer * p, int timeout_ms,
     pf_node_loan * loan);
 
@@ -195,28 +227,66 @@ int pf_node_producer_loan_video (pf_node_producer * p, int timeout_ms,
  */
 int pf_node_producer_publish (pf_node_producer * p, pf_node_loan * loan);
 
-/* Returns a loan to the pool without publishing it. */
+/**
+ * pf_node_producer_discard:
+ *
+ * Returns a loan to the pool without publishing it.
+ */
 int pf_node_producer_discard (pf_node_producer * p, pf_node_loan * loan);
 
-/* Sends EOS to every consumer. */
+/**
+ * pf_node_producer_send_eos:
+ *
+ * Sends EOS to every consumer.
+ */
 int pf_node_producer_send_eos (pf_node_producer * p);
 
-/* Waits until every published slot came back (all consumers released or
- * left). 0, or -ETIMEDOUT. */
+/**
+ * pf_node_producer_wait_idle:
+ *
+ * Waits until every published slot came back (all consumers released or
+ * left). 0, or -ETIMEDOUT.
+ */
 int pf_node_producer_wait_idle (pf_node_producer * p, int timeout_ms);
 
-/* Waits until at least @n_clients consumers are connected (a camera that
- * must not lose its first frames). 0, or -ETIMEDOUT. */
+/**
+ * pf_node_producer_wait_clients:
+ *
+ * Waits until at least @n_clients consumers are connected (a camera that
+ * must not lose its first frames). 0, or -ETIMEDOUT.
+ */
 int pf_node_producer_wait_clients (pf_node_producer * p,
     unsigned int n_clients, int timeout_ms);
 
+/**
+ * pf_node_producer_get_n_slots:
+ *
+ * Returns: the number of slots in the pool.
+ */
 unsigned int pf_node_producer_get_n_slots (pf_node_producer * p);
-/* Slots neither loaned nor held by a consumer. */
+/**
+ * pf_node_producer_get_free_slots:
+ *
+ * Slots neither loaned nor held by a consumer.
+ */
 unsigned int pf_node_producer_get_free_slots (pf_node_producer * p);
+/**
+ * pf_node_producer_get_n_clients:
+ *
+ * Returns: the number of connected consumers.
+ */
 unsigned int pf_node_producer_get_n_clients (pf_node_producer * p);
-/* The pool segment (no reference added). */
+/**
+ * pf_node_producer_get_segment:
+ *
+ * The pool segment (no reference added).
+ */
 pf_segment *pf_node_producer_get_segment (pf_node_producer * p);
-/* The transport object, for stats (no reference added). */
+/**
+ * pf_node_producer_get_transport:
+ *
+ * The transport object, for stats (no reference added).
+ */
 pf_producer *pf_node_producer_get_transport (pf_node_producer * p);
 
 /* ------------------------------------------------------------------------ */
@@ -276,12 +346,20 @@ typedef struct {
 int pf_node_consumer_new (const char *socket_path, int timeout_ms,
     pf_node_consumer ** out);
 
-/* Drops the application's handle. Frames not yet released stay valid; the
- * connection closes when the last of them is released. */
+/**
+ * pf_node_consumer_free:
+ *
+ * Drops the application's handle. Frames not yet released stay valid; the
+ * connection closes when the last of them is released.
+ */
 void pf_node_consumer_free (pf_node_consumer * c);
 
-/* Poll it for POLLIN, then call pf_node_consumer_next() with timeout 0
- * until it returns 0. */
+/**
+ * pf_node_consumer_get_fd:
+ *
+ * Poll it for POLLIN, then call pf_node_consumer_next() with timeout 0
+ * until it returns 0.
+ */
 int pf_node_consumer_get_fd (pf_node_consumer * c);
 
 /**
@@ -299,20 +377,51 @@ int pf_node_consumer_get_fd (pf_node_consumer * c);
 int pf_node_consumer_next (pf_node_consumer * c, int timeout_ms,
     pf_node_frame ** frame);
 
-/* Releases the frame (the producer gets its slot back once every consumer
+/**
+ * pf_node_frame_release:
+ *
+ * Releases the frame (the producer gets its slot back once every consumer
  * released it) and frees it. NULL is ignored. Returns 0 or -errno (-EPIPE:
- * the producer is gone; the frame is freed anyway). */
+ * the producer is gone; the frame is freed anyway).
+ */
 int pf_node_frame_release (pf_node_frame * frame);
 
-/* The latest caps received, or NULL (valid until the next call of next()). */
+/**
+ * pf_node_consumer_get_caps:
+ *
+ * The latest caps received, or NULL (valid until the next call of next()).
+ */
 const char *pf_node_consumer_get_caps (pf_node_consumer * c);
+/**
+ * pf_node_consumer_get_held:
+ *
+ * Returns: how many frames this consumer holds (received, not released).
+ */
 unsigned int pf_node_consumer_get_held (pf_node_consumer * c);
+/**
+ * pf_node_consumer_get_max_held:
+ *
+ * Returns: the limit the producer announced (frames one consumer may hold).
+ */
 uint32_t pf_node_consumer_get_max_held (pf_node_consumer * c);
+/**
+ * pf_node_consumer_get_error:
+ *
+ * Returns: a readable reason for the last failure ("" if none).
+ */
 const char *pf_node_consumer_get_error (pf_node_consumer * c);
-/* The transport object (no reference added). */
+/**
+ * pf_node_consumer_get_transport:
+ *
+ * The transport object (no reference added).
+ */
 pf_consumer *pf_node_consumer_get_transport (pf_node_consumer * c);
 
-/* sizeof the public structs, for bindings that mirror them. */
+/**
+ * pf_node_abi_sizeof:
+ *
+ * sizeof the public structs, for bindings that mirror them.
+ */
 size_t pf_node_abi_sizeof (const char *type_name);
 
 #ifdef __cplusplus

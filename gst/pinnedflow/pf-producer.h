@@ -76,19 +76,38 @@ typedef struct pf_msg_frame pf_frame;
  * fail with -EADDRINUSE. Starts the I/O thread.
  */
 int pf_producer_new (const pf_producer_config * config, pf_producer ** out);
+/**
+ * pf_producer_ref:
+ *
+ * Returns: @p, with one more reference.
+ */
 pf_producer *pf_producer_ref (pf_producer * p);
+/**
+ * pf_producer_unref:
+ *
+ * Drops a reference; the last one closes the producer (pf_producer_close())
+ * and frees it.
+ */
 void pf_producer_unref (pf_producer * p);
 
-/* Stops accepting, disconnects every consumer (frame_released runs for
+/**
+ * pf_producer_close:
+ *
+ * Stops accepting, disconnects every consumer (frame_released runs for
  * every frame still held), stops the I/O thread and unlinks the socket.
- * Idempotent. The object stays valid until its last unref.
- * Every segment ever published holds a producer reference until it dies
- * (its attachment announces SEGMENT_REMOVE), so call this explicitly: the
- * last pf_producer_unref() may come much later. */
+ * Idempotent. The object stays valid until its last unref. Every segment
+ * ever published holds a producer reference until it dies (its attachment
+ * announces SEGMENT_REMOVE), so call this explicitly: the last
+ * pf_producer_unref() may come much later.
+ */
 void pf_producer_close (pf_producer * p);
 
-/* Sets the caps every later frame belongs to; sent to connected consumers
- * now and to later ones on connect. -EMSGSIZE if too long. */
+/**
+ * pf_producer_set_caps:
+ *
+ * Sets the caps every later frame belongs to; sent to connected consumers
+ * now and to later ones on connect. -EMSGSIZE if too long.
+ */
 int pf_producer_set_caps (pf_producer * p, const char *caps);
 
 /**
@@ -109,16 +128,34 @@ int pf_producer_set_caps (pf_producer * p, const char *caps);
 int pf_producer_publish (pf_producer * p, const pf_frame * frame,
     pf_segment * const *segments, void *token);
 
-/* Sends EOS to every consumer. */
+/**
+ * pf_producer_send_eos:
+ *
+ * Sends EOS to every consumer.
+ */
 int pf_producer_send_eos (pf_producer * p);
 
+/**
+ * pf_producer_get_n_clients:
+ *
+ * Returns: the number of consumers past the handshake (connections still
+ * waiting for their HELLO are not counted).
+ */
 unsigned int pf_producer_get_n_clients (pf_producer * p);
 
-/* Fills up to @max entries; returns the number of clients. */
+/**
+ * pf_producer_get_client_stats:
+ *
+ * Fills up to @max entries; returns the number of clients.
+ */
 unsigned int pf_producer_get_client_stats (pf_producer * p,
     pf_client_stats * stats, unsigned int max);
 
-/* Frames published to nobody (no consumer connected or all at their limit). */
+/**
+ * pf_producer_get_unsent:
+ *
+ * Frames published to nobody (no consumer connected or all at their limit).
+ */
 uint64_t pf_producer_get_unsent (pf_producer * p);
 
 #ifdef __cplusplus

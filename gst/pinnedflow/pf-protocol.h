@@ -158,23 +158,70 @@ struct pf_msg {
  */
 int pf_msg_parse (const void *buf, size_t len, unsigned int n_fds,
     struct pf_msg *msg);
+/**
+ * pf_msg_error:
+ *
+ * Returns: a description of the last pf_msg_parse() failure in this thread
+ * ("" after a success).
+ */
 const char *pf_msg_error (void);
 
-/* Encoders write a full message into @buf (at least PF_MAX_MSG_SIZE bytes)
- * and return its size. */
+/**
+ * pf_msg_write_hello:
+ *
+ * Writes a HELLO (40 bytes) for @role. The encoders (pf_msg_write_*) write
+ * a full message into @buf (at least PF_MAX_MSG_SIZE bytes, no alignment
+ * needed), little-endian, with reserved fields 0. Returns: the size.
+ */
 size_t pf_msg_write_hello (void *buf, uint16_t role, uint32_t max_held,
     uint64_t session_id);
+/**
+ * pf_msg_write_segment_add:
+ *
+ * Writes a SEGMENT_ADD (40 bytes; its fd travels separately). Returns: the
+ * size.
+ */
 size_t pf_msg_write_segment_add (void *buf, uint64_t segment_id,
     uint64_t size);
+/**
+ * pf_msg_write_segment_remove:
+ *
+ * Writes a SEGMENT_REMOVE (24 bytes). Returns: the size.
+ */
 size_t pf_msg_write_segment_remove (void *buf, uint64_t segment_id);
-/* Returns 0 if @caps is longer than PF_MAX_CAPS_LEN. */
+/**
+ * pf_msg_write_caps:
+ *
+ * Writes a CAPS message of @caps (a NUL-terminated string, sent without its
+ * NUL). Returns: the size, or 0 if @caps is longer than PF_MAX_CAPS_LEN.
+ */
 size_t pf_msg_write_caps (void *buf, uint32_t caps_seq, const char *caps);
-/* @frame: a filled struct in host order; the header is set here. */
+/**
+ * pf_msg_write_frame:
+ * @frame: a filled struct in host order; its header is ignored and written
+ *   here
+ *
+ * Writes a FRAME (256 bytes). Returns: the size.
+ */
 size_t pf_msg_write_frame (void *buf, const struct pf_msg_frame *frame);
+/**
+ * pf_msg_write_eos:
+ *
+ * Writes an EOS (16 bytes). Returns: the size.
+ */
 size_t pf_msg_write_eos (void *buf);
+/**
+ * pf_msg_write_release:
+ *
+ * Writes a RELEASE of @seq (24 bytes). Returns: the size.
+ */
 size_t pf_msg_write_release (void *buf, uint64_t seq);
 
-/* CLOCK_MONOTONIC in ns (the clock of GstSystemClock on Linux). */
+/**
+ * pf_monotonic_ns:
+ *
+ * CLOCK_MONOTONIC in ns (the clock of GstSystemClock on Linux).
+ */
 uint64_t pf_monotonic_ns (void);
 
 #ifdef __cplusplus

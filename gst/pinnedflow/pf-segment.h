@@ -92,24 +92,73 @@ int pf_segment_new (const char *name, uint64_t size, unsigned int flags,
 int pf_segment_import (int fd, uint64_t size, unsigned int flags,
     pf_segment ** out);
 
-/* A one-line explanation of a pf_segment_import() error code. */
+/**
+ * pf_segment_import_strerror:
+ *
+ * A one-line explanation of a pf_segment_import() error code.
+ */
 const char *pf_segment_import_strerror (int err);
 
+/**
+ * pf_segment_ref:
+ *
+ * Returns: @seg, with one more reference.
+ */
 pf_segment *pf_segment_ref (pf_segment * seg);
-/* When the last reference goes: attached data is destroyed (in reverse
- * order of attachment), then munlock/munmap, then close(fd). */
+/**
+ * pf_segment_unref:
+ *
+ * When the last reference goes: attached data is destroyed (in reverse
+ * order of attachment), then munlock/munmap, then close(fd).
+ */
 void pf_segment_unref (pf_segment * seg);
 
-/* Process-unique, never reused, never 0. For imported segments this is a
- * local id; the peer's id for it is the wire id, kept by the transport. */
+/**
+ * pf_segment_get_id:
+ *
+ * Process-unique, never reused, never 0. For imported segments this is a
+ * local id; the peer's id for it is the wire id, kept by the transport.
+ */
 uint64_t pf_segment_get_id (const pf_segment * seg);
+/**
+ * pf_segment_get_fd:
+ *
+ * Returns: the memfd, owned by the segment (dup() it to keep it).
+ */
 int pf_segment_get_fd (const pf_segment * seg);
+/**
+ * pf_segment_get_size:
+ *
+ * Returns: the mapped size in bytes (page or huge-page multiple for created
+ * segments; the claimed size for imported ones).
+ */
 uint64_t pf_segment_get_size (const pf_segment * seg);
+/**
+ * pf_segment_get_base:
+ *
+ * Returns: the start of the segment's one mapping.
+ */
 void *pf_segment_get_base (const pf_segment * seg);
+/**
+ * pf_segment_get_state:
+ *
+ * Returns: #pf_segment_state bits: what the segment got (huge pages, lock,
+ * read-only, write-sealed) and what was asked but refused.
+ */
 unsigned int pf_segment_get_state (const pf_segment * seg);
+/**
+ * pf_segment_get_refcount:
+ *
+ * Returns: the current reference count (for tests and debugging).
+ */
 int pf_segment_get_refcount (const pf_segment * seg);
 
-/* TRUE when [offset, offset + size) lies inside the segment (overflow-safe). */
+/**
+ * pf_segment_contains:
+ *
+ * TRUE when [offset, offset + size) lies inside the segment
+ * (overflow-safe).
+ */
 int pf_segment_contains (const pf_segment * seg, uint64_t offset,
     uint64_t size);
 
@@ -127,9 +176,18 @@ typedef void (*pf_destroy_notify) (void *data);
  */
 int pf_segment_attach (pf_segment * seg, const void *key, void *data,
     pf_destroy_notify destroy);
+/**
+ * pf_segment_get_attached:
+ *
+ * Returns: the data attached under @key, or NULL.
+ */
 void *pf_segment_get_attached (pf_segment * seg, const void *key);
 
-/* Removes @key, running its destroy notify. Returns 0 or -ENOENT. */
+/**
+ * pf_segment_detach:
+ *
+ * Removes @key, running its destroy notify. Returns 0 or -ENOENT.
+ */
 int pf_segment_detach (pf_segment * seg, const void *key);
 
 /**
@@ -145,10 +203,19 @@ void *pf_segment_attach_once (pf_segment * seg, const void *key,
     void *(*create) (pf_segment * seg, void *user_data, int *err),
     void *user_data, pf_destroy_notify destroy, int *err);
 
-/* System page size, and the size @size rounds up to for @flags. */
+/**
+ * pf_page_size:
+ *
+ * Returns: the system page size (created segments are a multiple of it, or
+ * of the huge page size when backed by huge pages).
+ */
 size_t pf_page_size (void);
 
-/* Number of live segments in this process (tests use it to find leaks). */
+/**
+ * pf_segment_count_live:
+ *
+ * Number of live segments in this process (tests use it to find leaks).
+ */
 int pf_segment_count_live (void);
 
 #ifdef __cplusplus
