@@ -147,6 +147,15 @@ def case_binding():
         except ConnectionError:
             pass
         cons.close()
+        cons.close()                # idempotent
+        # Closed objects say so instead of passing NULL to the library.
+        for call in (lambda: cons.next(0), lambda: cons.held,
+                     lambda: prod.loan(0), lambda: prod.free_slots):
+            try:
+                call()
+                bt.fail("a closed object answered")
+            except ValueError as e:
+                bt.check("is closed" in str(e), str(e))
         # Arrays kept past release and close stay mapped: reading them does
         # not crash (their contents may have been reused by then).
         bt.check(all(k.copy().shape == (H, W, 4) for k in kept))

@@ -175,6 +175,36 @@ def video_layout(fmt, width, height, stride_align=0):
 # Producer
 # --------------------------------------------------------------------------
 
+class _Handle(object):
+    """An object of the C library owned through a pointer: freed once, by
+    close() (release() for a Frame), at the end of a with block or when
+    garbage-collected. Using it afterwards raises ValueError."""
+
+    _ptr = None
+    _free = None                    # the library function that frees it
+
+    @property
+    def _p(self):
+        if self._ptr is None:
+            raise ValueError("%s is closed" % type(self).__name__)
+        return self._ptr
+
+    def close(self):
+        ptr, self._ptr = self._ptr, None
+        if ptr and _n is not None:  # _n is None at interpreter exit
+            getattr(_n.lib, self._free)(ptr)
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
 class Loan(object):
     """A slot loaned from a Producer's pool; write it, then publish()."""
 
@@ -241,13 +271,16 @@ class Loan(object):
         self._raw.clock_pts = _untime(clock_pts)
         self._raw.buffer_flags = flags
         return _check(_n.lib.pf_node_producer_publish(
-            self._producer._ptr, ctypes.byref(self._raw)), "publish")
+            self._producer._p, ctypes.byref(self._raw)), "publish")
 
     def discard(self):
+        """Gives the slot back unpublished (nothing to do once the producer
+        is closed: the pool went with it)."""
         if not self._done:
             self._done = True
-            _n.lib.pf_node_producer_discard(self._producer._ptr,
-                                            ctypes.byref(self._raw))
+            if self._producer._ptr is not None:
+                _n.lib.pf_node_producer_discard(self._producer._ptr,
+                                                ctypes.byref(self._raw))
 
     def __enter__(self):
         return self
@@ -257,13 +290,14 @@ class Loan(object):
         return False
 
 
-class Producer(object):
+class Producer(_Handle):
     """Listens on @socket_path with a pool of @n_slots frames of @slot_size
     bytes in one pinned, write-sealed segment."""
 
+    _free = "pf_node_producer_free"
+
     def __init__(self, socket_path, slot_size, n_slots=4,
                  max_client_frames=0, perms=0o600, lock=True):
-        self._ptr = None
         cfg = _n.ProducerConfig()
         cfg.socket_path = os.fsencode(socket_path)
         cfg.perms = perms
@@ -281,13 +315,13 @@ class Producer(object):
 
     def set_caps(self, caps):
         self._format = None
-        _check(_n.lib.pf_node_producer_set_caps(self._ptr, caps.encode()),
+        _check(_n.lib.pf_node_producer_set_caps(self._p, caps.encode()),
                "set_caps")
 
     def set_video(self, fmt, width, height, framerate=(30, 1)):
         """Sets raw-video caps; later loans carry its layout (strides)."""
         _check(_n.lib.pf_node_producer_set_video(
-            self._ptr, fmt.encode(), width, height, framerate[0],
+            self._p, fmt.encode(), width, height, framerate[0],
             framerate[1]), "set_video")
         self._format = fmt
 
@@ -297,55 +331,44 @@ class Producer(object):
         raw = _n.Loan()
         fn = (_n.lib.pf_node_producer_loan_video if self._format
               else _n.lib.pf_node_producer_loan)
-        _check(fn(self._ptr, timeout_ms, ctypes.byref(raw)), "loan")
+        _check(fn(self._p, timeout_ms, ctypes.byref(raw)), "loan")
         return Loan(self, raw)
 
     def send_eos(self):
-        _check(_n.lib.pf_node_producer_send_eos(self._ptr), "send_eos")
+        _check(_n.lib.pf_node_producer_send_eos(self._p), "send_eos")
 
     def wait_idle(self, timeout_ms=-1):
-        _check(_n.lib.pf_node_producer_wait_idle(self._ptr, timeout_ms),
+        _check(_n.lib.pf_node_producer_wait_idle(self._p, timeout_ms),
                "wait_idle")
 
     def wait_clients(self, n=1, timeout_ms=-1):
         """Waits until at least @n consumers are connected."""
-        _check(_n.lib.pf_node_producer_wait_clients(self._ptr, n,
+        _check(_n.lib.pf_node_producer_wait_clients(self._p, n,
                                                     timeout_ms),
                "wait_clients")
 
     @property
     def n_slots(self):
-        return _n.lib.pf_node_producer_get_n_slots(self._ptr)
+        return _n.lib.pf_node_producer_get_n_slots(self._p)
 
     @property
     def free_slots(self):
-        return _n.lib.pf_node_producer_get_free_slots(self._ptr)
+        return _n.lib.pf_node_producer_get_free_slots(self._p)
 
     @property
     def n_clients(self):
-        return _n.lib.pf_node_producer_get_n_clients(self._ptr)
+        return _n.lib.pf_node_producer_get_n_clients(self._p)
 
-    def close(self):
-        ptr, self._ptr = self._ptr, None
-        if ptr:
-            _n.lib.pf_node_producer_free(ptr)
-
-    __del__ = close
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
 
 # --------------------------------------------------------------------------
 # Consumer
 # --------------------------------------------------------------------------
 
-class Frame(object):
+class Frame(_Handle):
     """A received frame; release() (or leaving a with block) gives it back."""
+
+    _free = "pf_node_frame_release"
 
     def __init__(self, ptr):
         self._ptr = ptr
@@ -406,19 +429,7 @@ class Frame(object):
         """Read-only numpy view (rows, row bytes) of video plane @i."""
         return _plane_array(self.buffer, self._layout, i)
 
-    def release(self):
-        ptr, self._ptr = self._ptr, None
-        if ptr:
-            _n.lib.pf_node_frame_release(ptr)
-
-    __del__ = release
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.release()
-        return False
+    release = _Handle.close
 
     def __repr__(self):
         return "<pinnedflow.Frame seq=%d %s %dx%d pts=%s size=%d>" % (
@@ -426,12 +437,13 @@ class Frame(object):
             self.size)
 
 
-class Consumer(object):
+class Consumer(_Handle):
     """Connects to a producer (pf_node or pinnedshmsink), waiting up to
     @timeout_ms for it to appear (-1: forever)."""
 
+    _free = "pf_node_consumer_free"
+
     def __init__(self, socket_path, timeout_ms=-1):
-        self._ptr = None
         out = ctypes.c_void_p()
         res = _n.lib.pf_node_consumer_new(os.fsencode(socket_path),
                                           timeout_ms, ctypes.byref(out))
@@ -444,13 +456,13 @@ class Consumer(object):
     def fileno(self):
         """Poll it for reading (select, asyncio add_reader, epoll), then
         call next(0) until it returns None."""
-        return _n.lib.pf_node_consumer_get_fd(self._ptr)
+        return _n.lib.pf_node_consumer_get_fd(self._p)
 
     def next(self, timeout_ms=-1):
         """A Frame, EOS, or None on timeout. Raises ConnectionError (EPIPE)
         when the producer is gone, PinnedflowError on a protocol error."""
         out = ctypes.POINTER(_n.Frame)()
-        res = _n.lib.pf_node_consumer_next(self._ptr, timeout_ms,
+        res = _n.lib.pf_node_consumer_next(self._p, timeout_ms,
                                            ctypes.byref(out))
         if res == 1:
             return Frame(out)
@@ -458,7 +470,7 @@ class Consumer(object):
             return EOS
         if res == 0:
             return None
-        detail = _n.lib.pf_node_consumer_get_error(self._ptr).decode()
+        detail = _n.lib.pf_node_consumer_get_error(self._p).decode()
         if -res == _errno.EPIPE:
             raise ConnectionError(_errno.EPIPE, "producer gone: " + detail)
         raise PinnedflowError(res, "next", detail)
@@ -477,31 +489,18 @@ class Consumer(object):
 
     @property
     def caps(self):
-        c = _n.lib.pf_node_consumer_get_caps(self._ptr)
+        c = _n.lib.pf_node_consumer_get_caps(self._p)
         return c.decode() if c else None
 
     @property
     def held(self):
-        return _n.lib.pf_node_consumer_get_held(self._ptr)
+        return _n.lib.pf_node_consumer_get_held(self._p)
 
     @property
     def error(self):
-        return _n.lib.pf_node_consumer_get_error(self._ptr).decode()
+        return _n.lib.pf_node_consumer_get_error(self._p).decode()
 
-    def close(self):
-        """Frames not yet released stay valid until released."""
-        ptr, self._ptr = self._ptr, None
-        if ptr:
-            _n.lib.pf_node_consumer_free(ptr)
-
-    __del__ = close
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
+    # close(): frames not yet released stay valid until released.
 
 
 def live_segments():
