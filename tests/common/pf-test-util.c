@@ -165,7 +165,8 @@ int
 pf_test_send_fds_flags (int sock, const void *buf, size_t len,
     const int *fds, int n_fds, int flags)
 {
-  union {
+  union
+  {
     char b[CMSG_SPACE (sizeof (int) * MAX_SEND_FDS)];
     struct cmsghdr align;
   } ctl;
@@ -258,8 +259,7 @@ pf_test_make_tmpdir (char *buf, size_t size, const char *prefix)
 }
 
 static int
-remove_entry (const char *p, const struct stat *st, int flag,
-    struct FTW *ftw)
+remove_entry (const char *p, const struct stat *st, int flag, struct FTW *ftw)
 {
   (void) st;
   (void) flag;

@@ -17,10 +17,6 @@
 #include <sys/mman.h>
 #include <sys/types.h>
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
 #ifndef F_SEAL_FUTURE_WRITE
 #define F_SEAL_FUTURE_WRITE 0x0010
 #endif
@@ -92,7 +88,4 @@ void pf_test_kill_children (void);
 
 void pf_test_sleep_ms (int ms);
 
-#ifdef __cplusplus
-}
-#endif
 #endif
