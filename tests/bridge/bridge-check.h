@@ -11,10 +11,10 @@
 
 #include <sys/types.h>
 
-#include "pf-test-util.h"         /* pf_test_count_fds (), pf_test_memfd () ... */
+#include "pf-test-util.h"       /* pf_test_count_fds (), pf_test_memfd () ... */
 
 void bc_fail (const char *file, int line, const char *fmt, ...)
-    __attribute__ ((noreturn, format (printf, 3, 4)));
+    __attribute__((noreturn, format (printf, 3, 4)));
 
 #define CHECK(cond) do { if (!(cond)) \
       bc_fail (__FILE__, __LINE__, "check failed: %s", #cond); } while (0)

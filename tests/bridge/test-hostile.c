@@ -71,7 +71,8 @@ sealed_memfd (uint64_t size, int seal)
 /* A raw producer                                                            */
 /* ------------------------------------------------------------------------ */
 
-enum attack {
+enum attack
+{
   PIPE_FD,
   UNSEALED_MEMFD,
   SHORT_MEMFD,
@@ -95,7 +96,8 @@ static const char *attack_names[] = {
   "video meta with rows past the frame",
 };
 
-struct raw_producer {
+struct raw_producer
+{
   int listen_fd;
   enum attack attack;
 };

@@ -41,7 +41,8 @@ make_memfd (size_t size, int seal)
 
 /* ---- consumer against a hostile producer ---- */
 
-typedef struct {
+typedef struct
+{
   pf_consumer *c;
   int peer;
   int fds0, segs0;
@@ -57,8 +58,7 @@ victim_start (victim * v, uint32_t max_held)
 
   v->fds0 = t_count_fds ();
   v->segs0 = pf_segment_count_live ();
-  CHECK_INT (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), ==,
-      0);
+  CHECK_INT (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), ==, 0);
   v->peer = sv[1];
   CHECK_INT (pf_test_send_fds (v->peer, v->buf, pf_msg_write_hello (v->buf,
               PF_ROLE_PRODUCER, max_held, 42), NULL, 0), ==, 0);
@@ -134,8 +134,8 @@ frame_init (pf_frame * f, uint64_t seq, uint64_t seg, uint64_t off,
 static void
 send_frame (victim * v, const pf_frame * f)
 {
-  CHECK_INT (pf_test_send_fds (v->peer, v->buf, pf_msg_write_frame (v->buf, f), NULL,
-          0), ==, 0);
+  CHECK_INT (pf_test_send_fds (v->peer, v->buf, pf_msg_write_frame (v->buf, f),
+          NULL, 0), ==, 0);
 }
 
 static void
@@ -222,8 +222,8 @@ test_seg_no_fd (void)
   victim v;
 
   victim_start (&v, 4);
-  CHECK_INT (pf_test_send_fds (v.peer, v.buf, pf_msg_write_segment_add (v.buf, 1,
-              4096), NULL, 0), ==, 0);
+  CHECK_INT (pf_test_send_fds (v.peer, v.buf, pf_msg_write_segment_add (v.buf,
+              1, 4096), NULL, 0), ==, 0);
   victim_expect_fail (&v, -EPROTO, "0 fds attached");
 }
 
@@ -236,8 +236,8 @@ test_many_fds (void)
   victim_start (&v, 4);
   for (i = 0; i < 24; i++)
     fds[i] = make_memfd (4096, 1);
-  CHECK_INT (pf_test_send_fds (v.peer, v.buf, pf_msg_write_segment_add (v.buf, 1,
-              4096), fds, 24), ==, 0);
+  CHECK_INT (pf_test_send_fds (v.peer, v.buf, pf_msg_write_segment_add (v.buf,
+              1, 4096), fds, 24), ==, 0);
   for (i = 0; i < 24; i++)
     close (fds[i]);
   victim_expect_fail (&v, -EPROTO, "truncated");
@@ -254,8 +254,8 @@ test_fd_on_frame (void)
   send_segment (&v, 1, 4096, make_memfd (4096, 1));
   frame_init (&f, 1, 1, 0, 100);
   fd = make_memfd (4096, 1);
-  CHECK_INT (pf_test_send_fds (v.peer, v.buf, pf_msg_write_frame (v.buf, &f), &fd,
-          1), ==, 0);
+  CHECK_INT (pf_test_send_fds (v.peer, v.buf, pf_msg_write_frame (v.buf, &f),
+          &fd, 1), ==, 0);
   close (fd);
   victim_expect_fail (&v, -EPROTO, "1 fds attached");
 }
@@ -268,8 +268,8 @@ test_fd_on_caps (void)
 
   victim_start (&v, 4);
   fd = make_memfd (4096, 1);
-  CHECK_INT (pf_test_send_fds (v.peer, v.buf, pf_msg_write_caps (v.buf, 1, "a/b"),
-          &fd, 1), ==, 0);
+  CHECK_INT (pf_test_send_fds (v.peer, v.buf, pf_msg_write_caps (v.buf, 1,
+              "a/b"), &fd, 1), ==, 0);
   close (fd);
   victim_expect_fail (&v, -EPROTO, "fds");
 }
@@ -333,16 +333,16 @@ test_bad_caps (void)
   put32 (v.buf, 12, 0);
   put32 (v.buf, 16, 1);
   put32 (v.buf, 20, PF_MAX_CAPS_LEN + 1);
-  CHECK_INT (pf_test_send_fds (v.peer, v.buf, 24 + PF_MAX_CAPS_LEN + 1, NULL, 0), ==,
-      0);
+  CHECK_INT (pf_test_send_fds (v.peer, v.buf, 24 + PF_MAX_CAPS_LEN + 1, NULL,
+          0), ==, 0);
   victim_expect_fail (&v, -EPROTO, "larger");
 
   /* Caps sequence going backwards. */
   victim_start (&v, 4);
-  CHECK_INT (pf_test_send_fds (v.peer, v.buf, pf_msg_write_caps (v.buf, 2, "a/b"),
-          NULL, 0), ==, 0);
-  CHECK_INT (pf_test_send_fds (v.peer, v.buf, pf_msg_write_caps (v.buf, 2, "a/c"),
-          NULL, 0), ==, 0);
+  CHECK_INT (pf_test_send_fds (v.peer, v.buf, pf_msg_write_caps (v.buf, 2,
+              "a/b"), NULL, 0), ==, 0);
+  CHECK_INT (pf_test_send_fds (v.peer, v.buf, pf_msg_write_caps (v.buf, 2,
+              "a/c"), NULL, 0), ==, 0);
   {
     pf_event ev;
     CHECK_INT (pf_consumer_receive (v.c, 5000, &ev), ==, 1);
@@ -354,7 +354,8 @@ test_bad_caps (void)
 static void
 test_bad_chunks (void)
 {
-  static const struct {
+  static const struct
+  {
     uint32_t n_chunks;
     uint64_t seg, off, size;
     const char *needle;
@@ -452,8 +453,8 @@ test_state_violations (void)
         victim_expect_fail_held (&v, -EPROTO, "unknown segment 6", 1);
         break;
       case 5:                  /* a producer does not release */
-        CHECK_INT (pf_test_send_fds (v.peer, v.buf, pf_msg_write_release (v.buf, 10),
-                NULL, 0), ==, 0);
+        CHECK_INT (pf_test_send_fds (v.peer, v.buf, pf_msg_write_release (v.buf,
+                    10), NULL, 0), ==, 0);
         victim_expect_fail_held (&v, -EPROTO, "unexpected message type 7", 1);
         break;
       case 6:                  /* nor say HELLO twice */
@@ -488,8 +489,8 @@ test_remove_while_held (void)
   send_segment (&v, 1, 4096, fd);
   frame_init (&f, 1, 1, 0, 4096);
   send_frame (&v, &f);
-  CHECK_INT (pf_test_send_fds (v.peer, v.buf, pf_msg_write_segment_remove (v.buf, 1),
-          NULL, 0), ==, 0);
+  CHECK_INT (pf_test_send_fds (v.peer, v.buf,
+          pf_msg_write_segment_remove (v.buf, 1), NULL, 0), ==, 0);
   CHECK_INT (pf_consumer_receive (v.c, 5000, &ev), ==, 1);
   CHECK_INT (pf_consumer_receive (v.c, 100, &e2), ==, 0);
   CHECK_INT (pf_segment_count_live (), ==, v.segs0 + 1);
@@ -543,7 +544,8 @@ test_bad_hello (void)
         n = pf_msg_write_eos (b);       /* not a HELLO */
         break;
     }
-    CHECK_INT (pf_test_send_fds (sv[1], b, n, fd >= 0 ? &fd : NULL, fd >= 0), ==, 0);
+    CHECK_INT (pf_test_send_fds (sv[1], b, n, fd >= 0 ? &fd : NULL, fd >= 0),
+        ==, 0);
     if (fd >= 0)
       close (fd);
     res = pf_consumer_new_from_fd (sv[0], 5000, &c);
@@ -578,8 +580,8 @@ raw_consumer (const char *path)
   int fd = raw_connect (path);
   ssize_t n;
 
-  CHECK_INT (pf_test_send_fds (fd, b, pf_msg_write_hello (b, PF_ROLE_CONSUMER, 0, 0),
-          NULL, 0), ==, 0);
+  CHECK_INT (pf_test_send_fds (fd, b, pf_msg_write_hello (b, PF_ROLE_CONSUMER,
+              0, 0), NULL, 0), ==, 0);
   n = recv (fd, b, sizeof (b), 0);
   CHECK_INT (pf_msg_parse (b, (size_t) n, 0, &m), ==, 0);
   CHECK_INT (m.type, ==, PF_MSG_HELLO);
@@ -595,7 +597,8 @@ raw_next_frame (int fd)
   unsigned int i;
   struct msghdr mh;
   struct iovec iov = {.iov_base = b,.iov_len = sizeof (b) };
-  union {
+  union
+  {
     char c[CMSG_SPACE (sizeof (int) * 8)];
     struct cmsghdr align;
   } ctl;
@@ -742,7 +745,8 @@ test_producer_bad_handshake (void)
   close (bad);
   /* A producer connecting to a producer. */
   bad = raw_connect (t_path ("sock"));
-  pf_test_send_fds (bad, b, pf_msg_write_hello (b, PF_ROLE_PRODUCER, 1, 1), NULL, 0);
+  pf_test_send_fds (bad, b, pf_msg_write_hello (b, PF_ROLE_PRODUCER, 1, 1),
+      NULL, 0);
   expect_hangup (bad);
   close (bad);
 
