@@ -650,9 +650,10 @@ client_read (pf_producer * p, struct client *c, struct event_list *ev)
     }
     if ((res = pf_msg_parse (buf, (size_t) len, 0, &msg)) < 0) {
       /* A consumer speaking another version learns ours before we hang
-       * up, so it can report the mismatch. */
+       * up, so it can report the mismatch; a peer with another magic is
+       * not a pinnedflow consumer and gets no answer. */
       if (res == -EPROTONOSUPPORT && c->state == CLIENT_HANDSHAKE &&
-          msg.type == PF_MSG_HELLO) {
+          msg.type == PF_MSG_HELLO && msg.u.hello.magic == PF_PROTOCOL_MAGIC) {
         uint8_t hello[sizeof (struct pf_msg_hello)];
 
         client_send_ctl (p, c, hello, pf_msg_write_hello (hello,

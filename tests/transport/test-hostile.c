@@ -743,6 +743,13 @@ test_producer_bad_handshake (void)
   CHECK_INT (m.u.hello.version, ==, PF_PROTOCOL_VERSION);
   expect_hangup (bad);
   close (bad);
+  /* Another magic: not one of ours, closed without an answer. */
+  bad = raw_connect (t_path ("sock"));
+  n = pf_msg_write_hello (b, PF_ROLE_CONSUMER, 0, 0);
+  b[16] ^= 0xff;
+  pf_test_send_fds (bad, b, (size_t) n, NULL, 0);
+  CHECK_INT (recv (bad, b, sizeof (b), 0), ==, 0);
+  close (bad);
   /* A producer connecting to a producer. */
   bad = raw_connect (t_path ("sock"));
   pf_test_send_fds (bad, b, pf_msg_write_hello (b, PF_ROLE_PRODUCER, 1, 1),
