@@ -61,16 +61,37 @@ src_stat (ShmConsumer * c, const gchar * field)
   return v;
 }
 
+/* Opens, for good, what GStreamer opens lazily the first time a consumer
+ * pipeline runs (registry, clock, bus poll fds), so that fd counts taken
+ * after it compare exactly. */
+static void
+warm_up_fds (void)
+{
+  gchar *nowhere = g_build_filename (dir, "nobody.sock", NULL);
+  ShmConsumer *c = shm_consumer_new (nowhere, "connect-timeout=-1", FALSE,
+      FALSE);
+
+  fail_unless (shm_consumer_start (c));
+  shm_consumer_run (c, 0, 50, 0);
+  shm_consumer_free (c);
+  g_free (nowhere);
+}
+
 /* ------------------------------------------------------------------------ */
 /* SIGKILL of the producer, for each on-disconnect mode */
 
 GST_START_TEST (test_kill_producer_eos)
 {
-  ShmChild *p = spawn_live_producer ();
-  ShmConsumer *c = shm_consumer_new (sock,
-      "connect-timeout=-1 on-disconnect=eos", FALSE, FALSE);
+  ShmChild *p;
+  ShmConsumer *c;
   const ShmResult *r;
+  guint fds;
 
+  warm_up_fds ();
+  fds = shm_count_fds ();
+  p = spawn_live_producer ();
+  c = shm_consumer_new (sock, "connect-timeout=-1 on-disconnect=eos", FALSE,
+      FALSE);
   fail_unless (shm_consumer_start (c));
   fail_unless_equals_int (shm_consumer_run (c, 10, 30000, 0), 10);
   shm_child_kill (p, SIGKILL);
@@ -80,17 +101,25 @@ GST_START_TEST (test_kill_producer_eos)
   fail_unless (r->eos);
   fail_unless_equals_int (r->bad, 0);
   shm_consumer_free (c);
+  /* the producer's pipe to us, its segments, our socket: all closed */
+  shm_proc_cleanup ();
+  fail_unless_equals_int (shm_count_fds (), fds);
 }
 
 GST_END_TEST;
 
 GST_START_TEST (test_kill_producer_error)
 {
-  ShmChild *p = spawn_live_producer ();
-  ShmConsumer *c = shm_consumer_new (sock,
-      "connect-timeout=-1 on-disconnect=error", FALSE, FALSE);
+  ShmChild *p;
+  ShmConsumer *c;
   const ShmResult *r;
+  guint fds;
 
+  warm_up_fds ();
+  fds = shm_count_fds ();
+  p = spawn_live_producer ();
+  c = shm_consumer_new (sock, "connect-timeout=-1 on-disconnect=error", FALSE,
+      FALSE);
   fail_unless (shm_consumer_start (c));
   fail_unless_equals_int (shm_consumer_run (c, 10, 30000, 0), 10);
   shm_child_kill (p, SIGKILL);
@@ -101,17 +130,24 @@ GST_START_TEST (test_kill_producer_error)
       r->error_text);
   fail_unless_equals_int (r->bad, 0);
   shm_consumer_free (c);
+  shm_proc_cleanup ();
+  fail_unless_equals_int (shm_count_fds (), fds);
 }
 
 GST_END_TEST;
 
 GST_START_TEST (test_kill_producer_reconnect)
 {
-  ShmChild *p = spawn_live_producer ();
-  ShmConsumer *c = shm_consumer_new (sock,
-      "connect-timeout=-1 on-disconnect=reconnect", FALSE, FALSE);
+  ShmChild *p;
+  ShmConsumer *c;
   const ShmResult *r;
+  guint fds;
 
+  warm_up_fds ();
+  fds = shm_count_fds ();
+  p = spawn_live_producer ();
+  c = shm_consumer_new (sock, "connect-timeout=-1 on-disconnect=reconnect",
+      FALSE, FALSE);
   fail_unless (shm_consumer_start (c));
   /* keep 3 frames of the first producer across the reconnect */
   fail_unless_equals_int (shm_consumer_run (c, 10, 30000, 3), 10);
@@ -145,6 +181,9 @@ GST_START_TEST (test_kill_producer_reconnect)
   fail_unless_equals_int (src_stat (c, "reconnects"), 1);
   shm_consumer_free (c);
   shm_child_kill (p, SIGKILL);
+  /* both connections and every segment of both producers are gone */
+  shm_proc_cleanup ();
+  fail_unless_equals_int (shm_count_fds (), fds);
 }
 
 GST_END_TEST;
