@@ -19,6 +19,9 @@
  * running time of this pipeline, so a sink with sync=true renders in step
  * with the producer. EOS from the producer is pushed downstream.
  * #GstPinnedShmSrc:on-disconnect chooses what a vanished producer means.
+ * #GstPinnedShmSrc:connect-timeout lets it wait for a producer that is not
+ * up yet; a flush or a state change interrupts every wait, connecting and
+ * the producer's HELLO included.
  *
  * ## Example launch lines
  * |[
