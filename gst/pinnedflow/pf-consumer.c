@@ -130,8 +130,7 @@ set_error_locked (pf_consumer * c, int err, const char *fmt, va_list ap)
   return err;
 }
 
-static int
-consumer_fail (pf_consumer * c, int err, const char *fmt, ...)
+static int consumer_fail (pf_consumer * c, int err, const char *fmt, ...)
     __attribute__((format (printf, 3, 4)));
 
 /* Ends the connection (receive thread). Returns the error to report. */
@@ -163,8 +162,7 @@ find_seg (pf_consumer * c, uint64_t wire_id)
 }
 
 static int
-handle_segment_add (pf_consumer * c, const struct pf_msg_segment_add *m,
-    int fd)
+handle_segment_add (pf_consumer * c, const struct pf_msg_segment_add *m, int fd)
 {
   struct cseg *s;
   pf_segment *seg;

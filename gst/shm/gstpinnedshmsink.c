@@ -576,7 +576,8 @@ clock_pts_of (GstPinnedShmSink * self, GstBuffer * buf)
   GstClockTime pts = GST_BUFFER_PTS (buf), rt, t;
   GstClock *clock;
 
-  if (!GST_CLOCK_TIME_IS_VALID (pts) || bsink->segment.format != GST_FORMAT_TIME)
+  if (!GST_CLOCK_TIME_IS_VALID (pts)
+      || bsink->segment.format != GST_FORMAT_TIME)
     return PF_TIME_NONE;
   rt = gst_segment_to_running_time (&bsink->segment, GST_FORMAT_TIME, pts);
   if (!GST_CLOCK_TIME_IS_VALID (rt))
@@ -737,8 +738,7 @@ wait_for_client (GstPinnedShmSink * self)
   gboolean ok = TRUE;
 
   g_mutex_lock (&self->lock);
-  while (self->n_clients == 0 && !self->unlocked
-      && self->wait_for_connection) {
+  while (self->n_clients == 0 && !self->unlocked && self->wait_for_connection) {
     GST_LOG_OBJECT (self, "waiting for a client");
     g_cond_wait (&self->cond, &self->lock);
   }
@@ -926,8 +926,7 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
   properties[PROP_NUM_CLIENTS] = g_param_spec_uint ("num-clients",
       "Number of clients", "Consumers connected now (notified on change)", 0,
-      G_MAXUINT, 0,
-      G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+      G_MAXUINT, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
   /**
    * GstPinnedShmSink:stats:
    *
@@ -982,6 +981,7 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
       GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_propose_allocation);
   bsink_class->event = GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_event);
   bsink_class->unlock = GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_unlock);
-  bsink_class->unlock_stop = GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_unlock_stop);
+  bsink_class->unlock_stop =
+      GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_unlock_stop);
   bsink_class->render = GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_render);
 }

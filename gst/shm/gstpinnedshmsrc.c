@@ -338,8 +338,7 @@ gst_pinned_shm_src_unlock_stop (GstBaseSrc * bsrc)
   GST_DEBUG_OBJECT (self, "unlock stop");
   /* non-blocking: EAGAIN when it was not set */
   if (self->cancel_fd >= 0
-      && read (self->cancel_fd, &count, sizeof (count)) < 0
-      && errno != EAGAIN)
+      && read (self->cancel_fd, &count, sizeof (count)) < 0 && errno != EAGAIN)
     GST_WARNING_OBJECT (self, "eventfd read: %s", g_strerror (errno));
   return TRUE;
 }
@@ -422,7 +421,7 @@ connect_producer (GstPinnedShmSrc * self, gint timeout_ms)
   GST_OBJECT_UNLOCK (self);
 
   if (timeout_ms >= 0)
-    deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+    deadline = g_get_monotonic_time () + (gint64) timeout_ms *1000;
 
   for (;;) {
     gint left = -1;
@@ -868,7 +867,8 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
   properties[PROP_CONNECT_TIMEOUT] = g_param_spec_int ("connect-timeout",
       "Connect timeout", "Milliseconds to wait for a producer that is not up "
       "yet when streaming starts (0: fail at once, -1: forever); a state "
-      "change always interrupts the wait", -1, G_MAXINT, DEFAULT_CONNECT_TIMEOUT,
+      "change always interrupts the wait", -1, G_MAXINT,
+      DEFAULT_CONNECT_TIMEOUT,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
   /**
    * GstPinnedShmSrc:stats:

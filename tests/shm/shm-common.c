@@ -250,7 +250,8 @@ check_sample (ShmConsumer * c, GstSample * sample)
     GstVideoMeta *vm = gst_buffer_get_video_meta (buf);
     gint fn = GST_VIDEO_INFO_FPS_N (&c->vinfo);
     gint fd = GST_VIDEO_INFO_FPS_D (&c->vinfo);
-    guint p, ok = vm != NULL && vm->n_planes == GST_VIDEO_INFO_N_PLANES (&c->vinfo)
+    guint p, ok = vm != NULL
+        && vm->n_planes == GST_VIDEO_INFO_N_PLANES (&c->vinfo)
         && vm->width == (guint) GST_VIDEO_INFO_WIDTH (&c->vinfo)
         && vm->height == (guint) GST_VIDEO_INFO_HEIGHT (&c->vinfo);
 

@@ -69,7 +69,7 @@ static GOptionEntry entries[] = {
   {"max-client-buffers", 0, 0, G_OPTION_ARG_INT, &opt_max_client_buffers,
       "max-client-buffers", NULL},
   {"count", 0, 0, G_OPTION_ARG_INT, &opt_count, "consume: stop after N "
-      "frames (0: at EOS)", NULL},
+        "frames (0: at EOS)", NULL},
   {"hold", 0, 0, G_OPTION_ARG_INT, &opt_hold, "frames never released", NULL},
   {"check-ts", 0, 0, G_OPTION_ARG_NONE, &opt_check_ts, "check PTS", NULL},
   {"src-props", 0, 0, G_OPTION_ARG_STRING, &opt_src_props, "src props", NULL},
@@ -268,7 +268,8 @@ push_pinned (gpointer data)
     g_error ("cannot start the pinned pool");
 
   for (k = 0; opt_frames < 0 || k < opt_frames; k++) {
-    gsize size = vi ? GST_VIDEO_INFO_SIZE (vi) : 1000 + ((gsize) k * 997) % 7000;
+    gsize size =
+        vi ? GST_VIDEO_INFO_SIZE (vi) : 1000 + ((gsize) k * 997) % 7000;
     GstMemory *mems[16];
     GstBuffer *buf = gst_buffer_new ();
     guint i;

@@ -245,8 +245,7 @@ client_held (GstElement * sink, gint pid)
     gint p;
     guint h;
 
-    gst_structure_get (c, "pid", G_TYPE_INT, &p, "held", G_TYPE_UINT, &h,
-        NULL);
+    gst_structure_get (c, "pid", G_TYPE_INT, &p, "held", G_TYPE_UINT, &h, NULL);
     if (p == pid)
       held = h;
   }

@@ -406,8 +406,7 @@ GST_START_TEST (test_slow_client)
     frames = shm_child_get (c[i], "RESULT", "frames");
     fail_unless_equals_int (shm_child_get (c[i], "RESULT", "bad"), 0);
     fail_unless_equals_int (shm_child_get (c[i], "RESULT", "eos"), 1);
-    fail_unless_equals_int (shm_child_get (c[i], "RESULT", "out_of_order"),
-        0);
+    fail_unless_equals_int (shm_child_get (c[i], "RESULT", "out_of_order"), 0);
     /* not held back by the slow one */
     fail_unless (frames > 50, "only %" G_GINT64_FORMAT " frames", frames);
   }
