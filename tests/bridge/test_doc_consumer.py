@@ -181,8 +181,11 @@ class DocConsumer(object):
                     caps=self.caps, data=payload)
 
     def release(self, seq):
-        self._send(struct.pack("<IIIIQ", RELEASE, 24, 0, 0, seq))
         self.held -= 1
+        try:
+            self._send(struct.pack("<IIIIQ", RELEASE, 24, 0, 0, seq))
+        except (BrokenPipeError, ConnectionResetError):
+            pass    # 7: the producer closed and took everything back
 
     def close(self):
         for m, _ in self.segments.values():
