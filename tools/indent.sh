@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Formats C sources in GStreamer's style (GNU indent with the options of
-# GStreamer's gst-indent). Usage: tools/indent.sh [FILE...] (default: all
-# tracked .c/.h files). Needs GNU indent (apt-get install indent).
+# Formats C sources in GStreamer's style: GNU indent with the options of
+# GStreamer's gst-indent, applied to .c files as its pre-commit hook does.
+# Usage: tools/indent.sh [FILE...] (default: all tracked .c files). Needs GNU indent.
 set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$top"
 if [ $# -eq 0 ]; then
-  mapfile -t files < <(git ls-files '*.c' '*.h')
+  mapfile -t files < <(git ls-files '*.c')
 else
   files=("$@")
 fi

@@ -32,7 +32,8 @@
 #define H 1080
 #define N_SLOTS 4
 
-typedef struct {
+typedef struct
+{
   const char *name;
   unsigned int frames;
   double fps, mb_s, p50_us, p99_us, mean_us;
@@ -48,8 +49,7 @@ cmp_u64 (const void *a, const void *b)
 }
 
 static void
-summarize (result * r, uint64_t * lat, unsigned int n, uint64_t t0,
-    uint64_t t1)
+summarize (result * r, uint64_t * lat, unsigned int n, uint64_t t0, uint64_t t1)
 {
   uint64_t sum = 0;
   unsigned int i;
@@ -95,7 +95,7 @@ lib_producer (const char *path, unsigned int frames, int paced)
   prctl (PR_SET_PDEATHSIG, SIGKILL);
   cfg.socket_path = path;
   cfg.n_slots = N_SLOTS;
-  cfg.slot_size = (uint64_t) W * H * 4;
+  cfg.slot_size = (uint64_t) W *H * 4;
   if (pf_node_producer_new (&cfg, &p) < 0)
     _exit (1);
   pf_node_producer_set_video (p, "RGBA", W, H, paced ? 30 : 0, 1);
@@ -175,7 +175,8 @@ consume_lib (result * r, const char *path, unsigned int frames)
 
 /* ------------------------------------------------------------------------ */
 
-typedef struct {
+typedef struct
+{
   GstElement *src;
   uint64_t *lat;
   unsigned int n, max;
@@ -285,7 +286,8 @@ main (int argc, char **argv)
 {
   unsigned int flat = argc > 1 ? (unsigned int) atoi (argv[1]) : 600;
   unsigned int paced = argc > 2 ? (unsigned int) atoi (argv[2]) : 150;
-  static const struct {
+  static const struct
+  {
     char prod, cons;
     const char *name;
   } paths[] = {

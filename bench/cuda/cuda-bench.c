@@ -141,7 +141,7 @@ run_raw (RawKind kind, gsize row, gsize rows, guint frames, Result * r)
     SUBMIT (i);
   }
   CK (rt->StreamSynchronize (stream));
-  r->gbps = (gdouble) size * frames / ((g_get_monotonic_time () - t0) * 1e3);
+  r->gbps = (gdouble) size *frames / ((g_get_monotonic_time () - t0) * 1e3);
   r->lat_ms = median (lat, LAT_FRAMES);
   r->ran = TRUE;
 #undef SUBMIT

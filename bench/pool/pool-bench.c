@@ -117,8 +117,7 @@ configure (gboolean pinned, GstCaps * caps, gsize size)
   GstStructure *config = gst_buffer_pool_get_config (pool);
 
   gst_buffer_pool_config_set_params (config, caps, size, 2, max_buffers);
-  gst_buffer_pool_config_add_option (config,
-      GST_BUFFER_POOL_OPTION_VIDEO_META);
+  gst_buffer_pool_config_add_option (config, GST_BUFFER_POOL_OPTION_VIDEO_META);
   if (pinned && have_flags)
     gst_pinned_buffer_pool_config_set_segment_flags (config, segment_flags);
   if (!gst_buffer_pool_set_config (pool, config)) {
@@ -291,8 +290,7 @@ main (int argc, char **argv)
       minimum (b[0].write_ns, rounds), minimum (b[1].write_ns, rounds));
   g_print ("%-34s %14.2f %14.2f\n", "  write bandwidth (GB/s)",
       info.size / wm[0], info.size / wm[1]);
-  g_print ("%-34s %14.0f %14.0f\n", "acquire+release only (ns)", bm[0],
-      bm[1]);
+  g_print ("%-34s %14.0f %14.0f\n", "acquire+release only (ns)", bm[0], bm[1]);
   g_print ("\nratio pinned/default (acquire+write+release, median): %.3f\n",
       wm[0] / wm[1]);
   g_print ("per round (ns/frame) pinned:");

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <pf-node.h>           /* pkg-config --cflags pinnedflow */
+#include <pf-node.h>            /* pkg-config --cflags pinnedflow */
 
 static volatile sig_atomic_t stop;
 
@@ -101,8 +101,7 @@ main (int argc, char **argv)
   for (n = 0; n < frames && !stop; n++) {
     res = pf_node_producer_loan_video (prod, 1000, &loan);
     if (res == -ETIMEDOUT) {
-      fprintf (stderr, "camera: frame %" PRIu64 " dropped (no free slot)\n",
-          n);
+      fprintf (stderr, "camera: frame %" PRIu64 " dropped (no free slot)\n", n);
       continue;
     } else if (res < 0) {
       fprintf (stderr, "loan: %s\n", pf_node_strerror (res));

@@ -53,8 +53,7 @@ struct _GstPinnedAllocator
   GstFdAllocator parent;
 };
 
-G_DEFINE_TYPE (GstPinnedAllocator, gst_pinned_allocator,
-    GST_TYPE_FD_ALLOCATOR);
+G_DEFINE_TYPE (GstPinnedAllocator, gst_pinned_allocator, GST_TYPE_FD_ALLOCATOR);
 
 static GstPinnedMemory *
 pinned_memory_new (GstAllocator * allocator, GstMemoryFlags flags,

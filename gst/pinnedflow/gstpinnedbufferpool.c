@@ -470,8 +470,7 @@ gst_pinned_buffer_pool_acquire_buffer (GstBufferPool * pool,
 }
 
 static void
-gst_pinned_buffer_pool_release_buffer (GstBufferPool * pool,
-    GstBuffer * buffer)
+gst_pinned_buffer_pool_release_buffer (GstBufferPool * pool, GstBuffer * buffer)
 {
   PoolSync *sync = GST_PINNED_BUFFER_POOL (pool)->sync;
 

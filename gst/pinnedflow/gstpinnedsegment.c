@@ -28,7 +28,8 @@ ensure_debug_category (void)
 G_DEFINE_BOXED_TYPE (GstPinnedSegment, gst_pinned_segment,
     (GBoxedCopyFunc) pf_segment_ref, (GBoxedFreeFunc) pf_segment_unref);
 
-G_DEFINE_QUARK (gst-pinned-segment-error-quark, gst_pinned_segment_error);
+G_DEFINE_QUARK (gst - pinned - segment - error - quark,
+    gst_pinned_segment_error);
 
 GType
 gst_pinned_segment_flags_get_type (void)
@@ -39,7 +40,7 @@ gst_pinned_segment_flags_get_type (void)
         "hugepages"},
     {GST_PINNED_SEGMENT_FLAG_LOCK, "Try mlock(), fall back", "lock"},
     {GST_PINNED_SEGMENT_FLAG_SEAL_WRITERS,
-        "Seal F_SEAL_FUTURE_WRITE: other mappings are read-only",
+          "Seal F_SEAL_FUTURE_WRITE: other mappings are read-only",
         "seal-writers"},
     {0, NULL, NULL}
   };

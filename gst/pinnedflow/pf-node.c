@@ -27,14 +27,16 @@
 /* Video layout                                                              */
 /* ======================================================================== */
 
-enum layout_kind {
+enum layout_kind
+{
   PACKED,                       /* one plane, bpp bytes per pixel */
   PLANAR_420,                   /* I420 / YV12 */
   SEMI_420,                     /* NV12 / NV21 */
   PLANAR_444,                   /* Y444 */
 };
 
-struct format_desc {
+struct format_desc
+{
   const char *name;
   enum layout_kind kind;
   uint32_t bpp;                 /* PACKED: bytes per pixel */
@@ -333,13 +335,15 @@ pf_node_strerror (int err)
 /* Producer                                                                  */
 /* ======================================================================== */
 
-enum slot_state {
+enum slot_state
+{
   SLOT_FREE = 0,
   SLOT_LOANED,
   SLOT_PUBLISHED,
 };
 
-struct pf_node_producer {
+struct pf_node_producer
+{
   pf_producer *transport;
   pf_segment *seg;
   uint8_t *base;
@@ -616,7 +620,7 @@ loan_common (pf_node_producer * p, int timeout_ms, int video,
   if (res == 0) {
     loan->slot = slot;
     loan->loan_id = p->loan_id[slot];
-    loan->segment_offset = (uint64_t) slot * p->slot_size;
+    loan->segment_offset = (uint64_t) slot *p->slot_size;
     loan->data = p->base + loan->segment_offset;
     loan->capacity = p->slot_size;
     loan->size = p->slot_size;
@@ -673,8 +677,7 @@ pf_node_producer_publish (pf_node_producer * p, pf_node_loan * loan)
   if (res == 0 && (loan->size == 0 || loan->size > p->slot_size))
     res = -EINVAL;
   if (res == 0 && loan->has_video_meta &&
-      (loan->layout.n_planes > PF_MAX_PLANES || loan->layout.size >
-          loan->size))
+      (loan->layout.n_planes > PF_MAX_PLANES || loan->layout.size > loan->size))
     res = -EINVAL;
   if (res < 0) {
     /* A bad size still consumes a genuine loan, as documented. */
@@ -701,7 +704,7 @@ pf_node_producer_publish (pf_node_producer * p, pf_node_loan * loan)
   memset (&frame, 0, sizeof (frame));
   frame.n_chunks = 1;
   frame.chunks[0].segment_id = pf_segment_get_id (p->seg);
-  frame.chunks[0].offset = (uint64_t) slot * p->slot_size;
+  frame.chunks[0].offset = (uint64_t) slot *p->slot_size;
   frame.chunks[0].size = loan->size;
   frame.pts = loan->pts;
   frame.dts = loan->dts;
@@ -862,7 +865,8 @@ pf_node_producer_get_transport (pf_node_producer * p)
 /* ======================================================================== */
 
 /* One caps string, shared by the frames that belong to it. */
-struct node_caps {
+struct node_caps
+{
   atomic_int refcount;
   pf_node_caps_info info;
   int has_layout;
@@ -870,7 +874,8 @@ struct node_caps {
   char text[];
 };
 
-struct node_frame {
+struct node_frame
+{
   pf_node_frame pub;            /* first: the public pointer is ours */
   pf_node_consumer *owner;
   struct node_caps *caps;
@@ -878,7 +883,8 @@ struct node_frame {
   struct node_frame *next_spare;
 };
 
-struct pf_node_consumer {
+struct pf_node_consumer
+{
   atomic_int refcount;          /* the application's handle + one per frame */
   pf_consumer *transport;
   struct node_caps *caps;       /* latest, or NULL; receiving thread only */

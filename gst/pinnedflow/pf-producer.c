@@ -52,7 +52,8 @@
 #define TOKEN_WAKE UINT64_C (0)
 #define TOKEN_LISTEN UINT64_MAX
 
-enum client_state {
+enum client_state
+{
   CLIENT_HANDSHAKE,             /* accepted, waiting for its HELLO */
   CLIENT_ACTIVE,                /* gets segments, caps and frames */
   CLIENT_DEAD,                  /* to be reaped by the I/O thread */
@@ -114,7 +115,8 @@ struct pseg
 /* Deferred callback. */
 struct event
 {
-  enum { EV_CONNECTED, EV_DISCONNECTED } type;
+  enum
+  { EV_CONNECTED, EV_DISCONNECTED } type;
   pf_client_info info;
   struct event *next;
 };
@@ -231,8 +233,7 @@ client_fail (pf_producer * p, struct client *c, int error, const char *fmt,
 /* Marks @c dead; the I/O thread (or close) reaps it. The first reason
  * wins. */
 static void
-client_fail (pf_producer * p, struct client *c, int error, const char *fmt,
-    ...)
+client_fail (pf_producer * p, struct client *c, int error, const char *fmt, ...)
 {
   va_list ap;
 
@@ -644,8 +645,7 @@ client_read (pf_producer * p, struct client *c, struct event_list *ev)
     }
     if (n_fds > 0) {
       pf_socket_close_fds (fds, n_fds);
-      client_fail (p, c, -EPROTO, "consumer sent %u file descriptors",
-          n_fds);
+      client_fail (p, c, -EPROTO, "consumer sent %u file descriptors", n_fds);
       return;
     }
     if ((res = pf_msg_parse (buf, (size_t) len, 0, &msg)) < 0) {

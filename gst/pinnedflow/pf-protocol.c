@@ -33,8 +33,7 @@ PF_STATIC_ASSERT (offsetof (struct pf_msg_hello, session_id) == 32,
 
 static __thread char last_error[256];
 
-static int
-fail (int err, const char *fmt, ...)
+static int fail (int err, const char *fmt, ...)
     __attribute__((format (printf, 2, 3)));
 
 static int
@@ -353,13 +352,11 @@ parse_frame (const void *buf, struct pf_msg_frame *f)
       return fail (-EPROTO, "FRAME %" PRIu64 ": chunk %u offset %" PRIu64
           " + size %" PRIu64 " overflows", f->seq, i, c->offset, c->size);
     if (total > UINT64_MAX - c->size)
-      return fail (-EPROTO, "FRAME %" PRIu64 ": total size overflows",
-          f->seq);
+      return fail (-EPROTO, "FRAME %" PRIu64 ": total size overflows", f->seq);
     total += c->size;
   }
   if (f->reserved != 0)
-    return fail (-EPROTO, "FRAME %" PRIu64 ": reserved field not zero",
-        f->seq);
+    return fail (-EPROTO, "FRAME %" PRIu64 ": reserved field not zero", f->seq);
   if (f->meta_flags & ~(uint32_t) PF_FRAME_HAS_VIDEO_META)
     return fail (-EPROTO, "FRAME %" PRIu64 ": unknown meta flags 0x%x",
         f->seq, f->meta_flags);

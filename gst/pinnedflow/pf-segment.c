@@ -86,7 +86,7 @@ huge_page_size (void)
       if (sscanf (line, "Hugepagesize: %llu kB", &kib) == 1) {
         /* A power of two between 64 KiB and 16 GiB, else ignore it. */
         if (kib >= 64 && kib <= (UINT64_C (16) << 20) && (kib & (kib - 1)) == 0)
-          hp = (uint64_t) kib * 1024;
+          hp = (uint64_t) kib *1024;
         break;
       }
     }
@@ -265,8 +265,7 @@ pf_segment_import_strerror (int err)
 }
 
 int
-pf_segment_import (int fd, uint64_t size, unsigned int flags,
-    pf_segment ** out)
+pf_segment_import (int fd, uint64_t size, unsigned int flags, pf_segment ** out)
 {
   struct stat st;
   int seals, prot, writable = (flags & PF_SEGMENT_IMPORT_WRITABLE) != 0;

@@ -215,7 +215,8 @@ pf_socket_send (int fd, const void *buf, size_t len, const int *fds,
 {
   struct iovec iov = {.iov_base = (void *) buf,.iov_len = len };
   struct msghdr mh = {.msg_iov = &iov,.msg_iovlen = 1 };
-  union {
+  union
+  {
     char buf[CMSG_SPACE (sizeof (int) * PF_SOCKET_MAX_RECV_FDS)];
     struct cmsghdr align;
   } ctl;
@@ -262,7 +263,8 @@ pf_socket_recv (int fd, void *buf, size_t cap, int flags, int *fds,
     unsigned int *n_fds, const char **why)
 {
   struct iovec iov = {.iov_base = buf,.iov_len = cap };
-  union {
+  union
+  {
     char buf[CMSG_SPACE (sizeof (int) * PF_SOCKET_MAX_RECV_FDS)];
     struct cmsghdr align;
   } ctl;
@@ -284,8 +286,7 @@ pf_socket_recv (int fd, void *buf, size_t cap, int flags, int *fds,
     return -errno;
 
   /* Collect every fd the kernel installed, whatever else is wrong. */
-  for (cmsg = CMSG_FIRSTHDR (&mh); cmsg != NULL;
-      cmsg = CMSG_NXTHDR (&mh, cmsg)) {
+  for (cmsg = CMSG_FIRSTHDR (&mh); cmsg != NULL; cmsg = CMSG_NXTHDR (&mh, cmsg)) {
     size_t bytes, i, k;
 
     if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS) {

@@ -61,7 +61,7 @@ check_rgba (const uint8_t * data, const pf_node_video_layout * l, uint64_t n)
   for (y = 0; y < l->height; y++)
     for (x = 0; x < l->width; x++)
       for (c = 0; c < 4; c++) {
-        i = l->plane_offset[0] + (uint64_t) y * l->plane_stride[0] + x * 4 + c;
+        i = l->plane_offset[0] + (uint64_t) y *l->plane_stride[0] + x * 4 + c;
         if (data[i] != pattern (x, y, c, n))
           return (long) i + 1;
       }
@@ -264,7 +264,7 @@ test_roundtrip (void)
             f->segment_fd, 0) == MAP_FAILED);
     if (n == 0)
       seg_id = f->segment_id;
-    CHECK (f->segment_id == seg_id);        /* one segment for the pool */
+    CHECK (f->segment_id == seg_id);    /* one segment for the pool */
     CHECK (pf_segment_get_base (f->segment) == f->segment_base);
     CHECK_RES (pf_node_consumer_get_held (c), 1);
     CHECK_RES (pf_node_frame_release (f), 0);
@@ -321,7 +321,8 @@ test_roundtrip (void)
 
 /* ------------------------------------------------------------------------ */
 
-struct delayed_release {
+struct delayed_release
+{
   pf_node_frame *frame;
 };
 
@@ -608,7 +609,8 @@ test_connect_wait (void)
 int
 main (int argc, char **argv)
 {
-  static const struct {
+  static const struct
+  {
     const char *name;
     void (*fn) (void);
   } cases[] = {

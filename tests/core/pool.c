@@ -48,8 +48,7 @@ make_pool (GstCaps * caps, guint size, guint min, guint max,
 
   fail_unless (GST_IS_PINNED_BUFFER_POOL (pool));
   gst_buffer_pool_config_set_params (config, caps, size, min, max);
-  gst_buffer_pool_config_add_option (config,
-      GST_BUFFER_POOL_OPTION_VIDEO_META);
+  gst_buffer_pool_config_add_option (config, GST_BUFFER_POOL_OPTION_VIDEO_META);
   if (set_flags)
     gst_pinned_buffer_pool_config_set_segment_flags (config, flags);
   fail_unless (gst_buffer_pool_set_config (pool, config));
@@ -546,8 +545,7 @@ GST_START_TEST (test_discarded_buffers)
 
   for (i = 0; i < 50; i++) {
     fail_unless_equals_int (acquire (pool, &buf, TRUE), GST_FLOW_OK);
-    gst_buffer_replace_all_memory (buf, gst_allocator_alloc (NULL, 4096,
-            NULL));
+    gst_buffer_replace_all_memory (buf, gst_allocator_alloc (NULL, 4096, NULL));
     gst_buffer_unref (buf);
   }
   fail_unless_equals_int (acquire (pool, &a, TRUE), GST_FLOW_OK);
@@ -635,8 +633,7 @@ check_video_layout (const gchar * format, gint width, gint height,
 
   config = gst_buffer_pool_get_config (pool);
   gst_buffer_pool_config_set_params (config, caps, 0, 1, 2);
-  gst_buffer_pool_config_add_option (config,
-      GST_BUFFER_POOL_OPTION_VIDEO_META);
+  gst_buffer_pool_config_add_option (config, GST_BUFFER_POOL_OPTION_VIDEO_META);
   if (align_in) {
     gst_buffer_pool_config_add_option (config,
         GST_BUFFER_POOL_OPTION_VIDEO_ALIGNMENT);
@@ -816,8 +813,7 @@ GST_START_TEST (test_teardown)
     if (cycle == 1) {
       /* Deactivate, reactivate: a new segment. */
       fail_unless (gst_buffer_pool_set_active (pool, FALSE));
-      fail_unless_equals_int (pf_test_count_maps_of (st.st_dev, st.st_ino),
-          0);
+      fail_unless_equals_int (pf_test_count_maps_of (st.st_dev, st.st_ino), 0);
       fail_unless_equals_int (pf_test_count_fds (), fds_inactive);
       fail_unless (gst_buffer_pool_set_active (pool, TRUE));
       fail_unless_equals_int (pf_segment_count_live (), 1);

@@ -104,8 +104,7 @@ GST_START_TEST (test_create_invalid)
   fail_unless (seg == NULL);
   fail_unless_equals_int (pf_segment_new (NULL, (UINT64_C (1) << 40) + 1, 0,
           &seg), -EINVAL);
-  fail_unless_equals_int (pf_segment_new (NULL, UINT64_MAX, 0, &seg),
-      -EINVAL);
+  fail_unless_equals_int (pf_segment_new (NULL, UINT64_MAX, 0, &seg), -EINVAL);
   fail_unless_equals_int (pf_segment_new (NULL, 16, 0, NULL), -EINVAL);
 
   fail_unless (gst_pinned_segment_new (0, 0, &err) == NULL);
@@ -230,8 +229,8 @@ GST_START_TEST (test_lock)
           &seg), 0);
   state = pf_segment_get_state (seg);
   /* Exactly one outcome. */
-  fail_unless (! !(state & PF_SEGMENT_STATE_LOCKED) !=
-      ! !(state & PF_SEGMENT_STATE_LOCK_REFUSED), "state 0x%x", state);
+  fail_unless (!!(state & PF_SEGMENT_STATE_LOCKED) !=
+      !!(state & PF_SEGMENT_STATE_LOCK_REFUSED), "state 0x%x", state);
   getrlimit (RLIMIT_MEMLOCK, &rl);
   if (pf_test_have_cap_ipc_lock () || rl.rlim_cur == RLIM_INFINITY)
     fail_unless (state & PF_SEGMENT_STATE_LOCKED, "state 0x%x", state);
@@ -487,8 +486,7 @@ GST_START_TEST (test_import_rejects_size_lie)
   int fd;
 
   make_memfd_fd (65536, F_SEAL_SHRINK | F_SEAL_GROW, &fd);
-  check_import_refused (fd, 0, FALSE, EINVAL,
-      GST_PINNED_SEGMENT_ERROR_INVALID);
+  check_import_refused (fd, 0, FALSE, EINVAL, GST_PINNED_SEGMENT_ERROR_INVALID);
   /* Sizes whose page rounding or mapping would overflow. */
   check_import_refused (fd, G_MAXSIZE, FALSE, EINVAL,
       GST_PINNED_SEGMENT_ERROR_INVALID);
@@ -641,8 +639,7 @@ GST_START_TEST (test_attach_destroy_before_unmap)
             notify_check_mapped), 0);
   }
   /* Same key twice. */
-  fail_unless_equals_int (pf_segment_attach (seg, &key_a, NULL, NULL),
-      -EEXIST);
+  fail_unless_equals_int (pf_segment_attach (seg, &key_a, NULL, NULL), -EEXIST);
   d = pf_segment_get_attached (seg, &key_b);
   fail_unless (d != NULL && d->id == 1);
   fail_unless (pf_segment_get_attached (seg, &ctx) == NULL);

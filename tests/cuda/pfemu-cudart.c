@@ -269,8 +269,9 @@ read_env (void)
 
 static void pfemu_exit_report (void);
 
-__attribute__ ((constructor))
-     static void pfemu_init (void)
+__attribute__((constructor))
+     static void
+     pfemu_init (void)
 {
   read_env ();
   atexit (pfemu_exit_report);

@@ -51,8 +51,7 @@ check_roundtrip (const uint8_t * data, size_t size, const struct pf_msg *m)
       abort ();                 /* accepted an unknown type */
   }
   if (n != size || memcmp (out, data, size) != 0) {
-    fprintf (stderr, "type %u accepted but re-encodes differently\n",
-        m->type);
+    fprintf (stderr, "type %u accepted but re-encodes differently\n", m->type);
     abort ();
   }
 }

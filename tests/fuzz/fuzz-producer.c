@@ -107,8 +107,7 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
 
   if ((sock = pf_test_connect (path)) < 0)
     abort ();
-  send_packet (sock, buf, pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0),
-      0);
+  send_packet (sock, buf, pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0), 0);
   if (recv (sock, buf, sizeof (buf), 0) != sizeof (struct pf_msg_hello))
     abort ();
 
@@ -120,7 +119,7 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
   for (i = 0; i < 4; i++) {
     int r;
 
-    f.chunks[0].offset = (uint64_t) i * 4096;
+    f.chunks[0].offset = (uint64_t) i *4096;
     if ((r = pf_producer_publish (producer, &f, &segment, NULL)) != 1)
       abort ();
     expected += r;

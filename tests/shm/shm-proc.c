@@ -54,7 +54,7 @@ shm_child_spawn (const gchar * mode, const gchar * socket, ...)
   g_ptr_array_add (argv, g_strdup (socket));
   va_start (ap, socket);
   while ((arg = va_arg (ap, const gchar *)) != NULL)
-    g_ptr_array_add (argv, g_strdup (arg));
+      g_ptr_array_add (argv, g_strdup (arg));
   va_end (ap);
   g_ptr_array_add (argv, NULL);
 
@@ -131,8 +131,7 @@ shm_child_wait (ShmChild * c)
   if (!c->reaped) {
     while (waitpid (c->pid, &status, 0) < 0 && errno == EINTR);
     c->reaped = TRUE;
-    c->status = WIFEXITED (status) ? WEXITSTATUS (status) :
-        -WTERMSIG (status);
+    c->status = WIFEXITED (status) ? WEXITSTATUS (status) : -WTERMSIG (status);
   }
   return c->status;
 }

@@ -652,7 +652,7 @@ publisher (void *data)
     memset (&f, 0, sizeof (f));
     f.n_chunks = 1;
     f.chunks[0].segment_id = pf_segment_get_id (pt->seg);
-    f.chunks[0].offset = (uint64_t) slot * SLOT_SIZE;
+    f.chunks[0].offset = (uint64_t) slot *SLOT_SIZE;
     f.chunks[0].size = SLOT_SIZE;
     f.offset = (uint64_t) pt->index << 32 | (uint64_t) i;
     atomic_store (&pt->busy[slot], 1);
@@ -755,8 +755,7 @@ test_threads (void)
   CHECK_INT (pf_producer_send_eos (tp.p), ==, 0);
   for (k = 0; k < 2; k++)
     CHECK_INT (t_wait (pids[k]), ==, 0);
-  WAIT_FOR (tp.released ==
-      pubs[0].reached + pubs[1].reached);
+  WAIT_FOR (tp.released == pubs[0].reached + pubs[1].reached);
   CHECK_INT (pf_producer_get_unsent (tp.p), ==,
       2 * PER_THREAD - pubs[0].reached - pubs[1].reached);
   t_producer_stop (&tp);

@@ -283,31 +283,108 @@ test_caps (void)
   CHECK_INT (pf_msg_parse (buf, 20, 0, &msg), ==, -EPROTO);
 }
 
-static void m_chunks0 (pf_frame * f) { f->n_chunks = 0; }
-static void m_chunks5 (pf_frame * f) { f->n_chunks = 5; }
-static void m_seg0 (pf_frame * f) { f->chunks[1].segment_id = 0; }
-static void m_size0 (pf_frame * f) { f->chunks[0].size = 0; }
-static void m_overflow (pf_frame * f)
+static void
+m_chunks0 (pf_frame * f)
+{
+  f->n_chunks = 0;
+}
+
+static void
+m_chunks5 (pf_frame * f)
+{
+  f->n_chunks = 5;
+}
+
+static void
+m_seg0 (pf_frame * f)
+{
+  f->chunks[1].segment_id = 0;
+}
+
+static void
+m_size0 (pf_frame * f)
+{
+  f->chunks[0].size = 0;
+}
+
+static void
+m_overflow (pf_frame * f)
 {
   f->chunks[0].offset = UINT64_MAX - 10;
   f->chunks[0].size = 11;
 }
-static void m_total_overflow (pf_frame * f)
+
+static void
+m_total_overflow (pf_frame * f)
 {
   f->chunks[0].size = UINT64_MAX / 2 + 1;
   f->chunks[1].size = UINT64_MAX / 2 + 1;
 }
-static void m_unused_chunk (pf_frame * f) { f->chunks[3].offset = 1; }
-static void m_planes5 (pf_frame * f) { f->n_planes = 5; }
-static void m_planes0 (pf_frame * f) { f->n_planes = 0; }
-static void m_plane_out (pf_frame * f) { f->plane_offset[1] = 1500; }
-static void m_unused_plane (pf_frame * f) { f->plane_stride[3] = 4; }
-static void m_meta_flags (pf_frame * f) { f->meta_flags |= 2; }
-static void m_no_meta (pf_frame * f) { f->meta_flags = 0; }
-static void m_reserved (pf_frame * f) { f->reserved = 1; }
-static void m_stride_min (pf_frame * f) { f->plane_stride[0] = INT32_MIN; }
-static void m_none (pf_frame * f) { }
-static void m_last_plane (pf_frame * f) { f->plane_offset[1] = 1499; }
+
+static void
+m_unused_chunk (pf_frame * f)
+{
+  f->chunks[3].offset = 1;
+}
+
+static void
+m_planes5 (pf_frame * f)
+{
+  f->n_planes = 5;
+}
+
+static void
+m_planes0 (pf_frame * f)
+{
+  f->n_planes = 0;
+}
+
+static void
+m_plane_out (pf_frame * f)
+{
+  f->plane_offset[1] = 1500;
+}
+
+static void
+m_unused_plane (pf_frame * f)
+{
+  f->plane_stride[3] = 4;
+}
+
+static void
+m_meta_flags (pf_frame * f)
+{
+  f->meta_flags |= 2;
+}
+
+static void
+m_no_meta (pf_frame * f)
+{
+  f->meta_flags = 0;
+}
+
+static void
+m_reserved (pf_frame * f)
+{
+  f->reserved = 1;
+}
+
+static void
+m_stride_min (pf_frame * f)
+{
+  f->plane_stride[0] = INT32_MIN;
+}
+
+static void
+m_none (pf_frame * f)
+{
+}
+
+static void
+m_last_plane (pf_frame * f)
+{
+  f->plane_offset[1] = 1499;
+}
 
 static void
 test_frame (void)

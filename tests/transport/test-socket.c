@@ -81,7 +81,7 @@ test_long_path (void)
 
   n = (size_t) snprintf (path, sizeof (path), "%s/", t_dir ());
   memset (path + n, 'x', max - n);
-  path[max] = '\0';            /* no room for the NUL */
+  path[max] = '\0';             /* no room for the NUL */
   CHECK_INT (pf_producer_new (&cfg, &p), ==, -ENAMETOOLONG);
   path[max - 1] = '\0';
   CHECK_INT (pf_producer_new (&cfg, &p), ==, 0);

@@ -150,7 +150,8 @@ count_pinned (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   for (i = 0; i < n; i++) {
     GstMemory *mem = gst_buffer_peek_memory (buf, i);
     /* read-only slices of the producer's pinned segment: no copy made */
-    if (!gst_memory_is_type (mem, "pinnedflow") || !GST_MEMORY_IS_READONLY (mem))
+    if (!gst_memory_is_type (mem, "pinnedflow")
+        || !GST_MEMORY_IS_READONLY (mem))
       pinned = FALSE;
   }
   d->buffers++;
@@ -192,8 +193,8 @@ consume (const gchar * socket, const gchar * middle)
   /* The queue lets the source go back to its socket while the sink waits
    * for each frame's render time: latency is then the hop, not the wait. */
   desc = g_strdup_printf ("pinnedshmsrc name=shm socket-path=%s "
-      "connect-timeout=10000 ! queue max-size-buffers=2 ! %s%sfakesink sync=true", socket,
-      middle ? middle : "", middle && *middle ? " ! " : "");
+      "connect-timeout=10000 ! queue max-size-buffers=2 ! %s%sfakesink sync=true",
+      socket, middle ? middle : "", middle && *middle ? " ! " : "");
   printf ("[consumer] %s\n", desc);
   d.pipeline = gst_parse_launch (desc, &err);
   g_free (desc);
