@@ -45,7 +45,7 @@ def main():
                 with frame:
                     img = frame.array()     # zero-copy, read-only
                     lat = frame.recv_time - frame.send_time
-                    print("frame %d pts %s %s %s latency %.1f us mean %.1f"
+                    print("frame %d pts %s %s %s latency %.1f us first-pixel mean %.1f"
                           % (frame.seq, frame.pts, frame.format, img.shape,
                              lat / 1000, float(img[0, 0].mean())))
                 count += 1
