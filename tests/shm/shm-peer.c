@@ -9,8 +9,9 @@
  *   shm-peer consume --socket P [--count N] [--hold K] [--sync]
  *       [--check-ts] [--src-props "on-disconnect=... connect-timeout=..."]
  *
- * The producer prints "STATS ..." and one "CLIENT ..." line per client at
- * the end; the consumer prints "RESULT ..." (see shm-common.c). The relay
+ * The producer prints one "EOSCLIENT ..." line per client as the EOS
+ * reaches its sink, and "STATS ..." and one "CLIENT ..." line per client
+ * still connected at the end; the consumer prints "RESULT ..." (see shm-common.c). The relay
  * (pinnedshmsrc from P ! pinnedshmsink on Q, republishing the producer's
  * segments) listens on Q, waits for one client there, then connects to P;
  * at EOS it prints "LISTENING", "STATS ..." and "CLIENT ..." like a
@@ -138,7 +139,7 @@ stamp_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
 }
 
 static void
-print_stats (GstElement * sink)
+print_client_stats (GstElement * sink, const gchar * tag, gboolean totals)
 {
   GstStructure *s;
   const GValue *clients;
@@ -150,9 +151,10 @@ print_stats (GstElement * sink)
       "zero-copy-frames", G_TYPE_UINT64, &zc, "copies", G_TYPE_UINT64,
       &copies, "drops", G_TYPE_UINT64, &drops, "in-flight", G_TYPE_UINT64,
       &in_flight, NULL);
-  printf ("STATS frames=%" G_GUINT64_FORMAT " zero_copy=%" G_GUINT64_FORMAT
-      " copies=%" G_GUINT64_FORMAT " drops=%" G_GUINT64_FORMAT " in_flight=%"
-      G_GUINT64_FORMAT "\n", frames, zc, copies, drops, in_flight);
+  if (totals)
+    printf ("STATS frames=%" G_GUINT64_FORMAT " zero_copy=%" G_GUINT64_FORMAT
+        " copies=%" G_GUINT64_FORMAT " drops=%" G_GUINT64_FORMAT " in_flight=%"
+        G_GUINT64_FORMAT "\n", frames, zc, copies, drops, in_flight);
   clients = gst_structure_get_value (s, "clients");
   for (i = 0; i < gst_value_array_get_size (clients); i++) {
     const GstStructure *c =
@@ -163,12 +165,28 @@ print_stats (GstElement * sink)
     gst_structure_get (c, "id", G_TYPE_UINT, &id, "sent", G_TYPE_UINT64,
         &sent, "released", G_TYPE_UINT64, &released, "dropped",
         G_TYPE_UINT64, &dropped, "held", G_TYPE_UINT, &held, NULL);
-    printf ("CLIENT id=%u sent=%" G_GUINT64_FORMAT " released=%"
-        G_GUINT64_FORMAT " dropped=%" G_GUINT64_FORMAT " held=%u\n", id, sent,
-        released, dropped, held);
+    printf ("%s id=%u sent=%" G_GUINT64_FORMAT " released=%"
+        G_GUINT64_FORMAT " dropped=%" G_GUINT64_FORMAT " held=%u\n", tag, id,
+        sent, released, dropped, held);
   }
   fflush (stdout);
   gst_structure_free (s);
+}
+
+static void
+print_stats (GstElement * sink)
+{
+  print_client_stats (sink, "CLIENT", TRUE);
+}
+
+/* The clients as the EOS reaches the sink, before it tells them: once told,
+ * they hang up and leave the sink's stats. */
+static GstPadProbeReturn
+eos_stats_probe (GstPad * pad, GstPadProbeInfo * info, gpointer sink)
+{
+  if (GST_EVENT_TYPE (GST_PAD_PROBE_INFO_EVENT (info)) == GST_EVENT_EOS)
+    print_client_stats (sink, "EOSCLIENT", FALSE);
+  return GST_PAD_PROBE_OK;
 }
 
 static void
@@ -367,6 +385,8 @@ produce (void)
 
   pad = gst_element_get_static_pad (sink, "sink");
   gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, stamp_probe, sink, NULL);
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
+      eos_stats_probe, sink, NULL);
   gst_object_unref (pad);
 
   if (gst_element_set_state (pipeline, GST_STATE_PAUSED) ==

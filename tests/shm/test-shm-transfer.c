@@ -393,8 +393,8 @@ GST_START_TEST (test_slow_client)
   fail_unless_equals_int (shm_child_get (slow, "RESULT", "frames"), 2);
   fail_unless_equals_int (shm_child_get (slow, "RESULT", "eos"), 1);
   for (i = 0; i < 3; i++)
-    if (shm_child_get_nth (p, "CLIENT", i, "held") == 2 &&
-        shm_child_get_nth (p, "CLIENT", i, "dropped") == 98)
+    if (shm_child_get_nth (p, "EOSCLIENT", i, "held") == 2 &&
+        shm_child_get_nth (p, "EOSCLIENT", i, "dropped") == 98)
       n_slow++;
   fail_unless_equals_int (n_slow, 1);
 
