@@ -13,7 +13,7 @@ seconds=${DEMO_SECONDS:-6}
 
 export GST_PLUGIN_PATH_1_0="$build/gst/shm:$build/ext/cuda${GST_PLUGIN_PATH_1_0:+:$GST_PLUGIN_PATH_1_0}"
 export GST_REGISTRY_1_0="$build/demo-registry.bin"
-export LD_LIBRARY_PATH="$build/gst/pinnedflow${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$build/lib/pinnedflow${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 demo="$build/tools/demo/pf-demo"
 if [ ! -x "$demo" ]; then

@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pf-node.h"
+#include <pinnedflow/pf-node.h>
 
 #define W 1920
 #define H 1080

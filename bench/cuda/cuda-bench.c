@@ -33,8 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gstpinnedcuda.h"
-#include "gstpinnedcudaloader.h"
+#include <gst/pinnedcuda/gstpinnedcuda.h>
+#include <gst/pinnedcuda/gstpinnedcudaloader.h>
 
 #define LAT_FRAMES 30
 #define INFLIGHT 3

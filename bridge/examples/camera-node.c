@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <pf-node.h>            /* pkg-config --cflags pinnedflow */
+#include <pinnedflow/pf-node.h> /* pkg-config --cflags pinnedflow */
 
 static volatile sig_atomic_t stop;
 

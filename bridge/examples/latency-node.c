@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include <pf-node.h>            /* pkg-config --cflags pinnedflow */
+#include <pinnedflow/pf-node.h> /* pkg-config --cflags pinnedflow */
 
 int
 main (int argc, char **argv)

@@ -12,8 +12,8 @@
 #define __GST_PINNED_CUDA_CONTEXT_H__
 
 #include <gst/gst.h>
-#include "gstpinnedcudaloader.h"
-#include "gstpinnedcudaregistration.h"
+#include <gst/pinnedcuda/gstpinnedcudaloader.h>
+#include <gst/pinnedcuda/gstpinnedcudaregistration.h>
 
 G_BEGIN_DECLS
 

@@ -23,7 +23,7 @@
 #endif
 
 #include "gstpinnedcudadownload.h"
-#include "gstpinnedcudamemory.h"
+#include <gst/pinnedcuda/gstpinnedcudamemory.h>
 
 #include <gst/video/video.h>
 #include <gst/pinnedflow/pinnedflow.h>

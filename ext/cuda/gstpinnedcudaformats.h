@@ -7,7 +7,7 @@
 
 #include <gst/gst.h>
 #include <gst/video/video.h>
-#include "gstpinnedcuda.h"
+#include <gst/pinnedcuda/gstpinnedcuda.h>
 
 G_BEGIN_DECLS
 

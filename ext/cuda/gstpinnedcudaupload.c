@@ -36,7 +36,7 @@
 #endif
 
 #include "gstpinnedcudaupload.h"
-#include "gstpinnedcudamemory.h"
+#include <gst/pinnedcuda/gstpinnedcudamemory.h>
 
 #include <string.h>
 #include <gst/video/video.h>

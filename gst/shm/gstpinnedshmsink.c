@@ -46,7 +46,7 @@
 #include <gst/pinnedflow/gstpinnedallocator.h>
 #include <gst/pinnedflow/gstpinnedbufferpool.h>
 
-#include "pf-producer.h"
+#include <pinnedflow/pf-producer.h>
 
 GST_DEBUG_CATEGORY_STATIC (gst_pinned_shm_sink_debug);
 #define GST_CAT_DEFAULT gst_pinned_shm_sink_debug

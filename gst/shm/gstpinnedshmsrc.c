@@ -52,7 +52,7 @@
 #include <gst/video/video.h>
 #include <gst/pinnedflow/gstpinnedallocator.h>
 
-#include "pf-consumer.h"
+#include <pinnedflow/pf-consumer.h>
 
 GST_DEBUG_CATEGORY_STATIC (gst_pinned_shm_src_debug);
 #define GST_CAT_DEFAULT gst_pinned_shm_src_debug

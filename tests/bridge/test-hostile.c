@@ -25,7 +25,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "pf-node.h"
+#include <pinnedflow/pf-node.h>
 
 static int
 listen_on (const char *path)

@@ -27,7 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "pf-node.h"
+#include <pinnedflow/pf-node.h>
 
 #define W 64
 #define H 48

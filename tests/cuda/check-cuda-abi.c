@@ -9,7 +9,7 @@
  * order and types. Every constant the plugin uses is compared by value. */
 #include <cuda_runtime_api.h>
 #define PF_CUDA_ABI_CHECK 1
-#include "gstpinnedcudaloader.h"
+#include <gst/pinnedcuda/gstpinnedcudaloader.h>
 
 #define SAME(a, b) _Static_assert ((long) (a) == (long) (b), #a " != " #b)
 

@@ -23,8 +23,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "gstpinnedcuda.h"
-#include "gstpinnedcudamemory.h"
+#include <gst/pinnedcuda/gstpinnedcuda.h>
+#include <gst/pinnedcuda/gstpinnedcudamemory.h>
 
 static gboolean emulated;
 static gchar *cudart_env;       /* GST_PINNEDFLOW_CUDART at start */

@@ -12,7 +12,7 @@
  * kept). Oracle: no crash, no SIGBUS, held frames stay readable after a
  * failure, and after the consumer is gone no fd and no segment is left.
  */
-#include "pf-consumer.h"
+#include <pinnedflow/pf-consumer.h>
 #include "pf-test-util.h"
 
 #include <dirent.h>

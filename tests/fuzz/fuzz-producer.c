@@ -9,7 +9,7 @@
  * a memfd) and the client hangs up. Oracle: no crash; every published frame
  * is released exactly once; after close no fd and no segment is left.
  */
-#include "pf-producer.h"
+#include <pinnedflow/pf-producer.h>
 #include "pf-test-util.h"
 
 #include <dirent.h>

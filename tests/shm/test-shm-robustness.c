@@ -18,8 +18,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "pf-consumer.h"
-#include "pf-protocol.h"
+#include <pinnedflow/pf-consumer.h>
+#include <pinnedflow/pf-protocol.h>
 #include "shm-common.h"
 #include "shm-proc.h"
 

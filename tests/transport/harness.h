@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <sys/types.h>
 
-#include "pf-consumer.h"
-#include "pf-producer.h"
-#include "pf-segment.h"
+#include <pinnedflow/pf-consumer.h>
+#include <pinnedflow/pf-producer.h>
+#include <pinnedflow/pf-segment.h>
 
 #define CHECK(cond) do { \
     if (!(cond)) { \

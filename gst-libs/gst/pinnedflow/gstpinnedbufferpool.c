@@ -21,8 +21,8 @@
 #include "config.h"
 #endif
 
-#include "gstpinnedbufferpool.h"
-#include "gstpinnedallocator.h"
+#include <gst/pinnedflow/gstpinnedbufferpool.h>
+#include <gst/pinnedflow/gstpinnedallocator.h>
 
 GST_DEBUG_CATEGORY_STATIC (gst_pinned_buffer_pool_debug);
 #define GST_CAT_DEFAULT gst_pinned_buffer_pool_debug

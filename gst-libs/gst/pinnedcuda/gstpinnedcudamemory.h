@@ -7,8 +7,8 @@
 
 #include <gst/gst.h>
 #include <gst/video/video.h>
-#include "gstpinnedcuda.h"
-#include "gstpinnedcudaloader.h"
+#include <gst/pinnedcuda/gstpinnedcuda.h>
+#include <gst/pinnedcuda/gstpinnedcudaloader.h>
 
 G_BEGIN_DECLS
 

@@ -10,7 +10,7 @@
 #include "config.h"
 #endif
 
-#include "pf-node.h"
+#include <pinnedflow/pf-node.h>
 
 #include <ctype.h>
 #include <errno.h>

@@ -11,7 +11,7 @@
  * number returned by pf_consumer_get_fd() is never reused behind the user's
  * back.
  */
-#include "pf-consumer.h"
+#include <pinnedflow/pf-consumer.h>
 
 #include "pf-socket.h"
 

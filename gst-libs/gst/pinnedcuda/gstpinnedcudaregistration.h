@@ -6,8 +6,8 @@
 #define __GST_PINNED_CUDA_REGISTRATION_H__
 
 #include <glib.h>
-#include "pf-segment.h"
-#include "gstpinnedcudaloader.h"
+#include <pinnedflow/pf-segment.h>
+#include <gst/pinnedcuda/gstpinnedcudaloader.h>
 
 G_BEGIN_DECLS
 

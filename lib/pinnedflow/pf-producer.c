@@ -20,7 +20,7 @@
  * Nothing is keyed on fd numbers: epoll carries the client id, segments are
  * found by the pf_segment attachment keyed on the producer.
  */
-#include "pf-producer.h"
+#include <pinnedflow/pf-producer.h>
 
 #include "pf-socket.h"
 

@@ -6,7 +6,7 @@
 #include "config.h"
 #endif
 
-#include "gstpinnedsegment.h"
+#include <gst/pinnedflow/gstpinnedsegment.h>
 
 #include <errno.h>
 

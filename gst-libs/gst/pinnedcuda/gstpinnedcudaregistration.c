@@ -6,7 +6,7 @@
 #include "config.h"
 #endif
 
-#include "gstpinnedcudaregistration.h"
+#include <gst/pinnedcuda/gstpinnedcudaregistration.h>
 
 #include <gst/gst.h>
 

@@ -6,7 +6,7 @@
 #include "config.h"
 #endif
 
-#include "gstpinnedcudaloader.h"
+#include <gst/pinnedcuda/gstpinnedcudaloader.h>
 
 #include <dlfcn.h>
 #include <string.h>

@@ -6,7 +6,7 @@
 #define __GST_PINNED_SEGMENT_H__
 
 #include <gst/gst.h>
-#include "pf-segment.h"
+#include <pinnedflow/pf-segment.h>
 
 G_BEGIN_DECLS
 

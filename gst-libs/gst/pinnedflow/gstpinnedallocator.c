@@ -24,7 +24,7 @@
 #include "config.h"
 #endif
 
-#include "gstpinnedallocator.h"
+#include <gst/pinnedflow/gstpinnedallocator.h>
 
 #include <string.h>
 

@@ -12,8 +12,8 @@
 
 #include <stdint.h>
 
-#include "pf-protocol.h"
-#include "pf-segment.h"
+#include <pinnedflow/pf-protocol.h>
+#include <pinnedflow/pf-segment.h>
 
 #ifdef __cplusplus
 extern "C" {

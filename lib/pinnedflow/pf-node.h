@@ -31,8 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pf-producer.h"
-#include "pf-consumer.h"
+#include <pinnedflow/pf-producer.h>
+#include <pinnedflow/pf-consumer.h>
 
 #ifdef __cplusplus
 extern "C" {
