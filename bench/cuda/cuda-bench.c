@@ -39,7 +39,7 @@
 #define LAT_FRAMES 30
 #define INFLIGHT 3
 
-static const PfCudaRuntime *rt;
+static const GstPinnedCudaRuntime *rt;
 static gboolean emulator;
 
 typedef struct
@@ -52,14 +52,14 @@ typedef struct
 } Result;
 
 static void
-die_cuda (const gchar * call, PfCudaError err)
+die_cuda (const gchar * call, GstPinnedCudaError err)
 {
   g_printerr ("cuda-bench: %s failed: %s\n", call, rt->GetErrorString (err));
   exit (1);
 }
 
-#define CK(call) G_STMT_START { PfCudaError e_ = (call);               \
-    if (e_ != PF_CUDA_SUCCESS) die_cuda (#call, e_); } G_STMT_END
+#define CK(call) G_STMT_START { GstPinnedCudaError e_ = (call);               \
+    if (e_ != GST_PINNED_CUDA_SUCCESS) die_cuda (#call, e_); } G_STMT_END
 
 static gint
 cmp_double (gconstpointer a, gconstpointer b)
@@ -89,8 +89,8 @@ run_raw (RawKind kind, gsize row, gsize rows, guint frames, Result * r)
   pf_segment *seg = NULL;
   guint8 *pinned = NULL, *pageable = NULL, *dev[INFLIGHT];
   gsize pitch = 0;
-  PfCudaStream stream;
-  PfCudaEvent ev[INFLIGHT];
+  GstPinnedCudaStream stream;
+  GstPinnedCudaEvent ev[INFLIGHT];
   gdouble lat[LAT_FRAMES];
   gint64 t0;
   guint i;
@@ -103,13 +103,14 @@ run_raw (RawKind kind, gsize row, gsize rows, guint frames, Result * r)
   pinned = pf_segment_get_base (seg);
   memset (pinned, 0x5a, slot * INFLIGHT);
   CK (rt->HostRegister (pinned, slot * INFLIGHT,
-          PF_CUDA_HOST_REGISTER_PORTABLE));
+          GST_PINNED_CUDA_HOST_REGISTER_PORTABLE));
   pageable = g_malloc (size);
   memset (pageable, 0x3c, size);
-  CK (rt->StreamCreateWithFlags (&stream, PF_CUDA_STREAM_NON_BLOCKING));
+  CK (rt->StreamCreateWithFlags (&stream, GST_PINNED_CUDA_STREAM_NON_BLOCKING));
   for (i = 0; i < INFLIGHT; i++) {
     CK (rt->MallocPitch ((void **) &dev[i], &pitch, row, rows));
-    CK (rt->EventCreateWithFlags (&ev[i], PF_CUDA_EVENT_DISABLE_TIMING));
+    CK (rt->EventCreateWithFlags (&ev[i],
+            GST_PINNED_CUDA_EVENT_DISABLE_TIMING));
   }
 
   /* one frame: what it costs from "frame ready" to "frame on device" */
@@ -119,7 +120,7 @@ run_raw (RawKind kind, gsize row, gsize rows, guint frames, Result * r)
     if (kind == RAW_TWO_COPY)                                             \
       memcpy (pinned + slot * s_, pageable, size);                        \
     CK (rt->Memcpy2DAsync (dev[s_], pitch, src_, row, row, rows,          \
-            PF_CUDA_MEMCPY_HOST_TO_DEVICE, stream));                      \
+            GST_PINNED_CUDA_MEMCPY_HOST_TO_DEVICE, stream));                      \
     CK (rt->EventRecord (ev[s_], stream));                                \
   } G_STMT_END
 
@@ -344,7 +345,7 @@ main (int argc, char **argv)
   guint s, i;
 
   gst_init (&argc, &argv);
-  rt = pf_cuda_runtime_open_device (0, &error);
+  rt = gst_pinned_cuda_runtime_open_device (0, &error);
   if (rt == NULL) {
     g_print ("cuda-bench: no usable CUDA device, nothing measured: %s\n",
         error->message);

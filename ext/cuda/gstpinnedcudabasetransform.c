@@ -113,7 +113,8 @@ static GstPadTemplate *
 make_template (const gchar * name, GstPadDirection direction,
     const gchar * feature)
 {
-  GstCaps *caps = gst_caps_from_string (GST_VIDEO_CAPS_MAKE (PF_CUDA_FORMATS));
+  GstCaps *caps =
+      gst_caps_from_string (GST_VIDEO_CAPS_MAKE (GST_PINNED_CUDA_FORMATS));
   GstPadTemplate *templ;
 
   gst_caps_set_features (caps, 0, gst_caps_features_new (feature, NULL));

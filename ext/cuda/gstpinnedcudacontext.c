@@ -15,12 +15,12 @@ gst_pinned_cuda_context_open (GstPinnedCudaContext * ctx,
     GstElement * element, gint device_id)
 {
   GError *error = NULL;
-  PfCudaError err;
+  GstPinnedCudaError err;
 
   ctx->element = element;
   ctx->device_id = device_id;
   ctx->stream = NULL;
-  ctx->rt = pf_cuda_runtime_open_device (device_id, &error);
+  ctx->rt = gst_pinned_cuda_runtime_open_device (device_id, &error);
   if (ctx->rt == NULL) {
     GstElementFactory *factory = gst_element_get_factory (element);
     GST_ELEMENT_ERROR (element, RESOURCE, NOT_FOUND, ("%s", error->message),
@@ -30,8 +30,8 @@ gst_pinned_cuda_context_open (GstPinnedCudaContext * ctx,
     return FALSE;
   }
   err = ctx->rt->StreamCreateWithFlags (&ctx->stream,
-      PF_CUDA_STREAM_NON_BLOCKING);
-  if (err != PF_CUDA_SUCCESS) {
+      GST_PINNED_CUDA_STREAM_NON_BLOCKING);
+  if (err != GST_PINNED_CUDA_SUCCESS) {
     ctx->stream = NULL;
     GST_PINNED_CUDA_CONTEXT_ERROR (ctx, "cudaStreamCreateWithFlags", err);
     return FALSE;
@@ -42,16 +42,17 @@ gst_pinned_cuda_context_open (GstPinnedCudaContext * ctx,
 void
 gst_pinned_cuda_context_close (GstPinnedCudaContext * ctx)
 {
-  PfCudaError err;
+  GstPinnedCudaError err;
   int prev;
 
   if (ctx->rt == NULL || ctx->stream == NULL)
     return;
   prev = gst_pinned_cuda_context_enter (ctx);
-  if ((err = ctx->rt->StreamSynchronize (ctx->stream)) != PF_CUDA_SUCCESS)
+  if ((err =
+          ctx->rt->StreamSynchronize (ctx->stream)) != GST_PINNED_CUDA_SUCCESS)
     GST_ERROR_OBJECT (ctx->element, "cudaStreamSynchronize: %s",
         ctx->rt->GetErrorString (err));
-  if ((err = ctx->rt->StreamDestroy (ctx->stream)) != PF_CUDA_SUCCESS)
+  if ((err = ctx->rt->StreamDestroy (ctx->stream)) != GST_PINNED_CUDA_SUCCESS)
     GST_ERROR_OBJECT (ctx->element, "cudaStreamDestroy: %s",
         ctx->rt->GetErrorString (err));
   ctx->stream = NULL;
@@ -61,23 +62,25 @@ gst_pinned_cuda_context_close (GstPinnedCudaContext * ctx)
 int
 gst_pinned_cuda_context_enter (GstPinnedCudaContext * ctx)
 {
-  return pf_cuda_device_enter (ctx->rt, ctx->device_id);
+  return gst_pinned_cuda_device_enter (ctx->rt, ctx->device_id);
 }
 
 void
 gst_pinned_cuda_context_leave (GstPinnedCudaContext * ctx, int previous)
 {
-  pf_cuda_device_leave (ctx->rt, ctx->device_id, previous);
+  gst_pinned_cuda_device_leave (ctx->rt, ctx->device_id, previous);
 }
 
-PfCudaEvent
+GstPinnedCudaEvent
 gst_pinned_cuda_context_new_event (GstPinnedCudaContext * ctx)
 {
-  PfCudaEvent event = NULL;
-  PfCudaError err;
+  GstPinnedCudaEvent event = NULL;
+  GstPinnedCudaError err;
 
-  err = ctx->rt->EventCreateWithFlags (&event, PF_CUDA_EVENT_DISABLE_TIMING);
-  if (err != PF_CUDA_SUCCESS) {
+  err =
+      ctx->rt->EventCreateWithFlags (&event,
+      GST_PINNED_CUDA_EVENT_DISABLE_TIMING);
+  if (err != GST_PINNED_CUDA_SUCCESS) {
     GST_PINNED_CUDA_CONTEXT_ERROR (ctx, "cudaEventCreateWithFlags", err);
     return NULL;
   }
@@ -86,21 +89,21 @@ gst_pinned_cuda_context_new_event (GstPinnedCudaContext * ctx)
 
 void
 gst_pinned_cuda_context_free_event (GstPinnedCudaContext * ctx,
-    PfCudaEvent event)
+    GstPinnedCudaEvent event)
 {
-  PfCudaError err;
+  GstPinnedCudaError err;
 
-  if ((err = ctx->rt->EventDestroy (event)) != PF_CUDA_SUCCESS)
+  if ((err = ctx->rt->EventDestroy (event)) != GST_PINNED_CUDA_SUCCESS)
     GST_ERROR_OBJECT (ctx->element, "cudaEventDestroy: %s",
         ctx->rt->GetErrorString (err));
 }
 
 void
 gst_pinned_cuda_context_post_error (GstPinnedCudaContext * ctx,
-    const gchar * call, PfCudaError err, const gchar * file,
+    const gchar * call, GstPinnedCudaError err, const gchar * file,
     const gchar * function, gint line)
 {
-  gchar *desc = pf_cuda_error_describe (ctx->rt, err);
+  gchar *desc = gst_pinned_cuda_error_describe (ctx->rt, err);
 
   gst_element_message_full (ctx->element, GST_MESSAGE_ERROR,
       GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED,
@@ -110,7 +113,7 @@ gst_pinned_cuda_context_post_error (GstPinnedCudaContext * ctx,
   g_free (desc);
 }
 
-const PfCudaRegistration *
+const GstPinnedCudaRegistration *
 gst_pinned_cuda_context_register_memory (GstPinnedCudaContext * ctx,
     GstMemory * mem, gboolean * created)
 {
@@ -122,7 +125,8 @@ gst_pinned_cuda_context_register_memory (GstPinnedCudaContext * ctx,
   seg = gst_pinned_memory_get_segment (mem, NULL);
   if (seg == NULL)
     return NULL;
-  return pf_cuda_segment_register (ctx->rt, ctx->device_id, seg, created);
+  return gst_pinned_cuda_segment_register (ctx->rt, ctx->device_id, seg,
+      created);
 }
 
 GstCaps *

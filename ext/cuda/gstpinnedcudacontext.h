@@ -20,9 +20,9 @@ G_BEGIN_DECLS
 typedef struct
 {
   GstElement *element;          /* errors are posted from it (no ref) */
-  const PfCudaRuntime *rt;      /* NULL until opened */
+  const GstPinnedCudaRuntime *rt;      /* NULL until opened */
   gint device_id;
-  PfCudaStream stream;          /* cudaStreamNonBlocking */
+  GstPinnedCudaStream stream;          /* cudaStreamNonBlocking */
 } GstPinnedCudaContext;
 
 /* Loads the runtime, makes @device_id current and creates the stream.
@@ -41,9 +41,9 @@ int gst_pinned_cuda_context_enter (GstPinnedCudaContext * ctx);
 void gst_pinned_cuda_context_leave (GstPinnedCudaContext * ctx, int previous);
 
 /* A cudaEventDisableTiming event, or NULL after posting the error. */
-PfCudaEvent gst_pinned_cuda_context_new_event (GstPinnedCudaContext * ctx);
+GstPinnedCudaEvent gst_pinned_cuda_context_new_event (GstPinnedCudaContext * ctx);
 void gst_pinned_cuda_context_free_event (GstPinnedCudaContext * ctx,
-    PfCudaEvent event);
+    GstPinnedCudaEvent event);
 
 /* Posts GST_RESOURCE_ERROR_FAILED "CUDA error in @call: cudaErrorX (N):
  * string" from the element, located at the caller. */
@@ -51,13 +51,13 @@ void gst_pinned_cuda_context_free_event (GstPinnedCudaContext * ctx,
   gst_pinned_cuda_context_post_error ((ctx), (call), (err), __FILE__,  \
       GST_FUNCTION, __LINE__)
 void gst_pinned_cuda_context_post_error (GstPinnedCudaContext * ctx,
-    const gchar * call, PfCudaError err, const gchar * file,
+    const gchar * call, GstPinnedCudaError err, const gchar * file,
     const gchar * function, gint line);
 
 /* The registration of the segment behind @mem (registered on first use,
  * once per segment per process), or NULL when @mem is not in a pinnedflow
  * segment. *@created is TRUE when this call made the attempt. */
-const PfCudaRegistration *gst_pinned_cuda_context_register_memory
+const GstPinnedCudaRegistration *gst_pinned_cuda_context_register_memory
     (GstPinnedCudaContext * ctx, GstMemory * mem, gboolean * created);
 
 /* transform_caps of an element taking @sink_feature and giving

@@ -41,7 +41,7 @@ struct _GstPinnedCudaDownload
 {
   GstPinnedCudaBaseTransform parent;
 
-  PfCudaEvent event;
+  GstPinnedCudaEvent event;
   GstVideoInfo info;
   GstPinnedCudaLayout layout;
 
@@ -157,12 +157,12 @@ gst_pinned_cuda_download_transform (GstBaseTransform * trans,
     GstBuffer * inbuf, GstBuffer * outbuf)
 {
   GstPinnedCudaDownload *self = GST_PINNED_CUDA_DOWNLOAD (trans);
-  const PfCudaRuntime *rt = self->parent.cuda.rt;
+  const GstPinnedCudaRuntime *rt = self->parent.cuda.rt;
   GstMemory *imem = gst_buffer_peek_memory (inbuf, 0);
   GstPinnedCudaMemory *dmem;
   GstVideoFrame frame;
   const gchar *call = "cudaStreamWaitEvent";
-  PfCudaError err;
+  GstPinnedCudaError err;
   gboolean pinned = TRUE;
   guint i, p;
   gsize bytes = 0;
@@ -185,7 +185,7 @@ gst_pinned_cuda_download_transform (GstBaseTransform * trans,
   /* Register the output segment(s) once. */
   for (i = 0; i < gst_buffer_n_memory (outbuf); i++) {
     gboolean created;
-    const PfCudaRegistration *reg =
+    const GstPinnedCudaRegistration *reg =
         gst_pinned_cuda_context_register_memory (&self->parent.cuda,
         gst_buffer_peek_memory (outbuf, i), &created);
     if (reg == NULL || !reg->registered)
@@ -206,31 +206,31 @@ gst_pinned_cuda_download_transform (GstBaseTransform * trans,
   prev = gst_pinned_cuda_context_enter (&self->parent.cuda);
   /* After the upload's copy into this memory. */
   err = rt->StreamWaitEvent (self->parent.cuda.stream, dmem->event, 0);
-  for (p = 0; p < self->layout.n_planes && err == PF_CUDA_SUCCESS; p++) {
+  for (p = 0; p < self->layout.n_planes && err == GST_PINNED_CUDA_SUCCESS; p++) {
     call = "cudaMemcpy2DAsync";
     err = rt->Memcpy2DAsync (GST_VIDEO_FRAME_PLANE_DATA (&frame, p),
         GST_VIDEO_FRAME_PLANE_STRIDE (&frame, p),
         dmem->dev_ptr + dmem->pitch * dmem->layout.row_offset[p], dmem->pitch,
         self->layout.width_bytes[p], self->layout.rows[p],
-        PF_CUDA_MEMCPY_DEVICE_TO_HOST, self->parent.cuda.stream);
+        GST_PINNED_CUDA_MEMCPY_DEVICE_TO_HOST, self->parent.cuda.stream);
     bytes += self->layout.width_bytes[p] * self->layout.rows[p];
   }
-  if (err == PF_CUDA_SUCCESS) {
+  if (err == GST_PINNED_CUDA_SUCCESS) {
     call = "cudaEventRecord";
     err = rt->EventRecord (self->event, self->parent.cuda.stream);
   }
-  if (err == PF_CUDA_SUCCESS) {
+  if (err == GST_PINNED_CUDA_SUCCESS) {
     call = "cudaEventSynchronize";
     err = rt->EventSynchronize (self->event);
   }
-  if (err != PF_CUDA_SUCCESS) {
+  if (err != GST_PINNED_CUDA_SUCCESS) {
     GST_PINNED_CUDA_CONTEXT_ERROR (&self->parent.cuda, call, err);
     /* Nothing may still write into the frame when it goes back. */
     rt->StreamSynchronize (self->parent.cuda.stream);
   }
   gst_pinned_cuda_context_leave (&self->parent.cuda, prev);
   gst_video_frame_unmap (&frame);
-  if (err != PF_CUDA_SUCCESS)
+  if (err != GST_PINNED_CUDA_SUCCESS)
     return GST_FLOW_ERROR;
 
   GST_OBJECT_LOCK (self);

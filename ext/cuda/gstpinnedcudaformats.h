@@ -12,7 +12,7 @@
 G_BEGIN_DECLS
 
 /* Planar and packed formats whose planes are plain rows of bytes. */
-#define PF_CUDA_FORMATS "{ RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, xRGB, xBGR, " \
+#define GST_PINNED_CUDA_FORMATS "{ RGBA, BGRA, RGBx, BGRx, ARGB, ABGR, xRGB, xBGR, " \
   "RGB, BGR, GRAY8, GRAY16_LE, NV12, NV21, NV16, NV24, I420, YV12, Y42B, " \
   "Y444, P010_10LE, P016_LE, I420_10LE, Y444_16LE, YUY2, UYVY }"
 

@@ -63,7 +63,7 @@ typedef struct
 {
   GstBuffer *input;             /* held until the event completed, or NULL */
   GstVideoFrame frame;          /* mapped while input is held */
-  PfCudaEvent event;
+  GstPinnedCudaEvent event;
   gint slot;                    /* bounce slot, or -1 */
 } InFlight;
 
@@ -80,7 +80,7 @@ struct _GstPinnedCudaUpload
 
   /* bounce segment for pageable input: max_inflight slots */
   pf_segment *bounce;
-  const PfCudaRegistration *bounce_reg;
+  const GstPinnedCudaRegistration *bounce_reg;
   gsize slot_size;
   guint n_slots;
   gboolean *slot_busy;
@@ -134,8 +134,8 @@ release_thread_func (gpointer data)
 {
   GstPinnedCudaUpload *self = data;
   InFlight *e;
-  const PfCudaRuntime *rt = self->parent.cuda.rt;
-  PfCudaError err;
+  const GstPinnedCudaRuntime *rt = self->parent.cuda.rt;
+  GstPinnedCudaError err;
 
   rt->SetDevice (self->parent.cuda.device_id);
   g_mutex_lock (&self->lock);
@@ -150,8 +150,8 @@ release_thread_func (gpointer data)
     err = rt->EventSynchronize (e->event);
 
     g_mutex_lock (&self->lock);
-    if (err != PF_CUDA_SUCCESS) {
-      gchar *desc = pf_cuda_error_describe (rt, err);
+    if (err != GST_PINNED_CUDA_SUCCESS) {
+      gchar *desc = gst_pinned_cuda_error_describe (rt, err);
       if (self->async_error == NULL)
         self->async_error = g_strdup_printf ("cudaEventSynchronize: %s", desc);
       g_free (desc);
@@ -222,7 +222,7 @@ drop_bounce (GstPinnedCudaUpload * self)
 static void
 free_cuda_state (GstPinnedCudaUpload * self)
 {
-  PfCudaEvent ev;
+  GstPinnedCudaEvent ev;
 
   if (self->release_thread) {
     g_mutex_lock (&self->lock);
@@ -254,7 +254,7 @@ gst_pinned_cuda_upload_start_cuda (GstPinnedCudaBaseTransform * base)
   GST_OBJECT_UNLOCK (self);
 
   for (i = 0; i < n_events; i++) {
-    PfCudaEvent ev = gst_pinned_cuda_context_new_event (&base->cuda);
+    GstPinnedCudaEvent ev = gst_pinned_cuda_context_new_event (&base->cuda);
     if (ev == NULL)
       return FALSE;
     g_queue_push_tail (&self->free_events, ev);
@@ -406,7 +406,7 @@ ensure_bounce (GstPinnedCudaUpload * self)
     return FALSE;
   }
   self->slot_busy = g_new0 (gboolean, self->n_slots);
-  self->bounce_reg = pf_cuda_segment_register (self->parent.cuda.rt,
+  self->bounce_reg = gst_pinned_cuda_segment_register (self->parent.cuda.rt,
       self->parent.cuda.device_id, self->bounce, &created);
   GST_OBJECT_LOCK (self);
   if (created && self->bounce_reg->registered)
@@ -415,7 +415,7 @@ ensure_bounce (GstPinnedCudaUpload * self)
     self->registration_failures++;
   GST_OBJECT_UNLOCK (self);
   if (!self->bounce_reg->registered) {
-    gchar *desc = pf_cuda_error_describe (self->parent.cuda.rt,
+    gchar *desc = gst_pinned_cuda_error_describe (self->parent.cuda.rt,
         self->bounce_reg->error);
     GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
         ("Could not register the bounce segment with CUDA: "
@@ -431,13 +431,13 @@ ensure_bounce (GstPinnedCudaUpload * self)
 /* Registrations of the segments behind @buf's memories (at most MAX_REGS). */
 static guint
 collect_registrations (GstPinnedCudaUpload * self, GstBuffer * buf,
-    const PfCudaRegistration ** regs)
+    const GstPinnedCudaRegistration ** regs)
 {
   guint i, n = 0, n_mem = gst_buffer_n_memory (buf);
 
   for (i = 0; i < n_mem && n < MAX_REGS; i++) {
     gboolean created;
-    const PfCudaRegistration *reg =
+    const GstPinnedCudaRegistration *reg =
         gst_pinned_cuda_context_register_memory (&self->parent.cuda,
         gst_buffer_peek_memory (buf, i), &created);
 
@@ -454,8 +454,9 @@ collect_registrations (GstPinnedCudaUpload * self, GstBuffer * buf,
       }
       GST_OBJECT_UNLOCK (self);
       if (!reg->registered) {
-        gchar *desc = reg->error != PF_CUDA_SUCCESS ?
-            pf_cuda_error_describe (self->parent.cuda.rt, reg->error) : NULL;
+        gchar *desc = reg->error != GST_PINNED_CUDA_SUCCESS ?
+            gst_pinned_cuda_error_describe (self->parent.cuda.rt,
+            reg->error) : NULL;
         GST_ELEMENT_WARNING (self, RESOURCE, FAILED,
             ("Input segment not registered with CUDA, staging its copies"),
             ("%s%s%s", reg->reason, desc ? ": " : "", desc ? desc : ""));
@@ -469,13 +470,14 @@ collect_registrations (GstPinnedCudaUpload * self, GstBuffer * buf,
 
 static gboolean
 plane_is_registered (GstPinnedCudaUpload * self,
-    const PfCudaRegistration ** regs, guint n_regs, const guint8 * ptr,
+    const GstPinnedCudaRegistration ** regs, guint n_regs, const guint8 * ptr,
     gsize span)
 {
   guint i;
 
   for (i = 0; i < n_regs; i++)
-    if (pf_cuda_registration_covers (regs[i], self->parent.cuda.rt, ptr, span))
+    if (gst_pinned_cuda_registration_covers (regs[i], self->parent.cuda.rt, ptr,
+            span))
       return TRUE;
   return FALSE;
 }
@@ -483,15 +485,15 @@ plane_is_registered (GstPinnedCudaUpload * self,
 static GstFlowReturn
 upload_frame (GstPinnedCudaUpload * self, GstBuffer * inbuf, GstBuffer * outbuf)
 {
-  const PfCudaRuntime *rt = self->parent.cuda.rt;
-  const PfCudaRegistration *regs[MAX_REGS];
+  const GstPinnedCudaRuntime *rt = self->parent.cuda.rt;
+  const GstPinnedCudaRegistration *regs[MAX_REGS];
   GstPinnedCudaMemory *dmem;
   GstMemory *omem;
   InFlight *e;
   guint n_regs, p, len, i;
   gboolean pinned = TRUE, queued = FALSE;
   const gchar *call = NULL;
-  PfCudaError err = PF_CUDA_SUCCESS;
+  GstPinnedCudaError err = GST_PINNED_CUDA_SUCCESS;
   guint8 *slot_base = NULL;
   gsize bytes = 0;
 
@@ -571,7 +573,8 @@ upload_frame (GstPinnedCudaUpload * self, GstBuffer * inbuf, GstBuffer * outbuf)
 
   {
     gsize off = 0;
-    for (p = 0; p < self->layout.n_planes && err == PF_CUDA_SUCCESS; p++) {
+    for (p = 0; p < self->layout.n_planes && err == GST_PINNED_CUDA_SUCCESS;
+        p++) {
       const guint8 *src;
       gsize spitch;
       if (pinned) {
@@ -586,20 +589,20 @@ upload_frame (GstPinnedCudaUpload * self, GstBuffer * inbuf, GstBuffer * outbuf)
       err = rt->Memcpy2DAsync (dmem->dev_ptr +
           dmem->pitch * self->layout.row_offset[p], dmem->pitch, src, spitch,
           self->layout.width_bytes[p], self->layout.rows[p],
-          PF_CUDA_MEMCPY_HOST_TO_DEVICE, self->parent.cuda.stream);
-      if (err == PF_CUDA_SUCCESS)
+          GST_PINNED_CUDA_MEMCPY_HOST_TO_DEVICE, self->parent.cuda.stream);
+      if (err == GST_PINNED_CUDA_SUCCESS)
         queued = TRUE;
       bytes += self->layout.width_bytes[p] * self->layout.rows[p];
     }
   }
-  if (err == PF_CUDA_SUCCESS) {
+  if (err == GST_PINNED_CUDA_SUCCESS) {
     call = "cudaEventRecord";
     err = rt->EventRecord (dmem->event, self->parent.cuda.stream);
   }
-  if (err == PF_CUDA_SUCCESS)
+  if (err == GST_PINNED_CUDA_SUCCESS)
     err = rt->EventRecord (e->event, self->parent.cuda.stream);
 
-  if (err != PF_CUDA_SUCCESS) {
+  if (err != GST_PINNED_CUDA_SUCCESS) {
     GST_PINNED_CUDA_CONTEXT_ERROR (&self->parent.cuda, call, err);
     /* Nothing may still read the input or the slot when they go back. */
     if (queued)

@@ -873,7 +873,8 @@ GST_END_TEST;
 /* The emulator itself: what makes the checks above able to fail. */
 GST_START_TEST (test_emulator_rules)
 {
-  const PfCudaRuntime *rt = pf_cuda_runtime_open_device (0, NULL);
+  const GstPinnedCudaRuntime *rt =
+      gst_pinned_cuda_runtime_open_device (0, NULL);
   pf_segment *seg, *ro;
   guint8 *base;
   gsize size = 4 * pf_page_size ();
@@ -884,12 +885,12 @@ GST_START_TEST (test_emulator_rules)
   base = pf_segment_get_base (seg);
   fail_unless_equals_int (rt->HostRegister (base, size, 0), 0);
   fail_unless_equals_int (rt->HostRegister (base + pf_page_size (), 16, 0),
-      PF_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+      GST_PINNED_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
   fail_unless_equals_int (rt->HostUnregister (base + 16),
-      PF_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+      GST_PINNED_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
   fail_unless_equals_int (rt->HostUnregister (base), 0);
   fail_unless_equals_int (rt->HostUnregister (base),
-      PF_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+      GST_PINNED_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
 
   /* read-only mapping: needs the flag, and the flag needs the attribute */
   fail_unless_equals_int (pf_segment_import (dup (pf_segment_get_fd (seg)),
@@ -898,11 +899,12 @@ GST_START_TEST (test_emulator_rules)
   g_setenv ("PFEMU_NO_READONLY_REGISTER", "1", TRUE);
   emu_reset ();
   fail_unless_equals_int (rt->HostRegister (pf_segment_get_base (ro), size,
-          PF_CUDA_HOST_REGISTER_READ_ONLY), PF_CUDA_ERROR_NOT_SUPPORTED);
+          GST_PINNED_CUDA_HOST_REGISTER_READ_ONLY),
+      GST_PINNED_CUDA_ERROR_NOT_SUPPORTED);
   g_unsetenv ("PFEMU_NO_READONLY_REGISTER");
   emu_reset ();
   fail_unless_equals_int (rt->HostRegister (pf_segment_get_base (ro), size,
-          PF_CUDA_HOST_REGISTER_READ_ONLY), 0);
+          GST_PINNED_CUDA_HOST_REGISTER_READ_ONLY), 0);
   fail_unless_equals_int (rt->HostUnregister (pf_segment_get_base (ro)), 0);
   pf_segment_unref (ro);
   pf_segment_unref (seg);
@@ -914,9 +916,10 @@ GST_END_TEST;
  * copy (the emulator copies late); a pageable one is copied at once. */
 GST_START_TEST (test_emulator_late_copy)
 {
-  const PfCudaRuntime *rt = pf_cuda_runtime_open_device (0, NULL);
-  PfCudaStream stream;
-  PfCudaEvent ev;
+  const GstPinnedCudaRuntime *rt =
+      gst_pinned_cuda_runtime_open_device (0, NULL);
+  GstPinnedCudaStream stream;
+  GstPinnedCudaEvent ev;
   pf_segment *seg;
   guint8 *host, *dev = NULL, back[64], pageable[64];
   gsize pitch = 0;
@@ -926,28 +929,28 @@ GST_START_TEST (test_emulator_late_copy)
   host = pf_segment_get_base (seg);
   fail_unless_equals_int (rt->HostRegister (host, 4096, 0), 0);
   fail_unless_equals_int (rt->StreamCreateWithFlags (&stream,
-          PF_CUDA_STREAM_NON_BLOCKING), 0);
+          GST_PINNED_CUDA_STREAM_NON_BLOCKING), 0);
   fail_unless_equals_int (rt->EventCreateWithFlags (&ev, 2), 0);
   fail_unless_equals_int (rt->MallocPitch ((void **) &dev, &pitch, 64, 1), 0);
 
   memset (host, 1, 64);
   fail_unless_equals_int (rt->Memcpy2DAsync (dev, pitch, host, 64, 64, 1,
-          PF_CUDA_MEMCPY_HOST_TO_DEVICE, stream), 0);
+          GST_PINNED_CUDA_MEMCPY_HOST_TO_DEVICE, stream), 0);
   fail_unless_equals_int (rt->EventRecord (ev, stream), 0);
-  fail_unless_equals_int (rt->EventQuery (ev), PF_CUDA_ERROR_NOT_READY);
+  fail_unless_equals_int (rt->EventQuery (ev), GST_PINNED_CUDA_ERROR_NOT_READY);
   memset (host, 2, 64);         /* the bug the elements must not have */
   fail_unless_equals_int (rt->EventSynchronize (ev), 0);
   fail_unless_equals_int (rt->Memcpy2D (back, 64, dev, pitch, 64, 1,
-          PF_CUDA_MEMCPY_DEVICE_TO_HOST), 0);
+          GST_PINNED_CUDA_MEMCPY_DEVICE_TO_HOST), 0);
   fail_unless_equals_int (back[0], 2);
   fail_unless_equals_int (EMU ("copies.pinned"), 1);
 
   memset (pageable, 3, 64);
   fail_unless_equals_int (rt->Memcpy2DAsync (dev, pitch, pageable, 64, 64, 1,
-          PF_CUDA_MEMCPY_HOST_TO_DEVICE, stream), 0);
+          GST_PINNED_CUDA_MEMCPY_HOST_TO_DEVICE, stream), 0);
   memset (pageable, 4, 64);
   fail_unless_equals_int (rt->Memcpy2D (back, 64, dev, pitch, 64, 1,
-          PF_CUDA_MEMCPY_DEVICE_TO_HOST), 0);
+          GST_PINNED_CUDA_MEMCPY_DEVICE_TO_HOST), 0);
   fail_unless_equals_int (back[0], 3);
   fail_unless_equals_int (EMU ("copies.pageable"), 1);
 
@@ -964,7 +967,8 @@ GST_END_TEST;
  * invalid read (and what it held when it died) is reported, on purpose. */
 GST_START_TEST (test_emulator_device_memory_faults)
 {
-  const PfCudaRuntime *rt = pf_cuda_runtime_open_device (0, NULL);
+  const GstPinnedCudaRuntime *rt =
+      gst_pinned_cuda_runtime_open_device (0, NULL);
   volatile guint8 *dev = NULL;
   gsize pitch = 0;
   pid_t pid;
@@ -1222,7 +1226,7 @@ main (int argc, char **argv)
     emulated = TRUE;
   } else {
     GError *error = NULL;
-    if (pf_cuda_runtime_open_device (0, &error) == NULL) {
+    if (gst_pinned_cuda_runtime_open_device (0, &error) == NULL) {
       /* No usable device: the element must say so clearly; nothing else
        * can be checked on this machine. */
       gchar *err = start_error ();

@@ -15,7 +15,7 @@ struct _GstPinnedCudaBufferPool
 {
   GstBufferPool parent;
 
-  const PfCudaRuntime *rt;
+  const GstPinnedCudaRuntime *rt;
   gint device_id;
   GstVideoInfo info;
   GstPinnedCudaLayout layout;
@@ -79,10 +79,10 @@ pool_set_config (GstBufferPool * pool, GstStructure * config)
     return FALSE;
   }
   gst_pinned_cuda_layout_init (&self->layout, &self->info);
-  prev = pf_cuda_device_enter (self->rt, self->device_id);
+  prev = gst_pinned_cuda_device_enter (self->rt, self->device_id);
   probed = gst_pinned_cuda_probe_pitch (self->rt, &self->layout, &self->pitch,
       &err);
-  pf_cuda_device_leave (self->rt, self->device_id, prev);
+  gst_pinned_cuda_device_leave (self->rt, self->device_id, prev);
   if (!probed) {
     set_last_error (self, err);
     return FALSE;
@@ -110,10 +110,10 @@ pool_alloc_buffer (GstBufferPool * pool, GstBuffer ** buffer,
 
   /* Allocations and their events belong to the pool's device, whatever
    * the calling thread had current. */
-  prev = pf_cuda_device_enter (self->rt, self->device_id);
+  prev = gst_pinned_cuda_device_enter (self->rt, self->device_id);
   mem = gst_pinned_cuda_memory_alloc (self->rt, self->device_id,
       &self->layout, &err);
-  pf_cuda_device_leave (self->rt, self->device_id, prev);
+  gst_pinned_cuda_device_leave (self->rt, self->device_id, prev);
   if (mem == NULL) {
     set_last_error (self, err);
     return GST_FLOW_ERROR;
@@ -177,7 +177,8 @@ gst_pinned_cuda_buffer_pool_init (GstPinnedCudaBufferPool * self)
 }
 
 GstBufferPool *
-gst_pinned_cuda_buffer_pool_new (const PfCudaRuntime * rt, gint device_id)
+gst_pinned_cuda_buffer_pool_new (const GstPinnedCudaRuntime * rt,
+    gint device_id)
 {
   GstPinnedCudaBufferPool *self;
 

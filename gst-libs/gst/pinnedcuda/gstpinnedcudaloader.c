@@ -13,7 +13,10 @@
 
 #define ENV_CUDART "GST_PINNEDFLOW_CUDART"
 
-G_DEFINE_QUARK (pf - cuda - runtime - error - quark, pf_cuda_runtime_error);
+/* GNU indent spaces the dashes out of the quark name: keep it away. */
+/* *INDENT-OFF* */
+G_DEFINE_QUARK (gst-pinned-cuda-runtime-error-quark, gst_pinned_cuda_runtime_error);
+/* *INDENT-ON* */
 
 /* Most recent first. Bare names go through the dynamic linker's search
  * path; the toolkit's default directories are tried after it. */
@@ -29,23 +32,23 @@ static GMutex lock;
 /* Every runtime opened so far (never freed: see the header). */
 static GSList *opened;
 
-static const PfCudaRuntime *
+static const GstPinnedCudaRuntime *
 find_opened (const gchar * key)
 {
   GSList *l;
 
   for (l = opened; l != NULL; l = l->next) {
-    PfCudaRuntime *rt = l->data;
+    GstPinnedCudaRuntime *rt = l->data;
     if (g_strcmp0 (rt->key, key) == 0)
       return rt;
   }
   return NULL;
 }
 
-static PfCudaRuntime *
+static GstPinnedCudaRuntime *
 load_symbols (void *handle, const gchar * library, GString * why)
 {
-  PfCudaRuntime *rt = g_new0 (PfCudaRuntime, 1);
+  GstPinnedCudaRuntime *rt = g_new0 (GstPinnedCudaRuntime, 1);
   const gchar *missing = NULL;
 
 #define LOAD(field) G_STMT_START {                              \
@@ -85,16 +88,16 @@ load_symbols (void *handle, const gchar * library, GString * why)
     return NULL;
   }
   rt->library = g_strdup (library);
-  if (rt->RuntimeGetVersion (&rt->runtime_version) != PF_CUDA_SUCCESS)
+  if (rt->RuntimeGetVersion (&rt->runtime_version) != GST_PINNED_CUDA_SUCCESS)
     rt->runtime_version = 0;
   return rt;
 }
 
-static PfCudaRuntime *
+static GstPinnedCudaRuntime *
 try_open (const gchar * library, GString * why, gboolean * symbol_error)
 {
   void *handle;
-  PfCudaRuntime *rt;
+  GstPinnedCudaRuntime *rt;
 
   handle = dlopen (library, RTLD_NOW | RTLD_LOCAL);
   if (handle == NULL) {
@@ -110,13 +113,13 @@ try_open (const gchar * library, GString * why, gboolean * symbol_error)
   return rt;
 }
 
-const PfCudaRuntime *
-pf_cuda_runtime_get (GError ** error)
+const GstPinnedCudaRuntime *
+gst_pinned_cuda_runtime_get (GError ** error)
 {
   const gchar *env = g_getenv (ENV_CUDART);
   const gchar *key = (env != NULL && *env != '\0') ? env : "(default)";
-  const PfCudaRuntime *found;
-  PfCudaRuntime *rt = NULL;
+  const GstPinnedCudaRuntime *found;
+  GstPinnedCudaRuntime *rt = NULL;
   GString *why;
   gboolean symbol_error = FALSE;
   guint i, j;
@@ -152,13 +155,15 @@ pf_cuda_runtime_get (GError ** error)
     if (why->len >= 2)
       g_string_truncate (why, why->len - 2);
     if (env != NULL && *env != '\0')
-      g_set_error (error, PF_CUDA_RUNTIME_ERROR, symbol_error ?
-          PF_CUDA_RUNTIME_ERROR_SYMBOL : PF_CUDA_RUNTIME_ERROR_NOT_FOUND,
+      g_set_error (error, GST_PINNED_CUDA_RUNTIME_ERROR, symbol_error ?
+          GST_PINNED_CUDA_RUNTIME_ERROR_SYMBOL :
+          GST_PINNED_CUDA_RUNTIME_ERROR_NOT_FOUND,
           "Could not load the CUDA runtime " ENV_CUDART "=%s: %s", env,
           why->str);
     else
-      g_set_error (error, PF_CUDA_RUNTIME_ERROR, symbol_error ?
-          PF_CUDA_RUNTIME_ERROR_SYMBOL : PF_CUDA_RUNTIME_ERROR_NOT_FOUND,
+      g_set_error (error, GST_PINNED_CUDA_RUNTIME_ERROR, symbol_error ?
+          GST_PINNED_CUDA_RUNTIME_ERROR_SYMBOL :
+          GST_PINNED_CUDA_RUNTIME_ERROR_NOT_FOUND,
           "Could not load the CUDA runtime (tried libcudart.so.13, .so.12, "
           ".so.11.0, libcudart.so; set " ENV_CUDART " to a name or path): %s",
           why->str);
@@ -169,7 +174,8 @@ pf_cuda_runtime_get (GError ** error)
 }
 
 gchar *
-pf_cuda_error_describe (const PfCudaRuntime * rt, PfCudaError err)
+gst_pinned_cuda_error_describe (const GstPinnedCudaRuntime * rt,
+    GstPinnedCudaError err)
 {
   const char *name = rt->GetErrorName (err);
   const char *str = rt->GetErrorString (err);
@@ -179,11 +185,11 @@ pf_cuda_error_describe (const PfCudaRuntime * rt, PfCudaError err)
 }
 
 int
-pf_cuda_device_enter (const PfCudaRuntime * rt, int device_id)
+gst_pinned_cuda_device_enter (const GstPinnedCudaRuntime * rt, int device_id)
 {
   int prev = -1;
 
-  if (rt->GetDevice (&prev) != PF_CUDA_SUCCESS)
+  if (rt->GetDevice (&prev) != GST_PINNED_CUDA_SUCCESS)
     prev = -1;
   if (prev == device_id)
     return -1;
@@ -193,29 +199,31 @@ pf_cuda_device_enter (const PfCudaRuntime * rt, int device_id)
 }
 
 void
-pf_cuda_device_leave (const PfCudaRuntime * rt, int device_id, int previous)
+gst_pinned_cuda_device_leave (const GstPinnedCudaRuntime * rt, int device_id,
+    int previous)
 {
   if (previous >= 0 && previous != device_id)
     rt->SetDevice (previous);
 }
 
-const PfCudaRuntime *
-pf_cuda_runtime_open_device (int device_id, GError ** error)
+const GstPinnedCudaRuntime *
+gst_pinned_cuda_runtime_open_device (int device_id, GError ** error)
 {
-  const PfCudaRuntime *rt;
-  PfCudaError err;
+  const GstPinnedCudaRuntime *rt;
+  GstPinnedCudaError err;
   int count = 0;
   gchar *desc;
 
-  if ((rt = pf_cuda_runtime_get (error)) == NULL)
+  if ((rt = gst_pinned_cuda_runtime_get (error)) == NULL)
     return NULL;
 
   err = rt->GetDeviceCount (&count);
-  if (err != PF_CUDA_SUCCESS) {
+  if (err != GST_PINNED_CUDA_SUCCESS) {
     int driver = 0;
-    desc = pf_cuda_error_describe (rt, err);
+    desc = gst_pinned_cuda_error_describe (rt, err);
     rt->DriverGetVersion (&driver);
-    g_set_error (error, PF_CUDA_RUNTIME_ERROR, PF_CUDA_RUNTIME_ERROR_NO_DEVICE,
+    g_set_error (error, GST_PINNED_CUDA_RUNTIME_ERROR,
+        GST_PINNED_CUDA_RUNTIME_ERROR_NO_DEVICE,
         "No usable CUDA device: cudaGetDeviceCount failed with %s "
         "(runtime %s, version %d; driver version %d%s)", desc, rt->library,
         rt->runtime_version, driver,
@@ -224,15 +232,17 @@ pf_cuda_runtime_open_device (int device_id, GError ** error)
     return NULL;
   }
   if (count <= 0 || device_id < 0 || device_id >= count) {
-    g_set_error (error, PF_CUDA_RUNTIME_ERROR, PF_CUDA_RUNTIME_ERROR_NO_DEVICE,
+    g_set_error (error, GST_PINNED_CUDA_RUNTIME_ERROR,
+        GST_PINNED_CUDA_RUNTIME_ERROR_NO_DEVICE,
         "No CUDA device %d: cudaGetDeviceCount reports %d device(s) "
         "(runtime %s)", device_id, count, rt->library);
     return NULL;
   }
   err = rt->SetDevice (device_id);
-  if (err != PF_CUDA_SUCCESS) {
-    desc = pf_cuda_error_describe (rt, err);
-    g_set_error (error, PF_CUDA_RUNTIME_ERROR, PF_CUDA_RUNTIME_ERROR_CALL,
+  if (err != GST_PINNED_CUDA_SUCCESS) {
+    desc = gst_pinned_cuda_error_describe (rt, err);
+    g_set_error (error, GST_PINNED_CUDA_RUNTIME_ERROR,
+        GST_PINNED_CUDA_RUNTIME_ERROR_CALL,
         "cudaSetDevice(%d) failed: %s (runtime %s)", device_id, desc,
         rt->library);
     g_free (desc);

@@ -17,72 +17,72 @@
 
 G_BEGIN_DECLS
 
-/* tests/cuda/check-cuda-abi.c defines PF_CUDA_ABI_CHECK after including
+/* tests/cuda/check-cuda-abi.c defines GST_PINNED_CUDA_ABI_CHECK after including
  * cuda_runtime_api.h: the table below is then spelled with the real types,
  * and each of its function pointers is checked against the real function. */
-#ifdef PF_CUDA_ABI_CHECK
-typedef cudaError_t PfCudaError;
-typedef cudaStream_t PfCudaStream;
-typedef cudaEvent_t PfCudaEvent;
-typedef enum cudaMemcpyKind PfCudaMemcpyKind;
-typedef enum cudaDeviceAttr PfCudaDeviceAttr;
+#ifdef GST_PINNED_CUDA_ABI_CHECK
+typedef cudaError_t GstPinnedCudaError;
+typedef cudaStream_t GstPinnedCudaStream;
+typedef cudaEvent_t GstPinnedCudaEvent;
+typedef enum cudaMemcpyKind GstPinnedCudaMemcpyKind;
+typedef enum cudaDeviceAttr GstPinnedCudaDeviceAttr;
 #else
-typedef int PfCudaError;        /* enum cudaError */
-typedef struct PfCudaStream_st *PfCudaStream;   /* cudaStream_t */
-typedef struct PfCudaEvent_st *PfCudaEvent;     /* cudaEvent_t */
-typedef int PfCudaMemcpyKind;   /* enum cudaMemcpyKind */
-typedef int PfCudaDeviceAttr;   /* enum cudaDeviceAttr */
+typedef int GstPinnedCudaError;        /* enum cudaError */
+typedef struct GstPinnedCudaStream_st *GstPinnedCudaStream;   /* cudaStream_t */
+typedef struct GstPinnedCudaEvent_st *GstPinnedCudaEvent;     /* cudaEvent_t */
+typedef int GstPinnedCudaMemcpyKind;   /* enum cudaMemcpyKind */
+typedef int GstPinnedCudaDeviceAttr;   /* enum cudaDeviceAttr */
 #endif
 
 /* enum cudaError (driver_types.h) */
 enum
 {
-  PF_CUDA_SUCCESS = 0,
-  PF_CUDA_ERROR_INVALID_VALUE = 1,
-  PF_CUDA_ERROR_MEMORY_ALLOCATION = 2,
-  PF_CUDA_ERROR_INITIALIZATION = 3,
-  PF_CUDA_ERROR_INVALID_MEMCPY_DIRECTION = 21,
-  PF_CUDA_ERROR_INSUFFICIENT_DRIVER = 35,
-  PF_CUDA_ERROR_NO_DEVICE = 100,
-  PF_CUDA_ERROR_INVALID_DEVICE = 101,
-  PF_CUDA_ERROR_INVALID_RESOURCE_HANDLE = 400,
-  PF_CUDA_ERROR_NOT_READY = 600,
-  PF_CUDA_ERROR_ILLEGAL_ADDRESS = 700,
-  PF_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
-  PF_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
-  PF_CUDA_ERROR_NOT_SUPPORTED = 801,
-  PF_CUDA_ERROR_UNKNOWN = 999,
+  GST_PINNED_CUDA_SUCCESS = 0,
+  GST_PINNED_CUDA_ERROR_INVALID_VALUE = 1,
+  GST_PINNED_CUDA_ERROR_MEMORY_ALLOCATION = 2,
+  GST_PINNED_CUDA_ERROR_INITIALIZATION = 3,
+  GST_PINNED_CUDA_ERROR_INVALID_MEMCPY_DIRECTION = 21,
+  GST_PINNED_CUDA_ERROR_INSUFFICIENT_DRIVER = 35,
+  GST_PINNED_CUDA_ERROR_NO_DEVICE = 100,
+  GST_PINNED_CUDA_ERROR_INVALID_DEVICE = 101,
+  GST_PINNED_CUDA_ERROR_INVALID_RESOURCE_HANDLE = 400,
+  GST_PINNED_CUDA_ERROR_NOT_READY = 600,
+  GST_PINNED_CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+  GST_PINNED_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
+  GST_PINNED_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
+  GST_PINNED_CUDA_ERROR_NOT_SUPPORTED = 801,
+  GST_PINNED_CUDA_ERROR_UNKNOWN = 999,
 };
 
 /* enum cudaMemcpyKind */
 enum
 {
-  PF_CUDA_MEMCPY_HOST_TO_HOST = 0,
-  PF_CUDA_MEMCPY_HOST_TO_DEVICE = 1,
-  PF_CUDA_MEMCPY_DEVICE_TO_HOST = 2,
-  PF_CUDA_MEMCPY_DEVICE_TO_DEVICE = 3,
-  PF_CUDA_MEMCPY_DEFAULT = 4,
+  GST_PINNED_CUDA_MEMCPY_HOST_TO_HOST = 0,
+  GST_PINNED_CUDA_MEMCPY_HOST_TO_DEVICE = 1,
+  GST_PINNED_CUDA_MEMCPY_DEVICE_TO_HOST = 2,
+  GST_PINNED_CUDA_MEMCPY_DEVICE_TO_DEVICE = 3,
+  GST_PINNED_CUDA_MEMCPY_DEFAULT = 4,
 };
 
 /* cudaHostRegister flags */
-#define PF_CUDA_HOST_REGISTER_DEFAULT 0x00
-#define PF_CUDA_HOST_REGISTER_PORTABLE 0x01
-#define PF_CUDA_HOST_REGISTER_MAPPED 0x02
-#define PF_CUDA_HOST_REGISTER_IO_MEMORY 0x04
-#define PF_CUDA_HOST_REGISTER_READ_ONLY 0x08
+#define GST_PINNED_CUDA_HOST_REGISTER_DEFAULT 0x00
+#define GST_PINNED_CUDA_HOST_REGISTER_PORTABLE 0x01
+#define GST_PINNED_CUDA_HOST_REGISTER_MAPPED 0x02
+#define GST_PINNED_CUDA_HOST_REGISTER_IO_MEMORY 0x04
+#define GST_PINNED_CUDA_HOST_REGISTER_READ_ONLY 0x08
 /* cudaStreamCreateWithFlags */
-#define PF_CUDA_STREAM_NON_BLOCKING 0x01
+#define GST_PINNED_CUDA_STREAM_NON_BLOCKING 0x01
 /* cudaEventCreateWithFlags */
-#define PF_CUDA_EVENT_BLOCKING_SYNC 0x01
-#define PF_CUDA_EVENT_DISABLE_TIMING 0x02
+#define GST_PINNED_CUDA_EVENT_BLOCKING_SYNC 0x01
+#define GST_PINNED_CUDA_EVENT_DISABLE_TIMING 0x02
 /* enum cudaDeviceAttr */
-#define PF_CUDA_DEV_ATTR_HOST_REGISTER_READ_ONLY_SUPPORTED 113
+#define GST_PINNED_CUDA_DEV_ATTR_HOST_REGISTER_READ_ONLY_SUPPORTED 113
 
 /**
- * PfCudaRuntime:
+ * GstPinnedCudaRuntime:
  *
  * The function table. Valid for the life of the process once returned by
- * pf_cuda_runtime_get() (the library is never closed: host registrations
+ * gst_pinned_cuda_runtime_get() (the library is never closed: host registrations
  * cached on segments are released through it when the segments die).
  */
 typedef struct
@@ -91,71 +91,71 @@ typedef struct
   gchar *key;                   /* GST_PINNEDFLOW_CUDART, or "(default)" */
   int runtime_version;          /* cudaRuntimeGetVersion(), 0 if unknown */
 
-  const char *(*GetErrorString) (PfCudaError err);
-  const char *(*GetErrorName) (PfCudaError err);
-  PfCudaError (*RuntimeGetVersion) (int *version);
-  PfCudaError (*DriverGetVersion) (int *version);
-  PfCudaError (*GetDeviceCount) (int *count);
-  PfCudaError (*SetDevice) (int device);
-  PfCudaError (*GetDevice) (int *device);
-  PfCudaError (*DeviceGetAttribute) (int *value, PfCudaDeviceAttr attr,
+  const char *(*GetErrorString) (GstPinnedCudaError err);
+  const char *(*GetErrorName) (GstPinnedCudaError err);
+  GstPinnedCudaError (*RuntimeGetVersion) (int *version);
+  GstPinnedCudaError (*DriverGetVersion) (int *version);
+  GstPinnedCudaError (*GetDeviceCount) (int *count);
+  GstPinnedCudaError (*SetDevice) (int device);
+  GstPinnedCudaError (*GetDevice) (int *device);
+  GstPinnedCudaError (*DeviceGetAttribute) (int *value, GstPinnedCudaDeviceAttr attr,
       int device);
-  PfCudaError (*StreamCreateWithFlags) (PfCudaStream * stream,
+  GstPinnedCudaError (*StreamCreateWithFlags) (GstPinnedCudaStream * stream,
       unsigned int flags);
-  PfCudaError (*StreamDestroy) (PfCudaStream stream);
-  PfCudaError (*StreamSynchronize) (PfCudaStream stream);
-  PfCudaError (*StreamWaitEvent) (PfCudaStream stream, PfCudaEvent event,
+  GstPinnedCudaError (*StreamDestroy) (GstPinnedCudaStream stream);
+  GstPinnedCudaError (*StreamSynchronize) (GstPinnedCudaStream stream);
+  GstPinnedCudaError (*StreamWaitEvent) (GstPinnedCudaStream stream, GstPinnedCudaEvent event,
       unsigned int flags);
-  PfCudaError (*EventCreateWithFlags) (PfCudaEvent * event,
+  GstPinnedCudaError (*EventCreateWithFlags) (GstPinnedCudaEvent * event,
       unsigned int flags);
-  PfCudaError (*EventDestroy) (PfCudaEvent event);
-  PfCudaError (*EventRecord) (PfCudaEvent event, PfCudaStream stream);
-  PfCudaError (*EventQuery) (PfCudaEvent event);
-  PfCudaError (*EventSynchronize) (PfCudaEvent event);
-  PfCudaError (*MallocPitch) (void **dev_ptr, size_t * pitch, size_t width,
+  GstPinnedCudaError (*EventDestroy) (GstPinnedCudaEvent event);
+  GstPinnedCudaError (*EventRecord) (GstPinnedCudaEvent event, GstPinnedCudaStream stream);
+  GstPinnedCudaError (*EventQuery) (GstPinnedCudaEvent event);
+  GstPinnedCudaError (*EventSynchronize) (GstPinnedCudaEvent event);
+  GstPinnedCudaError (*MallocPitch) (void **dev_ptr, size_t * pitch, size_t width,
       size_t height);
-  PfCudaError (*Free) (void *dev_ptr);
-  PfCudaError (*Memcpy2D) (void *dst, size_t dpitch, const void *src,
-      size_t spitch, size_t width, size_t height, PfCudaMemcpyKind kind);
-  PfCudaError (*Memcpy2DAsync) (void *dst, size_t dpitch, const void *src,
-      size_t spitch, size_t width, size_t height, PfCudaMemcpyKind kind,
-      PfCudaStream stream);
-  PfCudaError (*HostRegister) (void *ptr, size_t size, unsigned int flags);
-  PfCudaError (*HostUnregister) (void *ptr);
-} PfCudaRuntime;
+  GstPinnedCudaError (*Free) (void *dev_ptr);
+  GstPinnedCudaError (*Memcpy2D) (void *dst, size_t dpitch, const void *src,
+      size_t spitch, size_t width, size_t height, GstPinnedCudaMemcpyKind kind);
+  GstPinnedCudaError (*Memcpy2DAsync) (void *dst, size_t dpitch, const void *src,
+      size_t spitch, size_t width, size_t height, GstPinnedCudaMemcpyKind kind,
+      GstPinnedCudaStream stream);
+  GstPinnedCudaError (*HostRegister) (void *ptr, size_t size, unsigned int flags);
+  GstPinnedCudaError (*HostUnregister) (void *ptr);
+} GstPinnedCudaRuntime;
 
-#define PF_CUDA_RUNTIME_ERROR (pf_cuda_runtime_error_quark ())
-GQuark pf_cuda_runtime_error_quark (void);
+#define GST_PINNED_CUDA_RUNTIME_ERROR (gst_pinned_cuda_runtime_error_quark ())
+GQuark gst_pinned_cuda_runtime_error_quark (void);
 
 typedef enum
 {
-  PF_CUDA_RUNTIME_ERROR_NOT_FOUND,      /* no library could be opened */
-  PF_CUDA_RUNTIME_ERROR_SYMBOL,         /* a function is missing */
-  PF_CUDA_RUNTIME_ERROR_NO_DEVICE,      /* cudaGetDeviceCount failed or 0 */
-  PF_CUDA_RUNTIME_ERROR_CALL,           /* a CUDA call failed */
-} PfCudaRuntimeError;
+  GST_PINNED_CUDA_RUNTIME_ERROR_NOT_FOUND,      /* no library could be opened */
+  GST_PINNED_CUDA_RUNTIME_ERROR_SYMBOL,         /* a function is missing */
+  GST_PINNED_CUDA_RUNTIME_ERROR_NO_DEVICE,      /* cudaGetDeviceCount failed or 0 */
+  GST_PINNED_CUDA_RUNTIME_ERROR_CALL,           /* a CUDA call failed */
+} GstPinnedCudaRuntimeError;
 
 /* The runtime for the current value of GST_PINNEDFLOW_CUDART (or the
  * default names). Thread-safe; a library that failed is tried again on the
  * next call. The error message names every library tried. */
-const PfCudaRuntime *pf_cuda_runtime_get (GError ** error);
+const GstPinnedCudaRuntime *gst_pinned_cuda_runtime_get (GError ** error);
 
 /* Loads the runtime, checks that @device_id exists and makes it current on
  * the calling thread. The error names the library and gives the error
  * string of cudaGetDeviceCount()/cudaSetDevice(). */
-const PfCudaRuntime *pf_cuda_runtime_open_device (int device_id,
+const GstPinnedCudaRuntime *gst_pinned_cuda_runtime_open_device (int device_id,
     GError ** error);
 
 /* "cudaErrorX (N): string" for @err, from the runtime's own strings. */
-gchar *pf_cuda_error_describe (const PfCudaRuntime * rt, PfCudaError err);
+gchar *gst_pinned_cuda_error_describe (const GstPinnedCudaRuntime * rt, GstPinnedCudaError err);
 
 /* Makes @device_id current on the calling thread (cudaSetDevice, only when
  * another device is current) before CUDA calls on a thread that may not
  * have set it: pool frees, segment destroy notifies, CPU maps, application
- * threads. Returns what pf_cuda_device_leave() needs to restore the
+ * threads. Returns what gst_pinned_cuda_device_leave() needs to restore the
  * caller's device (-1: nothing to restore). */
-int pf_cuda_device_enter (const PfCudaRuntime * rt, int device_id);
-void pf_cuda_device_leave (const PfCudaRuntime * rt, int device_id,
+int gst_pinned_cuda_device_enter (const GstPinnedCudaRuntime * rt, int device_id);
+void gst_pinned_cuda_device_leave (const GstPinnedCudaRuntime * rt, int device_id,
     int previous);
 
 G_END_DECLS

@@ -12,13 +12,13 @@ GST_DEBUG_CATEGORY_STATIC (gst_pinned_cuda_memory_debug);
 #define GST_CAT_DEFAULT gst_pinned_cuda_memory_debug
 
 void
-gst_pinned_cuda_set_error (GError ** error, const PfCudaRuntime * rt,
-    const gchar * call, PfCudaError err)
+gst_pinned_cuda_set_error (GError ** error, const GstPinnedCudaRuntime * rt,
+    const gchar * call, GstPinnedCudaError err)
 {
-  gchar *desc = pf_cuda_error_describe (rt, err);
+  gchar *desc = gst_pinned_cuda_error_describe (rt, err);
 
-  g_set_error (error, PF_CUDA_RUNTIME_ERROR, PF_CUDA_RUNTIME_ERROR_CALL,
-      "%s failed: %s", call, desc);
+  g_set_error (error, GST_PINNED_CUDA_RUNTIME_ERROR,
+      GST_PINNED_CUDA_RUNTIME_ERROR_CALL, "%s failed: %s", call, desc);
   g_free (desc);
 }
 
@@ -70,18 +70,18 @@ static void
 allocator_free (GstAllocator * allocator, GstMemory * memory)
 {
   GstPinnedCudaMemory *mem = (GstPinnedCudaMemory *) memory;
-  const PfCudaRuntime *rt = mem->rt;
-  PfCudaError err;
+  const GstPinnedCudaRuntime *rt = mem->rt;
+  GstPinnedCudaError err;
   int prev;
 
   /* The last unref can come from any thread. */
-  prev = pf_cuda_device_enter (rt, mem->device_id);
+  prev = gst_pinned_cuda_device_enter (rt, mem->device_id);
   /* cudaFree waits for the device: no copy into it is left running. */
-  if ((err = rt->Free (mem->dev_ptr)) != PF_CUDA_SUCCESS)
+  if ((err = rt->Free (mem->dev_ptr)) != GST_PINNED_CUDA_SUCCESS)
     GST_ERROR ("cudaFree: %s", rt->GetErrorString (err));
-  if ((err = rt->EventDestroy (mem->event)) != PF_CUDA_SUCCESS)
+  if ((err = rt->EventDestroy (mem->event)) != GST_PINNED_CUDA_SUCCESS)
     GST_ERROR ("cudaEventDestroy: %s", rt->GetErrorString (err));
-  pf_cuda_device_leave (rt, mem->device_id, prev);
+  gst_pinned_cuda_device_leave (rt, mem->device_id, prev);
   g_free (mem->shadow);
   g_mutex_clear (&mem->lock);
   g_free (mem);
@@ -93,24 +93,25 @@ static gpointer
 mem_map (GstMemory * memory, GstMapInfo * info, gsize maxsize)
 {
   GstPinnedCudaMemory *mem = (GstPinnedCudaMemory *) memory;
-  const PfCudaRuntime *rt = mem->rt;
+  const GstPinnedCudaRuntime *rt = mem->rt;
   gsize size = mem->pitch * mem->layout.total_rows;
-  PfCudaError err;
+  GstPinnedCudaError err;
   gpointer res = NULL;
   int prev;
 
   g_mutex_lock (&mem->lock);
   if (mem->map_count == 0) {
     /* The caller's thread keeps its current device. */
-    prev = pf_cuda_device_enter (rt, mem->device_id);
+    prev = gst_pinned_cuda_device_enter (rt, mem->device_id);
     if (mem->shadow == NULL)
       mem->shadow = g_malloc (size);
     err = rt->EventSynchronize (mem->event);
-    if (err == PF_CUDA_SUCCESS)
+    if (err == GST_PINNED_CUDA_SUCCESS)
       err = rt->Memcpy2D (mem->shadow, mem->pitch, mem->dev_ptr, mem->pitch,
-          mem->pitch, mem->layout.total_rows, PF_CUDA_MEMCPY_DEVICE_TO_HOST);
-    pf_cuda_device_leave (rt, mem->device_id, prev);
-    if (err != PF_CUDA_SUCCESS) {
+          mem->pitch, mem->layout.total_rows,
+          GST_PINNED_CUDA_MEMCPY_DEVICE_TO_HOST);
+    gst_pinned_cuda_device_leave (rt, mem->device_id, prev);
+    if (err != GST_PINNED_CUDA_SUCCESS) {
       GST_ERROR ("download for map failed: %s", rt->GetErrorString (err));
       goto out;
     }
@@ -128,17 +129,18 @@ static void
 mem_unmap (GstMemory * memory, GstMapInfo * info)
 {
   GstPinnedCudaMemory *mem = (GstPinnedCudaMemory *) memory;
-  const PfCudaRuntime *rt = mem->rt;
-  PfCudaError err;
+  const GstPinnedCudaRuntime *rt = mem->rt;
+  GstPinnedCudaError err;
   int prev;
 
   g_mutex_lock (&mem->lock);
   if (--mem->map_count == 0 && (mem->map_flags & GST_MAP_WRITE)) {
-    prev = pf_cuda_device_enter (rt, mem->device_id);
+    prev = gst_pinned_cuda_device_enter (rt, mem->device_id);
     err = rt->Memcpy2D (mem->dev_ptr, mem->pitch, mem->shadow, mem->pitch,
-        mem->pitch, mem->layout.total_rows, PF_CUDA_MEMCPY_HOST_TO_DEVICE);
-    pf_cuda_device_leave (rt, mem->device_id, prev);
-    if (err != PF_CUDA_SUCCESS)
+        mem->pitch, mem->layout.total_rows,
+        GST_PINNED_CUDA_MEMCPY_HOST_TO_DEVICE);
+    gst_pinned_cuda_device_leave (rt, mem->device_id, prev);
+    if (err != GST_PINNED_CUDA_SUCCESS)
       GST_ERROR ("upload after write map failed: %s", rt->GetErrorString (err));
   }
   g_mutex_unlock (&mem->lock);
@@ -188,14 +190,14 @@ gst_pinned_cuda_allocator_get (void)
 }
 
 gboolean
-gst_pinned_cuda_probe_pitch (const PfCudaRuntime * rt,
+gst_pinned_cuda_probe_pitch (const GstPinnedCudaRuntime * rt,
     const GstPinnedCudaLayout * layout, gsize * pitch, GError ** error)
 {
   void *ptr = NULL;
-  PfCudaError err;
+  GstPinnedCudaError err;
 
   err = rt->MallocPitch (&ptr, pitch, layout->max_width_bytes, 1);
-  if (err != PF_CUDA_SUCCESS) {
+  if (err != GST_PINNED_CUDA_SUCCESS) {
     gst_pinned_cuda_set_error (error, rt, "cudaMallocPitch", err);
     return FALSE;
   }
@@ -204,24 +206,24 @@ gst_pinned_cuda_probe_pitch (const PfCudaRuntime * rt,
 }
 
 GstMemory *
-gst_pinned_cuda_memory_alloc (const PfCudaRuntime * rt, gint device_id,
+gst_pinned_cuda_memory_alloc (const GstPinnedCudaRuntime * rt, gint device_id,
     const GstPinnedCudaLayout * layout, GError ** error)
 {
   GstPinnedCudaMemory *mem;
   GstAllocator *allocator;
   void *ptr = NULL;
   gsize pitch = 0;
-  PfCudaEvent event = NULL;
-  PfCudaError err;
+  GstPinnedCudaEvent event = NULL;
+  GstPinnedCudaError err;
 
   err = rt->MallocPitch (&ptr, &pitch, layout->max_width_bytes,
       layout->total_rows);
-  if (err != PF_CUDA_SUCCESS) {
+  if (err != GST_PINNED_CUDA_SUCCESS) {
     gst_pinned_cuda_set_error (error, rt, "cudaMallocPitch", err);
     return NULL;
   }
-  err = rt->EventCreateWithFlags (&event, PF_CUDA_EVENT_DISABLE_TIMING);
-  if (err != PF_CUDA_SUCCESS) {
+  err = rt->EventCreateWithFlags (&event, GST_PINNED_CUDA_EVENT_DISABLE_TIMING);
+  if (err != GST_PINNED_CUDA_SUCCESS) {
     gst_pinned_cuda_set_error (error, rt, "cudaEventCreateWithFlags", err);
     rt->Free (ptr);
     return NULL;
@@ -296,20 +298,20 @@ gboolean
 gst_pinned_cuda_memory_wait (GstMemory * memory, GError ** error)
 {
   GstPinnedCudaMemory *mem = (GstPinnedCudaMemory *) memory;
-  PfCudaError err;
+  GstPinnedCudaError err;
   int prev;
 
   if (!gst_is_pinned_cuda_memory (memory)) {
-    g_set_error (error, PF_CUDA_RUNTIME_ERROR, PF_CUDA_RUNTIME_ERROR_CALL,
-        "not pinnedflow CUDA memory");
+    g_set_error (error, GST_PINNED_CUDA_RUNTIME_ERROR,
+        GST_PINNED_CUDA_RUNTIME_ERROR_CALL, "not pinnedflow CUDA memory");
     return FALSE;
   }
   /* Called from application threads: no context of another device is
    * initialised on their behalf. */
-  prev = pf_cuda_device_enter (mem->rt, mem->device_id);
+  prev = gst_pinned_cuda_device_enter (mem->rt, mem->device_id);
   err = mem->rt->EventSynchronize (mem->event);
-  pf_cuda_device_leave (mem->rt, mem->device_id, prev);
-  if (err != PF_CUDA_SUCCESS) {
+  gst_pinned_cuda_device_leave (mem->rt, mem->device_id, prev);
+  if (err != GST_PINNED_CUDA_SUCCESS) {
     gst_pinned_cuda_set_error (error, mem->rt, "cudaEventSynchronize", err);
     return FALSE;
   }
@@ -320,14 +322,14 @@ gboolean
 gst_pinned_cuda_memory_is_ready (GstMemory * memory)
 {
   GstPinnedCudaMemory *mem = (GstPinnedCudaMemory *) memory;
-  PfCudaError err;
+  GstPinnedCudaError err;
   int prev;
 
   g_return_val_if_fail (gst_is_pinned_cuda_memory (memory), FALSE);
-  prev = pf_cuda_device_enter (mem->rt, mem->device_id);
+  prev = gst_pinned_cuda_device_enter (mem->rt, mem->device_id);
   err = mem->rt->EventQuery (mem->event);
-  pf_cuda_device_leave (mem->rt, mem->device_id, prev);
-  return err == PF_CUDA_SUCCESS;
+  gst_pinned_cuda_device_leave (mem->rt, mem->device_id, prev);
+  return err == GST_PINNED_CUDA_SUCCESS;
 }
 
 gboolean
@@ -344,8 +346,8 @@ gboolean
 gst_pinned_cuda_buffer_wait (GstBuffer * buffer, GError ** error)
 {
   if (gst_buffer_n_memory (buffer) < 1) {
-    g_set_error (error, PF_CUDA_RUNTIME_ERROR, PF_CUDA_RUNTIME_ERROR_CALL,
-        "empty buffer");
+    g_set_error (error, GST_PINNED_CUDA_RUNTIME_ERROR,
+        GST_PINNED_CUDA_RUNTIME_ERROR_CALL, "empty buffer");
     return FALSE;
   }
   return gst_pinned_cuda_memory_wait (gst_buffer_peek_memory (buffer, 0),

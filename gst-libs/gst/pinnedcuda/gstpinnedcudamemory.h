@@ -29,12 +29,12 @@ typedef struct
 {
   GstMemory mem;
 
-  const PfCudaRuntime *rt;
+  const GstPinnedCudaRuntime *rt;
   gint device_id;
   GstPinnedCudaLayout layout;
   guint8 *dev_ptr;
   gsize pitch;
-  PfCudaEvent event;            /* recorded after the last copy into it */
+  GstPinnedCudaEvent event;            /* recorded after the last copy into it */
 
   GMutex lock;
   guint8 *shadow;               /* host copy while mapped */
@@ -51,15 +51,15 @@ GstAllocator *gst_pinned_cuda_allocator_get (void);
 
 /* A device allocation for a frame of @layout on @device_id (cudaMallocPitch
  * + an event). @rt's device must be current. */
-GstMemory *gst_pinned_cuda_memory_alloc (const PfCudaRuntime * rt,
+GstMemory *gst_pinned_cuda_memory_alloc (const GstPinnedCudaRuntime * rt,
     gint device_id, const GstPinnedCudaLayout * layout, GError ** error);
 
 /* Pitch cudaMallocPitch gives for @layout (one probe allocation, freed). */
-gboolean gst_pinned_cuda_probe_pitch (const PfCudaRuntime * rt,
+gboolean gst_pinned_cuda_probe_pitch (const GstPinnedCudaRuntime * rt,
     const GstPinnedCudaLayout * layout, gsize * pitch, GError ** error);
 
-void gst_pinned_cuda_set_error (GError ** error, const PfCudaRuntime * rt,
-    const gchar * call, PfCudaError err);
+void gst_pinned_cuda_set_error (GError ** error, const GstPinnedCudaRuntime * rt,
+    const gchar * call, GstPinnedCudaError err);
 
 /* Device buffer pool: bounded, recycled, every buffer one
  * GstPinnedCudaMemory with a GstVideoMeta giving offsets and pitch. */
@@ -67,7 +67,7 @@ void gst_pinned_cuda_set_error (GError ** error, const PfCudaRuntime * rt,
 G_DECLARE_FINAL_TYPE (GstPinnedCudaBufferPool, gst_pinned_cuda_buffer_pool,
     GST, PINNED_CUDA_BUFFER_POOL, GstBufferPool)
 
-GstBufferPool *gst_pinned_cuda_buffer_pool_new (const PfCudaRuntime * rt,
+GstBufferPool *gst_pinned_cuda_buffer_pool_new (const GstPinnedCudaRuntime * rt,
     gint device_id);
 
 /* The CUDA error of the pool's last failed allocation, or NULL (free). */

@@ -10,15 +10,15 @@
 
 #include <gst/gst.h>
 
-GST_DEBUG_CATEGORY_STATIC (pf_cuda_registration_debug);
-#define GST_CAT_DEFAULT pf_cuda_registration_debug
+GST_DEBUG_CATEGORY_STATIC (gst_pinned_cuda_registration_debug);
+#define GST_CAT_DEFAULT gst_pinned_cuda_registration_debug
 
 /* The attachment key: one registration per segment per process. */
 static const char registration_key = 0;
 
 typedef struct
 {
-  const PfCudaRuntime *rt;
+  const GstPinnedCudaRuntime *rt;
   gint device_id;
   gboolean created;
 } CreateArgs;
@@ -27,10 +27,10 @@ static void *
 registration_create (pf_segment * seg, void *user_data, int *err_out)
 {
   CreateArgs *args = user_data;
-  const PfCudaRuntime *rt = args->rt;
-  PfCudaRegistration *reg = g_new0 (PfCudaRegistration, 1);
-  unsigned int flags = PF_CUDA_HOST_REGISTER_PORTABLE;
-  PfCudaError err;
+  const GstPinnedCudaRuntime *rt = args->rt;
+  GstPinnedCudaRegistration *reg = g_new0 (GstPinnedCudaRegistration, 1);
+  unsigned int flags = GST_PINNED_CUDA_HOST_REGISTER_PORTABLE;
+  GstPinnedCudaError err;
   int supported = 0, prev;
 
   args->created = TRUE;
@@ -41,8 +41,9 @@ registration_create (pf_segment * seg, void *user_data, int *err_out)
 
   if (pf_segment_get_state (seg) & PF_SEGMENT_STATE_READONLY) {
     err = rt->DeviceGetAttribute (&supported,
-        PF_CUDA_DEV_ATTR_HOST_REGISTER_READ_ONLY_SUPPORTED, args->device_id);
-    if (err != PF_CUDA_SUCCESS || !supported) {
+        GST_PINNED_CUDA_DEV_ATTR_HOST_REGISTER_READ_ONLY_SUPPORTED,
+        args->device_id);
+    if (err != GST_PINNED_CUDA_SUCCESS || !supported) {
       reg->error = err;
       reg->reason = "read-only mapping and the device does not support "
           "cudaHostRegisterReadOnly (cudaDevAttrHostRegisterReadOnlySupported"
@@ -51,14 +52,14 @@ registration_create (pf_segment * seg, void *user_data, int *err_out)
           pf_segment_get_id (seg), reg->reason);
       return reg;
     }
-    flags |= PF_CUDA_HOST_REGISTER_READ_ONLY;
+    flags |= GST_PINNED_CUDA_HOST_REGISTER_READ_ONLY;
     reg->readonly = TRUE;
   }
 
-  prev = pf_cuda_device_enter (rt, args->device_id);
+  prev = gst_pinned_cuda_device_enter (rt, args->device_id);
   err = rt->HostRegister (reg->base, reg->size, flags);
-  pf_cuda_device_leave (rt, args->device_id, prev);
-  if (err != PF_CUDA_SUCCESS) {
+  gst_pinned_cuda_device_leave (rt, args->device_id, prev);
+  if (err != GST_PINNED_CUDA_SUCCESS) {
     reg->error = err;
     reg->readonly = FALSE;
     reg->reason = "cudaHostRegister failed: copies from it are staged";
@@ -79,37 +80,37 @@ registration_create (pf_segment * seg, void *user_data, int *err_out)
 static void
 registration_destroy (void *data)
 {
-  PfCudaRegistration *reg = data;
-  const PfCudaRuntime *rt = reg->rt;
-  PfCudaError err;
+  GstPinnedCudaRegistration *reg = data;
+  const GstPinnedCudaRuntime *rt = reg->rt;
+  GstPinnedCudaError err;
   int prev;
 
   if (reg->registered) {
     /* The last unref of a segment can come from any thread. */
-    prev = pf_cuda_device_enter (rt, reg->device_id);
+    prev = gst_pinned_cuda_device_enter (rt, reg->device_id);
     err = rt->HostUnregister (reg->base);
-    if (err != PF_CUDA_SUCCESS)
+    if (err != GST_PINNED_CUDA_SUCCESS)
       GST_ERROR ("cudaHostUnregister (%p) failed: %s", reg->base,
           rt->GetErrorString (err));
     else
       GST_INFO ("unregistered %p", reg->base);
-    pf_cuda_device_leave (rt, reg->device_id, prev);
+    gst_pinned_cuda_device_leave (rt, reg->device_id, prev);
   }
   g_free (reg);
 }
 
-const PfCudaRegistration *
-pf_cuda_segment_register (const PfCudaRuntime * rt, gint device_id,
-    pf_segment * seg, gboolean * created)
+const GstPinnedCudaRegistration *
+gst_pinned_cuda_segment_register (const GstPinnedCudaRuntime * rt,
+    gint device_id, pf_segment * seg, gboolean * created)
 {
   static gsize init = 0;
   CreateArgs args = { rt, device_id, FALSE };
-  PfCudaRegistration *reg;
+  GstPinnedCudaRegistration *reg;
   int err = 0;
 
   if (g_once_init_enter (&init)) {
-    GST_DEBUG_CATEGORY_INIT (pf_cuda_registration_debug, "pinnedcudaregister",
-        0, "pinnedflow CUDA host registration");
+    GST_DEBUG_CATEGORY_INIT (gst_pinned_cuda_registration_debug,
+        "pinnedcudaregister", 0, "pinnedflow CUDA host registration");
     g_once_init_leave (&init, 1);
   }
   reg = pf_segment_attach_once (seg, &registration_key, registration_create,
@@ -122,8 +123,8 @@ pf_cuda_segment_register (const PfCudaRuntime * rt, gint device_id,
 }
 
 gboolean
-pf_cuda_registration_covers (const PfCudaRegistration * reg,
-    const PfCudaRuntime * rt, const void *ptr, gsize len)
+gst_pinned_cuda_registration_covers (const GstPinnedCudaRegistration * reg,
+    const GstPinnedCudaRuntime * rt, const void *ptr, gsize len)
 {
   const guint8 *p = ptr, *base = reg->base;
 

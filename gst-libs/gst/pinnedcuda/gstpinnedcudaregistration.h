@@ -12,7 +12,7 @@
 G_BEGIN_DECLS
 
 /**
- * PfCudaRegistration:
+ * GstPinnedCudaRegistration:
  *
  * The outcome of registering one segment's mapping in this process, cached
  * on the segment (pf_segment_attach_once()): attempted once whatever the
@@ -22,18 +22,18 @@ G_BEGIN_DECLS
  */
 typedef struct
 {
-  const PfCudaRuntime *rt;
+  const GstPinnedCudaRuntime *rt;
   gint device_id;
   void *base;
   gsize size;
   gboolean registered;          /* usable for DMA */
   gboolean readonly;            /* registered with cudaHostRegisterReadOnly */
-  PfCudaError error;            /* cudaHostRegister's error when not */
+  GstPinnedCudaError error;            /* cudaHostRegister's error when not */
   const gchar *reason;          /* why not registered, or NULL */
-} PfCudaRegistration;
+} GstPinnedCudaRegistration;
 
 /**
- * pf_cuda_segment_register:
+ * gst_pinned_cuda_segment_register:
  * @created: (out) (optional): TRUE when this call did the registration
  *
  * Returns the registration of @seg (never NULL). Read-only mappings
@@ -41,12 +41,12 @@ typedef struct
  * where cudaDevAttrHostRegisterReadOnlySupported is set on @device_id, and
  * not at all where it is not (the caller stages those copies).
  */
-const PfCudaRegistration *pf_cuda_segment_register (const PfCudaRuntime * rt,
+const GstPinnedCudaRegistration *gst_pinned_cuda_segment_register (const GstPinnedCudaRuntime * rt,
     gint device_id, pf_segment * seg, gboolean * created);
 
 /* TRUE when [ptr, ptr + len) lies inside a usable registration of @seg. */
-gboolean pf_cuda_registration_covers (const PfCudaRegistration * reg,
-    const PfCudaRuntime * rt, const void *ptr, gsize len);
+gboolean gst_pinned_cuda_registration_covers (const GstPinnedCudaRegistration * reg,
+    const GstPinnedCudaRuntime * rt, const void *ptr, gsize len);
 
 G_END_DECLS
 #endif /* __GST_PINNED_CUDA_REGISTRATION_H__ */

@@ -28,8 +28,10 @@ ensure_debug_category (void)
 G_DEFINE_BOXED_TYPE (GstPinnedSegment, gst_pinned_segment,
     (GBoxedCopyFunc) pf_segment_ref, (GBoxedFreeFunc) pf_segment_unref);
 
-G_DEFINE_QUARK (gst - pinned - segment - error - quark,
-    gst_pinned_segment_error);
+/* GNU indent spaces the dashes out of the quark name: keep it away. */
+/* *INDENT-OFF* */
+G_DEFINE_QUARK (gst-pinned-segment-error-quark, gst_pinned_segment_error);
+/* *INDENT-ON* */
 
 GType
 gst_pinned_segment_flags_get_type (void)
