@@ -24,6 +24,15 @@
  * functions say what happened. Nothing here re-implements the transport:
  * limits per client, dead-client reclaim and validation of every message and
  * fd come from pf_producer and pf_consumer.
+ *
+ * Lifecycle: pf_node_producer and pf_node_consumer are plain owned objects
+ * (_new/_free); a pf_node_frame is given back with pf_node_frame_release().
+ *
+ * This header is the one to include for the whole node API; it pulls in
+ * <pinnedflow/pf-video-layout.h> (plane layout, pf-video-layout.c) and
+ * <pinnedflow/pf-caps.h> (caps text, pf-caps.c). The producer lives in
+ * pf-node-producer.c, the consumer in pf-node-consumer.c, the error texts
+ * in pf-node.c.
  */
 #ifndef __PF_NODE_H__
 #define __PF_NODE_H__
@@ -31,8 +40,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <pinnedflow/pf-producer.h>
+#include <pinnedflow/pf-api.h>
+#include <pinnedflow/pf-caps.h>
 #include <pinnedflow/pf-consumer.h>
+#include <pinnedflow/pf-producer.h>
+#include <pinnedflow/pf-video-layout.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,70 +56,16 @@ extern "C" {
 /* pf_node_consumer_next() result besides 1 (frame), 0 (timeout), -errno. */
 #define PF_NODE_EOS 2
 
-#define PF_NODE_FORMAT_LEN 16
-
 /* ------------------------------------------------------------------------ */
-/* Video layout and caps helpers                                             */
+/* Errors                                                                    */
 /* ------------------------------------------------------------------------ */
-
-/* What a raw-video caps string says (pf_node_caps_parse()). */
-typedef struct {
-  char media_type[32];          /* "video/x-raw", or whatever the caps say */
-  char format[PF_NODE_FORMAT_LEN];      /* "RGBA", "I420", ... or "" */
-  uint32_t width, height;       /* 0 when absent */
-  int32_t fps_n, fps_d;         /* 0/1 when absent */
-} pf_node_caps_info;
-
-/* The memory layout of one video frame. */
-typedef struct {
-  uint32_t width, height, n_planes;
-  uint64_t size;                /* bytes, all planes */
-  uint64_t plane_offset[PF_MAX_PLANES];
-  int32_t plane_stride[PF_MAX_PLANES];
-  uint32_t plane_height[PF_MAX_PLANES]; /* rows of each plane */
-  uint32_t plane_row_bytes[PF_MAX_PLANES];      /* used bytes of a row */
-  uint32_t pixel_stride;        /* bytes per pixel of plane 0 (packed), or 0 */
-  uint32_t reserved;
-} pf_node_video_layout;
-
-/**
- * pf_node_video_layout_compute:
- * @format: GStreamer format name: RGBA BGRA ARGB ABGR RGBx BGRx xRGB xBGR
- *   RGB BGR GRAY8 GRAY16_LE GRAY16_BE YUY2 UYVY I420 YV12 NV12 NV21 Y444
- * @stride_align: 0 for GStreamer's default layout (rows padded to 4 bytes,
- *   what gst_video_info_set_format() computes), else a power of two every
- *   stride and plane offset is rounded up to (e.g. 256 for GPU pitch)
- *
- * Returns: 0, -EINVAL (bad size or alignment), -ENOTSUP (unknown format),
- * -EOVERFLOW.
- */
-int pf_node_video_layout_compute (const char *format, uint32_t width,
-    uint32_t height, uint32_t stride_align, pf_node_video_layout * layout);
-
-/**
- * pf_node_caps_parse:
- *
- * Parses "video/x-raw, format=(string)RGBA, width=(int)64, ..." (the text
- * gst_caps_to_string() writes; typed or untyped fields). Returns 0 or
- * -EINVAL (empty or unparsable media type). Missing fields stay 0.
- */
-int pf_node_caps_parse (const char *caps, pf_node_caps_info * info);
-
-/**
- * pf_node_video_caps:
- *
- * Writes "video/x-raw, format=(string)F, width=(int)W, height=(int)H,
- * framerate=(fraction)N/D" into @buf. Returns the length, or -ENOSPC.
- */
-int pf_node_video_caps (char *buf, size_t len, const char *format,
-    uint32_t width, uint32_t height, int32_t fps_n, int32_t fps_d);
 
 /**
  * pf_node_strerror:
  *
  * A description of a negative errno returned by this library.
  */
-const char *pf_node_strerror (int err);
+PF_API const char *pf_node_strerror (int err);
 
 /* ------------------------------------------------------------------------ */
 /* Producer                                                                  */
@@ -167,7 +125,7 @@ typedef struct {
  * listening pf_producer. Returns 0 or -errno; -EADDRINUSE when another
  * producer is live on the path.
  */
-int pf_node_producer_new (const pf_node_producer_config * config,
+PF_API int pf_node_producer_new (const pf_node_producer_config * config,
     pf_node_producer ** out);
 
 /**
@@ -176,14 +134,14 @@ int pf_node_producer_new (const pf_node_producer_config * config,
  * Closes the producer (consumers see a hang-up; call send_eos() first for a
  * clean end), then frees it. Loans not published are lost with it.
  */
-void pf_node_producer_free (pf_node_producer * p);
+PF_API void pf_node_producer_free (pf_node_producer * p);
 
 /**
  * pf_node_producer_set_caps:
  *
  * Caps of later frames; sent to consumers now and on connect.
  */
-int pf_node_producer_set_caps (pf_node_producer * p, const char *caps);
+PF_API int pf_node_producer_set_caps (pf_node_producer * p, const char *caps);
 
 /**
  * pf_node_producer_set_video:
@@ -192,7 +150,7 @@ int pf_node_producer_set_caps (pf_node_producer * p, const char *caps);
  * pf_node_producer_loan_video() needs no arguments. -EMSGSIZE when one
  * frame does not fit in a slot.
  */
-int pf_node_producer_set_video (pf_node_producer * p, const char *format,
+PF_API int pf_node_producer_set_video (pf_node_producer * p, const char *format,
     uint32_t width, uint32_t height, int32_t fps_n, int32_t fps_d);
 
 /**
@@ -202,7 +160,7 @@ int pf_node_producer_set_video (pf_node_producer * p, const char *format,
  *
  * Loans a whole slot (size = capacity, no video meta).
  */
-int pf_node_producer_loan (pf_node_producer * p, int timeout_ms,
+PF_API int pf_node_producer_loan (pf_node_producer * p, int timeout_ms,
     pf_node_loan * loan);
 
 /**
@@ -212,7 +170,7 @@ int pf_node_producer_loan (pf_node_producer * p, int timeout_ms,
  * plane offsets in loan->layout, size = layout size). -EINVAL if no video
  * was set.
  */
-int pf_node_producer_loan_video (pf_node_producer * p, int timeout_ms,
+PF_API int pf_node_producer_loan_video (pf_node_producer * p, int timeout_ms,
     pf_node_loan * loan);
 
 /**
@@ -225,21 +183,21 @@ int pf_node_producer_loan_video (pf_node_producer * p, int timeout_ms,
  * Returns: the number of consumers that got the frame (0 included), or
  * -EINVAL (not a current loan, size > capacity), or the transport's error.
  */
-int pf_node_producer_publish (pf_node_producer * p, pf_node_loan * loan);
+PF_API int pf_node_producer_publish (pf_node_producer * p, pf_node_loan * loan);
 
 /**
  * pf_node_producer_discard:
  *
  * Returns a loan to the pool without publishing it.
  */
-int pf_node_producer_discard (pf_node_producer * p, pf_node_loan * loan);
+PF_API int pf_node_producer_discard (pf_node_producer * p, pf_node_loan * loan);
 
 /**
  * pf_node_producer_send_eos:
  *
  * Sends EOS to every consumer.
  */
-int pf_node_producer_send_eos (pf_node_producer * p);
+PF_API int pf_node_producer_send_eos (pf_node_producer * p);
 
 /**
  * pf_node_producer_wait_idle:
@@ -247,7 +205,7 @@ int pf_node_producer_send_eos (pf_node_producer * p);
  * Waits until every published slot came back (all consumers released or
  * left). 0, or -ETIMEDOUT.
  */
-int pf_node_producer_wait_idle (pf_node_producer * p, int timeout_ms);
+PF_API int pf_node_producer_wait_idle (pf_node_producer * p, int timeout_ms);
 
 /**
  * pf_node_producer_wait_clients:
@@ -255,7 +213,7 @@ int pf_node_producer_wait_idle (pf_node_producer * p, int timeout_ms);
  * Waits until at least @n_clients consumers are connected (a camera that
  * must not lose its first frames). 0, or -ETIMEDOUT.
  */
-int pf_node_producer_wait_clients (pf_node_producer * p,
+PF_API int pf_node_producer_wait_clients (pf_node_producer * p,
     unsigned int n_clients, int timeout_ms);
 
 /**
@@ -263,31 +221,31 @@ int pf_node_producer_wait_clients (pf_node_producer * p,
  *
  * Returns: the number of slots in the pool.
  */
-unsigned int pf_node_producer_get_n_slots (pf_node_producer * p);
+PF_API unsigned int pf_node_producer_get_n_slots (pf_node_producer * p);
 /**
  * pf_node_producer_get_free_slots:
  *
  * Slots neither loaned nor held by a consumer.
  */
-unsigned int pf_node_producer_get_free_slots (pf_node_producer * p);
+PF_API unsigned int pf_node_producer_get_free_slots (pf_node_producer * p);
 /**
  * pf_node_producer_get_n_clients:
  *
  * Returns: the number of connected consumers.
  */
-unsigned int pf_node_producer_get_n_clients (pf_node_producer * p);
+PF_API unsigned int pf_node_producer_get_n_clients (pf_node_producer * p);
 /**
  * pf_node_producer_get_segment:
  *
  * The pool segment (no reference added).
  */
-pf_segment *pf_node_producer_get_segment (pf_node_producer * p);
+PF_API pf_segment *pf_node_producer_get_segment (pf_node_producer * p);
 /**
  * pf_node_producer_get_transport:
  *
  * The transport object, for stats (no reference added).
  */
-pf_producer *pf_node_producer_get_transport (pf_node_producer * p);
+PF_API pf_producer *pf_node_producer_get_transport (pf_node_producer * p);
 
 /* ------------------------------------------------------------------------ */
 /* Consumer                                                                  */
@@ -343,7 +301,7 @@ typedef struct {
  *
  * Returns: 0, -ETIMEDOUT, or the transport's error.
  */
-int pf_node_consumer_new (const char *socket_path, int timeout_ms,
+PF_API int pf_node_consumer_new (const char *socket_path, int timeout_ms,
     pf_node_consumer ** out);
 
 /**
@@ -352,7 +310,7 @@ int pf_node_consumer_new (const char *socket_path, int timeout_ms,
  * Drops the application's handle. Frames not yet released stay valid; the
  * connection closes when the last of them is released.
  */
-void pf_node_consumer_free (pf_node_consumer * c);
+PF_API void pf_node_consumer_free (pf_node_consumer * c);
 
 /**
  * pf_node_consumer_get_fd:
@@ -360,7 +318,7 @@ void pf_node_consumer_free (pf_node_consumer * c);
  * Poll it for POLLIN, then call pf_node_consumer_next() with timeout 0
  * until it returns 0.
  */
-int pf_node_consumer_get_fd (pf_node_consumer * c);
+PF_API int pf_node_consumer_get_fd (pf_node_consumer * c);
 
 /**
  * pf_node_consumer_next:
@@ -374,7 +332,7 @@ int pf_node_consumer_get_fd (pf_node_consumer * c);
  * Returns: 1 (frame), PF_NODE_EOS, 0 (timeout), -EPIPE (producer gone),
  * -EPROTO (the producer broke the protocol; pf_node_consumer_get_error()).
  */
-int pf_node_consumer_next (pf_node_consumer * c, int timeout_ms,
+PF_API int pf_node_consumer_next (pf_node_consumer * c, int timeout_ms,
     pf_node_frame ** frame);
 
 /**
@@ -384,45 +342,45 @@ int pf_node_consumer_next (pf_node_consumer * c, int timeout_ms,
  * released it) and frees it. NULL is ignored. Returns 0 or -errno (-EPIPE:
  * the producer is gone; the frame is freed anyway).
  */
-int pf_node_frame_release (pf_node_frame * frame);
+PF_API int pf_node_frame_release (pf_node_frame * frame);
 
 /**
  * pf_node_consumer_get_caps:
  *
  * The latest caps received, or NULL (valid until the next call of next()).
  */
-const char *pf_node_consumer_get_caps (pf_node_consumer * c);
+PF_API const char *pf_node_consumer_get_caps (pf_node_consumer * c);
 /**
  * pf_node_consumer_get_held:
  *
  * Returns: how many frames this consumer holds (received, not released).
  */
-unsigned int pf_node_consumer_get_held (pf_node_consumer * c);
+PF_API unsigned int pf_node_consumer_get_held (pf_node_consumer * c);
 /**
  * pf_node_consumer_get_max_held:
  *
  * Returns: the limit the producer announced (frames one consumer may hold).
  */
-uint32_t pf_node_consumer_get_max_held (pf_node_consumer * c);
+PF_API uint32_t pf_node_consumer_get_max_held (pf_node_consumer * c);
 /**
  * pf_node_consumer_get_error:
  *
  * Returns: a readable reason for the last failure ("" if none).
  */
-const char *pf_node_consumer_get_error (pf_node_consumer * c);
+PF_API const char *pf_node_consumer_get_error (pf_node_consumer * c);
 /**
  * pf_node_consumer_get_transport:
  *
  * The transport object (no reference added).
  */
-pf_consumer *pf_node_consumer_get_transport (pf_node_consumer * c);
+PF_API pf_consumer *pf_node_consumer_get_transport (pf_node_consumer * c);
 
 /**
  * pf_node_abi_sizeof:
  *
  * sizeof the public structs, for bindings that mirror them.
  */
-size_t pf_node_abi_sizeof (const char *type_name);
+PF_API size_t pf_node_abi_sizeof (const char *type_name);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,45 @@
+/* pinnedflow: deadlines for timed waits (private, not installed)
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Condition variables in libpinnedflow wait on CLOCK_MONOTONIC
+ * (pthread_condattr_setclock); these helpers build and read the deadlines.
+ * Timeout convention of every waiting call: 0 polls, < 0 waits forever,
+ * > 0 is milliseconds.
+ */
+#ifndef __PF_TIME_PRIVATE_H__
+#define __PF_TIME_PRIVATE_H__
+
+#include <limits.h>
+#include <stdint.h>
+#include <time.h>
+
+/* @ts = now (CLOCK_MONOTONIC) + @timeout_ms. */
+static inline void
+pf_deadline_after (struct timespec *ts, int timeout_ms)
+{
+  clock_gettime (CLOCK_MONOTONIC, ts);
+  ts->tv_sec += timeout_ms / 1000;
+  ts->tv_nsec += (long) (timeout_ms % 1000) * 1000000L;
+  if (ts->tv_nsec >= 1000000000L) {
+    ts->tv_sec++;
+    ts->tv_nsec -= 1000000000L;
+  }
+}
+
+/* Milliseconds left until @deadline, 0 when past. */
+static inline int
+pf_deadline_remaining_ms (const struct timespec *deadline)
+{
+  struct timespec now;
+  int64_t ms;
+
+  clock_gettime (CLOCK_MONOTONIC, &now);
+  ms = (int64_t) (deadline->tv_sec - now.tv_sec) * 1000 +
+      (deadline->tv_nsec - now.tv_nsec) / 1000000;
+  if (ms < 0)
+    return 0;
+  return ms > INT_MAX ? INT_MAX : (int) ms;
+}
+
+#endif /* __PF_TIME_PRIVATE_H__ */
