@@ -94,10 +94,17 @@ PRODUCER_HUGEPAGES = 1 << 1
 
 
 def _load():
+    # PINNEDFLOW_LIBRARY; a copy next to this file (a wheel built with
+    # PINNEDFLOW_BUNDLE_LIBRARY, see bridge/python/setup.py); the system's
+    # (the libpinnedflow0 package, LD_LIBRARY_PATH, ld.so.cache).
     names = []
     env = os.environ.get("PINNEDFLOW_LIBRARY")
     if env:
         names.append(env)
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "libpinnedflow.so.0")
+    if os.path.exists(here):
+        names.append(here)
     names += ["libpinnedflow.so.0", "libpinnedflow.so"]
     found = ctypes.util.find_library("pinnedflow")
     if found:
