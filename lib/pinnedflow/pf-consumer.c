@@ -13,6 +13,7 @@
  */
 #include <pinnedflow/pf-consumer.h>
 
+#include "pf-protocol-private.h"
 #include "pf-socket.h"
 
 #include <errno.h>

@@ -12,6 +12,8 @@
 
 #include <stdint.h>
 
+#include <pinnedflow/pf-api.h>
+
 #include <pinnedflow/pf-protocol.h>
 #include <pinnedflow/pf-segment.h>
 
@@ -52,7 +54,7 @@ typedef struct {
  * pf_consumer_connect_cancellable() with no cancel fd.
  * Returns: 0, -ETIMEDOUT, -EPROTONOSUPPORT (version), or -errno.
  */
-int pf_consumer_connect (const char *socket_path, int timeout_ms,
+PF_API int pf_consumer_connect (const char *socket_path, int timeout_ms,
     pf_consumer ** out);
 
 /**
@@ -68,24 +70,24 @@ int pf_consumer_connect (const char *socket_path, int timeout_ms,
  *
  * Returns: as pf_consumer_connect(), or -ECANCELED (nothing left open).
  */
-int pf_consumer_connect_cancellable (const char *socket_path, int timeout_ms,
+PF_API int pf_consumer_connect_cancellable (const char *socket_path, int timeout_ms,
     int cancel_fd, pf_consumer ** out);
 
 /* Like pf_consumer_connect() on an already connected SOCK_SEQPACKET socket
  * (e.g. one end of a socketpair()): does the HELLO exchange, waiting up to
  * @timeout_ms for the producer's HELLO. Takes @fd (closed on failure). */
-int pf_consumer_new_from_fd (int fd, int timeout_ms, pf_consumer ** out);
+PF_API int pf_consumer_new_from_fd (int fd, int timeout_ms, pf_consumer ** out);
 
 /* Why the last pf_consumer_connect()/pf_consumer_new_from_fd() of this
  * thread failed (there is no consumer to ask then). */
-const char *pf_consumer_connect_error (void);
-pf_consumer *pf_consumer_ref (pf_consumer * c);
+PF_API const char *pf_consumer_connect_error (void);
+PF_API pf_consumer *pf_consumer_ref (pf_consumer * c);
 /* Dropping the last reference closes the connection; releases of frames
  * still out are then no-ops (the producer reclaims them on hang-up). */
-void pf_consumer_unref (pf_consumer * c);
+PF_API void pf_consumer_unref (pf_consumer * c);
 
 /* The socket: poll it for POLLIN to integrate with any event loop. */
-int pf_consumer_get_fd (pf_consumer * c);
+PF_API int pf_consumer_get_fd (pf_consumer * c);
 
 /**
  * pf_consumer_receive:
@@ -98,21 +100,21 @@ int pf_consumer_get_fd (pf_consumer * c);
  * Returns: 1 (event filled), 0 (timeout), -EPIPE (producer gone),
  * -EPROTO (protocol violation; see pf_consumer_get_error()).
  */
-int pf_consumer_receive (pf_consumer * c, int timeout_ms, pf_event * ev);
+PF_API int pf_consumer_receive (pf_consumer * c, int timeout_ms, pf_event * ev);
 
 /* Drops the references a FRAME event holds. Safe on any event. */
-void pf_consumer_event_clear (pf_event * ev);
+PF_API void pf_consumer_event_clear (pf_event * ev);
 
 /* Releases frame @seq. -ENOENT if not held, -EPIPE if disconnected. */
-int pf_consumer_release (pf_consumer * c, uint64_t seq);
+PF_API int pf_consumer_release (pf_consumer * c, uint64_t seq);
 
 /* Frames received and not yet released. */
-unsigned int pf_consumer_get_held (pf_consumer * c);
+PF_API unsigned int pf_consumer_get_held (pf_consumer * c);
 /* The producer's per-client limit from its HELLO. */
-uint32_t pf_consumer_get_max_held (pf_consumer * c);
-uint64_t pf_consumer_get_session_id (pf_consumer * c);
+PF_API uint32_t pf_consumer_get_max_held (pf_consumer * c);
+PF_API uint64_t pf_consumer_get_session_id (pf_consumer * c);
 /* The last error, human readable (empty if none). */
-const char *pf_consumer_get_error (pf_consumer * c);
+PF_API const char *pf_consumer_get_error (pf_consumer * c);
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,7 @@
  */
 #include <pinnedflow/pf-producer.h>
 
+#include "pf-protocol-private.h"
 #include "pf-socket.h"
 
 #include <errno.h>

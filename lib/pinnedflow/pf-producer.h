@@ -15,6 +15,8 @@
 
 #include <stdint.h>
 
+#include <pinnedflow/pf-api.h>
+
 #include <pinnedflow/pf-protocol.h>
 #include <pinnedflow/pf-segment.h>
 
@@ -75,20 +77,20 @@ typedef struct pf_msg_frame pf_frame;
  * socket file (nobody accepts on it) is removed first; a live one makes this
  * fail with -EADDRINUSE. Starts the I/O thread.
  */
-int pf_producer_new (const pf_producer_config * config, pf_producer ** out);
+PF_API int pf_producer_new (const pf_producer_config * config, pf_producer ** out);
 /**
  * pf_producer_ref:
  *
  * Returns: @p, with one more reference.
  */
-pf_producer *pf_producer_ref (pf_producer * p);
+PF_API pf_producer *pf_producer_ref (pf_producer * p);
 /**
  * pf_producer_unref:
  *
  * Drops a reference; the last one closes the producer (pf_producer_close())
  * and frees it.
  */
-void pf_producer_unref (pf_producer * p);
+PF_API void pf_producer_unref (pf_producer * p);
 
 /**
  * pf_producer_close:
@@ -100,7 +102,7 @@ void pf_producer_unref (pf_producer * p);
  * announces SEGMENT_REMOVE), so call this explicitly: the last
  * pf_producer_unref() may come much later.
  */
-void pf_producer_close (pf_producer * p);
+PF_API void pf_producer_close (pf_producer * p);
 
 /**
  * pf_producer_set_caps:
@@ -108,7 +110,7 @@ void pf_producer_close (pf_producer * p);
  * Sets the caps every later frame belongs to; sent to connected consumers
  * now and to later ones on connect. -EMSGSIZE if too long.
  */
-int pf_producer_set_caps (pf_producer * p, const char *caps);
+PF_API int pf_producer_set_caps (pf_producer * p, const char *caps);
 
 /**
  * pf_producer_publish:
@@ -125,7 +127,7 @@ int pf_producer_set_caps (pf_producer * p, const char *caps);
  * Returns: how many consumers got the frame (frame_released follows later
  * iff > 0), or a negative errno (-EINVAL: chunk outside its segment).
  */
-int pf_producer_publish (pf_producer * p, const pf_frame * frame,
+PF_API int pf_producer_publish (pf_producer * p, const pf_frame * frame,
     pf_segment * const *segments, void *token);
 
 /**
@@ -133,7 +135,7 @@ int pf_producer_publish (pf_producer * p, const pf_frame * frame,
  *
  * Sends EOS to every consumer.
  */
-int pf_producer_send_eos (pf_producer * p);
+PF_API int pf_producer_send_eos (pf_producer * p);
 
 /**
  * pf_producer_get_n_clients:
@@ -141,14 +143,14 @@ int pf_producer_send_eos (pf_producer * p);
  * Returns: the number of consumers past the handshake (connections still
  * waiting for their HELLO are not counted).
  */
-unsigned int pf_producer_get_n_clients (pf_producer * p);
+PF_API unsigned int pf_producer_get_n_clients (pf_producer * p);
 
 /**
  * pf_producer_get_client_stats:
  *
  * Fills up to @max entries; returns the number of clients.
  */
-unsigned int pf_producer_get_client_stats (pf_producer * p,
+PF_API unsigned int pf_producer_get_client_stats (pf_producer * p,
     pf_client_stats * stats, unsigned int max);
 
 /**
@@ -156,7 +158,7 @@ unsigned int pf_producer_get_client_stats (pf_producer * p,
  *
  * Frames published to nobody (no consumer connected or all at their limit).
  */
-uint64_t pf_producer_get_unsent (pf_producer * p);
+PF_API uint64_t pf_producer_get_unsent (pf_producer * p);
 
 #ifdef __cplusplus
 }

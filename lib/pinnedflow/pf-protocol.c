@@ -7,7 +7,7 @@
  * gives it (the structs have no padding: their sizes are asserted), so the
  * code does not depend on the host byte order or on alignment of @buf.
  */
-#include <pinnedflow/pf-protocol.h>
+#include "pf-protocol-private.h"
 
 #include <endian.h>
 #include <errno.h>

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <pinnedflow/pf-api.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -124,8 +126,8 @@ PF_STATIC_ASSERT (sizeof (struct pf_msg_release) == 24, "release size");
 /* Largest message on the wire. */
 #define PF_MAX_MSG_SIZE (sizeof (struct pf_msg_caps) + PF_MAX_CAPS_LEN)
 
-/* A decoded, validated message: what pf_msg_parse() fills in. Host byte
- * order; strings NUL-terminated. */
+/* A decoded, validated message: what pf_msg_parse() (pf-protocol-private.h)
+ * fills in. Host byte order; strings NUL-terminated. */
 struct pf_msg {
   uint32_t type;
   union {
@@ -143,86 +145,11 @@ struct pf_msg {
 };
 
 /**
- * pf_msg_parse:
- * @buf: one received packet, @len bytes
- * @n_fds: fds that arrived with it
- * @msg: (out): the decoded message
- *
- * Checks everything that can be checked without state: header size and type,
- * exact size for fixed messages, fd count, magic/version of HELLO, caps length
- * and text (no NUL inside), frame chunk count (1..PF_MAX_CHUNKS), plane count
- * (<= PF_MAX_PLANES), reserved fields zero. Never reads past @len.
- *
- * Returns: 0, or -EPROTO (malformed), -EPROTONOSUPPORT (bad magic/version).
- * pf_msg_error() gives a description of the last failure in this thread.
- */
-int pf_msg_parse (const void *buf, size_t len, unsigned int n_fds,
-    struct pf_msg *msg);
-/**
- * pf_msg_error:
- *
- * Returns: a description of the last pf_msg_parse() failure in this thread
- * ("" after a success).
- */
-const char *pf_msg_error (void);
-
-/**
- * pf_msg_write_hello:
- *
- * Writes a HELLO (40 bytes) for @role. The encoders (pf_msg_write_*) write
- * a full message into @buf (at least PF_MAX_MSG_SIZE bytes, no alignment
- * needed), little-endian, with reserved fields 0. Returns: the size.
- */
-size_t pf_msg_write_hello (void *buf, uint16_t role, uint32_t max_held,
-    uint64_t session_id);
-/**
- * pf_msg_write_segment_add:
- *
- * Writes a SEGMENT_ADD (40 bytes; its fd travels separately). Returns: the
- * size.
- */
-size_t pf_msg_write_segment_add (void *buf, uint64_t segment_id,
-    uint64_t size);
-/**
- * pf_msg_write_segment_remove:
- *
- * Writes a SEGMENT_REMOVE (24 bytes). Returns: the size.
- */
-size_t pf_msg_write_segment_remove (void *buf, uint64_t segment_id);
-/**
- * pf_msg_write_caps:
- *
- * Writes a CAPS message of @caps (a NUL-terminated string, sent without its
- * NUL). Returns: the size, or 0 if @caps is longer than PF_MAX_CAPS_LEN.
- */
-size_t pf_msg_write_caps (void *buf, uint32_t caps_seq, const char *caps);
-/**
- * pf_msg_write_frame:
- * @frame: a filled struct in host order; its header is ignored and written
- *   here
- *
- * Writes a FRAME (256 bytes). Returns: the size.
- */
-size_t pf_msg_write_frame (void *buf, const struct pf_msg_frame *frame);
-/**
- * pf_msg_write_eos:
- *
- * Writes an EOS (16 bytes). Returns: the size.
- */
-size_t pf_msg_write_eos (void *buf);
-/**
- * pf_msg_write_release:
- *
- * Writes a RELEASE of @seq (24 bytes). Returns: the size.
- */
-size_t pf_msg_write_release (void *buf, uint64_t seq);
-
-/**
  * pf_monotonic_ns:
  *
  * CLOCK_MONOTONIC in ns (the clock of GstSystemClock on Linux).
  */
-uint64_t pf_monotonic_ns (void);
+PF_API uint64_t pf_monotonic_ns (void);
 
 #ifdef __cplusplus
 }

@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <pinnedflow/pf-api.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -65,7 +67,7 @@ enum pf_segment_state {
  * Returns: 0, or -EINVAL (size 0 or too large), -ENOMEM, or the errno of
  * the failing system call.
  */
-int pf_segment_new (const char *name, uint64_t size, unsigned int flags,
+PF_API int pf_segment_new (const char *name, uint64_t size, unsigned int flags,
     pf_segment ** out);
 
 /**
@@ -89,7 +91,7 @@ int pf_segment_new (const char *name, uint64_t size, unsigned int flags,
  *  -EACCES: a writable import of a write-sealed file;
  *  or the errno of mmap().
  */
-int pf_segment_import (int fd, uint64_t size, unsigned int flags,
+PF_API int pf_segment_import (int fd, uint64_t size, unsigned int flags,
     pf_segment ** out);
 
 /**
@@ -97,21 +99,21 @@ int pf_segment_import (int fd, uint64_t size, unsigned int flags,
  *
  * A one-line explanation of a pf_segment_import() error code.
  */
-const char *pf_segment_import_strerror (int err);
+PF_API const char *pf_segment_import_strerror (int err);
 
 /**
  * pf_segment_ref:
  *
  * Returns: @seg, with one more reference.
  */
-pf_segment *pf_segment_ref (pf_segment * seg);
+PF_API pf_segment *pf_segment_ref (pf_segment * seg);
 /**
  * pf_segment_unref:
  *
  * When the last reference goes: attached data is destroyed (in reverse
  * order of attachment), then munlock/munmap, then close(fd).
  */
-void pf_segment_unref (pf_segment * seg);
+PF_API void pf_segment_unref (pf_segment * seg);
 
 /**
  * pf_segment_get_id:
@@ -119,39 +121,39 @@ void pf_segment_unref (pf_segment * seg);
  * Process-unique, never reused, never 0. For imported segments this is a
  * local id; the peer's id for it is the wire id, kept by the transport.
  */
-uint64_t pf_segment_get_id (const pf_segment * seg);
+PF_API uint64_t pf_segment_get_id (const pf_segment * seg);
 /**
  * pf_segment_get_fd:
  *
  * Returns: the memfd, owned by the segment (dup() it to keep it).
  */
-int pf_segment_get_fd (const pf_segment * seg);
+PF_API int pf_segment_get_fd (const pf_segment * seg);
 /**
  * pf_segment_get_size:
  *
  * Returns: the mapped size in bytes (page or huge-page multiple for created
  * segments; the claimed size for imported ones).
  */
-uint64_t pf_segment_get_size (const pf_segment * seg);
+PF_API uint64_t pf_segment_get_size (const pf_segment * seg);
 /**
  * pf_segment_get_base:
  *
  * Returns: the start of the segment's one mapping.
  */
-void *pf_segment_get_base (const pf_segment * seg);
+PF_API void *pf_segment_get_base (const pf_segment * seg);
 /**
  * pf_segment_get_state:
  *
  * Returns: #pf_segment_state bits: what the segment got (huge pages, lock,
  * read-only, write-sealed) and what was asked but refused.
  */
-unsigned int pf_segment_get_state (const pf_segment * seg);
+PF_API unsigned int pf_segment_get_state (const pf_segment * seg);
 /**
  * pf_segment_get_refcount:
  *
  * Returns: the current reference count (for tests and debugging).
  */
-int pf_segment_get_refcount (const pf_segment * seg);
+PF_API int pf_segment_get_refcount (const pf_segment * seg);
 
 /**
  * pf_segment_contains:
@@ -159,7 +161,7 @@ int pf_segment_get_refcount (const pf_segment * seg);
  * TRUE when [offset, offset + size) lies inside the segment
  * (overflow-safe).
  */
-int pf_segment_contains (const pf_segment * seg, uint64_t offset,
+PF_API int pf_segment_contains (const pf_segment * seg, uint64_t offset,
     uint64_t size);
 
 typedef void (*pf_destroy_notify) (void *data);
@@ -174,21 +176,21 @@ typedef void (*pf_destroy_notify) (void *data);
  *
  * Returns: 0, or -EEXIST if @key is already attached.
  */
-int pf_segment_attach (pf_segment * seg, const void *key, void *data,
+PF_API int pf_segment_attach (pf_segment * seg, const void *key, void *data,
     pf_destroy_notify destroy);
 /**
  * pf_segment_get_attached:
  *
  * Returns: the data attached under @key, or NULL.
  */
-void *pf_segment_get_attached (pf_segment * seg, const void *key);
+PF_API void *pf_segment_get_attached (pf_segment * seg, const void *key);
 
 /**
  * pf_segment_detach:
  *
  * Removes @key, running its destroy notify. Returns 0 or -ENOENT.
  */
-int pf_segment_detach (pf_segment * seg, const void *key);
+PF_API int pf_segment_detach (pf_segment * seg, const void *key);
 
 /**
  * pf_segment_attach_once:
@@ -199,7 +201,7 @@ int pf_segment_detach (pf_segment * seg, const void *key);
  * threads ask (the "register once per segment per process" primitive).
  * Returns NULL with *@err set when @create failed.
  */
-void *pf_segment_attach_once (pf_segment * seg, const void *key,
+PF_API void *pf_segment_attach_once (pf_segment * seg, const void *key,
     void *(*create) (pf_segment * seg, void *user_data, int *err),
     void *user_data, pf_destroy_notify destroy, int *err);
 
@@ -209,14 +211,14 @@ void *pf_segment_attach_once (pf_segment * seg, const void *key,
  * Returns: the system page size (created segments are a multiple of it, or
  * of the huge page size when backed by huge pages).
  */
-size_t pf_page_size (void);
+PF_API size_t pf_page_size (void);
 
 /**
  * pf_segment_count_live:
  *
  * Number of live segments in this process (tests use it to find leaks).
  */
-int pf_segment_count_live (void);
+PF_API int pf_segment_count_live (void);
 
 #ifdef __cplusplus
 }

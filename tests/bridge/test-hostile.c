@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <pinnedflow/pf-node.h>
+#include <pinnedflow/pf-protocol-private.h>
 
 static int
 listen_on (const char *path)

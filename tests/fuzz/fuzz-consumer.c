@@ -13,6 +13,7 @@
  * failure, and after the consumer is gone no fd and no segment is left.
  */
 #include <pinnedflow/pf-consumer.h>
+#include <pinnedflow/pf-protocol-private.h>
 #include "pf-test-util.h"
 
 #include <dirent.h>

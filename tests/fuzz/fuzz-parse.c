@@ -7,7 +7,7 @@
  * input (ASan), and whatever it accepts re-encodes to exactly the same bytes
  * (nothing is accepted that the encoders could not have produced).
  */
-#include <pinnedflow/pf-protocol.h>
+#include <pinnedflow/pf-protocol-private.h>
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,6 +10,7 @@
  * is released exactly once; after close no fd and no segment is left.
  */
 #include <pinnedflow/pf-producer.h>
+#include <pinnedflow/pf-protocol-private.h>
 #include "pf-test-util.h"
 
 #include <dirent.h>

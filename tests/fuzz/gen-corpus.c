@@ -6,7 +6,7 @@
  * The committed tests/fuzz/corpus/ was made with it; re-run after protocol
  * changes.
  */
-#include <pinnedflow/pf-protocol.h>
+#include <pinnedflow/pf-protocol-private.h>
 
 #include <endian.h>
 #include <errno.h>

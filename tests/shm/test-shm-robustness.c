@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include <pinnedflow/pf-consumer.h>
-#include <pinnedflow/pf-protocol.h>
+#include <pinnedflow/pf-protocol-private.h>
 #include "shm-common.h"
 #include "shm-proc.h"
 

@@ -18,6 +18,7 @@
 
 #include <pinnedflow/pf-consumer.h>
 #include <pinnedflow/pf-producer.h>
+#include <pinnedflow/pf-protocol-private.h>
 #include <pinnedflow/pf-segment.h>
 
 #define CHECK(cond) do { \

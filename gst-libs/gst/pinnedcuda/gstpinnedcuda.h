@@ -16,6 +16,7 @@
 #define __GST_PINNED_CUDA_H__
 
 #include <gst/gst.h>
+#include <gst/pinnedcuda/pinnedcuda-prelude.h>
 
 G_BEGIN_DECLS
 
@@ -29,12 +30,12 @@ G_BEGIN_DECLS
 /* GstMemory.allocator->mem_type of that memory. */
 #define GST_PINNED_CUDA_MEMORY_TYPE "PinnedflowCUDA"
 
-gboolean gst_is_pinned_cuda_memory (GstMemory * mem);
+GST_PINNEDCUDA_API gboolean gst_is_pinned_cuda_memory (GstMemory * mem);
 
 /* The CUDA device ordinal the memory lives on. */
-gint gst_pinned_cuda_memory_get_device_id (GstMemory * mem);
+GST_PINNEDCUDA_API gint gst_pinned_cuda_memory_get_device_id (GstMemory * mem);
 
-guint gst_pinned_cuda_memory_get_n_planes (GstMemory * mem);
+GST_PINNEDCUDA_API guint gst_pinned_cuda_memory_get_n_planes (GstMemory * mem);
 
 /**
  * gst_pinned_cuda_memory_get_plane:
@@ -48,7 +49,7 @@ guint gst_pinned_cuda_memory_get_n_planes (GstMemory * mem);
  * range. The pointer is valid as long as @mem is; its content is valid
  * once the memory's event has completed.
  */
-gboolean gst_pinned_cuda_memory_get_plane (GstMemory * mem, guint plane,
+GST_PINNEDCUDA_API gboolean gst_pinned_cuda_memory_get_plane (GstMemory * mem, guint plane,
     gpointer * dev_ptr, gsize * pitch, gsize * width_bytes, gsize * rows);
 
 /**
@@ -57,18 +58,18 @@ gboolean gst_pinned_cuda_memory_get_plane (GstMemory * mem, guint plane,
  * Returns: (transfer none): the cudaEvent_t recorded after the last copy
  * into @mem (make a stream wait on it with cudaStreamWaitEvent()), or NULL.
  */
-gpointer gst_pinned_cuda_memory_get_event (GstMemory * mem);
+GST_PINNEDCUDA_API gpointer gst_pinned_cuda_memory_get_event (GstMemory * mem);
 
 /* Blocks until the copy into @mem has completed (cudaEventSynchronize). */
-gboolean gst_pinned_cuda_memory_wait (GstMemory * mem, GError ** error);
+GST_PINNEDCUDA_API gboolean gst_pinned_cuda_memory_wait (GstMemory * mem, GError ** error);
 
 /* TRUE when the copy has completed (cudaEventQuery), without blocking. */
-gboolean gst_pinned_cuda_memory_is_ready (GstMemory * mem);
+GST_PINNEDCUDA_API gboolean gst_pinned_cuda_memory_is_ready (GstMemory * mem);
 
 /* Same, for the first memory of @buffer. */
-gboolean gst_pinned_cuda_buffer_get_plane (GstBuffer * buffer, guint plane,
+GST_PINNEDCUDA_API gboolean gst_pinned_cuda_buffer_get_plane (GstBuffer * buffer, guint plane,
     gpointer * dev_ptr, gsize * pitch);
-gboolean gst_pinned_cuda_buffer_wait (GstBuffer * buffer, GError ** error);
+GST_PINNEDCUDA_API gboolean gst_pinned_cuda_buffer_wait (GstBuffer * buffer, GError ** error);
 
 G_END_DECLS
 #endif /* __GST_PINNED_CUDA_H__ */

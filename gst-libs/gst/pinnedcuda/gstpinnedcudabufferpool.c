@@ -6,7 +6,7 @@
 #include "config.h"
 #endif
 
-#include <gst/pinnedcuda/gstpinnedcudamemory.h>
+#include "gstpinnedcudamemory-private.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_pinned_cuda_pool_debug);
 #define GST_CAT_DEFAULT gst_pinned_cuda_pool_debug

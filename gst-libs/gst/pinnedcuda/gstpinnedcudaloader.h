@@ -13,6 +13,7 @@
 #define __GST_PINNED_CUDA_LOADER_H__
 
 #include <glib.h>
+#include <gst/pinnedcuda/pinnedcuda-prelude.h>
 #include <stddef.h>
 
 G_BEGIN_DECLS
@@ -125,7 +126,7 @@ typedef struct
 } GstPinnedCudaRuntime;
 
 #define GST_PINNED_CUDA_RUNTIME_ERROR (gst_pinned_cuda_runtime_error_quark ())
-GQuark gst_pinned_cuda_runtime_error_quark (void);
+GST_PINNEDCUDA_API GQuark gst_pinned_cuda_runtime_error_quark (void);
 
 typedef enum
 {
@@ -138,24 +139,24 @@ typedef enum
 /* The runtime for the current value of GST_PINNEDFLOW_CUDART (or the
  * default names). Thread-safe; a library that failed is tried again on the
  * next call. The error message names every library tried. */
-const GstPinnedCudaRuntime *gst_pinned_cuda_runtime_get (GError ** error);
+GST_PINNEDCUDA_API const GstPinnedCudaRuntime *gst_pinned_cuda_runtime_get (GError ** error);
 
 /* Loads the runtime, checks that @device_id exists and makes it current on
  * the calling thread. The error names the library and gives the error
  * string of cudaGetDeviceCount()/cudaSetDevice(). */
-const GstPinnedCudaRuntime *gst_pinned_cuda_runtime_open_device (int device_id,
+GST_PINNEDCUDA_API const GstPinnedCudaRuntime *gst_pinned_cuda_runtime_open_device (int device_id,
     GError ** error);
 
 /* "cudaErrorX (N): string" for @err, from the runtime's own strings. */
-gchar *gst_pinned_cuda_error_describe (const GstPinnedCudaRuntime * rt, GstPinnedCudaError err);
+GST_PINNEDCUDA_API gchar *gst_pinned_cuda_error_describe (const GstPinnedCudaRuntime * rt, GstPinnedCudaError err);
 
 /* Makes @device_id current on the calling thread (cudaSetDevice, only when
  * another device is current) before CUDA calls on a thread that may not
  * have set it: pool frees, segment destroy notifies, CPU maps, application
  * threads. Returns what gst_pinned_cuda_device_leave() needs to restore the
  * caller's device (-1: nothing to restore). */
-int gst_pinned_cuda_device_enter (const GstPinnedCudaRuntime * rt, int device_id);
-void gst_pinned_cuda_device_leave (const GstPinnedCudaRuntime * rt, int device_id,
+GST_PINNEDCUDA_API int gst_pinned_cuda_device_enter (const GstPinnedCudaRuntime * rt, int device_id);
+GST_PINNEDCUDA_API void gst_pinned_cuda_device_leave (const GstPinnedCudaRuntime * rt, int device_id,
     int previous);
 
 G_END_DECLS

@@ -1,11 +1,18 @@
-/* GStreamer pinnedflow CUDA: device memory (internal to the plugin)
+/* GStreamer pinnedflow CUDA: device memory and the device buffer pool
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * What pinnedcudaupload/pinnedcudadownload build on: the layout of a frame
+ * on the device, the memory (its fields are read by the elements), and the
+ * bounded pool of it. Installed and exported because the plugin links the
+ * shared library (one copy of the GTypes and of the runtime in a process);
+ * applications use gstpinnedcuda.h instead.
  */
 #ifndef __GST_PINNED_CUDA_MEMORY_H__
 #define __GST_PINNED_CUDA_MEMORY_H__
 
 #include <gst/gst.h>
+#include <gst/pinnedcuda/pinnedcuda-prelude.h>
 #include <gst/video/video.h>
 #include <gst/pinnedcuda/gstpinnedcuda.h>
 #include <gst/pinnedcuda/gstpinnedcudaloader.h>
@@ -22,7 +29,7 @@ typedef struct
   gsize max_width_bytes, total_rows;
 } GstPinnedCudaLayout;
 
-void gst_pinned_cuda_layout_init (GstPinnedCudaLayout * layout,
+GST_PINNEDCUDA_API void gst_pinned_cuda_layout_init (GstPinnedCudaLayout * layout,
     const GstVideoInfo * info);
 
 typedef struct
@@ -43,35 +50,22 @@ typedef struct
 } GstPinnedCudaMemory;
 
 #define GST_TYPE_PINNED_CUDA_ALLOCATOR (gst_pinned_cuda_allocator_get_type ())
+GST_PINNEDCUDA_API
 G_DECLARE_FINAL_TYPE (GstPinnedCudaAllocator, gst_pinned_cuda_allocator,
     GST, PINNED_CUDA_ALLOCATOR, GstAllocator)
-
-/* The process-wide allocator (transfer full). */
-GstAllocator *gst_pinned_cuda_allocator_get (void);
-
-/* A device allocation for a frame of @layout on @device_id (cudaMallocPitch
- * + an event). @rt's device must be current. */
-GstMemory *gst_pinned_cuda_memory_alloc (const GstPinnedCudaRuntime * rt,
-    gint device_id, const GstPinnedCudaLayout * layout, GError ** error);
-
-/* Pitch cudaMallocPitch gives for @layout (one probe allocation, freed). */
-gboolean gst_pinned_cuda_probe_pitch (const GstPinnedCudaRuntime * rt,
-    const GstPinnedCudaLayout * layout, gsize * pitch, GError ** error);
-
-void gst_pinned_cuda_set_error (GError ** error, const GstPinnedCudaRuntime * rt,
-    const gchar * call, GstPinnedCudaError err);
 
 /* Device buffer pool: bounded, recycled, every buffer one
  * GstPinnedCudaMemory with a GstVideoMeta giving offsets and pitch. */
 #define GST_TYPE_PINNED_CUDA_BUFFER_POOL (gst_pinned_cuda_buffer_pool_get_type ())
+GST_PINNEDCUDA_API
 G_DECLARE_FINAL_TYPE (GstPinnedCudaBufferPool, gst_pinned_cuda_buffer_pool,
     GST, PINNED_CUDA_BUFFER_POOL, GstBufferPool)
 
-GstBufferPool *gst_pinned_cuda_buffer_pool_new (const GstPinnedCudaRuntime * rt,
+GST_PINNEDCUDA_API GstBufferPool *gst_pinned_cuda_buffer_pool_new (const GstPinnedCudaRuntime * rt,
     gint device_id);
 
 /* The CUDA error of the pool's last failed allocation, or NULL (free). */
-gchar *gst_pinned_cuda_buffer_pool_get_last_error (GstBufferPool * pool);
+GST_PINNEDCUDA_API gchar *gst_pinned_cuda_buffer_pool_get_last_error (GstBufferPool * pool);
 
 G_END_DECLS
 #endif /* __GST_PINNED_CUDA_MEMORY_H__ */

@@ -6,6 +6,7 @@
 #define __GST_PINNED_CUDA_REGISTRATION_H__
 
 #include <glib.h>
+#include <gst/pinnedcuda/pinnedcuda-prelude.h>
 #include <pinnedflow/pf-segment.h>
 #include <gst/pinnedcuda/gstpinnedcudaloader.h>
 
@@ -41,11 +42,11 @@ typedef struct
  * where cudaDevAttrHostRegisterReadOnlySupported is set on @device_id, and
  * not at all where it is not (the caller stages those copies).
  */
-const GstPinnedCudaRegistration *gst_pinned_cuda_segment_register (const GstPinnedCudaRuntime * rt,
+GST_PINNEDCUDA_API const GstPinnedCudaRegistration *gst_pinned_cuda_segment_register (const GstPinnedCudaRuntime * rt,
     gint device_id, pf_segment * seg, gboolean * created);
 
 /* TRUE when [ptr, ptr + len) lies inside a usable registration of @seg. */
-gboolean gst_pinned_cuda_registration_covers (const GstPinnedCudaRegistration * reg,
+GST_PINNEDCUDA_API gboolean gst_pinned_cuda_registration_covers (const GstPinnedCudaRegistration * reg,
     const GstPinnedCudaRuntime * rt, const void *ptr, gsize len);
 
 G_END_DECLS

@@ -6,6 +6,7 @@
 #define __GST_PINNED_ALLOCATOR_H__
 
 #include <gst/gst.h>
+#include <gst/pinnedflow/pinnedflow-prelude.h>
 #include <gst/allocators/allocators.h>
 #include <gst/pinnedflow/gstpinnedsegment.h>
 
@@ -14,6 +15,7 @@ G_BEGIN_DECLS
 #define GST_ALLOCATOR_PINNED "pinnedflow"
 
 #define GST_TYPE_PINNED_ALLOCATOR (gst_pinned_allocator_get_type ())
+GST_PINNEDFLOW_API
 G_DECLARE_FINAL_TYPE (GstPinnedAllocator, gst_pinned_allocator, GST,
     PINNED_ALLOCATOR, GstFdAllocator)
 
@@ -24,7 +26,7 @@ G_DECLARE_FINAL_TYPE (GstPinnedAllocator, gst_pinned_allocator, GST,
  * registered as %GST_ALLOCATOR_PINNED ("pinnedflow") with
  * gst_allocator_register().
  */
-GstAllocator *gst_pinned_allocator_get (void);
+GST_PINNEDFLOW_API GstAllocator *gst_pinned_allocator_get (void);
 
 /**
  * gst_pinned_allocator_wrap:
@@ -39,7 +41,7 @@ GstAllocator *gst_pinned_allocator_get (void);
  *
  * Returns: (transfer full) (nullable): NULL if the slice is outside.
  */
-GstMemory *gst_pinned_allocator_wrap (GstAllocator * allocator,
+GST_PINNEDFLOW_API GstMemory *gst_pinned_allocator_wrap (GstAllocator * allocator,
     GstPinnedSegment * segment, gsize offset, gsize size);
 
 /**
@@ -49,7 +51,7 @@ GstMemory *gst_pinned_allocator_wrap (GstAllocator * allocator,
  * Returns: TRUE if @mem was made by a #GstPinnedAllocator (it is then also
  * fd memory: gst_is_fd_memory() holds).
  */
-gboolean gst_is_pinned_memory (GstMemory * mem);
+GST_PINNEDFLOW_API gboolean gst_is_pinned_memory (GstMemory * mem);
 
 /**
  * gst_pinned_memory_get_segment:
@@ -59,7 +61,7 @@ gboolean gst_is_pinned_memory (GstMemory * mem);
  * Returns: (transfer none) (nullable): the segment of @mem, NULL if @mem is
  * not pinned memory.
  */
-GstPinnedSegment *gst_pinned_memory_get_segment (GstMemory * mem,
+GST_PINNEDFLOW_API GstPinnedSegment *gst_pinned_memory_get_segment (GstMemory * mem,
     gsize * offset);
 
 G_END_DECLS

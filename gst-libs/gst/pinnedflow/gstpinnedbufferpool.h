@@ -6,12 +6,14 @@
 #define __GST_PINNED_BUFFER_POOL_H__
 
 #include <gst/gst.h>
+#include <gst/pinnedflow/pinnedflow-prelude.h>
 #include <gst/video/video.h>
 #include <gst/pinnedflow/gstpinnedsegment.h>
 
 G_BEGIN_DECLS
 
 #define GST_TYPE_PINNED_BUFFER_POOL (gst_pinned_buffer_pool_get_type ())
+GST_PINNEDFLOW_API
 G_DECLARE_FINAL_TYPE (GstPinnedBufferPool, gst_pinned_buffer_pool, GST,
     PINNED_BUFFER_POOL, GstBufferPool)
 
@@ -48,7 +50,7 @@ G_DECLARE_FINAL_TYPE (GstPinnedBufferPool, gst_pinned_buffer_pool, GST,
  *
  * Returns: (transfer full): a new pool
  */
-GstBufferPool *gst_pinned_buffer_pool_new (void);
+GST_PINNEDFLOW_API GstBufferPool *gst_pinned_buffer_pool_new (void);
 
 /**
  * gst_pinned_buffer_pool_config_set_segment_flags:
@@ -58,7 +60,7 @@ GstBufferPool *gst_pinned_buffer_pool_new (void);
  *
  * Stores @flags in @config.
  */
-void gst_pinned_buffer_pool_config_set_segment_flags (GstStructure * config,
+GST_PINNEDFLOW_API void gst_pinned_buffer_pool_config_set_segment_flags (GstStructure * config,
     GstPinnedSegmentFlags flags);
 /**
  * gst_pinned_buffer_pool_config_get_segment_flags:
@@ -67,7 +69,7 @@ void gst_pinned_buffer_pool_config_set_segment_flags (GstStructure * config,
  * Returns: the flags stored in @config, or
  * %GST_PINNED_BUFFER_POOL_DEFAULT_SEGMENT_FLAGS.
  */
-GstPinnedSegmentFlags
+GST_PINNEDFLOW_API GstPinnedSegmentFlags
 gst_pinned_buffer_pool_config_get_segment_flags (GstStructure * config);
 
 /**
@@ -75,7 +77,7 @@ gst_pinned_buffer_pool_config_get_segment_flags (GstStructure * config);
  *
  * Returns: (transfer full) (nullable): the segment of the active pool
  */
-GstPinnedSegment *gst_pinned_buffer_pool_get_segment (GstBufferPool * pool);
+GST_PINNEDFLOW_API GstPinnedSegment *gst_pinned_buffer_pool_get_segment (GstBufferPool * pool);
 
 /**
  * gst_pinned_buffer_pool_get_slot_layout:
@@ -87,7 +89,7 @@ GstPinnedSegment *gst_pinned_buffer_pool_get_segment (GstBufferPool * pool);
  *
  * Returns: FALSE if @pool is not configured.
  */
-gboolean gst_pinned_buffer_pool_get_slot_layout (GstBufferPool * pool,
+GST_PINNEDFLOW_API gboolean gst_pinned_buffer_pool_get_slot_layout (GstBufferPool * pool,
     guint * n_slots, gsize * slot_stride, gsize * slot_size);
 
 G_END_DECLS

@@ -6,6 +6,7 @@
 #define __GST_PINNED_SEGMENT_H__
 
 #include <gst/gst.h>
+#include <gst/pinnedflow/pinnedflow-prelude.h>
 #include <pinnedflow/pf-segment.h>
 
 G_BEGIN_DECLS
@@ -25,7 +26,7 @@ typedef struct pf_segment GstPinnedSegment;
  *
  * Returns: the boxed #GType of #GstPinnedSegment (copy = ref, free = unref).
  */
-GType gst_pinned_segment_get_type (void);
+GST_PINNEDFLOW_API GType gst_pinned_segment_get_type (void);
 
 /**
  * GstPinnedSegmentFlags:
@@ -48,7 +49,7 @@ typedef enum
  *
  * Returns: the #GError domain of #GstPinnedSegmentError.
  */
-GQuark gst_pinned_segment_error_quark (void);
+GST_PINNEDFLOW_API GQuark gst_pinned_segment_error_quark (void);
 
 /**
  * GstPinnedSegmentError:
@@ -75,7 +76,7 @@ typedef enum
  *
  * Returns: the flags #GType of #GstPinnedSegmentFlags.
  */
-GType gst_pinned_segment_flags_get_type (void);
+GST_PINNEDFLOW_API GType gst_pinned_segment_flags_get_type (void);
 
 /**
  * gst_pinned_segment_new:
@@ -86,7 +87,7 @@ GType gst_pinned_segment_flags_get_type (void);
  * Returns: (transfer full) (nullable): a new segment, or NULL with
  * GST_PINNED_SEGMENT_ERROR_FAILED set.
  */
-GstPinnedSegment *gst_pinned_segment_new (gsize size,
+GST_PINNEDFLOW_API GstPinnedSegment *gst_pinned_segment_new (gsize size,
     GstPinnedSegmentFlags flags, GError ** error);
 
 /**
@@ -101,7 +102,7 @@ GstPinnedSegment *gst_pinned_segment_new (gsize size,
  *
  * Returns: (transfer full) (nullable): a new segment, or NULL with @error set.
  */
-GstPinnedSegment *gst_pinned_segment_new_full (const gchar * name,
+GST_PINNEDFLOW_API GstPinnedSegment *gst_pinned_segment_new_full (const gchar * name,
     gsize size, GstPinnedSegmentFlags flags, GError ** error);
 
 /**
@@ -112,7 +113,7 @@ GstPinnedSegment *gst_pinned_segment_new_full (const gchar * name,
  * -EPERM: NOT_SEALED, -ERANGE: TOO_SMALL, -EBADF/-EINVAL/-EOVERFLOW: INVALID,
  * -EACCES: ACCESS, anything else: FAILED).
  */
-GstPinnedSegmentError gst_pinned_segment_error_from_errno (int err);
+GST_PINNEDFLOW_API GstPinnedSegmentError gst_pinned_segment_error_from_errno (int err);
 
 /**
  * gst_pinned_segment_describe_state:
@@ -120,7 +121,7 @@ GstPinnedSegmentError gst_pinned_segment_error_from_errno (int err);
  *
  * Returns: (transfer full): e.g. "locked, hugepages refused, write-sealed"
  */
-gchar *gst_pinned_segment_describe_state (guint state);
+GST_PINNEDFLOW_API gchar *gst_pinned_segment_describe_state (guint state);
 
 /**
  * gst_pinned_segment_import:
@@ -137,7 +138,7 @@ gchar *gst_pinned_segment_describe_state (guint state);
  *
  * Returns: (transfer full) (nullable): the segment, or NULL with @error set.
  */
-GstPinnedSegment *gst_pinned_segment_import (gint fd, gsize size,
+GST_PINNEDFLOW_API GstPinnedSegment *gst_pinned_segment_import (gint fd, gsize size,
     gboolean writable, GError ** error);
 
 G_END_DECLS

@@ -1,0 +1,31 @@
+/* GStreamer pinnedflow CUDA: device memory internals (not installed)
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Used by gstpinnedcudamemory.c and gstpinnedcudabufferpool.c only; hidden
+ * in libgstpinnedflowcuda-1.0 (no GST_PINNEDCUDA_API).
+ */
+#ifndef __GST_PINNED_CUDA_MEMORY_PRIVATE_H__
+#define __GST_PINNED_CUDA_MEMORY_PRIVATE_H__
+
+#include <gst/pinnedcuda/gstpinnedcudamemory.h>
+
+G_BEGIN_DECLS
+
+/* The process-wide allocator (transfer full). */
+GstAllocator *gst_pinned_cuda_allocator_get (void);
+
+/* A device allocation for a frame of @layout on @device_id (cudaMallocPitch
+ * + an event). @rt's device must be current. */
+GstMemory *gst_pinned_cuda_memory_alloc (const GstPinnedCudaRuntime * rt,
+    gint device_id, const GstPinnedCudaLayout * layout, GError ** error);
+
+/* Pitch cudaMallocPitch gives for @layout (one probe allocation, freed). */
+gboolean gst_pinned_cuda_probe_pitch (const GstPinnedCudaRuntime * rt,
+    const GstPinnedCudaLayout * layout, gsize * pitch, GError ** error);
+
+void gst_pinned_cuda_set_error (GError ** error, const GstPinnedCudaRuntime * rt,
+    const gchar * call, GstPinnedCudaError err);
+
+G_END_DECLS
+#endif /* __GST_PINNED_CUDA_MEMORY_PRIVATE_H__ */

@@ -1,0 +1,101 @@
+/* pinnedflow: the wire codec (internal, not installed)
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The encoders and the parser of the messages of pf-protocol.h. They are not
+ * part of libpinnedflow's ABI (the library is built with hidden visibility
+ * and nothing here says PF_API): the producer and consumer use them inside
+ * the library, and the test suites that forge or parse raw packets link the
+ * static helper library pinnedflow-protocol (lib/pinnedflow/meson.build),
+ * which holds its own copy of pf-protocol.c. That copy has no state shared
+ * with the library's: the encoders are pure and pf_msg_error() reports the
+ * last pf_msg_parse() of the same copy in the same thread.
+ */
+#ifndef __PF_PROTOCOL_PRIVATE_H__
+#define __PF_PROTOCOL_PRIVATE_H__
+
+#include <pinnedflow/pf-protocol.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * pf_msg_parse:
+ * @buf: one received packet, @len bytes
+ * @n_fds: fds that arrived with it
+ * @msg: (out): the decoded message
+ *
+ * Checks everything that can be checked without state: header size and type,
+ * exact size for fixed messages, fd count, magic/version of HELLO, caps length
+ * and text (no NUL inside), frame chunk count (1..PF_MAX_CHUNKS), plane count
+ * (<= PF_MAX_PLANES), reserved fields zero. Never reads past @len.
+ *
+ * Returns: 0, or -EPROTO (malformed), -EPROTONOSUPPORT (bad magic/version).
+ * pf_msg_error() gives a description of the last failure in this thread.
+ */
+int pf_msg_parse (const void *buf, size_t len, unsigned int n_fds,
+    struct pf_msg *msg);
+/**
+ * pf_msg_error:
+ *
+ * Returns: a description of the last pf_msg_parse() failure in this thread
+ * ("" after a success).
+ */
+const char *pf_msg_error (void);
+
+/**
+ * pf_msg_write_hello:
+ *
+ * Writes a HELLO (40 bytes) for @role. The encoders (pf_msg_write_*) write
+ * a full message into @buf (at least PF_MAX_MSG_SIZE bytes, no alignment
+ * needed), little-endian, with reserved fields 0. Returns: the size.
+ */
+size_t pf_msg_write_hello (void *buf, uint16_t role, uint32_t max_held,
+    uint64_t session_id);
+/**
+ * pf_msg_write_segment_add:
+ *
+ * Writes a SEGMENT_ADD (40 bytes; its fd travels separately). Returns: the
+ * size.
+ */
+size_t pf_msg_write_segment_add (void *buf, uint64_t segment_id,
+    uint64_t size);
+/**
+ * pf_msg_write_segment_remove:
+ *
+ * Writes a SEGMENT_REMOVE (24 bytes). Returns: the size.
+ */
+size_t pf_msg_write_segment_remove (void *buf, uint64_t segment_id);
+/**
+ * pf_msg_write_caps:
+ *
+ * Writes a CAPS message of @caps (a NUL-terminated string, sent without its
+ * NUL). Returns: the size, or 0 if @caps is longer than PF_MAX_CAPS_LEN.
+ */
+size_t pf_msg_write_caps (void *buf, uint32_t caps_seq, const char *caps);
+/**
+ * pf_msg_write_frame:
+ * @frame: a filled struct in host order; its header is ignored and written
+ *   here
+ *
+ * Writes a FRAME (256 bytes). Returns: the size.
+ */
+size_t pf_msg_write_frame (void *buf, const struct pf_msg_frame *frame);
+/**
+ * pf_msg_write_eos:
+ *
+ * Writes an EOS (16 bytes). Returns: the size.
+ */
+size_t pf_msg_write_eos (void *buf);
+/**
+ * pf_msg_write_release:
+ *
+ * Writes a RELEASE of @seq (24 bytes). Returns: the size.
+ */
+size_t pf_msg_write_release (void *buf, uint64_t seq);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* __PF_PROTOCOL_PRIVATE_H__ */
