@@ -41,6 +41,7 @@
 #endif
 
 #include "gstpinnedshmsink.h"
+#include "gstpinnedshmcommon.h"
 
 #include <gst/video/video.h>
 #include <gst/pinnedflow/gstpinnedallocator.h>
@@ -64,14 +65,6 @@ GST_DEBUG_CATEGORY_STATIC (gst_pinned_shm_sink_debug);
  * every mapping made after ours (the consumers') is read-only. */
 #define POOL_SEGMENT_FLAGS \
   (GST_PINNED_SEGMENT_FLAG_LOCK | GST_PINNED_SEGMENT_FLAG_SEAL_WRITERS)
-
-/* GstBufferFlags that mean something to a consumer. */
-#define WIRE_BUFFER_FLAGS (GST_BUFFER_FLAG_LIVE | GST_BUFFER_FLAG_DECODE_ONLY \
-    | GST_BUFFER_FLAG_DISCONT | GST_BUFFER_FLAG_RESYNC \
-    | GST_BUFFER_FLAG_CORRUPTED | GST_BUFFER_FLAG_MARKER \
-    | GST_BUFFER_FLAG_HEADER | GST_BUFFER_FLAG_GAP \
-    | GST_BUFFER_FLAG_DROPPABLE | GST_BUFFER_FLAG_DELTA_UNIT \
-    | GST_BUFFER_FLAG_NON_DROPPABLE)
 
 enum
 {
@@ -555,13 +548,7 @@ gst_pinned_shm_sink_set_clock (GstElement * element, GstClock * clock)
 {
   GstPinnedShmSink *self = GST_PINNED_SHM_SINK (element);
 
-  self->clock_is_monotonic = FALSE;
-  if (clock != NULL && G_OBJECT_TYPE (clock) == GST_TYPE_SYSTEM_CLOCK) {
-    GstClockType type;
-
-    g_object_get (clock, "clock-type", &type, NULL);
-    self->clock_is_monotonic = (type == GST_CLOCK_TYPE_MONOTONIC);
-  }
+  self->clock_is_monotonic = gst_pinned_shm_clock_is_monotonic (clock);
   return GST_ELEMENT_CLASS (parent_class)->set_clock (element, clock);
 }
 
@@ -611,7 +598,8 @@ fill_frame_meta (GstPinnedShmSink * self, GstBuffer * buf, pf_frame * frame)
   frame->offset = GST_BUFFER_OFFSET (buf);
   frame->offset_end = GST_BUFFER_OFFSET_END (buf);
   frame->clock_pts = clock_pts_of (self, buf);
-  frame->buffer_flags = GST_BUFFER_FLAGS (buf) & WIRE_BUFFER_FLAGS;
+  frame->buffer_flags =
+      GST_BUFFER_FLAGS (buf) & GST_PINNED_SHM_WIRE_BUFFER_FLAGS;
 
   if (vmeta && vmeta->n_planes <= PF_MAX_PLANES) {
     frame->meta_flags |= PF_FRAME_HAS_VIDEO_META;

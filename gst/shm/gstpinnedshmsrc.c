@@ -42,6 +42,7 @@
 #endif
 
 #include "gstpinnedshmsrc.h"
+#include "gstpinnedshmcommon.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -60,17 +61,12 @@ GST_DEBUG_CATEGORY_STATIC (gst_pinned_shm_src_debug);
 #define DEFAULT_SOCKET_PATH NULL
 #define DEFAULT_ON_DISCONNECT GST_PINNED_SHM_SRC_ON_DISCONNECT_EOS
 #define DEFAULT_CONNECT_TIMEOUT 0
+#define DEFAULT_MAX_MAPPED_BYTES PF_CONSUMER_DEFAULT_MAX_BYTES
+#define DEFAULT_MAX_MAPPED_SEGMENTS PF_CONSUMER_DEFAULT_MAX_SEGMENTS
+#define DEFAULT_LOCK_SEGMENTS FALSE
 /* After a failed handshake (a producer dying while we connect), the next
  * attempt comes this much later. */
 #define CONNECT_RETRY_MS 20
-
-/* GstBufferFlags accepted from the wire. */
-#define WIRE_BUFFER_FLAGS (GST_BUFFER_FLAG_LIVE | GST_BUFFER_FLAG_DECODE_ONLY \
-    | GST_BUFFER_FLAG_DISCONT | GST_BUFFER_FLAG_RESYNC \
-    | GST_BUFFER_FLAG_CORRUPTED | GST_BUFFER_FLAG_MARKER \
-    | GST_BUFFER_FLAG_HEADER | GST_BUFFER_FLAG_GAP \
-    | GST_BUFFER_FLAG_DROPPABLE | GST_BUFFER_FLAG_DELTA_UNIT \
-    | GST_BUFFER_FLAG_NON_DROPPABLE)
 
 enum
 {
@@ -78,6 +74,9 @@ enum
   PROP_SOCKET_PATH,
   PROP_ON_DISCONNECT,
   PROP_CONNECT_TIMEOUT,
+  PROP_MAX_MAPPED_BYTES,
+  PROP_MAX_MAPPED_SEGMENTS,
+  PROP_LOCK_SEGMENTS,
   PROP_STATS,
   N_PROPERTIES
 };
@@ -92,6 +91,9 @@ struct _GstPinnedShmSrc
   gchar *socket_path;
   GstPinnedShmSrcOnDisconnect on_disconnect;
   gint connect_timeout;
+  guint64 max_mapped_bytes;
+  guint max_mapped_segments;
+  gboolean lock_segments;
 
   /* an eventfd, readable between unlock and unlock_stop: every wait of the
    * streaming thread (connecting, the HELLO, the next frame) polls it */
@@ -219,6 +221,15 @@ gst_pinned_shm_src_set_property (GObject * object, guint prop_id,
     case PROP_CONNECT_TIMEOUT:
       self->connect_timeout = g_value_get_int (value);
       break;
+    case PROP_MAX_MAPPED_BYTES:
+      self->max_mapped_bytes = g_value_get_uint64 (value);
+      break;
+    case PROP_MAX_MAPPED_SEGMENTS:
+      self->max_mapped_segments = g_value_get_uint (value);
+      break;
+    case PROP_LOCK_SEGMENTS:
+      self->lock_segments = g_value_get_boolean (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -247,6 +258,15 @@ gst_pinned_shm_src_get_property (GObject * object, guint prop_id,
       break;
     case PROP_CONNECT_TIMEOUT:
       g_value_set_int (value, self->connect_timeout);
+      break;
+    case PROP_MAX_MAPPED_BYTES:
+      g_value_set_uint64 (value, self->max_mapped_bytes);
+      break;
+    case PROP_MAX_MAPPED_SEGMENTS:
+      g_value_set_uint (value, self->max_mapped_segments);
+      break;
+    case PROP_LOCK_SEGMENTS:
+      g_value_set_boolean (value, self->lock_segments);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -371,13 +391,7 @@ gst_pinned_shm_src_set_clock (GstElement * element, GstClock * clock)
 {
   GstPinnedShmSrc *self = GST_PINNED_SHM_SRC (element);
 
-  self->clock_is_monotonic = FALSE;
-  if (clock != NULL && G_OBJECT_TYPE (clock) == GST_TYPE_SYSTEM_CLOCK) {
-    GstClockType type;
-
-    g_object_get (clock, "clock-type", &type, NULL);
-    self->clock_is_monotonic = (type == GST_CLOCK_TYPE_MONOTONIC);
-  }
+  self->clock_is_monotonic = gst_pinned_shm_clock_is_monotonic (clock);
   return GST_ELEMENT_CLASS (parent_class)->set_clock (element, clock);
 }
 
@@ -404,16 +418,77 @@ gst_pinned_shm_src_decide_allocation (GstBaseSrc * bsrc, GstQuery * query)
   return TRUE;
 }
 
+/* The budget of the properties, for a new connection. */
+static void
+apply_budget (GstPinnedShmSrc * self, pf_consumer * c)
+{
+  pf_consumer_budget budget = { 0, };
+
+  GST_OBJECT_LOCK (self);
+  budget.max_bytes = self->max_mapped_bytes;
+  budget.max_segments = self->max_mapped_segments;
+  budget.flags = self->lock_segments ? PF_CONSUMER_LOCK : 0;
+  GST_OBJECT_UNLOCK (self);
+  /* before the first receive: the producer's segments wait in the socket */
+  pf_consumer_set_budget (c, &budget);
+}
+
+/* Posts why connecting failed for good: nobody listening, a peer that
+ * accepted and stayed silent, or anything else. Texts from the socket
+ * layer are made valid UTF-8 (a socket path may not be). */
+static void
+post_connect_error (GstPinnedShmSrc * self, const gchar * path, gint err,
+    gint timeout_ms)
+{
+  gchar *upath = g_utf8_make_valid (path, -1);
+  gchar *why = g_utf8_make_valid (pf_consumer_connect_error (), -1);
+
+  switch (err) {
+    case -ETIME:
+      GST_ELEMENT_ERROR (self, RESOURCE, READ,
+          ("The producer on \"%s\" accepted the connection but sent no "
+              "HELLO", upath), ("%s (connect-timeout %d ms)", why, timeout_ms));
+      break;
+    case -ETIMEDOUT:
+    case -ENOENT:
+    case -ECONNREFUSED:
+    case -EAGAIN:
+      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+          ("No producer on \"%s\"", upath), ("%s (connect-timeout %d ms)",
+              why, timeout_ms));
+      break;
+    default:
+      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+          ("Could not connect to \"%s\"", upath), ("%s (%s)", why,
+              g_strerror (-err)));
+      break;
+  }
+  g_free (why);
+  g_free (upath);
+}
+
+/* TRUE for the failures worth another attempt before the deadline: nobody
+ * listens yet, or a producer died during the handshake. A peer that stayed
+ * silent (-ETIME) used up the deadline already. */
+static gboolean
+connect_error_is_transient (gint err)
+{
+  return err == -ENOENT || err == -ECONNREFUSED || err == -ETIMEDOUT
+      || err == -EAGAIN || err == -ECONNRESET || err == -EPIPE;
+}
+
 /* Connects, retrying until @timeout_ms (-1: forever) while nobody listens
- * or the producer dies during the handshake; every wait is interrupted by
- * unlock. Returns GST_FLOW_OK, GST_FLOW_FLUSHING (unlocked) or
- * GST_FLOW_ERROR (error posted). */
+ * or the producer dies during the handshake; the producer's HELLO must come
+ * before the deadline too. Every wait is interrupted by unlock. Returns
+ * GST_FLOW_OK, GST_FLOW_FLUSHING (unlocked) or GST_FLOW_ERROR (error
+ * posted). */
 static GstFlowReturn
 connect_producer (GstPinnedShmSrc * self, gint timeout_ms)
 {
-  gchar *path;
+  GstFlowReturn ret = GST_FLOW_OK;
   gint64 deadline = -1;
   pf_consumer *c = NULL;
+  gchar *path;
   int err;
 
   GST_OBJECT_LOCK (self);
@@ -430,38 +505,31 @@ connect_producer (GstPinnedShmSrc * self, gint timeout_ms)
       left = (gint) CLAMP ((deadline - g_get_monotonic_time ()) / 1000, 0,
           G_MAXINT);
     err = pf_consumer_connect_cancellable (path, left, self->cancel_fd, &c);
-    if (err == 0)
+    if (err == 0 || err == -ECANCELED)
       break;
-    if (err == -ECANCELED)
-      goto flushing;
-    /* a dying producer (reset or closed during the HELLO), or one that
-     * did not answer in time: try again until the deadline */
-    if (err != -ENOENT && err != -ECONNREFUSED && err != -ETIMEDOUT
-        && err != -EAGAIN && err != -ECONNRESET && err != -EPIPE) {
-      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-          ("Could not connect to \"%s\"", path),
-          ("%s (%s)", pf_consumer_connect_error (), g_strerror (-err)));
-      g_free (path);
-      return GST_FLOW_ERROR;
-    }
-    if (deadline >= 0 && g_get_monotonic_time () >= deadline) {
-      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-          ("No producer on \"%s\"", path),
-          ("%s (connect-timeout %d ms)", pf_consumer_connect_error (),
-              timeout_ms));
-      g_free (path);
-      return GST_FLOW_ERROR;
+    if (!connect_error_is_transient (err)
+        || (deadline >= 0 && g_get_monotonic_time () >= deadline)) {
+      post_connect_error (self, path, err, timeout_ms);
+      ret = GST_FLOW_ERROR;
+      goto done;
     }
     GST_DEBUG_OBJECT (self, "connect failed (%s), retrying",
         pf_consumer_connect_error ());
-    if (wait_or_cancel (self, -1, CONNECT_RETRY_MS) < 0)
-      goto flushing;
+    if (wait_or_cancel (self, -1, CONNECT_RETRY_MS) < 0) {
+      err = -ECANCELED;
+      break;
+    }
+  }
+  if (err == -ECANCELED) {
+    GST_DEBUG_OBJECT (self, "connecting interrupted");
+    ret = GST_FLOW_FLUSHING;
+    goto done;
   }
 
   GST_INFO_OBJECT (self, "connected to %s (session %" G_GINT64_MODIFIER
       "x, max held %u)", path, (guint64) pf_consumer_get_session_id (c),
       pf_consumer_get_max_held (c));
-  g_free (path);
+  apply_budget (self, c);
 
   g_mutex_lock (&self->lock);
   self->consumer = c;
@@ -470,12 +538,10 @@ connect_producer (GstPinnedShmSrc * self, gint timeout_ms)
   self->discont = TRUE;
   self->have_seq = FALSE;
   self->ever_connected = TRUE;
-  return GST_FLOW_OK;
 
-flushing:
-  GST_DEBUG_OBJECT (self, "connecting interrupted");
+done:
   g_free (path);
-  return GST_FLOW_FLUSHING;
+  return ret;
 }
 
 static GstFlowReturn
@@ -530,40 +596,49 @@ running_time_of (GstPinnedShmSrc * self, guint64 clock_pts)
   return t > base ? t - base : 0;
 }
 
-static GstFlowReturn
-make_buffer (GstPinnedShmSrc * self, pf_consumer * c, pf_event * ev,
-    GstBuffer ** outbuf)
+/* Wraps each chunk of the frame in a read-only memory of @buf; the frame
+ * goes back to the producer when the last of them is freed. FALSE when a
+ * chunk cannot be wrapped (the memories made so far stay in @buf). */
+static gboolean
+wrap_chunks (GstPinnedShmSrc * self, pf_consumer * c, const pf_event * ev,
+    GstBuffer * buf, guint64 * total)
 {
   const struct pf_msg_frame *f = &ev->frame;
-  GstBuffer *buf = gst_buffer_new ();
+  gboolean ok = TRUE;
   FrameLoan *loan;
-  guint64 total = 0, now;
   guint i;
 
   if (f->n_chunks == 0 || f->n_chunks > PF_MAX_CHUNKS)
-    goto bad_frame;
-
+    return FALSE;
   loan = g_new0 (FrameLoan, 1);
   loan->consumer = pf_consumer_ref (c);
   loan->seq = f->seq;
   loan->n_memories = 1;         /* ours until every memory is attached */
 
-  for (i = 0; i < f->n_chunks; i++) {
+  *total = 0;
+  for (i = 0; i < f->n_chunks && ok; i++) {
     GstMemory *mem = gst_pinned_allocator_wrap (self->allocator,
         ev->segments[i], f->chunks[i].offset, f->chunks[i].size);
 
     if (mem == NULL) {
-      frame_loan_memory_freed (loan);
-      goto bad_frame;
+      ok = FALSE;
+      break;
     }
     g_atomic_int_inc (&loan->n_memories);
     gst_mini_object_set_qdata (GST_MINI_OBJECT_CAST (mem), frame_loan_quark,
         loan, frame_loan_memory_freed);
     gst_buffer_append_memory (buf, mem);
-    total += f->chunks[i].size;
+    *total += f->chunks[i].size;
   }
   frame_loan_memory_freed (loan);       /* drop our own count */
+  return ok;
+}
 
+/* Timestamps, duration, offsets and flags of the frame. */
+static void
+stamp_buffer (GstPinnedShmSrc * self, const struct pf_msg_frame *f,
+    GstBuffer * buf)
+{
   if (f->clock_pts != PF_TIME_NONE) {
     GST_BUFFER_PTS (buf) = running_time_of (self, f->clock_pts);
     if (f->dts != PF_TIME_NONE && f->pts != PF_TIME_NONE
@@ -590,8 +665,15 @@ make_buffer (GstPinnedShmSrc * self, pf_consumer * c, pf_event * ev,
     GST_BUFFER_DURATION (buf) = f->duration;
   GST_BUFFER_OFFSET (buf) = f->offset;
   GST_BUFFER_OFFSET_END (buf) = f->offset_end;
-  GST_BUFFER_FLAGS (buf) |= f->buffer_flags & WIRE_BUFFER_FLAGS;
+  GST_BUFFER_FLAGS (buf) |= f->buffer_flags & GST_PINNED_SHM_WIRE_BUFFER_FLAGS;
+}
 
+/* Counts the frames the producer skipped for us; DISCONT after a gap or a
+ * (re)connection. */
+static void
+note_sequence (GstPinnedShmSrc * self, const struct pf_msg_frame *f,
+    GstBuffer * buf)
+{
   if (self->have_seq && f->seq > self->last_seq + 1) {
     guint64 missed = f->seq - self->last_seq - 1;
 
@@ -606,47 +688,68 @@ make_buffer (GstPinnedShmSrc * self, pf_consumer * c, pf_event * ev,
     GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
     self->discont = FALSE;
   }
+}
 
-  if ((f->meta_flags & PF_FRAME_HAS_VIDEO_META) && self->is_video) {
-    gsize offsets[GST_VIDEO_MAX_PLANES] = { 0, };
-    gint strides[GST_VIDEO_MAX_PLANES] = { 0, };
-    gsize plane_size[GST_VIDEO_MAX_PLANES] = { 0, };
-    GstVideoMeta *vmeta;
+/* TRUE when plane @i (@plane_size bytes from its offset) lies inside ONE
+ * chunk: GstVideoFrame maps only the memory holding a plane's first byte,
+ * and reads the rest from there. */
+static gboolean
+plane_in_one_chunk (const struct pf_msg_frame *f, guint i, gsize plane_size)
+{
+  guint64 start = 0, off = f->plane_offset[i];
+  guint ch;
 
-    if (f->n_planes != GST_VIDEO_INFO_N_PLANES (&self->vinfo)
-        || f->n_planes > PF_MAX_PLANES || f->width == 0 || f->height == 0
-        || f->width > G_MAXINT32 || f->height > G_MAXINT32)
-      goto bad_meta;
-    for (i = 0; i < f->n_planes; i++) {
-      if (f->plane_offset[i] >= total || f->plane_stride[i] == 0)
-        goto bad_meta;
-      offsets[i] = f->plane_offset[i];
-      strides[i] = f->plane_stride[i];
-    }
-    vmeta = gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
-        GST_VIDEO_INFO_FORMAT (&self->vinfo), f->width, f->height,
-        f->n_planes, offsets, strides);
-    /* Every plane (stride x lines, so a negative stride fails too) must lie
-     * inside ONE chunk: GstVideoFrame maps only the memory holding a
-     * plane's first byte, and reads the rest from there. */
-    if (!gst_video_meta_get_plane_size (vmeta, plane_size))
-      goto bad_meta;
-    for (i = 0; i < f->n_planes; i++) {
-      guint64 start = 0, off = f->plane_offset[i];
-      guint ch;
-
-      for (ch = 0; ch < f->n_chunks; ch++) {
-        if (off < start + f->chunks[ch].size)
-          break;
-        start += f->chunks[ch].size;
-      }
-      if (ch == f->n_chunks || plane_size[i] > f->chunks[ch].size
-          || off - start > f->chunks[ch].size - plane_size[i])
-        goto bad_meta;
-    }
+  for (ch = 0; ch < f->n_chunks; ch++) {
+    if (off < start + f->chunks[ch].size)
+      break;
+    start += f->chunks[ch].size;
   }
+  return ch < f->n_chunks && plane_size <= f->chunks[ch].size
+      && off - start <= f->chunks[ch].size - plane_size;
+}
 
-  now = pf_monotonic_ns ();
+/* Adds the producer's video meta when the caps are video. FALSE when it
+ * does not match the caps or a plane would be read outside its chunk. */
+static gboolean
+add_video_meta (GstPinnedShmSrc * self, const struct pf_msg_frame *f,
+    guint64 total, GstBuffer * buf)
+{
+  gsize offsets[GST_VIDEO_MAX_PLANES] = { 0, };
+  gint strides[GST_VIDEO_MAX_PLANES] = { 0, };
+  gsize plane_size[GST_VIDEO_MAX_PLANES] = { 0, };
+  GstVideoMeta *vmeta;
+  guint i;
+
+  if (!(f->meta_flags & PF_FRAME_HAS_VIDEO_META) || !self->is_video)
+    return TRUE;
+  if (f->n_planes != GST_VIDEO_INFO_N_PLANES (&self->vinfo)
+      || f->n_planes > PF_MAX_PLANES || f->width == 0 || f->height == 0
+      || f->width > G_MAXINT32 || f->height > G_MAXINT32)
+    return FALSE;
+  for (i = 0; i < f->n_planes; i++) {
+    if (f->plane_offset[i] >= total || f->plane_stride[i] == 0)
+      return FALSE;
+    offsets[i] = f->plane_offset[i];
+    strides[i] = f->plane_stride[i];
+  }
+  vmeta = gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
+      GST_VIDEO_INFO_FORMAT (&self->vinfo), f->width, f->height,
+      f->n_planes, offsets, strides);
+  /* stride x lines, so a negative stride fails too */
+  if (!gst_video_meta_get_plane_size (vmeta, plane_size))
+    return FALSE;
+  for (i = 0; i < f->n_planes; i++)
+    if (!plane_in_one_chunk (f, i, plane_size[i]))
+      return FALSE;
+  return TRUE;
+}
+
+static void
+count_frame (GstPinnedShmSrc * self, const struct pf_msg_frame *f,
+    guint64 total)
+{
+  guint64 now = pf_monotonic_ns ();
+
   g_mutex_lock (&self->lock);
   self->frames++;
   self->bytes += total;
@@ -656,21 +759,37 @@ make_buffer (GstPinnedShmSrc * self, pf_consumer * c, pf_event * ev,
     self->latency_max = MAX (self->latency_max, self->latency_last);
   }
   g_mutex_unlock (&self->lock);
+}
 
+/* The FRAME event as a buffer of read-only memories on loan. */
+static GstFlowReturn
+make_buffer (GstPinnedShmSrc * self, pf_consumer * c, const pf_event * ev,
+    GstBuffer ** outbuf)
+{
+  const struct pf_msg_frame *f = &ev->frame;
+  GstBuffer *buf = gst_buffer_new ();
+  const gchar *invalid;
+  guint64 total = 0;
+
+  if (!wrap_chunks (self, c, ev, buf, &total)) {
+    invalid = "chunk outside its segment";
+    goto error;
+  }
+  stamp_buffer (self, f, buf);
+  note_sequence (self, f, buf);
+  if (!add_video_meta (self, f, total, buf)) {
+    invalid = "video meta does not match the caps, or a plane is not inside "
+        "one chunk of the frame";
+    goto error;
+  }
+  count_frame (self, f, total);
   *outbuf = buf;
   return GST_FLOW_OK;
 
-bad_frame:
+error:
   gst_buffer_unref (buf);
   GST_ELEMENT_ERROR (self, STREAM, DECODE, ("Invalid frame from producer"),
-      ("frame %" G_GUINT64_FORMAT ": chunk outside its segment",
-          (guint64) f->seq));
-  return GST_FLOW_ERROR;
-bad_meta:
-  gst_buffer_unref (buf);
-  GST_ELEMENT_ERROR (self, STREAM, DECODE, ("Invalid frame from producer"),
-      ("frame %" G_GUINT64_FORMAT ": video meta does not match the caps, or "
-          "a plane is not inside one chunk of the frame", (guint64) f->seq));
+      ("frame %" G_GUINT64_FORMAT ": %s", (guint64) f->seq, invalid));
   return GST_FLOW_ERROR;
 }
 
@@ -760,9 +879,15 @@ gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
       g_mutex_lock (&self->lock);
       self->errors++;
       g_mutex_unlock (&self->lock);
-      GST_ELEMENT_ERROR (self, STREAM, DECODE,
-          ("Protocol error from the producer"), ("%s (%s)",
-              pf_consumer_get_error (c), g_strerror (-res)));
+      if (res == -EDQUOT)
+        GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+            ("The producer's shared memory exceeds the budget"),
+            ("%s (max-mapped-bytes, max-mapped-segments)",
+                pf_consumer_get_error (c)));
+      else
+        GST_ELEMENT_ERROR (self, STREAM, DECODE,
+            ("Protocol error from the producer"), ("%s (%s)",
+                pf_consumer_get_error (c), g_strerror (-res)));
       pf_consumer_unref (c);
       drop_connection (self);
       return GST_FLOW_ERROR;
@@ -810,6 +935,9 @@ gst_pinned_shm_src_init (GstPinnedShmSrc * self)
   self->socket_path = g_strdup (DEFAULT_SOCKET_PATH);
   self->on_disconnect = DEFAULT_ON_DISCONNECT;
   self->connect_timeout = DEFAULT_CONNECT_TIMEOUT;
+  self->max_mapped_bytes = DEFAULT_MAX_MAPPED_BYTES;
+  self->max_mapped_segments = DEFAULT_MAX_MAPPED_SEGMENTS;
+  self->lock_segments = DEFAULT_LOCK_SEGMENTS;
   self->cancel_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
   self->allocator = gst_pinned_allocator_get ();
   g_mutex_init (&self->lock);
@@ -869,6 +997,46 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
       "yet when streaming starts (0: fail at once, -1: forever); a state "
       "change always interrupts the wait", -1, G_MAXINT,
       DEFAULT_CONNECT_TIMEOUT,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  /**
+   * GstPinnedShmSrc:max-mapped-bytes:
+   *
+   * The most bytes of shared segments the producer may make this element
+   * map at once: the segments it announced and has not removed, plus
+   * removed ones that buffers downstream still use. A segment that would
+   * go past it is refused before it is mapped (its fd is closed) and an
+   * error is posted naming the bytes and the budget. The default fits a
+   * 4K RGBA pool of 16 frames and refuses a 1 GiB segment; G_MAXUINT64
+   * means no limit.
+   */
+  properties[PROP_MAX_MAPPED_BYTES] = g_param_spec_uint64 ("max-mapped-bytes",
+      "Max mapped bytes", "Most bytes of the producer's shared segments "
+      "mapped at once; a segment past it is refused with an error",
+      1, G_MAXUINT64, DEFAULT_MAX_MAPPED_BYTES,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  /**
+   * GstPinnedShmSrc:max-mapped-segments:
+   *
+   * The most shared segments the producer may make this element map at
+   * once (counted as for #GstPinnedShmSrc:max-mapped-bytes).
+   */
+  properties[PROP_MAX_MAPPED_SEGMENTS] =
+      g_param_spec_uint ("max-mapped-segments", "Max mapped segments",
+      "Most of the producer's shared segments mapped at once; one past it is "
+      "refused with an error", 1, G_MAXUINT32, DEFAULT_MAX_MAPPED_SEGMENTS,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  /**
+   * GstPinnedShmSrc:lock-segments:
+   *
+   * Prefault and mlock() every segment when it is announced. By default a
+   * segment is mapped lazily: only the pages frames use cost memory here.
+   * Locking commits every page of every segment at once (within the
+   * budget above); a refused mlock falls back to an unlocked mapping.
+   */
+  properties[PROP_LOCK_SEGMENTS] = g_param_spec_boolean ("lock-segments",
+      "Lock segments", "Prefault and mlock every segment of the producer "
+      "when announced (default: map lazily, pages cost memory when used)",
+      DEFAULT_LOCK_SEGMENTS,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
   /**
    * GstPinnedShmSrc:stats:

@@ -31,9 +31,9 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The shortest wait for the producer's HELLO, whatever the caller's
- * connect timeout (which is about the producer being up at all). */
-#define HANDSHAKE_MIN_MS 5000
+/* The wait for the producer's HELLO after the single connect attempt of
+ * a timeout of 0; any other timeout bounds the HELLO too. */
+#define HELLO_WAIT_ONCE_MS 5000
 /* A release that cannot be sent for this long means a stuck producer. */
 #define SEND_TIMEOUT_MS 5000
 /* While nobody listens, connecting is retried this often. */
@@ -60,7 +60,11 @@ struct pf_consumer
   uint64_t session_id;
 
   /* receive thread only */
+  pf_consumer_budget budget;    /* with the defaults filled in */
   struct cseg *segs;
+  /* removed by the producer but still used by frames: they stay mapped, so
+   * they count against the budget until the last frame lets go */
+  struct cseg *retired;
   uint64_t last_seq;
   int have_seq;
   uint32_t caps_seq;
@@ -104,16 +108,89 @@ remaining (int timeout_ms, const struct timespec *start)
 }
 
 static void
-drop_segments (pf_consumer * c)
+free_list (struct cseg **list)
 {
   struct cseg *s, *next;
 
-  for (s = c->segs; s != NULL; s = next) {
+  for (s = *list; s != NULL; s = next) {
     next = s->next;
     pf_segment_unref (s->seg);
     free (s);
   }
-  c->segs = NULL;
+  *list = NULL;
+}
+
+static void
+drop_segments (pf_consumer * c)
+{
+  free_list (&c->segs);
+  free_list (&c->retired);
+}
+
+/* What this connection keeps mapped: the announced segments, and the
+ * removed ones that frames still use. Retired segments only we hold are
+ * dropped on the way (nobody else can take a reference to them). */
+static void
+mapped_total (pf_consumer * c, uint64_t * bytes, uint32_t * count)
+{
+  struct cseg **l, *s;
+
+  *bytes = 0;
+  *count = 0;
+  for (l = &c->retired; (s = *l) != NULL;) {
+    if (pf_segment_get_refcount (s->seg) == 1) {
+      *l = s->next;
+      pf_segment_unref (s->seg);
+      free (s);
+      continue;
+    }
+    *bytes += pf_segment_get_size (s->seg);
+    (*count)++;
+    l = &s->next;
+  }
+  for (s = c->segs; s != NULL; s = s->next) {
+    *bytes += pf_segment_get_size (s->seg);
+    (*count)++;
+  }
+}
+
+static void
+budget_fill_defaults (pf_consumer_budget * b)
+{
+  if (b->max_bytes == 0)
+    b->max_bytes = PF_CONSUMER_DEFAULT_MAX_BYTES;
+  if (b->max_segments == 0)
+    b->max_segments = PF_CONSUMER_DEFAULT_MAX_SEGMENTS;
+}
+
+int
+pf_consumer_set_budget (pf_consumer * c, const pf_consumer_budget * budget)
+{
+  if (c == NULL || budget == NULL
+      || (budget->flags & ~(PF_CONSUMER_PREFAULT | PF_CONSUMER_LOCK)))
+    return -EINVAL;
+  c->budget = *budget;
+  budget_fill_defaults (&c->budget);
+  return 0;
+}
+
+void
+pf_consumer_get_budget (pf_consumer * c, pf_consumer_budget * budget)
+{
+  *budget = c->budget;
+}
+
+void
+pf_consumer_get_mapped (pf_consumer * c, uint64_t * bytes, uint32_t * count)
+{
+  uint64_t b;
+  uint32_t n;
+
+  mapped_total (c, &b, &n);
+  if (bytes)
+    *bytes = b;
+  if (count)
+    *count = n;
 }
 
 static int
@@ -162,6 +239,41 @@ find_seg (pf_consumer * c, uint64_t wire_id)
   return NULL;
 }
 
+/* Checked before anything is mapped: the segment must fit the budget next
+ * to everything this connection keeps mapped. */
+static int
+check_budget (pf_consumer * c, const struct pf_msg_segment_add *m)
+{
+  const pf_consumer_budget *b = &c->budget;
+  uint64_t bytes;
+  uint32_t count;
+
+  mapped_total (c, &bytes, &count);
+  if (count >= b->max_segments)
+    return consumer_fail (c, -EDQUOT, "SEGMENT_ADD: segment %" PRIu64
+        " (%" PRIu64 " bytes) refused: %" PRIu32 " segments are mapped "
+        "already, the budget is %" PRIu32 " segments", m->segment_id,
+        m->size, count, b->max_segments);
+  if (m->size > b->max_bytes || bytes > b->max_bytes - m->size)
+    return consumer_fail (c, -EDQUOT, "SEGMENT_ADD: segment %" PRIu64
+        " (%" PRIu64 " bytes) refused: with the %" PRIu64 " bytes mapped "
+        "already it exceeds the budget of %" PRIu64 " bytes", m->segment_id,
+        m->size, bytes, b->max_bytes);
+  return 0;
+}
+
+static unsigned int
+import_flags (const pf_consumer * c)
+{
+  unsigned int flags = PF_SEGMENT_IMPORT_READONLY;
+
+  if (c->budget.flags & PF_CONSUMER_PREFAULT)
+    flags |= PF_SEGMENT_IMPORT_PREFAULT;
+  if (c->budget.flags & PF_CONSUMER_LOCK)
+    flags |= PF_SEGMENT_IMPORT_LOCK;
+  return flags;
+}
+
 static int
 handle_segment_add (pf_consumer * c, const struct pf_msg_segment_add *m, int fd)
 {
@@ -174,8 +286,11 @@ handle_segment_add (pf_consumer * c, const struct pf_msg_segment_add *m, int fd)
     return consumer_fail (c, -EPROTO, "SEGMENT_ADD: segment %" PRIu64
         " announced twice", m->segment_id);
   }
-  if ((res = pf_segment_import (fd, m->size, PF_SEGMENT_IMPORT_READONLY,
-              &seg)) < 0) {
+  if ((res = check_budget (c, m)) < 0) {
+    close (fd);
+    return res;
+  }
+  if ((res = pf_segment_import (fd, m->size, import_flags (c), &seg)) < 0) {
     close (fd);
     return consumer_fail (c, -EPROTO, "SEGMENT_ADD: segment %" PRIu64
         " (%" PRIu64 " bytes) rejected: %s", m->segment_id, m->size,
@@ -201,8 +316,14 @@ handle_segment_remove (pf_consumer * c, uint64_t wire_id)
     if ((*l)->wire_id == wire_id) {
       s = *l;
       *l = s->next;
-      pf_segment_unref (s->seg);
-      free (s);
+      if (pf_segment_get_refcount (s->seg) == 1) {
+        pf_segment_unref (s->seg);
+        free (s);
+      } else {
+        /* frames still use it: keep counting it while they do */
+        s->next = c->retired;
+        c->retired = s;
+      }
       return 0;
     }
   }
@@ -345,6 +466,9 @@ recv_packet (pf_consumer * c, int timeout_ms, int cancel_fd, int *fds,
   ssize_t len;
   int r;
 
+  /* every return leaves the outputs defined */
+  *n_fds = 0;
+  *why = NULL;
   if (timeout_ms != 0) {
     r = wait_readable (c->fd, cancel_fd, timeout_ms);
     if (r < 0)
@@ -458,56 +582,89 @@ pf_consumer_release (pf_consumer * c, uint64_t seq)
   return res;
 }
 
+static int handshake_fail (pf_consumer * c, int err, const char *fmt, ...)
+    __attribute__((format (printf, 3, 4)));
+
+/* Records why the handshake failed; returns @err. */
 static int
-handshake (pf_consumer * c, int timeout_ms, int cancel_fd)
+handshake_fail (pf_consumer * c, int err, const char *fmt, ...)
+{
+  va_list ap;
+
+  va_start (ap, fmt);
+  vsnprintf (c->error, sizeof (c->error), fmt, ap);
+  va_end (ap);
+  return err;
+}
+
+/* Sends our HELLO and waits up to @timeout_ms (-1: forever, 0: only what
+ * is queued) for the producer's. @who names the peer in messages
+ * ("the producer at PATH"). Every outcome leaves a sentence in c->error
+ * made only of what this function set. */
+static int
+handshake (pf_consumer * c, const char *who, int timeout_ms, int cancel_fd)
 {
   int fds[PF_SOCKET_MAX_RECV_FDS];
   struct timespec start;
-  unsigned int n_fds;
-  const char *why;
+  unsigned int n_fds = 0;
+  const char *why = NULL;
   ssize_t len;
   size_t n;
   int res;
 
+  /* A fresh connection has room for 40 bytes: never block here. */
   n = pf_msg_write_hello (c->buf, PF_ROLE_CONSUMER, 0, 0);
-  if ((res = pf_socket_send (c->fd, c->buf, n, NULL, 0, 0)) < 0) {
-    snprintf (c->error, sizeof (c->error), "sending HELLO failed: %s",
+  res = pf_socket_send (c->fd, c->buf, n, NULL, 0, MSG_DONTWAIT);
+  if (res == -EPIPE || res == -ECONNRESET)
+    return handshake_fail (c, res, "%s closed the connection before its "
+        "HELLO", who);
+  if (res < 0)
+    return handshake_fail (c, res, "sending our HELLO to %s failed: %s", who,
         strerror (-res));
-    return res;
-  }
+
   clock_gettime (CLOCK_MONOTONIC, &start);
   do {
     len = recv_packet (c, remaining (timeout_ms, &start), cancel_fd, fds,
         &n_fds, &why);
   } while (len == -EAGAIN);
-  if (len == -ECANCELED) {
-    snprintf (c->error, sizeof (c->error), "cancelled while waiting for the "
-        "producer's HELLO");
-    return -ECANCELED;
+
+  switch (len) {
+    case -ETIMEDOUT:
+      return handshake_fail (c, -ETIME, "%s accepted the connection but "
+          "sent no HELLO within %d ms", who, timeout_ms);
+    case -ECANCELED:
+      return handshake_fail (c, -ECANCELED, "cancelled while waiting for "
+          "the HELLO of %s", who);
+    case 0:
+      return handshake_fail (c, -EPIPE, "%s closed the connection before "
+          "its HELLO", who);
+    case -EPIPE:
+    case -ECONNRESET:
+      return handshake_fail (c, (int) len, "%s reset the connection before "
+          "its HELLO", who);
+    default:
+      break;
   }
-  if (len <= 0) {
-    res = len == 0 ? -EPIPE : (int) len;
-    snprintf (c->error, sizeof (c->error), "no HELLO from the producer: %s",
-        len == 0 ? "connection closed" : why ? why : strerror (-res));
-    return res;
-  }
-  if ((res = pf_msg_parse (c->buf, (size_t) len, n_fds, &c->msg)) < 0) {
-    pf_socket_close_fds (fds, n_fds);
-    snprintf (c->error, sizeof (c->error), "%s", pf_msg_error ());
-    return res;
-  }
-  if (c->msg.type != PF_MSG_HELLO || c->msg.u.hello.role != PF_ROLE_PRODUCER) {
-    snprintf (c->error, sizeof (c->error), "first message from the producer "
-        "is not a producer HELLO (type %u)", c->msg.type);
-    return -EPROTO;
-  }
+  if (len < 0)
+    return handshake_fail (c, (int) len, "waiting for the HELLO of %s: %s",
+        who, why ? why : strerror ((int) -len));
+
+  res = pf_msg_parse (c->buf, (size_t) len, n_fds, &c->msg);
+  pf_socket_close_fds (fds, n_fds);     /* a valid HELLO carries none */
+  if (res < 0)
+    return handshake_fail (c, res, "bad HELLO from %s: %s", who,
+        pf_msg_error ());
+  if (c->msg.type != PF_MSG_HELLO || c->msg.u.hello.role != PF_ROLE_PRODUCER)
+    return handshake_fail (c, -EPROTO, "the first message from %s is not a "
+        "producer HELLO (type %u)", who, c->msg.type);
   c->max_held = c->msg.u.hello.max_held;
   c->session_id = c->msg.u.hello.session_id;
   return 0;
 }
 
 static int
-new_from_fd (int fd, int timeout_ms, int cancel_fd, pf_consumer ** out)
+new_from_fd (int fd, const char *who, int timeout_ms, int cancel_fd,
+    pf_consumer ** out)
 {
   struct timeval tv = {.tv_sec = SEND_TIMEOUT_MS / 1000,
     .tv_usec = (SEND_TIMEOUT_MS % 1000) * 1000
@@ -528,9 +685,10 @@ new_from_fd (int fd, int timeout_ms, int cancel_fd, pf_consumer ** out)
   atomic_init (&c->refcount, 1);
   pthread_mutex_init (&c->lock, NULL);
   c->fd = fd;
+  budget_fill_defaults (&c->budget);
   setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof (tv));
 
-  if ((res = handshake (c, timeout_ms, cancel_fd)) < 0) {
+  if ((res = handshake (c, who, timeout_ms, cancel_fd)) < 0) {
     snprintf (connect_error, sizeof (connect_error), "%s", c->error);
     pf_consumer_unref (c);
     return res;
@@ -543,7 +701,7 @@ int
 pf_consumer_new_from_fd (int fd, int timeout_ms, pf_consumer ** out)
 {
   connect_error[0] = '\0';
-  return new_from_fd (fd, timeout_ms, -1, out);
+  return new_from_fd (fd, "the producer", timeout_ms, -1, out);
 }
 
 /* One non-blocking connect attempt: a full backlog says -EAGAIN instead of
@@ -591,6 +749,7 @@ int
 pf_consumer_connect_cancellable (const char *socket_path, int timeout_ms,
     int cancel_fd, pf_consumer ** out)
 {
+  char who[sizeof (((struct sockaddr_un *) 0)->sun_path) + 32];
   struct timespec start;
   int fd, left, hs, res;
 
@@ -631,11 +790,11 @@ pf_consumer_connect_cancellable (const char *socket_path, int timeout_ms,
       return -ECANCELED;
     }
   }
-  /* A finite timeout still gives the producer HANDSHAKE_MIN_MS to answer;
-   * -1 waits for its HELLO for ever (interruptible through @cancel_fd). */
-  left = remaining (timeout_ms, &start);
-  hs = left < 0 ? -1 : (left > HANDSHAKE_MIN_MS ? left : HANDSHAKE_MIN_MS);
-  return new_from_fd (fd, hs, cancel_fd, out);
+  /* The deadline covers the HELLO too (-1: for ever, interruptible
+   * through @cancel_fd); 0 meant one connect attempt, not no HELLO. */
+  hs = timeout_ms == 0 ? HELLO_WAIT_ONCE_MS : remaining (timeout_ms, &start);
+  snprintf (who, sizeof (who), "the producer at %s", socket_path);
+  return new_from_fd (fd, who, hs, cancel_fd, out);
 }
 
 int

@@ -46,13 +46,23 @@ typedef struct {
 
 /**
  * pf_consumer_connect:
- * @timeout_ms: how long to wait for a producer that is not up yet
- *   (0: try once, -1: forever)
+ * @timeout_ms: the deadline of the whole call, waiting for a producer that
+ *   is not up yet and for its HELLO; -1: forever; 0: one connect attempt,
+ *   then up to 5 s for the HELLO
  *
- * Connects and completes the HELLO exchange. The HELLO is awaited for
- * at least 5 s (for ever with -1). Same as
+ * Connects and completes the HELLO exchange. Same as
  * pf_consumer_connect_cancellable() with no cancel fd.
- * Returns: 0, -ETIMEDOUT, -EPROTONOSUPPORT (version), or -errno.
+ *
+ * Returns: 0, or
+ *  -ETIMEDOUT: nobody accepted a connection before the deadline;
+ *  -ETIME: a peer accepted the connection but sent no HELLO before the
+ *   deadline (a stuck or silent producer);
+ *  -EPIPE, -ECONNRESET: the peer hung up before its HELLO (a producer
+ *   dying while we connect);
+ *  -EPROTONOSUPPORT: the producer speaks another protocol version;
+ *  -EPROTO: its first message is not a valid producer HELLO;
+ *  or another -errno. pf_consumer_connect_error() says which, naming the
+ *  socket path.
  */
 PF_API int pf_consumer_connect (const char *socket_path, int timeout_ms,
     pf_consumer ** out);
@@ -75,7 +85,9 @@ PF_API int pf_consumer_connect_cancellable (const char *socket_path, int timeout
 
 /* Like pf_consumer_connect() on an already connected SOCK_SEQPACKET socket
  * (e.g. one end of a socketpair()): does the HELLO exchange, waiting up to
- * @timeout_ms for the producer's HELLO. Takes @fd (closed on failure). */
+ * @timeout_ms (0: only a HELLO already queued, -1: forever) for the
+ * producer's HELLO; -ETIME when none came. Takes @fd (closed on
+ * failure). */
 PF_API int pf_consumer_new_from_fd (int fd, int timeout_ms, pf_consumer ** out);
 
 /* Why the last pf_consumer_connect()/pf_consumer_new_from_fd() of this
@@ -85,6 +97,61 @@ PF_API pf_consumer *pf_consumer_ref (pf_consumer * c);
 /* Dropping the last reference closes the connection; releases of frames
  * still out are then no-ops (the producer reclaims them on hang-up). */
 PF_API void pf_consumer_unref (pf_consumer * c);
+
+/* Flags of #pf_consumer_budget. */
+enum pf_consumer_budget_flags {
+  /* Prefault every imported segment (MAP_POPULATE) instead of mapping it
+   * lazily: no page fault on first use, but every page of every segment,
+   * holes included, is committed at once. */
+  PF_CONSUMER_PREFAULT = 1u << 0,
+  /* Also try to mlock() every imported segment (implies PREFAULT; falls
+   * back to unlocked when refused, see pf_segment_get_state()). */
+  PF_CONSUMER_LOCK = 1u << 1,
+};
+
+/* Defaults of #pf_consumer_budget: a 4K RGBA pool of 16 frames (506 MiB)
+ * fits, a 1 GiB segment does not. */
+#define PF_CONSUMER_DEFAULT_MAX_BYTES (UINT64_C (768) * 1024 * 1024)
+#define PF_CONSUMER_DEFAULT_MAX_SEGMENTS 64
+
+/**
+ * pf_consumer_budget:
+ * @max_bytes: the most bytes of segments a producer may make this consumer
+ *   map at once (0: %PF_CONSUMER_DEFAULT_MAX_BYTES; UINT64_MAX: no limit)
+ * @max_segments: the most segments mapped at once (0:
+ *   %PF_CONSUMER_DEFAULT_MAX_SEGMENTS; UINT32_MAX: no limit)
+ * @flags: #pf_consumer_budget_flags (0: map lazily)
+ *
+ * What a consumer accepts from its producer. Mapped means announced and not
+ * removed, or removed but still used by a frame the application holds.
+ * A SEGMENT_ADD past either limit is refused before anything is mapped: its
+ * fd is closed, the connection ends and pf_consumer_receive() returns
+ * -EDQUOT, pf_consumer_get_error() naming the bytes and the budget.
+ */
+typedef struct {
+  uint64_t max_bytes;
+  uint32_t max_segments;
+  uint32_t flags;
+} pf_consumer_budget;
+
+/**
+ * pf_consumer_set_budget:
+ *
+ * Sets the budget (zero fields take the defaults, which also apply when this
+ * is never called). Call it before the first pf_consumer_receive() (the
+ * producer announces its segments right after the HELLO, and they are read
+ * there) or later from the receiving thread; it applies to every segment
+ * imported from then on. Returns 0, or -EINVAL (unknown flag).
+ */
+PF_API int pf_consumer_set_budget (pf_consumer * c,
+    const pf_consumer_budget * budget);
+/* The budget in force, defaults filled in. */
+PF_API void pf_consumer_get_budget (pf_consumer * c,
+    pf_consumer_budget * budget);
+/* What counts against the budget now (bytes, segments; either may be
+ * NULL). Receiving thread only. */
+PF_API void pf_consumer_get_mapped (pf_consumer * c, uint64_t * bytes,
+    uint32_t * count);
 
 /* The socket: poll it for POLLIN to integrate with any event loop. */
 PF_API int pf_consumer_get_fd (pf_consumer * c);
@@ -98,7 +165,8 @@ PF_API int pf_consumer_get_fd (pf_consumer * c);
  * connection is closed, every fd received is closed, and an error returned.
  *
  * Returns: 1 (event filled), 0 (timeout), -EPIPE (producer gone),
- * -EPROTO (protocol violation; see pf_consumer_get_error()).
+ * -EPROTO (protocol violation), -EDQUOT (a segment over the budget, see
+ * pf_consumer_set_budget()); pf_consumer_get_error() says what happened.
  */
 PF_API int pf_consumer_receive (pf_consumer * c, int timeout_ms, pf_event * ev);
 

@@ -268,7 +268,9 @@ int
 pf_segment_import (int fd, uint64_t size, unsigned int flags, pf_segment ** out)
 {
   struct stat st;
-  int seals, prot, writable = (flags & PF_SEGMENT_IMPORT_WRITABLE) != 0;
+  int seals, prot, populate, writable =
+      (flags & PF_SEGMENT_IMPORT_WRITABLE) != 0;
+  unsigned int state;
   uint64_t map_size;
   void *base;
   pf_segment *seg;
@@ -302,22 +304,33 @@ pf_segment_import (int fd, uint64_t size, unsigned int flags, pf_segment ** out)
       map_size = r;
   }
 
+  /* Lazy by default: a peer's sparse file must not commit our memory
+   * until a frame actually uses its pages. */
   prot = PROT_READ | (writable ? PROT_WRITE : 0);
-  base = mmap (NULL, map_size, prot, MAP_SHARED | MAP_POPULATE, fd, 0);
+  populate = (flags & (PF_SEGMENT_IMPORT_PREFAULT | PF_SEGMENT_IMPORT_LOCK))
+      ? MAP_POPULATE : 0;
+  base = mmap (NULL, map_size, prot, MAP_SHARED | populate, fd, 0);
   /* Kernels before 6.7 refuse even a read-only MAP_SHARED mapping of an
    * F_SEAL_WRITE file; its content can no longer change, so a private
    * read-only mapping shows the same bytes. */
   if (base == MAP_FAILED && errno == EPERM && !writable
       && (seals & F_SEAL_WRITE))
-    base = mmap (NULL, map_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    base = mmap (NULL, map_size, PROT_READ, MAP_PRIVATE | populate, fd, 0);
   if (base == MAP_FAILED)
     /* -EPERM would read as "not sealed": it means a seal refused access. */
     return errno == EPERM ? -EACCES : -errno;
 
-  seg = segment_alloc (fd, size, base, PF_SEGMENT_STATE_IMPORTED |
+  state = PF_SEGMENT_STATE_IMPORTED |
       (writable ? 0 : PF_SEGMENT_STATE_READONLY) |
-      ((seals & F_SEAL_FUTURE_WRITE) ? PF_SEGMENT_STATE_WRITE_SEALED : 0));
+      ((seals & F_SEAL_FUTURE_WRITE) ? PF_SEGMENT_STATE_WRITE_SEALED : 0);
+  if (flags & PF_SEGMENT_IMPORT_LOCK)
+    state |= mlock (base, map_size) == 0 ? PF_SEGMENT_STATE_LOCKED :
+        PF_SEGMENT_STATE_LOCK_REFUSED;
+
+  seg = segment_alloc (fd, size, base, state);
   if (seg == NULL) {
+    if (state & PF_SEGMENT_STATE_LOCKED)
+      munlock (base, map_size);
     munmap (base, map_size);
     return -ENOMEM;
   }

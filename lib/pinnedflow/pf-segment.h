@@ -36,10 +36,18 @@ enum pf_segment_flags {
   PF_SEGMENT_FLAG_SEAL_WRITERS = 1u << 2,
 };
 
-/* Import flags (pf_segment_import()). */
+/* Import flags (pf_segment_import()). An import maps lazily: a page
+ * costs this process memory only once something touches it, so a large
+ * sparse file announced by a peer commits nothing. */
 enum pf_segment_import_flags {
   PF_SEGMENT_IMPORT_READONLY = 0,
   PF_SEGMENT_IMPORT_WRITABLE = 1u << 0,
+  /* Prefault the whole mapping (MAP_POPULATE): every page of the file is
+   * allocated (holes included) and mapped now, not at first touch. */
+  PF_SEGMENT_IMPORT_PREFAULT = 1u << 1,
+  /* Try mlock() of the whole mapping (implies PREFAULT); falls back to an
+   * unlocked mapping when refused (state LOCK_REFUSED). */
+  PF_SEGMENT_IMPORT_LOCK = 1u << 2,
 };
 
 /* What a segment actually got (pf_segment_get_state()). */
@@ -79,6 +87,7 @@ PF_API int pf_segment_new (const char *name, uint64_t size, unsigned int flags,
  *
  * Validates @fd before mapping it: it must support sealing and carry
  * F_SEAL_SHRINK and F_SEAL_GROW, and fstat() must show at least @size bytes.
+ * The mapping is lazy unless @flags ask for PREFAULT or LOCK.
  * On success the segment owns @fd; on failure @fd is left untouched (the
  * caller closes it).
  *

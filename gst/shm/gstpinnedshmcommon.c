@@ -1,0 +1,20 @@
+/* GStreamer pinnedflow: what pinnedshmsink and pinnedshmsrc both know
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstpinnedshmcommon.h"
+
+gboolean
+gst_pinned_shm_clock_is_monotonic (GstClock * clock)
+{
+  GstClockType type;
+
+  if (clock == NULL || G_OBJECT_TYPE (clock) != GST_TYPE_SYSTEM_CLOCK)
+    return FALSE;
+  g_object_get (clock, "clock-type", &type, NULL);
+  return type == GST_CLOCK_TYPE_MONOTONIC;
+}

@@ -1,0 +1,31 @@
+/* GStreamer pinnedflow: what pinnedshmsink and pinnedshmsrc both know
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The two ends of the wire must agree on these facts; they are written
+ * once, here, and nowhere else in the plugin.
+ */
+#ifndef __GST_PINNED_SHM_COMMON_H__
+#define __GST_PINNED_SHM_COMMON_H__
+
+#include <gst/gst.h>
+
+G_BEGIN_DECLS
+
+/* GstBufferFlags that travel on the wire (FRAME buffer_flags): the sink
+ * sends only these, the source accepts only these. */
+#define GST_PINNED_SHM_WIRE_BUFFER_FLAGS (GST_BUFFER_FLAG_LIVE \
+    | GST_BUFFER_FLAG_DECODE_ONLY | GST_BUFFER_FLAG_DISCONT \
+    | GST_BUFFER_FLAG_RESYNC | GST_BUFFER_FLAG_CORRUPTED \
+    | GST_BUFFER_FLAG_MARKER | GST_BUFFER_FLAG_HEADER | GST_BUFFER_FLAG_GAP \
+    | GST_BUFFER_FLAG_DROPPABLE | GST_BUFFER_FLAG_DELTA_UNIT \
+    | GST_BUFFER_FLAG_NON_DROPPABLE)
+
+/* TRUE when @clock (may be NULL) is a GstSystemClock of type MONOTONIC: its
+ * time is CLOCK_MONOTONIC time, the wire's time base, so no offset has to be
+ * applied. Both elements call it from their set_clock vfunc. */
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_clock_is_monotonic (GstClock * clock);
+
+G_END_DECLS
+#endif /* __GST_PINNED_SHM_COMMON_H__ */
