@@ -2,26 +2,38 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * See pf-node.h. A bounded pool of slots in one pinned segment, published
- * through a pf_producer. Nothing of the wire protocol is handled here.
+ * See pf-node.h. The loan/publish face of pf_pool (pf-pool.h): the pool
+ * owns the slots of the one pinned segment, the waits for a free slot and
+ * the tickets that catch a double publish; this file adds the video layout,
+ * the timestamps and the pf_producer that sends the frames. Nothing of the
+ * wire protocol is handled here.
+ *
+ * A slot's life: pf_pool_loan() (the application's loan, its ticket in
+ * loan->loan_id) -> pf_pool_redeem() by publish or discard -> held by the
+ * transport (token = slot + 1) until every client that received it
+ * released it (frame_released) -> pf_pool_return(); at once when nobody
+ * received it, or on discard.
  *
  * Threading: every public function may be called from any thread. @lock
- * guards the slot table, the video layout and the PTS anchor; @cond is
- * broadcast when a slot comes back or a client connects or leaves. The
- * transport's callbacks (frame_released, client_*) run on its I/O thread
- * without the transport's lock held and take @lock; the transport's own
- * lock nests inside @lock (pf_producer_get_n_clients() under @lock).
+ * guards the video layout and the PTS anchor; @cond (with @lock) is
+ * broadcast when a client connects or leaves (wait_clients). The pool has
+ * its own lock, a leaf. The transport's callbacks (frame_released,
+ * client_*) run on its I/O thread without the transport's lock held; the
+ * transport's own lock nests inside @lock (pf_producer_get_n_clients()
+ * under @lock).
  *
- * Lifetime: the application owns the producer (_new/_free). A published
- * slot is held by the transport until every client that received it
- * released it; pf_producer_close() in _free() releases them all before the
- * I/O thread stops, so no callback runs after _free() returns.
+ * Lifetime: the application owns the producer (_new/_free) and the
+ * producer the pool. pf_producer_close() in _free() releases every frame
+ * still held before the I/O thread stops, so no callback runs after
+ * _free() returns.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 
 #include <pinnedflow/pf-node.h>
+
+#include <pinnedflow/pf-pool.h>
 
 #include "pf-time-private.h"
 
@@ -31,60 +43,26 @@
 #include <string.h>
 #include <time.h>
 
-/* Rounds @v up to @align (a power of two). */
-static uint64_t
-align_up (uint64_t v, uint64_t align)
-{
-  return (v + align - 1) & ~(align - 1);
-}
-
-enum slot_state
-{
-  SLOT_FREE = 0,
-  SLOT_LOANED,
-  SLOT_PUBLISHED,
-};
+#define MAX_SLOTS 4096
 
 struct pf_node_producer
 {
   pf_producer *transport;
-  pf_segment *seg;
-  uint8_t *base;
-  uint64_t slot_size;
-  unsigned int n_slots;
+  pf_pool *pool;
 
   pthread_mutex_t lock;
-  pthread_cond_t cond;          /* a slot came back */
-  uint8_t *state;               /* enum slot_state per slot */
-  uint64_t *loan_id;            /* per slot, while SLOT_LOANED */
-  unsigned int n_free;
-  unsigned int n_published;
-  unsigned int cursor;          /* next slot to try: round robin */
-  uint64_t next_loan_id;
-
+  pthread_cond_t cond;          /* a client connected or left */
   int have_video;
   pf_node_video_layout video;
-
   int have_anchor;              /* clock_pts = anchor + pts */
   uint64_t anchor;
 };
 
 /* Token handed to pf_producer_publish: the slot index + 1 (never NULL). */
 static void *
-slot_token (unsigned int slot)
+slot_token (uint32_t slot)
 {
   return (void *) (uintptr_t) (slot + 1);
-}
-
-static void
-slot_return_locked (pf_node_producer * p, unsigned int slot)
-{
-  if (p->state[slot] == SLOT_PUBLISHED)
-    p->n_published--;
-  p->state[slot] = SLOT_FREE;
-  p->loan_id[slot] = 0;
-  p->n_free++;
-  pthread_cond_broadcast (&p->cond);
 }
 
 static void
@@ -93,12 +71,9 @@ on_frame_released (void *user_data, void *token)
   pf_node_producer *p = user_data;
   uintptr_t t = (uintptr_t) token;
 
-  if (t == 0 || t > p->n_slots)
+  if (t == 0 || t > pf_pool_get_n_slots (p->pool))
     return;
-  pthread_mutex_lock (&p->lock);
-  if (p->state[t - 1] == SLOT_PUBLISHED)
-    slot_return_locked (p, (unsigned int) (t - 1));
-  pthread_mutex_unlock (&p->lock);
+  pf_pool_return (p->pool, (uint32_t) (t - 1));
 }
 
 /* Client callbacks only wake waiters: the count itself is the transport's
@@ -113,15 +88,41 @@ on_client_change (void *user_data, const pf_client_info * info)
   pthread_mutex_unlock (&p->lock);
 }
 
+/* The pool: one segment of @n_slots slots of @slot_size bytes. */
+static int
+make_pool (const pf_node_producer_config * config, uint32_t n_slots,
+    pf_pool ** out)
+{
+  pf_segment *seg = NULL;
+  uint64_t stride;
+  unsigned int flags;
+  int res;
+
+  res = pf_pool_slot_stride (config->slot_size, &stride);
+  if (res < 0)
+    return res;
+  if (stride > UINT64_MAX / n_slots)
+    return -EOVERFLOW;
+  flags = PF_SEGMENT_FLAG_SEAL_WRITERS;
+  if (!(config->flags & PF_NODE_PRODUCER_NO_LOCK))
+    flags |= PF_SEGMENT_FLAG_LOCK;
+  if (config->flags & PF_NODE_PRODUCER_HUGEPAGES)
+    flags |= PF_SEGMENT_FLAG_HUGEPAGES;
+  res = pf_segment_new ("pinnedflow-node-pool", stride * n_slots, flags, &seg);
+  if (res < 0)
+    return res;
+  res = pf_pool_new (seg, stride, n_slots, out);
+  pf_segment_unref (seg);       /* the pool holds it */
+  return res;
+}
+
 int
 pf_node_producer_new (const pf_node_producer_config * config,
     pf_node_producer ** out)
 {
   pf_node_producer *p = NULL;
   pf_producer_config pc;
-  pthread_condattr_t ca;
-  unsigned int flags;
-  uint64_t total;
+  uint32_t n_slots;
   int res;
 
   if (out == NULL)
@@ -130,74 +131,40 @@ pf_node_producer_new (const pf_node_producer_config * config,
   if (config == NULL || config->socket_path == NULL ||
       config->socket_path[0] == '\0' || config->slot_size == 0)
     return -EINVAL;
+  n_slots = config->n_slots ? config->n_slots : 4;
+  if (n_slots > MAX_SLOTS)
+    return -EINVAL;
 
   p = calloc (1, sizeof (*p));
   if (p == NULL)
     return -ENOMEM;
-  p->n_slots = config->n_slots ? config->n_slots : 4;
-  if (p->n_slots > 4096) {
-    res = -EINVAL;
-    goto fail_alloc;
+  res = make_pool (config, n_slots, &p->pool);
+  if (res < 0) {
+    free (p);
+    return res;
   }
-  p->slot_size = align_up (config->slot_size, pf_page_size ());
-  if (p->slot_size < config->slot_size ||
-      p->slot_size > UINT64_MAX / p->n_slots) {
-    res = -EOVERFLOW;
-    goto fail_alloc;
-  }
-  total = p->slot_size * p->n_slots;
-
-  p->state = calloc (p->n_slots, sizeof (*p->state));
-  p->loan_id = calloc (p->n_slots, sizeof (*p->loan_id));
-  if (p->state == NULL || p->loan_id == NULL) {
-    res = -ENOMEM;
-    goto fail_alloc;
-  }
-  p->n_free = p->n_slots;
-  p->next_loan_id = 1;
-
   pthread_mutex_init (&p->lock, NULL);
-  pthread_condattr_init (&ca);
-  pthread_condattr_setclock (&ca, CLOCK_MONOTONIC);
-  pthread_cond_init (&p->cond, &ca);
-  pthread_condattr_destroy (&ca);
-
-  flags = PF_SEGMENT_FLAG_SEAL_WRITERS;
-  if (!(config->flags & PF_NODE_PRODUCER_NO_LOCK))
-    flags |= PF_SEGMENT_FLAG_LOCK;
-  if (config->flags & PF_NODE_PRODUCER_HUGEPAGES)
-    flags |= PF_SEGMENT_FLAG_HUGEPAGES;
-  res = pf_segment_new ("pinnedflow-node-pool", total, flags, &p->seg);
-  if (res < 0)
-    goto fail_sync;
-  p->base = pf_segment_get_base (p->seg);
+  pf_cond_init_monotonic (&p->cond);
 
   memset (&pc, 0, sizeof (pc));
   pc.socket_path = config->socket_path;
   pc.perms = config->perms ? config->perms : 0600;
   pc.max_client_frames = config->max_client_frames ?
-      config->max_client_frames : p->n_slots;
+      config->max_client_frames : n_slots;
   pc.callbacks.frame_released = on_frame_released;
   pc.callbacks.client_connected = on_client_change;
   pc.callbacks.client_disconnected = on_client_change;
   pc.callbacks.user_data = p;
   res = pf_producer_new (&pc, &p->transport);
-  if (res < 0)
-    goto fail_seg;
-
+  if (res < 0) {
+    pthread_cond_destroy (&p->cond);
+    pthread_mutex_destroy (&p->lock);
+    pf_pool_unref (p->pool);
+    free (p);
+    return res;
+  }
   *out = p;
   return 0;
-
-fail_seg:
-  pf_segment_unref (p->seg);
-fail_sync:
-  pthread_cond_destroy (&p->cond);
-  pthread_mutex_destroy (&p->lock);
-fail_alloc:
-  free (p->state);
-  free (p->loan_id);
-  free (p);
-  return res;
 }
 
 void
@@ -209,11 +176,9 @@ pf_node_producer_free (pf_node_producer * p)
    * thread: no callback can arrive after this. */
   pf_producer_close (p->transport);
   pf_producer_unref (p->transport);
-  pf_segment_unref (p->seg);
+  pf_pool_unref (p->pool);
   pthread_cond_destroy (&p->cond);
   pthread_mutex_destroy (&p->lock);
-  free (p->state);
-  free (p->loan_id);
   free (p);
 }
 
@@ -241,7 +206,7 @@ pf_node_producer_set_video (pf_node_producer * p, const char *format,
   res = pf_node_video_layout_compute (format, width, height, 0, &layout);
   if (res < 0)
     return res;
-  if (layout.size > p->slot_size)
+  if (layout.size > pf_pool_get_slot_stride (p->pool))
     return -EMSGSIZE;
   res = pf_node_video_caps (caps, sizeof (caps), format, width, height,
       fps_n, fps_d);
@@ -257,74 +222,40 @@ pf_node_producer_set_video (pf_node_producer * p, const char *format,
   return 0;
 }
 
-/* Takes a free slot, waiting as asked. Called with the lock held. */
-static int
-take_slot_locked (pf_node_producer * p, int timeout_ms, unsigned int *slot)
-{
-  struct timespec deadline;
-  unsigned int i, s;
-  int r;
-
-  if (timeout_ms > 0)
-    pf_deadline_after (&deadline, timeout_ms);
-  while (p->n_free == 0) {
-    if (timeout_ms == 0)
-      return -EAGAIN;
-    if (timeout_ms < 0) {
-      pthread_cond_wait (&p->cond, &p->lock);
-    } else {
-      r = pthread_cond_timedwait (&p->cond, &p->lock, &deadline);
-      if (r == ETIMEDOUT && p->n_free == 0)
-        return -ETIMEDOUT;
-    }
-  }
-  for (i = 0; i < p->n_slots; i++) {
-    s = (p->cursor + i) % p->n_slots;
-    if (p->state[s] == SLOT_FREE) {
-      p->cursor = (s + 1) % p->n_slots;
-      p->state[s] = SLOT_LOANED;
-      p->loan_id[s] = p->next_loan_id++;
-      p->n_free--;
-      *slot = s;
-      return 0;
-    }
-  }
-  return -EIO;                  /* n_free out of sync: cannot happen */
-}
-
 static int
 loan_common (pf_node_producer * p, int timeout_ms, int video,
     pf_node_loan * loan)
 {
-  unsigned int slot;
+  pf_pool_slot slot;
   int res;
 
   if (p == NULL || loan == NULL)
     return -EINVAL;
   memset (loan, 0, sizeof (*loan));
-  pthread_mutex_lock (&p->lock);
-  if (video && !p->have_video) {
-    pthread_mutex_unlock (&p->lock);
-    return -EINVAL;
-  }
-  res = take_slot_locked (p, timeout_ms, &slot);
-  if (res == 0) {
-    loan->slot = slot;
-    loan->loan_id = p->loan_id[slot];
-    loan->segment_offset = (uint64_t) slot *p->slot_size;
-    loan->data = p->base + loan->segment_offset;
-    loan->capacity = p->slot_size;
-    loan->size = p->slot_size;
-    if (video) {
+  if (video) {
+    pthread_mutex_lock (&p->lock);
+    if (p->have_video) {
       loan->has_video_meta = 1;
       loan->layout = p->video;
-      loan->size = p->video.size;
     }
-    loan->pts = loan->dts = loan->duration = PF_TIME_NONE;
-    loan->clock_pts = PF_TIME_NONE;
+    pthread_mutex_unlock (&p->lock);
+    if (!loan->has_video_meta)
+      return -EINVAL;
   }
-  pthread_mutex_unlock (&p->lock);
-  return res;
+  res = pf_pool_loan (p->pool, timeout_ms, &slot);
+  if (res < 0) {
+    memset (loan, 0, sizeof (*loan));
+    return res;
+  }
+  loan->slot = slot.index;
+  loan->loan_id = slot.id;
+  loan->segment_offset = slot.offset;
+  loan->data = slot.data;
+  loan->capacity = slot.size;
+  loan->size = video ? loan->layout.size : slot.size;
+  loan->pts = loan->dts = loan->duration = PF_TIME_NONE;
+  loan->clock_pts = PF_TIME_NONE;
+  return 0;
 }
 
 int
@@ -341,15 +272,54 @@ pf_node_producer_loan_video (pf_node_producer * p, int timeout_ms,
   return loan_common (p, timeout_ms, 1, loan);
 }
 
-/* Checks that @loan is a live loan of @p. Called with the lock held. */
-static int
-check_loan_locked (pf_node_producer * p, const pf_node_loan * loan)
+/* The CLOCK_MONOTONIC due time of @loan (see pf_node_loan.clock_pts). */
+static uint64_t
+loan_clock_pts (pf_node_producer * p, const pf_node_loan * loan)
 {
-  if (loan->slot >= p->n_slots || loan->loan_id == 0 ||
-      p->state[loan->slot] != SLOT_LOANED ||
-      p->loan_id[loan->slot] != loan->loan_id)
-    return -EINVAL;
-  return 0;
+  uint64_t clock_pts = loan->clock_pts, now;
+
+  if (clock_pts != PF_TIME_NONE || loan->pts == PF_TIME_NONE)
+    return clock_pts;
+  pthread_mutex_lock (&p->lock);
+  if (!p->have_anchor) {
+    now = pf_monotonic_ns ();
+    p->anchor = now > loan->pts ? now - loan->pts : 0;
+    p->have_anchor = 1;
+  }
+  clock_pts = p->anchor + loan->pts;
+  pthread_mutex_unlock (&p->lock);
+  return clock_pts;
+}
+
+static void
+fill_frame (pf_node_producer * p, const pf_node_loan * loan, pf_frame * frame)
+{
+  uint32_t i;
+
+  memset (frame, 0, sizeof (*frame));
+  frame->n_chunks = 1;
+  frame->chunks[0].segment_id = pf_segment_get_id (pf_pool_get_segment
+      (p->pool));
+  frame->chunks[0].offset =
+      (uint64_t) loan->slot * pf_pool_get_slot_stride (p->pool);
+  frame->chunks[0].size = loan->size;
+  frame->pts = loan->pts;
+  frame->dts = loan->dts;
+  frame->duration = loan->duration;
+  frame->offset = UINT64_MAX;
+  frame->offset_end = UINT64_MAX;
+  frame->clock_pts = loan_clock_pts (p, loan);
+  frame->buffer_flags = loan->buffer_flags;
+  if (loan->has_video_meta) {
+    frame->meta_flags = PF_FRAME_HAS_VIDEO_META;
+    frame->width = loan->layout.width;
+    frame->height = loan->layout.height;
+    frame->n_planes = loan->layout.n_planes;
+    for (i = 0; i < loan->layout.n_planes; i++) {
+      frame->plane_offset[i] = loan->layout.plane_offset[i];
+      frame->plane_stride[i] = loan->layout.plane_stride[i];
+    }
+  }
 }
 
 int
@@ -357,74 +327,30 @@ pf_node_producer_publish (pf_node_producer * p, pf_node_loan * loan)
 {
   pf_frame frame;
   pf_segment *segs[1];
-  uint64_t clock_pts;
-  unsigned int i, slot;
+  uint32_t slot;
   int res;
 
   if (p == NULL || loan == NULL)
     return -EINVAL;
-  pthread_mutex_lock (&p->lock);
-  res = check_loan_locked (p, loan);
-  if (res == 0 && (loan->size == 0 || loan->size > p->slot_size))
-    res = -EINVAL;
-  if (res == 0 && loan->has_video_meta &&
-      (loan->layout.n_planes > PF_MAX_PLANES || loan->layout.size > loan->size))
-    res = -EINVAL;
-  if (res < 0) {
-    /* A bad size still consumes a genuine loan, as documented. */
-    if (check_loan_locked (p, loan) == 0)
-      slot_return_locked (p, loan->slot);
-    pthread_mutex_unlock (&p->lock);
-    loan->loan_id = 0;
-    return res;
-  }
-  slot = loan->slot;
-  p->state[slot] = SLOT_PUBLISHED;
-  p->n_published++;
-  clock_pts = loan->clock_pts;
-  if (clock_pts == PF_TIME_NONE && loan->pts != PF_TIME_NONE) {
-    if (!p->have_anchor) {
-      uint64_t now = pf_monotonic_ns ();
-      p->anchor = now > loan->pts ? now - loan->pts : 0;
-      p->have_anchor = 1;
-    }
-    clock_pts = p->anchor + loan->pts;
-  }
-  pthread_mutex_unlock (&p->lock);
-
-  memset (&frame, 0, sizeof (frame));
-  frame.n_chunks = 1;
-  frame.chunks[0].segment_id = pf_segment_get_id (p->seg);
-  frame.chunks[0].offset = (uint64_t) slot *p->slot_size;
-  frame.chunks[0].size = loan->size;
-  frame.pts = loan->pts;
-  frame.dts = loan->dts;
-  frame.duration = loan->duration;
-  frame.offset = UINT64_MAX;
-  frame.offset_end = UINT64_MAX;
-  frame.clock_pts = clock_pts;
-  frame.buffer_flags = loan->buffer_flags;
-  if (loan->has_video_meta) {
-    frame.meta_flags = PF_FRAME_HAS_VIDEO_META;
-    frame.width = loan->layout.width;
-    frame.height = loan->layout.height;
-    frame.n_planes = loan->layout.n_planes;
-    for (i = 0; i < loan->layout.n_planes; i++) {
-      frame.plane_offset[i] = loan->layout.plane_offset[i];
-      frame.plane_stride[i] = loan->layout.plane_stride[i];
-    }
-  }
-  segs[0] = p->seg;
+  /* Spends the ticket: a second publish of the same loan fails here. */
+  res = pf_pool_redeem (p->pool, loan->slot, loan->loan_id);
   loan->loan_id = 0;
-
-  res = pf_producer_publish (p->transport, &frame, segs, slot_token (slot));
-  if (res <= 0) {
-    /* Nobody holds it: frame_released will not run. */
-    pthread_mutex_lock (&p->lock);
-    if (p->state[slot] == SLOT_PUBLISHED)
-      slot_return_locked (p, slot);
-    pthread_mutex_unlock (&p->lock);
+  if (res < 0)
+    return res;
+  slot = loan->slot;
+  if (loan->size == 0 || loan->size > pf_pool_get_slot_stride (p->pool) ||
+      (loan->has_video_meta && (loan->layout.n_planes > PF_MAX_PLANES ||
+              loan->layout.size > loan->size))) {
+    /* A bad size still consumes a genuine loan, as documented. */
+    pf_pool_return (p->pool, slot);
+    return -EINVAL;
   }
+
+  fill_frame (p, loan, &frame);
+  segs[0] = pf_pool_get_segment (p->pool);
+  res = pf_producer_publish (p->transport, &frame, segs, slot_token (slot));
+  if (res <= 0)                 /* nobody holds it: no frame_released */
+    pf_pool_return (p->pool, slot);
   return res;
 }
 
@@ -435,12 +361,10 @@ pf_node_producer_discard (pf_node_producer * p, pf_node_loan * loan)
 
   if (p == NULL || loan == NULL)
     return -EINVAL;
-  pthread_mutex_lock (&p->lock);
-  res = check_loan_locked (p, loan);
-  if (res == 0)
-    slot_return_locked (p, loan->slot);
-  pthread_mutex_unlock (&p->lock);
+  res = pf_pool_redeem (p->pool, loan->slot, loan->loan_id);
   loan->loan_id = 0;
+  if (res == 0)
+    pf_pool_return (p->pool, loan->slot);
   return res;
 }
 
@@ -452,64 +376,40 @@ pf_node_producer_send_eos (pf_node_producer * p)
   return pf_producer_send_eos (p->transport);
 }
 
-/* Waits on the condition until done (p) returns true. Lock held. */
-static int
-wait_until_locked (pf_node_producer * p, int timeout_ms,
-    int (*done) (pf_node_producer * p, unsigned int arg), unsigned int arg)
-{
-  struct timespec deadline;
-
-  if (timeout_ms > 0)
-    pf_deadline_after (&deadline, timeout_ms);
-  while (!done (p, arg)) {
-    if (timeout_ms == 0)
-      return -ETIMEDOUT;
-    if (timeout_ms < 0) {
-      pthread_cond_wait (&p->cond, &p->lock);
-    } else if (pthread_cond_timedwait (&p->cond, &p->lock, &deadline) ==
-        ETIMEDOUT && !done (p, arg)) {
-      return -ETIMEDOUT;
-    }
-  }
-  return 0;
-}
-
-static int
-is_idle (pf_node_producer * p, unsigned int unused)
-{
-  return p->n_published == 0;
-}
-
-static int
-has_clients (pf_node_producer * p, unsigned int n)
-{
-  /* The transport's lock nests inside ours; its callbacks run unlocked. */
-  return pf_producer_get_n_clients (p->transport) >= n;
-}
-
 int
 pf_node_producer_wait_idle (pf_node_producer * p, int timeout_ms)
 {
-  int res;
-
   if (p == NULL)
     return -EINVAL;
-  pthread_mutex_lock (&p->lock);
-  res = wait_until_locked (p, timeout_ms, is_idle, 0);
-  pthread_mutex_unlock (&p->lock);
-  return res;
+  return pf_pool_wait_idle (p->pool, timeout_ms);
 }
 
 int
 pf_node_producer_wait_clients (pf_node_producer * p, unsigned int n_clients,
     int timeout_ms)
 {
-  int res;
+  struct timespec deadline;
+  int res = 0;
 
   if (p == NULL)
     return -EINVAL;
+  if (timeout_ms > 0)
+    pf_deadline_after (&deadline, timeout_ms);
   pthread_mutex_lock (&p->lock);
-  res = wait_until_locked (p, timeout_ms, has_clients, n_clients);
+  /* The transport's lock nests inside ours; its callbacks run unlocked. */
+  while (pf_producer_get_n_clients (p->transport) < n_clients) {
+    if (timeout_ms == 0) {
+      res = -ETIMEDOUT;
+      break;
+    }
+    if (timeout_ms < 0) {
+      pthread_cond_wait (&p->cond, &p->lock);
+    } else if (pthread_cond_timedwait (&p->cond, &p->lock, &deadline) ==
+        ETIMEDOUT && pf_producer_get_n_clients (p->transport) < n_clients) {
+      res = -ETIMEDOUT;
+      break;
+    }
+  }
   pthread_mutex_unlock (&p->lock);
   return res;
 }
@@ -517,20 +417,18 @@ pf_node_producer_wait_clients (pf_node_producer * p, unsigned int n_clients,
 unsigned int
 pf_node_producer_get_n_slots (pf_node_producer * p)
 {
-  return p ? p->n_slots : 0;
+  return p ? pf_pool_get_n_slots (p->pool) : 0;
 }
 
 unsigned int
 pf_node_producer_get_free_slots (pf_node_producer * p)
 {
-  unsigned int n;
+  pf_pool_stats st;
 
   if (p == NULL)
     return 0;
-  pthread_mutex_lock (&p->lock);
-  n = p->n_free;
-  pthread_mutex_unlock (&p->lock);
-  return n;
+  pf_pool_get_stats (p->pool, &st);
+  return st.n_free;
 }
 
 unsigned int
@@ -542,7 +440,7 @@ pf_node_producer_get_n_clients (pf_node_producer * p)
 pf_segment *
 pf_node_producer_get_segment (pf_node_producer * p)
 {
-  return p ? p->seg : NULL;
+  return p ? pf_pool_get_segment (p->pool) : NULL;
 }
 
 pf_producer *

@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * Condition variables in libpinnedflow wait on CLOCK_MONOTONIC
- * (pthread_condattr_setclock); these helpers build and read the deadlines.
+ * (pf_cond_init_monotonic); these helpers build and read the deadlines.
  * Timeout convention of every waiting call: 0 polls, < 0 waits forever,
  * > 0 is milliseconds.
  */
@@ -11,8 +11,21 @@
 #define __PF_TIME_PRIVATE_H__
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
+
+/* A condition variable whose timed waits use CLOCK_MONOTONIC. */
+static inline void
+pf_cond_init_monotonic (pthread_cond_t * cond)
+{
+  pthread_condattr_t ca;
+
+  pthread_condattr_init (&ca);
+  pthread_condattr_setclock (&ca, CLOCK_MONOTONIC);
+  pthread_cond_init (cond, &ca);
+  pthread_condattr_destroy (&ca);
+}
 
 /* @ts = now (CLOCK_MONOTONIC) + @timeout_ms. */
 static inline void

@@ -2,20 +2,28 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * At activation the pool creates ONE segment of max-buffers page-aligned
- * slots. A slot table (free list) hands slots to alloc_buffer(); a slot goes
- * back to the free list when the GstMemory wrapping it is freed (a mini
- * object weak reference), so that a slot still referenced outside the pool
- * (a copied GstBuffer, a shared memory) is never handed out twice, and the
- * base class's discarding of buffers (memory tagged, size changed, not
- * writable) still keeps the pool bounded. The slot table is reference
- * counted apart from the pool because memories may outlive the pool.
+ * The GstBufferPool face of pf_pool (<pinnedflow/pf-pool.h>, which owns
+ * the slots, their wake-ups and flushing). At activation the pool creates
+ * ONE segment of max-buffers page-aligned slots and a pf_pool over it.
+ * alloc_buffer() loans a slot and wraps it in a GstPinnedMemory; the slot
+ * is returned when that memory is freed (a mini object weak reference), so
+ * that a slot still referenced outside the pool (a copied GstBuffer, a
+ * shared memory) is never handed out twice, and the base class's
+ * discarding of buffers (memory tagged, size changed, not writable) still
+ * keeps the pool bounded. Each memory's weak reference holds a reference
+ * on the pf_pool, which may so outlive this object.
  *
  * Blocking acquire does not use the base class's wait: in GStreamer 1.22
  * (GstPoll control tokens) two threads blocked in acquire can miss a
  * release and sleep forever (reproduced with a plain GstBufferPool). The
- * pool calls the base acquire with DONTWAIT and waits itself on a condition
- * signalled by every release, every freed slot and flushing.
+ * pool calls the base acquire with DONTWAIT and waits itself on the
+ * pf_pool's change counter, bumped by every release (pf_pool_notify()),
+ * every returned slot and flushing.
+ *
+ * Threading: @pfpool and @segment are set by start/stop under the object
+ * lock and read under it, except by release_buffer(), which reads @pfpool
+ * atomically: the base class calls stop only once no buffer is out, so a
+ * release in progress never sees it go.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -23,6 +31,9 @@
 
 #include <gst/pinnedflow/gstpinnedbufferpool.h>
 #include <gst/pinnedflow/gstpinnedallocator.h>
+#include <pinnedflow/pf-pool.h>
+
+#include <errno.h>
 
 GST_DEBUG_CATEGORY_STATIC (gst_pinned_buffer_pool_debug);
 #define GST_CAT_DEFAULT gst_pinned_buffer_pool_debug
@@ -31,140 +42,22 @@ GST_DEBUG_CATEGORY_STATIC (gst_pinned_buffer_pool_debug);
 /* pf_segment refuses bigger segments. */
 #define MAX_SEGMENT_SIZE (G_GUINT64_CONSTANT (1) << 40)
 
-/* Wake-ups of blocked acquires; shared by the pool and its slot tables
- * (which may outlive it). */
+/* What a slot memory's weak reference carries. */
 typedef struct
 {
-  gint refcount;
-  GMutex lock;
-  GCond cond;
-  guint seq;                    /* bumped by releases and freed slots */
-  gint waiters;                 /* acquires blocked on cond */
-  gboolean flushing;
-} PoolSync;
-
-static PoolSync *
-pool_sync_new (void)
-{
-  PoolSync *sync = g_new0 (PoolSync, 1);
-
-  sync->refcount = 1;
-  g_mutex_init (&sync->lock);
-  g_cond_init (&sync->cond);
-  sync->flushing = TRUE;
-  return sync;
-}
-
-static PoolSync *
-pool_sync_ref (PoolSync * sync)
-{
-  g_atomic_int_inc (&sync->refcount);
-  return sync;
-}
-
-static void
-pool_sync_unref (PoolSync * sync)
-{
-  if (!g_atomic_int_dec_and_test (&sync->refcount))
-    return;
-  g_mutex_clear (&sync->lock);
-  g_cond_clear (&sync->cond);
-  g_free (sync);
-}
-
-/* Call with sync->lock held. */
-static inline void
-pool_sync_bump_locked (PoolSync * sync)
-{
-  g_atomic_int_inc (&sync->seq);
-  g_cond_broadcast (&sync->cond);
-}
-
-/* Lock-free when nobody waits (a GCond broadcast is a futex syscall). The
- * waiter increments waiters, then reads seq; we increment seq, then read
- * waiters: with sequentially consistent atomics one of us sees the other,
- * and the broadcast is made under the lock the waiter sleeps with. */
-static inline void
-pool_sync_bump (PoolSync * sync)
-{
-  g_atomic_int_inc (&sync->seq);
-  if (g_atomic_int_get (&sync->waiters) > 0) {
-    g_mutex_lock (&sync->lock);
-    g_cond_broadcast (&sync->cond);
-    g_mutex_unlock (&sync->lock);
-  }
-}
-
-typedef struct _SlotTable SlotTable;
-
-typedef struct
-{
-  SlotTable *table;
-  guint index;
-} Slot;
-
-struct _SlotTable
-{
-  gint refcount;
-  PoolSync *sync;               /* its lock guards the free list */
-  guint n_slots;
-  guint n_free;
-  guint *free;                  /* stack of free slot indices */
-  Slot *slots;
-};
-
-static SlotTable *
-slot_table_new (PoolSync * sync, guint n_slots)
-{
-  SlotTable *t = g_new0 (SlotTable, 1);
-  guint i;
-
-  t->refcount = 1;
-  t->sync = pool_sync_ref (sync);
-  t->n_slots = n_slots;
-  t->free = g_new (guint, n_slots);
-  t->slots = g_new (Slot, n_slots);
-  /* Pop order 0, 1, 2...: the first buffers are at the segment start. */
-  for (i = 0; i < n_slots; i++) {
-    t->free[i] = n_slots - 1 - i;
-    t->slots[i].table = t;
-    t->slots[i].index = i;
-  }
-  t->n_free = n_slots;
-  return t;
-}
-
-static SlotTable *
-slot_table_ref (SlotTable * t)
-{
-  if (t)
-    g_atomic_int_inc (&t->refcount);
-  return t;
-}
-
-static void
-slot_table_unref (SlotTable * t)
-{
-  if (t == NULL || !g_atomic_int_dec_and_test (&t->refcount))
-    return;
-  pool_sync_unref (t->sync);
-  g_free (t->free);
-  g_free (t->slots);
-  g_free (t);
-}
+  pf_pool *pool;                /* one reference */
+  guint32 index;
+} SlotRef;
 
 /* Weak notify of a slot's GstMemory: the slot is free again. */
 static void
 slot_memory_freed (gpointer data, GstMiniObject * where_the_object_was)
 {
-  Slot *slot = data;
-  SlotTable *t = slot->table;
+  SlotRef *ref = data;
 
-  g_mutex_lock (&t->sync->lock);
-  t->free[t->n_free++] = slot->index;
-  pool_sync_bump_locked (t->sync);
-  g_mutex_unlock (&t->sync->lock);
-  slot_table_unref (t);
+  pf_pool_return (ref->pool, ref->index);
+  pf_pool_unref (ref->pool);
+  g_free (ref);
 }
 
 struct _GstPinnedBufferPool
@@ -172,7 +65,6 @@ struct _GstPinnedBufferPool
   GstBufferPool parent;
 
   GstAllocator *allocator;      /* the pinned allocator */
-  PoolSync *sync;
 
   /* Set by set_config (pool inactive). */
   gboolean is_video;
@@ -188,7 +80,7 @@ struct _GstPinnedBufferPool
 
   /* Set by start/stop, under the object lock. */
   GstPinnedSegment *segment;
-  SlotTable *table;
+  pf_pool *pfpool;
 };
 
 #define gst_pinned_buffer_pool_parent_class parent_class
@@ -243,7 +135,7 @@ gst_pinned_buffer_pool_set_config (GstBufferPool * pool, GstStructure * config)
   GstVideoAlignment align;
   gboolean is_video, add_videometa, need_alignment, exact = TRUE;
   GstAllocationParams params;
-  gsize page = pf_page_size (), stride;
+  guint64 stride;
 
   if (!gst_buffer_pool_config_get_params (config, &caps, &size, &min_buffers,
           &max_buffers)) {
@@ -289,10 +181,10 @@ gst_pinned_buffer_pool_set_config (GstBufferPool * pool, GstStructure * config)
     exact = FALSE;
   }
 
-  stride = ((gsize) size + page - 1) & ~(page - 1);
-  if ((guint64) stride * max_buffers > MAX_SEGMENT_SIZE) {
-    GST_WARNING_OBJECT (pool, "%u slots of %" G_GSIZE_FORMAT " bytes is too "
-        "big for one segment", max_buffers, stride);
+  pf_pool_slot_stride (size, &stride);  /* size > 0: cannot fail */
+  if (stride * max_buffers > MAX_SEGMENT_SIZE) {
+    GST_WARNING_OBJECT (pool, "%u slots of %" G_GUINT64_FORMAT " bytes is "
+        "too big for one segment", max_buffers, stride);
     return FALSE;
   }
 
@@ -322,9 +214,9 @@ gst_pinned_buffer_pool_set_config (GstBufferPool * pool, GstStructure * config)
   self->segment_flags =
       gst_pinned_buffer_pool_config_get_segment_flags (config);
 
-  GST_DEBUG_OBJECT (pool, "%s, %u slots of %u bytes (stride %" G_GSIZE_FORMAT
-      "), segment flags 0x%x", is_video ? "video" : "plain", max_buffers,
-      size, stride, self->segment_flags);
+  GST_DEBUG_OBJECT (pool, "%s, %u slots of %u bytes (stride %"
+      G_GUINT64_FORMAT "), segment flags 0x%x", is_video ? "video" : "plain",
+      max_buffers, size, stride, self->segment_flags);
 
   if (!GST_BUFFER_POOL_CLASS (parent_class)->set_config (pool, config))
     return FALSE;
@@ -337,9 +229,10 @@ gst_pinned_buffer_pool_start (GstBufferPool * pool)
 {
   GstPinnedBufferPool *self = GST_PINNED_BUFFER_POOL (pool);
   GstPinnedSegment *seg;
-  SlotTable *table;
+  pf_pool *pfpool = NULL;
   GError *err = NULL;
   gchar *name, *desc;
+  int res;
 
   name = g_strdup_printf ("gst-pinned-pool-%s", GST_OBJECT_NAME (pool));
   seg = gst_pinned_segment_new_full (name, self->slot_stride * self->n_slots,
@@ -350,11 +243,16 @@ gst_pinned_buffer_pool_start (GstBufferPool * pool)
     g_error_free (err);
     return FALSE;
   }
-  table = slot_table_new (self->sync, self->n_slots);
+  res = pf_pool_new (seg, self->slot_stride, self->n_slots, &pfpool);
+  pf_segment_unref (seg);       /* the pf_pool holds it */
+  if (res < 0) {
+    GST_ERROR_OBJECT (pool, "pf_pool_new: %s", g_strerror (-res));
+    return FALSE;
+  }
 
   GST_OBJECT_LOCK (pool);
   self->segment = seg;
-  self->table = table;
+  g_atomic_pointer_set (&self->pfpool, pfpool);
   GST_OBJECT_UNLOCK (pool);
 
   desc = gst_pinned_segment_describe_state (pf_segment_get_state (seg));
@@ -366,10 +264,9 @@ gst_pinned_buffer_pool_start (GstBufferPool * pool)
   if (!GST_BUFFER_POOL_CLASS (parent_class)->start (pool)) {
     GST_OBJECT_LOCK (pool);
     self->segment = NULL;
-    self->table = NULL;
+    g_atomic_pointer_set (&self->pfpool, NULL);
     GST_OBJECT_UNLOCK (pool);
-    slot_table_unref (table);
-    pf_segment_unref (seg);
+    pf_pool_unref (pfpool);
     return FALSE;
   }
   return TRUE;
@@ -379,47 +276,44 @@ static gboolean
 gst_pinned_buffer_pool_stop (GstBufferPool * pool)
 {
   GstPinnedBufferPool *self = GST_PINNED_BUFFER_POOL (pool);
-  GstPinnedSegment *seg;
-  SlotTable *table;
+  pf_pool *pfpool;
 
-  /* Frees the queued buffers: their slots return to the table. */
+  /* Frees the queued buffers: their slots return to the pf_pool. */
   if (!GST_BUFFER_POOL_CLASS (parent_class)->stop (pool))
     return FALSE;
 
   GST_OBJECT_LOCK (pool);
-  seg = self->segment;
-  table = self->table;
+  pfpool = self->pfpool;
   self->segment = NULL;
-  self->table = NULL;
+  g_atomic_pointer_set (&self->pfpool, NULL);
   GST_OBJECT_UNLOCK (pool);
 
-  slot_table_unref (table);
-  /* Memories still alive elsewhere keep the segment (and its mapping). */
-  if (seg)
-    pf_segment_unref (seg);
+  /* Memories still alive elsewhere keep the pf_pool and so the segment
+   * (and its mapping). */
+  pf_pool_unref (pfpool);
   return TRUE;
 }
 
-static SlotTable *
-get_table (GstPinnedBufferPool * self, GstPinnedSegment ** seg)
+/* The active pf_pool, with a reference, or NULL. */
+static pf_pool *
+get_pf_pool (GstPinnedBufferPool * self)
 {
-  SlotTable *table;
+  pf_pool *pfpool;
 
   GST_OBJECT_LOCK (self);
-  table = slot_table_ref (self->table);
-  if (seg)
-    *seg = self->segment ? pf_segment_ref (self->segment) : NULL;
+  pfpool = pf_pool_ref (self->pfpool);
   GST_OBJECT_UNLOCK (self);
-  return table;
+  return pfpool;
 }
 
 static void
 set_flushing (GstPinnedBufferPool * self, gboolean flushing)
 {
-  g_mutex_lock (&self->sync->lock);
-  self->sync->flushing = flushing;
-  pool_sync_bump_locked (self->sync);
-  g_mutex_unlock (&self->sync->lock);
+  pf_pool *pfpool = get_pf_pool (self);
+
+  /* The base class flushes only an active (started) pool. */
+  pf_pool_set_flushing (pfpool, flushing);
+  pf_pool_unref (pfpool);
 }
 
 static void
@@ -434,13 +328,25 @@ gst_pinned_buffer_pool_flush_stop (GstBufferPool * pool)
   set_flushing (GST_PINNED_BUFFER_POOL (pool), FALSE);
 }
 
+/* Blocks until a buffer was released or a slot returned since @change was
+ * read from @seen (or the pool flushes, or was restarted meanwhile). */
+static void
+wait_for_change (GstPinnedBufferPool * self, pf_pool * seen, guint32 change)
+{
+  pf_pool *pfpool = get_pf_pool (self);
+
+  GST_LOG_OBJECT (self, "no buffer, waiting for a release");
+  if (pfpool != NULL && pfpool == seen)
+    pf_pool_wait_change (pfpool, change, -1);
+  pf_pool_unref (pfpool);
+}
+
 static GstFlowReturn
 gst_pinned_buffer_pool_acquire_buffer (GstBufferPool * pool,
     GstBuffer ** buffer, GstBufferPoolAcquireParams * params)
 {
   GstPinnedBufferPool *self = GST_PINNED_BUFFER_POOL (pool);
   GstBufferPoolAcquireParams p = { 0, };
-  PoolSync *sync = self->sync;
   GstFlowReturn ret;
   gboolean dontwait;
 
@@ -450,33 +356,34 @@ gst_pinned_buffer_pool_acquire_buffer (GstBufferPool * pool,
   p.flags |= GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT;
 
   for (;;) {
-    /* Snapshot before trying: a release after this point is not missed. */
-    guint seq = (guint) g_atomic_int_get (&sync->seq);
+    /* Snapshot before trying: a release after this point is not missed.
+     * (No pf_pool: inactive, and the base class answers FLUSHING.) */
+    pf_pool *seen = g_atomic_pointer_get (&self->pfpool);
+    guint32 change = pf_pool_get_change (seen);
 
     ret = GST_BUFFER_POOL_CLASS (parent_class)->acquire_buffer (pool, buffer,
         &p);
     if (ret != GST_FLOW_EOS || dontwait)
       return ret;
-
-    GST_LOG_OBJECT (pool, "no buffer, waiting for a release");
-    g_mutex_lock (&sync->lock);
-    g_atomic_int_inc (&sync->waiters);
-    while ((guint) g_atomic_int_get (&sync->seq) == seq && !sync->flushing)
-      g_cond_wait (&sync->cond, &sync->lock);
-    g_atomic_int_add (&sync->waiters, -1);
-    g_mutex_unlock (&sync->lock);
-    /* Flushing: the base class answers GST_FLOW_FLUSHING. */
+    /* Flushing: the base class answers GST_FLOW_FLUSHING next time. */
+    wait_for_change (self, seen, change);
   }
 }
 
 static void
 gst_pinned_buffer_pool_release_buffer (GstBufferPool * pool, GstBuffer * buffer)
 {
-  PoolSync *sync = GST_PINNED_BUFFER_POOL (pool)->sync;
+  GstPinnedBufferPool *self = GST_PINNED_BUFFER_POOL (pool);
 
   /* Back in the queue, or discarded (its slot follows its memory). */
   GST_BUFFER_POOL_CLASS (parent_class)->release_buffer (pool, buffer);
-  pool_sync_bump (sync);
+  pf_pool_notify (g_atomic_pointer_get (&self->pfpool));
+}
+
+static GstFlowReturn
+flow_from_loan_error (int res)
+{
+  return res == -ECANCELED ? GST_FLOW_FLUSHING : GST_FLOW_EOS;
 }
 
 static GstFlowReturn
@@ -484,18 +391,17 @@ gst_pinned_buffer_pool_alloc_buffer (GstBufferPool * pool,
     GstBuffer ** buffer, GstBufferPoolAcquireParams * params)
 {
   GstPinnedBufferPool *self = GST_PINNED_BUFFER_POOL (pool);
-  GstPinnedSegment *seg = NULL;
-  SlotTable *table;
+  pf_pool *pfpool = get_pf_pool (self);
+  gboolean dontwait = params != NULL
+      && (params->flags & GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT);
+  pf_pool_slot slot;
+  SlotRef *ref;
   GstMemory *mem;
   GstBuffer *buf;
-  guint index;
+  int res;
 
-  table = get_table (self, &seg);
-  if (table == NULL || seg == NULL) {
+  if (pfpool == NULL) {
     GST_ERROR_OBJECT (pool, "not started");
-    slot_table_unref (table);
-    if (seg)
-      pf_segment_unref (seg);
     return GST_FLOW_ERROR;
   }
 
@@ -504,30 +410,20 @@ gst_pinned_buffer_pool_alloc_buffer (GstBufferPool * pool,
    * acquire_buffer() (always DONTWAIT here) that is GST_FLOW_EOS and the
    * acquire waits for the slot; a direct caller without DONTWAIT (the base
    * class's preallocation) waits here. */
-  g_mutex_lock (&table->sync->lock);
-  while (table->n_free == 0) {
-    if (table->sync->flushing || (params
-            && (params->flags & GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT))) {
-      GstFlowReturn ret =
-          table->sync->flushing ? GST_FLOW_FLUSHING : GST_FLOW_EOS;
-
-      g_mutex_unlock (&table->sync->lock);
-      slot_table_unref (table);
-      pf_segment_unref (seg);
-      GST_DEBUG_OBJECT (pool, "all slots busy: %s", gst_flow_get_name (ret));
-      return ret;
-    }
-    GST_DEBUG_OBJECT (pool, "all slots busy, waiting for a memory to go");
-    g_cond_wait (&table->sync->cond, &table->sync->lock);
+  res = pf_pool_loan (pfpool, dontwait ? 0 : -1, &slot);
+  if (res < 0) {
+    GST_DEBUG_OBJECT (pool, "no slot: %s", g_strerror (-res));
+    pf_pool_unref (pfpool);
+    return flow_from_loan_error (res);
   }
-  index = table->free[--table->n_free];
-  g_mutex_unlock (&table->sync->lock);
 
-  mem = gst_pinned_allocator_wrap (self->allocator, seg,
-      (gsize) index * self->slot_stride, self->size);
-  /* The weak reference owns one table reference. */
-  gst_mini_object_weak_ref (GST_MINI_OBJECT_CAST (mem), slot_memory_freed,
-      &slot_table_ref (table)->slots[index]);
+  mem = gst_pinned_allocator_wrap (self->allocator,
+      pf_pool_get_segment (pfpool), slot.offset, self->size);
+  /* The weak reference owns the loan and the pf_pool reference. */
+  ref = g_new (SlotRef, 1);
+  ref->pool = pfpool;
+  ref->index = slot.index;
+  gst_mini_object_weak_ref (GST_MINI_OBJECT_CAST (mem), slot_memory_freed, ref);
 
   buf = gst_buffer_new ();
   gst_buffer_append_memory (buf, mem);
@@ -544,10 +440,8 @@ gst_pinned_buffer_pool_alloc_buffer (GstBufferPool * pool,
       gst_video_meta_set_alignment (vmeta, self->video_align);
   }
 
-  GST_LOG_OBJECT (pool, "buffer %p in slot %u (offset %" G_GSIZE_FORMAT ")",
-      buf, index, (gsize) index * self->slot_stride);
-  slot_table_unref (table);
-  pf_segment_unref (seg);
+  GST_LOG_OBJECT (pool, "buffer %p in slot %u (offset %" G_GUINT64_FORMAT ")",
+      buf, slot.index, slot.offset);
   *buffer = buf;
   return GST_FLOW_OK;
 }
@@ -640,12 +534,10 @@ gst_pinned_buffer_pool_finalize (GObject * object)
 {
   GstPinnedBufferPool *self = GST_PINNED_BUFFER_POOL (object);
 
-  /* The base class's dispose deactivated the pool: stop ran. */
-  slot_table_unref (self->table);
-  if (self->segment)
-    pf_segment_unref (self->segment);
+  /* The base class's dispose deactivated the pool: stop ran, unless
+   * buffers were still out (then the pf_pool is dropped here). */
+  pf_pool_unref (self->pfpool);
   gst_object_unref (self->allocator);
-  pool_sync_unref (self->sync);
 
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
@@ -677,7 +569,6 @@ static void
 gst_pinned_buffer_pool_init (GstPinnedBufferPool * self)
 {
   self->allocator = gst_pinned_allocator_get ();
-  self->sync = pool_sync_new ();
   self->segment_flags = GST_PINNED_BUFFER_POOL_DEFAULT_SEGMENT_FLAGS;
 }
 
@@ -687,5 +578,28 @@ gst_pinned_buffer_pool_new (void)
   GstBufferPool *pool = g_object_new (GST_TYPE_PINNED_BUFFER_POOL, NULL);
 
   gst_object_ref_sink (pool);
+  return pool;
+}
+
+GstBufferPool *
+gst_pinned_buffer_pool_new_configured (GstCaps * caps, guint size,
+    guint min_buffers, guint max_buffers, gboolean video_meta,
+    GstPinnedSegmentFlags segment_flags)
+{
+  GstBufferPool *pool = gst_pinned_buffer_pool_new ();
+  GstStructure *config = gst_buffer_pool_get_config (pool);
+
+  gst_buffer_pool_config_set_params (config, caps, size, min_buffers,
+      max_buffers);
+  if (video_meta)
+    gst_buffer_pool_config_add_option (config,
+        GST_BUFFER_POOL_OPTION_VIDEO_META);
+  gst_pinned_buffer_pool_config_set_segment_flags (config, segment_flags);
+  if (!gst_buffer_pool_set_config (pool, config)) {
+    GST_WARNING_OBJECT (pool, "refused its configuration (%u..%u buffers of "
+        "%u bytes)", min_buffers, max_buffers, size);
+    gst_object_unref (pool);
+    return NULL;
+  }
   return pool;
 }

@@ -53,6 +53,23 @@ G_DECLARE_FINAL_TYPE (GstPinnedBufferPool, gst_pinned_buffer_pool, GST,
 GST_PINNEDFLOW_API GstBufferPool *gst_pinned_buffer_pool_new (void);
 
 /**
+ * gst_pinned_buffer_pool_new_configured:
+ * @caps: (nullable): caps of the buffers (video caps size the slots)
+ * @size: bytes per buffer
+ * @video_meta: add %GST_BUFFER_POOL_OPTION_VIDEO_META
+ * @segment_flags: flags of the segment created at activation
+ *
+ * gst_pinned_buffer_pool_new() with its configuration set: what an element
+ * proposes upstream or keeps for its own copies.
+ *
+ * Returns: (transfer full) (nullable): a configured, inactive pool, or
+ * NULL if the pool refused the configuration (e.g. max_buffers 0).
+ */
+GST_PINNEDFLOW_API GstBufferPool *gst_pinned_buffer_pool_new_configured
+    (GstCaps * caps, guint size, guint min_buffers, guint max_buffers,
+    gboolean video_meta, GstPinnedSegmentFlags segment_flags);
+
+/**
  * gst_pinned_buffer_pool_config_set_segment_flags:
  * @config: a pool configuration
  * @flags: flags of the segment the pool creates at activation (hugepages,
