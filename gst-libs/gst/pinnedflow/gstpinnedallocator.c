@@ -15,10 +15,28 @@
  * and gst_fd_memory_get_fd() work on its memories. Those functions cast the
  * memory to GstFdMemory, whose definition is private to gstfdmemory.c:
  *   { GstMemory mem; GstFdMemoryFlags flags; gint fd; ... }
- * GstPinnedMemory therefore starts with exactly these three fields (the
- * allocator tests check that gst_fd_memory_get_fd() returns the segment fd).
- * GstFdAllocator's map/unmap/share/free are all replaced here; the rest of
- * GstFdMemory is never touched.
+ * GstPinnedMemory therefore starts with these three fields. GstFdAllocator's
+ * map/unmap/share/free and alloc are all replaced here, so no other field of
+ * GstFdMemory is ever read from our memories.
+ *
+ * Why not the public API (gst_fd_allocator_alloc() + gst_memory_share() or
+ * gst_memory_resize(), as gstshmallocator.c does): it cannot express many
+ * writable memories over one existing mapping.
+ *  - gst_fd_allocator_alloc() makes a memory at offset 0 that mmap()s the fd
+ *    itself at its first map: a second mapping of the segment per memory, at
+ *    an address that the segment's CUDA host registration does not cover
+ *    (the upload would stage every frame), and maxsize bytes from offset 0
+ *    mapped for every slot.
+ *  - gst_memory_share() of one root memory per segment (one mapping) gives
+ *    sub-memories locked read-only (GST_MINI_OBJECT_FLAG_LOCK_READONLY):
+ *    pool slots could not be mapped for writing by the producer.
+ * So the head is mirrored, and the assumption is proved at run time: at
+ * class init (check_fd_memory_layout()) a probe memory laid out as ours is
+ * passed to the real gst_is_fd_memory()/gst_fd_memory_get_fd(); if the fd
+ * read back is not the probe's, GStreamer's layout changed: a g_critical()
+ * says so and every allocation and wrap fails (returns NULL, elements post
+ * errors) instead of handing fd-aware consumers a wrong fd. The allocator
+ * tests check the same on real memories (test_fd_memory_layout).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -37,7 +55,8 @@ GST_DEBUG_CATEGORY_STATIC (gst_pinned_allocator_debug);
 
 typedef struct
 {
-  /* Must match the head of gstfdmemory.c's private GstFdMemory. */
+  /* Must match the head of gstfdmemory.c's private GstFdMemory: proved at
+   * class init by check_fd_memory_layout(). */
   GstMemory mem;
   GstFdMemoryFlags flags;
   gint fd;
@@ -54,6 +73,45 @@ struct _GstPinnedAllocator
 };
 
 G_DEFINE_TYPE (GstPinnedAllocator, gst_pinned_allocator, GST_TYPE_FD_ALLOCATOR);
+
+/* Why memories cannot be made, or NULL: set once at class init. */
+static const gchar *fd_layout_error;
+
+/* An fd no real memory has, and bytes no field of ours holds. */
+#define FD_PROBE 0x3c5a7e11
+#define FILL_PROBE 0xa5
+
+/* The proof that gst_fd_memory_get_fd() reads our fd field (see the top of
+ * this file). The probe is a GstPinnedMemory followed by 256 more
+ * FILL_PROBE bytes, so a longer GstFdMemory head reads filler, not the probe
+ * fd; its allocator is a plain GstFdAllocator, which is all the two
+ * functions look at besides the fd. */
+typedef struct
+{
+  GstPinnedMemory pm;
+  guint8 filler[256];
+} FdProbe;
+
+static const gchar *
+check_fd_memory_layout (void)
+{
+  FdProbe probe;
+  GstAllocator *fd_allocator = gst_fd_allocator_new ();
+  const gchar *error = NULL;
+
+  memset (&probe, FILL_PROBE, sizeof (probe));
+  probe.pm.mem.allocator = fd_allocator;
+  probe.pm.flags = GST_FD_MEMORY_FLAG_KEEP_MAPPED |
+      GST_FD_MEMORY_FLAG_DONT_CLOSE;
+  probe.pm.fd = FD_PROBE;
+  if (!gst_is_fd_memory (GST_MEMORY_CAST (&probe.pm)))
+    error = "gst_is_fd_memory() refuses a memory of a GstFdAllocator";
+  else if (gst_fd_memory_get_fd (GST_MEMORY_CAST (&probe.pm)) != FD_PROBE)
+    error = "gst_fd_memory_get_fd() does not read the fd where "
+        "GstPinnedMemory keeps it: GstFdMemory's private layout changed";
+  gst_object_unref (fd_allocator);
+  return error;
+}
 
 static GstPinnedMemory *
 pinned_memory_new (GstAllocator * allocator, GstMemoryFlags flags,
@@ -182,6 +240,10 @@ gst_pinned_allocator_alloc (GstAllocator * allocator, gsize size,
   GError *err = NULL;
   gsize total;
 
+  if (fd_layout_error != NULL) {
+    GST_ERROR_OBJECT (allocator, "no memory: %s", fd_layout_error);
+    return NULL;
+  }
   if (params->align >= pf_page_size ()) {
     GST_WARNING_OBJECT (allocator, "alignment %" G_GSIZE_FORMAT " exceeds the"
         " page size", params->align + 1);
@@ -221,6 +283,11 @@ gst_pinned_allocator_class_init (GstPinnedAllocatorClass * klass)
 
   GST_DEBUG_CATEGORY_INIT (gst_pinned_allocator_debug, "pinnedallocator", 0,
       "pinnedflow GstMemory allocator");
+
+  fd_layout_error = check_fd_memory_layout ();
+  if (fd_layout_error != NULL)
+    g_critical ("GstPinnedAllocator: %s; it will make no memory (an "
+        "fd-aware consumer would read a wrong fd)", fd_layout_error);
 }
 
 static void
@@ -264,6 +331,10 @@ gst_pinned_allocator_wrap (GstAllocator * allocator,
   g_return_val_if_fail (GST_IS_PINNED_ALLOCATOR (allocator), NULL);
   g_return_val_if_fail (segment != NULL, NULL);
 
+  if (fd_layout_error != NULL) {
+    GST_ERROR_OBJECT (allocator, "no memory: %s", fd_layout_error);
+    return NULL;
+  }
   if (!pf_segment_contains (segment, offset, size)) {
     GST_WARNING_OBJECT (allocator, "slice [%" G_GSIZE_FORMAT ", +%"
         G_GSIZE_FORMAT ") outside segment %" G_GUINT64_FORMAT " of %"
