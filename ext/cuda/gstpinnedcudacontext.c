@@ -152,18 +152,8 @@ GstBufferPool *
 gst_pinned_cuda_host_pool_new (GstCaps * caps, guint size, guint min,
     guint max, gboolean video_meta)
 {
-  GstBufferPool *pool = gst_pinned_buffer_pool_new ();
-  GstStructure *config = gst_buffer_pool_get_config (pool);
-
-  gst_buffer_pool_config_set_params (config, caps, size, min, max);
-  if (video_meta)
-    gst_buffer_pool_config_add_option (config,
-        GST_BUFFER_POOL_OPTION_VIDEO_META);
-  gst_pinned_buffer_pool_config_set_segment_flags (config,
-      GST_PINNED_SEGMENT_FLAG_LOCK);
-  if (!gst_buffer_pool_set_config (pool, config)) {
-    gst_object_unref (pool);
-    return NULL;
-  }
-  return pool;
+  /* Host frames for DMA: the segment is mlock'ed (no seal needed: they
+   * stay in this process). */
+  return gst_pinned_buffer_pool_new_configured (caps, size, min, max,
+      video_meta, GST_PINNED_SEGMENT_FLAG_LOCK);
 }

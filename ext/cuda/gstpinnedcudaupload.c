@@ -41,6 +41,7 @@
 #include <string.h>
 #include <gst/video/video.h>
 #include <gst/pinnedflow/pinnedflow.h>
+#include <pinnedflow/pf-pool.h>
 
 GST_DEBUG_CATEGORY_STATIC (gst_pinned_cuda_upload_debug);
 #define GST_CAT_DEFAULT gst_pinned_cuda_upload_debug
@@ -63,8 +64,9 @@ typedef struct
 {
   GstBuffer *input;             /* held until the event completed, or NULL */
   GstVideoFrame frame;          /* mapped while input is held */
-  GstPinnedCudaEvent event;
+  GstPinnedCudaEvent event;     /* from free_events, or NULL */
   gint slot;                    /* bounce slot, or -1 */
+  guint8 *staged;               /* the bounce slot's bytes, or NULL */
 } InFlight;
 
 struct _GstPinnedCudaUpload
@@ -78,12 +80,10 @@ struct _GstPinnedCudaUpload
   GstVideoInfo out_info;
   GstPinnedCudaLayout layout;
 
-  /* bounce segment for pageable input: max_inflight slots */
-  pf_segment *bounce;
+  /* bounce slots for pageable input: one per event (a pf_pool loan per
+   * staged frame, returned when its copy completed) */
+  pf_pool *bounce;
   const GstPinnedCudaRegistration *bounce_reg;
-  gsize slot_size;
-  guint n_slots;
-  gboolean *slot_busy;
 
   /* in-flight queue, served by the release thread (lock/cond) */
   GMutex lock;
@@ -113,8 +113,9 @@ static void
 inflight_finish_locked (GstPinnedCudaUpload * self, InFlight * e)
 {
   if (e->slot >= 0)
-    self->slot_busy[e->slot] = FALSE;
-  g_queue_push_tail (&self->free_events, e->event);
+    pf_pool_return (self->bounce, (guint32) e->slot);
+  if (e->event)
+    g_queue_push_tail (&self->free_events, e->event);
 }
 
 static void
@@ -208,15 +209,15 @@ wait_inflight (GstPinnedCudaUpload * self, guint max, gboolean count)
 
 /* ------------------------------------------------------------ start/stop */
 
-/* The bounce segment: unregistered, then unmapped (nothing in flight). */
+/* The bounce pool: its segment unregistered, then unmapped (nothing in
+ * flight). */
 static void
 drop_bounce (GstPinnedCudaUpload * self)
 {
-  /* The last reference: the registration goes before the unmap. */
-  g_clear_pointer (&self->bounce, pf_segment_unref);
+  /* The segment's last reference: the registration goes before the
+   * unmap. */
+  g_clear_pointer (&self->bounce, pf_pool_unref);
   self->bounce_reg = NULL;
-  g_clear_pointer (&self->slot_busy, g_free);
-  self->n_slots = 0;
 }
 
 static void
@@ -379,35 +380,49 @@ gst_pinned_cuda_upload_decide_allocation (GstBaseTransform * trans,
 
 /* ------------------------------------------------------------ copying */
 
-/* The bounce segment for pageable input, created and registered once. */
+/* Bytes of one frame packed (planes one after another, rows unpadded) up
+ * to plane @plane: where that plane lies in a bounce slot. */
+static gsize
+packed_offset (GstPinnedCudaUpload * self, guint plane)
+{
+  gsize off = 0;
+  guint p;
+
+  for (p = 0; p < plane; p++)
+    off += self->layout.width_bytes[p] * self->layout.rows[p];
+  return off;
+}
+
+/* The bounce pool for pageable input: n_events slots of one packed frame
+ * in one mlock'ed segment, created and registered once. */
 static gboolean
 ensure_bounce (GstPinnedCudaUpload * self)
 {
   gboolean created = FALSE;
-  gsize page = pf_page_size ();
-  guint p;
+  pf_segment *seg = NULL;
+  guint64 stride = 0;
   int res;
 
   if (self->bounce)
     return TRUE;
-  self->slot_size = 0;
-  for (p = 0; p < self->layout.n_planes; p++)
-    self->slot_size += self->layout.width_bytes[p] * self->layout.rows[p];
-  self->slot_size = (self->slot_size + page - 1) / page * page;
-  self->n_slots = self->n_events;
-  res = pf_segment_new ("pinnedcudaupload-bounce",
-      (uint64_t) self->slot_size * self->n_slots, PF_SEGMENT_FLAG_LOCK,
-      &self->bounce);
+  res = pf_pool_slot_stride (packed_offset (self, self->layout.n_planes),
+      &stride);
+  if (res == 0)
+    res = pf_segment_new ("pinnedcudaupload-bounce", stride * self->n_events,
+        PF_SEGMENT_FLAG_LOCK, &seg);
+  if (res == 0) {
+    res = pf_pool_new (seg, stride, self->n_events, &self->bounce);
+    pf_segment_unref (seg);     /* the pool holds it */
+  }
   if (res < 0) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
         ("Could not create the pinned bounce segment: %s", g_strerror (-res)),
-        (NULL));
-    self->bounce = NULL;
+        ("%u slots of %" G_GUINT64_FORMAT " bytes", self->n_events, stride));
     return FALSE;
   }
-  self->slot_busy = g_new0 (gboolean, self->n_slots);
   self->bounce_reg = gst_pinned_cuda_segment_register (self->parent.cuda.rt,
-      self->parent.cuda.device_id, self->bounce, &created);
+      self->parent.cuda.device_id, pf_pool_get_segment (self->bounce),
+      &created);
   GST_OBJECT_LOCK (self);
   if (created && self->bounce_reg->registered)
     self->registrations++;
@@ -482,144 +497,154 @@ plane_is_registered (GstPinnedCudaUpload * self,
   return FALSE;
 }
 
-static GstFlowReturn
-upload_frame (GstPinnedCudaUpload * self, GstBuffer * inbuf, GstBuffer * outbuf)
+/* The CUDA memory of @outbuf, or NULL (error posted). */
+static GstPinnedCudaMemory *
+output_memory (GstPinnedCudaUpload * self, GstBuffer * outbuf)
 {
-  const GstPinnedCudaRuntime *rt = self->parent.cuda.rt;
-  const GstPinnedCudaRegistration *regs[MAX_REGS];
-  GstPinnedCudaMemory *dmem;
-  GstMemory *omem;
-  InFlight *e;
-  guint n_regs, p, len, i;
-  gboolean pinned = TRUE, queued = FALSE;
-  const gchar *call = NULL;
-  GstPinnedCudaError err = GST_PINNED_CUDA_SUCCESS;
-  guint8 *slot_base = NULL;
-  gsize bytes = 0;
+  GstMemory *omem = gst_buffer_peek_memory (outbuf, 0);
 
-  omem = gst_buffer_peek_memory (outbuf, 0);
   if (!gst_is_pinned_cuda_memory (omem)) {
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
         ("Output buffer is not pinnedflow CUDA memory"), (NULL));
-    return GST_FLOW_ERROR;
+    return NULL;
   }
-  dmem = (GstPinnedCudaMemory *) omem;
+  return (GstPinnedCudaMemory *) omem;
+}
 
-  if (!check_async_error (self))
-    return GST_FLOW_ERROR;
+/* An in-flight entry holding @inbuf mapped, or NULL (error posted) when it
+ * cannot be mapped or a plane's stride is below its width. */
+static InFlight *
+inflight_new (GstPinnedCudaUpload * self, GstBuffer * inbuf)
+{
+  InFlight *e = g_new0 (InFlight, 1);
+  guint p;
 
-  /* Bound the frames in flight: wait on the oldest when full. */
-  wait_inflight (self, self->n_events - 1, TRUE);
-
-  e = g_new0 (InFlight, 1);
   e->slot = -1;
   if (!gst_video_frame_map (&e->frame, &self->in_info, inbuf, GST_MAP_READ)) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
         ("Could not map the input frame"), (NULL));
     g_free (e);
-    return GST_FLOW_ERROR;
+    return NULL;
   }
   e->input = gst_buffer_ref (inbuf);
-
-  n_regs = collect_registrations (self, inbuf, regs);
   for (p = 0; p < self->layout.n_planes; p++) {
     gsize stride = GST_VIDEO_FRAME_PLANE_STRIDE (&e->frame, p);
-    gsize span;
+
     if (stride < self->layout.width_bytes[p]) {
       GST_ELEMENT_ERROR (self, STREAM, FORMAT,
           ("Input plane %u stride %" G_GSIZE_FORMAT " below its width %"
               G_GSIZE_FORMAT, p, stride, self->layout.width_bytes[p]), (NULL));
       inflight_free_input (e);
-      return GST_FLOW_ERROR;
+      return NULL;
     }
-    span = stride * (self->layout.rows[p] - 1) + self->layout.width_bytes[p];
+  }
+  return e;
+}
+
+/* TRUE when every plane of @e's input lies in memory registered with
+ * CUDA (then the DMA reads the input itself). */
+static gboolean
+input_is_registered (GstPinnedCudaUpload * self, InFlight * e)
+{
+  const GstPinnedCudaRegistration *regs[MAX_REGS];
+  guint n_regs, p;
+
+  n_regs = collect_registrations (self, e->input, regs);
+  for (p = 0; p < self->layout.n_planes; p++) {
+    gsize stride = GST_VIDEO_FRAME_PLANE_STRIDE (&e->frame, p);
+    gsize span = stride * (self->layout.rows[p] - 1) +
+        self->layout.width_bytes[p];
+
     if (!plane_is_registered (self, regs, n_regs,
             GST_VIDEO_FRAME_PLANE_DATA (&e->frame, p), span))
-      pinned = FALSE;
+      return FALSE;
   }
+  return TRUE;
+}
 
-  if (!pinned) {
-    /* One CPU copy into a registered bounce slot, then the same DMA. */
-    gsize off = 0;
-    if (!ensure_bounce (self)) {
-      inflight_free_input (e);
-      return GST_FLOW_ERROR;
-    }
-    g_mutex_lock (&self->lock);
-    for (i = 0; i < self->n_slots; i++)
-      if (!self->slot_busy[i])
-        break;
-    g_assert (i < self->n_slots);
-    self->slot_busy[i] = TRUE;
-    g_mutex_unlock (&self->lock);
-    e->slot = i;
-    slot_base = (guint8 *) pf_segment_get_base (self->bounce) +
-        self->slot_size * i;
-    for (p = 0; p < self->layout.n_planes; p++) {
-      guint r;
-      const guint8 *src = GST_VIDEO_FRAME_PLANE_DATA (&e->frame, p);
-      gsize stride = GST_VIDEO_FRAME_PLANE_STRIDE (&e->frame, p);
-      for (r = 0; r < self->layout.rows[p]; r++)
-        memcpy (slot_base + off + r * self->layout.width_bytes[p],
-            src + r * stride, self->layout.width_bytes[p]);
-      off += self->layout.width_bytes[p] * self->layout.rows[p];
-    }
-  }
+/* One CPU copy of @e's planes, packed, into a bounce slot loaned for it
+ * (returned by inflight_finish_locked()). FALSE: error posted. */
+static gboolean
+stage_input (GstPinnedCudaUpload * self, InFlight * e)
+{
+  pf_pool_slot slot;
+  guint p, r;
+  int res;
 
-  g_mutex_lock (&self->lock);
-  e->event = g_queue_pop_head (&self->free_events);
-  g_mutex_unlock (&self->lock);
-  g_assert (e->event != NULL);
+  if (!ensure_bounce (self))
+    return FALSE;
+  /* As many slots as events, and an event per frame in flight: a slot is
+   * always free here. */
+  res = pf_pool_loan (self->bounce, 0, &slot);
+  if (res < 0) {
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
+        ("No free bounce slot"), ("pf_pool_loan: %s", g_strerror (-res)));
+    return FALSE;
+  }
+  e->slot = (gint) slot.index;
+  e->staged = slot.data;
+  for (p = 0; p < self->layout.n_planes; p++) {
+    const guint8 *src = GST_VIDEO_FRAME_PLANE_DATA (&e->frame, p);
+    gsize stride = GST_VIDEO_FRAME_PLANE_STRIDE (&e->frame, p);
+    gsize width = self->layout.width_bytes[p];
+    guint8 *dst = e->staged + packed_offset (self, p);
 
-  {
-    gsize off = 0;
-    for (p = 0; p < self->layout.n_planes && err == GST_PINNED_CUDA_SUCCESS;
-        p++) {
-      const guint8 *src;
-      gsize spitch;
-      if (pinned) {
-        src = GST_VIDEO_FRAME_PLANE_DATA (&e->frame, p);
-        spitch = GST_VIDEO_FRAME_PLANE_STRIDE (&e->frame, p);
-      } else {
-        src = slot_base + off;
-        spitch = self->layout.width_bytes[p];
-        off += self->layout.width_bytes[p] * self->layout.rows[p];
-      }
-      call = "cudaMemcpy2DAsync";
-      err = rt->Memcpy2DAsync (dmem->dev_ptr +
-          dmem->pitch * self->layout.row_offset[p], dmem->pitch, src, spitch,
-          self->layout.width_bytes[p], self->layout.rows[p],
-          GST_PINNED_CUDA_MEMCPY_HOST_TO_DEVICE, self->parent.cuda.stream);
-      if (err == GST_PINNED_CUDA_SUCCESS)
-        queued = TRUE;
-      bytes += self->layout.width_bytes[p] * self->layout.rows[p];
+    for (r = 0; r < self->layout.rows[p]; r++)
+      memcpy (dst + r * width, src + r * stride, width);
+  }
+  return TRUE;
+}
+
+/* Queues the copy of every plane of @e into @dmem, then records the
+ * frame's and the entry's events. Sets *@call to the failing call and
+ * *@queued when any copy was queued. */
+static GstPinnedCudaError
+queue_copies (GstPinnedCudaUpload * self, InFlight * e,
+    GstPinnedCudaMemory * dmem, const gchar ** call, gboolean * queued)
+{
+  const GstPinnedCudaRuntime *rt = self->parent.cuda.rt;
+  GstPinnedCudaError err = GST_PINNED_CUDA_SUCCESS;
+  guint p;
+
+  *call = "cudaMemcpy2DAsync";
+  for (p = 0; p < self->layout.n_planes; p++) {
+    const guint8 *src;
+    gsize spitch;
+
+    if (e->staged) {
+      src = e->staged + packed_offset (self, p);
+      spitch = self->layout.width_bytes[p];
+    } else {
+      src = GST_VIDEO_FRAME_PLANE_DATA (&e->frame, p);
+      spitch = GST_VIDEO_FRAME_PLANE_STRIDE (&e->frame, p);
     }
+    err = rt->Memcpy2DAsync (dmem->dev_ptr +
+        dmem->pitch * self->layout.row_offset[p], dmem->pitch, src, spitch,
+        self->layout.width_bytes[p], self->layout.rows[p],
+        GST_PINNED_CUDA_MEMCPY_HOST_TO_DEVICE, self->parent.cuda.stream);
+    if (err != GST_PINNED_CUDA_SUCCESS)
+      return err;
+    *queued = TRUE;
   }
-  if (err == GST_PINNED_CUDA_SUCCESS) {
-    call = "cudaEventRecord";
-    err = rt->EventRecord (dmem->event, self->parent.cuda.stream);
-  }
+  *call = "cudaEventRecord";
+  err = rt->EventRecord (dmem->event, self->parent.cuda.stream);
   if (err == GST_PINNED_CUDA_SUCCESS)
     err = rt->EventRecord (e->event, self->parent.cuda.stream);
+  return err;
+}
 
-  if (err != GST_PINNED_CUDA_SUCCESS) {
-    GST_PINNED_CUDA_CONTEXT_ERROR (&self->parent.cuda, call, err);
-    /* Nothing may still read the input or the slot when they go back. */
-    if (queued)
-      rt->StreamSynchronize (self->parent.cuda.stream);
-    g_mutex_lock (&self->lock);
-    inflight_finish_locked (self, e);
-    g_mutex_unlock (&self->lock);
-    inflight_free_input (e);
-    return GST_FLOW_ERROR;
-  }
+/* Hands @e to the release thread and counts the frame. */
+static void
+inflight_push (GstPinnedCudaUpload * self, InFlight * e)
+{
+  gboolean pinned = e->staged == NULL;
+  guint len;
 
   if (!pinned) {
     /* The staging copy is done: the input can go back at once. */
     gst_video_frame_unmap (&e->frame);
     gst_clear_buffer (&e->input);
   }
-
   g_mutex_lock (&self->lock);
   g_queue_push_tail (&self->inflight, e);
   len = g_queue_get_length (&self->inflight);
@@ -628,14 +653,61 @@ upload_frame (GstPinnedCudaUpload * self, GstBuffer * inbuf, GstBuffer * outbuf)
 
   GST_OBJECT_LOCK (self);
   self->frames++;
-  self->bytes += bytes;
+  self->bytes += packed_offset (self, self->layout.n_planes);
   if (pinned)
     self->pinned_copies++;
   else
     self->staged_copies++;
   self->inflight_max = MAX (self->inflight_max, len);
   GST_OBJECT_UNLOCK (self);
+}
+
+static GstFlowReturn
+upload_frame (GstPinnedCudaUpload * self, GstBuffer * inbuf, GstBuffer * outbuf)
+{
+  GstPinnedCudaMemory *dmem;
+  InFlight *e;
+  const gchar *call = NULL;
+  gboolean queued = FALSE;
+  GstPinnedCudaError err;
+
+  dmem = output_memory (self, outbuf);
+  if (dmem == NULL || !check_async_error (self))
+    return GST_FLOW_ERROR;
+
+  /* Bound the frames in flight: wait on the oldest when full. */
+  wait_inflight (self, self->n_events - 1, TRUE);
+
+  e = inflight_new (self, inbuf);
+  if (e == NULL)
+    return GST_FLOW_ERROR;
+  /* Pageable input: one CPU copy into a registered bounce slot, then the
+   * same DMA. */
+  if (!input_is_registered (self, e) && !stage_input (self, e))
+    goto failed;
+
+  g_mutex_lock (&self->lock);
+  e->event = g_queue_pop_head (&self->free_events);
+  g_mutex_unlock (&self->lock);
+  g_assert (e->event != NULL);
+
+  err = queue_copies (self, e, dmem, &call, &queued);
+  if (err != GST_PINNED_CUDA_SUCCESS) {
+    GST_PINNED_CUDA_CONTEXT_ERROR (&self->parent.cuda, call, err);
+    /* Nothing may still read the input or the slot when they go back. */
+    if (queued)
+      self->parent.cuda.rt->StreamSynchronize (self->parent.cuda.stream);
+    goto failed;
+  }
+  inflight_push (self, e);
   return GST_FLOW_OK;
+
+failed:
+  g_mutex_lock (&self->lock);
+  inflight_finish_locked (self, e);
+  g_mutex_unlock (&self->lock);
+  inflight_free_input (e);
+  return GST_FLOW_ERROR;
 }
 
 /* On the streaming thread, which is not the one that opened the device. */

@@ -444,24 +444,16 @@ gst_pinned_shm_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
   return TRUE;
 }
 
-/* A pinned pool for @caps with buffers of @size bytes. */
+/* A pinned pool for @caps with @count buffers of @size bytes. */
 static GstBufferPool *
 make_pool (GstPinnedShmSink * self, GstCaps * caps, gsize size, guint count,
     gboolean video_meta)
 {
-  GstBufferPool *pool = gst_pinned_buffer_pool_new ();
-  GstStructure *config = gst_buffer_pool_get_config (pool);
+  GstBufferPool *pool = gst_pinned_buffer_pool_new_configured (caps, size,
+      count, count, video_meta, POOL_SEGMENT_FLAGS);
 
-  gst_buffer_pool_config_set_params (config, caps, size, count, count);
-  if (video_meta)
-    gst_buffer_pool_config_add_option (config,
-        GST_BUFFER_POOL_OPTION_VIDEO_META);
-  gst_pinned_buffer_pool_config_set_segment_flags (config, POOL_SEGMENT_FLAGS);
-  if (!gst_buffer_pool_set_config (pool, config)) {
+  if (pool == NULL)
     GST_WARNING_OBJECT (self, "pool refused its configuration");
-    gst_object_unref (pool);
-    return NULL;
-  }
   return pool;
 }
 
