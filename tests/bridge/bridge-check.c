@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,16 +38,10 @@ on_signal (int sig)
   _exit (128 + sig);
 }
 
-void
-bc_fail (const char *file, int line, const char *fmt, ...)
+/* The fail handler of pf_test_fail (): a forked child just exits. */
+static void
+on_fail (void)
 {
-  va_list ap;
-
-  fprintf (stderr, "FAIL %s:%d: ", file, line);
-  va_start (ap, fmt);
-  vfprintf (stderr, fmt, ap);
-  va_end (ap);
-  fputc ('\n', stderr);
   if (getpid () != main_pid)
     _exit (1);
   bc_cleanup ();
@@ -64,6 +57,7 @@ bc_init (void)
   signal (SIGTERM, on_signal);
   signal (SIGINT, on_signal);
   signal (SIGPIPE, SIG_IGN);
+  pf_test_set_fail_handler (on_fail);
   if ((res = pf_test_make_tmpdir (tmpdir, sizeof (tmpdir), "pf-bridge")) < 0) {
     fprintf (stderr, "mkdtemp: %s\n", strerror (-res));
     tmpdir[0] = '\0';
@@ -95,7 +89,7 @@ bc_fork (void)
   pid_t pid = pf_test_fork ();
 
   if (pid < 0)
-    bc_fail (__FILE__, __LINE__, "fork: %s", strerror (errno));
+    pf_test_fail (__FILE__, __LINE__, "fork: %s", strerror (errno));
   return pid;
 }
 

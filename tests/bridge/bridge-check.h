@@ -2,7 +2,7 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * A failed CHECK kills every child started with bc_fork(), removes the temp
+ * A failed CHECK (tests/common/pf-test-util.h) kills every child started with bc_fork(), removes the temp
  * dir and exits 1; so does SIGTERM/SIGINT (meson's timeout). Children die
  * with the parent (PR_SET_PDEATHSIG) even if it is SIGKILLed.
  */
@@ -11,20 +11,9 @@
 
 #include <sys/types.h>
 
-#include "pf-test-util.h"       /* pf_test_count_fds (), pf_test_memfd () ... */
-
-void bc_fail (const char *file, int line, const char *fmt, ...)
-    __attribute__((noreturn, format (printf, 3, 4)));
-
-#define CHECK(cond) do { if (!(cond)) \
-      bc_fail (__FILE__, __LINE__, "check failed: %s", #cond); } while (0)
-#define CHECK_MSG(cond, ...) do { if (!(cond)) \
-      bc_fail (__FILE__, __LINE__, __VA_ARGS__); } while (0)
-/* For int-returning calls: prints the value and strerror on failure. */
-#define CHECK_RES(expr, expected) do { long long r_ = (long long) (expr); \
-      if (r_ != (long long) (expected)) \
-        bc_fail (__FILE__, __LINE__, "%s = %lld, expected %lld", #expr, r_, \
-            (long long) (expected)); } while (0)
+/* CHECK, CHECK_INT, CHECK_MSG, and pf_test_count_fds (), pf_test_memfd ()
+ * ...; after bc_init () a failed check cleans up and exits 1. */
+#include "pf-test-util.h"
 
 /* Installs signal handlers and creates a private temp dir. */
 void bc_init (void);

@@ -38,8 +38,8 @@ listen_on (const char *path)
   addr.sun_family = AF_UNIX;
   snprintf (addr.sun_path, sizeof (addr.sun_path), "%s", path);
   unlink (path);
-  CHECK_RES (bind (s, (struct sockaddr *) &addr, sizeof (addr)), 0);
-  CHECK_RES (listen (s, 4), 0);
+  CHECK_INT (bind (s, (struct sockaddr *) &addr, sizeof (addr)), ==, 0);
+  CHECK_INT (listen (s, 4), ==, 0);
   return s;
 }
 
@@ -134,7 +134,7 @@ raw_producer_run (void *data)
 
   switch (rp->attack) {
     case PIPE_FD:
-      CHECK_RES (pipe2 (fds, O_CLOEXEC), 0);
+      CHECK_INT (pipe2 (fds, O_CLOEXEC), ==, 0);
       close (fds[1]);
       n_fds = 1;
       len = pf_msg_write_segment_add (buf, 1, 4096);
@@ -227,8 +227,8 @@ test_raw_producer (void)
     fds0 = pf_test_count_fds ();
     rp.listen_fd = listen_on (path);
     rp.attack = (enum attack) a;
-    CHECK_RES (pthread_create (&th, NULL, raw_producer_run, &rp), 0);
-    CHECK_RES (pf_node_consumer_new (path, 10000, &c), 0);
+    CHECK_INT (pthread_create (&th, NULL, raw_producer_run, &rp), ==, 0);
+    CHECK_INT (pf_node_consumer_new (path, 10000, &c), ==, 0);
     res = pf_node_consumer_next (c, 10000, &f);
     CHECK_MSG (res == -EPROTO, "%s: next = %d (%s)", attack_names[a], res,
         pf_node_consumer_get_error (c));
@@ -242,7 +242,7 @@ test_raw_producer (void)
     pthread_join (th, NULL);
     close (rp.listen_fd);
     unlink (path);
-    CHECK_RES (pf_segment_count_live (), 0);
+    CHECK_INT (pf_segment_count_live (), ==, 0);
     CHECK_MSG (pf_test_count_fds () == fds0, "%s: %d fds open, %d before",
         attack_names[a], pf_test_count_fds (), fds0);
   }
@@ -260,18 +260,18 @@ check_still_serving (pf_node_producer * p, const char *path, uint8_t mark)
   pf_node_loan loan;
   int res;
 
-  CHECK_RES (pf_node_consumer_new (path, 5000, &c), 0);
-  CHECK_RES (pf_node_producer_wait_clients (p, 1, 10000), 0);
-  CHECK_RES (pf_node_producer_loan (p, 5000, &loan), 0);
+  CHECK_INT (pf_node_consumer_new (path, 5000, &c), ==, 0);
+  CHECK_INT (pf_node_producer_wait_clients (p, 1, 10000), ==, 0);
+  CHECK_INT (pf_node_producer_loan (p, 5000, &loan), ==, 0);
   memset (loan.data, mark, 64);
   loan.size = 64;
-  CHECK_RES (pf_node_producer_publish (p, &loan), 1);
+  CHECK_INT (pf_node_producer_publish (p, &loan), ==, 1);
   res = pf_node_consumer_next (c, 10000, &f);
   CHECK_MSG (res == 1, "next = %d (%s)", res, pf_node_consumer_get_error (c));
   CHECK (((const uint8_t *) f->data)[63] == mark && f->size == 64);
   pf_node_frame_release (f);
   pf_node_consumer_free (c);
-  CHECK_RES (pf_node_producer_wait_idle (p, 10000), 0);
+  CHECK_INT (pf_node_producer_wait_idle (p, 10000), ==, 0);
 }
 
 static void
@@ -281,7 +281,7 @@ wait_no_clients (pf_node_producer * p)
 
   for (i = 0; i < 1000 && pf_node_producer_get_n_clients (p) > 0; i++)
     usleep (10000);
-  CHECK_RES (pf_node_producer_get_n_clients (p), 0);
+  CHECK_INT (pf_node_producer_get_n_clients (p), ==, 0);
 }
 
 static void
@@ -299,8 +299,8 @@ test_raw_consumer (void)
   cfg.socket_path = path;
   cfg.n_slots = 2;
   cfg.slot_size = 4096;
-  CHECK_RES (pf_node_producer_new (&cfg, &p), 0);
-  CHECK_RES (pf_node_producer_set_caps (p, "application/x-test"), 0);
+  CHECK_INT (pf_node_producer_new (&cfg, &p), ==, 0);
+  CHECK_INT (pf_node_producer_set_caps (p, "application/x-test"), ==, 0);
   /* Once the pool was published the transport keeps a dup of its fd. */
   check_still_serving (p, path, 0);
   wait_no_clients (p);
@@ -318,17 +318,17 @@ test_raw_consumer (void)
   s = connect_to (path);
   len = pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0);
   ((struct pf_msg_hello *) buf)->magic = 0xdeadbeef;
-  CHECK_RES (pf_test_send_fds (s, buf, len, NULL, 0), 0);
+  CHECK_INT (pf_test_send_fds (s, buf, len, NULL, 0), ==, 0);
   CHECK_MSG (wait_hangup (s), "bad magic: not dropped");
   close (s);
 
   /* 3. A RELEASE carrying a forged fd (a memfd of ours). */
   s = connect_to (path);
   len = pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0);
-  CHECK_RES (pf_test_send_fds (s, buf, len, NULL, 0), 0);
+  CHECK_INT (pf_test_send_fds (s, buf, len, NULL, 0), ==, 0);
   fd = sealed_memfd (4096, 1);
   len = pf_msg_write_release (buf, 1);
-  CHECK_RES (pf_test_send_fds (s, buf, len, &fd, 1), 0);
+  CHECK_INT (pf_test_send_fds (s, buf, len, &fd, 1), ==, 0);
   close (fd);
   CHECK_MSG (wait_hangup (s), "forged fd: not dropped");
   close (s);
@@ -336,22 +336,22 @@ test_raw_consumer (void)
   /* 4. An oversized packet. */
   s = connect_to (path);
   len = pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0);
-  CHECK_RES (pf_test_send_fds (s, buf, len, NULL, 0), 0);
+  CHECK_INT (pf_test_send_fds (s, buf, len, NULL, 0), ==, 0);
   memset (buf, 0x5a, sizeof (buf));
   hdr->type = PF_MSG_RELEASE;
   hdr->size = sizeof (buf);
   hdr->n_fds = 0;
   hdr->reserved = 0;
-  CHECK_RES (pf_test_send_fds (s, buf, sizeof (buf), NULL, 0), 0);
+  CHECK_INT (pf_test_send_fds (s, buf, sizeof (buf), NULL, 0), ==, 0);
   CHECK_MSG (wait_hangup (s), "oversized: not dropped");
   close (s);
 
   /* 5. A producer-only message (FRAME) from a consumer. */
   s = connect_to (path);
   len = pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0);
-  CHECK_RES (pf_test_send_fds (s, buf, len, NULL, 0), 0);
+  CHECK_INT (pf_test_send_fds (s, buf, len, NULL, 0), ==, 0);
   len = pf_msg_write_eos (buf);
-  CHECK_RES (pf_test_send_fds (s, buf, len, NULL, 0), 0);
+  CHECK_INT (pf_test_send_fds (s, buf, len, NULL, 0), ==, 0);
   CHECK_MSG (wait_hangup (s), "EOS from a consumer: not dropped");
   close (s);
 
@@ -359,18 +359,18 @@ test_raw_consumer (void)
    * peer is dropped and the frame it held is reclaimed. */
   s = connect_to (path);
   len = pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0);
-  CHECK_RES (pf_test_send_fds (s, buf, len, NULL, 0), 0);
-  CHECK_RES (pf_node_producer_wait_clients (p, 1, 10000), 0);
-  CHECK_RES (pf_node_producer_loan (p, 5000, &loan), 0);
+  CHECK_INT (pf_test_send_fds (s, buf, len, NULL, 0), ==, 0);
+  CHECK_INT (pf_node_producer_wait_clients (p, 1, 10000), ==, 0);
+  CHECK_INT (pf_node_producer_loan (p, 5000, &loan), ==, 0);
   loan.size = 16;
-  CHECK_RES (pf_node_producer_publish (p, &loan), 1);
-  CHECK_RES (pf_node_producer_get_free_slots (p), 1);
+  CHECK_INT (pf_node_producer_publish (p, &loan), ==, 1);
+  CHECK_INT (pf_node_producer_get_free_slots (p), ==, 1);
   len = pf_msg_write_release (buf, 1000);
-  CHECK_RES (pf_test_send_fds (s, buf, len, NULL, 0), 0);
+  CHECK_INT (pf_test_send_fds (s, buf, len, NULL, 0), ==, 0);
   CHECK_MSG (wait_hangup (s), "bogus release: not dropped");
   close (s);
-  CHECK_RES (pf_node_producer_wait_idle (p, 10000), 0);
-  CHECK_RES (pf_node_producer_get_free_slots (p), 2);
+  CHECK_INT (pf_node_producer_wait_idle (p, 10000), ==, 0);
+  CHECK_INT (pf_node_producer_get_free_slots (p), ==, 2);
 
   wait_no_clients (p);
   check_still_serving (p, path, 2);
@@ -378,8 +378,8 @@ test_raw_consumer (void)
   CHECK_MSG (pf_test_count_fds () == fds1, "%d fds open, %d before the attacks",
       pf_test_count_fds (), fds1);
   pf_node_producer_free (p);
-  CHECK_RES (pf_segment_count_live (), 0);
-  CHECK_RES (pf_test_count_fds (), fds0);
+  CHECK_INT (pf_segment_count_live (), ==, 0);
+  CHECK_INT (pf_test_count_fds (), ==, fds0);
 }
 
 int

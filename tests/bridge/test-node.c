@@ -79,7 +79,7 @@ make_producer (const char *path, unsigned int n_slots, uint64_t slot_size,
   cfg.n_slots = n_slots;
   cfg.slot_size = slot_size;
   cfg.max_client_frames = max_client;
-  CHECK_RES (pf_node_producer_new (&cfg, &p), 0);
+  CHECK_INT (pf_node_producer_new (&cfg, &p), ==, 0);
   return p;
 }
 
@@ -88,11 +88,11 @@ publish_rgba (pf_node_producer * p, uint64_t n, int expect_receivers)
 {
   pf_node_loan loan;
 
-  CHECK_RES (pf_node_producer_loan_video (p, 5000, &loan), 0);
+  CHECK_INT (pf_node_producer_loan_video (p, 5000, &loan), ==, 0);
   fill_rgba (loan.data, &loan.layout, n);
   loan.pts = n * FRAME_NS;
   loan.duration = FRAME_NS;
-  CHECK_RES (pf_node_producer_publish (p, &loan), expect_receivers);
+  CHECK_INT (pf_node_producer_publish (p, &loan), ==, expect_receivers);
 }
 
 static pf_node_frame *
@@ -133,20 +133,20 @@ test_layout (void)
       CHECK (gst_video_info_set_format (&vi,
               gst_video_format_from_string (fmts[f]), sizes[z][0],
               sizes[z][1]));
-      CHECK_RES (pf_node_video_layout_compute (fmts[f], sizes[z][0],
-              sizes[z][1], 0, &l), 0);
+      CHECK_INT (pf_node_video_layout_compute (fmts[f], sizes[z][0],
+              sizes[z][1], 0, &l), ==, 0);
       CHECK_MSG (l.size == vi.size, "%s %ux%u: size %" G_GUINT64_FORMAT
           " vs %" G_GSIZE_FORMAT, fmts[f], sizes[z][0], sizes[z][1], l.size,
           vi.size);
-      CHECK_RES (l.n_planes, GST_VIDEO_INFO_N_PLANES (&vi));
+      CHECK_INT (l.n_planes, ==, GST_VIDEO_INFO_N_PLANES (&vi));
       for (i = 0; i < l.n_planes; i++) {
         CHECK_MSG (l.plane_offset[i] == vi.offset[i] &&
             l.plane_stride[i] == vi.stride[i], "%s %ux%u plane %u",
             fmts[f], sizes[z][0], sizes[z][1], i);
       }
       /* GPU pitch: everything aligned, nothing overlapping. */
-      CHECK_RES (pf_node_video_layout_compute (fmts[f], sizes[z][0],
-              sizes[z][1], 256, &l), 0);
+      CHECK_INT (pf_node_video_layout_compute (fmts[f], sizes[z][0],
+              sizes[z][1], 256, &l), ==, 0);
       for (i = 0; i < l.n_planes; i++) {
         CHECK (l.plane_stride[i] % 256 == 0 && l.plane_offset[i] % 256 == 0);
         CHECK ((uint32_t) l.plane_stride[i] >= l.plane_row_bytes[i]);
@@ -156,27 +156,27 @@ test_layout (void)
       }
     }
   }
-  CHECK_RES (pf_node_video_layout_compute ("NOPE", 4, 4, 0, &l), -ENOTSUP);
-  CHECK_RES (pf_node_video_layout_compute ("RGBA", 0, 4, 0, &l), -EINVAL);
-  CHECK_RES (pf_node_video_layout_compute ("RGBA", 4, 4, 3, &l), -EINVAL);
+  CHECK_INT (pf_node_video_layout_compute ("NOPE", 4, 4, 0, &l), ==, -ENOTSUP);
+  CHECK_INT (pf_node_video_layout_compute ("RGBA", 0, 4, 0, &l), ==, -EINVAL);
+  CHECK_INT (pf_node_video_layout_compute ("RGBA", 4, 4, 3, &l), ==, -EINVAL);
 
   /* Caps written by GStreamer parse back. */
   caps = gst_caps_from_string ("video/x-raw, format=NV12, width=641, "
       "height=479, framerate=30000/1001, colorimetry=bt709, "
       "multiview-mode=mono, interlace-mode=progressive");
   s = gst_caps_to_string (caps);
-  CHECK_RES (pf_node_caps_parse (s, &ci), 0);
+  CHECK_INT (pf_node_caps_parse (s, &ci), ==, 0);
   CHECK (strcmp (ci.media_type, "video/x-raw") == 0);
   CHECK (strcmp (ci.format, "NV12") == 0);
   CHECK (ci.width == 641 && ci.height == 479);
   CHECK (ci.fps_n == 30000 && ci.fps_d == 1001);
   g_free (s);
   gst_caps_unref (caps);
-  CHECK_RES (pf_node_caps_parse ("video/x-raw(memory:SystemMemory), "
-          "width=(int)8, format=(string)\"RGBA\", height=(int)2", &ci), 0);
+  CHECK_INT (pf_node_caps_parse ("video/x-raw(memory:SystemMemory), "
+          "width=(int)8, format=(string)\"RGBA\", height=(int)2", &ci), ==, 0);
   CHECK (strcmp (ci.format, "RGBA") == 0 && ci.width == 8 && ci.height == 2);
   CHECK (ci.fps_n == 0 && ci.fps_d == 1);
-  CHECK_RES (pf_node_caps_parse ("  ", &ci), -EINVAL);
+  CHECK_INT (pf_node_caps_parse ("  ", &ci), ==, -EINVAL);
 
   /* And what we write, GStreamer reads. */
   CHECK (pf_node_video_caps (buf, sizeof (buf), "I420", 320, 240, 25, 1) > 0);
@@ -186,7 +186,8 @@ test_layout (void)
   CHECK (GST_VIDEO_INFO_FORMAT (&vi) == GST_VIDEO_FORMAT_I420);
   CHECK (vi.width == 320 && vi.height == 240 && vi.fps_n == 25);
   gst_caps_unref (caps);
-  CHECK_RES (pf_node_video_caps (buf, 10, "I420", 320, 240, 25, 1), -ENOSPC);
+  CHECK_INT (pf_node_video_caps (buf, 10, "I420", 320, 240, 25, 1), ==,
+      -ENOSPC);
   CHECK (strlen (pf_node_strerror (-EAGAIN)) > 0);
   CHECK (strlen (pf_node_strerror (-EHWPOISON)) > 0);
 }
@@ -205,30 +206,30 @@ test_roundtrip (void)
   uint64_t seg_id = 0, n;
   int fds0 = pf_test_count_fds (), seals;
 
-  CHECK_RES (pf_node_video_layout_compute ("RGBA", W, H, 0, &l), 0);
+  CHECK_INT (pf_node_video_layout_compute ("RGBA", W, H, 0, &l), ==, 0);
   p = make_producer (path, 3, l.size, 0);
-  CHECK_RES (pf_node_producer_get_n_slots (p), 3);
+  CHECK_INT (pf_node_producer_get_n_slots (p), ==, 3);
   {
     /* A path socket with the default mode; a live one is not stolen. */
     pf_node_producer_config cfg2 = { 0 };
     pf_node_producer *p2 = NULL;
     struct stat st;
 
-    CHECK_RES (stat (path, &st), 0);
+    CHECK_INT (stat (path, &st), ==, 0);
     CHECK (S_ISSOCK (st.st_mode) && (st.st_mode & 0777) == 0600);
     cfg2.socket_path = path;
     cfg2.slot_size = 4096;
-    CHECK_RES (pf_node_producer_new (&cfg2, &p2), -EADDRINUSE);
+    CHECK_INT (pf_node_producer_new (&cfg2, &p2), ==, -EADDRINUSE);
     CHECK (p2 == NULL);
     cfg2.slot_size = 0;
-    CHECK_RES (pf_node_producer_new (&cfg2, &p2), -EINVAL);
+    CHECK_INT (pf_node_producer_new (&cfg2, &p2), ==, -EINVAL);
   }
-  CHECK_RES (pf_node_producer_set_video (p, "RGBA", W, H, 30, 1), 0);
-  CHECK_RES (pf_node_consumer_new (path, 5000, &c), 0);
-  CHECK_RES (pf_node_producer_wait_clients (p, 1, 10000), 0);
+  CHECK_INT (pf_node_producer_set_video (p, "RGBA", W, H, 30, 1), ==, 0);
+  CHECK_INT (pf_node_consumer_new (path, 5000, &c), ==, 0);
+  CHECK_INT (pf_node_producer_wait_clients (p, 1, 10000), ==, 0);
 
   for (n = 0; n < 10; n++) {
-    CHECK_RES (pf_node_producer_loan_video (p, 5000, &loan), 0);
+    CHECK_INT (pf_node_producer_loan_video (p, 5000, &loan), ==, 0);
     CHECK (loan.size == l.size && loan.capacity >= l.size);
     CHECK (((uintptr_t) loan.data) % pf_page_size () == 0);
     CHECK (loan.layout.plane_stride[0] == W * 4);
@@ -236,7 +237,7 @@ test_roundtrip (void)
     loan.pts = n * FRAME_NS;
     loan.dts = PF_TIME_NONE;
     loan.duration = FRAME_NS;
-    CHECK_RES (pf_node_producer_publish (p, &loan), 1);
+    CHECK_INT (pf_node_producer_publish (p, &loan), ==, 1);
 
     f = next_frame (c);
     CHECK (f->n_chunks == 1 && f->size == l.size && f->data != NULL);
@@ -266,18 +267,18 @@ test_roundtrip (void)
       seg_id = f->segment_id;
     CHECK (f->segment_id == seg_id);    /* one segment for the pool */
     CHECK (pf_segment_get_base (f->segment) == f->segment_base);
-    CHECK_RES (pf_node_consumer_get_held (c), 1);
-    CHECK_RES (pf_node_frame_release (f), 0);
+    CHECK_INT (pf_node_consumer_get_held (c), ==, 1);
+    CHECK_INT (pf_node_frame_release (f), ==, 0);
   }
-  CHECK_RES (pf_node_producer_wait_idle (p, 10000), 0);
-  CHECK_RES (pf_node_producer_get_free_slots (p), 3);
+  CHECK_INT (pf_node_producer_wait_idle (p, 10000), ==, 0);
+  CHECK_INT (pf_node_producer_get_free_slots (p), ==, 3);
 
   /* A caps change reaches the consumer with the next frame. */
-  CHECK_RES (pf_node_producer_set_video (p, "GRAY8", 30, 7, 5, 1), 0);
-  CHECK_RES (pf_node_producer_loan_video (p, 5000, &loan), 0);
+  CHECK_INT (pf_node_producer_set_video (p, "GRAY8", 30, 7, 5, 1), ==, 0);
+  CHECK_INT (pf_node_producer_loan_video (p, 5000, &loan), ==, 0);
   CHECK (loan.layout.plane_stride[0] == 32 && loan.size == 32 * 7);
   memset (loan.data, 0xab, loan.size);
-  CHECK_RES (pf_node_producer_publish (p, &loan), 1);
+  CHECK_INT (pf_node_producer_publish (p, &loan), ==, 1);
   f = next_frame (c);
   CHECK (strcmp (f->info.format, "GRAY8") == 0 && f->info.width == 30);
   CHECK (f->size == 32 * 7 && ((const uint8_t *) f->data)[32 * 7 - 1] == 0xab);
@@ -285,28 +286,28 @@ test_roundtrip (void)
   pf_node_frame_release (f);
 
   /* Plain loans carry no video meta. */
-  CHECK_RES (pf_node_producer_set_caps (p, "application/octet-stream"), 0);
-  CHECK_RES (pf_node_producer_loan_video (p, 0, &loan), -EINVAL);
-  CHECK_RES (pf_node_producer_loan (p, 5000, &loan), 0);
+  CHECK_INT (pf_node_producer_set_caps (p, "application/octet-stream"), ==, 0);
+  CHECK_INT (pf_node_producer_loan_video (p, 0, &loan), ==, -EINVAL);
+  CHECK_INT (pf_node_producer_loan (p, 5000, &loan), ==, 0);
   loan.size = 100;
   memcpy (loan.data, "hello", 6);
-  CHECK_RES (pf_node_producer_publish (p, &loan), 1);
+  CHECK_INT (pf_node_producer_publish (p, &loan), ==, 1);
   f = next_frame (c);
   CHECK (f->size == 100 && !f->has_video_meta && f->layout.n_planes == 0);
   CHECK (strcmp (f->data, "hello") == 0);
   CHECK (strcmp (f->info.media_type, "application/octet-stream") == 0);
   pf_node_frame_release (f);
 
-  CHECK_RES (pf_node_producer_send_eos (p), 0);
-  CHECK_RES (pf_node_consumer_next (c, 10000, &f), PF_NODE_EOS);
+  CHECK_INT (pf_node_producer_send_eos (p), ==, 0);
+  CHECK_INT (pf_node_consumer_next (c, 10000, &f), ==, PF_NODE_EOS);
   CHECK (f == NULL);
 
   /* A frame held across the producer's end stays readable. */
-  CHECK_RES (pf_node_producer_set_video (p, "RGBA", W, H, 30, 1), 0);
+  CHECK_INT (pf_node_producer_set_video (p, "RGBA", W, H, 30, 1), ==, 0);
   publish_rgba (p, 77, 1);
   f = next_frame (c);
   pf_node_producer_free (p);
-  CHECK_RES (pf_node_consumer_next (c, 10000, &g), -EPIPE);
+  CHECK_INT (pf_node_consumer_next (c, 10000, &g), ==, -EPIPE);
   CHECK (g == NULL);
   CHECK (strlen (pf_node_consumer_get_error (c)) > 0);
   CHECK (check_rgba (f->data, &f->layout, 77) == 0);
@@ -314,8 +315,8 @@ test_roundtrip (void)
   CHECK (check_rgba (f->data, &f->layout, 77) == 0);
   pf_node_frame_release (f);
 
-  CHECK_RES (pf_segment_count_live (), 0);
-  CHECK_RES (pf_test_count_fds (), fds0);
+  CHECK_INT (pf_segment_count_live (), ==, 0);
+  CHECK_INT (pf_test_count_fds (), ==, fds0);
   CHECK (access (path, F_OK) < 0);      /* socket unlinked */
 }
 
@@ -350,94 +351,94 @@ test_pool (void)
   int fds0 = pf_test_count_fds ();
 
   p = make_producer (path, 2, 4096, 2);
-  CHECK_RES (pf_node_producer_set_video (p, "GRAY8", 64, 64, 30, 1), 0);
+  CHECK_INT (pf_node_producer_set_video (p, "GRAY8", 64, 64, 30, 1), ==, 0);
 
   /* Nobody connected: loans are bounded, publishing returns the slot. */
-  CHECK_RES (pf_node_producer_loan_video (p, 0, &a), 0);
-  CHECK_RES (pf_node_producer_loan_video (p, 0, &b), 0);
+  CHECK_INT (pf_node_producer_loan_video (p, 0, &a), ==, 0);
+  CHECK_INT (pf_node_producer_loan_video (p, 0, &b), ==, 0);
   CHECK (a.slot != b.slot);
-  CHECK_RES (pf_node_producer_get_free_slots (p), 0);
-  CHECK_RES (pf_node_producer_loan_video (p, 0, &x), -EAGAIN);
-  CHECK_RES (pf_node_producer_loan_video (p, 50, &x), -ETIMEDOUT);
-  CHECK_RES (pf_node_producer_discard (p, &a), 0);
-  CHECK_RES (pf_node_producer_discard (p, &a), -EINVAL);
-  CHECK_RES (pf_node_producer_publish (p, &a), -EINVAL);
-  CHECK_RES (pf_node_producer_get_free_slots (p), 1);
-  CHECK_RES (pf_node_producer_publish (p, &b), 0);
-  CHECK_RES (pf_node_producer_publish (p, &b), -EINVAL);
-  CHECK_RES (pf_node_producer_get_free_slots (p), 2);
-  CHECK_RES (pf_node_producer_loan (p, 0, &a), 0);
+  CHECK_INT (pf_node_producer_get_free_slots (p), ==, 0);
+  CHECK_INT (pf_node_producer_loan_video (p, 0, &x), ==, -EAGAIN);
+  CHECK_INT (pf_node_producer_loan_video (p, 50, &x), ==, -ETIMEDOUT);
+  CHECK_INT (pf_node_producer_discard (p, &a), ==, 0);
+  CHECK_INT (pf_node_producer_discard (p, &a), ==, -EINVAL);
+  CHECK_INT (pf_node_producer_publish (p, &a), ==, -EINVAL);
+  CHECK_INT (pf_node_producer_get_free_slots (p), ==, 1);
+  CHECK_INT (pf_node_producer_publish (p, &b), ==, 0);
+  CHECK_INT (pf_node_producer_publish (p, &b), ==, -EINVAL);
+  CHECK_INT (pf_node_producer_get_free_slots (p), ==, 2);
+  CHECK_INT (pf_node_producer_loan (p, 0, &a), ==, 0);
   a.size = a.capacity + 1;
-  CHECK_RES (pf_node_producer_publish (p, &a), -EINVAL);
-  CHECK_RES (pf_node_producer_get_free_slots (p), 2);
-  CHECK_RES (pf_node_producer_wait_idle (p, 0), 0);
+  CHECK_INT (pf_node_producer_publish (p, &a), ==, -EINVAL);
+  CHECK_INT (pf_node_producer_get_free_slots (p), ==, 2);
+  CHECK_INT (pf_node_producer_wait_idle (p, 0), ==, 0);
 
   /* One consumer holding both slots blocks loans until it releases. */
-  CHECK_RES (pf_node_consumer_new (path, 5000, &c1), 0);
-  CHECK_RES (pf_node_producer_wait_clients (p, 1, 10000), 0);
-  CHECK_RES (pf_node_consumer_get_max_held (c1), 2);
-  CHECK_RES (pf_node_producer_loan_video (p, 0, &a), 0);
-  CHECK_RES (pf_node_producer_publish (p, &a), 1);
-  CHECK_RES (pf_node_producer_loan_video (p, 0, &a), 0);
-  CHECK_RES (pf_node_producer_publish (p, &a), 1);
+  CHECK_INT (pf_node_consumer_new (path, 5000, &c1), ==, 0);
+  CHECK_INT (pf_node_producer_wait_clients (p, 1, 10000), ==, 0);
+  CHECK_INT (pf_node_consumer_get_max_held (c1), ==, 2);
+  CHECK_INT (pf_node_producer_loan_video (p, 0, &a), ==, 0);
+  CHECK_INT (pf_node_producer_publish (p, &a), ==, 1);
+  CHECK_INT (pf_node_producer_loan_video (p, 0, &a), ==, 0);
+  CHECK_INT (pf_node_producer_publish (p, &a), ==, 1);
   f[0] = next_frame (c1);
   f[1] = next_frame (c1);
-  CHECK_RES (pf_node_producer_get_free_slots (p), 0);
-  CHECK_RES (pf_node_producer_loan_video (p, 0, &x), -EAGAIN);
-  CHECK_RES (pf_node_producer_loan_video (p, 50, &x), -ETIMEDOUT);
+  CHECK_INT (pf_node_producer_get_free_slots (p), ==, 0);
+  CHECK_INT (pf_node_producer_loan_video (p, 0, &x), ==, -EAGAIN);
+  CHECK_INT (pf_node_producer_loan_video (p, 50, &x), ==, -ETIMEDOUT);
   /* A blocked loan wakes when another thread releases. */
   held_slot = (unsigned int) (f[0]->segment_offset / a.capacity);
   d.frame = f[0];
-  CHECK_RES (pthread_create (&th, NULL, release_later, &d), 0);
-  CHECK_RES (pf_node_producer_loan_video (p, -1, &x), 0);
+  CHECK_INT (pthread_create (&th, NULL, release_later, &d), ==, 0);
+  CHECK_INT (pf_node_producer_loan_video (p, -1, &x), ==, 0);
   pthread_join (th, NULL);
-  CHECK_RES (x.slot, held_slot);
-  CHECK_RES (pf_node_producer_discard (p, &x), 0);
+  CHECK_INT (x.slot, ==, held_slot);
+  CHECK_INT (pf_node_producer_discard (p, &x), ==, 0);
   pf_node_frame_release (f[1]);
-  CHECK_RES (pf_node_producer_wait_idle (p, 10000), 0);
+  CHECK_INT (pf_node_producer_wait_idle (p, 10000), ==, 0);
 
   /* Two consumers: a slot returns only when both released it. */
-  CHECK_RES (pf_node_consumer_new (path, 5000, &c2), 0);
-  CHECK_RES (pf_node_producer_wait_clients (p, 2, 10000), 0);
-  CHECK_RES (pf_node_producer_loan_video (p, 0, &a), 0);
-  CHECK_RES (pf_node_producer_publish (p, &a), 2);
+  CHECK_INT (pf_node_consumer_new (path, 5000, &c2), ==, 0);
+  CHECK_INT (pf_node_producer_wait_clients (p, 2, 10000), ==, 0);
+  CHECK_INT (pf_node_producer_loan_video (p, 0, &a), ==, 0);
+  CHECK_INT (pf_node_producer_publish (p, &a), ==, 2);
   f[0] = next_frame (c1);
   f[1] = next_frame (c2);
   CHECK (f[0]->seq == f[1]->seq);
   pf_node_frame_release (f[0]);
   /* Cannot become idle: c2 still holds the frame. */
-  CHECK_RES (pf_node_producer_wait_idle (p, 100), -ETIMEDOUT);
-  CHECK_RES (pf_node_producer_get_free_slots (p), 1);
+  CHECK_INT (pf_node_producer_wait_idle (p, 100), ==, -ETIMEDOUT);
+  CHECK_INT (pf_node_producer_get_free_slots (p), ==, 1);
   pf_node_frame_release (f[1]);
-  CHECK_RES (pf_node_producer_wait_idle (p, 10000), 0);
-  CHECK_RES (pf_node_producer_get_free_slots (p), 2);
+  CHECK_INT (pf_node_producer_wait_idle (p, 10000), ==, 0);
+  CHECK_INT (pf_node_producer_get_free_slots (p), ==, 2);
 
   /* Frames one consumer keeps keep their slots out of the pool. */
-  CHECK_RES (pf_node_producer_loan_video (p, 0, &a), 0);
-  CHECK_RES (pf_node_producer_publish (p, &a), 2);
+  CHECK_INT (pf_node_producer_loan_video (p, 0, &a), ==, 0);
+  CHECK_INT (pf_node_producer_publish (p, &a), ==, 2);
   f[0] = next_frame (c1);
   f[1] = next_frame (c2);
   pf_node_frame_release (f[1]);
-  CHECK_RES (pf_node_producer_loan_video (p, 0, &a), 0);
-  CHECK_RES (pf_node_producer_publish (p, &a), 2);
+  CHECK_INT (pf_node_producer_loan_video (p, 0, &a), ==, 0);
+  CHECK_INT (pf_node_producer_publish (p, &a), ==, 2);
   f[1] = next_frame (c2);
   f[2] = next_frame (c1);
   pf_node_frame_release (f[1]);
   /* c1 holds 2 = its limit, and both slots: the pool is empty. */
-  CHECK_RES (pf_node_producer_wait_idle (p, 100), -ETIMEDOUT);
-  CHECK_RES (pf_node_producer_get_free_slots (p), 0);
+  CHECK_INT (pf_node_producer_wait_idle (p, 100), ==, -ETIMEDOUT);
+  CHECK_INT (pf_node_producer_get_free_slots (p), ==, 0);
   /* Dropping c1's handle with frames out: they stay valid, and their
    * slots come back when they are released. */
   pf_node_consumer_free (c1);
   pf_node_frame_release (f[0]);
   pf_node_frame_release (f[2]);
-  CHECK_RES (pf_node_producer_wait_idle (p, 10000), 0);
-  CHECK_RES (pf_node_producer_get_free_slots (p), 2);
+  CHECK_INT (pf_node_producer_wait_idle (p, 10000), ==, 0);
+  CHECK_INT (pf_node_producer_get_free_slots (p), ==, 2);
 
   pf_node_consumer_free (c2);
   pf_node_producer_free (p);
-  CHECK_RES (pf_segment_count_live (), 0);
-  CHECK_RES (pf_test_count_fds (), fds0);
+  CHECK_INT (pf_segment_count_live (), ==, 0);
+  CHECK_INT (pf_test_count_fds (), ==, fds0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -449,8 +450,8 @@ child_producer (const char *path, int n_frames)
   int i;
 
   p = make_producer (path, 4, W * H * 4, 0);
-  CHECK_RES (pf_node_producer_set_video (p, "RGBA", W, H, 30, 1), 0);
-  CHECK_RES (pf_node_producer_wait_clients (p, 1, 10000), 0);
+  CHECK_INT (pf_node_producer_set_video (p, "RGBA", W, H, 30, 1), ==, 0);
+  CHECK_INT (pf_node_producer_wait_clients (p, 1, 10000), ==, 0);
   for (i = 0; i < n_frames; i++)
     publish_rgba (p, (uint64_t) i, 1);
   for (;;)
@@ -470,7 +471,7 @@ test_crash_producer (void)
   pid = bc_fork ();
   if (pid == 0)
     child_producer (path, 3);
-  CHECK_RES (pf_node_consumer_new (path, 10000, &c), 0);
+  CHECK_INT (pf_node_consumer_new (path, 10000, &c), ==, 0);
   for (i = 0; i < 3; i++) {
     f[i] = next_frame (c);
     CHECK (check_rgba (f[i]->data, &f[i]->layout, (uint64_t) i) == 0);
@@ -487,23 +488,23 @@ test_crash_producer (void)
     CHECK (res == 0 || res == -EPIPE);
   }
   pf_node_consumer_free (c);
-  CHECK_RES (pf_segment_count_live (), 0);
-  CHECK_RES (pf_test_count_fds (), fds0);
+  CHECK_INT (pf_segment_count_live (), ==, 0);
+  CHECK_INT (pf_test_count_fds (), ==, fds0);
 
   /* The dead producer's socket file does not block a restart. */
   CHECK (access (path, F_OK) == 0);
   p = make_producer (path, 2, 4096, 0);
-  CHECK_RES (pf_node_consumer_new (path, 5000, &c), 0);
-  CHECK_RES (pf_node_producer_set_video (p, "RGBA", 32, 32, 30, 1), 0);
-  CHECK_RES (pf_node_producer_wait_clients (p, 1, 10000), 0);
+  CHECK_INT (pf_node_consumer_new (path, 5000, &c), ==, 0);
+  CHECK_INT (pf_node_producer_set_video (p, "RGBA", 32, 32, 30, 1), ==, 0);
+  CHECK_INT (pf_node_producer_wait_clients (p, 1, 10000), ==, 0);
   publish_rgba (p, 9, 1);
   g = next_frame (c);
   CHECK (check_rgba (g->data, &g->layout, 9) == 0);
   pf_node_frame_release (g);
   pf_node_consumer_free (c);
   pf_node_producer_free (p);
-  CHECK_RES (pf_segment_count_live (), 0);
-  CHECK_RES (pf_test_count_fds (), fds0);
+  CHECK_INT (pf_segment_count_live (), ==, 0);
+  CHECK_INT (pf_test_count_fds (), ==, fds0);
 }
 
 static void
@@ -513,7 +514,7 @@ child_consumer (const char *path, int hold, int ready_fd)
   pf_node_frame *f;
   int i;
 
-  CHECK_RES (pf_node_consumer_new (path, 10000, &c), 0);
+  CHECK_INT (pf_node_consumer_new (path, 10000, &c), ==, 0);
   for (i = 0; i < hold; i++) {
     f = next_frame (c);
     CHECK (check_rgba (f->data, &f->layout, (uint64_t) i) == 0);
@@ -536,40 +537,40 @@ test_crash_consumer (void)
   char ch;
 
   p = make_producer (path, 4, W * H * 4, 3);
-  CHECK_RES (pf_node_producer_set_video (p, "RGBA", W, H, 30, 1), 0);
-  CHECK_RES (pipe2 (pipefd, O_CLOEXEC), 0);
+  CHECK_INT (pf_node_producer_set_video (p, "RGBA", W, H, 30, 1), ==, 0);
+  CHECK_INT (pipe2 (pipefd, O_CLOEXEC), ==, 0);
   pid = bc_fork ();
   if (pid == 0)
     child_consumer (path, 3, pipefd[1]);
   close (pipefd[1]);
-  CHECK_RES (pf_node_producer_wait_clients (p, 1, 10000), 0);
+  CHECK_INT (pf_node_producer_wait_clients (p, 1, 10000), ==, 0);
   for (i = 0; i < 3; i++)
     publish_rgba (p, (uint64_t) i, 1);
-  CHECK_RES (read (pipefd[0], &ch, 1), 1);
+  CHECK_INT (read (pipefd[0], &ch, 1), ==, 1);
   close (pipefd[0]);
-  CHECK_RES (pf_node_producer_get_free_slots (p), 1);
-  CHECK_RES (pf_node_producer_get_n_clients (p), 1);
+  CHECK_INT (pf_node_producer_get_free_slots (p), ==, 1);
+  CHECK_INT (pf_node_producer_get_n_clients (p), ==, 1);
 
   st = bc_kill_wait (pid, SIGKILL);
   CHECK (WIFSIGNALED (st));
   /* The transport reclaims the dead client's frames: every slot back. */
-  CHECK_RES (pf_node_producer_wait_idle (p, 10000), 0);
-  CHECK_RES (pf_node_producer_get_free_slots (p), 4);
+  CHECK_INT (pf_node_producer_wait_idle (p, 10000), ==, 0);
+  CHECK_INT (pf_node_producer_get_free_slots (p), ==, 4);
   for (i = 0; i < 1000 && pf_node_producer_get_n_clients (p) > 0; i++)
     usleep (10000);
-  CHECK_RES (pf_node_producer_get_n_clients (p), 0);
+  CHECK_INT (pf_node_producer_get_n_clients (p), ==, 0);
 
   /* And the producer keeps serving. */
-  CHECK_RES (pf_node_consumer_new (path, 5000, &c), 0);
-  CHECK_RES (pf_node_producer_wait_clients (p, 1, 10000), 0);
+  CHECK_INT (pf_node_consumer_new (path, 5000, &c), ==, 0);
+  CHECK_INT (pf_node_producer_wait_clients (p, 1, 10000), ==, 0);
   publish_rgba (p, 42, 1);
   f = next_frame (c);
   CHECK (check_rgba (f->data, &f->layout, 42) == 0);
   pf_node_frame_release (f);
   pf_node_consumer_free (c);
   pf_node_producer_free (p);
-  CHECK_RES (pf_segment_count_live (), 0);
-  CHECK_RES (pf_test_count_fds (), fds0);
+  CHECK_INT (pf_segment_count_live (), ==, 0);
+  CHECK_INT (pf_test_count_fds (), ==, fds0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -587,7 +588,7 @@ test_connect_wait (void)
   res = pf_node_consumer_new (path, 0, &c);
   CHECK_MSG (res < 0 && c == NULL, "connect to nobody: %d", res);
   CHECK (strlen (pf_node_strerror (res)) > 0);
-  CHECK_RES (pf_test_count_fds (), fds0);
+  CHECK_INT (pf_test_count_fds (), ==, fds0);
 
   /* A producer that comes up later is waited for. */
   pid = bc_fork ();
@@ -595,15 +596,15 @@ test_connect_wait (void)
     usleep (300 * 1000);
     child_producer (path, 1);
   }
-  CHECK_RES (pf_node_consumer_new (path, 20000, &c), 0);
+  CHECK_INT (pf_node_consumer_new (path, 20000, &c), ==, 0);
   f = next_frame (c);
   CHECK (check_rgba (f->data, &f->layout, 0) == 0);
   pf_node_frame_release (f);
   pf_node_consumer_free (c);
   st = bc_kill_wait (pid, SIGKILL);
   CHECK (WIFSIGNALED (st));
-  CHECK_RES (pf_segment_count_live (), 0);
-  CHECK_RES (pf_test_count_fds (), fds0);
+  CHECK_INT (pf_segment_count_live (), ==, 0);
+  CHECK_INT (pf_test_count_fds (), ==, fds0);
 }
 
 int

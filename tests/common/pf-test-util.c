@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +158,32 @@ pf_test_memfd (size_t size, int seal)
     return -err;
   }
   return fd;
+}
+
+/* ---- checks ---- */
+
+static void (*fail_handler) (void);
+
+void
+pf_test_set_fail_handler (void (*handler) (void))
+{
+  fail_handler = handler;
+}
+
+void
+pf_test_fail (const char *file, int line, const char *fmt, ...)
+{
+  va_list ap;
+
+  fprintf (stderr, "%s:%d: ", file, line);
+  va_start (ap, fmt);
+  vfprintf (stderr, fmt, ap);
+  va_end (ap);
+  fputc ('\n', stderr);
+  fflush (stderr);
+  if (fail_handler != NULL)
+    fail_handler ();
+  exit (1);
 }
 
 #define MAX_SEND_FDS 32

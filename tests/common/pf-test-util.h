@@ -5,8 +5,11 @@
  *
  * fd and mapping accounting (/proc/self/fd, /proc/self/maps), temporary
  * directories, children that die with their parent, and a raw sendmsg() with
- * SCM_RIGHTS for hostile peers. Built as the static library pf-test-util
- * (tests/meson.build); each suite keeps only its own runner and CHECK macros.
+ * SCM_RIGHTS for hostile peers, and the one CHECK style of every plain-C
+ * test. Built as the static library pf-test-util (tests/meson.build); each
+ * suite keeps only its runner (tests/transport/harness.c forks a child per
+ * case, tests/bridge/bridge-check.c cleans up children and a temp dir) and
+ * tells pf_test_set_fail_handler() what a failed check does.
  */
 #ifndef __PF_TEST_UTIL_H__
 #define __PF_TEST_UTIL_H__
@@ -26,6 +29,44 @@
 #ifndef MFD_NOEXEC_SEAL
 #define MFD_NOEXEC_SEAL 0x0008U
 #endif
+
+/* ---- checks ---- */
+
+/* Prints "FILE:LINE: message" to stderr, runs the fail handler (which must
+ * not return), or exit (1) when none is set. */
+void pf_test_fail (const char *file, int line, const char *fmt, ...)
+    __attribute__((noreturn, format (printf, 3, 4)));
+/* What a failed check does after printing: the suite's runner sets it. */
+void pf_test_set_fail_handler (void (*handler) (void));
+
+#define CHECK(cond) do { \
+    if (!(cond)) \
+      pf_test_fail (__FILE__, __LINE__, "CHECK failed: %s", #cond); \
+  } while (0)
+
+/* Integer comparison that prints both values: CHECK_INT (res, ==, 0). */
+#define CHECK_INT(a, op, b) do { \
+    long long _a = (long long) (a), _b = (long long) (b); \
+    if (!(_a op _b)) \
+      pf_test_fail (__FILE__, __LINE__, \
+          "CHECK failed: %s %s %s (%lld vs %lld)", #a, #op, #b, _a, _b); \
+  } while (0)
+
+/* A check with its own message (printf format and arguments). */
+#define CHECK_MSG(cond, ...) do { \
+    if (!(cond)) \
+      pf_test_fail (__FILE__, __LINE__, __VA_ARGS__); \
+  } while (0)
+
+/* Polls @cond every millisecond until it is true; fails after a generous
+ * 30 s (a hang guard, not a timing assertion). */
+#define WAIT_FOR(cond) do { \
+    int _i; \
+    for (_i = 0; _i < 30000 && !(cond); _i++) \
+      pf_test_sleep_ms (1); \
+    if (!(cond)) \
+      pf_test_fail (__FILE__, __LINE__, "timed out waiting for %s", #cond); \
+  } while (0)
 
 /* ---- fds and mappings ---- */
 

@@ -251,6 +251,7 @@ t_main (int argc, char **argv, const t_case * cases)
   int failed = 0, ran = 0, i;
 
   setvbuf (stdout, NULL, _IOLBF, 0);
+  pf_test_set_fail_handler (t_fail);
   for (c = cases; c->name != NULL; c++) {
     if (argc > 1) {
       for (i = 1; i < argc; i++)

@@ -21,22 +21,8 @@
 #include <pinnedflow/pf-protocol-private.h>
 #include <pinnedflow/pf-segment.h>
 
-#define CHECK(cond) do { \
-    if (!(cond)) { \
-      fprintf (stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
-          #cond); \
-      t_fail (); \
-    } \
-  } while (0)
-
-#define CHECK_INT(a, op, b) do { \
-    long long _a = (long long) (a), _b = (long long) (b); \
-    if (!(_a op _b)) { \
-      fprintf (stderr, "%s:%d: CHECK failed: %s %s %s (%lld vs %lld)\n", \
-          __FILE__, __LINE__, #a, #op, #b, _a, _b); \
-      t_fail (); \
-    } \
-  } while (0)
+/* CHECK, CHECK_INT, CHECK_MSG, WAIT_FOR: a failed check ends the case. */
+#include "pf-test-util.h"
 
 typedef struct {
   const char *name;
@@ -45,6 +31,7 @@ typedef struct {
 
 /* Runs the cases named on the command line (all without arguments). */
 int t_main (int argc, char **argv, const t_case * cases);
+/* Ends the case as failed (what a failed CHECK runs). */
 void t_fail (void) __attribute__((noreturn));
 /* Ends the case as skipped (reported as such, never as a pass). */
 void t_skip (const char *why) __attribute__((noreturn));
@@ -60,19 +47,6 @@ int t_count_fds (void);
 pid_t t_spawn (int (*fn) (void *arg), void *arg);
 /* Waits for @pid; returns its exit status, or 128 + signal. */
 int t_wait (pid_t pid);
-
-/* Polls @cond every millisecond until it is true; fails the case after a
- * generous 30 s (a hang guard, not a timing assertion). */
-#define WAIT_FOR(cond) do { \
-    int _i; \
-    for (_i = 0; _i < 30000 && !(cond); _i++) \
-      t_sleep_ms (1); \
-    if (!(cond)) { \
-      fprintf (stderr, "%s:%d: timed out waiting for %s\n", __FILE__, \
-          __LINE__, #cond); \
-      t_fail (); \
-    } \
-  } while (0)
 
 void t_sleep_ms (int ms);
 
