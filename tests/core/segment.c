@@ -41,6 +41,16 @@ get_seals (int fd)
   return fcntl (fd, F_GET_SEALS);
 }
 
+/* The GError domain is named as GLib's G_DEFINE_QUARK convention says (the
+ * formatter once spaced its dashes out: "gst - pinned - segment - ..."). */
+GST_START_TEST (test_error_domain)
+{
+  fail_unless_equals_string (g_quark_to_string (GST_PINNED_SEGMENT_ERROR),
+      "gst-pinned-segment-error-quark");
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_create_basic)
 {
   pf_segment *seg = NULL, *seg2 = NULL;
@@ -986,6 +996,7 @@ pinnedsegment_suite (void)
 
   suite_add_tcase (s, tc);
   tcase_add_checked_fixture (tc, setup, teardown);
+  tcase_add_test (tc, test_error_domain);
   tcase_add_test (tc, test_create_basic);
   tcase_add_test (tc, test_create_invalid);
   tcase_add_test (tc, test_seal_writers);

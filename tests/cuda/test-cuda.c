@@ -738,6 +738,24 @@ GST_START_TEST (test_no_runtime)
 
 GST_END_TEST;
 
+/* The GError domain of the loader is named as GLib's G_DEFINE_QUARK
+ * convention says (the formatter once spaced its dashes out). */
+GST_START_TEST (test_runtime_error_domain)
+{
+  GError *err = NULL;
+
+  g_setenv ("GST_PINNEDFLOW_CUDART", "/nonexistent/libcudart.so", TRUE);
+  fail_unless (gst_pinned_cuda_runtime_get (&err) == NULL);
+  fail_unless (err != NULL);
+  fail_unless (err->domain == GST_PINNED_CUDA_RUNTIME_ERROR);
+  fail_unless_equals_int (err->code, GST_PINNED_CUDA_RUNTIME_ERROR_NOT_FOUND);
+  fail_unless_equals_string (g_quark_to_string (err->domain),
+      "gst-pinned-cuda-runtime-error-quark");
+  g_error_free (err);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_no_device)
 {
   gchar *err;
@@ -1169,6 +1187,7 @@ cuda_suite (void)
   tcase_add_test (tc, test_readonly_segment_registered);
   tcase_add_test (tc, test_propose_pool_and_api);
   tcase_add_test (tc, test_no_runtime);
+  tcase_add_test (tc, test_runtime_error_domain);
   tcase_add_loop_test (tc, test_cross_process, 0, 2);
   if (emulated) {
     TCase *emu = tcase_create ("emulator-only");
