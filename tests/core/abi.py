@@ -2,10 +2,12 @@
 # The ABI rule (docs/design.md, "ABI"): every symbol an installed library
 # exports is declared in one of its installed headers, every function an
 # installed header marks with the library's export macro is exported, and a
-# plugin exports only its descriptor (gst_plugin_NAME_get_desc/_register).
+# plugin exports only its descriptor (gst_plugin_NAME_get_desc/_register),
+# and the Python binding's ctypes prototypes name only exported functions.
 #
 # Usage (tests/core/meson.build):
 #   abi.py --lib LIB.so MACRO HEADER... [--lib ...] [--plugin PLUGIN.so ...]
+#          [--binding _native.py LIB.so]
 # Exits 1 listing every violation.
 import re
 import subprocess
@@ -104,6 +106,20 @@ def main(argv):
             if not desc:
                 failures.append('plugin %s exports no descriptor' % plugin)
             print('%s: exports %s' % (plugin, ' '.join(sorted(syms))))
+            checked += 1
+        elif argv[i] == '--binding':
+            binding, lib = argv[i + 1], argv[i + 2]
+            i += 3
+            text = open(binding, encoding='utf-8').read()
+            used = set(re.findall(r'"(pf_\w+)"\s*:\s*\(', text))
+            used |= set(re.findall(r'\blib\.(pf_\w+)', text))
+            for s in sorted(used - exported(lib)):
+                failures.append('%s calls %s, which %s does not export'
+                                % (binding, s, lib))
+            if not used:
+                failures.append('%s: no prototype found (format changed?)'
+                                % binding)
+            print('%s: %d functions of %s' % (binding, len(used), lib))
             checked += 1
         else:
             failures.append('bad argument %r' % argv[i])
