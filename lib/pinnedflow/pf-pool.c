@@ -159,7 +159,7 @@ wake_locked (pf_pool * pool)
 static void
 take_free_slot_locked (pf_pool * pool, pf_pool_slot * slot)
 {
-  uint32_t i, s;
+  uint32_t i, s = pool->cursor;
 
   for (i = 0; i < pool->n_slots; i++) {
     s = (pool->cursor + i) % pool->n_slots;

@@ -829,8 +829,24 @@ GST_START_TEST (test_teardown)
 
 GST_END_TEST;
 
-/* Acquire/release from several threads at once: bounded and consistent. */
+/* Acquire/release from several threads at once: bounded and consistent.
+ * The pool has max-buffers 2: the workers never hold more than 2 buffers
+ * at once, and every acquired buffer's slot is nobody else's. */
 #define N_WORKERS 4
+#define THREADS_MAX_BUFFERS 2
+
+static gint threads_held, threads_max_held;
+
+static void
+note_held (gint delta)
+{
+  gint now = g_atomic_int_add (&threads_held, delta) + delta;
+  gint max = g_atomic_int_get (&threads_max_held);
+
+  while (now > max && !g_atomic_int_compare_and_exchange (&threads_max_held,
+          max, now))
+    max = g_atomic_int_get (&threads_max_held);
+}
 
 static gpointer
 worker (gpointer data)
@@ -844,6 +860,9 @@ worker (gpointer data)
 
     if (acquire (pool, &buf, FALSE) != GST_FLOW_OK)
       return GINT_TO_POINTER (1);
+    note_held (1);
+    if (g_atomic_int_get (&threads_held) > THREADS_MAX_BUFFERS)
+      return GINT_TO_POINTER (4);
     if (!gst_buffer_map (buf, &map, GST_MAP_WRITE))
       return GINT_TO_POINTER (2);
     /* Exclusive: nobody else holds this slot. */
@@ -852,6 +871,7 @@ worker (gpointer data)
     if (map.data[0] != (guint8) i || map.data[63] != (guint8) i)
       return GINT_TO_POINTER (3);
     gst_buffer_unmap (buf, &map);
+    note_held (-1);
     if (i % 7 == 0) {
       GstBuffer *copy = gst_buffer_copy (buf);
       gst_buffer_unref (buf);
@@ -866,14 +886,22 @@ worker (gpointer data)
 GST_START_TEST (test_threads)
 {
   GstCaps *caps = gst_caps_new_empty_simple ("application/octet-stream");
-  GstBufferPool *pool = make_pool (caps, 4096, 0, 2, 0, FALSE);
+  GstBufferPool *pool = make_pool (caps, 4096, 0, THREADS_MAX_BUFFERS, 0,
+      FALSE);
   GThread *t[N_WORKERS];
   int i;
 
+  threads_held = threads_max_held = 0;
   for (i = 0; i < N_WORKERS; i++)
     t[i] = g_thread_new ("worker", worker, pool);
   for (i = 0; i < N_WORKERS; i++)
-    fail_unless (g_thread_join (t[i]) == NULL);
+    fail_unless_equals_int (GPOINTER_TO_INT (g_thread_join (t[i])), 0);
+  /* The bound the test states, seen at every acquire. */
+  fail_unless (threads_max_held >= 1);
+  fail_unless (threads_max_held <= THREADS_MAX_BUFFERS,
+      "%d buffers held at once, max-buffers %d", threads_max_held,
+      THREADS_MAX_BUFFERS);
+  fail_unless_equals_int (threads_held, 0);
   gst_object_unref (pool);
   gst_caps_unref (caps);
 }
