@@ -8,7 +8,8 @@ from a copy of this tree; each package holds what it should and no file is
 in two; extracted into a temp root, the plugins are found by GStreamer and
 the Python package by Python with only that root's paths:
   - gst-inspect-1.0 pinnedshmsink / pinnedcudaupload, GStreamer's system
-    plugin path set to the root's plugin dir alone, a fresh registry;
+    plugin path set to the root's plugin dir alone, a fresh registry; their
+    origin is the README the package installs;
   - python3 -c 'import pinnedflow' (PYTHONPATH and LD_LIBRARY_PATH of the
     root), and the root's libpinnedflow is the one mapped;
   - a C program built with the root's pkg-config files against the root's
@@ -22,6 +23,7 @@ here already). Everything lives in one temp dir, removed at exit.
 """
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -61,6 +63,9 @@ def copy_tree(src_root, dest):
         shutil.copy2(path, target, follow_symlinks=False)
 
 
+DOC = "usr/share/doc/gstreamer1.0-pinnedflow"
+
+
 def check(cond, msg):
     if not cond:
         raise AssertionError(msg)
@@ -89,7 +94,9 @@ def main():
             lib + "/pkgconfig/gstreamer-pinnedflow-1.0.pc",
             lib + "/pkgconfig/gstreamer-pinnedflow-cuda-1.0.pc"],
         "gstreamer1.0-pinnedflow": [plugins + "/libgstpinnedshm.so",
-                                    plugins + "/libgstpinnedcuda.so"],
+                                    plugins + "/libgstpinnedcuda.so",
+                                    DOC + "/README.md",
+                                    DOC + "/elements.md"],
         "python3-pinnedflow": [pydir + "/pinnedflow/__init__.py",
                                pydir + "/pinnedflow/_native.py"],
     }
@@ -152,6 +159,11 @@ def main():
             text = out(["gst-inspect-1.0", element], gst)
             check(os.path.join(root, plugins, plugin) in text,
                   "%s not from the root:\n%s" % (element, text))
+            # The origin is the documentation the package installs.
+            check(re.search(r"Origin URL +file:///%s/README\.md\n"
+                            % re.escape(DOC), text),
+                  "%s: origin:\n%s" % (element, text))
+        check(os.path.isfile(os.path.join(root, DOC, "README.md")), DOC)
         print(out(["gst-inspect-1.0", "pinnedshmsink"], gst)[:900])
 
         py = dict(base)
