@@ -12,6 +12,8 @@ the Python package by Python with only that root's paths:
     origin is the README the package installs;
   - python3 -c 'import pinnedflow' (PYTHONPATH and LD_LIBRARY_PATH of the
     root), and the root's libpinnedflow is the one mapped;
+  - PyGObject loads the root's GstPinnedflow-1.0 typelib (GI_TYPELIB_PATH)
+    and test_gir.py allocates pinned buffers through it;
   - a C program built with the root's pkg-config files against the root's
     headers and libraries;
   - gst-launch-1.0 with the root's pinnedshmsink feeding a consumer that is
@@ -64,6 +66,7 @@ def copy_tree(src_root, dest):
 
 
 DOC = "usr/share/doc/gstreamer1.0-pinnedflow"
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def check(cond, msg):
@@ -92,7 +95,10 @@ def main():
             "usr/include/gstreamer-1.0/gst/pinnedflow/pinnedflow.h",
             "usr/include/gstreamer-1.0/gst/pinnedcuda/gstpinnedcuda.h",
             lib + "/pkgconfig/gstreamer-pinnedflow-1.0.pc",
-            lib + "/pkgconfig/gstreamer-pinnedflow-cuda-1.0.pc"],
+            lib + "/pkgconfig/gstreamer-pinnedflow-cuda-1.0.pc",
+            "usr/share/gir-1.0/GstPinnedflow-1.0.gir"],
+        "gir1.2-gstpinnedflow-1.0": [
+            lib + "/girepository-1.0/GstPinnedflow-1.0.typelib"],
         "gstreamer1.0-pinnedflow": [plugins + "/libgstpinnedshm.so",
                                     plugins + "/libgstpinnedcuda.so",
                                     DOC + "/README.md",
@@ -176,6 +182,19 @@ def main():
         check(where[0].startswith(os.path.join(root, pydir) + "/"), where)
         check(os.path.realpath(where[1]).startswith(root + "/"), where)
         print("import pinnedflow: %s with %s" % tuple(where))
+
+        # PyGObject through the root's typelib (test_gir.py, as in the
+        # build tree): a pinned buffer allocated from Python.
+        gi = dict(base)
+        gi["GI_TYPELIB_PATH"] = os.path.join(root, lib, "girepository-1.0")
+        typelib = out([sys.executable, "-c",
+                       "import gi; gi.require_version('GstPinnedflow', '1.0'); "
+                       "gi.require_version('GIRepository', '2.0'); "
+                       "from gi.repository import GIRepository, GstPinnedflow; "
+                       "print(GIRepository.Repository.get_default()"
+                       ".get_typelib_path('GstPinnedflow'))"], gi).strip()
+        check(typelib.startswith(root + "/"), typelib)
+        run([sys.executable, os.path.join(HERE, "test_gir.py")], gi)
 
         # A C program against the root's headers, .pc files and libraries.
         prog = os.path.join(tmp, "pc-check.c")
