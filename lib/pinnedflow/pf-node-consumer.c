@@ -144,6 +144,19 @@ pf_node_consumer_new (const char *socket_path, int timeout_ms,
   return 0;
 }
 
+int
+pf_node_consumer_set_budget (pf_node_consumer * c, uint64_t max_bytes,
+    uint32_t max_segments, uint32_t flags)
+{
+  pf_consumer_budget budget = {.max_bytes = max_bytes,
+    .max_segments = max_segments,.flags = flags
+  };
+
+  if (c == NULL)
+    return -EINVAL;
+  return pf_consumer_set_budget (c->transport, &budget);
+}
+
 void
 pf_node_consumer_free (pf_node_consumer * c)
 {

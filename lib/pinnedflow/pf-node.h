@@ -297,12 +297,35 @@ typedef struct {
 
 /**
  * pf_node_consumer_new:
- * @timeout_ms: how long to wait for the producer to appear (-1: forever)
+ * @timeout_ms: how long to wait for the producer to appear and send its
+ *   HELLO (-1: forever; 0: one attempt, up to 5 s for the HELLO)
  *
- * Returns: 0, -ETIMEDOUT, or the transport's error.
+ * Returns: 0, -ETIMEDOUT (nobody listening), -ETIME (a peer accepted but
+ * sent no HELLO in time), or the transport's error
+ * (pf_consumer_connect_error() says which).
  */
 PF_API int pf_node_consumer_new (const char *socket_path, int timeout_ms,
     pf_node_consumer ** out);
+
+/**
+ * pf_node_consumer_set_budget:
+ * @max_bytes: the most bytes of the producer's segments mapped at once (0:
+ *   PF_CONSUMER_DEFAULT_MAX_BYTES, 768 MiB; UINT64_MAX: no limit)
+ * @max_segments: the most segments mapped at once (0:
+ *   PF_CONSUMER_DEFAULT_MAX_SEGMENTS, 64; UINT32_MAX: no limit)
+ * @flags: #pf_consumer_budget_flags: 0 maps segments lazily,
+ *   PF_CONSUMER_LOCK prefaults and mlocks each one
+ *
+ * What this consumer accepts from its producer (pf_consumer_set_budget()).
+ * Call it before the first pf_node_consumer_next(): the producer's
+ * segments, sent right after its HELLO, are read there. Past the budget
+ * pf_node_consumer_next() fails with -EDQUOT, pf_node_consumer_get_error()
+ * naming the bytes and the budget. The defaults apply without this call.
+ *
+ * Returns: 0, or -EINVAL (unknown flag).
+ */
+PF_API int pf_node_consumer_set_budget (pf_node_consumer * c,
+    uint64_t max_bytes, uint32_t max_segments, uint32_t flags);
 
 /**
  * pf_node_consumer_free:
@@ -330,7 +353,9 @@ PF_API int pf_node_consumer_get_fd (pf_node_consumer * c);
  * -EPROTO every later call fails the same way: free the consumer.
  *
  * Returns: 1 (frame), PF_NODE_EOS, 0 (timeout), -EPIPE (producer gone),
- * -EPROTO (the producer broke the protocol; pf_node_consumer_get_error()).
+ * -EPROTO (the producer broke the protocol), -EDQUOT (its segments exceed
+ * the budget, pf_node_consumer_set_budget()); pf_node_consumer_get_error()
+ * says what happened.
  */
 PF_API int pf_node_consumer_next (pf_node_consumer * c, int timeout_ms,
     pf_node_frame ** frame);

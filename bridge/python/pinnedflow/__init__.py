@@ -47,12 +47,22 @@ class _Eos(object):
 EOS = _Eos()
 
 
+# Headlines of the consumer's own codes, where the C library's generic text
+# (strerror) would mislead.
+_HEADLINES = {
+    _errno.ETIME: "the producer accepted the connection but sent no HELLO",
+    _errno.EDQUOT: "the producer's shared memory exceeds this consumer's "
+                   "budget",
+}
+
+
 class PinnedflowError(OSError):
     """A libpinnedflow error: .errno is the errno, the message explains."""
 
     def __init__(self, res, what, detail=None):
         err = -res
-        msg = "%s: %s" % (what, _n.lib.pf_node_strerror(res).decode())
+        head = _HEADLINES.get(err) or _n.lib.pf_node_strerror(res).decode()
+        msg = "%s: %s" % (what, head)
         if detail:
             msg += " (%s)" % detail
         super().__init__(err, msg)
@@ -61,7 +71,12 @@ class PinnedflowError(OSError):
 def _check(res, what, detail=None):
     if res < 0:
         if -res == _errno.ETIMEDOUT:
-            raise TimeoutError(-res, "%s: timed out" % what)
+            raise TimeoutError(-res, "%s: timed out" % what +
+                               (" (%s)" % detail if detail else ""))
+        if -res == _errno.ETIME:
+            # a peer that accepted and stayed silent: a timeout too
+            raise TimeoutError(-res, "%s: %s (%s)" % (
+                what, _HEADLINES[_errno.ETIME], detail))
         raise PinnedflowError(res, what, detail)
     return res
 
@@ -439,19 +454,38 @@ class Frame(_Handle):
 
 class Consumer(_Handle):
     """Connects to a producer (pf_node or pinnedshmsink), waiting up to
-    @timeout_ms for it to appear (-1: forever)."""
+    @timeout_ms for it to appear and say HELLO (-1: forever). A peer that
+    accepts and stays silent raises TimeoutError (errno ETIME) by then.
+
+    What it accepts from the producer (docs/protocol.md, "Consumer budget"):
+    @max_mapped_bytes and @max_mapped_segments bound the shared memory the
+    producer may make it map at once (None: 768 MiB and 64); a segment past
+    them ends the connection: next() raises PinnedflowError (errno EDQUOT)
+    naming the bytes and the budget. Segments are mapped lazily unless
+    @lock_segments (prefault and mlock each one)."""
 
     _free = "pf_node_consumer_free"
 
-    def __init__(self, socket_path, timeout_ms=-1):
+    def __init__(self, socket_path, timeout_ms=-1, max_mapped_bytes=None,
+                 max_mapped_segments=None, lock_segments=False):
         out = ctypes.c_void_p()
         res = _n.lib.pf_node_consumer_new(os.fsencode(socket_path),
                                           timeout_ms, ctypes.byref(out))
         if res < 0:
             why = _n.lib.pf_consumer_connect_error()
             _check(res, "Consumer(%s)" % socket_path,
-                   why.decode() if why else None)
+                   why.decode("utf-8", "replace") if why else None)
         self._ptr = out
+        for v in (max_mapped_bytes, max_mapped_segments):
+            if v is not None and v <= 0:
+                self.close()
+                raise ValueError("a budget must be positive (None: default)")
+        res = _n.lib.pf_node_consumer_set_budget(
+            self._p, max_mapped_bytes or 0, max_mapped_segments or 0,
+            _n.CONSUMER_LOCK if lock_segments else 0)
+        if res < 0:
+            self.close()
+            _check(res, "Consumer.set_budget")
 
     def fileno(self):
         """Poll it for reading (select, asyncio add_reader, epoll), then
@@ -470,7 +504,8 @@ class Consumer(_Handle):
             return EOS
         if res == 0:
             return None
-        detail = _n.lib.pf_node_consumer_get_error(self._p).decode()
+        detail = _n.lib.pf_node_consumer_get_error(self._p).decode(
+            "utf-8", "replace")
         if -res == _errno.EPIPE:
             raise ConnectionError(_errno.EPIPE, "producer gone: " + detail)
         raise PinnedflowError(res, "next", detail)

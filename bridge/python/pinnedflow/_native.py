@@ -11,6 +11,9 @@ MAX_PLANES = 4
 MAX_CHUNKS = 4
 TIME_NONE = 2 ** 64 - 1
 NODE_EOS = 2
+# pf_consumer_budget_flags (pf-consumer.h)
+CONSUMER_PREFAULT = 1 << 0
+CONSUMER_LOCK = 1 << 1
 ABI_VERSION = 1
 
 u32 = ctypes.c_uint32
@@ -153,6 +156,8 @@ _protos = {
     "pf_node_producer_get_segment": (P, [P]),
     "pf_node_consumer_new": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int,
                                             PP]),
+    "pf_node_consumer_set_budget": (ctypes.c_int, [P, u64, ctypes.c_uint32,
+                                                   ctypes.c_uint32]),
     "pf_node_consumer_free": (None, [P]),
     "pf_node_consumer_get_fd": (ctypes.c_int, [P]),
     "pf_node_consumer_next": (ctypes.c_int, [
