@@ -384,32 +384,32 @@ pf_node_producer_wait_idle (pf_node_producer * p, int timeout_ms)
   return pf_pool_wait_idle (p->pool, timeout_ms);
 }
 
+typedef struct
+{
+  pf_node_producer *p;
+  unsigned int n;
+} ClientsWait;
+
+/* The transport's lock nests inside ours; its callbacks run unlocked. */
+static int
+has_clients (void *data)
+{
+  ClientsWait *w = data;
+
+  return pf_producer_get_n_clients (w->p->transport) >= w->n;
+}
+
 int
 pf_node_producer_wait_clients (pf_node_producer * p, unsigned int n_clients,
     int timeout_ms)
 {
-  struct timespec deadline;
-  int res = 0;
+  ClientsWait w = { p, n_clients };
+  int res;
 
   if (p == NULL)
     return -EINVAL;
-  if (timeout_ms > 0)
-    pf_deadline_after (&deadline, timeout_ms);
   pthread_mutex_lock (&p->lock);
-  /* The transport's lock nests inside ours; its callbacks run unlocked. */
-  while (pf_producer_get_n_clients (p->transport) < n_clients) {
-    if (timeout_ms == 0) {
-      res = -ETIMEDOUT;
-      break;
-    }
-    if (timeout_ms < 0) {
-      pthread_cond_wait (&p->cond, &p->lock);
-    } else if (pthread_cond_timedwait (&p->cond, &p->lock, &deadline) ==
-        ETIMEDOUT && pf_producer_get_n_clients (p->transport) < n_clients) {
-      res = -ETIMEDOUT;
-      break;
-    }
-  }
+  res = pf_cond_wait_until (&p->cond, &p->lock, timeout_ms, has_clients, &w);
   pthread_mutex_unlock (&p->lock);
   return res;
 }

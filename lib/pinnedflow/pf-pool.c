@@ -134,18 +134,36 @@ pf_pool_unref (pf_pool * pool)
   free (pool);
 }
 
-/* One wait on the condition. Lock held. Returns 0 (woken, maybe
- * spuriously: the caller re-checks) or -ETIMEDOUT. */
+/* Conditions of pf_cond_wait_until(), lock held: what each kind of
+ * waiter waits for, or flushing. */
 static int
-wait_locked (pf_pool * pool, int timeout_ms, const struct timespec *deadline)
+slot_free_or_flushing (void *data)
 {
-  if (timeout_ms < 0) {
-    pthread_cond_wait (&pool->cond, &pool->lock);
-    return 0;
-  }
-  if (pthread_cond_timedwait (&pool->cond, &pool->lock, deadline) == ETIMEDOUT)
-    return -ETIMEDOUT;
-  return 0;
+  pf_pool *pool = data;
+
+  return pool->flushing || pool->n_free > 0;
+}
+
+static int
+idle_or_flushing (void *data)
+{
+  pf_pool *pool = data;
+
+  return pool->flushing || pool->n_redeemed == 0;
+}
+
+typedef struct
+{
+  pf_pool *pool;
+  uint32_t seen;
+} ChangeWait;
+
+static int
+changed_or_flushing (void *data)
+{
+  ChangeWait *w = data;
+
+  return w->pool->flushing || atomic_load (&w->pool->change) != w->seen;
 }
 
 /* Lock held: wakes every waiter after a state change. */
@@ -186,38 +204,24 @@ take_free_slot_locked (pf_pool * pool, pf_pool_slot * slot)
 int
 pf_pool_loan (pf_pool * pool, int timeout_ms, pf_pool_slot * slot)
 {
-  struct timespec deadline;
-  int res = 0, waited = 0;
+  int res;
 
   if (pool == NULL || slot == NULL)
     return -EINVAL;
-  if (timeout_ms > 0)
-    pf_deadline_after (&deadline, timeout_ms);
-
   pthread_mutex_lock (&pool->lock);
-  while (!pool->flushing && pool->n_free == 0) {
-    if (timeout_ms == 0) {
-      res = -EAGAIN;
-      break;
-    }
-    if (!waited) {
-      waited = 1;
-      pool->stats.waits++;
-    }
-    if (wait_locked (pool, timeout_ms, &deadline) < 0 && !pool->flushing &&
-        pool->n_free == 0) {
-      res = -ETIMEDOUT;
-      break;
-    }
-  }
-  if (res == 0 && pool->flushing)
+  if (timeout_ms != 0 && !slot_free_or_flushing (pool))
+    pool->stats.waits++;
+  res = pf_cond_wait_until (&pool->cond, &pool->lock, timeout_ms,
+      slot_free_or_flushing, pool);
+  if (res == 0 && pool->flushing) {
     res = -ECANCELED;
-  if (res == 0)
-    take_free_slot_locked (pool, slot);
-  else if (res == -ECANCELED)
     pool->stats.cancelled++;
-  else
+  } else if (res < 0) {
+    res = timeout_ms == 0 ? -EAGAIN : -ETIMEDOUT;
     pool->stats.timeouts++;
+  } else {
+    take_free_slot_locked (pool, slot);
+  }
   pthread_mutex_unlock (&pool->lock);
   return res;
 }
@@ -291,25 +295,15 @@ pf_pool_set_flushing (pf_pool * pool, int flushing)
 int
 pf_pool_wait_idle (pf_pool * pool, int timeout_ms)
 {
-  struct timespec deadline;
-  int res = 0;
+  int res;
 
   if (pool == NULL)
     return -EINVAL;
-  if (timeout_ms > 0)
-    pf_deadline_after (&deadline, timeout_ms);
   pthread_mutex_lock (&pool->lock);
-  while (pool->n_redeemed > 0) {
-    if (pool->flushing) {
-      res = -ECANCELED;
-      break;
-    }
-    if (timeout_ms == 0 || (wait_locked (pool, timeout_ms, &deadline) < 0 &&
-            pool->n_redeemed > 0)) {
-      res = -ETIMEDOUT;
-      break;
-    }
-  }
+  res = pf_cond_wait_until (&pool->cond, &pool->lock, timeout_ms,
+      idle_or_flushing, pool);
+  if (res == 0 && pool->n_redeemed > 0)
+    res = -ECANCELED;
   pthread_mutex_unlock (&pool->lock);
   return res;
 }
@@ -341,27 +335,18 @@ pf_pool_notify (pf_pool * pool)
 int
 pf_pool_wait_change (pf_pool * pool, uint32_t change, int timeout_ms)
 {
-  struct timespec deadline;
-  int res = 0;
+  ChangeWait w = { pool, change };
+  int res;
 
   if (pool == NULL)
     return -EINVAL;
-  if (timeout_ms > 0)
-    pf_deadline_after (&deadline, timeout_ms);
   pthread_mutex_lock (&pool->lock);
   atomic_fetch_add (&pool->waiters, 1);
-  while (atomic_load (&pool->change) == change) {
-    if (pool->flushing) {
-      res = -ECANCELED;
-      break;
-    }
-    if (timeout_ms == 0 || (wait_locked (pool, timeout_ms, &deadline) < 0 &&
-            atomic_load (&pool->change) == change)) {
-      res = -ETIMEDOUT;
-      break;
-    }
-  }
+  res = pf_cond_wait_until (&pool->cond, &pool->lock, timeout_ms,
+      changed_or_flushing, &w);
   atomic_fetch_sub (&pool->waiters, 1);
+  if (res == 0 && atomic_load (&pool->change) == change)
+    res = -ECANCELED;
   pthread_mutex_unlock (&pool->lock);
   return res;
 }

@@ -10,6 +10,7 @@
 #ifndef __PF_TIME_PRIVATE_H__
 #define __PF_TIME_PRIVATE_H__
 
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -53,6 +54,27 @@ pf_deadline_remaining_ms (const struct timespec *deadline)
   if (ms < 0)
     return 0;
   return ms > INT_MAX ? INT_MAX : (int) ms;
+}
+
+/* With @lock held, waits on @cond until @done (@data) is true. Returns 0,
+ * or -ETIMEDOUT when @timeout_ms passed (at once for 0) with it false. */
+static inline int
+pf_cond_wait_until (pthread_cond_t * cond, pthread_mutex_t * lock,
+    int timeout_ms, int (*done) (void *data), void *data)
+{
+  struct timespec deadline;
+
+  if (timeout_ms > 0)
+    pf_deadline_after (&deadline, timeout_ms);
+  while (!done (data)) {
+    if (timeout_ms == 0)
+      return -ETIMEDOUT;
+    if (timeout_ms < 0)
+      pthread_cond_wait (cond, lock);
+    else if (pthread_cond_timedwait (cond, lock, &deadline) == ETIMEDOUT)
+      return done (data) ? 0 : -ETIMEDOUT;
+  }
+  return 0;
 }
 
 #endif /* __PF_TIME_PRIVATE_H__ */
