@@ -20,8 +20,11 @@
  * with the producer. EOS from the producer is pushed downstream.
  * #GstPinnedShmSrc:on-disconnect chooses what a vanished producer means.
  * #GstPinnedShmSrc:connect-timeout lets it wait for a producer that is not
- * up yet; a flush or a state change interrupts every wait, connecting and
- * the producer's HELLO included.
+ * up yet, and bounds the wait for its HELLO; a flush or a state change
+ * interrupts every wait, connecting and the producer's HELLO included.
+ * Segments are mapped lazily and only within a budget
+ * (#GstPinnedShmSrc:max-mapped-bytes, #GstPinnedShmSrc:max-mapped-segments),
+ * so a producer cannot make this process commit or pin unbounded memory.
  *
  * ## Example launch lines
  * |[
@@ -986,16 +989,18 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
   /**
    * GstPinnedShmSrc:connect-timeout:
    *
-   * How long to wait, in milliseconds, for a producer that is not up yet
-   * when the stream starts: 0 fails at once, -1 waits forever. In
-   * reconnect mode a lost producer is always awaited forever. Every wait,
-   * the producer's HELLO included, ends at once on a flush or a state
-   * change.
+   * How long to wait, in milliseconds, for a producer and its HELLO when
+   * the stream starts: 0 makes one connection attempt and waits up to 5 s
+   * for the HELLO, -1 waits forever. A peer that accepts the connection and
+   * sends no HELLO by then is an error (RESOURCE READ), told apart from
+   * nobody listening (RESOURCE OPEN_READ). In reconnect mode a lost
+   * producer is always awaited forever. Every wait, the producer's HELLO
+   * included, ends at once on a flush or a state change.
    */
   properties[PROP_CONNECT_TIMEOUT] = g_param_spec_int ("connect-timeout",
-      "Connect timeout", "Milliseconds to wait for a producer that is not up "
-      "yet when streaming starts (0: fail at once, -1: forever); a state "
-      "change always interrupts the wait", -1, G_MAXINT,
+      "Connect timeout", "Milliseconds to wait for a producer and its HELLO "
+      "when streaming starts (0: one attempt, up to 5 s for the HELLO, -1: "
+      "forever); a state change always interrupts the wait", -1, G_MAXINT,
       DEFAULT_CONNECT_TIMEOUT,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
   /**
