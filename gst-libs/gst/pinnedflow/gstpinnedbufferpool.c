@@ -21,9 +21,13 @@
  * every returned slot and flushing.
  *
  * Threading: @pfpool and @segment are set by start/stop under the object
- * lock and read under it, except by release_buffer(), which reads @pfpool
- * atomically: the base class calls stop only once no buffer is out, so a
- * release in progress never sees it go.
+ * lock and read under it (with a reference), except on the per-buffer path:
+ * acquire_buffer() and release_buffer() read @pfpool atomically and take
+ * no reference. That is safe because gst_buffer_pool_acquire_buffer()
+ * counts the buffer as outstanding before calling acquire_buffer(),
+ * gst_buffer_pool_release_buffer() uncounts it only after release_buffer()
+ * returned, and the base class calls stop only when nothing is
+ * outstanding: the pf_pool cannot go while either runs.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
