@@ -19,9 +19,14 @@ the Python package by Python with only that root's paths:
   - gst-launch-1.0 with the root's pinnedshmsink feeding a consumer that is
     the root's Python package: the frames arrive byte for byte.
 An extraction is not an installation: dpkg would put these paths in the
-places GStreamer and Python search by default; here they are set, one each,
-to the root. The build runs with DEB_BUILD_OPTIONS=nocheck (the suite runs
-here already). Everything lives in one temp dir, removed at exit.
+places GStreamer and Python search by default; above they are set, one each,
+to the root. Where this process may make a mount namespace (root with
+CAP_SYS_ADMIN, as here), the root's /usr is then also laid over the real
+/usr (overlayfs, private to `unshare -m`: the system is not touched), and
+gst-inspect-1.0, import pinnedflow and test_gir.py run again with no path
+variable at all, only a fresh GST_REGISTRY_1_0; where it may not, the test
+says so in its output. The build runs with DEB_BUILD_OPTIONS=nocheck (the
+suite runs here already). Everything lives in one temp dir, removed at exit.
 """
 import glob
 import os
@@ -72,6 +77,52 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def check(cond, msg):
     if not cond:
         raise AssertionError(msg)
+
+
+def installed_check(root, tmp, base, triplet):
+    """The packages' files at their real paths (the root's /usr over /usr
+    in a private mount namespace), nothing in the environment."""
+    env = {k: v for k, v in base.items()
+           if k not in ("LD_LIBRARY_PATH", "PYTHONPATH", "GI_TYPELIB_PATH",
+                        "GST_PLUGIN_SYSTEM_PATH_1_0", "GST_PLUGIN_PATH",
+                        "GST_PLUGIN_PATH_1_0", "PINNEDFLOW_LIBRARY")}
+    env["GST_REGISTRY_1_0"] = os.path.join(tmp, "registry-installed.bin")
+    script = ('mount -t overlay overlay -o lowerdir="$0"/usr:/usr /usr '
+              '&& cd / && exec "$@"')
+
+    def ns(cmd, check=True):
+        return subprocess.run(["unshare", "-m", "--propagation", "private",
+                               "sh", "-c", script, root] + cmd, env=env,
+                              capture_output=True, text=True, check=check)
+
+    probe = ns(["true"], check=False)
+    if probe.returncode != 0:
+        print("not checked at the real paths: no private mount namespace "
+              "here (%s)" % probe.stderr.strip())
+        return
+    outside = subprocess.run([sys.executable, "-c", "import pinnedflow"],
+                             env=env, cwd="/", capture_output=True)
+    check(outside.returncode != 0, "pinnedflow is installed on this system "
+          "already: the real-path check would prove nothing")
+    lib = "/usr/lib/" + triplet
+    text = ns(["gst-inspect-1.0", "pinnedshmsink"]).stdout
+    m = re.search(r"Filename +(\S+)", text)
+    check(m and m.group(1) in (lib + "/gstreamer-1.0/libgstpinnedshm.so",
+                               lib[4:] + "/gstreamer-1.0/libgstpinnedshm.so"),
+          text)
+    check(re.search(r"Origin URL +file:///%s/README\.md\n" % re.escape(DOC),
+                    text), text)
+    where = ns([sys.executable, "-c",
+                "import pinnedflow; print(pinnedflow.__file__); "
+                "print([l.split()[-1] for l in open('/proc/self/maps') "
+                "if 'libpinnedflow.so' in l][0])"]).stdout.split()
+    check(where[0] == "/usr/lib/python3/dist-packages/pinnedflow/__init__.py"
+          and os.path.realpath(where[1]).endswith("/libpinnedflow.so.0.1.0")
+          and os.path.dirname(where[1]) in (lib, lib[4:]), where)
+    ns([sys.executable, os.path.join(HERE, "test_gir.py")])
+    print("at the real paths, no path variable set: gst-inspect-1.0 "
+          "pinnedshmsink from %s, import pinnedflow from %s with %s, "
+          "test_gir.py passes" % (m.group(1), where[0], where[1]))
 
 
 def main():
@@ -195,6 +246,8 @@ def main():
                        ".get_typelib_path('GstPinnedflow'))"], gi).strip()
         check(typelib.startswith(root + "/"), typelib)
         run([sys.executable, os.path.join(HERE, "test_gir.py")], gi)
+
+        installed_check(root, tmp, base, triplet)
 
         # A C program against the root's headers, .pc files and libraries.
         prog = os.path.join(tmp, "pc-check.c")
