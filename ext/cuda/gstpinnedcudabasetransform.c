@@ -1,6 +1,13 @@
 /* GStreamer pinnedflow CUDA: base class of the upload and the download
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * What both elements share: the device-id property, the CUDA context's
+ * lifetime around start_cuda/stop_cuda, caps (pad templates,
+ * transform_caps, set_caps into in_info/out_info/host_layout) and putting a
+ * pool into an allocation query. Threading: see the header; device_id is
+ * guarded by the object lock, everything else belongs to whichever thread
+ * GstBaseTransform runs start/stop/set_caps on (never two at once).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -30,6 +37,9 @@ gst_pinned_cuda_base_transform_start (GstBaseTransform * trans)
 
   GST_OBJECT_LOCK (self);
   device_id = self->device_id;
+  self->frames = self->bytes = self->pinned_copies = 0;
+  self->registrations = self->registrations_readonly = 0;
+  self->registration_failures = 0;
   GST_OBJECT_UNLOCK (self);
 
   if (!gst_pinned_cuda_context_open (&self->cuda, GST_ELEMENT (self),
@@ -71,6 +81,91 @@ gst_pinned_cuda_base_transform_transform_caps (GstBaseTransform * trans,
 
   return gst_pinned_cuda_transform_caps (direction, caps, filter,
       klass->sink_feature, klass->src_feature);
+}
+
+static gboolean
+gst_pinned_cuda_base_transform_set_caps (GstBaseTransform * trans,
+    GstCaps * incaps, GstCaps * outcaps)
+{
+  GstPinnedCudaBaseTransform *self = GST_PINNED_CUDA_BASE_TRANSFORM (trans);
+  GstPinnedCudaBaseTransformClass *klass =
+      GST_PINNED_CUDA_BASE_TRANSFORM_GET_CLASS (self);
+  gboolean host_is_sink;
+
+  if (!gst_video_info_from_caps (&self->in_info, incaps) ||
+      !gst_video_info_from_caps (&self->out_info, outcaps))
+    return FALSE;
+  host_is_sink = g_strcmp0 (klass->sink_feature,
+      GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY) == 0;
+  gst_pinned_cuda_layout_init (&self->host_layout,
+      host_is_sink ? &self->in_info : &self->out_info);
+  return klass->caps_changed == NULL || klass->caps_changed (self);
+}
+
+void
+gst_pinned_cuda_base_transform_put_pool (GstQuery * query,
+    GstBufferPool * pool, guint size, guint min, guint max)
+{
+  if (gst_query_get_n_allocation_pools (query) > 0)
+    gst_query_set_nth_allocation_pool (query, 0, pool, size, min, max);
+  else
+    gst_query_add_allocation_pool (query, pool, size, min, max);
+  gst_object_unref (pool);
+}
+
+void
+gst_pinned_cuda_base_transform_count_registration (GstPinnedCudaBaseTransform *
+    self, const GstPinnedCudaRegistration * reg, gboolean created)
+{
+  if (reg == NULL || !created)
+    return;
+  GST_OBJECT_LOCK (self);
+  if (reg->registered) {
+    self->registrations++;
+    if (reg->readonly)
+      self->registrations_readonly++;
+  } else {
+    self->registration_failures++;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+const GstPinnedCudaRegistration *
+gst_pinned_cuda_base_transform_register_memory (GstPinnedCudaBaseTransform *
+    self, GstMemory * mem, gboolean * created)
+{
+  gboolean made = FALSE;
+  const GstPinnedCudaRegistration *reg =
+      gst_pinned_cuda_context_register_memory (&self->cuda, mem, &made);
+
+  made = reg != NULL && made;
+  gst_pinned_cuda_base_transform_count_registration (self, reg, made);
+  if (created)
+    *created = made;
+  return reg;
+}
+
+void
+gst_pinned_cuda_base_transform_count_frame (GstPinnedCudaBaseTransform * self,
+    guint64 bytes, gboolean pinned)
+{
+  GST_OBJECT_LOCK (self);
+  self->frames++;
+  self->bytes += bytes;
+  if (pinned)
+    self->pinned_copies++;
+  GST_OBJECT_UNLOCK (self);
+}
+
+GstStructure *
+gst_pinned_cuda_base_transform_new_stats_locked (GstPinnedCudaBaseTransform *
+    self, const gchar * name)
+{
+  return gst_structure_new (name,
+      "frames", G_TYPE_UINT64, self->frames,
+      "bytes", G_TYPE_UINT64, self->bytes,
+      "pinned-copies", G_TYPE_UINT64, self->pinned_copies,
+      "registrations", G_TYPE_UINT64, self->registrations, NULL);
 }
 
 static void
@@ -157,6 +252,8 @@ gst_pinned_cuda_base_transform_class_init (GstPinnedCudaBaseTransformClass *
   trans_class->stop = GST_DEBUG_FUNCPTR (gst_pinned_cuda_base_transform_stop);
   trans_class->transform_caps =
       GST_DEBUG_FUNCPTR (gst_pinned_cuda_base_transform_transform_caps);
+  trans_class->set_caps =
+      GST_DEBUG_FUNCPTR (gst_pinned_cuda_base_transform_set_caps);
 }
 
 static void

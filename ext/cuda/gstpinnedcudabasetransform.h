@@ -7,6 +7,8 @@
 
 #include <gst/gst.h>
 #include <gst/base/gstbasetransform.h>
+#include <gst/video/video.h>
+#include <gst/pinnedcuda/gstpinnedcudamemory.h>
 #include "gstpinnedcudacontext.h"
 
 G_BEGIN_DECLS
@@ -27,9 +29,15 @@ typedef struct _GstPinnedCudaBaseTransformClass
 /**
  * GstPinnedCudaBaseTransform:
  *
- * Owns the `device-id` property and the element's #GstPinnedCudaContext:
- * opened (runtime, device, non-blocking stream) before start_cuda() when
- * the element starts, closed after stop_cuda() when it stops.
+ * What the upload and the download share. Owns the `device-id` property
+ * and the element's #GstPinnedCudaContext: opened (runtime, device,
+ * non-blocking stream) before start_cuda() when the element starts, closed
+ * after stop_cuda() when it stops. Parses the negotiated caps (set_caps) into
+ * in_info/out_info and the layout of the frame on the system-memory side.
+ *
+ * Threads: start/stop and set_caps run on the streaming thread or the
+ * state-change thread, never at once (GstBaseTransform serialises them);
+ * in_info, out_info and host_layout are read on the streaming thread only.
  */
 struct _GstPinnedCudaBaseTransform
 {
@@ -37,6 +45,18 @@ struct _GstPinnedCudaBaseTransform
 
   /* valid from start_cuda() to the end of stop_cuda() */
   GstPinnedCudaContext cuda;
+
+  /* from the last successful set_caps (streaming thread) */
+  GstVideoInfo in_info;
+  GstVideoInfo out_info;
+  /* the frame in system memory: in_info's for the upload (sink side),
+   * out_info's for the download (src side) */
+  GstPinnedCudaLayout host_layout;
+
+  /* stats both elements report (object lock), zeroed when the element
+   * starts; counted by the helpers below */
+  guint64 frames, bytes, pinned_copies;
+  guint64 registrations, registrations_readonly, registration_failures;
 
   /*< private > */
   gint device_id;               /* property (object lock) */
@@ -56,6 +76,8 @@ struct _GstPinnedCudaBaseTransformClass
   gboolean (*start_cuda) (GstPinnedCudaBaseTransform * self);
   /* Before the stream is closed; may run more than once. */
   void (*stop_cuda) (GstPinnedCudaBaseTransform * self);
+  /* Optional: after set_caps stored the new infos and layout. */
+  gboolean (*caps_changed) (GstPinnedCudaBaseTransform * self);
 };
 
 GType gst_pinned_cuda_base_transform_get_type (void);
@@ -65,6 +87,35 @@ GType gst_pinned_cuda_base_transform_get_type (void);
 void gst_pinned_cuda_base_transform_class_set_features
     (GstPinnedCudaBaseTransformClass * klass, const gchar * sink_feature,
     const gchar * src_feature);
+
+/* In decide/propose_allocation: @pool (consumed) as the query's first pool,
+ * replacing the one there or added. */
+void gst_pinned_cuda_base_transform_put_pool (GstQuery * query,
+    GstBufferPool * pool, guint size, guint min, guint max);
+
+/* Counts a registration (the segment registered, read-only, or refused)
+ * when @created says this call made it. */
+void gst_pinned_cuda_base_transform_count_registration
+    (GstPinnedCudaBaseTransform * self,
+    const GstPinnedCudaRegistration * reg, gboolean created);
+
+/* The registration of the segment behind @mem (made once per process and
+ * counted), or NULL when @mem is not pinned memory. @created: whether this
+ * call made it (may be NULL). */
+const GstPinnedCudaRegistration *gst_pinned_cuda_base_transform_register_memory
+    (GstPinnedCudaBaseTransform * self, GstMemory * mem, gboolean * created);
+
+/* One frame of @bytes copied, by DMA from/into registered pages (@pinned)
+ * or not. */
+void gst_pinned_cuda_base_transform_count_frame
+    (GstPinnedCudaBaseTransform * self, guint64 bytes, gboolean pinned);
+
+/* With the object lock held: a new structure named @name with the shared
+ * stats (frames, bytes, pinned-copies, registrations); the subclass adds
+ * its own fields. */
+GstStructure *gst_pinned_cuda_base_transform_new_stats_locked
+    (GstPinnedCudaBaseTransform * self, const gchar * name);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (GstPinnedCudaBaseTransform, gst_object_unref)
 
 G_END_DECLS

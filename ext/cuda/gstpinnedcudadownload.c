@@ -42,11 +42,10 @@ struct _GstPinnedCudaDownload
   GstPinnedCudaBaseTransform parent;
 
   GstPinnedCudaEvent event;
-  GstVideoInfo info;
-  GstPinnedCudaLayout layout;
 
   /* stats (object lock) */
-  guint64 frames, bytes, pinned_copies, pageable_copies, registrations;
+  /* (frames, bytes, pinned-copies, registrations: the base class's) */
+  guint64 pageable_copies;
 };
 
 #define gst_pinned_cuda_download_parent_class parent_class
@@ -61,8 +60,7 @@ gst_pinned_cuda_download_start_cuda (GstPinnedCudaBaseTransform * base)
   GstPinnedCudaDownload *self = GST_PINNED_CUDA_DOWNLOAD (base);
 
   GST_OBJECT_LOCK (self);
-  self->frames = self->bytes = self->pinned_copies = 0;
-  self->pageable_copies = self->registrations = 0;
+  self->pageable_copies = 0;
   GST_OBJECT_UNLOCK (self);
 
   self->event = gst_pinned_cuda_context_new_event (&base->cuda);
@@ -80,18 +78,6 @@ gst_pinned_cuda_download_stop_cuda (GstPinnedCudaBaseTransform * base)
     gst_pinned_cuda_context_free_event (&base->cuda, self->event);
     self->event = NULL;
   }
-}
-
-static gboolean
-gst_pinned_cuda_download_set_caps (GstBaseTransform * trans, GstCaps * incaps,
-    GstCaps * outcaps)
-{
-  GstPinnedCudaDownload *self = GST_PINNED_CUDA_DOWNLOAD (trans);
-
-  if (!gst_video_info_from_caps (&self->info, outcaps))
-    return FALSE;
-  gst_pinned_cuda_layout_init (&self->layout, &self->info);
-  return TRUE;
 }
 
 /* Upstream (the upload) allocates its own device pool; nothing to add
@@ -113,7 +99,7 @@ gst_pinned_cuda_download_decide_allocation (GstBaseTransform * trans,
   GstCaps *caps;
   GstBufferPool *pool;
   GstStructure *config;
-  guint min = 2, max, size = GST_VIDEO_INFO_SIZE (&self->info);
+  guint min = 2, max, size = GST_VIDEO_INFO_SIZE (&self->parent.out_info);
   gboolean video_meta;
 
   gst_query_parse_allocation (query, &caps, NULL);
@@ -144,11 +130,7 @@ gst_pinned_cuda_download_decide_allocation (GstBaseTransform * trans,
       return FALSE;
     }
   }
-  if (gst_query_get_n_allocation_pools (query) > 0)
-    gst_query_set_nth_allocation_pool (query, 0, pool, size, min, max);
-  else
-    gst_query_add_allocation_pool (query, pool, size, min, max);
-  gst_object_unref (pool);
+  gst_pinned_cuda_base_transform_put_pool (query, pool, size, min, max);
   return TRUE;
 }
 
@@ -175,8 +157,8 @@ gst_pinned_cuda_download_transform (GstBaseTransform * trans,
     return GST_FLOW_ERROR;
   }
   dmem = (GstPinnedCudaMemory *) imem;
-  if (dmem->layout.total_rows != self->layout.total_rows ||
-      dmem->layout.n_planes != self->layout.n_planes) {
+  if (dmem->layout.total_rows != self->parent.host_layout.total_rows ||
+      dmem->layout.n_planes != self->parent.host_layout.n_planes) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
         ("Device frame does not match the negotiated caps"), (NULL));
     return GST_FLOW_ERROR;
@@ -184,20 +166,15 @@ gst_pinned_cuda_download_transform (GstBaseTransform * trans,
 
   /* Register the output segment(s) once. */
   for (i = 0; i < gst_buffer_n_memory (outbuf); i++) {
-    gboolean created;
     const GstPinnedCudaRegistration *reg =
-        gst_pinned_cuda_context_register_memory (&self->parent.cuda,
-        gst_buffer_peek_memory (outbuf, i), &created);
+        gst_pinned_cuda_base_transform_register_memory (&self->parent,
+        gst_buffer_peek_memory (outbuf, i), NULL);
     if (reg == NULL || !reg->registered)
       pinned = FALSE;
-    if (created && reg->registered) {
-      GST_OBJECT_LOCK (self);
-      self->registrations++;
-      GST_OBJECT_UNLOCK (self);
-    }
   }
 
-  if (!gst_video_frame_map (&frame, &self->info, outbuf, GST_MAP_WRITE)) {
+  if (!gst_video_frame_map (&frame, &self->parent.out_info, outbuf,
+          GST_MAP_WRITE)) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Could not map output frame"),
         (NULL));
     return GST_FLOW_ERROR;
@@ -206,14 +183,19 @@ gst_pinned_cuda_download_transform (GstBaseTransform * trans,
   prev = gst_pinned_cuda_context_enter (&self->parent.cuda);
   /* After the upload's copy into this memory. */
   err = rt->StreamWaitEvent (self->parent.cuda.stream, dmem->event, 0);
-  for (p = 0; p < self->layout.n_planes && err == GST_PINNED_CUDA_SUCCESS; p++) {
+  for (p = 0;
+      p < self->parent.host_layout.n_planes && err == GST_PINNED_CUDA_SUCCESS;
+      p++) {
     call = "cudaMemcpy2DAsync";
     err = rt->Memcpy2DAsync (GST_VIDEO_FRAME_PLANE_DATA (&frame, p),
         GST_VIDEO_FRAME_PLANE_STRIDE (&frame, p),
         dmem->dev_ptr + dmem->pitch * dmem->layout.row_offset[p], dmem->pitch,
-        self->layout.width_bytes[p], self->layout.rows[p],
-        GST_PINNED_CUDA_MEMCPY_DEVICE_TO_HOST, self->parent.cuda.stream);
-    bytes += self->layout.width_bytes[p] * self->layout.rows[p];
+        self->parent.host_layout.width_bytes[p],
+        self->parent.host_layout.rows[p], GST_PINNED_CUDA_MEMCPY_DEVICE_TO_HOST,
+        self->parent.cuda.stream);
+    bytes +=
+        self->parent.host_layout.width_bytes[p] *
+        self->parent.host_layout.rows[p];
   }
   if (err == GST_PINNED_CUDA_SUCCESS) {
     call = "cudaEventRecord";
@@ -233,14 +215,12 @@ gst_pinned_cuda_download_transform (GstBaseTransform * trans,
   if (err != GST_PINNED_CUDA_SUCCESS)
     return GST_FLOW_ERROR;
 
-  GST_OBJECT_LOCK (self);
-  self->frames++;
-  self->bytes += bytes;
-  if (pinned)
-    self->pinned_copies++;
-  else
+  gst_pinned_cuda_base_transform_count_frame (&self->parent, bytes, pinned);
+  if (!pinned) {
+    GST_OBJECT_LOCK (self);
     self->pageable_copies++;
-  GST_OBJECT_UNLOCK (self);
+    GST_OBJECT_UNLOCK (self);
+  }
   return GST_FLOW_OK;
 }
 
@@ -250,16 +230,16 @@ gst_pinned_cuda_download_get_property (GObject * object, guint prop_id,
 {
   GstPinnedCudaDownload *self = GST_PINNED_CUDA_DOWNLOAD (object);
 
+  GstStructure *s;
+
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
     case PROP_STATS:
-      g_value_take_boxed (value,
-          gst_structure_new ("application/x-pinnedcudadownload-stats",
-              "frames", G_TYPE_UINT64, self->frames,
-              "bytes", G_TYPE_UINT64, self->bytes,
-              "pinned-copies", G_TYPE_UINT64, self->pinned_copies,
-              "pageable-copies", G_TYPE_UINT64, self->pageable_copies,
-              "registrations", G_TYPE_UINT64, self->registrations, NULL));
+      s = gst_pinned_cuda_base_transform_new_stats_locked (&self->parent,
+          "application/x-pinnedcudadownload-stats");
+      gst_structure_set (s, "pageable-copies", G_TYPE_UINT64,
+          self->pageable_copies, NULL);
+      g_value_take_boxed (value, s);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -297,7 +277,6 @@ gst_pinned_cuda_download_class_init (GstPinnedCudaDownloadClass * klass)
       GST_DEBUG_FUNCPTR (gst_pinned_cuda_download_start_cuda);
   cuda_class->stop_cuda =
       GST_DEBUG_FUNCPTR (gst_pinned_cuda_download_stop_cuda);
-  trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_pinned_cuda_download_set_caps);
   trans_class->propose_allocation =
       GST_DEBUG_FUNCPTR (gst_pinned_cuda_download_propose_allocation);
   trans_class->decide_allocation =

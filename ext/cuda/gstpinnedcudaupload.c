@@ -75,11 +75,6 @@ struct _GstPinnedCudaUpload
 
   guint max_inflight;           /* property (object lock) */
 
-  /* streaming state */
-  GstVideoInfo in_info;
-  GstVideoInfo out_info;
-  GstPinnedCudaLayout layout;
-
   /* bounce slots for pageable input: one per event (a pf_pool loan per
    * staged frame, returned when its copy completed) */
   pf_pool *bounce;
@@ -96,8 +91,8 @@ struct _GstPinnedCudaUpload
   gchar *async_error;           /* a failed wait in the release thread */
 
   /* stats (object lock) */
-  guint64 frames, bytes, pinned_copies, staged_copies, registrations,
-      registrations_readonly, registration_failures, waits_full, inflight_max;
+  /* (frames, bytes, pinned-copies, registrations: the base class's) */
+  guint64 staged_copies, waits_full, inflight_max;
 };
 
 #define gst_pinned_cuda_upload_parent_class parent_class
@@ -248,9 +243,7 @@ gst_pinned_cuda_upload_start_cuda (GstPinnedCudaBaseTransform * base)
   guint i, n_events;
 
   GST_OBJECT_LOCK (self);
-  self->frames = self->bytes = self->pinned_copies = self->staged_copies = 0;
-  self->registrations = self->registrations_readonly = 0;
-  self->registration_failures = self->waits_full = self->inflight_max = 0;
+  self->staged_copies = self->waits_full = self->inflight_max = 0;
   n_events = self->max_inflight;
   GST_OBJECT_UNLOCK (self);
 
@@ -280,19 +273,14 @@ gst_pinned_cuda_upload_stop_cuda (GstPinnedCudaBaseTransform * base)
 
 /* ------------------------------------------------------------ caps */
 
+/* New frame size: drop the bounce segment (nothing is in flight). */
 static gboolean
-gst_pinned_cuda_upload_set_caps (GstBaseTransform * trans, GstCaps * incaps,
-    GstCaps * outcaps)
+gst_pinned_cuda_upload_caps_changed (GstPinnedCudaBaseTransform * base)
 {
-  GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (trans);
+  GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (base);
 
-  if (!gst_video_info_from_caps (&self->in_info, incaps) ||
-      !gst_video_info_from_caps (&self->out_info, outcaps))
-    return FALSE;
-  /* New frame size: drop the bounce segment (nothing is in flight). */
   wait_inflight (self, 0, FALSE);
   drop_bounce (self);
-  gst_pinned_cuda_layout_init (&self->layout, &self->in_info);
   return TRUE;
 }
 
@@ -325,8 +313,8 @@ gst_pinned_cuda_upload_propose_allocation (GstBaseTransform * trans,
     GST_WARNING_OBJECT (self, "pinned pool refused its config");
     return TRUE;
   }
-  gst_query_add_allocation_pool (query, pool, info.size, min, min + 2);
-  gst_object_unref (pool);
+  gst_pinned_cuda_base_transform_put_pool (query, pool, info.size, min,
+      min + 2);
   return TRUE;
 }
 
@@ -353,7 +341,7 @@ gst_pinned_cuda_upload_decide_allocation (GstBaseTransform * trans,
       self->parent.cuda.device_id);
   config = gst_buffer_pool_get_config (pool);
   gst_buffer_pool_config_set_params (config, caps,
-      GST_VIDEO_INFO_SIZE (&self->out_info), min, max);
+      GST_VIDEO_INFO_SIZE (&self->parent.out_info), min, max);
   gst_buffer_pool_config_add_option (config, GST_BUFFER_POOL_OPTION_VIDEO_META);
   /* Configured and filled here, so a CUDA failure gets its own message. */
   if (!gst_buffer_pool_set_config (pool, config) ||
@@ -369,12 +357,7 @@ gst_pinned_cuda_upload_decide_allocation (GstBaseTransform * trans,
   config = gst_buffer_pool_get_config (pool);
   gst_buffer_pool_config_get_params (config, NULL, &size, NULL, NULL);
   gst_structure_free (config);
-
-  if (gst_query_get_n_allocation_pools (query) > 0)
-    gst_query_set_nth_allocation_pool (query, 0, pool, size, min, max);
-  else
-    gst_query_add_allocation_pool (query, pool, size, min, max);
-  gst_object_unref (pool);
+  gst_pinned_cuda_base_transform_put_pool (query, pool, size, min, max);
   return TRUE;
 }
 
@@ -389,7 +372,9 @@ packed_offset (GstPinnedCudaUpload * self, guint plane)
   guint p;
 
   for (p = 0; p < plane; p++)
-    off += self->layout.width_bytes[p] * self->layout.rows[p];
+    off +=
+        self->parent.host_layout.width_bytes[p] *
+        self->parent.host_layout.rows[p];
   return off;
 }
 
@@ -405,8 +390,9 @@ ensure_bounce (GstPinnedCudaUpload * self)
 
   if (self->bounce)
     return TRUE;
-  res = pf_pool_slot_stride (packed_offset (self, self->layout.n_planes),
-      &stride);
+  res =
+      pf_pool_slot_stride (packed_offset (self,
+          self->parent.host_layout.n_planes), &stride);
   if (res == 0)
     res = pf_segment_new ("pinnedcudaupload-bounce", stride * self->n_events,
         PF_SEGMENT_FLAG_LOCK, &seg);
@@ -423,12 +409,8 @@ ensure_bounce (GstPinnedCudaUpload * self)
   self->bounce_reg = gst_pinned_cuda_segment_register (self->parent.cuda.rt,
       self->parent.cuda.device_id, pf_pool_get_segment (self->bounce),
       &created);
-  GST_OBJECT_LOCK (self);
-  if (created && self->bounce_reg->registered)
-    self->registrations++;
-  else if (created)
-    self->registration_failures++;
-  GST_OBJECT_UNLOCK (self);
+  gst_pinned_cuda_base_transform_count_registration (&self->parent,
+      self->bounce_reg, created);
   if (!self->bounce_reg->registered) {
     gchar *desc = gst_pinned_cuda_error_describe (self->parent.cuda.rt,
         self->bounce_reg->error);
@@ -453,21 +435,12 @@ collect_registrations (GstPinnedCudaUpload * self, GstBuffer * buf,
   for (i = 0; i < n_mem && n < MAX_REGS; i++) {
     gboolean created;
     const GstPinnedCudaRegistration *reg =
-        gst_pinned_cuda_context_register_memory (&self->parent.cuda,
+        gst_pinned_cuda_base_transform_register_memory (&self->parent,
         gst_buffer_peek_memory (buf, i), &created);
 
     if (reg == NULL)
       continue;
     if (created) {
-      GST_OBJECT_LOCK (self);
-      if (reg->registered) {
-        self->registrations++;
-        if (reg->readonly)
-          self->registrations_readonly++;
-      } else {
-        self->registration_failures++;
-      }
-      GST_OBJECT_UNLOCK (self);
       if (!reg->registered) {
         gchar *desc = reg->error != GST_PINNED_CUDA_SUCCESS ?
             gst_pinned_cuda_error_describe (self->parent.cuda.rt,
@@ -520,20 +493,22 @@ inflight_new (GstPinnedCudaUpload * self, GstBuffer * inbuf)
   guint p;
 
   e->slot = -1;
-  if (!gst_video_frame_map (&e->frame, &self->in_info, inbuf, GST_MAP_READ)) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-        ("Could not map the input frame"), (NULL));
+  if (!gst_video_frame_map (&e->frame, &self->parent.in_info, inbuf,
+          GST_MAP_READ)) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Could not map the input frame"),
+        (NULL));
     g_free (e);
     return NULL;
   }
   e->input = gst_buffer_ref (inbuf);
-  for (p = 0; p < self->layout.n_planes; p++) {
+  for (p = 0; p < self->parent.host_layout.n_planes; p++) {
     gsize stride = GST_VIDEO_FRAME_PLANE_STRIDE (&e->frame, p);
 
-    if (stride < self->layout.width_bytes[p]) {
+    if (stride < self->parent.host_layout.width_bytes[p]) {
       GST_ELEMENT_ERROR (self, STREAM, FORMAT,
           ("Input plane %u stride %" G_GSIZE_FORMAT " below its width %"
-              G_GSIZE_FORMAT, p, stride, self->layout.width_bytes[p]), (NULL));
+              G_GSIZE_FORMAT, p, stride,
+              self->parent.host_layout.width_bytes[p]), (NULL));
       inflight_free_input (e);
       return NULL;
     }
@@ -550,10 +525,10 @@ input_is_registered (GstPinnedCudaUpload * self, InFlight * e)
   guint n_regs, p;
 
   n_regs = collect_registrations (self, e->input, regs);
-  for (p = 0; p < self->layout.n_planes; p++) {
+  for (p = 0; p < self->parent.host_layout.n_planes; p++) {
     gsize stride = GST_VIDEO_FRAME_PLANE_STRIDE (&e->frame, p);
-    gsize span = stride * (self->layout.rows[p] - 1) +
-        self->layout.width_bytes[p];
+    gsize span = stride * (self->parent.host_layout.rows[p] - 1) +
+        self->parent.host_layout.width_bytes[p];
 
     if (!plane_is_registered (self, regs, n_regs,
             GST_VIDEO_FRAME_PLANE_DATA (&e->frame, p), span))
@@ -583,13 +558,13 @@ stage_input (GstPinnedCudaUpload * self, InFlight * e)
   }
   e->slot = (gint) slot.index;
   e->staged = slot.data;
-  for (p = 0; p < self->layout.n_planes; p++) {
+  for (p = 0; p < self->parent.host_layout.n_planes; p++) {
     const guint8 *src = GST_VIDEO_FRAME_PLANE_DATA (&e->frame, p);
     gsize stride = GST_VIDEO_FRAME_PLANE_STRIDE (&e->frame, p);
-    gsize width = self->layout.width_bytes[p];
+    gsize width = self->parent.host_layout.width_bytes[p];
     guint8 *dst = e->staged + packed_offset (self, p);
 
-    for (r = 0; r < self->layout.rows[p]; r++)
+    for (r = 0; r < self->parent.host_layout.rows[p]; r++)
       memcpy (dst + r * width, src + r * stride, width);
   }
   return TRUE;
@@ -607,21 +582,22 @@ queue_copies (GstPinnedCudaUpload * self, InFlight * e,
   guint p;
 
   *call = "cudaMemcpy2DAsync";
-  for (p = 0; p < self->layout.n_planes; p++) {
+  for (p = 0; p < self->parent.host_layout.n_planes; p++) {
     const guint8 *src;
     gsize spitch;
 
     if (e->staged) {
       src = e->staged + packed_offset (self, p);
-      spitch = self->layout.width_bytes[p];
+      spitch = self->parent.host_layout.width_bytes[p];
     } else {
       src = GST_VIDEO_FRAME_PLANE_DATA (&e->frame, p);
       spitch = GST_VIDEO_FRAME_PLANE_STRIDE (&e->frame, p);
     }
     err = rt->Memcpy2DAsync (dmem->dev_ptr +
-        dmem->pitch * self->layout.row_offset[p], dmem->pitch, src, spitch,
-        self->layout.width_bytes[p], self->layout.rows[p],
-        GST_PINNED_CUDA_MEMCPY_HOST_TO_DEVICE, self->parent.cuda.stream);
+        dmem->pitch * self->parent.host_layout.row_offset[p], dmem->pitch, src,
+        spitch, self->parent.host_layout.width_bytes[p],
+        self->parent.host_layout.rows[p], GST_PINNED_CUDA_MEMCPY_HOST_TO_DEVICE,
+        self->parent.cuda.stream);
     if (err != GST_PINNED_CUDA_SUCCESS)
       return err;
     *queued = TRUE;
@@ -651,12 +627,10 @@ inflight_push (GstPinnedCudaUpload * self, InFlight * e)
   g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
 
+  gst_pinned_cuda_base_transform_count_frame (&self->parent,
+      packed_offset (self, self->parent.host_layout.n_planes), pinned);
   GST_OBJECT_LOCK (self);
-  self->frames++;
-  self->bytes += packed_offset (self, self->layout.n_planes);
-  if (pinned)
-    self->pinned_copies++;
-  else
+  if (!pinned)
     self->staged_copies++;
   self->inflight_max = MAX (self->inflight_max, len);
   GST_OBJECT_UNLOCK (self);
@@ -782,14 +756,14 @@ make_stats (GstPinnedCudaUpload * self)
   GstStructure *s;
 
   GST_OBJECT_LOCK (self);
-  s = gst_structure_new ("application/x-pinnedcudaupload-stats",
-      "frames", G_TYPE_UINT64, self->frames,
-      "bytes", G_TYPE_UINT64, self->bytes,
-      "pinned-copies", G_TYPE_UINT64, self->pinned_copies,
+  s = gst_pinned_cuda_base_transform_new_stats_locked (&self->parent,
+      "application/x-pinnedcudaupload-stats");
+  gst_structure_set (s,
       "staged-copies", G_TYPE_UINT64, self->staged_copies,
-      "registrations", G_TYPE_UINT64, self->registrations,
-      "readonly-registrations", G_TYPE_UINT64, self->registrations_readonly,
-      "registration-failures", G_TYPE_UINT64, self->registration_failures,
+      "readonly-registrations", G_TYPE_UINT64,
+      self->parent.registrations_readonly,
+      "registration-failures", G_TYPE_UINT64,
+      self->parent.registration_failures,
       "waits-full", G_TYPE_UINT64, self->waits_full,
       "inflight-max", G_TYPE_UINT64, self->inflight_max, NULL);
   GST_OBJECT_UNLOCK (self);
@@ -883,7 +857,8 @@ gst_pinned_cuda_upload_class_init (GstPinnedCudaUploadClass * klass)
   cuda_class->start_cuda =
       GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_start_cuda);
   cuda_class->stop_cuda = GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_stop_cuda);
-  trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_set_caps);
+  cuda_class->caps_changed =
+      GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_caps_changed);
   trans_class->propose_allocation =
       GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_propose_allocation);
   trans_class->decide_allocation =
