@@ -42,6 +42,7 @@
 
 #include "gstpinnedshmsink.h"
 #include "gstpinnedshmcommon.h"
+#include "gstpinnedshmframe.h"
 
 #include <gst/video/video.h>
 #include <gst/pinnedflow/gstpinnedallocator.h>
@@ -544,102 +545,6 @@ gst_pinned_shm_sink_set_clock (GstElement * element, GstClock * clock)
   return GST_ELEMENT_CLASS (parent_class)->set_clock (element, clock);
 }
 
-/* The PTS of @buf as CLOCK_MONOTONIC time: running time + base time (+ the
- * sink's latency: when the frame is due), which is CLOCK_MONOTONIC time when
- * the pipeline clock is the monotonic GstSystemClock. Other clocks are
- * mapped with their current offset to CLOCK_MONOTONIC. */
-static guint64
-clock_pts_of (GstPinnedShmSink * self, GstBuffer * buf)
-{
-  GstBaseSink *bsink = GST_BASE_SINK (self);
-  GstClockTime pts = GST_BUFFER_PTS (buf), rt, t;
-  GstClock *clock;
-
-  if (!GST_CLOCK_TIME_IS_VALID (pts)
-      || bsink->segment.format != GST_FORMAT_TIME)
-    return PF_TIME_NONE;
-  rt = gst_segment_to_running_time (&bsink->segment, GST_FORMAT_TIME, pts);
-  if (!GST_CLOCK_TIME_IS_VALID (rt))
-    return PF_TIME_NONE;
-
-  clock = gst_element_get_clock (GST_ELEMENT (self));
-  if (clock == NULL)
-    return PF_TIME_NONE;
-
-  t = rt + gst_element_get_base_time (GST_ELEMENT (self))
-      + gst_base_sink_get_latency (bsink);
-  if (!self->clock_is_monotonic) {
-    GstClockTimeDiff diff = GST_CLOCK_DIFF (gst_clock_get_time (clock),
-        (GstClockTime) pf_monotonic_ns ());
-
-    t = (diff < 0 && (GstClockTime) (-diff) > t) ? 0 : t + diff;
-  }
-  gst_object_unref (clock);
-  return t;
-}
-
-static void
-fill_frame_meta (GstPinnedShmSink * self, GstBuffer * buf, pf_frame * frame)
-{
-  GstVideoMeta *vmeta = gst_buffer_get_video_meta (buf);
-  guint i;
-
-  frame->pts = GST_BUFFER_PTS (buf);
-  frame->dts = GST_BUFFER_DTS (buf);
-  frame->duration = GST_BUFFER_DURATION (buf);
-  frame->offset = GST_BUFFER_OFFSET (buf);
-  frame->offset_end = GST_BUFFER_OFFSET_END (buf);
-  frame->clock_pts = clock_pts_of (self, buf);
-  frame->buffer_flags =
-      GST_BUFFER_FLAGS (buf) & GST_PINNED_SHM_WIRE_BUFFER_FLAGS;
-
-  if (vmeta && vmeta->n_planes <= PF_MAX_PLANES) {
-    frame->meta_flags |= PF_FRAME_HAS_VIDEO_META;
-    frame->width = vmeta->width;
-    frame->height = vmeta->height;
-    frame->n_planes = vmeta->n_planes;
-    for (i = 0; i < vmeta->n_planes; i++) {
-      frame->plane_offset[i] = vmeta->offset[i];
-      frame->plane_stride[i] = vmeta->stride[i];
-    }
-  } else if (self->is_video
-      && GST_VIDEO_INFO_N_PLANES (&self->vinfo) <= PF_MAX_PLANES) {
-    frame->meta_flags |= PF_FRAME_HAS_VIDEO_META;
-    frame->width = GST_VIDEO_INFO_WIDTH (&self->vinfo);
-    frame->height = GST_VIDEO_INFO_HEIGHT (&self->vinfo);
-    frame->n_planes = GST_VIDEO_INFO_N_PLANES (&self->vinfo);
-    for (i = 0; i < frame->n_planes; i++) {
-      frame->plane_offset[i] = GST_VIDEO_INFO_PLANE_OFFSET (&self->vinfo, i);
-      frame->plane_stride[i] = GST_VIDEO_INFO_PLANE_STRIDE (&self->vinfo, i);
-    }
-  }
-}
-
-/* Fills the chunks of @frame from the pinned memories of @buf. FALSE when
- * some memory is not pinned (or there are too many): copy instead. */
-static gboolean
-chunks_from_buffer (GstBuffer * buf, pf_frame * frame, pf_segment ** segs)
-{
-  guint i, n = gst_buffer_n_memory (buf);
-
-  if (n == 0 || n > PF_MAX_CHUNKS)
-    return FALSE;
-  for (i = 0; i < n; i++) {
-    GstMemory *mem = gst_buffer_peek_memory (buf, i);
-    gsize offset = 0;
-    GstPinnedSegment *seg = gst_pinned_memory_get_segment (mem, &offset);
-
-    if (seg == NULL)
-      return FALSE;
-    segs[i] = seg;
-    frame->chunks[i].segment_id = pf_segment_get_id (seg);
-    frame->chunks[i].offset = offset;
-    frame->chunks[i].size = mem->size;
-  }
-  frame->n_chunks = n;
-  return TRUE;
-}
-
 /* One buffer of the sink's own pool holding a copy of @buf, or NULL with
  * *@ret set (GST_FLOW_OK: the pool is empty, drop the frame). */
 static GstBuffer *
@@ -770,12 +675,10 @@ gst_pinned_shm_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   }
 
   memset (&frame, 0, sizeof (frame));
-  zero_copy = chunks_from_buffer (buf, &frame, segs);
+  zero_copy = gst_pinned_shm_frame_set_chunks (&frame, buf, segs);
   if (zero_copy) {
     token = gst_buffer_ref (buf);
   } else {
-    gsize offset = 0;
-
     token = copy_to_pool (self, buf, &ret);
     if (token == NULL) {
       if (ret == GST_FLOW_OK) {
@@ -787,15 +690,13 @@ gst_pinned_shm_sink_render (GstBaseSink * bsink, GstBuffer * buf)
       pf_producer_unref (producer);
       return ret;
     }
-    segs[0] = gst_pinned_memory_get_segment (gst_buffer_peek_memory (token,
-            0), &offset);
-    g_assert (segs[0] != NULL);
-    frame.n_chunks = 1;
-    frame.chunks[0].segment_id = pf_segment_get_id (segs[0]);
-    frame.chunks[0].offset = offset;
-    frame.chunks[0].size = size;
+    /* one pinned memory of exactly @size bytes */
+    if (!gst_pinned_shm_frame_set_chunks (&frame, token, segs))
+      g_assert_not_reached ();
   }
-  fill_frame_meta (self, buf, &frame);
+  gst_pinned_shm_frame_set_meta (&frame, buf,
+      self->is_video ? &self->vinfo : NULL,
+      gst_pinned_shm_frame_clock_pts (bsink, self->clock_is_monotonic, buf));
 
   sent = pf_producer_publish (producer, &frame, segs, token);
   pf_producer_unref (producer);
