@@ -104,6 +104,59 @@ get64 (const void *buf, size_t off)
 
 #define OFF(type, field) offsetof (struct type, field)
 
+/* The fields of a FRAME after its header, as runs of little-endian integers
+ * at their offsets. The struct's offsets are the wire's (no padding, sizes
+ * asserted), so one table serves the encoder and the parser. */
+struct field_run
+{
+  uint16_t offset;
+  uint8_t width;                /* bytes of one integer: 4 or 8 */
+  uint8_t count;
+};
+
+#define RUN(field, width, count) { OFF (pf_msg_frame, field), width, count }
+static const struct field_run frame_fields[] = {
+  RUN (seq, 8, 1),
+  RUN (caps_seq, 4, 2),         /* caps_seq, n_chunks */
+  RUN (chunks, 8, 3 * PF_MAX_CHUNKS),   /* segment_id, offset, size each */
+  RUN (pts, 8, 7),              /* pts .. send_time */
+  RUN (buffer_flags, 4, 6),     /* buffer_flags .. reserved */
+  RUN (plane_offset, 8, PF_MAX_PLANES),
+  RUN (plane_stride, 4, PF_MAX_PLANES),
+};
+
+#undef RUN
+
+PF_STATIC_ASSERT (OFF (pf_msg_frame, send_time) == OFF (pf_msg_frame, pts) +
+    6 * 8, "pts .. send_time are 7 consecutive 64-bit fields");
+PF_STATIC_ASSERT (OFF (pf_msg_frame, plane_offset) ==
+    OFF (pf_msg_frame, buffer_flags) + 6 * 4,
+    "buffer_flags .. reserved are 6 consecutive 32-bit fields");
+PF_STATIC_ASSERT (OFF (pf_msg_frame, plane_stride) + PF_MAX_PLANES * 4 ==
+    sizeof (struct pf_msg_frame), "plane_stride ends the frame");
+
+/* Copies the FRAME fields from @src to @dst, swapping each between host
+ * and little-endian order (the same operation both ways): encodes when @dst
+ * is the wire buffer, decodes when @src is. */
+static void
+frame_fields_copy (void *dst, const void *src)
+{
+  size_t r, k;
+
+  for (r = 0; r < sizeof (frame_fields) / sizeof (frame_fields[0]); r++) {
+    const struct field_run *f = &frame_fields[r];
+
+    for (k = 0; k < f->count; k++) {
+      size_t o = f->offset + k * f->width;
+
+      if (f->width == 8)
+        put64 (dst, o, get64 (src, o));
+      else
+        put32 (dst, o, get32 (src, o));
+    }
+  }
+}
+
 static size_t
 write_header (void *buf, uint32_t type, size_t size, uint32_t n_fds)
 {
@@ -171,36 +224,8 @@ pf_msg_write_frame (void *buf, const struct pf_msg_frame *f)
 {
   size_t n = write_header (buf, PF_MSG_FRAME, sizeof (struct pf_msg_frame),
       0);
-  unsigned int i;
 
-  put64 (buf, OFF (pf_msg_frame, seq), f->seq);
-  put32 (buf, OFF (pf_msg_frame, caps_seq), f->caps_seq);
-  put32 (buf, OFF (pf_msg_frame, n_chunks), f->n_chunks);
-  for (i = 0; i < PF_MAX_CHUNKS; i++) {
-    size_t o = OFF (pf_msg_frame, chunks) + i * sizeof (struct pf_chunk);
-
-    put64 (buf, o + OFF (pf_chunk, segment_id), f->chunks[i].segment_id);
-    put64 (buf, o + OFF (pf_chunk, offset), f->chunks[i].offset);
-    put64 (buf, o + OFF (pf_chunk, size), f->chunks[i].size);
-  }
-  put64 (buf, OFF (pf_msg_frame, pts), f->pts);
-  put64 (buf, OFF (pf_msg_frame, dts), f->dts);
-  put64 (buf, OFF (pf_msg_frame, duration), f->duration);
-  put64 (buf, OFF (pf_msg_frame, offset), f->offset);
-  put64 (buf, OFF (pf_msg_frame, offset_end), f->offset_end);
-  put64 (buf, OFF (pf_msg_frame, clock_pts), f->clock_pts);
-  put64 (buf, OFF (pf_msg_frame, send_time), f->send_time);
-  put32 (buf, OFF (pf_msg_frame, buffer_flags), f->buffer_flags);
-  put32 (buf, OFF (pf_msg_frame, meta_flags), f->meta_flags);
-  put32 (buf, OFF (pf_msg_frame, width), f->width);
-  put32 (buf, OFF (pf_msg_frame, height), f->height);
-  put32 (buf, OFF (pf_msg_frame, n_planes), f->n_planes);
-  put32 (buf, OFF (pf_msg_frame, reserved), f->reserved);
-  for (i = 0; i < PF_MAX_PLANES; i++) {
-    put64 (buf, OFF (pf_msg_frame, plane_offset) + i * 8, f->plane_offset[i]);
-    put32 (buf, OFF (pf_msg_frame, plane_stride) + i * 4,
-        (uint32_t) f->plane_stride[i]);
-  }
+  frame_fields_copy (buf, f);
   return n;
 }
 
@@ -302,34 +327,7 @@ parse_frame (const void *buf, struct pf_msg_frame *f)
   uint64_t total = 0;
   unsigned int i;
 
-  f->seq = get64 (buf, OFF (pf_msg_frame, seq));
-  f->caps_seq = get32 (buf, OFF (pf_msg_frame, caps_seq));
-  f->n_chunks = get32 (buf, OFF (pf_msg_frame, n_chunks));
-  for (i = 0; i < PF_MAX_CHUNKS; i++) {
-    size_t o = OFF (pf_msg_frame, chunks) + i * sizeof (struct pf_chunk);
-
-    f->chunks[i].segment_id = get64 (buf, o + OFF (pf_chunk, segment_id));
-    f->chunks[i].offset = get64 (buf, o + OFF (pf_chunk, offset));
-    f->chunks[i].size = get64 (buf, o + OFF (pf_chunk, size));
-  }
-  f->pts = get64 (buf, OFF (pf_msg_frame, pts));
-  f->dts = get64 (buf, OFF (pf_msg_frame, dts));
-  f->duration = get64 (buf, OFF (pf_msg_frame, duration));
-  f->offset = get64 (buf, OFF (pf_msg_frame, offset));
-  f->offset_end = get64 (buf, OFF (pf_msg_frame, offset_end));
-  f->clock_pts = get64 (buf, OFF (pf_msg_frame, clock_pts));
-  f->send_time = get64 (buf, OFF (pf_msg_frame, send_time));
-  f->buffer_flags = get32 (buf, OFF (pf_msg_frame, buffer_flags));
-  f->meta_flags = get32 (buf, OFF (pf_msg_frame, meta_flags));
-  f->width = get32 (buf, OFF (pf_msg_frame, width));
-  f->height = get32 (buf, OFF (pf_msg_frame, height));
-  f->n_planes = get32 (buf, OFF (pf_msg_frame, n_planes));
-  f->reserved = get32 (buf, OFF (pf_msg_frame, reserved));
-  for (i = 0; i < PF_MAX_PLANES; i++) {
-    f->plane_offset[i] = get64 (buf, OFF (pf_msg_frame, plane_offset) + i * 8);
-    f->plane_stride[i] =
-        (int32_t) get32 (buf, OFF (pf_msg_frame, plane_stride) + i * 4);
-  }
+  frame_fields_copy (f, buf);
 
   if (f->n_chunks < 1 || f->n_chunks > PF_MAX_CHUNKS)
     return fail (-EPROTO, "FRAME %" PRIu64 ": %u chunks (1..%u allowed)",
