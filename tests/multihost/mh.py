@@ -12,7 +12,8 @@
       EOS: silence is the documented end) or when DESC itself reaches EOS,
       then prints one JSON line: {"stats": sink stats, "eos": how it ended}.
   sender DESC --linger-ms M --max-s S
-      runs DESC to EOS, then keeps it PLAYING M ms more before stopping it:
+      runs DESC to EOS, then keeps it PLAYING M ms more before stopping it
+      and prints {"net-stats": ...}, the stats of its element named `net`:
       srtsink closes its connection when stopped, and what the receiver
       still holds in its latency window is then lost (gst-launch-1.0 stops
       at once; a camera that never ends does not care).
@@ -166,13 +167,18 @@ def role_receiver(desc, idle_ms, max_s):
 
 def role_sender(desc, linger_ms, max_s):
     p = Gst.parse_launch(desc)
+    net = p.get_by_name("net")
     p.set_state(Gst.State.PLAYING)
     try:
         if not _bus_wait(p, max_s * Gst.SECOND):
             raise RuntimeError("no EOS within %d s" % max_s)
         time.sleep(linger_ms / 1000.0)
+        stats = {}
+        if net and net.find_property("stats"):
+            stats = structure_to_dict(net.get_property("stats"))
     finally:
         p.set_state(Gst.State.NULL)
+    print(json.dumps({"net-stats": stats}), flush=True)
 
 
 def role_consumer(sock, max_s, times):
