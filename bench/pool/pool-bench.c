@@ -5,6 +5,7 @@
  * Usage: pool-bench [--iterations N] [--rounds R] [--width W] [--height H]
  *                   [--format FMT] [--max-buffers M] [--in-flight K]
  *                   [--segment-flags lock+seal-writers|hugepages|none...]
+ *                   [--csv]
  * Rounds alternate which pool goes first; each round times N frames per
  * pool after a short warm-up. Reported: median and best ns/frame over the
  * rounds, the ratio pinned/default of the medians, the bare acquire+release
@@ -12,6 +13,9 @@
  * --in-flight K keeps up to K frames acquired (a FIFO, like a queue
  * downstream): with K > 1 successive frames use different buffers, so the
  * working set can exceed the CPU caches.
+ * --csv prints the same figures as CSV rows instead of the text (one row
+ * per pool: pool,width,height,bytes,activation_ms,write_ns_median,
+ * write_ns_best,bare_ns; pool is pinned or default), for bench/plot.py.
  */
 #include <gst/gst.h>
 #include <gst/video/video.h>
@@ -34,6 +38,7 @@ typedef struct
 static gint iterations = 3000, rounds = 4, width = 1920, height = 1080,
     max_buffers = 4, in_flight = 1;
 static gchar *format_str = NULL, *flags_str = NULL;
+static gboolean csv;
 
 static GOptionEntry entries[] = {
   {"iterations", 'n', 0, G_OPTION_ARG_INT, &iterations,
@@ -51,6 +56,8 @@ static GOptionEntry entries[] = {
         "pool default, lock+seal-writers)", "FLAGS"},
   {"in-flight", 'k', 0, G_OPTION_ARG_INT, &in_flight,
       "Frames held at once, FIFO (1: release before the next acquire)", "K"},
+  {"csv", 0, 0, G_OPTION_ARG_NONE, &csv,
+      "CSV rows instead of the text (for bench/plot.py)", NULL},
   {NULL}
 };
 
@@ -271,6 +278,19 @@ main (int argc, char **argv)
     }
   }
 
+  for (k = 0; k < 2; k++) {
+    wm[k] = median (b[k].write_ns, rounds);
+    bm[k] = median (b[k].bare_ns, rounds);
+  }
+  if (csv) {
+    g_print ("pool,width,height,bytes,activation_ms,write_ns_median,"
+        "write_ns_best,bare_ns\n");
+    for (k = 0; k < 2; k++)
+      g_print ("%s,%d,%d,%" G_GSIZE_FORMAT ",%.3f,%.0f,%.0f,%.0f\n",
+          b[k].name, width, height, info.size,
+          b[k].activate_ms, wm[k], minimum (b[k].write_ns, rounds), bm[k]);
+    goto done;
+  }
   g_print ("pool bench: %dx%d %s, %" G_GSIZE_FORMAT " bytes/frame, "
       "max-buffers %d, in-flight %d, %d rounds x %d frames per pool "
       "(order alternating)\n", width, height,
@@ -278,10 +298,6 @@ main (int argc, char **argv)
       max_buffers, in_flight, rounds, iterations);
   g_print ("pinned segment: %s\n\n", b[0].state);
   g_print ("%-34s %14s %14s\n", "", "pinned", "default");
-  for (k = 0; k < 2; k++) {
-    wm[k] = median (b[k].write_ns, rounds);
-    bm[k] = median (b[k].bare_ns, rounds);
-  }
   g_print ("%-34s %14.3f %14.3f\n", "activation (ms, median of 5)",
       b[0].activate_ms, b[1].activate_ms);
   g_print ("%-34s %14.0f %14.0f\n", "acquire+write+release (ns/frame)",
@@ -301,6 +317,7 @@ main (int argc, char **argv)
     g_print (" %.0f", b[1].write_ns[r]);
   g_print ("\n");
 
+done:
   for (k = 0; k < 2; k++) {
     gst_buffer_pool_set_active (b[k].pool, FALSE);
     gst_object_unref (b[k].pool);

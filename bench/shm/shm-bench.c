@@ -2,7 +2,12 @@
  * against GStreamer's shmsink -> shmsrc and against one memcpy of the frame,
  * for 640x480, 1920x1080 and 3840x2160 RGBA, in the same run.
  *
- *   shm-bench [--frames N] [--latency-frames N] [--rate FPS]
+ *   shm-bench [--frames N] [--latency-frames N] [--rate FPS] [--csv]
+ *
+ * --csv prints the same figures as CSV rows instead of the table (one row
+ * per size and transport: size,width,height,bytes,transport,frames_per_s,
+ * p50_us,p99_us,frames; transport is memcpy, pinned, pinned-copy or shm),
+ * for bench/plot.py.
  *
  * Every transport is measured the same way: a producer process pushes
  * frames through an appsrc into the sink; a consumer process (this one)
@@ -45,6 +50,7 @@ static gchar *opt_impl;
 static gchar *opt_socket;
 static gint opt_width, opt_height;
 static gboolean opt_paced;
+static gboolean opt_csv;
 
 static GOptionEntry entries[] = {
   {"frames", 'n', 0, G_OPTION_ARG_INT, &opt_frames,
@@ -52,6 +58,8 @@ static GOptionEntry entries[] = {
   {"latency-frames", 0, 0, G_OPTION_ARG_INT, &opt_latency_frames,
       "frames per latency run", NULL},
   {"rate", 0, 0, G_OPTION_ARG_INT, &opt_rate, "latency run frames/s", NULL},
+  {"csv", 0, 0, G_OPTION_ARG_NONE, &opt_csv,
+      "CSV rows instead of the table (for bench/plot.py)", NULL},
   /* internal: the producer process */
   {"role", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &opt_role, NULL,
       NULL},
@@ -453,14 +461,19 @@ main (int argc, char **argv)
       || gst_element_factory_find ("shmsink") == NULL)
     g_error ("pinnedshmsink or shmsink missing (GST_PLUGIN_PATH?)");
 
-  printf ("cross-process RGBA frames: throughput over %d frames (unpaced), "
-      "latency over %d frames at %d/s\n", opt_frames, opt_latency_frames,
-      opt_rate);
-  printf ("latency = producer push -> consumer source push "
-      "(CLOCK_MONOTONIC), first %d frames left out; memcpy = one memcpy "
-      "of the frame, in process (frames/s from its median)\n\n", WARMUP);
-  printf ("%-10s %-22s %9s %10s %10s %9s %9s %9s\n", "size", "transport",
-      "frames/s", "p50 us", "p99 us", "fps/shm", "p50/shm", "p50/cpy");
+  if (opt_csv) {
+    printf ("size,width,height,bytes,transport,frames_per_s,p50_us,p99_us,"
+        "frames\n");
+  } else {
+    printf ("cross-process RGBA frames: throughput over %d frames (unpaced), "
+        "latency over %d frames at %d/s\n", opt_frames, opt_latency_frames,
+        opt_rate);
+    printf ("latency = producer push -> consumer source push "
+        "(CLOCK_MONOTONIC), first %d frames left out; memcpy = one memcpy "
+        "of the frame, in process (frames/s from its median)\n\n", WARMUP);
+    printf ("%-10s %-22s %9s %10s %10s %9s %9s %9s\n", "size", "transport",
+        "frames/s", "p50 us", "p99 us", "fps/shm", "p50/shm", "p50/cpy");
+  }
 
   /* warm-up, not reported: loads the plugins and pages in the code of
    * both processes */
@@ -476,6 +489,19 @@ main (int argc, char **argv)
     for (i = 0; i < G_N_ELEMENTS (impls); i++) {
       tp[i] = run_transport (self, impls[i], w, h, FALSE);
       lt[i] = run_transport (self, impls[i], w, h, TRUE);
+    }
+    if (opt_csv) {
+      gsize bytes = (gsize) w * h * 4;
+
+      printf ("%s,%d,%d,%" G_GSIZE_FORMAT ",memcpy,%.1f,%.2f,%.2f,%u\n", size,
+          w, h, bytes, mc.fps, mc.p50_us, mc.p99_us, mc.frames);
+      for (i = 0; i < G_N_ELEMENTS (impls); i++)
+        printf ("%s,%d,%d,%" G_GSIZE_FORMAT ",%s,%.1f,%.2f,%.2f,%u\n", size,
+            w, h, bytes, impls[i], tp[i].fps, lt[i].p50_us, lt[i].p99_us,
+            tp[i].frames);
+      fflush (stdout);
+      g_free (size);
+      continue;
     }
     printf ("%-10s %-22s %9.0f %10.1f %10.1f %9s %9s %9s\n", size,
         "memcpy (1 copy)", mc.fps, mc.p50_us, mc.p99_us, "", "", "1.00");
