@@ -20,7 +20,10 @@
   consumer SOCKET --max-s S [--times]
       `pinnedshmsrc socket-path=SOCKET ! appsink`, to EOS; prints one JSON
       line: per-frame checksums of the visible pixels (and CLOCK_MONOTONIC
-      arrival times with --times), the source's stats and whether EOS came.
+      arrival times with --times), the source's stats, whether EOS came,
+      and the indexes of the frames flagged DISCONT (the depayloader flags
+      the first frame after a gap in RTP sequence numbers; the flag crosses
+      pinnedshmsink -> pinnedshmsrc).
 
 Frames are identified by a checksum of their visible pixels (rows of each
 plane without stride padding), so two buffers with different strides or
@@ -187,7 +190,7 @@ def role_consumer(sock, max_s, times):
         "appsink name=out sync=false max-buffers=2" % (sock, max_s * 1000))
     src, out = p.get_by_name("src"), p.get_by_name("out")
     p.set_state(Gst.State.PLAYING)
-    frames, eos = [], False
+    frames, eos, discont = [], False, []
     deadline = time.monotonic() + max_s
     try:
         while time.monotonic() < deadline:
@@ -202,14 +205,17 @@ def role_consumer(sock, max_s, times):
                     break
                 continue
             t = time.monotonic_ns()
-            c = checksum(sample.get_buffer(), sample.get_caps())
+            buf = sample.get_buffer()
+            if buf.has_flags(Gst.BufferFlags.DISCONT):
+                discont.append(len(frames))
+            c = checksum(buf, sample.get_caps())
             frames.append([c, t] if times else c)
             del sample
         stats = structure_to_dict(src.get_property("stats"))
     finally:
         p.set_state(Gst.State.NULL)
-    print(json.dumps({"frames": frames, "eos": eos, "stats": stats}),
-          flush=True)
+    print(json.dumps({"frames": frames, "eos": eos, "stats": stats,
+                      "discont": discont}), flush=True)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,8 @@ receiving host (pinnedshmsrc, mh.py consumer). The rules checked:
             bursts of a frame's worth: the consumer keeps running to EOS,
             every frame it gets is either intact or counted damaged (lines
             missing), the sent frames it never got intact are counted
-            missing; intact ones stay in order; the receiver copies nothing.
+            missing; intact ones stay in order; the consumer sees DISCONT on
+            a frame after the loss; the receiver copies nothing.
   netem     the same with `tc netem loss 5%` on lo in a network namespace
             (random loss: nearly every frame damaged, none need be whole);
             exit 77 (skip) with the reason where no namespace or no netem
@@ -283,8 +284,14 @@ def check_lossy(r, c, want, what, some_intact):
         assert intact, "no frame arrived intact"
     assert intact == sorted(intact), "intact frames out of order"
     assert r["stats"]["copies"] == 0, r["stats"]
-    print("ok %s: consumer ran to EOS; %d intact, %d damaged, %d missing"
-          % (what, len(intact), damaged, missing))
+    # what the consumer itself can see: the depayloader flags the first frame
+    # after a gap in RTP sequence numbers DISCONT, and the flag crosses the
+    # pinned hop (the first frame is DISCONT anyway)
+    flagged = [i for i in c["discont"] if i > 0]
+    assert flagged, "no frame after the first flagged DISCONT"
+    print("ok %s: consumer ran to EOS; %d intact, %d damaged, %d missing; "
+          "DISCONT on frames %s" % (what, len(intact), damaged, missing,
+                                    flagged))
 
 
 def burst_5pct(n):
