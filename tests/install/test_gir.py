@@ -52,7 +52,7 @@ def check_buffer(buf, payload):
 
 
 def main():
-    Gst.init(None)
+    Gst.init([])  # not None: the 1.28 typelib refuses it (no gst-python)
     alloc = GstPinnedflow.PinnedAllocator.get()
     assert isinstance(alloc, GstPinnedflow.PinnedAllocator), alloc
     # Gst.Allocator.alloc: FdAllocator.alloc (wrap an fd) shadows it

@@ -41,7 +41,7 @@ gi.require_version("Gst", "1.0")
 gi.require_version("GstVideo", "1.0")
 from gi.repository import Gst, GstVideo  # noqa: E402
 
-Gst.init(None)
+Gst.init([])  # not None: the GStreamer 1.28 typelib refuses it (no gst-python)
 
 # (plane count, [(width divisor, height divisor, bytes per sample)])
 _PLANES = {
