@@ -961,6 +961,11 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
   GST_DEBUG_CATEGORY_INIT (gst_pinned_shm_src_debug, "pinnedshmsrc", 0,
       "Pinned shared-memory frame source");
   frame_loan_quark = g_quark_from_static_string ("pinnedshmsrc-frame-loan");
+  /* the producer's caps arrive as a string; GStreamer 1.28's
+   * gst_caps_from_string () refuses a multiview-flags field
+   * (GstVideoMultiviewFlagsSet, which 1.28's jpegdec sets) unless that
+   * GType is registered in this process (1.22 parsed it anyway) */
+  g_type_ensure (GST_TYPE_VIDEO_MULTIVIEW_FLAGSET);
 
   gobject_class->set_property = gst_pinned_shm_src_set_property;
   gobject_class->get_property = gst_pinned_shm_src_get_property;
