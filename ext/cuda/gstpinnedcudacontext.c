@@ -16,6 +16,7 @@ gst_pinned_cuda_context_open (GstPinnedCudaContext * ctx,
 {
   GError *error = NULL;
   GstPinnedCudaError err;
+  int prev;
 
   ctx->element = element;
   ctx->device_id = device_id;
@@ -29,8 +30,11 @@ gst_pinned_cuda_context_open (GstPinnedCudaContext * ctx,
     g_error_free (error);
     return FALSE;
   }
+  /* On the application's thread, usually: its context is left as it was. */
+  prev = gst_pinned_cuda_context_enter (ctx);
   err = ctx->rt->StreamCreateWithFlags (&ctx->stream,
       GST_PINNED_CUDA_STREAM_NON_BLOCKING);
+  gst_pinned_cuda_context_leave (ctx, prev);
   if (err != GST_PINNED_CUDA_SUCCESS) {
     ctx->stream = NULL;
     GST_PINNED_CUDA_CONTEXT_ERROR (ctx, "cudaStreamCreateWithFlags", err);
@@ -76,10 +80,14 @@ gst_pinned_cuda_context_new_event (GstPinnedCudaContext * ctx)
 {
   GstPinnedCudaEvent event = NULL;
   GstPinnedCudaError err;
+  int prev;
 
+  prev = gst_pinned_cuda_context_enter (ctx);
   err =
       ctx->rt->EventCreateWithFlags (&event,
+      GST_PINNED_CUDA_EVENT_BLOCKING_SYNC |
       GST_PINNED_CUDA_EVENT_DISABLE_TIMING);
+  gst_pinned_cuda_context_leave (ctx, prev);
   if (err != GST_PINNED_CUDA_SUCCESS) {
     GST_PINNED_CUDA_CONTEXT_ERROR (ctx, "cudaEventCreateWithFlags", err);
     return NULL;
@@ -92,8 +100,12 @@ gst_pinned_cuda_context_free_event (GstPinnedCudaContext * ctx,
     GstPinnedCudaEvent event)
 {
   GstPinnedCudaError err;
+  int prev;
 
-  if ((err = ctx->rt->EventDestroy (event)) != GST_PINNED_CUDA_SUCCESS)
+  prev = gst_pinned_cuda_context_enter (ctx);
+  err = ctx->rt->EventDestroy (event);
+  gst_pinned_cuda_context_leave (ctx, prev);
+  if (err != GST_PINNED_CUDA_SUCCESS)
     GST_ERROR_OBJECT (ctx->element, "cudaEventDestroy: %s",
         ctx->rt->GetErrorString (err));
 }

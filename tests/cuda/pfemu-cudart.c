@@ -57,6 +57,7 @@ enum
 #define REG_IOMEMORY 0x04
 #define REG_READONLY 0x08
 #define STREAM_NON_BLOCKING 0x01
+#define EVENT_BLOCKING_SYNC 0x01
 #define ATTR_HOST_REGISTER_READ_ONLY_SUPPORTED 113
 #define ATTR_TEXTURE_PITCH_ALIGNMENT 36
 #define PITCH_ALIGN 512
@@ -71,6 +72,8 @@ API cudaError_t cudaDriverGetVersion (int *version);
 API cudaError_t cudaGetDeviceCount (int *count);
 API cudaError_t cudaSetDevice (int device);
 API cudaError_t cudaGetDevice (int *device);
+API int cuCtxGetCurrent (void **ctx);
+API int cuCtxSetCurrent (void *ctx);
 API cudaError_t cudaDeviceGetAttribute (int *value, int attr, int device);
 API cudaError_t cudaMallocPitch (void **dev_ptr, size_t *pitch, size_t width,
     size_t height);
@@ -120,6 +123,7 @@ struct event
   int refs;                     /* handle + queued ops */
   int alive;
   int device;                   /* current device when created */
+  unsigned int flags;           /* cudaEventCreateWithFlags() */
   struct event *next;
 };
 
@@ -163,10 +167,18 @@ static long delay_us = 2000;
 static int device_count = 1;
 static int insufficient_driver;
 static int no_readonly;
-/* Like the real runtime: a thread that never called cudaSetDevice works
- * on device 0 (and would initialise its context). */
-static __thread int current_device;
+/* Like the real runtime: the device of the context current to the thread
+ * (-1: none). A thread with no context that makes a call needing one gets
+ * device 0's primary context, initialised then; cudaSetDevice initialises
+ * the device's primary context at once (CUDA >= 12). cudaGetDevice on a
+ * thread without a context answers 0 and creates nothing. */
+static __thread int current_device = -1;
 #define MAX_DEVICES 4
+/* Primary contexts alive (process-wide), one per device; pfemu_reset()
+ * tears them down like cudaDeviceReset() on every device. */
+static int primary_alive[MAX_DEVICES];
+/* What cuCtxGetCurrent() hands out for each device's primary context. */
+static char primary_handle[MAX_DEVICES];
 
 #define MAX_FAIL 8
 static struct
@@ -191,9 +203,24 @@ static struct
   long copies_pinned, copies_pageable, copies_sync, copies_d2d;
   long streams_blocking, pending_max, unregister_pending, injected;
   long events_recorded, stream_waits;
+  long event_syncs, event_syncs_spinning, event_syncs_spun;
   /* calls that use a device's context, by the calling thread's device */
   long context_calls[MAX_DEVICES];
+  /* primary contexts initialised, and cudaSetDevice calls, per device */
+  long contexts_created[MAX_DEVICES], set_device[MAX_DEVICES];
 } ctr;
+
+/* G held. Makes @device's primary context current on the calling thread,
+ * initialising it (and counting that) when it is not alive. */
+static void
+make_current_locked (int device)
+{
+  if (device >= 0 && device < MAX_DEVICES && !primary_alive[device]) {
+    primary_alive[device] = 1;
+    ctr.contexts_created[device]++;
+  }
+  current_device = device;
+}
 
 static long
 count_list_allocs (void)
@@ -300,8 +327,12 @@ enter (const char *name, int needs_driver)
   int i;
 
   pthread_mutex_lock (&G);
-  if (uses_context (name) && current_device < MAX_DEVICES)
-    ctr.context_calls[current_device]++;
+  if (uses_context (name)) {
+    if (current_device < 0)
+      make_current_locked (0);
+    if (current_device < MAX_DEVICES)
+      ctr.context_calls[current_device]++;
+  }
   for (i = 0; i < n_calls; i++)
     if (strcmp (calls[i].name, name) == 0)
       break;
@@ -420,7 +451,11 @@ cudaSetDevice (int device)
     return cudaErrorNoDevice;
   if (device < 0 || device >= device_count)
     return cudaErrorInvalidDevice;
-  current_device = device;
+  pthread_mutex_lock (&G);
+  if (device < MAX_DEVICES)
+    ctr.set_device[device]++;
+  make_current_locked (device);
+  pthread_mutex_unlock (&G);
   return cudaSuccess;
 }
 
@@ -430,8 +465,35 @@ cudaGetDevice (int *device)
   ENTER ("cudaGetDevice");
   if (!device)
     return cudaErrorInvalidValue;
-  *device = current_device;
+  *device = current_device < 0 ? 0 : current_device;
   return cudaSuccess;
+}
+
+/* The two driver-API calls that save and restore a thread's context
+ * (libcuda's, exported here because the emulator stands for both):
+ * CUresult, 0 = CUDA_SUCCESS; 201 = CUDA_ERROR_INVALID_CONTEXT. */
+EXPORT int
+cuCtxGetCurrent (void **ctx)
+{
+  if (!ctx)
+    return 1;
+  *ctx = current_device < 0 ? NULL : &primary_handle[current_device];
+  return 0;
+}
+
+EXPORT int
+cuCtxSetCurrent (void *ctx)
+{
+  char *c = ctx;
+
+  if (c == NULL) {
+    current_device = -1;
+    return 0;
+  }
+  if (c < primary_handle || c >= primary_handle + MAX_DEVICES)
+    return 201;
+  current_device = (int) (c - primary_handle);
+  return 0;
 }
 
 EXPORT cudaError_t
@@ -897,6 +959,7 @@ cudaEventCreateWithFlags (void **event, unsigned int flags)
   e->refs = 1;
   e->alive = 1;
   e->device = current_device;
+  e->flags = flags;
   pthread_mutex_lock (&G);
   e->next = events;
   events = e;
@@ -989,6 +1052,16 @@ cudaEventSynchronize (void *event)
     return cudaErrorInvalidResourceHandle;
   }
   target = e->recorded;
+  /* Without cudaEventBlockingSync the calling thread busy-waits for the
+   * event on a GPU ("will actively spin", cudaEventCreateWithFlags); the
+   * emulator blocks either way and counts the syncs that would spin, and
+   * those that had something to wait for. */
+  ctr.event_syncs++;
+  if (!(e->flags & EVENT_BLOCKING_SYNC)) {
+    ctr.event_syncs_spinning++;
+    if (e->completed < target)
+      ctr.event_syncs_spun++;
+  }
   e->refs++;
   while (e->completed < target)
     pthread_cond_wait (&events_cond, &G);
@@ -1185,6 +1258,14 @@ pfemu_query (const char *name)
   C ("stream.waits", ctr.stream_waits);
   C ("calls.device0", ctr.context_calls[0]);
   C ("calls.device1", ctr.context_calls[1]);
+  C ("contexts.device0", ctr.contexts_created[0]);
+  C ("contexts.device1", ctr.contexts_created[1]);
+  C ("setdevice.device0", ctr.set_device[0]);
+  C ("setdevice.device1", ctr.set_device[1]);
+  C ("thread.context", current_device);
+  C ("events.sync", ctr.event_syncs);
+  C ("events.sync.spinning", ctr.event_syncs_spinning);
+  C ("events.sync.spun", ctr.event_syncs_spun);
 #undef C
   pthread_mutex_unlock (&G);
   return v;
@@ -1196,6 +1277,7 @@ pfemu_reset (void)
   pthread_mutex_lock (&G);
   read_env ();
   memset (&ctr, 0, sizeof ctr);
+  memset (primary_alive, 0, sizeof primary_alive);
   pthread_mutex_unlock (&G);
 }
 

@@ -28,7 +28,18 @@
  * "copies.sync", "copies.d2d", "streams.blocking", "pending.max",
  * "unregister.pending", "injected", "events.recorded", "stream.waits",
  * "calls.device0", "calls.device1" (calls that use a device's context,
- * made by a thread whose current device was 0 / 1).
+ * made by a thread whose current device was 0 / 1), "contexts.device0",
+ * "contexts.device1" (primary contexts initialised on device 0 / 1: by
+ * cudaSetDevice, or by the first call needing a context on a thread that
+ * has none, which gets device 0's), "setdevice.device0",
+ * "setdevice.device1" (cudaSetDevice calls), "thread.context" (the device
+ * whose context is current on the calling thread, -1: none).
+ * "events.sync" (cudaEventSynchronize calls), "events.sync.spinning"
+ * (those on an event created without cudaEventBlockingSync, which spin a
+ * core on a GPU), "events.sync.spun" (those of them that found the event
+ * pending).
+ * Besides cudart's calls the emulator exports the driver's cuCtxGetCurrent
+ * and cuCtxSetCurrent (a NULL context = none current).
  * Returns -1 for an unknown name. */
 long pfemu_query (const char *counter);
 

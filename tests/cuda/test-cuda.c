@@ -511,6 +511,10 @@ GST_START_TEST (test_round_trip_pinned_pool)
     fail_unless (EMU ("copies.pinned") > 0);
     fail_unless_equals_int (EMU ("streams.blocking"), 0);
     fail_unless_equals_int (EMU ("unregister.pending"), 0);
+    /* every wait on a frame's event blocks the thread instead of spinning
+     * a core (cudaEventBlockingSync) */
+    fail_unless (EMU ("events.sync") > 0);
+    fail_unless_equals_int (EMU ("events.sync.spinning"), 0);
     /* device frames come from the bounded pool (max-inflight + 3 frames
      * and the pitch probe), not one allocation per frame */
     fail_unless (EMU ("allocations") <= rt.max_inflight + 4,
@@ -872,15 +876,24 @@ GST_START_TEST (test_second_device)
     1
   };
   RoundTripResult res;
+  long app_context;
 
   g_setenv ("PFEMU_DEVICE_COUNT", "2", TRUE);
   emu_reset ();
+  app_context = EMU ("thread.context");
   run_round_trip (&rt, &res);
   assert_intact (&rt, &res);
   fail_unless_equals_uint64 (get_stat (res.up_stats, "pinned-copies"),
       rt.n_frames);
   fail_unless (EMU ("calls.device1") > 0);
   fail_unless_equals_int (EMU ("calls.device0"), 0);
+  /* No primary context on the device the pipeline does not use (CUDA >= 12:
+   * cudaSetDevice(0) alone would make one), none switched to by it, and
+   * this (the application's) thread's context as it was. */
+  fail_unless_equals_int (EMU ("contexts.device0"), 0);
+  fail_unless_equals_int (EMU ("setdevice.device0"), 0);
+  fail_unless_equals_int (EMU ("contexts.device1"), 1);
+  fail_unless_equals_int (EMU ("thread.context"), app_context);
   round_trip_result_clear (&res);
 }
 

@@ -87,6 +87,25 @@ load_symbols (void *handle, const gchar * library, GString * why)
     g_free (rt);
     return NULL;
   }
+  /* Optional: the driver's context save/restore. The emulator exports
+   * them itself; the real runtime loads libcuda.so.1, which has them. */
+  *(void **) (&rt->CtxGetCurrent) = dlsym (handle, "cuCtxGetCurrent");
+  *(void **) (&rt->CtxSetCurrent) = dlsym (handle, "cuCtxSetCurrent");
+  if (rt->CtxGetCurrent == NULL || rt->CtxSetCurrent == NULL) {
+    void *driver = dlopen ("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    rt->CtxGetCurrent = NULL;
+    rt->CtxSetCurrent = NULL;
+    if (driver != NULL) {
+      *(void **) (&rt->CtxGetCurrent) = dlsym (driver, "cuCtxGetCurrent");
+      *(void **) (&rt->CtxSetCurrent) = dlsym (driver, "cuCtxSetCurrent");
+      if (rt->CtxGetCurrent == NULL || rt->CtxSetCurrent == NULL) {
+        rt->CtxGetCurrent = NULL;
+        rt->CtxSetCurrent = NULL;
+        dlclose (driver);
+      }
+      /* else kept open, like the runtime itself */
+    }
+  }
   rt->library = g_strdup (library);
   if (rt->RuntimeGetVersion (&rt->runtime_version) != GST_PINNED_CUDA_SUCCESS)
     rt->runtime_version = 0;
@@ -184,25 +203,58 @@ gst_pinned_cuda_error_describe (const GstPinnedCudaRuntime * rt,
       (int) err, str ? str : "unknown error");
 }
 
+/* The calling thread's device, or GST_PINNED_CUDA_DEVICE_NO_CONTEXT when
+ * no context is current on it (known only with the driver's calls:
+ * cudaGetDevice answers 0 for such a thread). -1 on failure. */
+static int
+current_device (const GstPinnedCudaRuntime * rt)
+{
+  void *ctx = NULL;
+  int dev = -1;
+
+  if (rt->CtxGetCurrent != NULL && rt->CtxGetCurrent (&ctx) == 0 && ctx == NULL)
+    return GST_PINNED_CUDA_DEVICE_NO_CONTEXT;
+  if (rt->GetDevice (&dev) != GST_PINNED_CUDA_SUCCESS)
+    return -1;
+  return dev;
+}
+
+static int
+device_enter (const GstPinnedCudaRuntime * rt, int device_id,
+    GstPinnedCudaError * err)
+{
+  int prev = current_device (rt);
+
+  *err = GST_PINNED_CUDA_SUCCESS;
+  if (prev == device_id)
+    return -1;
+  *err = rt->SetDevice (device_id);
+  if (prev == GST_PINNED_CUDA_DEVICE_NO_CONTEXT)
+    return prev;
+  /* Without the driver's calls a thread that had no context reads as
+   * device 0: restoring it would initialise device 0's primary context,
+   * so such a thread stays on @device_id (see the header). */
+  if (rt->CtxSetCurrent == NULL)
+    return -1;
+  return prev;
+}
+
 int
 gst_pinned_cuda_device_enter (const GstPinnedCudaRuntime * rt, int device_id)
 {
-  int prev = -1;
+  GstPinnedCudaError err;
 
-  if (rt->GetDevice (&prev) != GST_PINNED_CUDA_SUCCESS)
-    prev = -1;
-  if (prev == device_id)
-    return -1;
   /* A failure shows in the call that follows, which reports it. */
-  rt->SetDevice (device_id);
-  return prev;
+  return device_enter (rt, device_id, &err);
 }
 
 void
 gst_pinned_cuda_device_leave (const GstPinnedCudaRuntime * rt, int device_id,
     int previous)
 {
-  if (previous >= 0 && previous != device_id)
+  if (previous == GST_PINNED_CUDA_DEVICE_NO_CONTEXT && rt->CtxSetCurrent)
+    rt->CtxSetCurrent (NULL);
+  else if (previous >= 0 && previous != device_id)
     rt->SetDevice (previous);
 }
 
@@ -238,7 +290,8 @@ gst_pinned_cuda_runtime_open_device (int device_id, GError ** error)
         "(runtime %s)", device_id, count, rt->library);
     return NULL;
   }
-  err = rt->SetDevice (device_id);
+  gst_pinned_cuda_device_leave (rt, device_id, device_enter (rt, device_id,
+          &err));
   if (err != GST_PINNED_CUDA_SUCCESS) {
     desc = gst_pinned_cuda_error_describe (rt, err);
     g_set_error (error, GST_PINNED_CUDA_RUNTIME_ERROR,

@@ -123,6 +123,13 @@ typedef struct
       GstPinnedCudaStream stream);
   GstPinnedCudaError (*HostRegister) (void *ptr, size_t size, unsigned int flags);
   GstPinnedCudaError (*HostUnregister) (void *ptr);
+
+  /* The driver's cuCtxGetCurrent/cuCtxSetCurrent (CUresult, 0 = success),
+   * looked up in the runtime library, then in libcuda.so.1; NULL when
+   * neither has them. They save and restore a thread's context exactly
+   * (NULL: none), which cudaSetDevice cannot: see device_enter(). */
+  int (*CtxGetCurrent) (void **ctx);
+  int (*CtxSetCurrent) (void *ctx);
 } GstPinnedCudaRuntime;
 
 #define GST_PINNED_CUDA_RUNTIME_ERROR (gst_pinned_cuda_runtime_error_quark ())
@@ -141,9 +148,11 @@ typedef enum
  * next call. The error message names every library tried. */
 GST_PINNEDCUDA_API const GstPinnedCudaRuntime *gst_pinned_cuda_runtime_get (GError ** error);
 
-/* Loads the runtime, checks that @device_id exists and makes it current on
- * the calling thread. The error names the library and gives the error
- * string of cudaGetDeviceCount()/cudaSetDevice(). */
+/* Loads the runtime and checks that @device_id exists and can be made
+ * current (cudaSetDevice, which initialises its primary context); the
+ * calling thread's context is restored as device_enter/leave do. The error
+ * names the library and gives the error string of
+ * cudaGetDeviceCount()/cudaSetDevice(). */
 GST_PINNEDCUDA_API const GstPinnedCudaRuntime *gst_pinned_cuda_runtime_open_device (int device_id,
     GError ** error);
 
@@ -151,10 +160,17 @@ GST_PINNEDCUDA_API const GstPinnedCudaRuntime *gst_pinned_cuda_runtime_open_devi
 GST_PINNEDCUDA_API gchar *gst_pinned_cuda_error_describe (const GstPinnedCudaRuntime * rt, GstPinnedCudaError err);
 
 /* Makes @device_id current on the calling thread (cudaSetDevice, only when
- * another device is current) before CUDA calls on a thread that may not
- * have set it: pool frees, segment destroy notifies, CPU maps, application
- * threads. Returns what gst_pinned_cuda_device_leave() needs to restore the
- * caller's device (-1: nothing to restore). */
+ * another device's context, or none, is current) before CUDA calls on a
+ * thread that may not have set it: pool frees, segment destroy notifies,
+ * CPU maps, application threads. Returns what gst_pinned_cuda_device_leave()
+ * needs to restore the caller's context: -1 nothing to restore,
+ * GST_PINNED_CUDA_DEVICE_NO_CONTEXT the thread had no context (leave makes
+ * none current again with cuCtxSetCurrent(NULL), so a thread that never
+ * used CUDA does not get device 0's primary context initialised, as
+ * cudaSetDevice(0) would), else the device to make current again. Without
+ * the driver's two calls, a thread without a context is left on
+ * @device_id rather than switched to device 0. */
+#define GST_PINNED_CUDA_DEVICE_NO_CONTEXT (-2)
 GST_PINNEDCUDA_API int gst_pinned_cuda_device_enter (const GstPinnedCudaRuntime * rt, int device_id);
 GST_PINNEDCUDA_API void gst_pinned_cuda_device_leave (const GstPinnedCudaRuntime * rt, int device_id,
     int previous);

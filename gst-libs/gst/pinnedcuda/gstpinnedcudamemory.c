@@ -222,7 +222,9 @@ gst_pinned_cuda_memory_alloc (const GstPinnedCudaRuntime * rt, gint device_id,
     gst_pinned_cuda_set_error (error, rt, "cudaMallocPitch", err);
     return NULL;
   }
-  err = rt->EventCreateWithFlags (&event, GST_PINNED_CUDA_EVENT_DISABLE_TIMING);
+  /* blocking: a wait on it sleeps instead of spinning a core */
+  err = rt->EventCreateWithFlags (&event, GST_PINNED_CUDA_EVENT_BLOCKING_SYNC |
+      GST_PINNED_CUDA_EVENT_DISABLE_TIMING);
   if (err != GST_PINNED_CUDA_SUCCESS) {
     gst_pinned_cuda_set_error (error, rt, "cudaEventCreateWithFlags", err);
     rt->Free (ptr);
