@@ -124,6 +124,7 @@ struct event
   int alive;
   int device;                   /* current device when created */
   unsigned int flags;           /* cudaEventCreateWithFlags() */
+  cudaError_t error;            /* its stream faulted before it */
   struct event *next;
 };
 
@@ -137,6 +138,8 @@ struct op
   const char *src;
   size_t dpitch, spitch, width, height;
   const char *host_lo, *host_hi;        /* host range read/written */
+  int running;                  /* the worker is copying it */
+  int faulted;                  /* its memory went away: not copied */
   struct event *ev;
   uint64_t seq;
   struct op *next;
@@ -149,6 +152,7 @@ struct stream
   pthread_t thread;
   struct op *head, *tail;
   int pending;                  /* queued or running ops */
+  cudaError_t error;            /* a faulted copy: every later sync */
   int pending_copies;
   int stop;
   pthread_cond_t cond;          /* work queued / drained */
@@ -203,7 +207,7 @@ static struct
   long copies_pinned, copies_pageable, copies_sync, copies_d2d;
   long streams_blocking, pending_max, unregister_pending, injected;
   long events_recorded, stream_waits;
-  long event_syncs, event_syncs_spinning, event_syncs_spun;
+  long event_syncs, event_syncs_spinning, event_syncs_spun, free_pending;
   /* calls that use a device's context, by the calling thread's device */
   long context_calls[MAX_DEVICES];
   /* primary contexts initialised, and cudaSetDevice calls, per device */
@@ -551,6 +555,7 @@ find_reg (const void *p, size_t len)
 }
 
 static void drain_all_locked (void);
+static long fault_pending_locked (const char *lo, const char *hi);
 
 EXPORT cudaError_t
 cudaMallocPitch (void **dev_ptr, size_t *pitch, size_t width, size_t height)
@@ -607,8 +612,6 @@ cudaFree (void *dev_ptr)
   if (dev_ptr == NULL)
     return cudaSuccess;
   pthread_mutex_lock (&G);
-  /* cudaFree synchronizes with the device. */
-  drain_all_locked ();
   for (l = &allocs; *l; l = &(*l)->next) {
     if ((*l)->dev == dev_ptr) {
       a = *l;
@@ -616,6 +619,10 @@ cudaFree (void *dev_ptr)
       break;
     }
   }
+  /* cudaFree "may" synchronise; the caller must have waited for the copies
+   * that use the allocation: those still queued fault. */
+  if (a && fault_pending_locked (a->view, a->view + a->size) > 0)
+    ctr.free_pending++;
   pthread_mutex_unlock (&G);
   if (!a)
     return cudaErrorInvalidValue;
@@ -712,6 +719,39 @@ stream_uses_range_locked (const char *lo, const char *hi)
   return 0;
 }
 
+/* G held. Queued copies that read or write [lo, hi) (host or device view)
+ * while it goes away: a GPU would fault (or move whatever is mapped there
+ * by then); they are not copied, and their stream reports
+ * cudaErrorIllegalAddress at its next sync point. A copy already running
+ * finishes first (the memory must stay mapped for it). Returns how many. */
+static long
+fault_pending_locked (const char *lo, const char *hi)
+{
+  long n = 0;
+  int again;
+
+  do {
+    again = 0;
+    for (struct stream * s = streams; s; s = s->next)
+      for (struct op * o = s->head; o; o = o->next) {
+        if (o->type != OP_COPY || o->faulted)
+          continue;
+        if (!((o->host_lo < hi && lo < o->host_hi) ||
+                (o->dst < hi && lo < o->dst + o->dpitch * o->height) ||
+                (o->src < hi && lo < o->src + o->spitch * o->height)))
+          continue;
+        if (o->running) {
+          pthread_cond_wait (&events_cond, &G);
+          again = 1;
+          break;
+        }
+        o->faulted = 1;
+        n++;
+      }
+  } while (again);
+  return n;
+}
+
 EXPORT cudaError_t
 cudaHostUnregister (void *ptr)
 {
@@ -730,9 +770,10 @@ cudaHostUnregister (void *ptr)
     return cudaErrorHostMemoryNotRegistered;
   }
   if (stream_uses_range_locked (r->base, r->base + r->size)) {
-    /* A DMA still reads this memory: a bug in the caller. */
+    /* A DMA still uses this memory: a bug in the caller. The runtime does
+     * not promise to wait for it. */
     ctr.unregister_pending++;
-    drain_all_locked ();
+    fault_pending_locked (r->base, r->base + r->size);
   }
   for (l = &regs; *l; l = &(*l)->next) {
     if (*l == r) {
@@ -793,9 +834,18 @@ stream_worker (void *data)
     pthread_mutex_unlock (&G);
     if (o->type == OP_COPY) {
       sleep_us (delay_us);
-      do_copy (o);
+      pthread_mutex_lock (&G);
+      o->running = !o->faulted;
+      pthread_mutex_unlock (&G);
+      if (o->running)
+        do_copy (o);
     }
     pthread_mutex_lock (&G);
+    o->running = 0;
+    if (o->faulted && !s->error)
+      s->error = cudaErrorIllegalAddress;
+    if (o->type == OP_RECORD && s->error)
+      o->ev->error = s->error;
     if (o->type == OP_WAIT) {
       while (o->ev->completed < o->seq)
         pthread_cond_wait (&events_cond, &G);
@@ -928,6 +978,7 @@ EXPORT cudaError_t
 cudaStreamSynchronize (void *stream)
 {
   struct stream *s;
+  cudaError_t err = cudaSuccess;
 
   ENTER ("cudaStreamSynchronize");
   pthread_mutex_lock (&G);
@@ -935,12 +986,13 @@ cudaStreamSynchronize (void *stream)
     drain_all_locked ();
   } else if ((s = find_stream_locked (stream)) != NULL) {
     drain_locked (s);
+    err = s->error;
   } else {
     pthread_mutex_unlock (&G);
     return cudaErrorInvalidResourceHandle;
   }
   pthread_mutex_unlock (&G);
-  return cudaSuccess;
+  return err;
 }
 
 /* ----------------------------------------------------------- events */
@@ -1034,7 +1086,7 @@ cudaEventQuery (void *event)
   if (!(e = find_event_locked (event)))
     res = cudaErrorInvalidResourceHandle;
   else
-    res = e->completed >= e->recorded ? cudaSuccess : cudaErrorNotReady;
+    res = e->completed >= e->recorded ? e->error : cudaErrorNotReady;
   pthread_mutex_unlock (&G);
   return res;
 }
@@ -1044,6 +1096,7 @@ cudaEventSynchronize (void *event)
 {
   struct event *e;
   uint64_t target;
+  cudaError_t err;
 
   ENTER ("cudaEventSynchronize");
   pthread_mutex_lock (&G);
@@ -1065,9 +1118,10 @@ cudaEventSynchronize (void *event)
   e->refs++;
   while (e->completed < target)
     pthread_cond_wait (&events_cond, &G);
+  err = e->error;
   event_unref_locked (e);
   pthread_mutex_unlock (&G);
-  return cudaSuccess;
+  return err;
 }
 
 EXPORT cudaError_t
@@ -1263,6 +1317,7 @@ pfemu_query (const char *name)
   C ("setdevice.device0", ctr.set_device[0]);
   C ("setdevice.device1", ctr.set_device[1]);
   C ("thread.context", current_device);
+  C ("free.pending", ctr.free_pending);
   C ("events.sync", ctr.event_syncs);
   C ("events.sync.spinning", ctr.event_syncs_spinning);
   C ("events.sync.spun", ctr.event_syncs_spun);

@@ -38,6 +38,9 @@
  * (those on an event created without cudaEventBlockingSync, which spin a
  * core on a GPU), "events.sync.spun" (those of them that found the event
  * pending).
+ * "unregister.pending" / "free.pending" (cudaHostUnregister / cudaFree
+ * while copies using the memory were queued: those copies are dropped and
+ * their stream reports cudaErrorIllegalAddress at every later sync).
  * Besides cudart's calls the emulator exports the driver's cuCtxGetCurrent
  * and cuCtxSetCurrent (a NULL context = none current).
  * Returns -1 for an unknown name. */

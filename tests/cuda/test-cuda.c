@@ -899,6 +899,62 @@ GST_START_TEST (test_second_device)
 
 GST_END_TEST;
 
+/* The memory's event covers the copies into it: freeing the memory (here
+ * the pool deactivated right after a producer queued a copy into a frame)
+ * waits for it. The runtime does not promise that cudaFree waits; the
+ * emulator drops a copy queued into freed memory and counts it. */
+GST_START_TEST (test_free_waits_for_copy)
+{
+  const GstPinnedCudaRuntime *rt =
+      gst_pinned_cuda_runtime_open_device (0, NULL);
+  GstCaps *caps = gst_caps_from_string ("video/x-raw(memory:PinnedflowCUDA),"
+      "format=GRAY8,width=256,height=64,framerate=30/1");
+  GstBufferPool *pool;
+  GstStructure *config;
+  GstVideoInfo info;
+  GstBuffer *buf = NULL;
+  GstPinnedCudaStream stream;
+  gpointer dev;
+  gsize pitch, width, rows, size = 16 * pf_page_size ();
+  pf_segment *seg;
+
+  fail_unless (rt != NULL);
+  fail_unless (gst_video_info_from_caps (&info, caps));
+  pool = gst_pinned_cuda_buffer_pool_new (rt, 0);
+  config = gst_buffer_pool_get_config (pool);
+  gst_buffer_pool_config_set_params (config, caps, info.size, 1, 1);
+  fail_unless (gst_buffer_pool_set_config (pool, config));
+  fail_unless (gst_buffer_pool_set_active (pool, TRUE));
+  fail_unless_equals_int (gst_buffer_pool_acquire_buffer (pool, &buf, NULL),
+      GST_FLOW_OK);
+  fail_unless (gst_pinned_cuda_memory_get_plane (gst_buffer_peek_memory (buf,
+              0), 0, &dev, &pitch, &width, &rows));
+  fail_unless (pitch * rows <= size);
+  fail_unless_equals_int (pf_segment_new ("free", size,
+          PF_SEGMENT_FLAG_SEAL_WRITERS, &seg), 0);
+  fail_unless_equals_int (rt->HostRegister (pf_segment_get_base (seg), size,
+          0), 0);
+  fail_unless_equals_int (rt->StreamCreateWithFlags (&stream,
+          GST_PINNED_CUDA_STREAM_NON_BLOCKING), 0);
+  fail_unless_equals_int (rt->Memcpy2DAsync (dev, pitch,
+          pf_segment_get_base (seg), pitch, width, rows,
+          GST_PINNED_CUDA_MEMCPY_HOST_TO_DEVICE, stream), 0);
+  fail_unless_equals_int (rt->EventRecord (gst_pinned_cuda_memory_get_event
+          (gst_buffer_peek_memory (buf, 0)), stream), 0);
+  gst_buffer_unref (buf);
+  fail_unless (gst_buffer_pool_set_active (pool, FALSE));
+  fail_unless_equals_int (EMU ("free.pending"), 0);
+  fail_unless_equals_int (rt->StreamSynchronize (stream), 0);
+  fail_unless_equals_int (rt->StreamDestroy (stream), 0);
+  fail_unless_equals_int (rt->HostUnregister (pf_segment_get_base (seg)), 0);
+  fail_unless_equals_int (EMU ("unregister.pending"), 0);
+  pf_segment_unref (seg);
+  gst_object_unref (pool);
+  gst_caps_unref (caps);
+}
+
+GST_END_TEST;
+
 /* ------------------------------------------------------------ emulator */
 
 /* The emulator itself: what makes the checks above able to fail. */
@@ -1215,6 +1271,7 @@ cuda_suite (void)
         G_N_ELEMENTS (injections));
     tcase_add_test (emu, test_device_frame_alloc_fails_midstream);
     tcase_add_test (emu, test_second_device);
+    tcase_add_test (emu, test_free_waits_for_copy);
     tcase_add_test (emu, test_emulator_rules);
     tcase_add_test (emu, test_emulator_late_copy);
     tcase_add_test (emu, test_emulator_device_memory_faults);

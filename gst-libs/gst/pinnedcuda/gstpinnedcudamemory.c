@@ -76,7 +76,12 @@ allocator_free (GstAllocator * allocator, GstMemory * memory)
 
   /* The last unref can come from any thread. */
   prev = gst_pinned_cuda_device_enter (rt, mem->device_id);
-  /* cudaFree waits for the device: no copy into it is left running. */
+  /* The runtime does not promise that cudaFree waits for the copies into
+   * the memory: its event covers them (an error there is the copy's, the
+   * memory goes either way). */
+  if ((err = rt->EventSynchronize (mem->event)) != GST_PINNED_CUDA_SUCCESS)
+    GST_WARNING ("cudaEventSynchronize before cudaFree: %s",
+        rt->GetErrorString (err));
   if ((err = rt->Free (mem->dev_ptr)) != GST_PINNED_CUDA_SUCCESS)
     GST_ERROR ("cudaFree: %s", rt->GetErrorString (err));
   if ((err = rt->EventDestroy (mem->event)) != GST_PINNED_CUDA_SUCCESS)
