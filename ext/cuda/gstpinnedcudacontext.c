@@ -116,10 +116,15 @@ gst_pinned_cuda_context_post_error (GstPinnedCudaContext * ctx,
     const gchar * function, gint line)
 {
   gchar *desc = gst_pinned_cuda_error_describe (ctx->rt, err);
+  /* Reported here: taken from the thread's last-error slot. A sticky one
+   * (an asynchronous fault: every later call returns it) is said so. */
+  gboolean sticky = gst_pinned_cuda_take_last_error (ctx->rt);
 
   gst_element_message_full (ctx->element, GST_MESSAGE_ERROR,
       GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_FAILED,
-      g_strdup_printf ("CUDA error in %s: %s", call, desc),
+      g_strdup_printf ("CUDA error in %s: %s%s", call, desc, sticky ?
+          " (sticky: the device's CUDA context is unusable until the "
+          "process exits)" : ""),
       g_strdup_printf ("runtime %s, device %d", ctx->rt->library,
           ctx->device_id), file, function, line);
   g_free (desc);

@@ -148,8 +148,12 @@ release_thread_func (gpointer data)
     g_mutex_lock (&self->lock);
     if (err != GST_PINNED_CUDA_SUCCESS) {
       gchar *desc = gst_pinned_cuda_error_describe (rt, err);
+      /* taken from this thread's last-error slot; a sticky one said so */
+      gboolean sticky = gst_pinned_cuda_take_last_error (rt);
       if (self->async_error == NULL)
-        self->async_error = g_strdup_printf ("cudaEventSynchronize: %s", desc);
+        self->async_error = g_strdup_printf ("cudaEventSynchronize: %s%s",
+            desc, sticky ? " (sticky: the device's CUDA context is unusable "
+            "until the process exits)" : "");
       g_free (desc);
       /* Nothing may read the source any more when it is released. */
       rt->StreamSynchronize (self->parent.cuda.stream);

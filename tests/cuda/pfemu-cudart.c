@@ -94,6 +94,8 @@ API cudaError_t cudaMemcpy2DAsync (void *dst, size_t dpitch, const void *src,
     size_t spitch, size_t width, size_t height, int kind, void *stream);
 API cudaError_t cudaMemcpy2D (void *dst, size_t dpitch, const void *src,
     size_t spitch, size_t width, size_t height, int kind);
+API cudaError_t cudaGetLastError (void);
+API cudaError_t cudaPeekAtLastError (void);
 API long pfemu_query (const char *counter);
 API void pfemu_reset (void);
 API long pfemu_live_total (void);
@@ -139,7 +141,9 @@ struct op
   size_t dpitch, spitch, width, height;
   const char *host_lo, *host_hi;        /* host range read/written */
   int running;                  /* the worker is copying it */
-  int faulted;                  /* its memory went away: not copied */
+  cudaError_t fail_err;         /* not copied: its memory went away, or
+                                 * an injected asynchronous fault */
+  int sticky;                   /* fail_err poisons the whole context */
   struct event *ev;
   uint64_t seq;
   struct op *next;
@@ -190,7 +194,17 @@ static struct
   char name[64];
   long nth;
   int err;
+  int mode;                     /* FAIL_SYNC, FAIL_ASYNC, FAIL_STICKY */
 } fails[MAX_FAIL];
+enum
+{ FAIL_SYNC, FAIL_ASYNC, FAIL_STICKY };
+/* An asynchronous injection for the op the current call queues. */
+static __thread cudaError_t async_fail;
+static __thread int async_sticky;
+/* Once a sticky fault has run, every call needing a context fails with it
+ * (the context is corrupt: "the process must be terminated and relaunched"
+ * for cudaErrorIllegalAddress); pfemu_reset() clears it. */
+static cudaError_t sticky_error;
 static int n_fails;
 
 #define MAX_CALLS 32
@@ -208,6 +222,7 @@ static struct
   long streams_blocking, pending_max, unregister_pending, injected;
   long events_recorded, stream_waits;
   long event_syncs, event_syncs_spinning, event_syncs_spun, free_pending;
+  long sticky_calls;
   /* calls that use a device's context, by the calling thread's device */
   long context_calls[MAX_DEVICES];
   /* primary contexts initialised, and cudaSetDevice calls, per device */
@@ -279,10 +294,14 @@ read_env (void)
     char *copy = strdup (v), *save = NULL, *tok;
     for (tok = strtok_r (copy, ",", &save); tok && n_fails < MAX_FAIL;
         tok = strtok_r (NULL, ",", &save)) {
-      char name[48];
+      char name[48], mode[16] = "";
       long nth;
       int err;
-      if (sscanf (tok, "%47[^:]:%ld:%d", name, &nth, &err) == 3) {
+      int n = sscanf (tok, "%47[^:]:%ld:%d:%15s", name, &nth, &err, mode);
+      if ((n == 3 || (n == 4 && (strcmp (mode, "async") == 0 ||
+                      strcmp (mode, "sticky") == 0)))) {
+        fails[n_fails].mode = n == 3 ? FAIL_SYNC :
+            strcmp (mode, "async") == 0 ? FAIL_ASYNC : FAIL_STICKY;
         snprintf (fails[n_fails].name, sizeof fails[n_fails].name, "%s%s",
             strncmp (name, "cuda", 4) == 0 ? "" : "cuda", name);
         fails[n_fails].nth = nth;
@@ -322,6 +341,17 @@ uses_context (const char *name)
   return 1;
 }
 
+static __thread cudaError_t release_sticky;
+
+static int
+is_release (const char *name)
+{
+  return strcmp (name, "cudaFree") == 0 ||
+      strcmp (name, "cudaHostUnregister") == 0 ||
+      strcmp (name, "cudaStreamDestroy") == 0 ||
+      strcmp (name, "cudaEventDestroy") == 0;
+}
+
 /* Counts the call and returns the error to inject, or cudaSuccess. */
 static cudaError_t
 enter (const char *name, int needs_driver)
@@ -349,9 +379,23 @@ enter (const char *name, int needs_driver)
     n = ++calls[i].calls;
   for (i = 0; i < n_fails; i++) {
     if (strcmp (fails[i].name, name) == 0 && fails[i].nth == n) {
-      res = fails[i].err;
+      if (fails[i].mode == FAIL_SYNC) {
+        res = fails[i].err;
+      } else {
+        async_fail = fails[i].err;
+        async_sticky = fails[i].mode == FAIL_STICKY;
+      }
       ctr.injected++;
     }
+  }
+  if (res == cudaSuccess && sticky_error && uses_context (name)) {
+    /* Releases still release (the process must be able to tear down),
+     * and report the error too. */
+    if (is_release (name))
+      release_sticky = sticky_error;
+    else
+      res = sticky_error;
+    ctr.sticky_calls++;
   }
   pthread_mutex_unlock (&G);
   if (res == cudaSuccess && needs_driver && insufficient_driver)
@@ -417,8 +461,8 @@ cudaGetErrorName (cudaError_t err)
   return "unrecognized error code";
 }
 
-EXPORT cudaError_t
-cudaRuntimeGetVersion (int *version)
+static cudaError_t
+impl_cudaRuntimeGetVersion (int *version)
 {
   if (!version)
     return cudaErrorInvalidValue;
@@ -426,8 +470,8 @@ cudaRuntimeGetVersion (int *version)
   return cudaSuccess;
 }
 
-EXPORT cudaError_t
-cudaDriverGetVersion (int *version)
+static cudaError_t
+impl_cudaDriverGetVersion (int *version)
 {
   if (!version)
     return cudaErrorInvalidValue;
@@ -437,8 +481,8 @@ cudaDriverGetVersion (int *version)
 
 /* ----------------------------------------------------------- device */
 
-EXPORT cudaError_t
-cudaGetDeviceCount (int *count)
+static cudaError_t
+impl_cudaGetDeviceCount (int *count)
 {
   ENTER ("cudaGetDeviceCount");
   if (!count)
@@ -447,8 +491,8 @@ cudaGetDeviceCount (int *count)
   return device_count > 0 ? cudaSuccess : cudaErrorNoDevice;
 }
 
-EXPORT cudaError_t
-cudaSetDevice (int device)
+static cudaError_t
+impl_cudaSetDevice (int device)
 {
   ENTER ("cudaSetDevice");
   if (device_count <= 0)
@@ -463,8 +507,8 @@ cudaSetDevice (int device)
   return cudaSuccess;
 }
 
-EXPORT cudaError_t
-cudaGetDevice (int *device)
+static cudaError_t
+impl_cudaGetDevice (int *device)
 {
   ENTER ("cudaGetDevice");
   if (!device)
@@ -500,8 +544,8 @@ cuCtxSetCurrent (void *ctx)
   return 0;
 }
 
-EXPORT cudaError_t
-cudaDeviceGetAttribute (int *value, int attr, int device)
+static cudaError_t
+impl_cudaDeviceGetAttribute (int *value, int attr, int device)
 {
   ENTER ("cudaDeviceGetAttribute");
   if (!value)
@@ -557,8 +601,9 @@ find_reg (const void *p, size_t len)
 static void drain_all_locked (void);
 static long fault_pending_locked (const char *lo, const char *hi);
 
-EXPORT cudaError_t
-cudaMallocPitch (void **dev_ptr, size_t *pitch, size_t width, size_t height)
+static cudaError_t
+impl_cudaMallocPitch (void **dev_ptr, size_t *pitch, size_t width,
+    size_t height)
 {
   struct alloc *a;
   size_t p, size, page = (size_t) sysconf (_SC_PAGESIZE);
@@ -603,8 +648,8 @@ cudaMallocPitch (void **dev_ptr, size_t *pitch, size_t width, size_t height)
   return cudaSuccess;
 }
 
-EXPORT cudaError_t
-cudaFree (void *dev_ptr)
+static cudaError_t
+impl_cudaFree (void *dev_ptr)
 {
   struct alloc **l, *a = NULL;
 
@@ -667,8 +712,8 @@ range_protection (const char *p, size_t len, int *readable, int *writable)
  * registration (cudaErrorHostMemoryAlreadyRegistered), and a mapping that
  * is not writable needs cudaHostRegisterReadOnly, which needs
  * cudaDevAttrHostRegisterReadOnlySupported (else cudaErrorNotSupported). */
-EXPORT cudaError_t
-cudaHostRegister (void *ptr, size_t size, unsigned int flags)
+static cudaError_t
+impl_cudaHostRegister (void *ptr, size_t size, unsigned int flags)
 {
   struct reg *r;
   char *c = ptr;
@@ -734,7 +779,7 @@ fault_pending_locked (const char *lo, const char *hi)
     again = 0;
     for (struct stream * s = streams; s; s = s->next)
       for (struct op * o = s->head; o; o = o->next) {
-        if (o->type != OP_COPY || o->faulted)
+        if (o->type != OP_COPY || o->fail_err)
           continue;
         if (!((o->host_lo < hi && lo < o->host_hi) ||
                 (o->dst < hi && lo < o->dst + o->dpitch * o->height) ||
@@ -745,15 +790,15 @@ fault_pending_locked (const char *lo, const char *hi)
           again = 1;
           break;
         }
-        o->faulted = 1;
+        o->fail_err = cudaErrorIllegalAddress;
         n++;
       }
   } while (again);
   return n;
 }
 
-EXPORT cudaError_t
-cudaHostUnregister (void *ptr)
+static cudaError_t
+impl_cudaHostUnregister (void *ptr)
 {
   struct reg **l, *r = NULL;
 
@@ -835,15 +880,17 @@ stream_worker (void *data)
     if (o->type == OP_COPY) {
       sleep_us (delay_us);
       pthread_mutex_lock (&G);
-      o->running = !o->faulted;
+      o->running = !o->fail_err;
       pthread_mutex_unlock (&G);
       if (o->running)
         do_copy (o);
     }
     pthread_mutex_lock (&G);
     o->running = 0;
-    if (o->faulted && !s->error)
-      s->error = cudaErrorIllegalAddress;
+    if (o->fail_err && !s->error)
+      s->error = o->fail_err;
+    if (o->fail_err && o->sticky && !sticky_error)
+      sticky_error = o->fail_err;
     if (o->type == OP_RECORD && s->error)
       o->ev->error = s->error;
     if (o->type == OP_WAIT) {
@@ -918,8 +965,8 @@ enqueue_locked (struct stream *s, struct op *o)
   pthread_cond_broadcast (&s->cond);
 }
 
-EXPORT cudaError_t
-cudaStreamCreateWithFlags (void **stream, unsigned int flags)
+static cudaError_t
+impl_cudaStreamCreateWithFlags (void **stream, unsigned int flags)
 {
   struct stream *s;
 
@@ -946,8 +993,8 @@ cudaStreamCreateWithFlags (void **stream, unsigned int flags)
   return cudaSuccess;
 }
 
-EXPORT cudaError_t
-cudaStreamDestroy (void *stream)
+static cudaError_t
+impl_cudaStreamDestroy (void *stream)
 {
   struct stream *s, **l;
 
@@ -974,8 +1021,8 @@ cudaStreamDestroy (void *stream)
   return cudaSuccess;
 }
 
-EXPORT cudaError_t
-cudaStreamSynchronize (void *stream)
+static cudaError_t
+impl_cudaStreamSynchronize (void *stream)
 {
   struct stream *s;
   cudaError_t err = cudaSuccess;
@@ -997,8 +1044,8 @@ cudaStreamSynchronize (void *stream)
 
 /* ----------------------------------------------------------- events */
 
-EXPORT cudaError_t
-cudaEventCreateWithFlags (void **event, unsigned int flags)
+static cudaError_t
+impl_cudaEventCreateWithFlags (void **event, unsigned int flags)
 {
   struct event *e;
 
@@ -1020,8 +1067,8 @@ cudaEventCreateWithFlags (void **event, unsigned int flags)
   return cudaSuccess;
 }
 
-EXPORT cudaError_t
-cudaEventDestroy (void *event)
+static cudaError_t
+impl_cudaEventDestroy (void *event)
 {
   struct event *e;
 
@@ -1037,8 +1084,8 @@ cudaEventDestroy (void *event)
   return cudaSuccess;
 }
 
-EXPORT cudaError_t
-cudaEventRecord (void *event, void *stream)
+static cudaError_t
+impl_cudaEventRecord (void *event, void *stream)
 {
   struct event *e;
   struct stream *s = NULL;
@@ -1075,8 +1122,8 @@ cudaEventRecord (void *event, void *stream)
   return cudaSuccess;
 }
 
-EXPORT cudaError_t
-cudaEventQuery (void *event)
+static cudaError_t
+impl_cudaEventQuery (void *event)
 {
   struct event *e;
   cudaError_t res;
@@ -1091,8 +1138,8 @@ cudaEventQuery (void *event)
   return res;
 }
 
-EXPORT cudaError_t
-cudaEventSynchronize (void *event)
+static cudaError_t
+impl_cudaEventSynchronize (void *event)
 {
   struct event *e;
   uint64_t target;
@@ -1124,8 +1171,8 @@ cudaEventSynchronize (void *event)
   return err;
 }
 
-EXPORT cudaError_t
-cudaStreamWaitEvent (void *stream, void *event, unsigned int flags)
+static cudaError_t
+impl_cudaStreamWaitEvent (void *stream, void *event, unsigned int flags)
 {
   struct event *e;
   struct stream *s;
@@ -1211,18 +1258,24 @@ resolve_copy (struct op *o, void *dst, size_t dpitch, const void *src,
   return cudaSuccess;
 }
 
-EXPORT cudaError_t
-cudaMemcpy2DAsync (void *dst, size_t dpitch, const void *src, size_t spitch,
-    size_t width, size_t height, int kind, void *stream)
+static cudaError_t
+impl_cudaMemcpy2DAsync (void *dst, size_t dpitch, const void *src,
+    size_t spitch, size_t width, size_t height, int kind, void *stream)
 {
   struct stream *s = NULL;
   struct op *o;
   cudaError_t res;
   int pinned;
 
+  async_fail = cudaSuccess;
   ENTER ("cudaMemcpy2DAsync");
   o = calloc (1, sizeof *o);
   o->type = OP_COPY;
+  /* An asynchronous injection: the call succeeds, the copy faults when its
+   * turn comes and the stream reports it at its next sync point. */
+  o->fail_err = async_fail;
+  o->sticky = async_sticky;
+  async_fail = cudaSuccess;
   pthread_mutex_lock (&G);
   if (stream && !(s = find_stream_locked (stream))) {
     res = cudaErrorInvalidResourceHandle;
@@ -1244,6 +1297,12 @@ cudaMemcpy2DAsync (void *dst, size_t dpitch, const void *src, size_t spitch,
       drain_locked (s);
     else
       drain_all_locked ();
+    if (o->fail_err) {
+      res = o->fail_err;
+      if (o->sticky)
+        sticky_error = res;
+      goto fail;
+    }
     pthread_mutex_unlock (&G);
     do_copy (o);
     free (o);
@@ -1259,8 +1318,8 @@ fail:
   return res;
 }
 
-EXPORT cudaError_t
-cudaMemcpy2D (void *dst, size_t dpitch, const void *src, size_t spitch,
+static cudaError_t
+impl_cudaMemcpy2D (void *dst, size_t dpitch, const void *src, size_t spitch,
     size_t width, size_t height, int kind)
 {
   struct op o = { 0 };
@@ -1284,6 +1343,187 @@ cudaMemcpy2D (void *dst, size_t dpitch, const void *src, size_t spitch,
 }
 
 /* ----------------------------------------------------------- queries */
+
+/* ------------------------------------------------------ last error */
+
+/* Every cudart call that fails leaves its error in the calling thread's
+ * last-error slot (cudaErrorNotReady is not an error); cudaGetLastError
+ * returns and clears it, cudaPeekAtLastError returns it; a sticky error
+ * cannot be cleared. */
+static __thread cudaError_t last_error;
+/* Threads whose last-error slot holds an error nobody has read. */
+static long slots_set;
+
+static cudaError_t
+set_last (cudaError_t e)
+{
+  if (e == cudaSuccess)
+    e = release_sticky;
+  release_sticky = cudaSuccess;
+  if (e != cudaSuccess && e != cudaErrorNotReady && last_error == cudaSuccess)
+    __atomic_add_fetch (&slots_set, 1, __ATOMIC_RELAXED);
+  if (e != cudaSuccess && e != cudaErrorNotReady)
+    last_error = e;
+  return e;
+}
+
+EXPORT cudaError_t
+cudaGetLastError (void)
+{
+  cudaError_t e = last_error;
+
+  pthread_mutex_lock (&G);
+  if (last_error != cudaSuccess && sticky_error == cudaSuccess &&
+      __atomic_load_n (&slots_set, __ATOMIC_RELAXED) > 0)
+    __atomic_sub_fetch (&slots_set, 1, __ATOMIC_RELAXED);
+  last_error = sticky_error;
+  if (e == cudaSuccess)
+    e = sticky_error;
+  pthread_mutex_unlock (&G);
+  return e;
+}
+
+EXPORT cudaError_t
+cudaPeekAtLastError (void)
+{
+  cudaError_t e = last_error;
+
+  pthread_mutex_lock (&G);
+  if (e == cudaSuccess)
+    e = sticky_error;
+  pthread_mutex_unlock (&G);
+  return e;
+}
+
+EXPORT cudaError_t
+cudaRuntimeGetVersion (int *version)
+{
+  return set_last (impl_cudaRuntimeGetVersion (version));
+}
+
+EXPORT cudaError_t
+cudaDriverGetVersion (int *version)
+{
+  return set_last (impl_cudaDriverGetVersion (version));
+}
+
+EXPORT cudaError_t
+cudaGetDeviceCount (int *count)
+{
+  return set_last (impl_cudaGetDeviceCount (count));
+}
+
+EXPORT cudaError_t
+cudaSetDevice (int device)
+{
+  return set_last (impl_cudaSetDevice (device));
+}
+
+EXPORT cudaError_t
+cudaGetDevice (int *device)
+{
+  return set_last (impl_cudaGetDevice (device));
+}
+
+EXPORT cudaError_t
+cudaDeviceGetAttribute (int *value, int attr, int device)
+{
+  return set_last (impl_cudaDeviceGetAttribute (value, attr, device));
+}
+
+EXPORT cudaError_t
+cudaMallocPitch (void **dev_ptr, size_t *pitch, size_t width, size_t height)
+{
+  return set_last (impl_cudaMallocPitch (dev_ptr, pitch, width, height));
+}
+
+EXPORT cudaError_t
+cudaFree (void *dev_ptr)
+{
+  return set_last (impl_cudaFree (dev_ptr));
+}
+
+EXPORT cudaError_t
+cudaHostRegister (void *ptr, size_t size, unsigned int flags)
+{
+  return set_last (impl_cudaHostRegister (ptr, size, flags));
+}
+
+EXPORT cudaError_t
+cudaHostUnregister (void *ptr)
+{
+  return set_last (impl_cudaHostUnregister (ptr));
+}
+
+EXPORT cudaError_t
+cudaStreamCreateWithFlags (void **stream, unsigned int flags)
+{
+  return set_last (impl_cudaStreamCreateWithFlags (stream, flags));
+}
+
+EXPORT cudaError_t
+cudaStreamDestroy (void *stream)
+{
+  return set_last (impl_cudaStreamDestroy (stream));
+}
+
+EXPORT cudaError_t
+cudaStreamSynchronize (void *stream)
+{
+  return set_last (impl_cudaStreamSynchronize (stream));
+}
+
+EXPORT cudaError_t
+cudaStreamWaitEvent (void *stream, void *event, unsigned int flags)
+{
+  return set_last (impl_cudaStreamWaitEvent (stream, event, flags));
+}
+
+EXPORT cudaError_t
+cudaEventCreateWithFlags (void **event, unsigned int flags)
+{
+  return set_last (impl_cudaEventCreateWithFlags (event, flags));
+}
+
+EXPORT cudaError_t
+cudaEventDestroy (void *event)
+{
+  return set_last (impl_cudaEventDestroy (event));
+}
+
+EXPORT cudaError_t
+cudaEventRecord (void *event, void *stream)
+{
+  return set_last (impl_cudaEventRecord (event, stream));
+}
+
+EXPORT cudaError_t
+cudaEventQuery (void *event)
+{
+  return set_last (impl_cudaEventQuery (event));
+}
+
+EXPORT cudaError_t
+cudaEventSynchronize (void *event)
+{
+  return set_last (impl_cudaEventSynchronize (event));
+}
+
+EXPORT cudaError_t
+cudaMemcpy2DAsync (void *dst, size_t dpitch, const void *src,
+    size_t spitch, size_t width, size_t height, int kind, void *stream)
+{
+  return set_last (impl_cudaMemcpy2DAsync (dst, dpitch, src, spitch, width,
+          height, kind, stream));
+}
+
+EXPORT cudaError_t
+cudaMemcpy2D (void *dst, size_t dpitch, const void *src,
+    size_t spitch, size_t width, size_t height, int kind)
+{
+  return set_last (impl_cudaMemcpy2D (dst, dpitch, src, spitch, width, height,
+          kind));
+}
 
 EXPORT long
 pfemu_query (const char *name)
@@ -1318,6 +1558,9 @@ pfemu_query (const char *name)
   C ("setdevice.device1", ctr.set_device[1]);
   C ("thread.context", current_device);
   C ("free.pending", ctr.free_pending);
+  C ("sticky", sticky_error);
+  C ("lasterror.set", slots_set);
+  C ("sticky.calls", ctr.sticky_calls);
   C ("events.sync", ctr.event_syncs);
   C ("events.sync.spinning", ctr.event_syncs_spinning);
   C ("events.sync.spun", ctr.event_syncs_spun);
@@ -1333,6 +1576,8 @@ pfemu_reset (void)
   read_env ();
   memset (&ctr, 0, sizeof ctr);
   memset (primary_alive, 0, sizeof primary_alive);
+  sticky_error = cudaSuccess;
+  slots_set = 0;
   pthread_mutex_unlock (&G);
 }
 

@@ -14,8 +14,18 @@
  *                               runtime without a (recent enough) driver
  *   PFEMU_NO_READONLY_REGISTER=1  cudaDevAttrHostRegisterReadOnlySupported
  *                               is 0 and cudaHostRegisterReadOnly is refused
- *   PFEMU_FAIL=name:N:err[,...] the Nth call (from 1) of cuda<name> returns
- *                               error err (e.g. Memcpy2DAsync:3:700)
+ *   PFEMU_FAIL=name:N:err[:mode][,...] the Nth call (from 1) of
+ *                               cuda<name> returns error err (e.g.
+ *                               Memcpy2DAsync:3:700); mode "async" (for
+ *                               Memcpy2DAsync): the call succeeds, the copy
+ *                               faults when it runs and its stream reports
+ *                               err at its next sync point; "sticky": the
+ *                               same, and from then on every call needing a
+ *                               context returns err, as a corrupted context
+ *                               does (cleared by pfemu_reset())
+ * Every failing call sets the calling thread's last error
+ * (cudaGetLastError clears it, cudaPeekAtLastError does not; a sticky error
+ * stays).
  *   PFEMU_LEAK_REPORT=path      at exit, append a leak report to path
  *   PFEMU_LEAK_ABORT=1          at exit, _exit(3) when something is alive
  */
@@ -41,6 +51,9 @@
  * "unregister.pending" / "free.pending" (cudaHostUnregister / cudaFree
  * while copies using the memory were queued: those copies are dropped and
  * their stream reports cudaErrorIllegalAddress at every later sync).
+ * "sticky" (the sticky error, 0: none), "sticky.calls" (calls failed by it;
+ * releases still release, and return it), "lasterror.set" (threads whose
+ * last-error slot holds an error no cudaGetLastError has taken).
  * Besides cudart's calls the emulator exports the driver's cuCtxGetCurrent
  * and cuCtxSetCurrent (a NULL context = none current).
  * Returns -1 for an unknown name. */

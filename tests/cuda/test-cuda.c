@@ -955,6 +955,63 @@ GST_START_TEST (test_free_waits_for_copy)
 
 GST_END_TEST;
 
+/* A cudaHostRegister failure the upload handles (it stages the copies)
+ * leaves nothing in the thread's last-error slot for CUDA code that runs
+ * on the streaming thread after it. */
+GST_START_TEST (test_registration_failure_handled)
+{
+  RoundTrip rt = { "NV12", 96, 64, INPUT_PINNED_POOL, 0, 6, 2, FALSE };
+  RoundTripResult res;
+
+  g_setenv ("PFEMU_FAIL", "HostRegister:1:2", TRUE);
+  emu_reset ();
+  run_round_trip (&rt, &res);
+  fail_unless (res.error == NULL, "pipeline error: %s", res.error);
+  fail_unless_equals_int (EMU ("injected"), 1);
+  fail_unless_equals_uint64 (get_stat (res.up_stats, "frames"), rt.n_frames);
+  fail_unless_equals_uint64 (get_stat (res.up_stats, "pinned-copies"), 0);
+  fail_unless_equals_int (EMU ("lasterror.set"), 0);
+  round_trip_result_clear (&res);
+}
+
+GST_END_TEST;
+
+/* An asynchronous fault that corrupts the context (cudaErrorIllegalAddress
+ * from a copy, reported at the next sync point; every later call returns
+ * it): one error that says the context is gone, the pipeline tears down
+ * and releases everything, a restart in the same process says so again at
+ * start, and a fresh context (a new process, pfemu_reset here) works. */
+GST_START_TEST (test_sticky_error)
+{
+  RoundTrip rt = { "NV12", 96, 64, INPUT_PINNED_POOL, 0, 20, 2, TRUE };
+  RoundTripResult res;
+
+  g_setenv ("PFEMU_FAIL", "Memcpy2DAsync:5:700:sticky", TRUE);
+  emu_reset ();
+  run_round_trip (&rt, &res);
+  fail_unless_equals_int (EMU ("injected"), 1);
+  fail_unless_equals_int (EMU ("sticky"), 700);
+  fail_unless (res.error != NULL);
+  fail_unless (strstr (res.error, "cudaErrorIllegalAddress (700)") != NULL,
+      "%s", res.error);
+  fail_unless (strstr (res.error, "sticky") != NULL, "%s", res.error);
+  round_trip_result_clear (&res);
+
+  /* same process: the element fails at start, saying why */
+  run_round_trip (&rt, &res);
+  fail_unless (res.error != NULL);
+  fail_unless (strstr (res.error, "sticky") != NULL, "%s", res.error);
+  round_trip_result_clear (&res);
+
+  g_unsetenv ("PFEMU_FAIL");
+  emu_reset ();
+  run_round_trip (&rt, &res);
+  assert_intact (&rt, &res);
+  round_trip_result_clear (&res);
+}
+
+GST_END_TEST;
+
 /* ------------------------------------------------------------ emulator */
 
 /* The emulator itself: what makes the checks above able to fail. */
@@ -1272,6 +1329,8 @@ cuda_suite (void)
     tcase_add_test (emu, test_device_frame_alloc_fails_midstream);
     tcase_add_test (emu, test_second_device);
     tcase_add_test (emu, test_free_waits_for_copy);
+    tcase_add_test (emu, test_registration_failure_handled);
+    tcase_add_test (emu, test_sticky_error);
     tcase_add_test (emu, test_emulator_rules);
     tcase_add_test (emu, test_emulator_late_copy);
     tcase_add_test (emu, test_emulator_device_memory_faults);

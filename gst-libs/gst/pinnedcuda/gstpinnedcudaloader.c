@@ -80,6 +80,8 @@ load_symbols (void *handle, const gchar * library, GString * why)
   LOAD (Memcpy2DAsync);
   LOAD (HostRegister);
   LOAD (HostUnregister);
+  LOAD (GetLastError);
+  LOAD (PeekAtLastError);
 #undef LOAD
 
   if (missing != NULL) {
@@ -302,4 +304,12 @@ gst_pinned_cuda_runtime_open_device (int device_id, GError ** error)
     return NULL;
   }
   return rt;
+}
+
+gboolean
+gst_pinned_cuda_take_last_error (const GstPinnedCudaRuntime * rt)
+{
+  if (rt->GetLastError () == GST_PINNED_CUDA_SUCCESS)
+    return FALSE;
+  return rt->GetLastError () != GST_PINNED_CUDA_SUCCESS;
 }

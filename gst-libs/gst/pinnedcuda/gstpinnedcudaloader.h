@@ -123,6 +123,10 @@ typedef struct
       GstPinnedCudaStream stream);
   GstPinnedCudaError (*HostRegister) (void *ptr, size_t size, unsigned int flags);
   GstPinnedCudaError (*HostUnregister) (void *ptr);
+  /* The calling thread's last error: returned and cleared (a sticky error
+   * stays), or only returned. */
+  GstPinnedCudaError (*GetLastError) (void);
+  GstPinnedCudaError (*PeekAtLastError) (void);
 
   /* The driver's cuCtxGetCurrent/cuCtxSetCurrent (CUresult, 0 = success),
    * looked up in the runtime library, then in libcuda.so.1; NULL when
@@ -174,6 +178,13 @@ GST_PINNEDCUDA_API gchar *gst_pinned_cuda_error_describe (const GstPinnedCudaRun
 GST_PINNEDCUDA_API int gst_pinned_cuda_device_enter (const GstPinnedCudaRuntime * rt, int device_id);
 GST_PINNEDCUDA_API void gst_pinned_cuda_device_leave (const GstPinnedCudaRuntime * rt, int device_id,
     int previous);
+
+/* After a failure the caller has handled or reported: takes the calling
+ * thread's last error (cudaGetLastError), so that CUDA code running on the
+ * thread later does not find it. Returns TRUE when the error is sticky (a
+ * second cudaGetLastError still returns it): the device's context is
+ * unusable until the process exits. */
+GST_PINNEDCUDA_API gboolean gst_pinned_cuda_take_last_error (const GstPinnedCudaRuntime * rt);
 
 G_END_DECLS
 #endif /* __GST_PINNED_CUDA_LOADER_H__ */

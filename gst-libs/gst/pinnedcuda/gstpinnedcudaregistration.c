@@ -58,6 +58,10 @@ registration_create (pf_segment * seg, void *user_data, int *err_out)
 
   prev = gst_pinned_cuda_device_enter (rt, args->device_id);
   err = rt->HostRegister (reg->base, reg->size, flags);
+  /* Handled (copies are staged): leave nothing in this thread's last-error
+   * slot for CUDA code that runs on it after us. */
+  if (err != GST_PINNED_CUDA_SUCCESS)
+    gst_pinned_cuda_take_last_error (rt);
   gst_pinned_cuda_device_leave (rt, args->device_id, prev);
   if (err != GST_PINNED_CUDA_SUCCESS) {
     reg->error = err;
