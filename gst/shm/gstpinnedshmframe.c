@@ -1,9 +1,10 @@
-/* GStreamer pinnedflow: a GstBuffer as a pinnedflow frame (the sink's side)
+/* GStreamer pinnedflow: a GstBuffer as a pinnedflow frame, and back
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * Threads and lifetimes: no state; see the header. Called on the sink's
- * streaming thread with the buffer it renders.
+ * streaming thread with the buffer it renders, and on the source's with the
+ * buffer it makes.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -13,9 +14,10 @@
 #include "gstpinnedshmcommon.h"
 
 #include <gst/pinnedflow/gstpinnedallocator.h>
+#include <pinnedflow/pf-consumer.h>
 
 gboolean
-gst_pinned_shm_frame_set_chunks (pf_frame * frame, GstBuffer * buf,
+gst_pinned_shm_frame_set_chunks (pf_producer_frame * frame, GstBuffer * buf,
     pf_segment ** segs)
 {
   guint i, n = gst_buffer_n_memory (buf);
@@ -41,7 +43,7 @@ gst_pinned_shm_frame_set_chunks (pf_frame * frame, GstBuffer * buf,
 /* The video layout of @frame from @vmeta, else @vinfo; FALSE if neither
  * (or more planes than the wire carries). */
 static gboolean
-set_video_layout (pf_frame * frame, const GstVideoMeta * vmeta,
+set_video_layout (pf_producer_frame * frame, const GstVideoMeta * vmeta,
     const GstVideoInfo * vinfo)
 {
   guint i;
@@ -69,7 +71,7 @@ set_video_layout (pf_frame * frame, const GstVideoMeta * vmeta,
 }
 
 void
-gst_pinned_shm_frame_set_meta (pf_frame * frame, GstBuffer * buf,
+gst_pinned_shm_frame_set_meta (pf_producer_frame * frame, GstBuffer * buf,
     const GstVideoInfo * vinfo, guint64 clock_pts)
 {
   frame->pts = GST_BUFFER_PTS (buf);
@@ -113,4 +115,187 @@ gst_pinned_shm_frame_clock_pts (GstBaseSink * bsink,
   }
   gst_object_unref (clock);
   return t;
+}
+
+/* ---- the source's side: a received frame as a GstBuffer ---- */
+
+/* One frame on loan from the producer: released when the last of its
+ * memories is freed, on the connection it came from. */
+typedef struct
+{
+  pf_consumer *consumer;
+  guint64 seq;
+  gint n_memories;
+} FrameLoan;
+
+/* The qdata key of a FrameLoan on each of its memories. */
+static GQuark
+frame_loan_quark (void)
+{
+  static gsize quark = 0;
+
+  if (g_once_init_enter (&quark))
+    g_once_init_leave (&quark,
+        g_quark_from_static_string ("pinnedshmsrc-frame-loan"));
+  return (GQuark) quark;
+}
+
+static void
+frame_loan_memory_freed (gpointer data)
+{
+  FrameLoan *loan = data;
+
+  if (!g_atomic_int_dec_and_test (&loan->n_memories))
+    return;
+  /* On a connection that is gone this is a no-op (-EPIPE): the producer
+   * reclaimed the frame when we hung up. */
+  pf_consumer_release (loan->consumer, loan->seq);
+  pf_consumer_unref (loan->consumer);
+  g_free (loan);
+}
+
+/* Wraps each chunk of the frame in a read-only memory of @buf; the frame
+ * goes back to the producer when the last of them is freed. FALSE when a
+ * chunk cannot be wrapped (the memories made so far stay in @buf). */
+gboolean
+gst_pinned_shm_frame_wrap_chunks (GstAllocator * allocator, pf_consumer * c,
+    const pf_event * ev, GstBuffer * buf, guint64 * total)
+{
+  const pf_consumer_frame *f = &ev->frame;
+  gboolean ok = TRUE;
+  FrameLoan *loan;
+  guint i;
+
+  if (f->n_chunks == 0 || f->n_chunks > PF_MAX_CHUNKS)
+    return FALSE;
+  loan = g_new0 (FrameLoan, 1);
+  loan->consumer = pf_consumer_ref (c);
+  loan->seq = f->seq;
+  loan->n_memories = 1;         /* ours until every memory is attached */
+
+  *total = 0;
+  for (i = 0; i < f->n_chunks && ok; i++) {
+    GstMemory *mem = gst_pinned_allocator_wrap (allocator,
+        ev->segments[i], f->chunks[i].offset, f->chunks[i].size);
+
+    if (mem == NULL) {
+      ok = FALSE;
+      break;
+    }
+    g_atomic_int_inc (&loan->n_memories);
+    gst_mini_object_set_qdata (GST_MINI_OBJECT_CAST (mem), frame_loan_quark (),
+        loan, frame_loan_memory_freed);
+    gst_buffer_append_memory (buf, mem);
+    *total += f->chunks[i].size;
+  }
+  frame_loan_memory_freed (loan);       /* drop our own count */
+  return ok;
+}
+
+/* Producer CLOCK_MONOTONIC time to running time of @element's pipeline. */
+static GstClockTime
+running_time_of (GstElement * element, gboolean clock_is_monotonic,
+    guint64 clock_pts)
+{
+  GstClockTime base = gst_element_get_base_time (element);
+  GstClockTime t = clock_pts;
+
+  if (!clock_is_monotonic) {
+    GstClock *clock = gst_element_get_clock (element);
+    GstClockTimeDiff diff;
+
+    if (clock == NULL)
+      return GST_CLOCK_TIME_NONE;
+    diff = GST_CLOCK_DIFF ((GstClockTime) pf_monotonic_ns (),
+        gst_clock_get_time (clock));
+    gst_object_unref (clock);
+    t = (diff < 0 && (GstClockTime) (-diff) > t) ? 0 : t + diff;
+  }
+  return t > base ? t - base : 0;
+}
+
+void
+gst_pinned_shm_frame_stamp (GstElement * element, gboolean clock_is_monotonic,
+    const pf_consumer_frame * f, GstBuffer * buf)
+{
+  if (f->clock_pts != PF_TIME_NONE) {
+    GST_BUFFER_PTS (buf) = running_time_of (element, clock_is_monotonic,
+        f->clock_pts);
+    if (f->dts != PF_TIME_NONE && f->pts != PF_TIME_NONE
+        && GST_BUFFER_PTS_IS_VALID (buf)) {
+      /* keep the producer's DTS-to-PTS distance */
+      GstClockTimeDiff d = GST_CLOCK_DIFF (f->dts, f->pts);
+
+      GST_BUFFER_DTS (buf) = (d > 0 && (GstClockTime) d > GST_BUFFER_PTS (buf))
+          ? 0 : GST_BUFFER_PTS (buf) - d;
+    }
+  } else {
+    /* no timestamp from the producer: stamp with arrival time */
+    GstClock *clock = gst_element_get_clock (element);
+
+    if (clock) {
+      GstClockTime now_c = gst_clock_get_time (clock);
+      GstClockTime base = gst_element_get_base_time (element);
+
+      GST_BUFFER_PTS (buf) = now_c > base ? now_c - base : 0;
+      gst_object_unref (clock);
+    }
+  }
+  if (f->duration != PF_TIME_NONE)
+    GST_BUFFER_DURATION (buf) = f->duration;
+  GST_BUFFER_OFFSET (buf) = f->offset;
+  GST_BUFFER_OFFSET_END (buf) = f->offset_end;
+  GST_BUFFER_FLAGS (buf) |= f->buffer_flags & GST_PINNED_SHM_WIRE_BUFFER_FLAGS;
+}
+
+/* TRUE when plane @i (@plane_size bytes from its offset) lies inside ONE
+ * chunk: GstVideoFrame maps only the memory holding a plane's first byte,
+ * and reads the rest from there. */
+static gboolean
+plane_in_one_chunk (const pf_consumer_frame * f, guint i, gsize plane_size)
+{
+  guint64 start = 0, off = f->plane_offset[i];
+  guint ch;
+
+  for (ch = 0; ch < f->n_chunks; ch++) {
+    if (off < start + f->chunks[ch].size)
+      break;
+    start += f->chunks[ch].size;
+  }
+  return ch < f->n_chunks && plane_size <= f->chunks[ch].size
+      && off - start <= f->chunks[ch].size - plane_size;
+}
+
+gboolean
+gst_pinned_shm_frame_add_video_meta (const pf_consumer_frame * f,
+    guint64 total, const GstVideoInfo * vinfo, GstBuffer * buf)
+{
+  gsize offsets[GST_VIDEO_MAX_PLANES] = { 0, };
+  gint strides[GST_VIDEO_MAX_PLANES] = { 0, };
+  gsize plane_size[GST_VIDEO_MAX_PLANES] = { 0, };
+  GstVideoMeta *vmeta;
+  guint i;
+
+  if (!(f->meta_flags & PF_FRAME_HAS_VIDEO_META) || vinfo == NULL)
+    return TRUE;
+  if (f->n_planes != GST_VIDEO_INFO_N_PLANES (vinfo)
+      || f->n_planes > PF_MAX_PLANES || f->width == 0 || f->height == 0
+      || f->width > G_MAXINT32 || f->height > G_MAXINT32)
+    return FALSE;
+  for (i = 0; i < f->n_planes; i++) {
+    if (f->plane_offset[i] >= total || f->plane_stride[i] == 0)
+      return FALSE;
+    offsets[i] = f->plane_offset[i];
+    strides[i] = f->plane_stride[i];
+  }
+  vmeta = gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
+      GST_VIDEO_INFO_FORMAT (vinfo), f->width, f->height,
+      f->n_planes, offsets, strides);
+  /* stride x lines, so a negative stride fails too */
+  if (!gst_video_meta_get_plane_size (vmeta, plane_size))
+    return FALSE;
+  for (i = 0; i < f->n_planes; i++)
+    if (!plane_in_one_chunk (f, i, plane_size[i]))
+      return FALSE;
+  return TRUE;
 }

@@ -1,13 +1,15 @@
-/* GStreamer pinnedflow: a GstBuffer as a pinnedflow frame (the sink's side)
+/* GStreamer pinnedflow: a GstBuffer as a pinnedflow frame, and back
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * What of a GstBuffer pinnedshmsink publishes, and how: its pinned
  * memories as chunks (segment id, offset, size), its timestamps, offsets,
- * wire flags and video layout, and its PTS on the wire's time base.
+ * wire flags and video layout, and its PTS on the wire's time base; and
+ * what pinnedshmsrc makes of a received frame: timestamps in its own
+ * pipeline's running time, flags, and a video meta it checked.
  *
- * Threads and lifetimes: plain functions of their arguments, called on the
- * sink's streaming thread; nothing is kept. The segments written into
+ * Threads and lifetimes: plain functions of their arguments, called on an
+ * element's streaming thread; nothing is kept. The segments written into
  * @segs are borrowed from @buf's memories: valid while @buf is alive.
  */
 #ifndef __GST_PINNED_SHM_FRAME_H__
@@ -18,6 +20,7 @@
 #include <gst/video/video.h>
 
 #include <pinnedflow/pf-producer.h>
+#include <pinnedflow/pf-consumer.h>
 
 G_BEGIN_DECLS
 
@@ -26,14 +29,14 @@ G_BEGIN_DECLS
  * or more than PF_MAX_CHUNKS: the frame must be copied into pinned memory
  * first. */
 G_GNUC_INTERNAL
-gboolean gst_pinned_shm_frame_set_chunks (pf_frame * frame, GstBuffer * buf,
+gboolean gst_pinned_shm_frame_set_chunks (pf_producer_frame * frame, GstBuffer * buf,
     pf_segment ** segs);
 
 /* Fills @frame's timestamps, offsets, wire flags and video layout from
  * @buf: its GstVideoMeta, else @vinfo (NULL when the caps are not video),
  * else no video layout. @clock_pts: gst_pinned_shm_frame_clock_pts(). */
 G_GNUC_INTERNAL
-void gst_pinned_shm_frame_set_meta (pf_frame * frame, GstBuffer * buf,
+void gst_pinned_shm_frame_set_meta (pf_producer_frame * frame, GstBuffer * buf,
     const GstVideoInfo * vinfo, guint64 clock_pts);
 
 /* The PTS of @buf as CLOCK_MONOTONIC time (the wire's time base) when
@@ -43,6 +46,31 @@ void gst_pinned_shm_frame_set_meta (pf_frame * frame, GstBuffer * buf,
 G_GNUC_INTERNAL
 guint64 gst_pinned_shm_frame_clock_pts (GstBaseSink * bsink,
     gboolean clock_is_monotonic, GstBuffer * buf);
+
+/* The source's side. Wraps each chunk of @ev's frame in a read-only memory
+ * of @allocator (a GstPinnedAllocator) appended to @buf; the frame goes
+ * back to @c (pf_consumer_release()) when the last of these memories is
+ * freed, on whichever thread frees it. *@total: the frame's bytes. FALSE
+ * when a chunk cannot be wrapped (the memories made so far stay in @buf and
+ * release the frame when it dies). */
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_frame_wrap_chunks (GstAllocator * allocator,
+    pf_consumer * c, const pf_event * ev, GstBuffer * buf, guint64 * total);
+
+/* Stamps @buf from @f: PTS (the producer's clock_pts in
+ * @element's running time, mapped with the clock's current offset unless
+ * @clock_is_monotonic; arrival time without one), DTS at the producer's
+ * DTS-to-PTS distance, duration, offsets and the wire flags. */
+G_GNUC_INTERNAL
+void gst_pinned_shm_frame_stamp (GstElement * element,
+    gboolean clock_is_monotonic, const pf_consumer_frame * f, GstBuffer * buf);
+
+/* Adds @f's video meta to @buf (@total: the frame's bytes) when it has one
+ * and @vinfo (the caps; NULL when not video) is given. FALSE when it does
+ * not match the caps or a plane would be read outside its chunk. */
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_frame_add_video_meta (const pf_consumer_frame * f,
+    guint64 total, const GstVideoInfo * vinfo, GstBuffer * buf);
 
 G_END_DECLS
 #endif /* __GST_PINNED_SHM_FRAME_H__ */

@@ -637,7 +637,7 @@ static GstFlowReturn
 gst_pinned_shm_sink_render (GstBaseSink * bsink, GstBuffer * buf)
 {
   GstPinnedShmSink *self = GST_PINNED_SHM_SINK (bsink);
-  pf_frame frame;
+  pf_producer_frame frame;
   pf_segment *segs[PF_MAX_CHUNKS];
   GstBuffer *token;
   gboolean zero_copy;

@@ -46,6 +46,8 @@
 
 #include "gstpinnedshmsrc.h"
 #include "gstpinnedshmcommon.h"
+#include "gstpinnedshmconnect.h"
+#include "gstpinnedshmframe.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -126,17 +128,6 @@ struct _GstPinnedShmSrc
   guint64 latency_max;
 };
 
-/* One frame on loan from the producer: released when the last of its
- * memories is freed, on the connection it came from. */
-typedef struct
-{
-  pf_consumer *consumer;
-  guint64 seq;
-  gint n_memories;
-} FrameLoan;
-
-static GQuark frame_loan_quark;
-
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC,
     GST_PAD_ALWAYS,
@@ -168,20 +159,6 @@ gst_pinned_shm_src_on_disconnect_get_type (void)
 }
 
 /* ------------------------------------------------------------------------ */
-
-static void
-frame_loan_memory_freed (gpointer data)
-{
-  FrameLoan *loan = data;
-
-  if (!g_atomic_int_dec_and_test (&loan->n_memories))
-    return;
-  /* On a connection that is gone this is a no-op (-EPIPE): the producer
-   * reclaimed the frame when we hung up. */
-  pf_consumer_release (loan->consumer, loan->seq);
-  pf_consumer_unref (loan->consumer);
-  g_free (loan);
-}
 
 static GstStructure *
 gst_pinned_shm_src_get_stats (GstPinnedShmSrc * self)
@@ -436,50 +413,6 @@ apply_budget (GstPinnedShmSrc * self, pf_consumer * c)
   pf_consumer_set_budget (c, &budget);
 }
 
-/* Posts why connecting failed for good: nobody listening, a peer that
- * accepted and stayed silent, or anything else. Texts from the socket
- * layer are made valid UTF-8 (a socket path may not be). */
-static void
-post_connect_error (GstPinnedShmSrc * self, const gchar * path, gint err,
-    gint timeout_ms)
-{
-  gchar *upath = g_utf8_make_valid (path, -1);
-  gchar *why = g_utf8_make_valid (pf_consumer_connect_error (), -1);
-
-  switch (err) {
-    case -ETIME:
-      GST_ELEMENT_ERROR (self, RESOURCE, READ,
-          ("The producer on \"%s\" accepted the connection but sent no "
-              "HELLO", upath), ("%s (connect-timeout %d ms)", why, timeout_ms));
-      break;
-    case -ETIMEDOUT:
-    case -ENOENT:
-    case -ECONNREFUSED:
-    case -EAGAIN:
-      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-          ("No producer on \"%s\"", upath), ("%s (connect-timeout %d ms)",
-              why, timeout_ms));
-      break;
-    default:
-      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-          ("Could not connect to \"%s\"", upath), ("%s (%s)", why,
-              g_strerror (-err)));
-      break;
-  }
-  g_free (why);
-  g_free (upath);
-}
-
-/* TRUE for the failures worth another attempt before the deadline: nobody
- * listens yet, or a producer died during the handshake. A peer that stayed
- * silent (-ETIME) used up the deadline already. */
-static gboolean
-connect_error_is_transient (gint err)
-{
-  return err == -ENOENT || err == -ECONNREFUSED || err == -ETIMEDOUT
-      || err == -EAGAIN || err == -ECONNRESET || err == -EPIPE;
-}
-
 /* Connects, retrying until @timeout_ms (-1: forever) while nobody listens
  * or the producer dies during the handshake; the producer's HELLO must come
  * before the deadline too. Every wait is interrupted by unlock. Returns
@@ -510,9 +443,10 @@ connect_producer (GstPinnedShmSrc * self, gint timeout_ms)
     err = pf_consumer_connect_cancellable (path, left, self->cancel_fd, &c);
     if (err == 0 || err == -ECANCELED)
       break;
-    if (!connect_error_is_transient (err)
+    if (!gst_pinned_shm_connect_error_is_transient (err)
         || (deadline >= 0 && g_get_monotonic_time () >= deadline)) {
-      post_connect_error (self, path, err, timeout_ms);
+      gst_pinned_shm_post_connect_error (GST_ELEMENT (self), path, err,
+          timeout_ms);
       ret = GST_FLOW_ERROR;
       goto done;
     }
@@ -578,103 +512,10 @@ handle_caps (GstPinnedShmSrc * self, const pf_event * ev)
   return GST_FLOW_OK;
 }
 
-/* Producer CLOCK_MONOTONIC time to running time of this pipeline. */
-static GstClockTime
-running_time_of (GstPinnedShmSrc * self, guint64 clock_pts)
-{
-  GstClockTime base = gst_element_get_base_time (GST_ELEMENT (self));
-  GstClockTime t = clock_pts;
-
-  if (!self->clock_is_monotonic) {
-    GstClock *clock = gst_element_get_clock (GST_ELEMENT (self));
-    GstClockTimeDiff diff;
-
-    if (clock == NULL)
-      return GST_CLOCK_TIME_NONE;
-    diff = GST_CLOCK_DIFF ((GstClockTime) pf_monotonic_ns (),
-        gst_clock_get_time (clock));
-    gst_object_unref (clock);
-    t = (diff < 0 && (GstClockTime) (-diff) > t) ? 0 : t + diff;
-  }
-  return t > base ? t - base : 0;
-}
-
-/* Wraps each chunk of the frame in a read-only memory of @buf; the frame
- * goes back to the producer when the last of them is freed. FALSE when a
- * chunk cannot be wrapped (the memories made so far stay in @buf). */
-static gboolean
-wrap_chunks (GstPinnedShmSrc * self, pf_consumer * c, const pf_event * ev,
-    GstBuffer * buf, guint64 * total)
-{
-  const struct pf_msg_frame *f = &ev->frame;
-  gboolean ok = TRUE;
-  FrameLoan *loan;
-  guint i;
-
-  if (f->n_chunks == 0 || f->n_chunks > PF_MAX_CHUNKS)
-    return FALSE;
-  loan = g_new0 (FrameLoan, 1);
-  loan->consumer = pf_consumer_ref (c);
-  loan->seq = f->seq;
-  loan->n_memories = 1;         /* ours until every memory is attached */
-
-  *total = 0;
-  for (i = 0; i < f->n_chunks && ok; i++) {
-    GstMemory *mem = gst_pinned_allocator_wrap (self->allocator,
-        ev->segments[i], f->chunks[i].offset, f->chunks[i].size);
-
-    if (mem == NULL) {
-      ok = FALSE;
-      break;
-    }
-    g_atomic_int_inc (&loan->n_memories);
-    gst_mini_object_set_qdata (GST_MINI_OBJECT_CAST (mem), frame_loan_quark,
-        loan, frame_loan_memory_freed);
-    gst_buffer_append_memory (buf, mem);
-    *total += f->chunks[i].size;
-  }
-  frame_loan_memory_freed (loan);       /* drop our own count */
-  return ok;
-}
-
-/* Timestamps, duration, offsets and flags of the frame. */
-static void
-stamp_buffer (GstPinnedShmSrc * self, const struct pf_msg_frame *f,
-    GstBuffer * buf)
-{
-  if (f->clock_pts != PF_TIME_NONE) {
-    GST_BUFFER_PTS (buf) = running_time_of (self, f->clock_pts);
-    if (f->dts != PF_TIME_NONE && f->pts != PF_TIME_NONE
-        && GST_BUFFER_PTS_IS_VALID (buf)) {
-      /* keep the producer's DTS-to-PTS distance */
-      GstClockTimeDiff d = GST_CLOCK_DIFF (f->dts, f->pts);
-
-      GST_BUFFER_DTS (buf) = (d > 0 && (GstClockTime) d > GST_BUFFER_PTS (buf))
-          ? 0 : GST_BUFFER_PTS (buf) - d;
-    }
-  } else {
-    /* no timestamp from the producer: stamp with arrival time */
-    GstClock *clock = gst_element_get_clock (GST_ELEMENT (self));
-
-    if (clock) {
-      GstClockTime now_c = gst_clock_get_time (clock);
-      GstClockTime base = gst_element_get_base_time (GST_ELEMENT (self));
-
-      GST_BUFFER_PTS (buf) = now_c > base ? now_c - base : 0;
-      gst_object_unref (clock);
-    }
-  }
-  if (f->duration != PF_TIME_NONE)
-    GST_BUFFER_DURATION (buf) = f->duration;
-  GST_BUFFER_OFFSET (buf) = f->offset;
-  GST_BUFFER_OFFSET_END (buf) = f->offset_end;
-  GST_BUFFER_FLAGS (buf) |= f->buffer_flags & GST_PINNED_SHM_WIRE_BUFFER_FLAGS;
-}
-
 /* Counts the frames the producer skipped for us; DISCONT after a gap or a
  * (re)connection. */
 static void
-note_sequence (GstPinnedShmSrc * self, const struct pf_msg_frame *f,
+note_sequence (GstPinnedShmSrc * self, const pf_consumer_frame * f,
     GstBuffer * buf)
 {
   if (self->have_seq && f->seq > self->last_seq + 1) {
@@ -693,63 +534,8 @@ note_sequence (GstPinnedShmSrc * self, const struct pf_msg_frame *f,
   }
 }
 
-/* TRUE when plane @i (@plane_size bytes from its offset) lies inside ONE
- * chunk: GstVideoFrame maps only the memory holding a plane's first byte,
- * and reads the rest from there. */
-static gboolean
-plane_in_one_chunk (const struct pf_msg_frame *f, guint i, gsize plane_size)
-{
-  guint64 start = 0, off = f->plane_offset[i];
-  guint ch;
-
-  for (ch = 0; ch < f->n_chunks; ch++) {
-    if (off < start + f->chunks[ch].size)
-      break;
-    start += f->chunks[ch].size;
-  }
-  return ch < f->n_chunks && plane_size <= f->chunks[ch].size
-      && off - start <= f->chunks[ch].size - plane_size;
-}
-
-/* Adds the producer's video meta when the caps are video. FALSE when it
- * does not match the caps or a plane would be read outside its chunk. */
-static gboolean
-add_video_meta (GstPinnedShmSrc * self, const struct pf_msg_frame *f,
-    guint64 total, GstBuffer * buf)
-{
-  gsize offsets[GST_VIDEO_MAX_PLANES] = { 0, };
-  gint strides[GST_VIDEO_MAX_PLANES] = { 0, };
-  gsize plane_size[GST_VIDEO_MAX_PLANES] = { 0, };
-  GstVideoMeta *vmeta;
-  guint i;
-
-  if (!(f->meta_flags & PF_FRAME_HAS_VIDEO_META) || !self->is_video)
-    return TRUE;
-  if (f->n_planes != GST_VIDEO_INFO_N_PLANES (&self->vinfo)
-      || f->n_planes > PF_MAX_PLANES || f->width == 0 || f->height == 0
-      || f->width > G_MAXINT32 || f->height > G_MAXINT32)
-    return FALSE;
-  for (i = 0; i < f->n_planes; i++) {
-    if (f->plane_offset[i] >= total || f->plane_stride[i] == 0)
-      return FALSE;
-    offsets[i] = f->plane_offset[i];
-    strides[i] = f->plane_stride[i];
-  }
-  vmeta = gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
-      GST_VIDEO_INFO_FORMAT (&self->vinfo), f->width, f->height,
-      f->n_planes, offsets, strides);
-  /* stride x lines, so a negative stride fails too */
-  if (!gst_video_meta_get_plane_size (vmeta, plane_size))
-    return FALSE;
-  for (i = 0; i < f->n_planes; i++)
-    if (!plane_in_one_chunk (f, i, plane_size[i]))
-      return FALSE;
-  return TRUE;
-}
-
 static void
-count_frame (GstPinnedShmSrc * self, const struct pf_msg_frame *f,
-    guint64 total)
+count_frame (GstPinnedShmSrc * self, const pf_consumer_frame * f, guint64 total)
 {
   guint64 now = pf_monotonic_ns ();
 
@@ -769,18 +555,20 @@ static GstFlowReturn
 make_buffer (GstPinnedShmSrc * self, pf_consumer * c, const pf_event * ev,
     GstBuffer ** outbuf)
 {
-  const struct pf_msg_frame *f = &ev->frame;
+  const pf_consumer_frame *f = &ev->frame;
   GstBuffer *buf = gst_buffer_new ();
   const gchar *invalid;
   guint64 total = 0;
 
-  if (!wrap_chunks (self, c, ev, buf, &total)) {
+  if (!gst_pinned_shm_frame_wrap_chunks (self->allocator, c, ev, buf, &total)) {
     invalid = "chunk outside its segment";
     goto error;
   }
-  stamp_buffer (self, f, buf);
+  gst_pinned_shm_frame_stamp (GST_ELEMENT (self), self->clock_is_monotonic,
+      f, buf);
   note_sequence (self, f, buf);
-  if (!add_video_meta (self, f, total, buf)) {
+  if (!gst_pinned_shm_frame_add_video_meta (f, total,
+          self->is_video ? &self->vinfo : NULL, buf)) {
     invalid = "video meta does not match the caps, or a plane is not inside "
         "one chunk of the frame";
     goto error;
@@ -960,7 +748,6 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
 
   GST_DEBUG_CATEGORY_INIT (gst_pinned_shm_src_debug, "pinnedshmsrc", 0,
       "Pinned shared-memory frame source");
-  frame_loan_quark = g_quark_from_static_string ("pinnedshmsrc-frame-loan");
   /* the producer's caps arrive as a string; GStreamer 1.28's
    * gst_caps_from_string () refuses a multiview-flags field
    * (GstVideoMultiviewFlagsSet, which 1.28's jpegdec sets) unless that

@@ -362,7 +362,7 @@ handle_frame (pf_consumer * c, const struct pf_msg_frame *f, pf_event * ev)
     return consumer_fail (c, -EPROTO, "FRAME %" PRIu64 ": caps %u unknown "
         "(current caps %u)", f->seq, f->caps_seq, c->caps_seq);
   for (i = 0; i < f->n_chunks; i++) {
-    const struct pf_chunk *ch = &f->chunks[i];
+    const struct pf_msg_chunk *ch = &f->chunks[i];
 
     if ((s[i] = find_seg (c, ch->segment_id)) == NULL)
       return consumer_fail (c, -EPROTO, "FRAME %" PRIu64 ": chunk %u in "
@@ -387,7 +387,7 @@ handle_frame (pf_consumer * c, const struct pf_msg_frame *f, pf_event * ev)
   c->last_seq = f->seq;
   c->have_seq = 1;
   ev->type = PF_EVENT_FRAME;
-  ev->frame = *f;
+  pf_msg_frame_to_received (f, &ev->frame);
   for (i = 0; i < f->n_chunks; i++) {
     ev->segments[i] = pf_segment_ref (s[i]->seg);
     ev->data[i] = (const uint8_t *) pf_segment_get_base (s[i]->seg) +

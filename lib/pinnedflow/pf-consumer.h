@@ -6,6 +6,12 @@
  * read-only after validating its fd, and hands out frames as pointers into
  * those mappings. Every frame must be released exactly once. One thread
  * receives; pf_consumer_release() may be called from any thread.
+ *
+ * Lifecycle: pf_consumer is refcounted (pf_consumer_connect() or
+ * _new_from_fd() make it, pf_consumer_ref/_unref); a pf_event is a plain
+ * value whose segment references pf_consumer_event_clear() drops. Its frame
+ * is a pf_consumer_frame (pf-frame.h), not the wire struct; every received
+ * frame is given back once with pf_consumer_release().
  */
 #ifndef __PF_CONSUMER_H__
 #define __PF_CONSUMER_H__
@@ -14,7 +20,7 @@
 
 #include <pinnedflow/pf-api.h>
 
-#include <pinnedflow/pf-protocol.h>
+#include <pinnedflow/pf-frame.h>
 #include <pinnedflow/pf-segment.h>
 
 #ifdef __cplusplus
@@ -36,7 +42,7 @@ typedef struct {
   uint32_t caps_seq;
   /* PF_EVENT_FRAME: the frame as sent (seq, timestamps, video meta, chunks
    * with the producer's segment ids) ... */
-  struct pf_msg_frame frame;
+  pf_consumer_frame frame;
   /* ... and, per chunk, the local segment (one reference owned by the event:
    * pf_consumer_event_clear() drops it; take your own to keep it) and the
    * address of the chunk's first byte in our read-only mapping. */

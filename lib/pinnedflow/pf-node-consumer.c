@@ -195,7 +195,7 @@ layout_fits (const pf_node_video_layout * l, uint64_t size)
 static int
 make_frame (pf_node_consumer * c, const pf_event * ev, pf_node_frame ** out)
 {
-  const struct pf_msg_frame *m = &ev->frame;
+  const pf_consumer_frame *m = &ev->frame;
   struct node_frame *f;
   uint32_t i;
 

@@ -292,7 +292,8 @@ loan_clock_pts (pf_node_producer * p, const pf_node_loan * loan)
 }
 
 static void
-fill_frame (pf_node_producer * p, const pf_node_loan * loan, pf_frame * frame)
+fill_frame (pf_node_producer * p, const pf_node_loan * loan,
+    pf_producer_frame * frame)
 {
   uint32_t i;
 
@@ -325,7 +326,7 @@ fill_frame (pf_node_producer * p, const pf_node_loan * loan, pf_frame * frame)
 int
 pf_node_producer_publish (pf_node_producer * p, pf_node_loan * loan)
 {
-  pf_frame frame;
+  pf_producer_frame frame;
   pf_segment *segs[1];
   uint32_t slot;
   int res;

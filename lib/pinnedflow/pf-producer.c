@@ -19,17 +19,18 @@
  *
  * Nothing is keyed on fd numbers: epoll carries the client id, segments are
  * found by the pf_segment attachment keyed on the producer.
+ *
+ * This file holds the producer object, its I/O thread, the segments it
+ * announced and the public API; the per-consumer state machine (handshake,
+ * releases, sending) is pf-producer-client.c, the shared structs
+ * pf-producer-private.h.
  */
-#include <pinnedflow/pf-producer.h>
-
-#include "pf-protocol-private.h"
-#include "pf-socket.h"
+#include "pf-producer-private.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,130 +41,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* Control messages (never dropped) waiting for a full socket to drain. A
- * consumer that lets this many pile up is disconnected. */
-#define MAX_CTL_QUEUE 256
-#define LISTEN_BACKLOG 16
-/* Connections beyond this are accepted and closed at once. */
-#define MAX_CLIENTS 256
-/* A connection that has not sent its HELLO by then is closed, so that idle
- * connections cannot take every one of the MAX_CLIENTS places. */
-#define HANDSHAKE_TIMEOUT_NS UINT64_C (5000000000)
-
-#define TOKEN_WAKE UINT64_C (0)
-#define TOKEN_LISTEN UINT64_MAX
-
-enum client_state
-{
-  CLIENT_HANDSHAKE,             /* accepted, waiting for its HELLO */
-  CLIENT_ACTIVE,                /* gets segments, caps and frames */
-  CLIENT_DEAD,                  /* to be reaped by the I/O thread */
-};
-
-/* A published frame that at least one client holds. Once released it
- * carries its own release callback (event_list.released) and is then kept
- * on p->spare for the next publish: no allocation per frame. */
-struct pframe
-{
-  uint64_t seq;
-  void *token;
-  unsigned int holders;
-  struct pframe *prev, *next;
-};
-
-struct held
-{
-  uint64_t seq;
-  struct pframe *frame;
-};
-
-struct ctlmsg
-{
-  struct ctlmsg *next;
-  int fd;                       /* our own dup, or -1 */
-  size_t len;
-  uint8_t data[];
-};
-
-struct client
-{
-  pf_client_info info;
-  pf_client_stats stats;
-  int fd;
-  enum client_state state;
-  uint64_t hello_deadline;      /* CLIENT_HANDSHAKE: monotonic ns */
-  int connected_notified;
-  struct held *held;            /* grows up to max_client_frames */
-  unsigned int n_held, cap_held;
-  uint64_t *segs;               /* segment ids announced to this client */
-  unsigned int n_segs, cap_segs;
-  struct ctlmsg *q_head, *q_tail;
-  unsigned int q_len;
-  int want_out;
-  struct client *next;
-};
-
-/* A segment announced by this producer: attached to the pf_segment. */
-struct pseg
-{
-  pf_producer *p;               /* a reference */
-  uint64_t id;
-  uint64_t size;
-  int fd;                       /* our dup; -1 once the producer closed */
-  struct pseg *prev, *next;
-};
-
-/* Deferred callback. */
-struct event
-{
-  enum
-  { EV_CONNECTED, EV_DISCONNECTED } type;
-  pf_client_info info;
-  struct event *next;
-};
-
-struct pf_producer
-{
-  atomic_int refcount;
-  pthread_mutex_t lock;
-
-  char *path;
-  pf_socket_file file;
-  unsigned int max_client_frames;
-  pf_producer_callbacks cb;
-  uint64_t session_id;
-
-  int listen_fd, epoll_fd, wake_fd;
-  int listen_paused;            /* out of fds: accept after a reap */
-  uint64_t listen_resume_ns;    /* ... or at this time */
-  pthread_t thread;
-  int thread_started;
-  int quit, closed;
-
-  struct client *clients;
-  unsigned int n_clients;       /* in the list, any state */
-  uint32_t next_client_id;
-  struct pseg *segs;
-  struct pframe *frames;
-  struct pframe *spare;         /* released pframes, for reuse */
-  uint64_t seq;
-  uint64_t unsent;
-  char *caps;
-  uint32_t caps_seq;
-};
-
 static void producer_free (pf_producer * p);
 
 /* ---- events ------------------------------------------------------------ */
 
-struct event_list
-{
-  struct event *head, *tail;
-  struct pframe *released, *released_tail;      /* in release order */
-};
-
-static void
-push_event (struct event_list *l, int type, const pf_client_info * info)
+void
+producer_push_event (struct event_list *l, int type,
+    const pf_client_info * info)
 {
   struct event *e = calloc (1, sizeof (*e));
 
@@ -214,10 +98,8 @@ dispatch_events (pf_producer * p, struct event_list *l)
   l->head = l->tail = NULL;
 }
 
-/* ---- clients (all with p->lock held) ------------------------------------ */
-
-static void
-wake (pf_producer * p)
+void
+producer_wake (pf_producer * p)
 {
   uint64_t one = 1;
   ssize_t r;
@@ -225,248 +107,6 @@ wake (pf_producer * p)
   if (p->wake_fd >= 0)
     r = write (p->wake_fd, &one, sizeof (one));
   (void) r;
-}
-
-static void
-client_fail (pf_producer * p, struct client *c, int error, const char *fmt,
-    ...) __attribute__((format (printf, 4, 5)));
-
-/* Marks @c dead; the I/O thread (or close) reaps it. The first reason
- * wins. */
-static void
-client_fail (pf_producer * p, struct client *c, int error, const char *fmt, ...)
-{
-  va_list ap;
-
-  if (c->state == CLIENT_DEAD)
-    return;
-  c->state = CLIENT_DEAD;
-  c->info.error = error;
-  va_start (ap, fmt);
-  vsnprintf (c->info.reason, sizeof (c->info.reason), fmt, ap);
-  va_end (ap);
-  wake (p);
-}
-
-/* A failed send or receive: the peer closing (with unread data, AF_UNIX
- * says ECONNRESET) is a hang-up, not an error. */
-static void
-client_fail_io (pf_producer * p, struct client *c, int err, const char *what)
-{
-  if (err == -EPIPE || err == -ECONNRESET)
-    client_fail (p, c, 0, "consumer hung up");
-  else
-    client_fail (p, c, err, "%s failed: %s", what, strerror (-err));
-}
-
-static void
-frame_unhold (pf_producer * p, struct pframe *f, struct event_list *ev)
-{
-  if (--f->holders > 0)
-    return;
-  if (f->prev)
-    f->prev->next = f->next;
-  else
-    p->frames = f->next;
-  if (f->next)
-    f->next->prev = f->prev;
-  f->prev = f->next = NULL;
-  if (ev->released_tail)
-    ev->released_tail->next = f;
-  else
-    ev->released = f;
-  ev->released_tail = f;
-}
-
-static void
-update_epoll (pf_producer * p, struct client *c, int want_out)
-{
-  struct epoll_event e = {.events = EPOLLIN | (want_out ? EPOLLOUT : 0),
-    .data.u64 = c->info.client_id
-  };
-
-  if (c->want_out == want_out || p->epoll_fd < 0)
-    return;
-  if (epoll_ctl (p->epoll_fd, EPOLL_CTL_MOD, c->fd, &e) == 0)
-    c->want_out = want_out;
-}
-
-/* Sends what is queued; 0 when the queue is empty, -EAGAIN if not. */
-static int
-client_flush (pf_producer * p, struct client *c)
-{
-  struct ctlmsg *m;
-  int res;
-
-  while ((m = c->q_head) != NULL) {
-    res = pf_socket_send (c->fd, m->data, m->len, m->fd >= 0 ? &m->fd : NULL,
-        m->fd >= 0 ? 1 : 0, MSG_DONTWAIT);
-    if (res == -EAGAIN)
-      break;
-    if (res < 0) {
-      client_fail_io (p, c, res, "send");
-      return res;
-    }
-    c->q_head = m->next;
-    if (c->q_head == NULL)
-      c->q_tail = NULL;
-    c->q_len--;
-    if (m->fd >= 0)
-      close (m->fd);
-    free (m);
-  }
-  update_epoll (p, c, c->q_head != NULL);
-  return c->q_head ? -EAGAIN : 0;
-}
-
-/* Sends a control message now, or queues it behind earlier ones. Control
- * messages are never dropped (frames are). */
-static int
-client_send_ctl (pf_producer * p, struct client *c, const void *buf,
-    size_t len, int fd)
-{
-  struct ctlmsg *m;
-  int res;
-
-  if (c->state == CLIENT_DEAD)
-    return -EPIPE;
-  if (c->q_head == NULL) {
-    res = pf_socket_send (c->fd, buf, len, fd >= 0 ? &fd : NULL,
-        fd >= 0 ? 1 : 0, MSG_DONTWAIT);
-    if (res == 0)
-      return 0;
-    if (res != -EAGAIN) {
-      client_fail_io (p, c, res, "send");
-      return res;
-    }
-  }
-  if (c->q_len >= MAX_CTL_QUEUE) {
-    client_fail (p, c, -ENOBUFS, "consumer does not read: %u control "
-        "messages pending", c->q_len);
-    return -ENOBUFS;
-  }
-  m = malloc (sizeof (*m) + len);
-  if (m == NULL) {
-    client_fail (p, c, -ENOMEM, "out of memory");
-    return -ENOMEM;
-  }
-  m->next = NULL;
-  m->len = len;
-  memcpy (m->data, buf, len);
-  m->fd = -1;
-  if (fd >= 0 && (m->fd = fcntl (fd, F_DUPFD_CLOEXEC, 3)) < 0) {
-    res = -errno;
-    free (m);
-    client_fail (p, c, res, "dup failed: %s", strerror (-res));
-    return res;
-  }
-  if (c->q_tail)
-    c->q_tail->next = m;
-  else
-    c->q_head = m;
-  c->q_tail = m;
-  c->q_len++;
-  update_epoll (p, c, 1);
-  return 0;
-}
-
-static int
-client_has_seg (struct client *c, uint64_t id)
-{
-  unsigned int i;
-
-  for (i = 0; i < c->n_segs; i++)
-    if (c->segs[i] == id)
-      return 1;
-  return 0;
-}
-
-static int
-client_announce_seg (pf_producer * p, struct client *c, struct pseg *s)
-{
-  uint8_t buf[sizeof (struct pf_msg_segment_add)];
-  size_t len;
-  int res;
-
-  if (client_has_seg (c, s->id))
-    return 0;
-  if (c->n_segs == c->cap_segs) {
-    unsigned int cap = c->cap_segs ? c->cap_segs * 2 : 16;
-    uint64_t *n = realloc (c->segs, cap * sizeof (*n));
-
-    if (n == NULL) {
-      client_fail (p, c, -ENOMEM, "out of memory");
-      return -ENOMEM;
-    }
-    c->segs = n;
-    c->cap_segs = cap;
-  }
-  len = pf_msg_write_segment_add (buf, s->id, s->size);
-  if ((res = client_send_ctl (p, c, buf, len, s->fd)) < 0)
-    return res;
-  c->segs[c->n_segs++] = s->id;
-  return 0;
-}
-
-static void
-client_forget_seg (pf_producer * p, struct client *c, uint64_t id)
-{
-  uint8_t buf[sizeof (struct pf_msg_segment_remove)];
-  unsigned int i;
-
-  for (i = 0; i < c->n_segs; i++) {
-    if (c->segs[i] == id) {
-      c->segs[i] = c->segs[--c->n_segs];
-      client_send_ctl (p, c, buf, pf_msg_write_segment_remove (buf, id), -1);
-      return;
-    }
-  }
-}
-
-static void
-client_send_caps (pf_producer * p, struct client *c)
-{
-  uint8_t buf[PF_MAX_MSG_SIZE];
-  size_t len;
-
-  if (p->caps == NULL)
-    return;
-  len = pf_msg_write_caps (buf, p->caps_seq, p->caps);
-  if (len > 0)
-    client_send_ctl (p, c, buf, len, -1);
-}
-
-/* Removes @c from the list, gives back what it held, closes its socket. */
-static void
-client_reap (pf_producer * p, struct client *c, struct event_list *ev)
-{
-  struct client **l;
-  struct ctlmsg *m, *next;
-  unsigned int i;
-
-  for (l = &p->clients; *l != NULL; l = &(*l)->next) {
-    if (*l == c) {
-      *l = c->next;
-      p->n_clients--;
-      break;
-    }
-  }
-  if (p->epoll_fd >= 0)
-    epoll_ctl (p->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
-  close (c->fd);
-  for (i = 0; i < c->n_held; i++)
-    frame_unhold (p, c->held[i].frame, ev);
-  for (m = c->q_head; m != NULL; m = next) {
-    next = m->next;
-    if (m->fd >= 0)
-      close (m->fd);
-    free (m);
-  }
-  if (c->connected_notified)
-    push_event (ev, EV_DISCONNECTED, &c->info);
-  free (c->held);
-  free (c->segs);
-  free (c);
 }
 
 static void
@@ -518,8 +158,6 @@ static void
 accept_clients (pf_producer * p)
 {
   for (;;) {
-    struct epoll_event e = {.events = EPOLLIN };
-    struct client *c;
     int fd;
 
     fd = accept4 (p->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -532,147 +170,8 @@ accept_clients (pf_producer * p)
         listen_pause (p, 1);
       return;
     }
-    if (p->n_clients >= MAX_CLIENTS) {
+    if (p->n_clients >= MAX_CLIENTS || client_new (p, fd) == NULL)
       close (fd);
-      continue;
-    }
-    c = calloc (1, sizeof (*c));
-    if (c == NULL) {
-      close (fd);
-      continue;
-    }
-    c->fd = fd;
-    c->state = CLIENT_HANDSHAKE;
-    c->hello_deadline = pf_monotonic_ns () + HANDSHAKE_TIMEOUT_NS;
-    c->info.client_id = ++p->next_client_id;
-    c->info.pid = -1;
-    pf_socket_peercred (fd, &c->info.pid, &c->info.uid, &c->info.gid);
-    c->stats.client_id = c->info.client_id;
-    c->stats.pid = c->info.pid;
-    c->stats.uid = c->info.uid;
-    e.data.u64 = c->info.client_id;
-    if (epoll_ctl (p->epoll_fd, EPOLL_CTL_ADD, fd, &e) < 0) {
-      free (c->held);
-      free (c);
-      close (fd);
-      continue;
-    }
-    c->next = p->clients;
-    p->clients = c;
-    p->n_clients++;
-  }
-}
-
-static void
-client_handle_hello (pf_producer * p, struct client *c,
-    const struct pf_msg *msg, struct event_list *ev)
-{
-  uint8_t buf[sizeof (struct pf_msg_hello)];
-  struct pseg *s;
-
-  if (msg->type != PF_MSG_HELLO) {
-    client_fail (p, c, -EPROTO, "first message is type %u, not HELLO",
-        msg->type);
-    return;
-  }
-  if (msg->u.hello.role != PF_ROLE_CONSUMER) {
-    client_fail (p, c, -EPROTO, "HELLO with role %u, not consumer",
-        msg->u.hello.role);
-    return;
-  }
-  /* Answer, then bring the consumer up to date: every live segment and the
-   * current caps, before any frame. */
-  client_send_ctl (p, c, buf, pf_msg_write_hello (buf, PF_ROLE_PRODUCER,
-          p->max_client_frames, p->session_id), -1);
-  for (s = p->segs; s != NULL && c->state != CLIENT_DEAD; s = s->next)
-    if (s->fd >= 0)
-      client_announce_seg (p, c, s);
-  client_send_caps (p, c);
-  if (c->state == CLIENT_DEAD)
-    return;
-  c->state = CLIENT_ACTIVE;
-  c->connected_notified = 1;
-  push_event (ev, EV_CONNECTED, &c->info);
-}
-
-static void
-client_handle_release (pf_producer * p, struct client *c, uint64_t seq,
-    struct event_list *ev)
-{
-  unsigned int i;
-
-  for (i = 0; i < c->n_held; i++) {
-    if (c->held[i].seq == seq) {
-      struct pframe *f = c->held[i].frame;
-
-      c->held[i] = c->held[--c->n_held];
-      c->stats.frames_released++;
-      frame_unhold (p, f, ev);
-      return;
-    }
-  }
-  client_fail (p, c, -EPROTO, "released frame %" PRIu64 " it does not hold",
-      seq);
-}
-
-static void
-client_read (pf_producer * p, struct client *c, struct event_list *ev)
-{
-  uint8_t buf[PF_MAX_MSG_SIZE];
-  int fds[PF_SOCKET_MAX_RECV_FDS];
-  unsigned int n_fds, round;
-  const char *why;
-  struct pf_msg msg;
-  ssize_t len;
-  int res;
-
-  /* Bounded per wake-up so one chatty consumer cannot starve the others;
-   * epoll is level-triggered and brings us back. */
-  for (round = 0; round < 64 && c->state != CLIENT_DEAD; round++) {
-    len = pf_socket_recv (c->fd, buf, sizeof (buf), MSG_DONTWAIT, fds,
-        &n_fds, &why);
-    if (len == -EAGAIN)
-      return;
-    if (len == 0) {
-      client_fail (p, c, 0, "consumer hung up");
-      return;
-    }
-    if (len < 0) {
-      if (why)
-        client_fail (p, c, (int) len, "receive failed: %s", why);
-      else
-        client_fail_io (p, c, (int) len, "receive");
-      return;
-    }
-    if (n_fds > 0) {
-      pf_socket_close_fds (fds, n_fds);
-      client_fail (p, c, -EPROTO, "consumer sent %u file descriptors", n_fds);
-      return;
-    }
-    if ((res = pf_msg_parse (buf, (size_t) len, 0, &msg)) < 0) {
-      /* A consumer speaking another version learns ours before we hang
-       * up, so it can report the mismatch; a peer with another magic is
-       * not a pinnedflow consumer and gets no answer. */
-      if (res == -EPROTONOSUPPORT && c->state == CLIENT_HANDSHAKE &&
-          msg.type == PF_MSG_HELLO && msg.u.hello.magic == PF_PROTOCOL_MAGIC) {
-        uint8_t hello[sizeof (struct pf_msg_hello)];
-
-        client_send_ctl (p, c, hello, pf_msg_write_hello (hello,
-                PF_ROLE_PRODUCER, p->max_client_frames, p->session_id), -1);
-      }
-      client_fail (p, c, res, "%s", pf_msg_error ());
-      return;
-    }
-    if (c->state == CLIENT_HANDSHAKE) {
-      client_handle_hello (p, c, &msg, ev);
-      continue;
-    }
-    if (msg.type != PF_MSG_RELEASE) {
-      client_fail (p, c, -EPROTO, "unexpected message type %u from a "
-          "consumer", msg.type);
-      return;
-    }
-    client_handle_release (p, c, msg.u.release.seq, ev);
   }
 }
 
@@ -988,7 +487,7 @@ pf_producer_close (pf_producer * p)
   }
   p->quit = 1;
   p->closed = 1;
-  wake (p);
+  producer_wake (p);
   join = p->thread_started;
   pthread_mutex_unlock (&p->lock);
 
@@ -1056,14 +555,14 @@ pf_producer_set_caps (pf_producer * p, const char *caps)
 }
 
 static int
-check_frame (const pf_frame * frame, pf_segment * const *segments)
+check_frame (const pf_producer_frame * frame, pf_segment * const *segments)
 {
   unsigned int i;
 
   if (frame->n_chunks < 1 || frame->n_chunks > PF_MAX_CHUNKS)
     return -EINVAL;
   for (i = 0; i < frame->n_chunks; i++) {
-    const struct pf_chunk *ch = &frame->chunks[i];
+    const pf_frame_chunk *ch = &frame->chunks[i];
 
     if (segments[i] == NULL || ch->size == 0 ||
         ch->segment_id != pf_segment_get_id (segments[i]) ||
@@ -1073,62 +572,8 @@ check_frame (const pf_frame * frame, pf_segment * const *segments)
   return 0;
 }
 
-/* Sends @buf (an encoded FRAME) to @c if it can take it; 1 if it did. */
-static int
-client_offer_frame (pf_producer * p, struct client *c, const uint8_t * buf,
-    size_t len, struct pseg *const *ps, unsigned int n_chunks,
-    struct pframe *f, uint64_t bytes)
-{
-  unsigned int i;
-  int res;
-
-  if (c->n_held >= p->max_client_frames) {
-    c->stats.frames_dropped++;
-    return 0;
-  }
-  /* Segments first (queued if need be: never dropped). */
-  for (i = 0; i < n_chunks && c->state != CLIENT_DEAD; i++)
-    client_announce_seg (p, c, ps[i]);
-  if (c->state == CLIENT_DEAD)
-    return 0;
-  /* A frame may not overtake queued control messages. */
-  if (c->q_head != NULL && client_flush (p, c) < 0) {
-    c->stats.frames_dropped++;
-    return 0;
-  }
-  if (c->n_held == c->cap_held) {
-    unsigned int cap = c->cap_held ? c->cap_held * 2 : 16;
-    struct held *n;
-
-    if (cap > p->max_client_frames)
-      cap = p->max_client_frames;
-    if ((n = realloc (c->held, cap * sizeof (*n))) == NULL) {
-      c->stats.frames_dropped++;
-      return 0;
-    }
-    c->held = n;
-    c->cap_held = cap;
-  }
-  res = pf_socket_send (c->fd, buf, len, NULL, 0, MSG_DONTWAIT);
-  if (res == -EAGAIN) {
-    c->stats.frames_dropped++;
-    return 0;
-  }
-  if (res < 0) {
-    client_fail_io (p, c, res, "send");
-    return 0;
-  }
-  c->held[c->n_held].seq = f->seq;
-  c->held[c->n_held].frame = f;
-  c->n_held++;
-  c->stats.frames_sent++;
-  c->stats.bytes_sent += bytes;
-  f->holders++;
-  return 1;
-}
-
 int
-pf_producer_publish (pf_producer * p, const pf_frame * frame,
+pf_producer_publish (pf_producer * p, const pf_producer_frame * frame,
     pf_segment * const *segments, void *token)
 {
   uint8_t buf[sizeof (struct pf_msg_frame)];
@@ -1167,11 +612,8 @@ pf_producer_publish (pf_producer * p, const pf_frame * frame,
     goto out;
   }
   memset (pf, 0, sizeof (*pf));
-  f = *frame;
-  memset (&f.hdr, 0, sizeof (f.hdr));
-  f.seq = p->seq + 1;
-  f.caps_seq = p->caps_seq;
-  f.send_time = pf_monotonic_ns ();
+  pf_msg_frame_from_published (&f, frame, p->seq + 1, p->caps_seq,
+      pf_monotonic_ns ());
   len = pf_msg_write_frame (buf, &f);
   /* Never send what a receiver must reject. */
   if (pf_msg_parse (buf, len, 0, &check) < 0) {

@@ -9,6 +9,10 @@
  * publishes. It never blocks on a consumer: a consumer that holds
  * max_client_frames frames, or whose socket is full, skips frames (counted as
  * drops for it). pinnedshmsink and the dataflow bridge are both built on it.
+ *
+ * Lifecycle: pf_producer is refcounted (pf_producer_new/_ref/_unref), and
+ * pf_producer_close() stops it while references remain. The frame it
+ * publishes is a plain pf_producer_frame (pf-frame.h) the caller owns.
  */
 #ifndef __PF_PRODUCER_H__
 #define __PF_PRODUCER_H__
@@ -17,7 +21,7 @@
 
 #include <pinnedflow/pf-api.h>
 
-#include <pinnedflow/pf-protocol.h>
+#include <pinnedflow/pf-frame.h>
 #include <pinnedflow/pf-segment.h>
 
 #ifdef __cplusplus
@@ -66,10 +70,6 @@ typedef struct {
   pf_producer_callbacks callbacks;
 } pf_producer_config;
 
-/* A frame to publish: chunks point into segments given alongside. The
- * producer fills seq, send_time and the header. */
-typedef struct pf_msg_frame pf_frame;
-
 /**
  * pf_producer_new:
  *
@@ -115,6 +115,8 @@ PF_API int pf_producer_set_caps (pf_producer * p, const char *caps);
 /**
  * pf_producer_publish:
  * @frame: chunks (segment_id = pf_segment_get_id()), timestamps, video meta
+ *   (pf-frame.h); the producer adds its frame number, the caps number and
+ *   the send time
  * @segments: the segment of each chunk (frame->n_chunks entries)
  * @token: handed back in frame_released
  *
@@ -127,7 +129,8 @@ PF_API int pf_producer_set_caps (pf_producer * p, const char *caps);
  * Returns: how many consumers got the frame (frame_released follows later
  * iff > 0), or a negative errno (-EINVAL: chunk outside its segment).
  */
-PF_API int pf_producer_publish (pf_producer * p, const pf_frame * frame,
+PF_API int pf_producer_publish (pf_producer * p,
+    const pf_producer_frame * frame,
     pf_segment * const *segments, void *token);
 
 /**

@@ -88,6 +88,16 @@ size_t pf_msg_write_frame (void *buf, const struct pf_msg_frame *frame);
  * Writes an EOS (16 bytes). Returns: the size.
  */
 size_t pf_msg_write_eos (void *buf);
+
+/* The FRAME message of a published @frame, with the producer's @seq,
+ * @caps_seq and @send_time (header left zero: pf_msg_write_frame() writes
+ * it). */
+void pf_msg_frame_from_published (struct pf_msg_frame *msg,
+    const pf_producer_frame *frame, uint64_t seq, uint32_t caps_seq,
+    uint64_t send_time);
+/* What a consumer reports of a parsed FRAME. */
+void pf_msg_frame_to_received (const struct pf_msg_frame *msg,
+    pf_consumer_frame *frame);
 /**
  * pf_msg_write_release:
  *

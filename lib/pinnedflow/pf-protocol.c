@@ -245,6 +245,58 @@ pf_msg_write_release (void *buf, uint64_t seq)
   return n;
 }
 
+/* The fields a publisher sets: named alike in pf_producer_frame,
+ * struct pf_msg_frame and pf_consumer_frame. */
+/* *INDENT-OFF* */
+#define COPY_PUBLISHED_FIELDS(dst, src) do {                            \
+    unsigned int i_;                                                    \
+    (dst)->n_chunks = (src)->n_chunks;                                  \
+    for (i_ = 0; i_ < PF_MAX_CHUNKS; i_++) {                            \
+      (dst)->chunks[i_].segment_id = (src)->chunks[i_].segment_id;      \
+      (dst)->chunks[i_].offset = (src)->chunks[i_].offset;              \
+      (dst)->chunks[i_].size = (src)->chunks[i_].size;                  \
+    }                                                                   \
+    (dst)->pts = (src)->pts;                                            \
+    (dst)->dts = (src)->dts;                                            \
+    (dst)->duration = (src)->duration;                                  \
+    (dst)->offset = (src)->offset;                                      \
+    (dst)->offset_end = (src)->offset_end;                              \
+    (dst)->clock_pts = (src)->clock_pts;                                \
+    (dst)->buffer_flags = (src)->buffer_flags;                          \
+    (dst)->meta_flags = (src)->meta_flags;                              \
+    (dst)->width = (src)->width;                                        \
+    (dst)->height = (src)->height;                                      \
+    (dst)->n_planes = (src)->n_planes;                                  \
+    for (i_ = 0; i_ < PF_MAX_PLANES; i_++) {                            \
+      (dst)->plane_offset[i_] = (src)->plane_offset[i_];                \
+      (dst)->plane_stride[i_] = (src)->plane_stride[i_];                \
+    }                                                                   \
+  } while (0)
+/* *INDENT-ON* */
+
+void
+pf_msg_frame_from_published (struct pf_msg_frame *msg,
+    const pf_producer_frame * frame, uint64_t seq, uint32_t caps_seq,
+    uint64_t send_time)
+{
+  memset (msg, 0, sizeof (*msg));
+  COPY_PUBLISHED_FIELDS (msg, frame);
+  msg->seq = seq;
+  msg->caps_seq = caps_seq;
+  msg->send_time = send_time;
+}
+
+void
+pf_msg_frame_to_received (const struct pf_msg_frame *msg,
+    pf_consumer_frame * frame)
+{
+  memset (frame, 0, sizeof (*frame));
+  COPY_PUBLISHED_FIELDS (frame, msg);
+  frame->seq = msg->seq;
+  frame->caps_seq = msg->caps_seq;
+  frame->send_time = msg->send_time;
+}
+
 uint64_t
 pf_monotonic_ns (void)
 {
@@ -333,7 +385,7 @@ parse_frame (const void *buf, struct pf_msg_frame *f)
     return fail (-EPROTO, "FRAME %" PRIu64 ": %u chunks (1..%u allowed)",
         f->seq, f->n_chunks, PF_MAX_CHUNKS);
   for (i = 0; i < PF_MAX_CHUNKS; i++) {
-    const struct pf_chunk *c = &f->chunks[i];
+    const struct pf_msg_chunk *c = &f->chunks[i];
 
     if (i >= f->n_chunks) {
       if (c->segment_id || c->offset || c->size)

@@ -6,6 +6,11 @@
  * Every message starts with a 16-byte header. All integers are little-endian
  * and every struct has a fixed size, asserted at compile time. docs/protocol.md
  * is the specification; this header is its C rendering.
+ *
+ * Internal: not installed. The public API speaks pf_producer_frame and
+ * pf_consumer_frame (pf-frame.h); pf-producer.c and pf-consumer.c convert.
+ * The library and the test suites (which forge and parse raw packets)
+ * include it from the source tree.
  */
 #ifndef __PF_PROTOCOL_H__
 #define __PF_PROTOCOL_H__
@@ -13,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <pinnedflow/pf-api.h>
+#include <pinnedflow/pf-frame.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,11 +27,9 @@ extern "C" {
 #define PF_PROTOCOL_MAGIC 0x574c4650u   /* "PFLW" as little-endian bytes */
 #define PF_PROTOCOL_VERSION 1
 
-#define PF_MAX_CHUNKS 4         /* memory ranges in one frame */
-#define PF_MAX_PLANES 4         /* video planes in one frame */
-#define PF_MAX_CAPS_LEN 4096    /* caps string bytes, NUL excluded */
+/* PF_MAX_CHUNKS, PF_MAX_PLANES, PF_MAX_CAPS_LEN, PF_TIME_NONE and
+ * PF_FRAME_HAS_VIDEO_META: pf-frame.h */
 #define PF_MAX_FDS_PER_MSG 1    /* only SEGMENT_ADD carries an fd */
-#define PF_TIME_NONE UINT64_MAX /* GST_CLOCK_TIME_NONE */
 
 enum pf_msg_type {
   PF_MSG_HELLO = 1,             /* both ways, first message */
@@ -41,11 +44,6 @@ enum pf_msg_type {
 enum pf_role {
   PF_ROLE_PRODUCER = 1,
   PF_ROLE_CONSUMER = 2,
-};
-
-/* pf_msg_frame.meta_flags */
-enum pf_frame_meta_flags {
-  PF_FRAME_HAS_VIDEO_META = 1u << 0,
 };
 
 struct pf_msg_header {
@@ -85,7 +83,7 @@ struct pf_msg_caps {
   /* char caps[length] follows; hdr.size == sizeof (struct pf_msg_caps) + length */
 };
 
-struct pf_chunk {
+struct pf_msg_chunk {
   uint64_t segment_id;
   uint64_t offset;              /* byte offset of the data in the segment */
   uint64_t size;
@@ -96,7 +94,7 @@ struct pf_msg_frame {
   uint64_t seq;                 /* per-producer frame id, increasing */
   uint32_t caps_seq;            /* caps this frame belongs to */
   uint32_t n_chunks;            /* 1..PF_MAX_CHUNKS */
-  struct pf_chunk chunks[PF_MAX_CHUNKS];
+  struct pf_msg_chunk chunks[PF_MAX_CHUNKS];
   uint64_t pts, dts, duration;  /* ns, PF_TIME_NONE when unset */
   uint64_t offset, offset_end;  /* GstBuffer offsets, UINT64_MAX when unset */
   uint64_t clock_pts;           /* PTS in CLOCK_MONOTONIC ns, or NONE */
@@ -119,7 +117,7 @@ PF_STATIC_ASSERT (sizeof (struct pf_msg_hello) == 40, "hello size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_segment_add) == 40, "segment_add size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_segment_remove) == 24, "segment_remove size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_caps) == 24, "caps size");
-PF_STATIC_ASSERT (sizeof (struct pf_chunk) == 24, "chunk size");
+PF_STATIC_ASSERT (sizeof (struct pf_msg_chunk) == 24, "chunk size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_frame) == 256, "frame size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_release) == 24, "release size");
 
@@ -143,13 +141,6 @@ struct pf_msg {
     struct pf_msg_release release;
   } u;
 };
-
-/**
- * pf_monotonic_ns:
- *
- * CLOCK_MONOTONIC in ns (the clock of GstSystemClock on Linux).
- */
-PF_API uint64_t pf_monotonic_ns (void);
 
 #ifdef __cplusplus
 }

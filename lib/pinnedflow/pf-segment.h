@@ -10,6 +10,10 @@
  *
  * All functions return 0 or a positive value on success and a negative errno
  * on failure. Segments are reference counted and thread-safe.
+ *
+ * Lifecycle: refcounted (pf_segment_new() or pf_segment_import(), then
+ * pf_segment_ref/_unref); the last unref runs the attachments' destroy
+ * notifies, unmaps and closes the fd.
  */
 #ifndef __PF_SEGMENT_H__
 #define __PF_SEGMENT_H__

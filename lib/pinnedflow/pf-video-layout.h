@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include <pinnedflow/pf-api.h>
-#include <pinnedflow/pf-protocol.h>
+#include <pinnedflow/pf-frame.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -127,6 +127,8 @@ struct event
   int device;                   /* current device when created */
   unsigned int flags;           /* cudaEventCreateWithFlags() */
   cudaError_t error;            /* its stream faulted before it */
+  uint64_t legacy_lseq;         /* last recorded on the legacy stream: the
+                                 * record's number, else 0 */
   struct event *next;
 };
 
@@ -144,6 +146,8 @@ struct op
   cudaError_t fail_err;         /* not copied: its memory went away, or
                                  * an injected asynchronous fault */
   int sticky;                   /* fail_err poisons the whole context */
+  int owns_src;                 /* src is a staging copy, freed after */
+  uint64_t lseq;                /* on the legacy stream: its number */
   struct event *ev;
   uint64_t seq;
   struct op *next;
@@ -157,6 +161,8 @@ struct stream
   struct op *head, *tail;
   int pending;                  /* queued or running ops */
   cudaError_t error;            /* a faulted copy: every later sync */
+  int legacy;                   /* the legacy default stream */
+  uint64_t next_lseq, demand;   /* legacy: ops up to demand may run */
   int pending_copies;
   int stop;
   pthread_cond_t cond;          /* work queued / drained */
@@ -181,6 +187,22 @@ static int no_readonly;
  * the device's primary context at once (CUDA >= 12). cudaGetDevice on a
  * thread without a context answers 0 and creates nothing. */
 static __thread int current_device = -1;
+/* pfemu_reset() tears every primary context down: a thread whose context
+ * is from an earlier generation has none current any more. */
+static __thread unsigned context_generation;
+static unsigned generation;
+
+static void
+check_generation (void)
+{
+  unsigned g = __atomic_load_n (&generation, __ATOMIC_RELAXED);
+
+  if (context_generation != g) {
+    context_generation = g;
+    current_device = -1;
+  }
+}
+
 #define MAX_DEVICES 4
 /* Primary contexts alive (process-wide), one per device; pfemu_reset()
  * tears them down like cudaDeviceReset() on every device. */
@@ -222,7 +244,7 @@ static struct
   long streams_blocking, pending_max, unregister_pending, injected;
   long events_recorded, stream_waits;
   long event_syncs, event_syncs_spinning, event_syncs_spun, free_pending;
-  long sticky_calls;
+  long sticky_calls, copies_sync_late;
   /* calls that use a device's context, by the calling thread's device */
   long context_calls[MAX_DEVICES];
   /* primary contexts initialised, and cudaSetDevice calls, per device */
@@ -273,7 +295,7 @@ count_list_streams (void)
 {
   long n = 0;
   for (struct stream * s = streams; s; s = s->next)
-    n++;
+    n += !s->legacy;
   return n;
 }
 
@@ -361,9 +383,11 @@ enter (const char *name, int needs_driver)
   int i;
 
   pthread_mutex_lock (&G);
+  check_generation ();
   if (uses_context (name)) {
-    if (current_device < 0)
+    if (current_device < 0) {
       make_current_locked (0);
+    }
     if (current_device < MAX_DEVICES)
       ctr.context_calls[current_device]++;
   }
@@ -513,6 +537,7 @@ impl_cudaGetDevice (int *device)
   ENTER ("cudaGetDevice");
   if (!device)
     return cudaErrorInvalidValue;
+  check_generation ();
   *device = current_device < 0 ? 0 : current_device;
   return cudaSuccess;
 }
@@ -525,6 +550,7 @@ cuCtxGetCurrent (void **ctx)
 {
   if (!ctx)
     return 1;
+  check_generation ();
   *ctx = current_device < 0 ? NULL : &primary_handle[current_device];
   return 0;
 }
@@ -534,6 +560,7 @@ cuCtxSetCurrent (void *ctx)
 {
   char *c = ctx;
 
+  check_generation ();
   if (c == NULL) {
     current_device = -1;
     return 0;
@@ -598,7 +625,8 @@ find_reg (const void *p, size_t len)
   return NULL;
 }
 
-static void drain_all_locked (void);
+struct event;
+static void demand_event_locked (struct event *e);
 static long fault_pending_locked (const char *lo, const char *hi);
 
 static cudaError_t
@@ -871,9 +899,11 @@ stream_worker (void *data)
 
   pthread_mutex_lock (&G);
   for (;;) {
-    while (!s->head && !s->stop)
+    /* The legacy stream runs an op only once something waits for it:
+     * "late", as late as a GPU may be. */
+    while ((!s->head || (s->legacy && s->head->lseq > s->demand)) && !s->stop)
       pthread_cond_wait (&s->cond, &G);
-    if (!s->head)
+    if (!s->head || (s->legacy && s->head->lseq > s->demand))
       break;
     o = s->head;
     pthread_mutex_unlock (&G);
@@ -884,6 +914,8 @@ stream_worker (void *data)
       pthread_mutex_unlock (&G);
       if (o->running)
         do_copy (o);
+      if (o->owns_src)
+        free ((void *) o->src);
     }
     pthread_mutex_lock (&G);
     o->running = 0;
@@ -894,6 +926,7 @@ stream_worker (void *data)
     if (o->type == OP_RECORD && s->error)
       o->ev->error = s->error;
     if (o->type == OP_WAIT) {
+      demand_event_locked (o->ev);
       while (o->ev->completed < o->seq)
         pthread_cond_wait (&events_cond, &G);
     } else if (o->type == OP_RECORD) {
@@ -937,20 +970,60 @@ find_event_locked (void *handle)
 static void
 drain_locked (struct stream *s)
 {
+  if (s->legacy && s->demand < s->next_lseq) {
+    s->demand = s->next_lseq;
+    pthread_cond_broadcast (&s->cond);
+  }
   while (s->pending > 0)
     pthread_cond_wait (&s->cond, &G);
 }
 
+/* The legacy default stream, its own queue (created on first use, never
+ * destroyed, not counted as a live stream). */
+static struct stream *legacy;
+
+static struct stream *
+legacy_locked (void)
+{
+  if (!legacy) {
+    legacy = calloc (1, sizeof *legacy);
+    legacy->legacy = 1;
+    legacy->device = current_device;
+    pthread_cond_init (&legacy->cond, NULL);
+    if (pthread_create (&legacy->thread, NULL, stream_worker, legacy) != 0)
+      abort ();
+    pthread_detach (legacy->thread);
+    legacy->next = streams;
+    streams = legacy;
+  }
+  return legacy;
+}
+
+/* G held. What a call on the legacy stream waits for first: the work
+ * queued on blocking streams (non-blocking ones are not waited for). */
 static void
-drain_all_locked (void)
+drain_blocking_locked (void)
 {
   for (struct stream * s = streams; s; s = s->next)
-    drain_locked (s);
+    if (!s->legacy && !(s->flags & STREAM_NON_BLOCKING))
+      drain_locked (s);
+}
+
+/* G held. Someone waits for @e: let the legacy stream run up to it. */
+static void
+demand_event_locked (struct event *e)
+{
+  if (legacy && e->legacy_lseq > legacy->demand) {
+    legacy->demand = e->legacy_lseq;
+    pthread_cond_broadcast (&legacy->cond);
+  }
 }
 
 static void
 enqueue_locked (struct stream *s, struct op *o)
 {
+  if (s->legacy)
+    o->lseq = ++s->next_lseq;
   if (s->tail)
     s->tail->next = o;
   else
@@ -1030,7 +1103,8 @@ impl_cudaStreamSynchronize (void *stream)
   ENTER ("cudaStreamSynchronize");
   pthread_mutex_lock (&G);
   if (stream == NULL) {
-    drain_all_locked ();
+    drain_blocking_locked ();
+    drain_locked (legacy_locked ());
   } else if ((s = find_stream_locked (stream)) != NULL) {
     drain_locked (s);
     err = s->error;
@@ -1107,17 +1181,18 @@ impl_cudaEventRecord (void *event, void *stream)
   ctr.events_recorded++;
   e->recorded++;
   if (!s) {
-    /* The legacy default stream: everything before is done. */
-    drain_all_locked ();
-    e->completed = e->recorded;
-  } else {
-    o = calloc (1, sizeof *o);
-    o->type = OP_RECORD;
-    o->ev = e;
-    o->seq = e->recorded;
-    e->refs++;
-    enqueue_locked (s, o);
+    /* The legacy default stream: after the blocking streams' work, queued
+     * behind what the legacy stream has (late synchronous copies). */
+    drain_blocking_locked ();
+    s = legacy_locked ();
   }
+  o = calloc (1, sizeof *o);
+  o->type = OP_RECORD;
+  o->ev = e;
+  o->seq = e->recorded;
+  e->refs++;
+  enqueue_locked (s, o);
+  e->legacy_lseq = s->legacy ? o->lseq : 0;
   pthread_mutex_unlock (&G);
   return cudaSuccess;
 }
@@ -1130,10 +1205,12 @@ impl_cudaEventQuery (void *event)
 
   ENTER ("cudaEventQuery");
   pthread_mutex_lock (&G);
-  if (!(e = find_event_locked (event)))
+  if (!(e = find_event_locked (event))) {
     res = cudaErrorInvalidResourceHandle;
-  else
+  } else {
+    demand_event_locked (e);
     res = e->completed >= e->recorded ? e->error : cudaErrorNotReady;
+  }
   pthread_mutex_unlock (&G);
   return res;
 }
@@ -1152,6 +1229,7 @@ impl_cudaEventSynchronize (void *event)
     return cudaErrorInvalidResourceHandle;
   }
   target = e->recorded;
+  demand_event_locked (e);
   /* Without cudaEventBlockingSync the calling thread busy-waits for the
    * event on a GPU ("will actively spin", cudaEventCreateWithFlags); the
    * emulator blocks either way and counts the syncs that would spin, and
@@ -1293,10 +1371,12 @@ impl_cudaMemcpy2DAsync (void *dst, size_t dpitch, const void *src,
     ctr.copies_pageable++;
   if (!s || !pinned) {
     /* Pageable (or the legacy stream): staged, done before returning. */
-    if (s)
+    if (s) {
       drain_locked (s);
-    else
-      drain_all_locked ();
+    } else {
+      drain_blocking_locked ();
+      drain_locked (legacy_locked ());
+    }
     if (o->fail_err) {
       res = o->fail_err;
       if (o->sticky)
@@ -1330,15 +1410,39 @@ impl_cudaMemcpy2D (void *dst, size_t dpitch, const void *src, size_t spitch,
   pthread_mutex_lock (&G);
   res = resolve_copy (&o, dst, dpitch, src, spitch, width, height, kind,
       &pinned);
-  if (res == cudaSuccess) {
-    ctr.copies_sync++;
-    /* The legacy default stream waits for the blocking streams; the
-     * emulator waits for all (callers must not rely on less). */
-    drain_all_locked ();
+  if (res != cudaSuccess) {
+    pthread_mutex_unlock (&G);
+    return res;
   }
+  ctr.copies_sync++;
+  /* On the legacy default stream: after the blocking streams' work (not
+   * the non-blocking ones'). */
+  drain_blocking_locked ();
+  if (o.host_lo && o.src == o.host_lo && !pinned) {
+    /* From pageable memory to the device: "will return once the pageable
+     * buffer has been copied to the staging memory for DMA transfer to
+     * device memory, but the DMA to final destination may not have
+     * completed" (API synchronization behavior). Staged now, queued on the
+     * legacy stream, landing when something waits for it. */
+    struct op *late = calloc (1, sizeof *late);
+    char *staging = malloc (width * height + 1);
+
+    for (size_t row = 0; row < height; row++)
+      memcpy (staging + row * width, o.src + row * o.spitch, width);
+    *late = o;
+    late->type = OP_COPY;
+    late->src = staging;
+    late->spitch = width;
+    late->owns_src = 1;
+    late->host_lo = late->host_hi = NULL;
+    ctr.copies_sync_late++;
+    enqueue_locked (legacy_locked (), late);
+    pthread_mutex_unlock (&G);
+    return cudaSuccess;
+  }
+  drain_locked (legacy_locked ());
   pthread_mutex_unlock (&G);
-  if (res == cudaSuccess)
-    do_copy (&o);
+  do_copy (&o);
   return res;
 }
 
@@ -1556,9 +1660,11 @@ pfemu_query (const char *name)
   C ("contexts.device1", ctr.contexts_created[1]);
   C ("setdevice.device0", ctr.set_device[0]);
   C ("setdevice.device1", ctr.set_device[1]);
+  check_generation ();
   C ("thread.context", current_device);
   C ("free.pending", ctr.free_pending);
   C ("sticky", sticky_error);
+  C ("copies.sync.late", ctr.copies_sync_late);
   C ("lasterror.set", slots_set);
   C ("sticky.calls", ctr.sticky_calls);
   C ("events.sync", ctr.event_syncs);
@@ -1576,6 +1682,7 @@ pfemu_reset (void)
   read_env ();
   memset (&ctr, 0, sizeof ctr);
   memset (primary_alive, 0, sizeof primary_alive);
+  __atomic_add_fetch (&generation, 1, __ATOMIC_RELAXED);
   sticky_error = cudaSuccess;
   slots_set = 0;
   pthread_mutex_unlock (&G);

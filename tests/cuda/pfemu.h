@@ -54,6 +54,11 @@
  * "sticky" (the sticky error, 0: none), "sticky.calls" (calls failed by it;
  * releases still release, and return it), "lasterror.set" (threads whose
  * last-error slot holds an error no cudaGetLastError has taken).
+ * "copies.sync.late" (cudaMemcpy2D from pageable memory to the device:
+ * staged at once, then queued on the legacy stream, which runs an op only
+ * when something waits for it: an event recorded after it being waited
+ * for or queried, a synchronous call on the legacy stream, a stream sync
+ * of it; non-blocking streams never wait for it).
  * Besides cudart's calls the emulator exports the driver's cuCtxGetCurrent
  * and cuCtxSetCurrent (a NULL context = none current).
  * Returns -1 for an unknown name. */

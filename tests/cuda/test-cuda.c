@@ -1012,6 +1012,76 @@ GST_START_TEST (test_sticky_error)
 
 GST_END_TEST;
 
+/* A CPU write through a writable map goes back to the device when unmapped
+ * (a synchronous cudaMemcpy2D from the pageable host copy: it may land
+ * after the call returns, on the legacy stream, which a non-blocking
+ * stream does not wait for). A consumer following the memory's contract
+ * (cudaStreamWaitEvent on its event, then its own copy) reads what was
+ * written: the write-back records the event. */
+GST_START_TEST (test_write_back_ordered)
+{
+  const GstPinnedCudaRuntime *rt =
+      gst_pinned_cuda_runtime_open_device (0, NULL);
+  GstCaps *caps = gst_caps_from_string ("video/x-raw(memory:PinnedflowCUDA),"
+      "format=GRAY8,width=256,height=64,framerate=30/1");
+  GstBufferPool *pool;
+  GstStructure *config;
+  GstVideoInfo info;
+  GstBuffer *buf = NULL;
+  GstMapInfo map;
+  GstMemory *mem;
+  GstPinnedCudaStream stream;
+  gpointer dev;
+  gsize pitch, width, rows, i, bad = 0, size = 16 * pf_page_size ();
+  pf_segment *seg;
+  guint8 *host;
+
+  fail_unless (rt != NULL);
+  fail_unless (gst_video_info_from_caps (&info, caps));
+  pool = gst_pinned_cuda_buffer_pool_new (rt, 0);
+  config = gst_buffer_pool_get_config (pool);
+  gst_buffer_pool_config_set_params (config, caps, info.size, 1, 1);
+  fail_unless (gst_buffer_pool_set_config (pool, config));
+  fail_unless (gst_buffer_pool_set_active (pool, TRUE));
+  fail_unless_equals_int (gst_buffer_pool_acquire_buffer (pool, &buf, NULL),
+      GST_FLOW_OK);
+  mem = gst_buffer_peek_memory (buf, 0);
+  fail_unless (gst_pinned_cuda_memory_get_plane (mem, 0, &dev, &pitch,
+          &width, &rows));
+  fail_unless (pitch * rows <= size);
+
+  fail_unless (gst_memory_map (mem, &map, GST_MAP_WRITE));
+  memset (map.data, 0x5a, map.size);
+  gst_memory_unmap (mem, &map);
+
+  fail_unless_equals_int (pf_segment_new ("wb", size,
+          PF_SEGMENT_FLAG_SEAL_WRITERS, &seg), 0);
+  host = pf_segment_get_base (seg);
+  fail_unless_equals_int (rt->HostRegister (host, size, 0), 0);
+  fail_unless_equals_int (rt->StreamCreateWithFlags (&stream,
+          GST_PINNED_CUDA_STREAM_NON_BLOCKING), 0);
+  fail_unless_equals_int (rt->StreamWaitEvent (stream,
+          gst_pinned_cuda_memory_get_event (mem), 0), 0);
+  fail_unless_equals_int (rt->Memcpy2DAsync (host, pitch, dev, pitch, width,
+          rows, GST_PINNED_CUDA_MEMCPY_DEVICE_TO_HOST, stream), 0);
+  fail_unless_equals_int (rt->StreamSynchronize (stream), 0);
+  for (i = 0; i < pitch * rows; i++)
+    bad += i % pitch < width && host[i] != 0x5a;
+  fail_unless (bad == 0, "%" G_GSIZE_FORMAT " bytes not written back", bad);
+  if (emulated)
+    fail_unless_equals_int (EMU ("copies.sync.late"), 1);
+
+  fail_unless_equals_int (rt->StreamDestroy (stream), 0);
+  fail_unless_equals_int (rt->HostUnregister (host), 0);
+  pf_segment_unref (seg);
+  gst_buffer_unref (buf);
+  fail_unless (gst_buffer_pool_set_active (pool, FALSE));
+  gst_object_unref (pool);
+  gst_caps_unref (caps);
+}
+
+GST_END_TEST;
+
 /* ------------------------------------------------------------ emulator */
 
 /* The emulator itself: what makes the checks above able to fail. */
@@ -1093,6 +1163,8 @@ GST_START_TEST (test_emulator_late_copy)
   fail_unless_equals_int (rt->Memcpy2DAsync (dev, pitch, pageable, 64, 64, 1,
           GST_PINNED_CUDA_MEMCPY_HOST_TO_DEVICE, stream), 0);
   memset (pageable, 4, 64);
+  /* the legacy stream does not wait for a non-blocking one */
+  fail_unless_equals_int (rt->StreamSynchronize (stream), 0);
   fail_unless_equals_int (rt->Memcpy2D (back, 64, dev, pitch, 64, 1,
           GST_PINNED_CUDA_MEMCPY_DEVICE_TO_HOST), 0);
   fail_unless_equals_int (back[0], 3);
@@ -1312,6 +1384,7 @@ cuda_suite (void)
       G_N_ELEMENTS (shapes));
   tcase_add_test (tc, test_readonly_segment_registered);
   tcase_add_test (tc, test_propose_pool_and_api);
+  tcase_add_test (tc, test_write_back_ordered);
   tcase_add_test (tc, test_no_runtime);
   tcase_add_test (tc, test_runtime_error_domain);
   tcase_add_loop_test (tc, test_cross_process, 0, 2);

@@ -113,7 +113,7 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
   pf_producer_config cfg = {.perms = 0600,.max_client_frames = 8 };
   int fds0, segs0;
   size_t pos = 0;
-  pf_frame f;
+  pf_producer_frame f;
   int sock, i;
 
   if (producer == NULL) {

@@ -185,7 +185,7 @@ int
 t_publish (t_producer * tp, pf_segment * seg, uint64_t offset, uint64_t size,
     uint64_t seed)
 {
-  pf_frame f;
+  pf_producer_frame f;
 
   memset (&f, 0, sizeof (f));
   t_fill ((uint8_t *) pf_segment_get_base (seg) + offset, size, seed);

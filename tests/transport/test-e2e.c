@@ -546,7 +546,7 @@ test_multi_chunk_video (void)
   t_producer tp;
   pf_consumer *c;
   pf_segment *seg[2];
-  pf_frame f;
+  pf_producer_frame f;
   pf_event ev;
 
   CHECK_INT (t_producer_start (&tp, t_path ("sock"), 2), ==, 0);
@@ -641,7 +641,7 @@ publisher (void *data)
 {
   struct pub_thread *pt = data;
   int i, slot, res;
-  pf_frame f;
+  pf_producer_frame f;
 
   for (i = 0; i < PER_THREAD; i++) {
     slot = i % N_SLOTS;

@@ -120,7 +120,7 @@ send_segment (victim * v, uint64_t id, uint64_t claimed, int fd)
 }
 
 static void
-frame_init (pf_frame * f, uint64_t seq, uint64_t seg, uint64_t off,
+frame_init (struct pf_msg_frame *f, uint64_t seq, uint64_t seg, uint64_t off,
     uint64_t size)
 {
   memset (f, 0, sizeof (*f));
@@ -132,7 +132,7 @@ frame_init (pf_frame * f, uint64_t seq, uint64_t seg, uint64_t off,
 }
 
 static void
-send_frame (victim * v, const pf_frame * f)
+send_frame (victim * v, const struct pf_msg_frame *f)
 {
   CHECK_INT (pf_test_send_fds (v->peer, v->buf, pf_msg_write_frame (v->buf, f),
           NULL, 0), ==, 0);
@@ -247,7 +247,7 @@ static void
 test_fd_on_frame (void)
 {
   victim v;
-  pf_frame f;
+  struct pf_msg_frame f;
   int fd;
 
   victim_start (&v, 4);
@@ -374,7 +374,7 @@ test_bad_chunks (void)
 
   for (i = 0; i < sizeof (cases) / sizeof (cases[0]); i++) {
     victim v;
-    pf_frame f;
+    struct pf_msg_frame f;
 
     victim_start (&v, 4);
     send_segment (&v, 1, 4096, make_memfd (4096, 1));
@@ -389,7 +389,7 @@ static void
 test_bad_planes (void)
 {
   victim v;
-  pf_frame f;
+  struct pf_msg_frame f;
 
   victim_start (&v, 4);
   send_segment (&v, 1, 4096, make_memfd (4096, 1));
@@ -407,7 +407,7 @@ test_state_violations (void)
 {
   victim v;
   pf_event held;
-  pf_frame f;
+  struct pf_msg_frame f;
   const uint8_t *data;
   int k;
 
@@ -477,7 +477,7 @@ test_remove_while_held (void)
 {
   victim v;
   pf_event ev, e2;
-  pf_frame f;
+  struct pf_msg_frame f;
   int fd;
   uint8_t *w;
 

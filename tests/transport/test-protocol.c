@@ -28,7 +28,7 @@ put64 (size_t off, uint64_t v)
 }
 
 static void
-fill_frame (pf_frame * f)
+fill_frame (struct pf_msg_frame *f)
 {
   memset (f, 0, sizeof (*f));
   f->seq = 7;
@@ -58,9 +58,9 @@ fill_frame (pf_frame * f)
 }
 
 static int
-parse_frame_variant (void (*mutate) (pf_frame * f))
+parse_frame_variant (void (*mutate) (struct pf_msg_frame * f))
 {
-  pf_frame f;
+  struct pf_msg_frame f;
   size_t len;
 
   fill_frame (&f);
@@ -72,7 +72,7 @@ parse_frame_variant (void (*mutate) (pf_frame * f))
 static void
 test_roundtrip (void)
 {
-  pf_frame f;
+  struct pf_msg_frame f;
   size_t len;
   static const uint8_t hello_le[40] = {
     1, 0, 0, 0, 40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
@@ -284,104 +284,104 @@ test_caps (void)
 }
 
 static void
-m_chunks0 (pf_frame * f)
+m_chunks0 (struct pf_msg_frame *f)
 {
   f->n_chunks = 0;
 }
 
 static void
-m_chunks5 (pf_frame * f)
+m_chunks5 (struct pf_msg_frame *f)
 {
   f->n_chunks = 5;
 }
 
 static void
-m_seg0 (pf_frame * f)
+m_seg0 (struct pf_msg_frame *f)
 {
   f->chunks[1].segment_id = 0;
 }
 
 static void
-m_size0 (pf_frame * f)
+m_size0 (struct pf_msg_frame *f)
 {
   f->chunks[0].size = 0;
 }
 
 static void
-m_overflow (pf_frame * f)
+m_overflow (struct pf_msg_frame *f)
 {
   f->chunks[0].offset = UINT64_MAX - 10;
   f->chunks[0].size = 11;
 }
 
 static void
-m_total_overflow (pf_frame * f)
+m_total_overflow (struct pf_msg_frame *f)
 {
   f->chunks[0].size = UINT64_MAX / 2 + 1;
   f->chunks[1].size = UINT64_MAX / 2 + 1;
 }
 
 static void
-m_unused_chunk (pf_frame * f)
+m_unused_chunk (struct pf_msg_frame *f)
 {
   f->chunks[3].offset = 1;
 }
 
 static void
-m_planes5 (pf_frame * f)
+m_planes5 (struct pf_msg_frame *f)
 {
   f->n_planes = 5;
 }
 
 static void
-m_planes0 (pf_frame * f)
+m_planes0 (struct pf_msg_frame *f)
 {
   f->n_planes = 0;
 }
 
 static void
-m_plane_out (pf_frame * f)
+m_plane_out (struct pf_msg_frame *f)
 {
   f->plane_offset[1] = 1500;
 }
 
 static void
-m_unused_plane (pf_frame * f)
+m_unused_plane (struct pf_msg_frame *f)
 {
   f->plane_stride[3] = 4;
 }
 
 static void
-m_meta_flags (pf_frame * f)
+m_meta_flags (struct pf_msg_frame *f)
 {
   f->meta_flags |= 2;
 }
 
 static void
-m_no_meta (pf_frame * f)
+m_no_meta (struct pf_msg_frame *f)
 {
   f->meta_flags = 0;
 }
 
 static void
-m_reserved (pf_frame * f)
+m_reserved (struct pf_msg_frame *f)
 {
   f->reserved = 1;
 }
 
 static void
-m_stride_min (pf_frame * f)
+m_stride_min (struct pf_msg_frame *f)
 {
   f->plane_stride[0] = INT32_MIN;
 }
 
 static void
-m_none (pf_frame * f)
+m_none (struct pf_msg_frame *f)
 {
 }
 
 static void
-m_last_plane (pf_frame * f)
+m_last_plane (struct pf_msg_frame *f)
 {
   f->plane_offset[1] = 1499;
 }
@@ -390,7 +390,7 @@ static void
 test_frame (void)
 {
   size_t len;
-  pf_frame f;
+  struct pf_msg_frame f;
 
   CHECK_INT (parse_frame_variant (m_none), ==, 0);
   CHECK_INT (parse_frame_variant (m_last_plane), ==, 0);
@@ -470,7 +470,7 @@ test_doc_example (void)
   const char *src = getenv ("PINNEDFLOW_SOURCE_ROOT");
   uint8_t want[PF_MAX_MSG_SIZE];
   char path[1024];
-  pf_frame f;
+  struct pf_msg_frame f;
   FILE *doc;
   size_t n, len;
   int i;

@@ -144,6 +144,11 @@ mem_unmap (GstMemory * memory, GstMapInfo * info)
     err = rt->Memcpy2D (mem->dev_ptr, mem->pitch, mem->shadow, mem->pitch,
         mem->pitch, mem->layout.total_rows,
         GST_PINNED_CUDA_MEMCPY_HOST_TO_DEVICE);
+    /* From pageable memory the copy may land after the call returns, on
+     * the legacy stream, which the consumers' non-blocking streams do not
+     * wait for: the memory's event, recorded there, covers it. */
+    if (err == GST_PINNED_CUDA_SUCCESS)
+      err = rt->EventRecord (mem->event, NULL);
     gst_pinned_cuda_device_leave (rt, mem->device_id, prev);
     if (err != GST_PINNED_CUDA_SUCCESS)
       GST_ERROR ("upload after write map failed: %s", rt->GetErrorString (err));

@@ -1,0 +1,470 @@
+/* pinnedflow: the producer's per-consumer state machine (plain C, no GLib)
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * One struct client per accepted connection, through its states:
+ * HANDSHAKE (accepted, waiting for its HELLO; answered with ours, every live
+ * segment and the caps) -> ACTIVE (gets segments, caps and frames; sends
+ * RELEASEs) -> DEAD (a failed send or receive, a protocol error, a hang-up
+ * or the producer closing; reaped by the I/O thread or pf_producer_close(),
+ * which give back every frame it held). Control messages a full socket
+ * cannot take are queued (never dropped, at most MAX_CTL_QUEUE); frames are
+ * skipped instead (counted as drops).
+ *
+ * Threads and locks: every function here runs with p->lock held (the
+ * producer's one mutex, pf-producer.c), on the I/O thread or in a caller of
+ * the public API; none blocks (sockets are non-blocking). Nothing here
+ * calls a user callback: what must be reported is pushed on the caller's
+ * event_list and dispatched after unlocking (pf-producer.c).
+ *
+ * Lifetimes: a client is owned by p->clients from client_new() to
+ * client_reap(), which closes its socket and frees it; its held[] entries
+ * point at pframes that stay alive while any holder remains.
+ */
+#include "pf-producer-private.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Marks @c dead; the I/O thread (or close) reaps it. The first reason
+ * wins. */
+void
+client_fail (pf_producer * p, struct client *c, int error, const char *fmt, ...)
+{
+  va_list ap;
+
+  if (c->state == CLIENT_DEAD)
+    return;
+  c->state = CLIENT_DEAD;
+  c->info.error = error;
+  va_start (ap, fmt);
+  vsnprintf (c->info.reason, sizeof (c->info.reason), fmt, ap);
+  va_end (ap);
+  producer_wake (p);
+}
+
+/* A failed send or receive: the peer closing (with unread data, AF_UNIX
+ * says ECONNRESET) is a hang-up, not an error. */
+static void
+client_fail_io (pf_producer * p, struct client *c, int err, const char *what)
+{
+  if (err == -EPIPE || err == -ECONNRESET)
+    client_fail (p, c, 0, "consumer hung up");
+  else
+    client_fail (p, c, err, "%s failed: %s", what, strerror (-err));
+}
+
+static void
+frame_unhold (pf_producer * p, struct pframe *f, struct event_list *ev)
+{
+  if (--f->holders > 0)
+    return;
+  if (f->prev)
+    f->prev->next = f->next;
+  else
+    p->frames = f->next;
+  if (f->next)
+    f->next->prev = f->prev;
+  f->prev = f->next = NULL;
+  if (ev->released_tail)
+    ev->released_tail->next = f;
+  else
+    ev->released = f;
+  ev->released_tail = f;
+}
+
+static void
+update_epoll (pf_producer * p, struct client *c, int want_out)
+{
+  struct epoll_event e = {.events = EPOLLIN | (want_out ? EPOLLOUT : 0),
+    .data.u64 = c->info.client_id
+  };
+
+  if (c->want_out == want_out || p->epoll_fd < 0)
+    return;
+  if (epoll_ctl (p->epoll_fd, EPOLL_CTL_MOD, c->fd, &e) == 0)
+    c->want_out = want_out;
+}
+
+/* Sends what is queued; 0 when the queue is empty, -EAGAIN if not. */
+int
+client_flush (pf_producer * p, struct client *c)
+{
+  struct ctlmsg *m;
+  int res;
+
+  while ((m = c->q_head) != NULL) {
+    res = pf_socket_send (c->fd, m->data, m->len, m->fd >= 0 ? &m->fd : NULL,
+        m->fd >= 0 ? 1 : 0, MSG_DONTWAIT);
+    if (res == -EAGAIN)
+      break;
+    if (res < 0) {
+      client_fail_io (p, c, res, "send");
+      return res;
+    }
+    c->q_head = m->next;
+    if (c->q_head == NULL)
+      c->q_tail = NULL;
+    c->q_len--;
+    if (m->fd >= 0)
+      close (m->fd);
+    free (m);
+  }
+  update_epoll (p, c, c->q_head != NULL);
+  return c->q_head ? -EAGAIN : 0;
+}
+
+/* Sends a control message now, or queues it behind earlier ones. Control
+ * messages are never dropped (frames are). */
+int
+client_send_ctl (pf_producer * p, struct client *c, const void *buf,
+    size_t len, int fd)
+{
+  struct ctlmsg *m;
+  int res;
+
+  if (c->state == CLIENT_DEAD)
+    return -EPIPE;
+  if (c->q_head == NULL) {
+    res = pf_socket_send (c->fd, buf, len, fd >= 0 ? &fd : NULL,
+        fd >= 0 ? 1 : 0, MSG_DONTWAIT);
+    if (res == 0)
+      return 0;
+    if (res != -EAGAIN) {
+      client_fail_io (p, c, res, "send");
+      return res;
+    }
+  }
+  if (c->q_len >= MAX_CTL_QUEUE) {
+    client_fail (p, c, -ENOBUFS, "consumer does not read: %u control "
+        "messages pending", c->q_len);
+    return -ENOBUFS;
+  }
+  m = malloc (sizeof (*m) + len);
+  if (m == NULL) {
+    client_fail (p, c, -ENOMEM, "out of memory");
+    return -ENOMEM;
+  }
+  m->next = NULL;
+  m->len = len;
+  memcpy (m->data, buf, len);
+  m->fd = -1;
+  if (fd >= 0 && (m->fd = fcntl (fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+    res = -errno;
+    free (m);
+    client_fail (p, c, res, "dup failed: %s", strerror (-res));
+    return res;
+  }
+  if (c->q_tail)
+    c->q_tail->next = m;
+  else
+    c->q_head = m;
+  c->q_tail = m;
+  c->q_len++;
+  update_epoll (p, c, 1);
+  return 0;
+}
+
+static int
+client_has_seg (struct client *c, uint64_t id)
+{
+  unsigned int i;
+
+  for (i = 0; i < c->n_segs; i++)
+    if (c->segs[i] == id)
+      return 1;
+  return 0;
+}
+
+static int
+client_announce_seg (pf_producer * p, struct client *c, struct pseg *s)
+{
+  uint8_t buf[sizeof (struct pf_msg_segment_add)];
+  size_t len;
+  int res;
+
+  if (client_has_seg (c, s->id))
+    return 0;
+  if (c->n_segs == c->cap_segs) {
+    unsigned int cap = c->cap_segs ? c->cap_segs * 2 : 16;
+    uint64_t *n = realloc (c->segs, cap * sizeof (*n));
+
+    if (n == NULL) {
+      client_fail (p, c, -ENOMEM, "out of memory");
+      return -ENOMEM;
+    }
+    c->segs = n;
+    c->cap_segs = cap;
+  }
+  len = pf_msg_write_segment_add (buf, s->id, s->size);
+  if ((res = client_send_ctl (p, c, buf, len, s->fd)) < 0)
+    return res;
+  c->segs[c->n_segs++] = s->id;
+  return 0;
+}
+
+void
+client_forget_seg (pf_producer * p, struct client *c, uint64_t id)
+{
+  uint8_t buf[sizeof (struct pf_msg_segment_remove)];
+  unsigned int i;
+
+  for (i = 0; i < c->n_segs; i++) {
+    if (c->segs[i] == id) {
+      c->segs[i] = c->segs[--c->n_segs];
+      client_send_ctl (p, c, buf, pf_msg_write_segment_remove (buf, id), -1);
+      return;
+    }
+  }
+}
+
+void
+client_send_caps (pf_producer * p, struct client *c)
+{
+  uint8_t buf[PF_MAX_MSG_SIZE];
+  size_t len;
+
+  if (p->caps == NULL)
+    return;
+  len = pf_msg_write_caps (buf, p->caps_seq, p->caps);
+  if (len > 0)
+    client_send_ctl (p, c, buf, len, -1);
+}
+
+/* Removes @c from the list, gives back what it held, closes its socket. */
+void
+client_reap (pf_producer * p, struct client *c, struct event_list *ev)
+{
+  struct client **l;
+  struct ctlmsg *m, *next;
+  unsigned int i;
+
+  for (l = &p->clients; *l != NULL; l = &(*l)->next) {
+    if (*l == c) {
+      *l = c->next;
+      p->n_clients--;
+      break;
+    }
+  }
+  if (p->epoll_fd >= 0)
+    epoll_ctl (p->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+  close (c->fd);
+  for (i = 0; i < c->n_held; i++)
+    frame_unhold (p, c->held[i].frame, ev);
+  for (m = c->q_head; m != NULL; m = next) {
+    next = m->next;
+    if (m->fd >= 0)
+      close (m->fd);
+    free (m);
+  }
+  if (c->connected_notified)
+    producer_push_event (ev, EV_DISCONNECTED, &c->info);
+  free (c->held);
+  free (c->segs);
+  free (c);
+}
+
+/* A new connection on @fd, waiting for its HELLO, added to p->clients;
+ * NULL (the caller closes @fd) when out of memory or epoll refuses it. */
+struct client *
+client_new (pf_producer * p, int fd)
+{
+  struct epoll_event e = {.events = EPOLLIN };
+  struct client *c = calloc (1, sizeof (*c));
+
+  if (c == NULL)
+    return NULL;
+  c->fd = fd;
+  c->state = CLIENT_HANDSHAKE;
+  c->hello_deadline = pf_monotonic_ns () + HANDSHAKE_TIMEOUT_NS;
+  c->info.client_id = ++p->next_client_id;
+  c->info.pid = -1;
+  pf_socket_peercred (fd, &c->info.pid, &c->info.uid, &c->info.gid);
+  c->stats.client_id = c->info.client_id;
+  c->stats.pid = c->info.pid;
+  c->stats.uid = c->info.uid;
+  e.data.u64 = c->info.client_id;
+  if (epoll_ctl (p->epoll_fd, EPOLL_CTL_ADD, fd, &e) < 0) {
+    free (c);
+    return NULL;
+  }
+  c->next = p->clients;
+  p->clients = c;
+  p->n_clients++;
+  return c;
+}
+
+static void
+client_handle_hello (pf_producer * p, struct client *c,
+    const struct pf_msg *msg, struct event_list *ev)
+{
+  uint8_t buf[sizeof (struct pf_msg_hello)];
+  struct pseg *s;
+
+  if (msg->type != PF_MSG_HELLO) {
+    client_fail (p, c, -EPROTO, "first message is type %u, not HELLO",
+        msg->type);
+    return;
+  }
+  if (msg->u.hello.role != PF_ROLE_CONSUMER) {
+    client_fail (p, c, -EPROTO, "HELLO with role %u, not consumer",
+        msg->u.hello.role);
+    return;
+  }
+  /* Answer, then bring the consumer up to date: every live segment and the
+   * current caps, before any frame. */
+  client_send_ctl (p, c, buf, pf_msg_write_hello (buf, PF_ROLE_PRODUCER,
+          p->max_client_frames, p->session_id), -1);
+  for (s = p->segs; s != NULL && c->state != CLIENT_DEAD; s = s->next)
+    if (s->fd >= 0)
+      client_announce_seg (p, c, s);
+  client_send_caps (p, c);
+  if (c->state == CLIENT_DEAD)
+    return;
+  c->state = CLIENT_ACTIVE;
+  c->connected_notified = 1;
+  producer_push_event (ev, EV_CONNECTED, &c->info);
+}
+
+static void
+client_handle_release (pf_producer * p, struct client *c, uint64_t seq,
+    struct event_list *ev)
+{
+  unsigned int i;
+
+  for (i = 0; i < c->n_held; i++) {
+    if (c->held[i].seq == seq) {
+      struct pframe *f = c->held[i].frame;
+
+      c->held[i] = c->held[--c->n_held];
+      c->stats.frames_released++;
+      frame_unhold (p, f, ev);
+      return;
+    }
+  }
+  client_fail (p, c, -EPROTO, "released frame %" PRIu64 " it does not hold",
+      seq);
+}
+
+void
+client_read (pf_producer * p, struct client *c, struct event_list *ev)
+{
+  uint8_t buf[PF_MAX_MSG_SIZE];
+  int fds[PF_SOCKET_MAX_RECV_FDS];
+  unsigned int n_fds, round;
+  const char *why;
+  struct pf_msg msg;
+  ssize_t len;
+  int res;
+
+  /* Bounded per wake-up so one chatty consumer cannot starve the others;
+   * epoll is level-triggered and brings us back. */
+  for (round = 0; round < 64 && c->state != CLIENT_DEAD; round++) {
+    len = pf_socket_recv (c->fd, buf, sizeof (buf), MSG_DONTWAIT, fds,
+        &n_fds, &why);
+    if (len == -EAGAIN)
+      return;
+    if (len == 0) {
+      client_fail (p, c, 0, "consumer hung up");
+      return;
+    }
+    if (len < 0) {
+      if (why)
+        client_fail (p, c, (int) len, "receive failed: %s", why);
+      else
+        client_fail_io (p, c, (int) len, "receive");
+      return;
+    }
+    if (n_fds > 0) {
+      pf_socket_close_fds (fds, n_fds);
+      client_fail (p, c, -EPROTO, "consumer sent %u file descriptors", n_fds);
+      return;
+    }
+    if ((res = pf_msg_parse (buf, (size_t) len, 0, &msg)) < 0) {
+      /* A consumer speaking another version learns ours before we hang
+       * up, so it can report the mismatch; a peer with another magic is
+       * not a pinnedflow consumer and gets no answer. */
+      if (res == -EPROTONOSUPPORT && c->state == CLIENT_HANDSHAKE &&
+          msg.type == PF_MSG_HELLO && msg.u.hello.magic == PF_PROTOCOL_MAGIC) {
+        uint8_t hello[sizeof (struct pf_msg_hello)];
+
+        client_send_ctl (p, c, hello, pf_msg_write_hello (hello,
+                PF_ROLE_PRODUCER, p->max_client_frames, p->session_id), -1);
+      }
+      client_fail (p, c, res, "%s", pf_msg_error ());
+      return;
+    }
+    if (c->state == CLIENT_HANDSHAKE) {
+      client_handle_hello (p, c, &msg, ev);
+      continue;
+    }
+    if (msg.type != PF_MSG_RELEASE) {
+      client_fail (p, c, -EPROTO, "unexpected message type %u from a "
+          "consumer", msg.type);
+      return;
+    }
+    client_handle_release (p, c, msg.u.release.seq, ev);
+  }
+}
+
+/* Sends @buf (an encoded FRAME) to @c if it can take it; 1 if it did. */
+int
+client_offer_frame (pf_producer * p, struct client *c, const uint8_t * buf,
+    size_t len, struct pseg *const *ps, unsigned int n_chunks,
+    struct pframe *f, uint64_t bytes)
+{
+  unsigned int i;
+  int res;
+
+  if (c->n_held >= p->max_client_frames) {
+    c->stats.frames_dropped++;
+    return 0;
+  }
+  /* Segments first (queued if need be: never dropped). */
+  for (i = 0; i < n_chunks && c->state != CLIENT_DEAD; i++)
+    client_announce_seg (p, c, ps[i]);
+  if (c->state == CLIENT_DEAD)
+    return 0;
+  /* A frame may not overtake queued control messages. */
+  if (c->q_head != NULL && client_flush (p, c) < 0) {
+    c->stats.frames_dropped++;
+    return 0;
+  }
+  if (c->n_held == c->cap_held) {
+    unsigned int cap = c->cap_held ? c->cap_held * 2 : 16;
+    struct held *n;
+
+    if (cap > p->max_client_frames)
+      cap = p->max_client_frames;
+    if ((n = realloc (c->held, cap * sizeof (*n))) == NULL) {
+      c->stats.frames_dropped++;
+      return 0;
+    }
+    c->held = n;
+    c->cap_held = cap;
+  }
+  res = pf_socket_send (c->fd, buf, len, NULL, 0, MSG_DONTWAIT);
+  if (res == -EAGAIN) {
+    c->stats.frames_dropped++;
+    return 0;
+  }
+  if (res < 0) {
+    client_fail_io (p, c, res, "send");
+    return 0;
+  }
+  c->held[c->n_held].seq = f->seq;
+  c->held[c->n_held].frame = f;
+  c->n_held++;
+  c->stats.frames_sent++;
+  c->stats.bytes_sent += bytes;
+  f->holders++;
+  return 1;
+}

@@ -1,0 +1,167 @@
+/* pinnedflow: the producer's internals, shared by its two files
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * pf-producer.c: the producer object, its I/O thread, announced segments,
+ * the public API. pf-producer-client.c: one consumer's state machine.
+ * Not installed. Every struct below is guarded by pf_producer.lock (see
+ * pf-producer.c for the lock order); the functions declared here are called
+ * with it held unless said otherwise.
+ */
+#ifndef __PF_PRODUCER_PRIVATE_H__
+#define __PF_PRODUCER_PRIVATE_H__
+
+#include <pinnedflow/pf-producer.h>
+
+#include "pf-protocol-private.h"
+#include "pf-socket.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+/* Control messages (never dropped) waiting for a full socket to drain. A
+ * consumer that lets this many pile up is disconnected. */
+#define MAX_CTL_QUEUE 256
+#define LISTEN_BACKLOG 16
+/* Connections beyond this are accepted and closed at once. */
+#define MAX_CLIENTS 256
+/* A connection that has not sent its HELLO by then is closed, so that idle
+ * connections cannot take every one of the MAX_CLIENTS places. */
+#define HANDSHAKE_TIMEOUT_NS UINT64_C (5000000000)
+
+#define TOKEN_WAKE UINT64_C (0)
+#define TOKEN_LISTEN UINT64_MAX
+
+enum client_state
+{
+  CLIENT_HANDSHAKE,             /* accepted, waiting for its HELLO */
+  CLIENT_ACTIVE,                /* gets segments, caps and frames */
+  CLIENT_DEAD,                  /* to be reaped by the I/O thread */
+};
+
+/* A published frame that at least one client holds. Once released it
+ * carries its own release callback (event_list.released) and is then kept
+ * on p->spare for the next publish: no allocation per frame. */
+struct pframe
+{
+  uint64_t seq;
+  void *token;
+  unsigned int holders;
+  struct pframe *prev, *next;
+};
+
+struct held
+{
+  uint64_t seq;
+  struct pframe *frame;
+};
+
+struct ctlmsg
+{
+  struct ctlmsg *next;
+  int fd;                       /* our own dup, or -1 */
+  size_t len;
+  uint8_t data[];
+};
+
+struct client
+{
+  pf_client_info info;
+  pf_client_stats stats;
+  int fd;
+  enum client_state state;
+  uint64_t hello_deadline;      /* CLIENT_HANDSHAKE: monotonic ns */
+  int connected_notified;
+  struct held *held;            /* grows up to max_client_frames */
+  unsigned int n_held, cap_held;
+  uint64_t *segs;               /* segment ids announced to this client */
+  unsigned int n_segs, cap_segs;
+  struct ctlmsg *q_head, *q_tail;
+  unsigned int q_len;
+  int want_out;
+  struct client *next;
+};
+
+/* A segment announced by this producer: attached to the pf_segment. */
+struct pseg
+{
+  pf_producer *p;               /* a reference */
+  uint64_t id;
+  uint64_t size;
+  int fd;                       /* our dup; -1 once the producer closed */
+  struct pseg *prev, *next;
+};
+
+/* Deferred callback. */
+struct event
+{
+  enum
+  { EV_CONNECTED, EV_DISCONNECTED } type;
+  pf_client_info info;
+  struct event *next;
+};
+
+struct pf_producer
+{
+  atomic_int refcount;
+  pthread_mutex_t lock;
+
+  char *path;
+  pf_socket_file file;
+  unsigned int max_client_frames;
+  pf_producer_callbacks cb;
+  uint64_t session_id;
+
+  int listen_fd, epoll_fd, wake_fd;
+  int listen_paused;            /* out of fds: accept after a reap */
+  uint64_t listen_resume_ns;    /* ... or at this time */
+  pthread_t thread;
+  int thread_started;
+  int quit, closed;
+
+  struct client *clients;
+  unsigned int n_clients;       /* in the list, any state */
+  uint32_t next_client_id;
+  struct pseg *segs;
+  struct pframe *frames;
+  struct pframe *spare;         /* released pframes, for reuse */
+  uint64_t seq;
+  uint64_t unsent;
+  char *caps;
+  uint32_t caps_seq;
+};
+
+struct event_list
+{
+  struct event *head, *tail;
+  struct pframe *released, *released_tail;      /* in release order */
+};
+
+/* ---- pf-producer.c ---- */
+
+/* Queues a client_connected/_disconnected callback for after unlocking. */
+void producer_push_event (struct event_list *l, int type,
+    const pf_client_info * info);
+/* Wakes the I/O thread (it reaps dead clients, re-reads deadlines). */
+void producer_wake (pf_producer * p);
+
+/* ---- pf-producer-client.c ---- */
+
+struct client *client_new (pf_producer * p, int fd);
+/* Marks @c dead with a reason (the first one wins); the I/O thread or
+ * pf_producer_close() reaps it. */
+void client_fail (pf_producer * p, struct client *c, int error,
+    const char *fmt, ...) __attribute__((format (printf, 4, 5)));
+int client_flush (pf_producer * p, struct client *c);
+int client_send_ctl (pf_producer * p, struct client *c, const void *buf,
+    size_t len, int fd);
+void client_forget_seg (pf_producer * p, struct client *c, uint64_t id);
+void client_send_caps (pf_producer * p, struct client *c);
+void client_reap (pf_producer * p, struct client *c, struct event_list *ev);
+void client_read (pf_producer * p, struct client *c, struct event_list *ev);
+int client_offer_frame (pf_producer * p, struct client *c,
+    const uint8_t * buf, size_t len, struct pseg *const *ps,
+    unsigned int n_chunks, struct pframe *f, uint64_t bytes);
+
+#endif /* __PF_PRODUCER_PRIVATE_H__ */
