@@ -418,13 +418,22 @@ ensure_bounce (GstPinnedCudaUpload * self)
   if (!self->bounce_reg->registered) {
     gchar *desc = gst_pinned_cuda_error_describe (self->parent.cuda.rt,
         self->bounce_reg->error);
-    GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
-        ("Could not register the bounce segment with CUDA: "
-            "cudaHostRegister failed: %s", desc), (NULL));
+    int supported = -1;
+
+    self->parent.cuda.rt->DeviceGetAttribute (&supported,
+        GST_PINNED_CUDA_DEV_ATTR_HOST_REGISTER_SUPPORTED,
+        self->parent.cuda.device_id);
+    /* The fallback (a device that cannot register host memory, e.g.
+     * cudaDevAttrHostRegisterSupported 0): the bounce slots are used
+     * unregistered, so each copy from them is a pageable
+     * cudaMemcpy2DAsync, which the runtime stages through its own pinned
+     * buffer before returning (synchronous with the host, slower). */
+    GST_ELEMENT_WARNING (self, RESOURCE, FAILED,
+        ("Could not register the bounce segment with CUDA: copies from "
+            "system memory are pageable"),
+        ("cudaHostRegister failed: %s (cudaDevAttrHostRegisterSupported %d)",
+            desc, supported));
     g_free (desc);
-    /* Never used unregistered (that would be a pageable copy). */
-    drop_bounce (self);
-    return FALSE;
   }
   return TRUE;
 }

@@ -57,6 +57,8 @@ SAME (GST_PINNED_CUDA_HOST_REGISTER_READ_ONLY, 0x08);
 SAME (GST_PINNED_CUDA_STREAM_NON_BLOCKING, cudaStreamNonBlocking);
 SAME (GST_PINNED_CUDA_EVENT_BLOCKING_SYNC, cudaEventBlockingSync);
 SAME (GST_PINNED_CUDA_EVENT_DISABLE_TIMING, cudaEventDisableTiming);
+SAME (GST_PINNED_CUDA_DEV_ATTR_HOST_REGISTER_SUPPORTED,
+    cudaDevAttrHostRegisterSupported);
 SAME (GST_PINNED_CUDA_DEV_ATTR_HOST_REGISTER_READ_ONLY_SUPPORTED,
     cudaDevAttrHostRegisterReadOnlySupported);
 
@@ -99,6 +101,8 @@ SIG (Memcpy2D);
 SIG (Memcpy2DAsync);
 SIG (HostRegister);
 SIG (HostUnregister);
+SIG (GetLastError);
+SIG (PeekAtLastError);
 
 int main (void);
 

@@ -59,7 +59,9 @@ enum
 #define STREAM_NON_BLOCKING 0x01
 #define EVENT_BLOCKING_SYNC 0x01
 #define ATTR_HOST_REGISTER_READ_ONLY_SUPPORTED 113
-#define ATTR_TEXTURE_PITCH_ALIGNMENT 36
+#define ATTR_MEMORY_CLOCK_RATE 36
+#define ATTR_TEXTURE_PITCH_ALIGNMENT 51
+#define ATTR_HOST_REGISTER_SUPPORTED 99
 #define PITCH_ALIGN 512
 
 /* The cudart functions emulated (signatures of cuda_runtime_api.h, with
@@ -107,7 +109,8 @@ struct alloc
 {
   char *dev;                    /* PROT_NONE view: the device pointer */
   char *view;                   /* read-write view, internal */
-  size_t size;
+  size_t size;                  /* mapped: whole pages */
+  size_t bytes;                 /* allocated: pitch * height */
   struct alloc *next;
 };
 
@@ -181,6 +184,7 @@ static long delay_us = 2000;
 static int device_count = 1;
 static int insufficient_driver;
 static int no_readonly;
+static int no_host_register;
 /* Like the real runtime: the device of the context current to the thread
  * (-1: none). A thread with no context that makes a call needing one gets
  * device 0's primary context, initialised then; cudaSetDevice initialises
@@ -311,6 +315,7 @@ read_env (void)
   insufficient_driver = (v = getenv ("PFEMU_INSUFFICIENT_DRIVER"))
       && atoi (v) != 0;
   no_readonly = (v = getenv ("PFEMU_NO_READONLY_REGISTER")) && atoi (v) != 0;
+  no_host_register = (v = getenv ("PFEMU_NO_HOST_REGISTER")) && atoi (v) != 0;
   n_fails = 0;
   if ((v = getenv ("PFEMU_FAIL")) != NULL) {
     char *copy = strdup (v), *save = NULL, *tok;
@@ -586,6 +591,12 @@ impl_cudaDeviceGetAttribute (int *value, int attr, int device)
     case ATTR_TEXTURE_PITCH_ALIGNMENT:
       *value = PITCH_ALIGN;
       return cudaSuccess;
+    case ATTR_MEMORY_CLOCK_RATE:
+      *value = 1593000;         /* kHz */
+      return cudaSuccess;
+    case ATTR_HOST_REGISTER_SUPPORTED:
+      *value = no_host_register ? 0 : 1;
+      return cudaSuccess;
     default:
       return cudaErrorInvalidValue;
   }
@@ -600,7 +611,9 @@ find_alloc (const void *p, size_t len)
   const char *c = p;
   for (struct alloc * a = allocs; a; a = a->next)
     if (c >= a->dev && c < a->dev + a->size)
-      return (len <= (size_t) (a->dev + a->size - c)) ? a : NULL;
+      /* exact bounds, not the page the allocation ends in */
+      return (c < a->dev + a->bytes &&
+          len <= (size_t) (a->dev + a->bytes - c)) ? a : NULL;
   return NULL;
 }
 
@@ -653,6 +666,7 @@ impl_cudaMallocPitch (void **dev_ptr, size_t *pitch, size_t width,
   }
   a = calloc (1, sizeof *a);
   a->size = size;
+  a->bytes = p * height;
   a->dev = mmap (NULL, size, PROT_NONE, MAP_SHARED, fd, 0);
   a->view = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close (fd);
@@ -752,7 +766,7 @@ impl_cudaHostRegister (void *ptr, size_t size, unsigned int flags)
     return cudaErrorInvalidValue;
   if (device_count <= 0)
     return cudaErrorNoDevice;
-  if ((flags & REG_READONLY) && no_readonly)
+  if (((flags & REG_READONLY) && no_readonly) || no_host_register)
     return cudaErrorNotSupported;
   if (!range_protection (c, size, &readable, &writable) || !readable)
     return cudaErrorInvalidValue;

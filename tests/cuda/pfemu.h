@@ -14,6 +14,9 @@
  *                               runtime without a (recent enough) driver
  *   PFEMU_NO_READONLY_REGISTER=1  cudaDevAttrHostRegisterReadOnlySupported
  *                               is 0 and cudaHostRegisterReadOnly is refused
+ *   PFEMU_NO_HOST_REGISTER=1    cudaDevAttrHostRegisterSupported (99) is
+ *                               0 and every cudaHostRegister is refused
+ *                               (cudaErrorNotSupported)
  *   PFEMU_FAIL=name:N:err[:mode][,...] the Nth call (from 1) of
  *                               cuda<name> returns error err (e.g.
  *                               Memcpy2DAsync:3:700); mode "async" (for

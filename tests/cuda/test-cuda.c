@@ -39,7 +39,7 @@ static const char *(*emu_leak_report) (void);
 
 static const gchar *emu_env[] = {
   "PFEMU_FAIL", "PFEMU_DEVICE_COUNT", "PFEMU_INSUFFICIENT_DRIVER",
-  "PFEMU_NO_READONLY_REGISTER",
+  "PFEMU_NO_READONLY_REGISTER", "PFEMU_NO_HOST_REGISTER",
 };
 
 static void
@@ -1082,6 +1082,36 @@ GST_START_TEST (test_write_back_ordered)
 
 GST_END_TEST;
 
+/* A device that cannot register host memory (cudaDevAttrHostRegisterSupported
+ * 0): no input can be registered, not even the upload's own bounce
+ * segment; frames still go through, copied from pageable memory. */
+GST_START_TEST (test_host_register_unsupported)
+{
+  RoundTrip pinned = { "NV12", 96, 64, INPUT_PINNED_POOL, 0, 6, 2, TRUE };
+  RoundTrip sysmem = { "I420", 98, 50, INPUT_SYSMEM, 37, 6, 2, TRUE };
+  RoundTripResult res;
+
+  g_setenv ("PFEMU_NO_HOST_REGISTER", "1", TRUE);
+  emu_reset ();
+  run_round_trip (&pinned, &res);
+  fail_unless (res.error == NULL, "pipeline error: %s", res.error);
+  fail_unless_equals_int (res.ck.received, pinned.n_frames);
+  fail_unless_equals_int (res.ck.bad_frames, 0);
+  fail_unless_equals_int (EMU ("registrations"), 0);
+  fail_unless_equals_int (EMU ("lasterror.set"), 0);
+  round_trip_result_clear (&res);
+
+  run_round_trip (&sysmem, &res);
+  fail_unless (res.error == NULL, "pipeline error: %s", res.error);
+  fail_unless_equals_int (res.ck.received, sysmem.n_frames);
+  fail_unless_equals_int (res.ck.bad_frames, 0);
+  fail_unless_equals_int (EMU ("registrations"), 0);
+  fail_unless (EMU ("copies.pageable") > 0);
+  round_trip_result_clear (&res);
+}
+
+GST_END_TEST;
+
 /* ------------------------------------------------------------ emulator */
 
 /* The emulator itself: what makes the checks above able to fail. */
@@ -1122,6 +1152,35 @@ GST_START_TEST (test_emulator_rules)
   fail_unless_equals_int (rt->HostUnregister (pf_segment_get_base (ro)), 0);
   pf_segment_unref (ro);
   pf_segment_unref (seg);
+
+  /* attributes by their cuda_runtime_api numbers: 51 the pitch alignment,
+   * 36 the memory clock, 99 host registration supported */
+  {
+    int v = 0;
+
+    fail_unless_equals_int (rt->DeviceGetAttribute (&v, 51, 0), 0);
+    fail_unless_equals_int (v, 512);
+    fail_unless_equals_int (rt->DeviceGetAttribute (&v, 36, 0), 0);
+    fail_unless (v != 512 && v > 0);
+    fail_unless_equals_int (rt->DeviceGetAttribute (&v,
+            GST_PINNED_CUDA_DEV_ATTR_HOST_REGISTER_SUPPORTED, 0), 0);
+    fail_unless_equals_int (v, 1);
+  }
+
+  /* device allocations are bounded exactly, not by the page they end in */
+  {
+    guint8 *dev = NULL, row[64];
+    gsize pitch = 0;
+
+    fail_unless_equals_int (rt->MallocPitch ((void **) &dev, &pitch, 64, 2), 0);
+    fail_unless (2 * pitch + 64 <= pf_page_size ());
+    fail_unless_equals_int (rt->Memcpy2D (row, 64, dev + pitch, pitch, 64, 1,
+            GST_PINNED_CUDA_MEMCPY_DEVICE_TO_HOST), 0);
+    fail_unless_equals_int (rt->Memcpy2D (row, 64, dev + 2 * pitch, pitch, 64,
+            1, GST_PINNED_CUDA_MEMCPY_DEVICE_TO_HOST),
+        GST_PINNED_CUDA_ERROR_INVALID_VALUE);
+    fail_unless_equals_int (rt->Free (dev), 0);
+  }
 }
 
 GST_END_TEST;
@@ -1404,6 +1463,7 @@ cuda_suite (void)
     tcase_add_test (emu, test_free_waits_for_copy);
     tcase_add_test (emu, test_registration_failure_handled);
     tcase_add_test (emu, test_sticky_error);
+    tcase_add_test (emu, test_host_register_unsupported);
     tcase_add_test (emu, test_emulator_rules);
     tcase_add_test (emu, test_emulator_late_copy);
     tcase_add_test (emu, test_emulator_device_memory_faults);
