@@ -1,8 +1,11 @@
 /* Cross-process frame transport benchmark: pinnedshmsink -> pinnedshmsrc
- * against GStreamer's shmsink -> shmsrc and against one memcpy of the frame,
- * for 640x480, 1920x1080 and 3840x2160 RGBA, in the same run.
+ * against GStreamer's shmsink -> shmsrc, against one memcpy of the frame
+ * and against the floor (a bare SOCK_SEQPACKET message of the size of the
+ * wire FRAME message between the same two processes), for 640x480,
+ * 1920x1080 and 3840x2160 RGBA, in the same run.
  *
  *   shm-bench [--frames N] [--latency-frames N] [--rate FPS] [--csv]
+ *             [--cpu-rate FPS] [--busy-poll-us US]
  *
  * --csv prints the same figures as CSV rows instead of the table (one row
  * per size and transport: size,width,height,bytes,transport,frames_per_s,
@@ -22,6 +25,26 @@
  * most 6 frames in flight, reading the sink's stats, since the copy path
  * skips frames instead of blocking).
  * shmsrc never sees EOS on 1.22: every consumer stops after N frames.
+ *
+ * The floor ("floor"): the producer process listens on a SOCK_SEQPACKET
+ * socket and, paced the same way, sends one message of
+ * sizeof (struct pf_msg_frame) bytes per frame carrying its
+ * CLOCK_MONOTONIC time; a thread of the consumer process sleeps in recv()
+ * and stamps each arrival. No GStreamer on either side: what is left is
+ * the kernel's socket path and the wake-up of the receiving thread, which
+ * every transport here pays at least once per frame.
+ * "pinned-busy" is the zero copy pair with pinnedshmsrc's busy-poll-us set
+ * (by default one frame period plus 1 ms, so that it spins until the next
+ * frame: the most the option can do, at the most CPU).
+ *
+ * CPU per frame: each process takes getrusage (RUSAGE_SELF, user + sys)
+ * over the run: the producer from the consumer's connection to the moment
+ * the consumer has all its frames (it is then told with SIGUSR1 and writes
+ * its figure to a file beside the socket), the consumer from its first
+ * frame to its last; both divided by the frames received. After the size
+ * table, the pair, the floor, the busy-polling pair and shmsink/shmsrc run
+ * paced at 1920x1080, --cpu-rate frames/s (30), and the CPU per frame of
+ * both processes is printed with its ratio to shmsink/shmsrc's.
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include <errno.h>
@@ -31,6 +54,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,9 +65,14 @@
 #include <gst/app/gstappsrc.h>
 #include <glib/gstdio.h>
 
+/* the wire FRAME message, for the size of the floor's message */
+#include <pinnedflow/pf-protocol.h>
+
 static gint opt_frames = 300;
 static gint opt_latency_frames = 130;
 static gint opt_rate = 100;
+static gint opt_cpu_rate = 30;
+static gint opt_busy_poll_us = -1;
 
 /* latency samples left out at the start of each run */
 #define WARMUP 10
@@ -58,6 +89,11 @@ static GOptionEntry entries[] = {
   {"latency-frames", 0, 0, G_OPTION_ARG_INT, &opt_latency_frames,
       "frames per latency run", NULL},
   {"rate", 0, 0, G_OPTION_ARG_INT, &opt_rate, "latency run frames/s", NULL},
+  {"cpu-rate", 0, 0, G_OPTION_ARG_INT, &opt_cpu_rate,
+      "frames/s of the 1080p CPU-per-frame runs (30)", NULL},
+  {"busy-poll-us", 0, 0, G_OPTION_ARG_INT, &opt_busy_poll_us,
+      "pinnedshmsrc busy-poll-us of the pinned-busy rows (default: one "
+        "frame period + 1 ms)", NULL},
   {"csv", 0, 0, G_OPTION_ARG_NONE, &opt_csv,
       "CSV rows instead of the table (for bench/plot.py)", NULL},
   /* internal: the producer process */
@@ -92,10 +128,82 @@ sleep_until (guint64 t)
   while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR);
 }
 
+static guint64
+cpu_ns (void)
+{
+  struct rusage ru;
+
+  getrusage (RUSAGE_SELF, &ru);
+  return (guint64) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u
+      + (guint64) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
+}
+
 /* ------------------------------------------------------------------------ */
 /* producer process */
 
 static gint clients;
+static volatile sig_atomic_t stop_requested;
+
+static void
+on_sigusr1 (int sig)
+{
+  stop_requested = 1;
+}
+
+/* Waits for the consumer's SIGUSR1, writes the CPU time used since
+ * @cpu0 to SOCKET.cpu and exits. */
+static int
+report_cpu_and_exit (guint64 cpu0)
+{
+  gchar *path = g_strconcat (opt_socket, ".cpu", NULL);
+  gchar *text;
+
+  while (!stop_requested)
+    g_usleep (1000);
+  text = g_strdup_printf ("%" G_GUINT64_FORMAT "\n", cpu_ns () - cpu0);
+  g_file_set_contents (path, text, -1, NULL);
+  g_free (text);
+  g_free (path);
+  _exit (0);
+}
+
+/* the floor: one bare SOCK_SEQPACKET message of the FRAME message's size
+ * per frame, paced like the element pair */
+static int
+run_floor_producer (void)
+{
+  struct sockaddr_un addr = {.sun_family = AF_UNIX };
+  struct pf_msg_frame msg;
+  guint64 t0, cpu0, period = 1000000000u / (guint) MAX (opt_rate, 1);
+  gint k, n = opt_paced ? opt_latency_frames : opt_frames;
+  int lfd, fd;
+
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+  g_strlcpy (addr.sun_path, opt_socket, sizeof (addr.sun_path));
+  lfd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (lfd < 0 || bind (lfd, (struct sockaddr *) &addr, sizeof (addr)) < 0
+      || listen (lfd, 1) < 0)
+    g_error ("floor socket: %s", g_strerror (errno));
+  fd = accept (lfd, NULL, NULL);
+  if (fd < 0)
+    g_error ("floor accept: %s", g_strerror (errno));
+  close (lfd);
+
+  cpu0 = cpu_ns ();
+  memset (&msg, 0, sizeof (msg));
+  t0 = now_ns () + 100 * 1000000u;
+  for (k = 0; k < n; k++) {
+    if (opt_paced)
+      sleep_until (t0 + k * period);
+    msg.seq = k;
+    msg.send_time = now_ns ();
+    if (send (fd, &msg, sizeof (msg), MSG_NOSIGNAL) != sizeof (msg))
+      break;
+  }
+  report_cpu_and_exit (cpu0);
+  close (fd);
+  return 0;
+}
 
 static void
 on_pinned_client (GstElement * sink, guint id, gint pid, guint uid,
@@ -137,6 +245,7 @@ run_producer (void)
   GstPad *pad;
   guint64 t0, period = 1000000000u / (guint) MAX (opt_rate, 1);
   gint k, n = opt_paced ? opt_latency_frames : opt_frames;
+  guint64 cpu0;
 
   prctl (PR_SET_PDEATHSIG, SIGKILL);
   caps = gst_caps_new_simple ("video/x-raw", "format", G_TYPE_STRING, "RGBA",
@@ -198,6 +307,7 @@ run_producer (void)
   while (g_atomic_int_get (&clients) == 0)
     g_usleep (1000);
 
+  cpu0 = cpu_ns ();
   t0 = now_ns () + 100 * 1000000u;
   for (k = 0; k < n; k++) {
     GstBuffer *buf = NULL;
@@ -231,10 +341,9 @@ run_producer (void)
       break;
   }
   gst_app_src_end_of_stream (GST_APP_SRC (src));
-  /* the consumer stops on its own after n frames and kills us */
-  for (;;)
-    g_usleep (G_USEC_PER_SEC);
-  return 0;
+  /* the consumer stops on its own after n frames, asks for our CPU time
+   * and kills us if we do not exit */
+  return report_cpu_and_exit (cpu0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -245,9 +354,31 @@ typedef struct
   guint64 *lat;
   guint n, want;
   guint64 t_first, t_last;
+  guint64 cpu_first, cpu_last;
   GMutex lock;
   GCond cond;
+  /* the floor's receiving thread */
+  const gchar *sock;
+  GPid pid;
 } Probe;
+
+static void
+probe_record (Probe * p, guint64 t, guint64 sent)
+{
+  g_mutex_lock (&p->lock);
+  if (p->n < p->want) {
+    if (p->n == 0) {
+      p->t_first = t;
+      p->cpu_first = cpu_ns ();
+    }
+    p->t_last = t;
+    p->lat[p->n++] = t > sent ? t - sent : 0;
+    if (p->n == p->want)
+      p->cpu_last = cpu_ns ();
+    g_cond_signal (&p->cond);
+  }
+  g_mutex_unlock (&p->lock);
+}
 
 static GstPadProbeReturn
 on_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer data)
@@ -258,16 +389,50 @@ on_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   if (gst_buffer_extract (GST_PAD_PROBE_INFO_BUFFER (info), 0, stamp,
           sizeof (stamp)) != sizeof (stamp))
     return GST_PAD_PROBE_OK;
-  g_mutex_lock (&p->lock);
-  if (p->n < p->want) {
-    if (p->n == 0)
-      p->t_first = t;
-    p->t_last = t;
-    p->lat[p->n++] = t > stamp[1] ? t - stamp[1] : 0;
-    g_cond_signal (&p->cond);
-  }
-  g_mutex_unlock (&p->lock);
+  probe_record (p, t, stamp[1]);
   return GST_PAD_PROBE_OK;
+}
+
+static gboolean wait_socket (const gchar * path, GPid pid);
+
+/* the floor's consumer: sleeps in recv() until the producer's message */
+static gpointer
+floor_receive (gpointer data)
+{
+  Probe *p = data;
+  struct sockaddr_un addr = {.sun_family = AF_UNIX };
+  struct pf_msg_frame msg;
+  int fd, tries;
+
+  if (!wait_socket (p->sock, p->pid))
+    return NULL;
+  g_strlcpy (addr.sun_path, p->sock, sizeof (addr.sun_path));
+  fd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return NULL;
+  /* the socket file exists a moment before listen() */
+  for (tries = 0; connect (fd, (struct sockaddr *) &addr,
+          sizeof (addr)) < 0; tries++) {
+    if (tries == 10000 || (errno != ECONNREFUSED && errno != EINTR)) {
+      close (fd);
+      return NULL;
+    }
+    g_usleep (1000);
+  }
+  for (;;) {
+    ssize_t r = recv (fd, &msg, sizeof (msg), 0);
+    guint64 t = now_ns ();
+
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r != sizeof (msg))
+      break;
+    probe_record (p, t, msg.send_time);
+    if (msg.seq + 1 >= (guint64) p->want)
+      break;
+  }
+  close (fd);
+  return NULL;
 }
 
 static int
@@ -282,6 +447,8 @@ typedef struct
   double fps;
   double p50_us, p99_us;
   guint frames;
+  /* CPU time per frame (user + sys), us; < 0 when not measured */
+  double cpu_prod_us, cpu_cons_us;
 } Result;
 
 static gboolean
@@ -301,7 +468,7 @@ wait_socket (const gchar * path, GPid pid)
 
 static Result
 run_transport (const gchar * self, const gchar * impl, gint w, gint h,
-    gboolean paced)
+    gboolean paced, gint fps)
 {
   Result res = { 0, };
   gchar *dir = g_dir_make_tmp ("shm-bench-XXXXXX", NULL);
@@ -309,7 +476,9 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
   gchar *ws = g_strdup_printf ("%d", w), *hs = g_strdup_printf ("%d", h);
   gchar *nf = g_strdup_printf ("%d", opt_frames);
   gchar *nl = g_strdup_printf ("%d", opt_latency_frames);
-  gchar *rate = g_strdup_printf ("%d", opt_rate);
+  gchar *rate = g_strdup_printf ("%d", fps);
+  gchar *cpu_path = g_strconcat (sock, ".cpu", NULL);
+  gchar *cpu_text = NULL;
   gchar *argv[] = { (gchar *) self, (gchar *) "--role", (gchar *) "produce",
     (gchar *) "--impl", (gchar *) impl, (gchar *) "--socket", sock,
     (gchar *) "--width", ws, (gchar *) "--height", hs, (gchar *) "--frames",
@@ -317,14 +486,17 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
     paced ? (gchar *) "--paced" : NULL, NULL
   };
   gboolean pinned = g_str_has_prefix (impl, "pinned");
-  GstElement *pipeline;
-  GstElement *src;
+  gboolean floor_ = strcmp (impl, "floor") == 0;
+  GstElement *pipeline = NULL;
+  GstElement *src = NULL;
+  GThread *thread = NULL;
   GstPad *pad;
   GError *err = NULL;
   GPid pid;
   Probe p = { 0, };
   gchar *desc;
   gint64 deadline;
+  gint i;
 
   if (!g_spawn_async (NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD |
           G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, &pid, &err))
@@ -335,25 +507,38 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
   g_mutex_init (&p.lock);
   g_cond_init (&p.cond);
 
-  if (pinned)
+  if (floor_) {
+    p.sock = sock;
+    p.pid = pid;
+    thread = g_thread_new ("floor", floor_receive, &p);
+    desc = NULL;
+  } else if (pinned) {
+    gint busy = 0;
+
+    if (strcmp (impl, "pinned-busy") == 0)
+      busy = opt_busy_poll_us >= 0 ? opt_busy_poll_us :
+          1000000 / MAX (fps, 1) + 1000;
     desc = g_strdup_printf ("pinnedshmsrc name=src socket-path=%s "
-        "connect-timeout=-1 ! fakesink sync=false async=false", sock);
-  else {
+        "connect-timeout=-1 busy-poll-us=%d ! fakesink sync=false "
+        "async=false", sock, busy);
+  } else {
     /* shmsrc needs the socket to exist when it starts */
     if (!wait_socket (sock, pid))
       g_error ("shmsink did not start");
     desc = g_strdup_printf ("shmsrc name=src socket-path=%s is-live=true ! "
         "fakesink sync=false async=false", sock);
   }
-  pipeline = gst_parse_launch (desc, &err);
-  g_free (desc);
-  if (pipeline == NULL)
-    g_error ("%s", err->message);
-  src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
-  pad = gst_element_get_static_pad (src, "src");
-  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, on_buffer, &p, NULL);
-  gst_object_unref (pad);
-  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+  if (desc) {
+    pipeline = gst_parse_launch (desc, &err);
+    g_free (desc);
+    if (pipeline == NULL)
+      g_error ("%s", err->message);
+    src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
+    pad = gst_element_get_static_pad (src, "src");
+    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, on_buffer, &p, NULL);
+    gst_object_unref (pad);
+    gst_element_set_state (pipeline, GST_STATE_PLAYING);
+  }
 
   /* shmsrc never ends by itself on 1.22, and a transport may skip frames:
    * stop at the count, or after 2 s without a new frame (10 s for the
@@ -367,14 +552,38 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
     if (!g_cond_wait_until (&p.cond, &p.lock, deadline) && p.n == before)
       break;
   }
+  if (p.n < p.want)
+    p.cpu_last = cpu_ns ();
   g_mutex_unlock (&p.lock);
 
-  kill (pid, SIGKILL);
-  waitpid (pid, NULL, 0);
-  g_spawn_close_pid (pid);
-  gst_element_set_state (pipeline, GST_STATE_NULL);
-  gst_object_unref (src);
-  gst_object_unref (pipeline);
+  /* the producer's CPU time, then it goes */
+  res.cpu_prod_us = res.cpu_cons_us = -1;
+  kill (pid, SIGUSR1);
+  for (i = 0; i < 2000; i++) {
+    if (waitpid (pid, NULL, WNOHANG) == pid) {
+      pid = 0;
+      break;
+    }
+    g_usleep (1000);
+  }
+  if (pid) {
+    kill (pid, SIGKILL);
+    waitpid (pid, NULL, 0);
+  }
+  if (g_file_get_contents (cpu_path, &cpu_text, NULL, NULL) && p.n > 0) {
+    res.cpu_prod_us = g_ascii_strtoull (cpu_text, NULL, 10) / 1000.0 / p.n;
+    res.cpu_cons_us = (p.cpu_last - p.cpu_first) / 1000.0 / p.n;
+  }
+  g_free (cpu_text);
+  g_unlink (cpu_path);
+  g_free (cpu_path);
+  if (thread)
+    g_thread_join (thread);
+  if (pipeline) {
+    gst_element_set_state (pipeline, GST_STATE_NULL);
+    gst_object_unref (src);
+    gst_object_unref (pipeline);
+  }
 
   res.frames = p.n;
   if (p.n > 1)
@@ -432,19 +641,43 @@ run_memcpy (gint w, gint h)
   return res;
 }
 
+static void
+print_cpu (const gchar * name, const Result * r, const Result * shm,
+    const Result * flr)
+{
+  double tot = r->cpu_prod_us + r->cpu_cons_us;
+  double shm_tot = shm->cpu_prod_us + shm->cpu_cons_us;
+  double flr_tot = flr->cpu_prod_us + flr->cpu_cons_us;
+
+  if (r->cpu_prod_us < 0) {
+    printf ("%-22s %10s\n", name, "(no figure)");
+    return;
+  }
+  printf ("%-22s %10.1f %10.1f %10.1f %10.1f %9.2f %9.2f\n", name,
+      r->p50_us, r->cpu_prod_us, r->cpu_cons_us, tot,
+      shm->cpu_prod_us >= 0 && shm_tot > 0 ? tot / shm_tot : 0,
+      flr->cpu_prod_us >= 0 && flr_tot > 0 ? tot / flr_tot : 0);
+}
+
 int
 main (int argc, char **argv)
 {
   static const gint sizes[][2] = { {640, 480}, {1920, 1080}, {3840, 2160} };
-  static const gchar *impls[] = { "pinned", "pinned-copy", "shm" };
-  static const gchar *names[] = {
-    "pinnedshm (zero copy)", "pinnedshm (copy path)", "shmsink/shmsrc"
+  static const gchar *impls[] = {
+    "pinned", "pinned-copy", "pinned-busy", "shm", "floor"
   };
+  static const gchar *names[] = {
+    "pinnedshm (zero copy)", "pinnedshm (copy path)",
+    "pinnedshm (busy-poll)", "shmsink/shmsrc", "floor (SEQPACKET)"
+  };
+  enum
+  { PINNED, PINNED_COPY, PINNED_BUSY, SHM, FLOOR, N_IMPLS };
   GOptionContext *ctx = g_option_context_new (NULL);
   GError *err = NULL;
   gchar *self;
   guint s, i;
 
+  G_STATIC_ASSERT (G_N_ELEMENTS (impls) == N_IMPLS);
   g_option_context_add_main_entries (ctx, entries, NULL);
   if (!g_option_context_parse (ctx, &argc, &argv, &err)) {
     g_printerr ("%s\n", err->message);
@@ -453,8 +686,12 @@ main (int argc, char **argv)
   g_option_context_free (ctx);
   gst_init (NULL, NULL);
 
-  if (opt_role && strcmp (opt_role, "produce") == 0)
+  if (opt_role && strcmp (opt_role, "produce") == 0) {
+    signal (SIGUSR1, on_sigusr1);
+    if (strcmp (opt_impl, "floor") == 0)
+      return run_floor_producer ();
     return run_producer ();
+  }
 
   self = g_file_read_link ("/proc/self/exe", NULL);
   if (gst_element_factory_find ("pinnedshmsink") == NULL
@@ -463,61 +700,87 @@ main (int argc, char **argv)
 
   if (opt_csv) {
     printf ("size,width,height,bytes,transport,frames_per_s,p50_us,p99_us,"
-        "frames\n");
+        "frames,cpu_us_per_frame\n");
   } else {
+    double la[3] = { 0, };
+
+    if (getloadavg (la, 3) == 3)
+      printf ("load average at start: %.2f %.2f %.2f\n", la[0], la[1], la[2]);
     printf ("cross-process RGBA frames: throughput over %d frames (unpaced), "
         "latency over %d frames at %d/s\n", opt_frames, opt_latency_frames,
         opt_rate);
     printf ("latency = producer push -> consumer source push "
         "(CLOCK_MONOTONIC), first %d frames left out; memcpy = one memcpy "
-        "of the frame, in process (frames/s from its median)\n\n", WARMUP);
-    printf ("%-10s %-22s %9s %10s %10s %9s %9s %9s\n", "size", "transport",
-        "frames/s", "p50 us", "p99 us", "fps/shm", "p50/shm", "p50/cpy");
+        "of the frame, in process (frames/s from its median); floor = one "
+        "%" G_GSIZE_FORMAT "-byte SOCK_SEQPACKET message (the FRAME "
+        "message), same pacing; cpu = user+sys of both processes per frame "
+        "in the paced run\n\n", WARMUP, sizeof (struct pf_msg_frame));
+    printf ("%-10s %-22s %9s %10s %10s %9s %9s %9s %9s %9s\n", "size",
+        "transport", "frames/s", "p50 us", "p99 us", "fps/shm", "p50/shm",
+        "p50/flr", "p50/cpy", "cpu us/f");
   }
 
   /* warm-up, not reported: loads the plugins and pages in the code of
    * both processes */
-  for (i = 0; i < G_N_ELEMENTS (impls); i++)
-    run_transport (self, impls[i], 320, 240, FALSE);
+  for (i = 0; i < N_IMPLS; i++)
+    run_transport (self, impls[i], 320, 240, FALSE, opt_rate);
 
   for (s = 0; s < G_N_ELEMENTS (sizes); s++) {
     gint w = sizes[s][0], h = sizes[s][1];
-    Result tp[G_N_ELEMENTS (impls)], lt[G_N_ELEMENTS (impls)];
+    Result tp[N_IMPLS], lt[N_IMPLS];
     Result mc = run_memcpy (w, h);
     gchar *size = g_strdup_printf ("%dx%d", w, h);
+    Result *shm = &tp[SHM], *shml = &lt[SHM], *flr = &lt[FLOOR];
 
-    for (i = 0; i < G_N_ELEMENTS (impls); i++) {
-      tp[i] = run_transport (self, impls[i], w, h, FALSE);
-      lt[i] = run_transport (self, impls[i], w, h, TRUE);
+    for (i = 0; i < N_IMPLS; i++) {
+      tp[i] = run_transport (self, impls[i], w, h, FALSE, opt_rate);
+      lt[i] = run_transport (self, impls[i], w, h, TRUE, opt_rate);
     }
     if (opt_csv) {
       gsize bytes = (gsize) w * h * 4;
 
-      printf ("%s,%d,%d,%" G_GSIZE_FORMAT ",memcpy,%.1f,%.2f,%.2f,%u\n", size,
-          w, h, bytes, mc.fps, mc.p50_us, mc.p99_us, mc.frames);
-      for (i = 0; i < G_N_ELEMENTS (impls); i++)
-        printf ("%s,%d,%d,%" G_GSIZE_FORMAT ",%s,%.1f,%.2f,%.2f,%u\n", size,
-            w, h, bytes, impls[i], tp[i].fps, lt[i].p50_us, lt[i].p99_us,
-            tp[i].frames);
+      printf ("%s,%d,%d,%" G_GSIZE_FORMAT ",memcpy,%.1f,%.2f,%.2f,%u,\n",
+          size, w, h, bytes, mc.fps, mc.p50_us, mc.p99_us, mc.frames);
+      for (i = 0; i < N_IMPLS; i++)
+        printf ("%s,%d,%d,%" G_GSIZE_FORMAT ",%s,%.1f,%.2f,%.2f,%u,%.1f\n",
+            size, w, h, bytes, impls[i], tp[i].fps, lt[i].p50_us,
+            lt[i].p99_us, tp[i].frames, lt[i].cpu_prod_us + lt[i].cpu_cons_us);
       fflush (stdout);
       g_free (size);
       continue;
     }
-    printf ("%-10s %-22s %9.0f %10.1f %10.1f %9s %9s %9s\n", size,
-        "memcpy (1 copy)", mc.fps, mc.p50_us, mc.p99_us, "", "", "1.00");
-    for (i = 0; i < G_N_ELEMENTS (impls); i++) {
-      Result *shm = &tp[G_N_ELEMENTS (impls) - 1];
-      Result *shml = &lt[G_N_ELEMENTS (impls) - 1];
-
-      printf ("%-10s %-22s %9.0f %10.1f %10.1f %9.2f %9.2f %9.2f%s\n", size,
-          names[i], tp[i].fps, lt[i].p50_us, lt[i].p99_us,
+    printf ("%-10s %-22s %9.0f %10.1f %10.1f %9s %9s %9s %9s\n", size,
+        "memcpy (1 copy)", mc.fps, mc.p50_us, mc.p99_us, "", "", "", "1.00");
+    for (i = 0; i < N_IMPLS; i++) {
+      printf ("%-10s %-22s %9.0f %10.1f %10.1f %9.2f %9.2f %9.2f %9.2f "
+          "%9.1f%s\n", size, names[i], tp[i].fps, lt[i].p50_us, lt[i].p99_us,
           shm->fps > 0 ? tp[i].fps / shm->fps : 0,
           shml->p50_us > 0 ? lt[i].p50_us / shml->p50_us : 0,
+          flr->p50_us > 0 ? lt[i].p50_us / flr->p50_us : 0,
           mc.p50_us > 0 ? lt[i].p50_us / mc.p50_us : 0,
+          lt[i].cpu_prod_us + lt[i].cpu_cons_us,
           tp[i].frames < (guint) opt_frames ? "  (frames skipped)" : "");
     }
     fflush (stdout);
     g_free (size);
+  }
+
+  if (!opt_csv) {
+    /* CPU per frame at 1080p, paced at --cpu-rate */
+    static const guint cpu_impls[] = { PINNED, PINNED_BUSY, SHM, FLOOR };
+    Result r[N_IMPLS];
+
+    for (i = 0; i < G_N_ELEMENTS (cpu_impls); i++)
+      r[cpu_impls[i]] = run_transport (self, impls[cpu_impls[i]], 1920, 1080,
+          TRUE, opt_cpu_rate);
+    printf ("\nCPU per frame, 1920x1080 RGBA at %d/s, %d frames (getrusage "
+        "user+sys; producer from connection to the last frame received, "
+        "consumer from its first frame to its last)\n", opt_cpu_rate,
+        opt_latency_frames);
+    printf ("%-22s %10s %10s %10s %10s %9s %9s\n", "transport", "p50 us",
+        "prod us/f", "cons us/f", "total us/f", "cpu/shm", "cpu/flr");
+    for (i = 0; i < G_N_ELEMENTS (cpu_impls); i++)
+      print_cpu (names[cpu_impls[i]], &r[cpu_impls[i]], &r[SHM], &r[FLOOR]);
   }
   g_free (self);
   return 0;
