@@ -1112,6 +1112,33 @@ GST_START_TEST (test_host_register_unsupported)
 
 GST_END_TEST;
 
+/* An asynchronous fault that is not sticky (reported at the stream's next
+ * sync point only): one element error naming it, not called sticky, and the
+ * same process runs the next pipeline intact. */
+GST_START_TEST (test_async_error_restart)
+{
+  RoundTrip rt = { "NV12", 96, 64, INPUT_PINNED_POOL, 0, 20, 2, TRUE };
+  RoundTripResult res;
+
+  g_setenv ("PFEMU_FAIL", "Memcpy2DAsync:5:700:async", TRUE);
+  emu_reset ();
+  run_round_trip (&rt, &res);
+  fail_unless_equals_int (EMU ("injected"), 1);
+  fail_unless_equals_int (EMU ("sticky"), 0);
+  fail_unless (res.error != NULL);
+  fail_unless (strstr (res.error, "cudaErrorIllegalAddress (700)") != NULL,
+      "%s", res.error);
+  fail_unless (strstr (res.error, "sticky") == NULL, "%s", res.error);
+  round_trip_result_clear (&res);
+
+  /* the injection was the 5th call since the reset: not again */
+  run_round_trip (&rt, &res);
+  assert_intact (&rt, &res);
+  round_trip_result_clear (&res);
+}
+
+GST_END_TEST;
+
 /* ------------------------------------------------------------ emulator */
 
 /* The emulator itself: what makes the checks above able to fail. */
@@ -1463,6 +1490,7 @@ cuda_suite (void)
     tcase_add_test (emu, test_free_waits_for_copy);
     tcase_add_test (emu, test_registration_failure_handled);
     tcase_add_test (emu, test_sticky_error);
+    tcase_add_test (emu, test_async_error_restart);
     tcase_add_test (emu, test_host_register_unsupported);
     tcase_add_test (emu, test_emulator_rules);
     tcase_add_test (emu, test_emulator_late_copy);
