@@ -1113,7 +1113,7 @@ GST_START_TEST (test_host_register_unsupported)
 GST_END_TEST;
 
 /* An asynchronous fault that is not sticky (reported at the stream's next
- * sync point only): one element error naming it, not called sticky, and the
+ * sync point only): an element error naming it, not called sticky, and the
  * same process runs the next pipeline intact. */
 GST_START_TEST (test_async_error_restart)
 {
