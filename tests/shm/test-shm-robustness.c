@@ -765,6 +765,12 @@ hostile_once (Hostile mode)
   unlink (sock);
 }
 
+/* the source waits in poll (), or spins first (busy-poll-us) */
+static const gchar *unlock_connected_props[] = {
+  "connect-timeout=-1",
+  "connect-timeout=-1 busy-poll-us=1000000",
+};
+
 GST_START_TEST (test_src_unlock_connected)
 {
   struct sockaddr_un addr = { 0, };
@@ -781,7 +787,7 @@ GST_START_TEST (test_src_unlock_connected)
   g_strlcpy (addr.sun_path, sock, sizeof (addr.sun_path));
   fail_unless (bind (lfd, (struct sockaddr *) &addr, sizeof (addr)) == 0);
   fail_unless (listen (lfd, 4) == 0);
-  c = shm_consumer_new (sock, "connect-timeout=-1", FALSE, FALSE);
+  c = shm_consumer_new (sock, unlock_connected_props[__i__], FALSE, FALSE);
   fail_unless (shm_consumer_start (c));
   peer = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC);
   fail_unless (peer >= 0);
@@ -1034,7 +1040,8 @@ shm_robustness_suite (void)
   tcase_add_test (tc, test_stale_socket);
   tcase_add_test (tc, test_no_client);
   tcase_add_test (tc, test_src_waiting);
-  tcase_add_test (tc, test_src_unlock_connected);
+  tcase_add_loop_test (tc, test_src_unlock_connected, 0,
+      G_N_ELEMENTS (unlock_connected_props));
   tcase_add_test (tc, test_connect_cancellable);
   tcase_add_test (tc, test_src_unlock_handshake);
   tcase_add_loop_test (tc, test_hostile_peer, 0, N_HOSTILE);

@@ -100,6 +100,34 @@ GST_START_TEST (test_zero_copy_formats)
 
 GST_END_TEST;
 
+/* busy-poll-us on: the source spins on the socket between frames (up to
+ * 2 ms, or the whole gap: 1 s) and still takes every frame, intact, in
+ * order, then EOS */
+static const gchar *busy_poll_props[] = {
+  "connect-timeout=-1 busy-poll-us=2000",
+  "connect-timeout=-1 busy-poll-us=1000000",
+};
+
+GST_START_TEST (test_busy_poll)
+{
+  const guint n = 30;
+  gchar *nstr = g_strdup_printf ("%u", n);
+  ShmChild *p;
+  ShmResult r;
+
+  p = shm_child_spawn ("produce", sock, "--caps", zero_copy_caps[0],
+      "--frames", nstr, "--wait", "--pool-size", "8",
+      "--max-client-buffers", "8", NULL);
+  r = run_pair (p, busy_poll_props[__i__], FALSE, FALSE);
+  check_intact (&r, n);
+  fail_unless_equals_int (shm_child_get (p, "STATS", "zero_copy"), n);
+  fail_unless_equals_int (r.vmeta_ok, n);
+  g_free (r.error_text);
+  g_free (nstr);
+}
+
+GST_END_TEST;
+
 typedef struct
 {
   const gchar *caps;
@@ -427,6 +455,7 @@ shm_transfer_suite (void)
   tcase_set_timeout (tc, 120);
   tcase_add_loop_test (tc, test_zero_copy_formats, 0,
       G_N_ELEMENTS (zero_copy_caps));
+  tcase_add_loop_test (tc, test_busy_poll, 0, G_N_ELEMENTS (busy_poll_props));
   tcase_add_loop_test (tc, test_copy_path, 0, G_N_ELEMENTS (copy_cases));
   tcase_add_loop_test (tc, test_multi_memory, 0, G_N_ELEMENTS (multi_cases));
   tcase_add_loop_test (tc, test_relay, 0, G_N_ELEMENTS (relay_cases));
