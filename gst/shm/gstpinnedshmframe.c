@@ -2,13 +2,16 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Threads and lifetimes: no state; see the header. Called on the sink's
+ * Threads and lifetimes: see the header (the state: the source's buffer
+ * pool and two bounded free lists). Called on the sink's
  * streaming thread with the buffer it renders, and on the source's with the
  * buffer it makes.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
+
+#include <string.h>
 
 #include "gstpinnedshmframe.h"
 #include "gstpinnedshmcommon.h"
@@ -121,29 +124,45 @@ gst_pinned_shm_frame_clock_pts (GstBaseSink * bsink,
 
 /* One frame on loan from the producer: released when the last of its
  * memories is freed, on the connection it came from. */
-typedef struct
+typedef struct _FrameLoan FrameLoan;
+struct _FrameLoan
 {
   pf_consumer *consumer;
   guint64 seq;
   gint n_memories;
-} FrameLoan;
+  FrameLoan *next_free;         /* on the free list */
+};
 
-/* The qdata key of a FrameLoan on each of its memories. */
-static GQuark
-frame_loan_quark (void)
+/* Loans whose frame went back, kept for the next frames so that receiving
+ * a frame allocates none at steady state. Bounded: the rest are freed. */
+#define LOAN_FREE_LIST_MAX 64
+G_LOCK_DEFINE_STATIC (loan_free_list);
+static FrameLoan *loan_free_list;
+static guint loan_free_list_len;
+
+static FrameLoan *
+frame_loan_new (void)
 {
-  static gsize quark = 0;
+  FrameLoan *loan;
 
-  if (g_once_init_enter (&quark))
-    g_once_init_leave (&quark,
-        g_quark_from_static_string ("pinnedshmsrc-frame-loan"));
-  return (GQuark) quark;
+  G_LOCK (loan_free_list);
+  loan = loan_free_list;
+  if (loan != NULL) {
+    loan_free_list = loan->next_free;
+    loan_free_list_len--;
+  }
+  G_UNLOCK (loan_free_list);
+  if (loan == NULL)
+    loan = g_new (FrameLoan, 1);
+  memset (loan, 0, sizeof (*loan));
+  return loan;
 }
 
 static void
 frame_loan_memory_freed (gpointer data)
 {
   FrameLoan *loan = data;
+  gboolean kept = FALSE;
 
   if (!g_atomic_int_dec_and_test (&loan->n_memories))
     return;
@@ -151,12 +170,24 @@ frame_loan_memory_freed (gpointer data)
    * reclaimed the frame when we hung up. */
   pf_consumer_release (loan->consumer, loan->seq);
   pf_consumer_unref (loan->consumer);
-  g_free (loan);
+  loan->consumer = NULL;
+  G_LOCK (loan_free_list);
+  if (loan_free_list_len < LOAN_FREE_LIST_MAX) {
+    loan->next_free = loan_free_list;
+    loan_free_list = loan;
+    loan_free_list_len++;
+    kept = TRUE;
+  }
+  G_UNLOCK (loan_free_list);
+  if (!kept)
+    g_free (loan);
 }
 
 /* Wraps each chunk of the frame in a read-only memory of @buf; the frame
  * goes back to the producer when the last of them is freed. FALSE when a
- * chunk cannot be wrapped (the memories made so far stay in @buf). */
+ * chunk cannot be wrapped (the memories made so far stay in @buf). The
+ * loan rides on each memory as its destroy notify, not as qdata: a qdata
+ * costs two allocations and makes the buffer's parent link a third. */
 gboolean
 gst_pinned_shm_frame_wrap_chunks (GstAllocator * allocator, pf_consumer * c,
     const pf_event * ev, GstBuffer * buf, guint64 * total)
@@ -168,28 +199,176 @@ gst_pinned_shm_frame_wrap_chunks (GstAllocator * allocator, pf_consumer * c,
 
   if (f->n_chunks == 0 || f->n_chunks > PF_MAX_CHUNKS)
     return FALSE;
-  loan = g_new0 (FrameLoan, 1);
+  loan = frame_loan_new ();
   loan->consumer = pf_consumer_ref (c);
   loan->seq = f->seq;
   loan->n_memories = 1;         /* ours until every memory is attached */
 
   *total = 0;
   for (i = 0; i < f->n_chunks && ok; i++) {
-    GstMemory *mem = gst_pinned_allocator_wrap (allocator,
-        ev->segments[i], f->chunks[i].offset, f->chunks[i].size);
+    GstMemory *mem;
 
+    g_atomic_int_inc (&loan->n_memories);
+    mem = gst_pinned_allocator_wrap_full (allocator, ev->segments[i],
+        f->chunks[i].offset, f->chunks[i].size, loan, frame_loan_memory_freed);
     if (mem == NULL) {
+      g_atomic_int_add (&loan->n_memories, -1);
       ok = FALSE;
       break;
     }
-    g_atomic_int_inc (&loan->n_memories);
-    gst_mini_object_set_qdata (GST_MINI_OBJECT_CAST (mem), frame_loan_quark (),
-        loan, frame_loan_memory_freed);
     gst_buffer_append_memory (buf, mem);
     *total += f->chunks[i].size;
   }
   frame_loan_memory_freed (loan);       /* drop our own count */
   return ok;
+}
+
+/* ---- the source's buffers, recycled ----
+ *
+ * A GstBufferPool whose buffers come back when their last reference
+ * drops (GstBuffer's dispose hook): the memories are removed then (the
+ * frame goes back to the producer when the last of them is freed, which is
+ * then unless something else still holds one), the video meta is kept
+ * (flagged POOLED) for the next frame to fill in, and the buffer waits on a
+ * list under a mutex. Acquire and release bypass the base class's queue
+ * and its GstPoll, which cost two eventfd syscalls per buffer. */
+
+#define FRAME_POOL_MAX 64
+
+G_DECLARE_FINAL_TYPE (GstPinnedShmFramePool, gst_pinned_shm_frame_pool,
+    GST, PINNED_SHM_FRAME_POOL, GstBufferPool);
+
+struct _GstPinnedShmFramePool
+{
+  GstBufferPool parent;
+
+  GMutex lock;
+  GstBuffer *free[FRAME_POOL_MAX];      /* lock */
+  guint n_free;                 /* lock */
+};
+
+G_DEFINE_TYPE (GstPinnedShmFramePool, gst_pinned_shm_frame_pool,
+    GST_TYPE_BUFFER_POOL);
+
+static GstFlowReturn
+frame_pool_acquire_buffer (GstBufferPool * bpool, GstBuffer ** buffer,
+    GstBufferPoolAcquireParams * params)
+{
+  GstPinnedShmFramePool *pool = GST_PINNED_SHM_FRAME_POOL (bpool);
+  GstBuffer *buf = NULL;
+
+  if (GST_BUFFER_POOL_IS_FLUSHING (bpool))
+    return GST_FLOW_FLUSHING;
+  g_mutex_lock (&pool->lock);
+  if (pool->n_free > 0)
+    buf = pool->free[--pool->n_free];
+  g_mutex_unlock (&pool->lock);
+  *buffer = buf ? buf : gst_buffer_new ();
+  return GST_FLOW_OK;
+}
+
+static void
+frame_pool_reset_buffer (GstBufferPool * bpool, GstBuffer * buffer)
+{
+  /* the frame's memories go now: the frame is released when the last of
+   * them is freed */
+  gst_buffer_remove_all_memory (buffer);
+  GST_BUFFER_POOL_CLASS (gst_pinned_shm_frame_pool_parent_class)->reset_buffer
+      (bpool, buffer);
+  GST_BUFFER_FLAG_UNSET (buffer, GST_BUFFER_FLAG_TAG_MEMORY);
+}
+
+static void
+frame_pool_release_buffer (GstBufferPool * bpool, GstBuffer * buffer)
+{
+  GstPinnedShmFramePool *pool = GST_PINNED_SHM_FRAME_POOL (bpool);
+  gboolean kept = FALSE;
+
+  g_mutex_lock (&pool->lock);
+  if (!GST_BUFFER_POOL_IS_FLUSHING (bpool) && pool->n_free < FRAME_POOL_MAX) {
+    pool->free[pool->n_free++] = buffer;
+    kept = TRUE;
+  }
+  g_mutex_unlock (&pool->lock);
+  if (!kept)
+    gst_buffer_unref (buffer);  /* buffer->pool is NULL now: freed */
+}
+
+static void
+frame_pool_drain (GstPinnedShmFramePool * pool)
+{
+  GstBuffer *bufs[FRAME_POOL_MAX];
+  guint i, n;
+
+  g_mutex_lock (&pool->lock);
+  n = pool->n_free;
+  memcpy (bufs, pool->free, n * sizeof (GstBuffer *));
+  pool->n_free = 0;
+  g_mutex_unlock (&pool->lock);
+  for (i = 0; i < n; i++)
+    gst_buffer_unref (bufs[i]);
+}
+
+static void
+frame_pool_flush_start (GstBufferPool * bpool)
+{
+  frame_pool_drain (GST_PINNED_SHM_FRAME_POOL (bpool));
+}
+
+static gboolean
+frame_pool_stop (GstBufferPool * bpool)
+{
+  frame_pool_drain (GST_PINNED_SHM_FRAME_POOL (bpool));
+  return GST_BUFFER_POOL_CLASS (gst_pinned_shm_frame_pool_parent_class)->stop
+      (bpool);
+}
+
+static void
+frame_pool_finalize (GObject * object)
+{
+  GstPinnedShmFramePool *pool = GST_PINNED_SHM_FRAME_POOL (object);
+
+  frame_pool_drain (pool);
+  g_mutex_clear (&pool->lock);
+  G_OBJECT_CLASS (gst_pinned_shm_frame_pool_parent_class)->finalize (object);
+}
+
+static void
+gst_pinned_shm_frame_pool_init (GstPinnedShmFramePool * pool)
+{
+  g_mutex_init (&pool->lock);
+}
+
+static void
+gst_pinned_shm_frame_pool_class_init (GstPinnedShmFramePoolClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstBufferPoolClass *pool_class = GST_BUFFER_POOL_CLASS (klass);
+
+  gobject_class->finalize = frame_pool_finalize;
+  pool_class->acquire_buffer = frame_pool_acquire_buffer;
+  pool_class->reset_buffer = frame_pool_reset_buffer;
+  pool_class->release_buffer = frame_pool_release_buffer;
+  pool_class->flush_start = frame_pool_flush_start;
+  pool_class->stop = frame_pool_stop;
+}
+
+GstBufferPool *
+gst_pinned_shm_frame_pool_new (void)
+{
+  GstBufferPool *pool = g_object_new (gst_pinned_shm_frame_pool_get_type (),
+      NULL);
+  GstStructure *config;
+
+  gst_object_ref_sink (pool);
+  config = gst_buffer_pool_get_config (pool);
+  gst_buffer_pool_config_set_params (config, NULL, 0, 0, 0);
+  if (!gst_buffer_pool_set_config (pool, config)
+      || !gst_buffer_pool_set_active (pool, TRUE)) {
+    gst_object_unref (pool);
+    return NULL;
+  }
+  return pool;
 }
 
 /* Producer CLOCK_MONOTONIC time to running time of @element's pipeline. */
@@ -276,8 +455,13 @@ gst_pinned_shm_frame_add_video_meta (const pf_consumer_frame * f,
   GstVideoMeta *vmeta;
   guint i;
 
-  if (!(f->meta_flags & PF_FRAME_HAS_VIDEO_META) || vinfo == NULL)
+  if (!(f->meta_flags & PF_FRAME_HAS_VIDEO_META) || vinfo == NULL) {
+    /* a recycled buffer's meta does not describe this frame */
+    vmeta = gst_buffer_get_video_meta (buf);
+    if (vmeta != NULL)
+      gst_buffer_remove_meta (buf, (GstMeta *) vmeta);
     return TRUE;
+  }
   if (f->n_planes != GST_VIDEO_INFO_N_PLANES (vinfo)
       || f->n_planes > PF_MAX_PLANES || f->width == 0 || f->height == 0
       || f->width > G_MAXINT32 || f->height > G_MAXINT32)
@@ -288,9 +472,28 @@ gst_pinned_shm_frame_add_video_meta (const pf_consumer_frame * f,
     offsets[i] = f->plane_offset[i];
     strides[i] = f->plane_stride[i];
   }
-  vmeta = gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
-      GST_VIDEO_INFO_FORMAT (vinfo), f->width, f->height,
-      f->n_planes, offsets, strides);
+  vmeta = gst_buffer_get_video_meta (buf);
+  if (vmeta != NULL && GST_META_FLAG_IS_SET (vmeta, GST_META_FLAG_POOLED)) {
+    /* a recycled buffer's: filled in as gst_buffer_add_video_meta_full()
+     * would */
+    vmeta->flags = GST_VIDEO_FRAME_FLAG_NONE;
+    vmeta->format = GST_VIDEO_INFO_FORMAT (vinfo);
+    vmeta->id = 0;
+    vmeta->width = f->width;
+    vmeta->height = f->height;
+    vmeta->n_planes = f->n_planes;
+    for (i = 0; i < GST_VIDEO_MAX_PLANES; i++) {
+      vmeta->offset[i] = offsets[i];
+      vmeta->stride[i] = strides[i];
+    }
+    gst_video_alignment_reset (&vmeta->alignment);
+  } else {
+    vmeta = gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
+        GST_VIDEO_INFO_FORMAT (vinfo), f->width, f->height,
+        f->n_planes, offsets, strides);
+    /* kept when the buffer is recycled (GstPinnedShmFramePool) */
+    GST_META_FLAG_SET (vmeta, GST_META_FLAG_POOLED);
+  }
   /* stride x lines, so a negative stride fails too */
   if (!gst_video_meta_get_plane_size (vmeta, plane_size))
     return FALSE;

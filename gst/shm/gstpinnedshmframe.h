@@ -9,7 +9,10 @@
  * pipeline's running time, flags, and a video meta it checked.
  *
  * Threads and lifetimes: plain functions of their arguments, called on an
- * element's streaming thread; nothing is kept. The segments written into
+ * element's streaming thread; nothing is kept, except by the source's
+ * buffer pool (its recycled buffers) and the process-wide free lists of
+ * frame loans and memory structs (bounded; a frame is released when the
+ * last memory wrapping it is freed, on whichever thread frees it). The segments written into
  * @segs are borrowed from @buf's memories: valid while @buf is alive.
  */
 #ifndef __GST_PINNED_SHM_FRAME_H__
@@ -56,6 +59,15 @@ guint64 gst_pinned_shm_frame_clock_pts (GstBaseSink * bsink,
 G_GNUC_INTERNAL
 gboolean gst_pinned_shm_frame_wrap_chunks (GstAllocator * allocator,
     pf_consumer * c, const pf_event * ev, GstBuffer * buf, guint64 * total);
+
+/* A pool of buffers for pinnedshmsrc, active: gst_buffer_pool_acquire_buffer()
+ * gives an empty buffer (a recycled one when there is one, keeping a video
+ * meta for gst_pinned_shm_frame_add_video_meta() to fill in); when its last
+ * reference drops its memories are removed (releasing the frame when they
+ * were the last references to it) and it is kept for the next frame. NULL
+ * on failure. */
+G_GNUC_INTERNAL
+GstBufferPool *gst_pinned_shm_frame_pool_new (void);
 
 /* Stamps @buf from @f: PTS (the producer's clock_pts in
  * @element's running time, mapped with the clock's current offset unless

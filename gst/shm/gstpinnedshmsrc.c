@@ -109,6 +109,7 @@ struct _GstPinnedShmSrc
 
   /* streaming thread (and start/stop) */
   GstAllocator *allocator;
+  GstBufferPool *pool;          /* recycles our buffers; from start to stop */
   GstCaps *caps;                /* current caps from the producer */
   GstVideoInfo vinfo;
   gboolean is_video;
@@ -311,6 +312,8 @@ gst_pinned_shm_src_start (GstBaseSrc * bsrc)
   self->ever_connected = FALSE;
   self->is_video = FALSE;
   gst_caps_replace (&self->caps, NULL);
+  if (self->pool == NULL)
+    self->pool = gst_pinned_shm_frame_pool_new ();
   return TRUE;
 }
 
@@ -321,6 +324,11 @@ gst_pinned_shm_src_stop (GstBaseSrc * bsrc)
 
   drop_connection (self);
   gst_caps_replace (&self->caps, NULL);
+  if (self->pool != NULL) {
+    /* buffers still out are freed when they come back */
+    gst_buffer_pool_set_active (self->pool, FALSE);
+    gst_clear_object (&self->pool);
+  }
   return TRUE;
 }
 
@@ -565,9 +573,13 @@ make_buffer (GstPinnedShmSrc * self, pf_consumer * c, const pf_event * ev,
     GstBuffer ** outbuf)
 {
   const pf_consumer_frame *f = &ev->frame;
-  GstBuffer *buf = gst_buffer_new ();
+  GstBuffer *buf = NULL;
   const gchar *invalid;
   guint64 total = 0;
+
+  if (self->pool == NULL
+      || gst_buffer_pool_acquire_buffer (self->pool, &buf, NULL) != GST_FLOW_OK)
+    buf = gst_buffer_new ();
 
   if (!gst_pinned_shm_frame_wrap_chunks (self->allocator, c, ev, buf, &total)) {
     invalid = "chunk outside its segment";

@@ -250,6 +250,51 @@ GST_START_TEST (test_share)
 
 GST_END_TEST;
 
+static void
+count_notify (gpointer data)
+{
+  (*(gint *) data)++;
+}
+
+/* wrap_full's notify runs once, when the memory is freed: after its last
+ * share (which keeps it alive) and not for a slice refused; recycled
+ * memory structs start without the previous notify. */
+GST_START_TEST (test_wrap_full_notify)
+{
+  GstPinnedSegment *seg = new_segment (2 * 4096, 0);
+  GstMemory *mem, *sub;
+  gint n = 0, m = 0;
+
+  fail_unless (gst_pinned_allocator_wrap_full (alloc, seg, 4096, 4097, &n,
+          count_notify) == NULL);
+  fail_unless_equals_int (n, 0);
+
+  mem = gst_pinned_allocator_wrap_full (alloc, seg, 4096, 100, &n,
+      count_notify);
+  fail_unless (mem != NULL);
+  fail_unless_equals_uint64 (mem->offset, 4096);
+  fail_unless_equals_uint64 (mem->size, 100);
+  sub = gst_memory_share (mem, 10, 20);
+  gst_memory_unref (mem);
+  fail_unless_equals_int (n, 0);
+  fail_unless_equals_int (pf_segment_get_refcount (seg), 3);
+  gst_memory_unref (sub);
+  fail_unless_equals_int (n, 1);
+  fail_unless_equals_int (pf_segment_get_refcount (seg), 1);
+
+  /* the next memories reuse freed structs: no stale notify */
+  mem = gst_pinned_allocator_wrap (alloc, seg, 0, 10);
+  sub = gst_pinned_allocator_wrap_full (alloc, seg, 10, 10, &m, count_notify);
+  gst_memory_unref (mem);
+  gst_memory_unref (sub);
+  fail_unless_equals_int (n, 1);
+  fail_unless_equals_int (m, 1);
+  fail_unless_equals_int (pf_segment_get_refcount (seg), 1);
+  pf_segment_unref (seg);
+}
+
+GST_END_TEST;
+
 /* Two adjacent shares of one parent map as one span, without a copy. */
 GST_START_TEST (test_span)
 {
@@ -526,6 +571,7 @@ pinnedallocator_suite (void)
   tcase_add_test (tc, test_fd_memory_layout);
   tcase_add_test (tc, test_resize_bounds);
   tcase_add_test (tc, test_share);
+  tcase_add_test (tc, test_wrap_full_notify);
   tcase_add_test (tc, test_span);
   tcase_add_test (tc, test_copy);
   tcase_add_test (tc, test_readonly_segment);

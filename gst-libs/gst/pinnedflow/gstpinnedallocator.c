@@ -65,7 +65,20 @@ typedef struct
   GstPinnedSegment *segment;
   guint8 *base;
   gboolean readonly;
+  /* gst_pinned_allocator_wrap_full(): called when the memory is freed */
+  GDestroyNotify notify;
+  gpointer user_data;
+  /* next on the free list while recycled */
+  gpointer next_free;
 } GstPinnedMemory;
+
+/* Freed GstPinnedMemory structs kept for reuse, so that wrapping a frame
+ * per buffer (pinnedshmsrc) allocates nothing at steady state. Bounded:
+ * the rest go back to the heap. */
+#define MEMORY_FREE_LIST_MAX 64
+G_LOCK_DEFINE_STATIC (memory_free_list);
+static GstPinnedMemory *memory_free_list;
+static guint memory_free_list_len;
 
 struct _GstPinnedAllocator
 {
@@ -118,9 +131,19 @@ pinned_memory_new (GstAllocator * allocator, GstMemoryFlags flags,
     GstMemory * parent, GstPinnedSegment * segment, gsize maxsize,
     gsize align, gsize offset, gsize size)
 {
-  GstPinnedMemory *pm = g_new (GstPinnedMemory, 1);
+  GstPinnedMemory *pm;
   gboolean readonly =
       (pf_segment_get_state (segment) & PF_SEGMENT_STATE_READONLY) != 0;
+
+  G_LOCK (memory_free_list);
+  pm = memory_free_list;
+  if (pm != NULL) {
+    memory_free_list = pm->next_free;
+    memory_free_list_len--;
+  }
+  G_UNLOCK (memory_free_list);
+  if (pm == NULL)
+    pm = g_new (GstPinnedMemory, 1);
 
   if (readonly)
     flags |= GST_MEMORY_FLAG_READONLY;
@@ -131,6 +154,9 @@ pinned_memory_new (GstAllocator * allocator, GstMemoryFlags flags,
   pm->segment = pf_segment_ref (segment);
   pm->base = pf_segment_get_base (segment);
   pm->readonly = readonly;
+  pm->notify = NULL;
+  pm->user_data = NULL;
+  pm->next_free = NULL;
   return pm;
 }
 
@@ -225,9 +251,24 @@ static void
 gst_pinned_allocator_free (GstAllocator * allocator, GstMemory * mem)
 {
   GstPinnedMemory *pm = (GstPinnedMemory *) mem;
+  GDestroyNotify notify = pm->notify;
+  gpointer user_data = pm->user_data;
+  gboolean kept = FALSE;
 
   pf_segment_unref (pm->segment);
-  g_free (pm);
+  G_LOCK (memory_free_list);
+  if (memory_free_list_len < MEMORY_FREE_LIST_MAX) {
+    pm->next_free = memory_free_list;
+    memory_free_list = pm;
+    memory_free_list_len++;
+    kept = TRUE;
+  }
+  G_UNLOCK (memory_free_list);
+  if (!kept)
+    g_free (pm);
+  /* last: the notify may release what the memory pointed into */
+  if (notify != NULL)
+    notify (user_data);
 }
 
 /* gst_allocator_alloc(): a dedicated segment for this one memory. */
@@ -326,6 +367,15 @@ GstMemory *
 gst_pinned_allocator_wrap (GstAllocator * allocator,
     GstPinnedSegment * segment, gsize offset, gsize size)
 {
+  return gst_pinned_allocator_wrap_full (allocator, segment, offset, size,
+      NULL, NULL);
+}
+
+GstMemory *
+gst_pinned_allocator_wrap_full (GstAllocator * allocator,
+    GstPinnedSegment * segment, gsize offset, gsize size, gpointer user_data,
+    GDestroyNotify notify)
+{
   GstPinnedMemory *pm;
 
   g_return_val_if_fail (GST_IS_PINNED_ALLOCATOR (allocator), NULL);
@@ -344,6 +394,8 @@ gst_pinned_allocator_wrap (GstAllocator * allocator,
   }
   pm = pinned_memory_new (allocator, 0, NULL, segment, offset + size,
       offset_align (offset), offset, size);
+  pm->notify = notify;
+  pm->user_data = user_data;
   return GST_MEMORY_CAST (pm);
 }
 

@@ -45,6 +45,26 @@ GST_PINNEDFLOW_API GstMemory *gst_pinned_allocator_wrap (GstAllocator * allocato
     GstPinnedSegment * segment, gsize offset, gsize size);
 
 /**
+ * gst_pinned_allocator_wrap_full:
+ * @segment: (transfer none): the memory takes its own reference
+ * @offset: byte offset of the slice in @segment
+ * @size: slice size
+ * @user_data: passed to @notify
+ * @notify: (nullable): called with @user_data when the memory is freed
+ *   (after its sub-memories, which keep it alive), on whichever thread
+ *   drops the last reference; not called when this returns NULL
+ *
+ * gst_pinned_allocator_wrap() with a destroy notify, without the
+ * allocations of a qdata. Memory structs are recycled through a bounded
+ * free list: wrapping allocates nothing at steady state.
+ *
+ * Returns: (transfer full) (nullable): NULL if the slice is outside.
+ */
+GST_PINNEDFLOW_API GstMemory *gst_pinned_allocator_wrap_full (GstAllocator * allocator,
+    GstPinnedSegment * segment, gsize offset, gsize size, gpointer user_data,
+    GDestroyNotify notify);
+
+/**
  * gst_is_pinned_memory:
  * @mem: a #GstMemory
  *
