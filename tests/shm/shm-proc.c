@@ -221,3 +221,18 @@ shm_count_fds (void)
   g_assert (n >= 0);
   return (guint) n;
 }
+
+void
+shm_fixture_setup (gchar ** dir, gchar ** sock)
+{
+  *dir = shm_tmpdir_new ();
+  *sock = g_build_filename (*dir, "pf.sock", NULL);
+}
+
+void
+shm_fixture_teardown (gchar ** dir, gchar ** sock)
+{
+  shm_proc_cleanup ();
+  g_clear_pointer (sock, g_free);
+  g_clear_pointer (dir, g_free);
+}

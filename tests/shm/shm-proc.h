@@ -21,6 +21,11 @@ typedef struct
 
 /* A new private directory; shm_proc_cleanup() removes it. */
 gchar *shm_tmpdir_new (void);
+/* The common fixture: *dir a new private directory, *sock "pf.sock" in it;
+ * the teardown runs shm_proc_cleanup() (children, directories) and frees
+ * both strings. */
+void shm_fixture_setup (gchar ** dir, gchar ** sock);
+void shm_fixture_teardown (gchar ** dir, gchar ** sock);
 
 /* Spawns the helper "shm-peer @mode --socket @socket ARGS...", NULL-ended. */
 ShmChild *shm_child_spawn (const gchar * mode, const gchar * socket, ...)

@@ -29,16 +29,13 @@ static gchar *sock;
 static void
 setup (void)
 {
-  dir = shm_tmpdir_new ();
-  sock = g_build_filename (dir, "pf.sock", NULL);
+  shm_fixture_setup (&dir, &sock);
 }
 
 static void
 teardown (void)
 {
-  shm_proc_cleanup ();
-  g_clear_pointer (&sock, g_free);
-  g_clear_pointer (&dir, g_free);
+  shm_fixture_teardown (&dir, &sock);
 }
 
 static ShmChild *
