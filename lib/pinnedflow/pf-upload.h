@@ -1,0 +1,283 @@
+/* pinnedflow: the upload engine, host frames to CUDA device memory
+ * (plain C, no GLib)
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * One engine for every user: the pinnedcudaupload element and the node API
+ * (pf-node-cuda.h) both queue their copies here. Per frame it
+ *   1. makes sure the segments the planes lie in are registered (once per
+ *      segment per process, pf-cuda-registration.h);
+ *   2. queues one cudaMemcpy2DAsync per plane on its stream: straight from
+ *      the registered segment (DMA), or, where the planes are not in
+ *      registered memory, after one CPU copy into a registered bounce slot
+ *      of the engine ("staged");
+ *   3. records an event after the copies;
+ *   4. gives the host frame back (the source's release callback) only once
+ *      that event has completed: on the engine's release thread, or in
+ *      pf_uploader_poll() for an engine made with PF_UPLOADER_NO_THREAD.
+ * At most max_inflight frames have copies outstanding: a submit waits for
+ * the oldest when full. A failed wait for an event is sticky: every later
+ * submit fails with it (-EIO, pf_uploader_get_error()).
+ *
+ * Destinations: the engine's own bounded pool of pitched device buffers
+ * (pf_uploader_upload() returns a pf_device_frame), or device memory the
+ * caller owns (pf_uploader_submit() with a pf_upload_dest: the element's
+ * GstCudaMemory).
+ *
+ * Threading: pf_uploader_* may be called from any thread; submits are
+ * serialised by the engine's lock (the caller's own order is the stream's).
+ * Release callbacks run on the release thread (or in the thread calling
+ * pf_uploader_poll()/pf_uploader_flush()/pf_uploader_free()), never with
+ * the engine's lock held; they must not call pf_uploader_submit().
+ * Every CUDA call is made with the engine's device current (the caller's
+ * context is restored).
+ *
+ * Lifecycle: pf_uploader_new/_free. The engine's memory lives on while
+ * device frames from its pool are out: pf_uploader_free() waits for every
+ * copy, releases every host frame, and the device pool goes when the last
+ * pf_device_frame is released.
+ */
+#ifndef __PF_UPLOAD_H__
+#define __PF_UPLOAD_H__
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <pinnedflow/pf-api.h>
+#include <pinnedflow/pf-cuda.h>
+#include <pinnedflow/pf-frame.h>
+#include <pinnedflow/pf-segment.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pf_uploader pf_uploader;
+
+enum pf_uploader_flags {
+  /* No release thread: host frames go back in pf_uploader_poll(). */
+  PF_UPLOADER_NO_THREAD = 1u << 0,
+  /* Never stage: a frame not in registered memory is copied pageable
+   * (cudaMemcpy2DAsync from it, which the runtime stages itself and which
+   * returns only when it has read the source). */
+  PF_UPLOADER_NO_BOUNCE = 1u << 1,
+};
+
+/* Zero-initialise, then set what you need. */
+typedef struct {
+  int device_id;
+  /* cudaStream_t to queue on (the caller keeps it alive longer than the
+   * engine), or NULL: the engine creates its own cudaStreamNonBlocking. */
+  pf_cuda_stream stream;
+  /* Frames whose copies may be outstanding at once; 0 means 3. */
+  unsigned int max_inflight;
+  /* Device buffers in the engine's pool (pf_uploader_upload()); 0 means
+   * max_inflight + 1. Frames out count against it. */
+  unsigned int pool_size;
+  unsigned int flags;           /* pf_uploader_flags */
+  unsigned int reserved[4];
+} pf_uploader_config;
+
+/* Called once per submitted frame when no copy reads the host memory any
+ * more (its event completed, or a copy failed and the stream was
+ * synchronised): the host frame may go back to its producer. @status is 0,
+ * or the negative errno of a failed wait (the bytes may be incomplete). */
+typedef void (*pf_upload_release_func) (void *user_data, int status);
+
+/* A host frame: up to PF_MAX_PLANES planes of rows. */
+typedef struct {
+  uint32_t n_planes;
+  uint32_t reserved0;
+  const void *plane_data[PF_MAX_PLANES];        /* first byte of the plane */
+  size_t plane_stride[PF_MAX_PLANES];   /* bytes from row to row */
+  uint32_t plane_rows[PF_MAX_PLANES];
+  uint32_t plane_row_bytes[PF_MAX_PLANES];      /* bytes copied per row */
+  /* The segments the planes lie in (registered here once each), or none:
+   * planes outside registered segments are staged. */
+  pf_segment *segments[PF_MAX_CHUNKS];
+  uint32_t n_segments;
+  uint32_t reserved1;
+  pf_upload_release_func release;       /* may be NULL */
+  void *release_data;
+} pf_upload_source;
+
+/* Device memory the caller owns, one pointer and pitch per plane. */
+typedef struct {
+  void *plane_ptr[PF_MAX_PLANES];
+  size_t plane_pitch[PF_MAX_PLANES];
+  /* Optional: an event of the caller's, recorded on the engine's stream
+   * after the copies (the output's "ready" event), or NULL. */
+  pf_cuda_event record_event;
+  void *reserved[3];
+} pf_upload_dest;
+
+/* What one submit did. */
+typedef struct {
+  int staged;                   /* copied through a bounce slot first */
+  int registered_now;           /* a segment was registered by this submit */
+  unsigned int inflight;        /* frames in flight after it */
+  int waited_full;              /* waited for a free in-flight slot */
+} pf_upload_result;
+
+/**
+ * pf_device_frame:
+ *
+ * A frame in device memory from the engine's pool. Read-only for the
+ * application; valid until pf_device_frame_release(). Before reading
+ * data[] on another stream, make it wait for @event
+ * (cudaStreamWaitEvent(your_stream, event, 0)) or wait on the host
+ * (cudaEventSynchronize(event)); @stream is the stream the copies were
+ * queued on. The host frame it came from was released by the engine once
+ * @event completed.
+ */
+typedef struct {
+  int device_id;
+  uint32_t n_planes;
+  void *data[PF_MAX_PLANES];    /* device pointer of each plane */
+  size_t pitch;                 /* bytes from row to row, every plane */
+  uint32_t plane_rows[PF_MAX_PLANES];
+  uint32_t plane_row_bytes[PF_MAX_PLANES];
+  uint64_t plane_offset[PF_MAX_PLANES]; /* of data[p] from base */
+  void *base;                   /* the allocation (cudaMallocPitch) */
+  size_t alloc_size;            /* pitch * rows of the allocation */
+  /* What the source said it was (set by the caller of the engine, e.g.
+   * pf_node_frame_upload()); width/height 0 and format "" when unknown. */
+  uint32_t width, height;
+  char format[16];
+  uint32_t pixel_stride;        /* bytes per pixel of plane 0, or 0 */
+  uint32_t reserved0;
+  uint64_t seq, pts;
+  pf_cuda_event event;          /* cudaEvent_t: completed = bytes valid */
+  pf_cuda_stream stream;        /* cudaStream_t the copies ran on */
+  uint64_t reserved[4];
+} pf_device_frame;
+
+/**
+ * pf_uploader_new:
+ * @msg: (nullable): receives a one-line reason on failure
+ *
+ * Loads the runtime, opens the device (pf_cuda_runtime_open_device()),
+ * creates the stream (unless given), the events and the release thread.
+ *
+ * Returns: 0, -EINVAL, -ENOMEM, or the errors of
+ * pf_cuda_runtime_open_device(): -ENOENT "no CUDA runtime", -ENOSYS,
+ * -ENODEV "no CUDA device", -EIO.
+ */
+PF_API int pf_uploader_new (const pf_uploader_config * config,
+    pf_uploader ** out, char *msg, size_t msg_len);
+
+/**
+ * pf_uploader_free:
+ *
+ * Waits for every copy, releases every host frame still held (release
+ * callbacks run in this thread), stops the release thread. Device frames
+ * still out stay valid; the pool goes with the last of them. NULL ignored.
+ */
+PF_API void pf_uploader_free (pf_uploader * up);
+
+/**
+ * pf_uploader_submit:
+ * @dest: device memory of the caller (each plane at least rows x pitch)
+ * @result: (out) (optional)
+ *
+ * Queues the copy of @src into @dest. The source belongs to the engine
+ * until its release callback ran, on success only; on failure nothing is
+ * queued any more and the callback is not called (the caller still owns
+ * the frame).
+ *
+ * Returns: 0, -EINVAL (bad plane description), -EIO (a CUDA call failed,
+ * or a sticky earlier failure), -ENOMEM.
+ */
+PF_API int pf_uploader_submit (pf_uploader * up, const pf_upload_source * src,
+    const pf_upload_dest * dest, pf_upload_result * result);
+
+/**
+ * pf_uploader_upload:
+ * @timeout_ms: how long to wait for a free device buffer (-1 forever,
+ *   0 not at all)
+ * @out: (out): a device frame from the pool
+ *
+ * pf_uploader_submit() into a buffer of the engine's pool. The pool's
+ * buffers are allocated (cudaMallocPitch, widest row x all rows) on first
+ * use for the frame's geometry; a frame of another geometry reallocates
+ * them once none is out.
+ *
+ * Returns: 0, -ETIMEDOUT (every buffer is out), -EBUSY (another geometry
+ * while buffers are out), or pf_uploader_submit()'s errors.
+ */
+PF_API int pf_uploader_upload (pf_uploader * up, const pf_upload_source * src,
+    int timeout_ms, pf_device_frame ** out, pf_upload_result * result);
+
+/**
+ * pf_device_frame_release:
+ *
+ * Gives the buffer back to its engine's pool. Release it only after your
+ * work reading it is done or queued behind work that is (the next upload
+ * into it is queued on the engine's stream). NULL ignored.
+ */
+PF_API void pf_device_frame_release (pf_device_frame * frame);
+
+/**
+ * pf_device_frame_download:
+ *
+ * Copies the frame back into host memory (cudaMemcpy2D, synchronous, after
+ * waiting for its event): plane p to @dst + the sum of the sizes of the
+ * planes before it, rows packed (plane_row_bytes each). For tests and
+ * checks. Returns 0, -ENOSPC (@dst_size too small), -EIO.
+ */
+PF_API int pf_device_frame_download (const pf_device_frame * frame,
+    void *dst, size_t dst_size);
+
+/**
+ * pf_uploader_poll:
+ * @timeout_ms: 0 releases what completed; -1 waits for every frame in
+ *   flight
+ *
+ * Releases the host frames whose copies completed (PF_UPLOADER_NO_THREAD;
+ * with a release thread it only waits). Returns how many frames are still
+ * in flight, or -EIO after a failed wait.
+ */
+PF_API int pf_uploader_poll (pf_uploader * up, int timeout_ms);
+
+/**
+ * pf_uploader_flush:
+ *
+ * Waits until no copy is in flight and every host frame went back. Returns
+ * 0, or the sticky error (-EIO).
+ */
+PF_API int pf_uploader_flush (pf_uploader * up);
+
+/* The stream copies are queued on. */
+PF_API pf_cuda_stream pf_uploader_get_stream (pf_uploader * up);
+/* The runtime and device of the engine. */
+PF_API const pf_cuda_runtime *pf_uploader_get_runtime (pf_uploader * up);
+PF_API int pf_uploader_get_device (pf_uploader * up);
+/* Frames with copies outstanding now. */
+PF_API unsigned int pf_uploader_get_inflight (pf_uploader * up);
+/* The sticky error's message, or NULL (valid until pf_uploader_free()). */
+PF_API const char *pf_uploader_get_error (pf_uploader * up);
+
+typedef struct {
+  uint64_t frames, bytes;
+  uint64_t pinned_copies;       /* frames copied by DMA from a segment */
+  uint64_t staged_copies;       /* frames copied through a bounce slot */
+  uint64_t pageable_copies;     /* frames copied pageable (NO_BOUNCE, or
+                                 * the bounce could not be registered) */
+  uint64_t registrations;       /* segments registered by this engine */
+  uint64_t waits_full;          /* submits that waited for a slot */
+  uint64_t inflight_max;
+  uint64_t pool_waits;          /* uploads that waited for a device buffer */
+  uint64_t pool_out_max;        /* device frames out at once, at most */
+  uint64_t reserved[6];
+} pf_uploader_stats;
+
+PF_API void pf_uploader_get_stats (pf_uploader * up, pf_uploader_stats * stats);
+
+/* The bounce slots' registration failed (then staged copies are pageable):
+ * the reason, or NULL. */
+PF_API const char *pf_uploader_get_bounce_warning (pf_uploader * up);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* __PF_UPLOAD_H__ */
