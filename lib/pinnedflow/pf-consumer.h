@@ -33,6 +33,9 @@ enum pf_event_type {
   PF_EVENT_CAPS = 1,
   PF_EVENT_FRAME = 2,
   PF_EVENT_EOS = 3,
+  /* The producer's stream changed (liveness, segment, this consumer's
+   * delivery): ev->stream. Only for consumers made with the _with() calls. */
+  PF_EVENT_STREAM = 4,
 };
 
 typedef struct {
@@ -48,7 +51,24 @@ typedef struct {
    * address of the chunk's first byte in our read-only mapping. */
   pf_segment *segments[PF_MAX_CHUNKS];
   const void *data[PF_MAX_CHUNKS];
+  /* PF_EVENT_STREAM: what the producer said (also pf_consumer_get_stream()) */
+  pf_stream_info stream;
 } pf_event;
+
+/**
+ * pf_consumer_options:
+ * @delivery: enum pf_delivery requested in the HELLO (0: the producer's
+ *   default, from its liveness)
+ * @flags: 0
+ *
+ * Options of pf_consumer_connect_with() and pf_consumer_new_from_fd_with().
+ * NULL options mean all zero.
+ */
+typedef struct {
+  uint32_t delivery;
+  uint32_t flags;
+  uint64_t reserved[2];         /* 0 */
+} pf_consumer_options;
 
 /**
  * pf_consumer_connect:
@@ -88,6 +108,33 @@ PF_API int pf_consumer_connect (const char *socket_path, int timeout_ms,
  */
 PF_API int pf_consumer_connect_cancellable (const char *socket_path, int timeout_ms,
     int cancel_fd, pf_consumer ** out);
+
+/**
+ * pf_consumer_connect_with:
+ * @timeout_ms, @cancel_fd: as for pf_consumer_connect_cancellable()
+ * @options: the delivery to request (NULL: the producer's default)
+ *
+ * The version-2 connect. Besides the delivery request, a consumer made with
+ * it (or pf_consumer_new_from_fd_with()) reports, from pf_consumer_receive():
+ *  - PF_EVENT_STREAM events;
+ *  - -ECONNRESET when the producer went away without EOS since its last
+ *    frame (crashed, killed, closed mid-stream);
+ *  - -EPIPE when it hung up after an EOS (a clean end);
+ *  - -ETIMEDOUT when a RELEASE could not be sent for 5 s (the producer
+ *    stopped reading).
+ * The consumers of the older calls see -EPIPE for all three and no STREAM
+ * events; everything else is the same.
+ *
+ * Returns: as pf_consumer_connect_cancellable(); -EINVAL for an unknown
+ * delivery or flag.
+ */
+PF_API int pf_consumer_connect_with (const char *socket_path, int timeout_ms,
+    int cancel_fd, const pf_consumer_options * options, pf_consumer ** out);
+
+/* pf_consumer_new_from_fd() with @options, reporting as
+ * pf_consumer_connect_with(). */
+PF_API int pf_consumer_new_from_fd_with (int fd, int timeout_ms,
+    const pf_consumer_options * options, pf_consumer ** out);
 
 /* Like pf_consumer_connect() on an already connected SOCK_SEQPACKET socket
  * (e.g. one end of a socketpair()): does the HELLO exchange, waiting up to
@@ -167,12 +214,20 @@ PF_API int pf_consumer_get_fd (pf_consumer * c);
  * @timeout_ms: 0 polls, -1 blocks
  *
  * Handles HELLO/SEGMENT_ADD/SEGMENT_REMOVE internally and returns the next
- * CAPS, FRAME or EOS. Every message and fd is validated; on a violation the
- * connection is closed, every fd received is closed, and an error returned.
+ * CAPS, FRAME, EOS (or STREAM, pf_consumer_connect_with()). Every message
+ * and fd is validated; on a violation the connection is closed, every fd
+ * received is closed, and an error returned.
  *
- * Returns: 1 (event filled), 0 (timeout), -EPIPE (producer gone),
- * -EPROTO (protocol violation), -EDQUOT (a segment over the budget, see
- * pf_consumer_set_budget()); pf_consumer_get_error() says what happened.
+ * With newest-frame delivery in force, a FRAME is not returned while a
+ * newer FRAME is already queued behind it: the stale one is released at
+ * once and counted (pf_consumer_stats.frames_stale_dropped).
+ *
+ * Returns: 1 (event filled), 0 (timeout), -EPIPE (producer gone; with
+ * pf_consumer_connect_with(): after an EOS), -ECONNRESET (with _with():
+ * the producer went away without EOS), -ETIMEDOUT (with _with(): it stopped
+ * reading RELEASEs), -EPROTO (protocol violation), -EDQUOT (a segment over
+ * the budget, see pf_consumer_set_budget()); pf_consumer_get_error() says
+ * what happened.
  */
 PF_API int pf_consumer_receive (pf_consumer * c, int timeout_ms, pf_event * ev);
 
@@ -189,6 +244,27 @@ PF_API uint32_t pf_consumer_get_max_held (pf_consumer * c);
 PF_API uint64_t pf_consumer_get_session_id (pf_consumer * c);
 /* The last error, human readable (empty if none). */
 PF_API const char *pf_consumer_get_error (pf_consumer * c);
+
+/* The delivery in force (enum pf_delivery: 1 or 2) as the producer's last
+ * STREAM said; 0 before the first STREAM was received. Receiving thread. */
+PF_API uint32_t pf_consumer_get_delivery (pf_consumer * c);
+/* The producer's last STREAM (all zero before one came). Receiving
+ * thread. */
+PF_API void pf_consumer_get_stream (pf_consumer * c, pf_stream_info * info);
+
+typedef struct {
+  uint64_t frames_received;     /* FRAMEs read, stale ones included */
+  /* newest frame: queued frames released unseen for a newer one */
+  uint64_t frames_stale_dropped;
+  /* gaps in seq: frames the producer did not send us (drops, key-frame
+   * waits) after our first frame */
+  uint64_t frames_missed;
+  uint32_t delivery;            /* as pf_consumer_get_delivery() */
+  uint32_t demoted;             /* 1: the producer demoted us */
+} pf_consumer_stats;
+
+/* Counters of this connection. Receiving thread. */
+PF_API void pf_consumer_get_stats (pf_consumer * c, pf_consumer_stats * stats);
 
 #ifdef __cplusplus
 }

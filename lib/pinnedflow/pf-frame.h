@@ -81,6 +81,45 @@ typedef struct {
   int32_t plane_stride[PF_MAX_PLANES];
 } pf_consumer_frame;
 
+/* Delivery policy of one consumer (docs/protocol.md, "Delivery"). */
+enum pf_delivery {
+  /* Asked by a consumer: whatever the producer's liveness gives (live:
+   * newest frame, not live: every frame). Never in force. */
+  PF_DELIVERY_DEFAULT = 0,
+  /* Reliable: the producer never skips this consumer; a publisher that
+   * waits (pf_producer_wait_ready()) is held back by it, up to the
+   * producer's reliable timeout. */
+  PF_DELIVERY_EVERY_FRAME = 1,
+  /* Leaky: skipped while at its limit or its socket is full; the consumer
+   * also drops stale queued frames for the newest one. */
+  PF_DELIVERY_NEWEST_FRAME = 2,
+};
+
+/* pf_stream_info.flags */
+enum pf_stream_flags {
+  PF_STREAM_LIVE = 1u << 0,     /* the producer's upstream is live */
+  PF_STREAM_HAS_SEGMENT = 1u << 1,      /* segment is set */
+  /* The producer demoted this consumer from every-frame to newest-frame
+   * (it held its frames past the reliable timeout). */
+  PF_STREAM_DEMOTED = 1u << 2,
+};
+
+/* The producer's segment (a GstSegment's fields), for non-live streams
+ * whose timestamps keep their meaning across the hop. */
+typedef struct {
+  uint32_t format;              /* GstFormat (3: TIME), not 0 */
+  uint32_t flags;               /* GstSegmentFlags */
+  double rate, applied_rate;    /* finite, not 0 */
+  uint64_t base, offset, start, stop, time, position, duration;
+} pf_stream_segment;
+
+/* What a producer says of its stream and of one consumer's delivery. */
+typedef struct {
+  uint32_t flags;               /* enum pf_stream_flags */
+  uint32_t delivery;            /* enum pf_delivery in force: 1 or 2 */
+  pf_stream_segment segment;    /* with PF_STREAM_HAS_SEGMENT, else zero */
+} pf_stream_info;
+
 /**
  * pf_monotonic_ns:
  *

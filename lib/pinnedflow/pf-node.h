@@ -176,9 +176,13 @@ PF_API int pf_node_producer_loan_video (pf_node_producer * p, int timeout_ms,
 /**
  * pf_node_producer_publish:
  *
- * Sends the loan to every connected consumer under its limit; the slot
- * returns to the pool when all of them released it, or at once when nobody
- * received it. The loan is consumed either way.
+ * Sends the loan to every connected consumer that can take it: an
+ * every-frame consumer is waited for first (pf_producer_wait_ready(), at
+ * most the reliable timeout, after which it is demoted or disconnected); a
+ * newest-frame one at its limit is skipped. The slot returns to the pool
+ * when all of them released it, or at once when nobody received it. The
+ * loan is consumed either way. While no slot is free, loans apply the
+ * reliable timeout too.
  *
  * Returns: the number of consumers that got the frame (0 included), or
  * -EINVAL (not a current loan, size > capacity), or the transport's error.
@@ -215,6 +219,27 @@ PF_API int pf_node_producer_wait_idle (pf_node_producer * p, int timeout_ms);
  */
 PF_API int pf_node_producer_wait_clients (pf_node_producer * p,
     unsigned int n_clients, int timeout_ms);
+
+/**
+ * pf_node_producer_set_live:
+ *
+ * Whether this producer is live (a camera) or not (a file, a computation):
+ * consumers that ask for no delivery of their own get newest frame from a
+ * live producer, every frame from one that is not (the default, until this
+ * is called). pf_producer_set_live().
+ */
+PF_API int pf_node_producer_set_live (pf_node_producer * p, int live);
+
+/**
+ * pf_node_producer_set_reliable_timeout:
+ *
+ * How long one every-frame consumer may hold back loans and publishes
+ * (0: 5000 ms, -1: no bound) and what then happens to it (enum
+ * pf_reliable_action: demoted to newest frame, the default, or
+ * disconnected). pf_producer_set_reliable_timeout().
+ */
+PF_API int pf_node_producer_set_reliable_timeout (pf_node_producer * p,
+    int timeout_ms, int action);
 
 /**
  * pf_node_producer_get_n_slots:
@@ -308,6 +333,19 @@ PF_API int pf_node_consumer_new (const char *socket_path, int timeout_ms,
     pf_node_consumer ** out);
 
 /**
+ * pf_node_consumer_new_with:
+ * @delivery: enum pf_delivery to ask for: PF_DELIVERY_EVERY_FRAME (never
+ *   skipped; the producer waits for this consumer, up to its reliable
+ *   timeout), PF_DELIVERY_NEWEST_FRAME (skipped when behind; stale queued
+ *   frames are dropped here for the newest), or PF_DELIVERY_DEFAULT (the
+ *   producer's: newest frame when it is live, every frame when not)
+ *
+ * pf_node_consumer_new() with a delivery request. -EINVAL for another value.
+ */
+PF_API int pf_node_consumer_new_with (const char *socket_path, int timeout_ms,
+    uint32_t delivery, pf_node_consumer ** out);
+
+/**
  * pf_node_consumer_set_budget:
  * @max_bytes: the most bytes of the producer's segments mapped at once (0:
  *   PF_CONSUMER_DEFAULT_MAX_BYTES, 768 MiB; UINT64_MAX: no limit)
@@ -352,7 +390,9 @@ PF_API int pf_node_consumer_get_fd (pf_node_consumer * c);
  * transport's checks, a frame's video meta must lie inside the frame. After
  * -EPROTO every later call fails the same way: free the consumer.
  *
- * Returns: 1 (frame), PF_NODE_EOS, 0 (timeout), -EPIPE (producer gone),
+ * Returns: 1 (frame), PF_NODE_EOS, 0 (timeout), -ECONNRESET (the producer
+ * went away without EOS: crashed, killed, or closed mid-stream), -EPIPE
+ * (it hung up after EOS), -ETIMEDOUT (it stopped reading our releases),
  * -EPROTO (the producer broke the protocol), -EDQUOT (its segments exceed
  * the budget, pf_node_consumer_set_budget()); pf_node_consumer_get_error()
  * says what happened.
@@ -393,6 +433,31 @@ PF_API uint32_t pf_node_consumer_get_max_held (pf_node_consumer * c);
  * Returns: a readable reason for the last failure ("" if none).
  */
 PF_API const char *pf_node_consumer_get_error (pf_node_consumer * c);
+/**
+ * pf_node_consumer_get_delivery:
+ *
+ * Returns: the delivery in force (enum pf_delivery, 1 or 2; 0 until the
+ * producer said, on the first next()). A demoted every-frame consumer
+ * reads PF_DELIVERY_NEWEST_FRAME.
+ */
+PF_API uint32_t pf_node_consumer_get_delivery (pf_node_consumer * c);
+/**
+ * pf_node_consumer_get_stream:
+ *
+ * The producer's liveness, segment and this consumer's delivery
+ * (pf_consumer_get_stream()).
+ */
+PF_API void pf_node_consumer_get_stream (pf_node_consumer * c,
+    pf_stream_info * info);
+/**
+ * pf_node_consumer_get_stats:
+ *
+ * Frames received, stale frames dropped here, frames the producer skipped
+ * (pf_consumer_get_stats()).
+ */
+PF_API void pf_node_consumer_get_stats (pf_node_consumer * c,
+    pf_consumer_stats * stats);
+
 /**
  * pf_node_consumer_get_transport:
  *

@@ -6,9 +6,19 @@
  * segment's fd once per consumer, then small FRAME messages, and tracks which
  * consumer holds which frame. It runs its own I/O thread: consumers are
  * accepted, releases read and dead consumers reclaimed even while nobody
- * publishes. It never blocks on a consumer: a consumer that holds
- * max_client_frames frames, or whose socket is full, skips frames (counted as
- * drops for it). pinnedshmsink and the dataflow bridge are both built on it.
+ * publishes. pinnedshmsink and the dataflow bridge are both built on it.
+ *
+ * Delivery (docs/protocol.md, "Delivery"): each consumer has a policy, its
+ * own request or else the producer's default from its liveness (live:
+ * newest frame, not live: every frame; pf_producer_set_live()).
+ *  - newest frame (leaky): a consumer that holds max_client_frames frames,
+ *    or whose socket is full, is skipped (a drop, counted with its reason);
+ *  - every frame (reliable): never skipped by a publisher that first calls
+ *    pf_producer_wait_ready(), which waits until every reliable consumer can
+ *    take one more frame; frames its full socket cannot take are queued.
+ *    One that blocks the wait longer than the reliable timeout is demoted to
+ *    newest frame, or disconnected (pf_producer_set_reliable_timeout()),
+ *    and reported (client_event). pf_producer_publish() itself never blocks.
  *
  * Lifecycle: pf_producer is refcounted (pf_producer_new/_ref/_unref), and
  * pf_producer_close() stops it while references remain. The frame it
@@ -37,7 +47,21 @@ typedef struct {
   uint32_t gid;
   int error;                    /* on disconnect: 0 (hang-up) or -errno */
   char reason[128];             /* on disconnect: human readable */
+  uint32_t requested;           /* enum pf_delivery the consumer asked for */
+  uint32_t delivery;            /* enum pf_delivery in force (1 or 2) */
 } pf_client_info;
+
+/* Why a frame skipped a consumer (pf_client_stats, pf_client_event). */
+enum pf_drop_reason {
+  PF_DROP_NONE = 0,
+  /* newest frame: it holds max_client_frames frames */
+  PF_DROP_LIMIT = 1,
+  /* newest frame: its socket is full, or control messages wait for it */
+  PF_DROP_SOCKET_FULL = 2,
+  /* every frame: it holds max_client_frames frames and the publisher did
+   * not wait (pf_producer_wait_ready()) or its wait failed */
+  PF_DROP_NOT_READY = 3,
+};
 
 typedef struct {
   uint32_t client_id;
@@ -46,9 +70,56 @@ typedef struct {
   uint32_t held;                /* frames held right now */
   uint64_t frames_sent;
   uint64_t frames_released;
-  uint64_t frames_dropped;      /* skipped: limit reached or socket full */
+  uint64_t frames_dropped;      /* skipped, all reasons (sum of the three below) */
   uint64_t bytes_sent;          /* frame payload bytes made available */
+  uint64_t dropped_limit;       /* PF_DROP_LIMIT */
+  uint64_t dropped_socket;      /* PF_DROP_SOCKET_FULL */
+  uint64_t dropped_not_ready;   /* PF_DROP_NOT_READY */
+  /* Delta frames (GstBuffer DELTA_UNIT) skipped because this consumer
+   * waits for a key frame: after it connected, or after a drop. Not
+   * drops: it could not have used them. */
+  uint64_t frames_skipped_key;
+  uint32_t requested;           /* enum pf_delivery asked for */
+  uint32_t delivery;            /* enum pf_delivery in force */
+  uint32_t demoted;             /* 1: demoted after the reliable timeout */
+  uint32_t reserved;
 } pf_client_stats;
+
+/* pf_client_event.type */
+enum pf_client_event_type {
+  /* Frames skipped this consumer. Rate-limited: the first drop is reported
+   * at once, later ones at most once per second per consumer, @dropped
+   * counting every drop since the previous report. */
+  PF_CLIENT_EVENT_DROPPED = 1,
+  /* An every-frame consumer blocked pf_producer_wait_ready() past the
+   * reliable timeout and now gets newest-frame delivery (told with a
+   * STREAM, PF_STREAM_DEMOTED). */
+  PF_CLIENT_EVENT_DEMOTED = 2,
+  /* The same, with PF_RELIABLE_TIMEOUT_DISCONNECT: it was disconnected
+   * (client_disconnected follows, error -ETIMEDOUT). */
+  PF_CLIENT_EVENT_TIMED_OUT = 3,
+};
+
+typedef struct {
+  int type;                     /* enum pf_client_event_type */
+  uint32_t client_id;
+  int32_t pid;
+  uint32_t delivery;            /* in force after the event */
+  int reason;                   /* DROPPED: enum pf_drop_reason of the latest */
+  uint64_t dropped;             /* DROPPED: drops since the previous report */
+  uint64_t frames_dropped;      /* this consumer's drops so far, all reasons */
+  uint64_t last_seq;            /* DROPPED: the frame of the latest drop */
+  uint64_t blocked_ns;          /* DEMOTED, TIMED_OUT: how long it blocked */
+  char message[160];            /* one readable sentence */
+} pf_client_event;
+
+/* What happens to an every-frame consumer past the reliable timeout. */
+enum pf_reliable_action {
+  PF_RELIABLE_TIMEOUT_DEMOTE = 0,       /* newest frame from then on */
+  PF_RELIABLE_TIMEOUT_DISCONNECT = 1,   /* the connection is closed */
+};
+
+#define PF_PRODUCER_DEFAULT_RELIABLE_TIMEOUT_MS 5000
 
 /* Callbacks run without any producer lock held, on the I/O thread (or in
  * pf_producer_close()'s caller): they may call any pf_producer_* function,
@@ -61,6 +132,10 @@ typedef struct {
   void (*client_connected) (void *user_data, const pf_client_info * info);
   void (*client_disconnected) (void *user_data, const pf_client_info * info);
   void *user_data;
+  /* Drops, demotions, reliable timeouts (pf_client_event). Runs on the
+   * thread that saw it: the publisher (after pf_producer_publish() or
+   * pf_producer_wait_ready() unlocked) or the I/O thread. */
+  void (*client_event) (void *user_data, const pf_client_event * event);
 } pf_producer_callbacks;
 
 typedef struct {
@@ -68,6 +143,14 @@ typedef struct {
   unsigned int perms;           /* socket file mode, e.g. 0600 */
   unsigned int max_client_frames;       /* >= 1 */
   pf_producer_callbacks callbacks;
+  /* The stream is live (default delivery newest frame) or not (every
+   * frame); pf_producer_set_live() changes it later. */
+  int live;
+  /* How long an every-frame consumer may block pf_producer_wait_ready():
+   * 0: PF_PRODUCER_DEFAULT_RELIABLE_TIMEOUT_MS; -1: no bound (only
+   * pf_producer_set_flushing() ends the wait). */
+  int reliable_timeout_ms;
+  int reliable_action;          /* enum pf_reliable_action */
 } pf_producer_config;
 
 /**
@@ -122,9 +205,13 @@ PF_API int pf_producer_set_caps (pf_producer * p, const char *caps);
  *
  * Announces segments consumers have not seen yet (fd sent once per
  * consumer; the producer keeps a dup of the fd until the segment dies), then
- * sends the frame to every consumer below its limit. The producer also sets
- * caps_seq (to the caps of the last pf_producer_set_caps()). Never blocks on
- * a consumer.
+ * sends the frame to every consumer that can take it (Delivery, above); an
+ * every-frame consumer's frame that its socket cannot take now is queued.
+ * A consumer waiting for a key frame (after it connected or missed a frame)
+ * skips frames flagged DELTA_UNIT (0x2000). The producer also sets caps_seq
+ * (to the caps of the last pf_producer_set_caps()). Never blocks on a
+ * consumer; drops are reported through client_event after unlocking, on
+ * this thread.
  *
  * Returns: how many consumers got the frame (frame_released follows later
  * iff > 0), or a negative errno (-EINVAL: chunk outside its segment).
@@ -139,6 +226,61 @@ PF_API int pf_producer_publish (pf_producer * p,
  * Sends EOS to every consumer.
  */
 PF_API int pf_producer_send_eos (pf_producer * p);
+
+/**
+ * pf_producer_set_live:
+ *
+ * Whether the stream is live. Consumers that asked for the default delivery
+ * switch with it (live: newest frame; not live: every frame) and are told
+ * with a STREAM message; a demoted consumer stays newest frame. A
+ * pinnedshmsink calls it once it learns its upstream's liveness.
+ */
+PF_API int pf_producer_set_live (pf_producer * p, int live);
+
+/**
+ * pf_producer_set_segment:
+ * @segment: the segment later frames belong to, or NULL for none
+ *
+ * Sent to every consumer (STREAM message) now and on connect, before the
+ * next frame. A non-live stream's timestamps keep their meaning against it.
+ */
+PF_API int pf_producer_set_segment (pf_producer * p,
+    const pf_stream_segment * segment);
+
+/**
+ * pf_producer_set_reliable_timeout:
+ * @timeout_ms: 0: the default (5000 ms); -1: no bound; else ms
+ * @action: enum pf_reliable_action
+ *
+ * The bound of pf_producer_wait_ready() per every-frame consumer: one that
+ * keeps it waiting this long (no release in between) is demoted or
+ * disconnected, reported through client_event. Any time, any thread.
+ */
+PF_API int pf_producer_set_reliable_timeout (pf_producer * p, int timeout_ms,
+    int action);
+
+/**
+ * pf_producer_wait_ready:
+ * @timeout_ms: -1: until ready; 0: check once (and apply the reliable
+ *   timeout to consumers overdue); else at most that long
+ *
+ * Waits until every every-frame consumer can take one more frame (holds
+ * fewer than max_client_frames), so that the next pf_producer_publish()
+ * skips none. Consumers past the reliable timeout are demoted or
+ * disconnected on the way (client_event, dispatched before returning).
+ *
+ * Returns: 0 ready; -ETIMEDOUT (@timeout_ms passed); -ECANCELED (flushing,
+ * pf_producer_set_flushing()); -EPIPE (closed).
+ */
+PF_API int pf_producer_wait_ready (pf_producer * p, int timeout_ms);
+
+/**
+ * pf_producer_set_flushing:
+ *
+ * While set, pf_producer_wait_ready() returns -ECANCELED at once, waits in
+ * progress included (a sink's unlock). Clear it to wait again (unlock_stop).
+ */
+PF_API void pf_producer_set_flushing (pf_producer * p, int flushing);
 
 /**
  * pf_producer_get_n_clients:

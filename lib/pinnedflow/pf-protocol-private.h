@@ -54,6 +54,25 @@ const char *pf_msg_error (void);
 size_t pf_msg_write_hello (void *buf, uint16_t role, uint32_t max_held,
     uint64_t session_id);
 /**
+ * pf_msg_write_hello_full:
+ *
+ * A HELLO with @flags (a consumer's requested delivery,
+ * PF_HELLO_DELIVERY_MASK) claiming protocol @version (PF_PROTOCOL_VERSION;
+ * tests forge others). pf_msg_write_hello() writes flags 0.
+ */
+size_t pf_msg_write_hello_full (void *buf, uint16_t version, uint16_t role,
+    uint32_t max_held, uint32_t flags, uint64_t session_id);
+/**
+ * pf_msg_write_stream:
+ *
+ * Writes a STREAM (104 bytes) of @info (pf-frame.h; segment fields written
+ * only with PF_STREAM_HAS_SEGMENT, else 0). Returns: the size.
+ */
+size_t pf_msg_write_stream (void *buf, const pf_stream_info * info);
+/* What a consumer reports of a parsed STREAM. */
+void pf_msg_stream_to_info (const struct pf_msg_stream *msg,
+    pf_stream_info * info);
+/**
  * pf_msg_write_segment_add:
  *
  * Writes a SEGMENT_ADD (40 bytes; its fd travels separately). Returns: the

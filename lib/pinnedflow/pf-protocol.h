@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 #define PF_PROTOCOL_MAGIC 0x574c4650u   /* "PFLW" as little-endian bytes */
-#define PF_PROTOCOL_VERSION 1
+#define PF_PROTOCOL_VERSION 2
 
 /* PF_MAX_CHUNKS, PF_MAX_PLANES, PF_MAX_CAPS_LEN, PF_TIME_NONE and
  * PF_FRAME_HAS_VIDEO_META: pf-frame.h */
@@ -39,7 +39,17 @@ enum pf_msg_type {
   PF_MSG_FRAME = 5,             /* producer -> consumer */
   PF_MSG_EOS = 6,               /* producer -> consumer */
   PF_MSG_RELEASE = 7,           /* consumer -> producer */
+  PF_MSG_STREAM = 8,            /* producer -> consumer (version 2) */
 };
+
+/* HELLO flags (version 2): a consumer's requested enum pf_delivery (0: the
+ * producer's default, 1, 2; 3 is invalid). A producer sends 0: the delivery
+ * it grants and its liveness come in the STREAM that follows. */
+#define PF_HELLO_DELIVERY_MASK 0x3u
+
+/* STREAM flags: enum pf_stream_flags (pf-frame.h). */
+#define PF_STREAM_FLAGS_ALL (PF_STREAM_LIVE | PF_STREAM_HAS_SEGMENT | \
+    PF_STREAM_DEMOTED)
 
 enum pf_role {
   PF_ROLE_PRODUCER = 1,
@@ -59,7 +69,7 @@ struct pf_msg_hello {
   uint16_t version;             /* PF_PROTOCOL_VERSION */
   uint16_t role;                /* enum pf_role of the sender */
   uint32_t max_held;            /* producer: frames this client may hold */
-  uint32_t flags;               /* 0 */
+  uint32_t flags;               /* PF_HELLO_* */
   uint64_t session_id;          /* producer: random per producer instance */
 };
 
@@ -111,6 +121,21 @@ struct pf_msg_release {
   uint64_t seq;
 };
 
+/* The producer's stream as this consumer sees it: liveness, the delivery in
+ * force for it, the segment. Sent after the HELLO's segments and caps and
+ * whenever one of them changes; later frames belong to it. */
+struct pf_msg_stream {
+  struct pf_msg_header hdr;
+  uint32_t flags;               /* enum pf_stream_flags */
+  uint32_t delivery;            /* enum pf_delivery in force: 1 or 2 */
+  uint32_t seg_format;          /* GstFormat; 0 without HAS_SEGMENT */
+  uint32_t seg_flags;           /* GstSegmentFlags */
+  uint64_t seg_rate;            /* IEEE-754 binary64 bits */
+  uint64_t seg_applied_rate;    /* IEEE-754 binary64 bits */
+  uint64_t seg_base, seg_offset, seg_start, seg_stop, seg_time;
+  uint64_t seg_position, seg_duration;
+};
+
 #define PF_STATIC_ASSERT(expr, msg) _Static_assert (expr, msg)
 PF_STATIC_ASSERT (sizeof (struct pf_msg_header) == 16, "header size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_hello) == 40, "hello size");
@@ -120,6 +145,7 @@ PF_STATIC_ASSERT (sizeof (struct pf_msg_caps) == 24, "caps size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_chunk) == 24, "chunk size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_frame) == 256, "frame size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_release) == 24, "release size");
+PF_STATIC_ASSERT (sizeof (struct pf_msg_stream) == 104, "stream size");
 
 /* Largest message on the wire. */
 #define PF_MAX_MSG_SIZE (sizeof (struct pf_msg_caps) + PF_MAX_CAPS_LEN)
@@ -139,6 +165,7 @@ struct pf_msg {
     } caps;
     struct pf_msg_frame frame;
     struct pf_msg_release release;
+    struct pf_msg_stream stream;
   } u;
 };
 
