@@ -117,6 +117,11 @@ typedef struct {
   int registered_now;           /* a segment was registered by this submit */
   unsigned int inflight;        /* frames in flight after it */
   int waited_full;              /* waited for a free in-flight slot */
+  /* On -EIO: the CUDA call that failed and its error (else NULL, 0), and
+   * whether the failure was an earlier asynchronous one (sticky). */
+  const char *failed_call;
+  pf_cuda_error cuda_error;
+  int sticky;
 } pf_upload_result;
 
 /**
