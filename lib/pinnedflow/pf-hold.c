@@ -1,0 +1,90 @@
+/* pinnedflow: a shared hold on a frame for its borrowers, plain C
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * See pf-hold.h. The count is atomic; the release function runs once, on
+ * the thread that dropped the last reference, with no lock held.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <pinnedflow/pf-hold.h>
+
+#include <stdatomic.h>
+#include <stdlib.h>
+
+struct pf_hold
+{
+  atomic_int refcount;
+  void *data;
+  pf_hold_release_func release;
+};
+
+static atomic_int live_holds;
+
+pf_hold *
+pf_hold_new (void *data, pf_hold_release_func release)
+{
+  pf_hold *h = calloc (1, sizeof (*h));
+
+  if (h == NULL)
+    return NULL;
+  atomic_init (&h->refcount, 1);
+  h->data = data;
+  h->release = release;
+  atomic_fetch_add (&live_holds, 1);
+  return h;
+}
+
+static void
+release_node_frame (void *data)
+{
+  /* -EPIPE (the producer is gone) still frees the frame: nothing to do */
+  (void) pf_node_frame_release (data);
+}
+
+pf_hold *
+pf_hold_new_node_frame (pf_node_frame * frame)
+{
+  if (frame == NULL)
+    return NULL;
+  return pf_hold_new (frame, release_node_frame);
+}
+
+pf_hold *
+pf_hold_ref (pf_hold * hold)
+{
+  if (hold)
+    atomic_fetch_add (&hold->refcount, 1);
+  return hold;
+}
+
+void
+pf_hold_unref (pf_hold * hold)
+{
+  if (hold == NULL || atomic_fetch_sub (&hold->refcount, 1) != 1)
+    return;
+  if (hold->release)
+    hold->release (hold->data);
+  free (hold);
+  atomic_fetch_sub (&live_holds, 1);
+}
+
+void *
+pf_hold_get_data (const pf_hold * hold)
+{
+  return hold ? hold->data : NULL;
+}
+
+int
+pf_hold_get_refcount (const pf_hold * hold)
+{
+  return hold ? atomic_load (&((pf_hold *) hold)->refcount) : 0;
+}
+
+int
+pf_hold_count_live (void)
+{
+  return atomic_load (&live_holds);
+}

@@ -1,0 +1,86 @@
+/* pinnedflow: a shared hold on a frame for its borrowers, plain C
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * A frame lent out to other code (a DLPack tensor in numpy or PyTorch, an
+ * Arrow array, a Python memoryview) must go back to its producer only when
+ * the last of its borrowers is done with it, whatever their order. A
+ * pf_hold is that count: it owns one frame (any object with a release
+ * function: a pf_node_frame, a device frame) and calls the release function
+ * exactly once, when its last reference goes.
+ *
+ * Lifecycle: refcounted (pf_hold_new(), then pf_hold_ref/_unref).
+ *
+ * Threading: every function may be called from any thread; the release
+ * function runs on the thread that dropped the last reference, so it must
+ * be thread-safe (pf_node_frame_release() is).
+ */
+#ifndef __PF_HOLD_H__
+#define __PF_HOLD_H__
+
+#include <pinnedflow/pf-api.h>
+#include <pinnedflow/pf-node.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pf_hold pf_hold;
+
+/* Gives @data back (its return value, if any, is the caller's to ignore). */
+typedef void (*pf_hold_release_func) (void *data);
+
+/**
+ * pf_hold_new:
+ * @data: what the hold owns
+ * @release: called with @data once, when the last reference goes
+ *
+ * Returns: a hold with one reference, or NULL (out of memory: @data is then
+ * still the caller's, nothing was released).
+ */
+PF_API pf_hold *pf_hold_new (void *data, pf_hold_release_func release);
+
+/**
+ * pf_hold_new_node_frame:
+ *
+ * A hold that owns @frame and gives it back with pf_node_frame_release().
+ * NULL when out of memory (the frame is then still the caller's).
+ */
+PF_API pf_hold *pf_hold_new_node_frame (pf_node_frame * frame);
+
+PF_API pf_hold *pf_hold_ref (pf_hold * hold);
+
+/**
+ * pf_hold_unref:
+ *
+ * Drops a reference; the last one releases the data and frees the hold.
+ * NULL is ignored.
+ */
+PF_API void pf_hold_unref (pf_hold * hold);
+
+/**
+ * pf_hold_get_data:
+ *
+ * Returns: the data the hold owns (valid while a reference is held).
+ */
+PF_API void *pf_hold_get_data (const pf_hold * hold);
+
+/**
+ * pf_hold_get_refcount:
+ *
+ * Returns: the references now held (for tests and leak checks).
+ */
+PF_API int pf_hold_get_refcount (const pf_hold * hold);
+
+/**
+ * pf_hold_count_live:
+ *
+ * Returns: how many holds exist in this process (for tests: 0 once every
+ * borrower of every frame is gone).
+ */
+PF_API int pf_hold_count_live (void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* __PF_HOLD_H__ */
