@@ -347,3 +347,32 @@ pf_arrow_device_array_capsule_destructor (void *capsule)
   if (pf_pycapsule_is (capsule, "arrow_device_array"))
     pf_arrow_array_free (pf_pycapsule_pointer (capsule, "arrow_device_array"));
 }
+
+int
+pf_arrow_desc_from_device_frame (const pf_device_frame * frame,
+    pf_arrow_desc * desc)
+{
+  uint32_t i;
+
+  if (frame == NULL || desc == NULL || frame->base == NULL ||
+      frame->n_planes > PF_MAX_PLANES)
+    return -EINVAL;
+  memset (desc, 0, sizeof (*desc));
+  desc->data = frame->base;
+  desc->size = frame->alloc_size;
+  desc->device_type = ARROW_DEVICE_CUDA;
+  desc->device_id = frame->device_id;
+  desc->cuda_event = frame->event;
+  desc->format = frame->format;
+  desc->width = frame->width;
+  desc->height = frame->height;
+  desc->n_planes = frame->n_planes;
+  for (i = 0; i < frame->n_planes; i++) {
+    desc->plane_offset[i] = frame->plane_offset[i];
+    desc->plane_stride[i] = frame->pitch;
+    desc->plane_rows[i] = frame->plane_rows[i];
+  }
+  desc->seq = frame->seq;
+  desc->pts = frame->pts;
+  return 0;
+}

@@ -50,6 +50,7 @@
 #include <pinnedflow/pf-api.h>
 #include <pinnedflow/pf-hold.h>
 #include <pinnedflow/pf-node.h>
+#include <pinnedflow/pf-upload.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -163,6 +164,19 @@ typedef struct {
  */
 PF_API int pf_arrow_desc_from_frame (const pf_node_frame * frame,
     ArrowDeviceType device_type, pf_arrow_desc * desc);
+
+/**
+ * pf_arrow_desc_from_device_frame:
+ *
+ * The description of a device frame from pf_uploader_upload():
+ * ARROW_DEVICE_CUDA on its device, the whole pitched allocation (planes at
+ * their offsets, rows pitch apart: the metadata's plane_strides), the
+ * frame's event as the sync event.
+ *
+ * Returns: 0, or -EINVAL.
+ */
+PF_API int pf_arrow_desc_from_device_frame (const pf_device_frame * frame,
+    pf_arrow_desc * desc);
 
 /**
  * pf_arrow_export:

@@ -300,3 +300,74 @@ pf_dlpack_desc_from_frame (const pf_node_frame * frame, int32_t device_type,
   set_dims (desc, 1, 8, (int64_t) frame->size, 1, 0, 0, 0, 0);
   return 0;
 }
+
+/* ------------------------------------------------------------------------ */
+/* A device frame as a tensor                                                */
+/* ------------------------------------------------------------------------ */
+
+int
+pf_dlpack_desc_from_device_frame (const pf_device_frame * frame,
+    pf_dlpack_desc * desc)
+{
+  uint32_t ps, i, widest = 0;
+  int64_t rows, pitch;
+
+  if (frame == NULL || desc == NULL || frame->n_planes < 1 ||
+      frame->n_planes > PF_MAX_PLANES || frame->data[0] == NULL ||
+      frame->pitch == 0 || frame->pitch > INT64_MAX)
+    return -EINVAL;
+  memset (desc, 0, sizeof (*desc));
+  desc->device_type = PF_DLPACK_CUDA;
+  desc->device_id = frame->device_id;
+  pitch = (int64_t) frame->pitch;
+  ps = frame->pixel_stride;
+  if (frame->n_planes == 1 && ps && frame->width &&
+      (uint64_t) frame->width * ps <= frame->plane_row_bytes[0]) {
+    rows = frame->plane_rows[0];
+    desc->data = frame->data[0];
+    if (strcmp (frame->format, "GRAY16_LE") == 0 && ps == 2 && pitch % 2 == 0)
+      set_dims (desc, 2, 16, rows, pitch / 2, frame->width, 1, 0, 0);
+    else if (ps == 1)
+      set_dims (desc, 2, 8, rows, pitch, frame->width, 1, 0, 0);
+    else
+      set_dims (desc, 3, 8, rows, pitch, frame->width, ps, ps, 1);
+    return 0;
+  }
+  if (frame->base == NULL || frame->alloc_size < frame->pitch)
+    return -EINVAL;
+  for (i = 0; i < frame->n_planes; i++)
+    if (frame->plane_row_bytes[i] > widest)
+      widest = frame->plane_row_bytes[i];
+  if (widest == 0 || widest > frame->pitch)
+    return -EINVAL;
+  desc->data = frame->base;
+  set_dims (desc, 2, 8, (int64_t) (frame->alloc_size / frame->pitch), pitch,
+      widest, 1, 0, 0);
+  return 0;
+}
+
+int
+pf_dlpack_sync_device_frame (const pf_device_frame * frame, intptr_t stream)
+{
+  const pf_cuda_runtime *rt;
+  pf_cuda_stream s;
+  pf_cuda_error err;
+  int res, prev;
+
+  if (frame == NULL || stream == 0)
+    return -EINVAL;
+  if (stream == -1 || frame->event == NULL)
+    return 0;
+  /* 1: cudaStreamLegacy, the NULL handle of the (non-ptsz) runtime API;
+   * 2: cudaStreamPerThread, whose handle value is 2 */
+  s = stream == 1 ? NULL : (pf_cuda_stream) stream;
+  res = pf_cuda_runtime_get (&rt, NULL, 0);
+  if (res < 0)
+    return res;
+  prev = pf_cuda_device_enter (rt, frame->device_id);
+  err = rt->StreamWaitEvent (s, frame->event, 0);
+  if (err != PF_CUDA_SUCCESS)
+    pf_cuda_take_last_error (rt);       /* reported here: not left behind */
+  pf_cuda_device_leave (rt, frame->device_id, prev);
+  return err == PF_CUDA_SUCCESS ? 0 : -EIO;
+}

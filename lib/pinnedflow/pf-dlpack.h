@@ -29,6 +29,7 @@
 #include <pinnedflow/pf-api.h>
 #include <pinnedflow/pf-hold.h>
 #include <pinnedflow/pf-node.h>
+#include <pinnedflow/pf-upload.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -88,6 +89,37 @@ typedef struct {
  */
 PF_API int pf_dlpack_desc_from_frame (const pf_node_frame * frame,
     int32_t device_type, pf_dlpack_desc * desc);
+
+/**
+ * pf_dlpack_desc_from_device_frame:
+ *
+ * The tensor view (PF_DLPACK_CUDA, the frame's device) of a device frame
+ * from pf_uploader_upload(): (rows, width, pixel bytes) uint8 with strides
+ * (pitch, pixel bytes, 1) for one packed plane ((rows, width) for one byte
+ * per pixel, uint16 for GRAY16_LE), else (allocation rows, widest plane
+ * row) uint8 with strides (pitch, 1): every plane at its plane_offset /
+ * pitch row.
+ *
+ * Returns: 0, or -EINVAL.
+ */
+PF_API int pf_dlpack_desc_from_device_frame (const pf_device_frame * frame,
+    pf_dlpack_desc * desc);
+
+/**
+ * pf_dlpack_sync_device_frame:
+ * @stream: the consumer's stream as DLPack's __dlpack__(stream=) names it:
+ *   -1 no synchronisation, 1 the legacy default stream, 2 the per-thread
+ *   default stream, else a cudaStream_t value (0 is refused: ambiguous)
+ *
+ * DLPack's stream rule for a device frame: makes @stream wait for the
+ * frame's event (cudaStreamWaitEvent, on the frame's device), so that
+ * work the consumer queues on it reads complete bytes; the host does not
+ * wait.
+ *
+ * Returns: 0, -EINVAL (stream 0), or the runtime's errors (-ENOENT, -EIO).
+ */
+PF_API int pf_dlpack_sync_device_frame (const pf_device_frame * frame,
+    intptr_t stream);
 
 /**
  * pf_dlpack_export:

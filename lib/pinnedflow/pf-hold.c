@@ -52,6 +52,26 @@ pf_hold_new_node_frame (pf_node_frame * frame)
   return pf_hold_new (frame, release_node_frame);
 }
 
+static void
+release_device_frame (void *data)
+{
+  pf_device_frame_release (data);
+}
+
+pf_hold *
+pf_hold_new_device_frame (pf_device_frame * frame)
+{
+  if (frame == NULL)
+    return NULL;
+  return pf_hold_new (frame, release_device_frame);
+}
+
+void
+pf_hold_upload_release (void *hold, int status)
+{
+  pf_hold_unref (hold);
+}
+
 pf_hold *
 pf_hold_ref (pf_hold * hold)
 {

@@ -20,6 +20,7 @@
 
 #include <pinnedflow/pf-api.h>
 #include <pinnedflow/pf-node.h>
+#include <pinnedflow/pf-upload.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -48,6 +49,14 @@ PF_API pf_hold *pf_hold_new (void *data, pf_hold_release_func release);
  */
 PF_API pf_hold *pf_hold_new_node_frame (pf_node_frame * frame);
 
+/**
+ * pf_hold_new_device_frame:
+ *
+ * A hold that owns @frame (from pf_uploader_upload()) and gives it back to
+ * its pool with pf_device_frame_release(). NULL when out of memory.
+ */
+PF_API pf_hold *pf_hold_new_device_frame (pf_device_frame * frame);
+
 PF_API pf_hold *pf_hold_ref (pf_hold * hold);
 
 /**
@@ -57,6 +66,17 @@ PF_API pf_hold *pf_hold_ref (pf_hold * hold);
  * NULL is ignored.
  */
 PF_API void pf_hold_unref (pf_hold * hold);
+
+/**
+ * pf_hold_upload_release:
+ * @hold: (type pf_hold *): the hold, as a pf_upload_source's release_data
+ *
+ * A #pf_upload_release_func that drops one reference of @hold: an upload
+ * borrows the host frame until its copy completed, like any other
+ * borrower. @status is not looked at (a failed copy is reported by the
+ * engine).
+ */
+PF_API void pf_hold_upload_release (void *hold, int status);
 
 /**
  * pf_hold_get_data:
