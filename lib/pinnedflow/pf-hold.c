@@ -11,6 +11,7 @@
 
 #include <pinnedflow/pf-hold.h>
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -70,6 +71,29 @@ void
 pf_hold_upload_release (void *hold, int status)
 {
   pf_hold_unref (hold);
+}
+
+int
+pf_hold_upload_node_frame (pf_uploader * up, pf_hold * hold, int timeout_ms,
+    pf_device_frame ** out)
+{
+  pf_upload_source src;
+  int res;
+
+  if (out)
+    *out = NULL;
+  if (up == NULL || hold == NULL || out == NULL ||
+      hold->release != release_node_frame)
+    return -EINVAL;
+  res = pf_node_frame_to_upload_source (hold->data, &src);
+  if (res < 0)
+    return res;
+  src.release = pf_hold_upload_release;
+  src.release_data = pf_hold_ref (hold);
+  res = pf_uploader_upload (up, &src, timeout_ms, out, NULL);
+  if (res < 0)
+    pf_hold_unref (hold);       /* not queued: the callback will not run */
+  return res;
 }
 
 pf_hold *

@@ -20,6 +20,7 @@
 
 #include <pinnedflow/pf-api.h>
 #include <pinnedflow/pf-node.h>
+#include <pinnedflow/pf-node-cuda.h>
 #include <pinnedflow/pf-upload.h>
 
 #ifdef __cplusplus
@@ -77,6 +78,23 @@ PF_API void pf_hold_unref (pf_hold * hold);
  * engine).
  */
 PF_API void pf_hold_upload_release (void *hold, int status);
+
+/**
+ * pf_hold_upload_node_frame:
+ * @hold: a hold from pf_hold_new_node_frame()
+ * @timeout_ms: for a free device buffer (-1 forever)
+ * @out: (out): the device frame
+ *
+ * pf_node_frame_upload() for a frame that has other borrowers: the upload
+ * takes a reference of @hold, dropped when its copy completed
+ * (pf_hold_upload_release()), instead of owning the frame; the frame goes
+ * back to its producer when the copy and every other borrower are done.
+ *
+ * Returns: 0, or pf_uploader_upload()'s and
+ * pf_node_frame_to_upload_source()'s errors (then nothing was taken).
+ */
+PF_API int pf_hold_upload_node_frame (pf_uploader * up, pf_hold * hold,
+    int timeout_ms, pf_device_frame ** out);
 
 /**
  * pf_hold_get_data:
