@@ -14,6 +14,7 @@
  * below). No CUDA header is used: the values are those of driver_types.h.
  */
 #include "pfemu.h"
+#include "pfemu-core.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -99,6 +100,7 @@ API cudaError_t cudaMemcpy2D (void *dst, size_t dpitch, const void *src,
 API cudaError_t cudaGetLastError (void);
 API cudaError_t cudaPeekAtLastError (void);
 API long pfemu_query (const char *counter);
+API long pfemu_stream_syncs (void *stream);
 API void pfemu_reset (void);
 API long pfemu_live_total (void);
 API const char *pfemu_leak_report (void);
@@ -119,7 +121,18 @@ struct reg
   char *base;
   size_t size;
   unsigned int flags;
+  int host_alloc;               /* cuMemAllocHost: owned, mmap()ed here */
   struct reg *next;
+};
+
+/* A context made by cuCtxCreate (primary contexts are primary_handle[]).
+ * Never freed: a handle another thread still has on its stack must not
+ * point at freed memory (a destroyed one is alive = 0). */
+struct ctx
+{
+  int device;
+  int alive;
+  struct ctx *next;
 };
 
 struct event
@@ -150,6 +163,7 @@ struct op
                                  * an injected asynchronous fault */
   int sticky;                   /* fail_err poisons the whole context */
   int owns_src;                 /* src is a staging copy, freed after */
+  int h2h;                      /* host to host (driver API only) */
   uint64_t lseq;                /* on the legacy stream: its number */
   struct event *ev;
   uint64_t seq;
@@ -167,6 +181,7 @@ struct stream
   int legacy;                   /* the legacy default stream */
   uint64_t next_lseq, demand;   /* legacy: ops up to demand may run */
   int pending_copies;
+  long syncs;                   /* cudaStreamSynchronize/cuStreamSynchronize */
   int stop;
   pthread_cond_t cond;          /* work queued / drained */
   struct stream *next;
@@ -178,6 +193,7 @@ static struct alloc *allocs;
 static struct reg *regs;
 static struct event *events;
 static struct stream *streams;
+static struct ctx *contexts;
 
 /* configuration */
 static long delay_us = 2000;
@@ -191,6 +207,13 @@ static int no_host_register;
  * the device's primary context at once (CUDA >= 12). cudaGetDevice on a
  * thread without a context answers 0 and creates nothing. */
 static __thread int current_device = -1;
+/* The thread's context stack (the driver's model, which cudart shares):
+ * the top is the current context; current_device is its device. Entries
+ * are &primary_handle[device] or a struct ctx. cudaSetDevice and the
+ * implicit initialisation replace the top, as cuCtxSetCurrent does. */
+#define CTX_STACK_MAX 16
+static __thread void *ctx_stack[CTX_STACK_MAX];
+static __thread int ctx_depth;
 /* pfemu_reset() tears every primary context down: a thread whose context
  * is from an earlier generation has none current any more. */
 static __thread unsigned context_generation;
@@ -204,6 +227,7 @@ check_generation (void)
   if (context_generation != g) {
     context_generation = g;
     current_device = -1;
+    ctx_depth = 0;
   }
 }
 
@@ -211,8 +235,17 @@ check_generation (void)
 /* Primary contexts alive (process-wide), one per device; pfemu_reset()
  * tears them down like cudaDeviceReset() on every device. */
 static int primary_alive[MAX_DEVICES];
-/* What cuCtxGetCurrent() hands out for each device's primary context. */
+/* What cuCtxGetCurrent() and cuDevicePrimaryCtxRetain() hand out for each
+ * device's primary context. */
 static char primary_handle[MAX_DEVICES];
+/* The primary context's references: cuDevicePrimaryCtxRetain's, and the
+ * runtime's own (rt_uses: cudart made it current since the last reset; it
+ * keeps it until cudaDeviceReset, i.e. pfemu_reset()). */
+static int primary_refs[MAX_DEVICES];
+static int rt_uses[MAX_DEVICES];
+/* cuInit called (cudart calls it for its users); survives pfemu_reset(). */
+static int driver_initialized;
+static long stack_limit = 1024; /* CU_LIMIT_STACK_SIZE */
 
 #define MAX_FAIL 8
 static struct
@@ -233,7 +266,7 @@ static __thread int async_sticky;
 static cudaError_t sticky_error;
 static int n_fails;
 
-#define MAX_CALLS 32
+#define MAX_CALLS 192
 static struct
 {
   char name[48];
@@ -253,7 +286,59 @@ static struct
   long context_calls[MAX_DEVICES];
   /* primary contexts initialised, and cudaSetDevice calls, per device */
   long contexts_created[MAX_DEVICES], set_device[MAX_DEVICES];
+  /* driver API: cuCtxCreate / cuCtxDestroy, cuDevicePrimaryCtxRetain /
+   * Release, cuInit; stream syncs (both APIs, and the legacy stream's);
+   * cuMemAllocHost; host-to-host copies */
+  long ctx_created, ctx_destroyed, primary_retains, primary_releases;
+  long driver_inits, stream_syncs, stream_syncs_legacy;
+  long host_allocs, copies_h2h;
 } ctr;
+
+/* G held. The device of a context handle, -1 when it is none of ours;
+ * *alive tells whether it can be used. */
+static int
+handle_device_locked (void *h, int *alive)
+{
+  char *c = h;
+
+  *alive = 0;
+  if (c >= primary_handle && c < primary_handle + MAX_DEVICES) {
+    *alive = primary_alive[c - primary_handle];
+    return (int) (c - primary_handle);
+  }
+  for (struct ctx * x = contexts; x; x = x->next)
+    if ((void *) x == h) {
+      *alive = x->alive;
+      return x->device;
+    }
+  return -1;
+}
+
+/* Makes current_device follow the top of the thread's stack. */
+static void
+sync_current_locked (void)
+{
+  int alive;
+
+  current_device = ctx_depth > 0 ?
+      handle_device_locked (ctx_stack[ctx_depth - 1], &alive) : -1;
+}
+
+/* G held. Replaces the top of the thread's stack (pushes onto an empty
+ * one); NULL pops it, as cuCtxSetCurrent does. */
+static void
+set_top_locked (void *h)
+{
+  if (h == NULL) {
+    if (ctx_depth > 0)
+      ctx_depth--;
+  } else if (ctx_depth == 0) {
+    ctx_stack[ctx_depth++] = h;
+  } else {
+    ctx_stack[ctx_depth - 1] = h;
+  }
+  sync_current_locked ();
+}
 
 /* G held. Makes @device's primary context current on the calling thread,
  * initialising it (and counting that) when it is not alive. */
@@ -264,7 +349,11 @@ make_current_locked (int device)
     primary_alive[device] = 1;
     ctr.contexts_created[device]++;
   }
-  current_device = device;
+  if (device >= 0 && device < MAX_DEVICES) {
+    rt_uses[device] = 1;
+    set_top_locked (&primary_handle[device]);
+  }
+  driver_initialized = 1;
 }
 
 static long
@@ -281,7 +370,25 @@ count_list_regs (void)
 {
   long n = 0;
   for (struct reg * r = regs; r; r = r->next)
-    n++;
+    n += !r->host_alloc;
+  return n;
+}
+
+static long
+count_list_host_allocs (void)
+{
+  long n = 0;
+  for (struct reg * r = regs; r; r = r->next)
+    n += r->host_alloc;
+  return n;
+}
+
+static long
+count_list_contexts (void)
+{
+  long n = 0;
+  for (struct ctx * x = contexts; x; x = x->next)
+    n += x->alive;
   return n;
 }
 
@@ -329,8 +436,10 @@ read_env (void)
                       strcmp (mode, "sticky") == 0)))) {
         fails[n_fails].mode = n == 3 ? FAIL_SYNC :
             strcmp (mode, "async") == 0 ? FAIL_ASYNC : FAIL_STICKY;
+        /* "cuda" is implied; a driver call is named in full (cuInit) */
         snprintf (fails[n_fails].name, sizeof fails[n_fails].name, "%s%s",
-            strncmp (name, "cuda", 4) == 0 ? "" : "cuda", name);
+            strncmp (name, "cuda", 4) == 0 || (strncmp (name, "cu", 2) == 0
+                && name[2] >= 'A' && name[2] <= 'Z') ? "" : "cuda", name);
         fails[n_fails].nth = nth;
         fails[n_fails].err = err;
         n_fails++;
@@ -354,7 +463,7 @@ __attribute__((constructor))
   atexit (pfemu_exit_report);
 }
 
-/* Calls that need no context: the device queries and selection. */
+/* Runtime calls that need no context: the device queries and selection. */
 static int
 uses_context (const char *name)
 {
@@ -369,32 +478,86 @@ uses_context (const char *name)
 }
 
 static __thread cudaError_t release_sticky;
+/* The calling thread's current call is a driver-API one. */
+static __thread int driver_call;
 
 static int
 is_release (const char *name)
 {
-  return strcmp (name, "cudaFree") == 0 ||
-      strcmp (name, "cudaHostUnregister") == 0 ||
-      strcmp (name, "cudaStreamDestroy") == 0 ||
-      strcmp (name, "cudaEventDestroy") == 0;
+  static const char *releases[] = {
+    "cudaFree", "cudaHostUnregister", "cudaStreamDestroy", "cudaEventDestroy",
+    "cuMemFree_v2", "cuMemFreeHost", "cuMemHostUnregister",
+    "cuStreamDestroy_v2", "cuStreamDestroy", "cuEventDestroy_v2",
+    "cuEventDestroy", "cuCtxDestroy_v2", "cuDevicePrimaryCtxRelease_v2",
+    "cuDevicePrimaryCtxRelease",
+  };
+  for (size_t i = 0; i < sizeof releases / sizeof releases[0]; i++)
+    if (strcmp (name, releases[i]) == 0)
+      return 1;
+  return 0;
 }
 
-/* Counts the call and returns the error to inject, or cudaSuccess. */
+/* Driver calls that need no cuInit first. */
+static int
+before_init (const char *name)
+{
+  return strcmp (name, "cuInit") == 0 ||
+      strcmp (name, "cuDriverGetVersion") == 0 ||
+      strcmp (name, "cuGetErrorName") == 0 ||
+      strcmp (name, "cuGetErrorString") == 0;
+}
+
+/* G held. The driver's checks before a call: cuInit done
+ * (CUDA_ERROR_NOT_INITIALIZED = 3); for one that needs a context, a
+ * context current (CUDA_ERROR_INVALID_CONTEXT = 201) and not destroyed
+ * (CUDA_ERROR_CONTEXT_IS_DESTROYED = 709). The driver, unlike cudart,
+ * never makes a context current by itself. */
 static cudaError_t
-enter (const char *name, int needs_driver)
+driver_check_locked (const char *name, int api)
+{
+  int alive;
+
+  if (!driver_initialized && !before_init (name))
+    return 3;
+  if (api != PFEMU_API_DRIVER_CTX)
+    return cudaSuccess;
+  if (ctx_depth == 0)
+    return 201;
+  handle_device_locked (ctx_stack[ctx_depth - 1], &alive);
+  if (!alive)
+    return 709;
+  if (current_device < MAX_DEVICES)
+    ctr.context_calls[current_device]++;
+  return cudaSuccess;
+}
+
+/* Counts the call and returns the error to inject, or cudaSuccess. @api:
+ * PFEMU_API_RUNTIME (a cudart call), PFEMU_API_DRIVER (a driver call that
+ * needs no context) or PFEMU_API_DRIVER_CTX. */
+static cudaError_t
+enter (const char *name, int api)
 {
   cudaError_t res = cudaSuccess;
+  int needs_context;
   long n = 0;
   int i;
 
+  async_fail = cudaSuccess;
+  async_sticky = 0;
+  driver_call = api != PFEMU_API_RUNTIME;
   pthread_mutex_lock (&G);
   check_generation ();
-  if (uses_context (name)) {
-    if (current_device < 0) {
-      make_current_locked (0);
+  if (api == PFEMU_API_RUNTIME) {
+    needs_context = uses_context (name);
+    if (needs_context) {
+      if (current_device < 0)
+        make_current_locked (0);
+      if (current_device < MAX_DEVICES)
+        ctr.context_calls[current_device]++;
     }
-    if (current_device < MAX_DEVICES)
-      ctr.context_calls[current_device]++;
+  } else {
+    needs_context = api == PFEMU_API_DRIVER_CTX;
+    res = driver_check_locked (name, api);
   }
   for (i = 0; i < n_calls; i++)
     if (strcmp (calls[i].name, name) == 0)
@@ -417,7 +580,7 @@ enter (const char *name, int needs_driver)
       ctr.injected++;
     }
   }
-  if (res == cudaSuccess && sticky_error && uses_context (name)) {
+  if (res == cudaSuccess && sticky_error && needs_context) {
     /* Releases still release (the process must be able to tear down),
      * and report the error too. */
     if (is_release (name))
@@ -427,16 +590,35 @@ enter (const char *name, int needs_driver)
     ctr.sticky_calls++;
   }
   pthread_mutex_unlock (&G);
-  if (res == cudaSuccess && needs_driver && insufficient_driver)
+  /* a runtime newer than the driver fails; the driver itself works */
+  if (res == cudaSuccess && api == PFEMU_API_RUNTIME && insufficient_driver)
     res = cudaErrorInsufficientDriver;
   return res;
 }
 
-#define ENTER(name) G_ENTER (name, 1)
-#define G_ENTER(name, drv) do {                 \
-    cudaError_t e_ = enter (name, drv);         \
-    if (e_ != cudaSuccess) return e_;           \
+/* A cudart call: counted, checked, run, its error left in the thread's
+ * last-error slot. */
+#define RT_CALL(name, call) do {                                \
+    cudaError_t e_ = enter (name, PFEMU_API_RUNTIME);           \
+    return set_last (e_ != cudaSuccess ? e_ : (call));          \
   } while (0)
+
+PFEMU_CORE int
+pfemu_core_enter (const char *name, int api)
+{
+  return enter (name, api);
+}
+
+/* A release made while a sticky error stands reports it (after
+ * releasing); the driver layer takes it here. */
+PFEMU_CORE int
+pfemu_core_take_release_error (void)
+{
+  cudaError_t e = release_sticky;
+
+  release_sticky = cudaSuccess;
+  return e;
+}
 
 /* ----------------------------------------------------------- errors */
 
@@ -491,7 +673,7 @@ cudaGetErrorName (cudaError_t err)
 }
 
 static cudaError_t
-impl_cudaRuntimeGetVersion (int *version)
+pfemu_core_RuntimeGetVersion (int *version)
 {
   if (!version)
     return cudaErrorInvalidValue;
@@ -500,7 +682,7 @@ impl_cudaRuntimeGetVersion (int *version)
 }
 
 static cudaError_t
-impl_cudaDriverGetVersion (int *version)
+pfemu_core_DriverGetVersion (int *version)
 {
   if (!version)
     return cudaErrorInvalidValue;
@@ -510,10 +692,9 @@ impl_cudaDriverGetVersion (int *version)
 
 /* ----------------------------------------------------------- device */
 
-static cudaError_t
-impl_cudaGetDeviceCount (int *count)
+PFEMU_CORE cudaError_t
+pfemu_core_GetDeviceCount (int *count)
 {
-  ENTER ("cudaGetDeviceCount");
   if (!count)
     return cudaErrorInvalidValue;
   *count = device_count > 0 ? device_count : 0;
@@ -521,9 +702,8 @@ impl_cudaGetDeviceCount (int *count)
 }
 
 static cudaError_t
-impl_cudaSetDevice (int device)
+pfemu_core_SetDevice (int device)
 {
-  ENTER ("cudaSetDevice");
   if (device_count <= 0)
     return cudaErrorNoDevice;
   if (device < 0 || device >= device_count)
@@ -537,9 +717,8 @@ impl_cudaSetDevice (int device)
 }
 
 static cudaError_t
-impl_cudaGetDevice (int *device)
+pfemu_core_GetDevice (int *device)
 {
-  ENTER ("cudaGetDevice");
   if (!device)
     return cudaErrorInvalidValue;
   check_generation ();
@@ -547,39 +726,281 @@ impl_cudaGetDevice (int *device)
   return cudaSuccess;
 }
 
-/* The two driver-API calls that save and restore a thread's context
- * (libcuda's, exported here because the emulator stands for both):
- * CUresult, 0 = CUDA_SUCCESS; 201 = CUDA_ERROR_INVALID_CONTEXT. */
+/* ----------------------------------------------------------- contexts */
+
+struct stream;
+static void drain_locked (struct stream *s);
+
+/* G held. A handle a thread may make current: a primary context's (alive
+ * or not: the runtime initialises it again on its next call, as before),
+ * or a created context not destroyed. */
+static int
+valid_handle_locked (void *h)
+{
+  int alive, dev = handle_device_locked (h, &alive);
+
+  if (dev < 0)
+    return 0;
+  return alive || ((char *) h >= primary_handle &&
+      (char *) h < primary_handle + MAX_DEVICES);
+}
+
+PFEMU_CORE int
+pfemu_core_CtxGetCurrent (void **ctx)
+{
+  if (!ctx)
+    return cudaErrorInvalidValue;
+  pthread_mutex_lock (&G);
+  check_generation ();
+  *ctx = ctx_depth > 0 ? ctx_stack[ctx_depth - 1] : NULL;
+  pthread_mutex_unlock (&G);
+  return cudaSuccess;
+}
+
+PFEMU_CORE int
+pfemu_core_CtxSetCurrent (void *ctx)
+{
+  int res = cudaSuccess;
+
+  pthread_mutex_lock (&G);
+  check_generation ();
+  if (ctx && !valid_handle_locked (ctx))
+    res = 201;                  /* CUDA_ERROR_INVALID_CONTEXT */
+  else
+    set_top_locked (ctx);
+  pthread_mutex_unlock (&G);
+  return res;
+}
+
+PFEMU_CORE int
+pfemu_core_CtxPushCurrent (void *ctx)
+{
+  int res = cudaSuccess;
+
+  pthread_mutex_lock (&G);
+  check_generation ();
+  if (!ctx || !valid_handle_locked (ctx)) {
+    res = 201;
+  } else if (ctx_depth == CTX_STACK_MAX) {
+    res = cudaErrorMemoryAllocation;
+  } else {
+    ctx_stack[ctx_depth++] = ctx;
+    sync_current_locked ();
+  }
+  pthread_mutex_unlock (&G);
+  return res;
+}
+
+PFEMU_CORE int
+pfemu_core_CtxPopCurrent (void **ctx)
+{
+  int res = cudaSuccess;
+
+  pthread_mutex_lock (&G);
+  check_generation ();
+  if (ctx_depth == 0) {
+    res = 201;
+  } else {
+    ctx_depth--;
+    if (ctx)
+      *ctx = ctx_stack[ctx_depth];
+    sync_current_locked ();
+  }
+  pthread_mutex_unlock (&G);
+  return res;
+}
+
+/* cuCtxCreate: a context of its own, pushed on the calling thread. */
+PFEMU_CORE int
+pfemu_core_CtxCreate (void **ctx, unsigned int flags, int device)
+{
+  struct ctx *x;
+
+  if (!ctx)
+    return cudaErrorInvalidValue;
+  if (device < 0 || device >= device_count)
+    return cudaErrorInvalidDevice;
+  pthread_mutex_lock (&G);
+  check_generation ();
+  if (ctx_depth == CTX_STACK_MAX) {
+    pthread_mutex_unlock (&G);
+    return cudaErrorMemoryAllocation;
+  }
+  x = calloc (1, sizeof *x);
+  x->device = device;
+  x->alive = 1;
+  x->next = contexts;
+  contexts = x;
+  ctr.ctx_created++;
+  ctx_stack[ctx_depth++] = x;
+  sync_current_locked ();
+  pthread_mutex_unlock (&G);
+  *ctx = x;
+  return cudaSuccess;
+}
+
+/* cuCtxDestroy: a created context only (a primary one is released); it
+ * leaves the calling thread's stack. */
+PFEMU_CORE int
+pfemu_core_CtxDestroy (void *ctx)
+{
+  struct ctx *x;
+  int i, j;
+
+  pthread_mutex_lock (&G);
+  check_generation ();
+  for (x = contexts; x; x = x->next)
+    if ((void *) x == ctx && x->alive)
+      break;
+  if (!x) {
+    pthread_mutex_unlock (&G);
+    return 201;
+  }
+  x->alive = 0;
+  ctr.ctx_destroyed++;
+  for (i = j = 0; i < ctx_depth; i++)
+    if (ctx_stack[i] != ctx)
+      ctx_stack[j++] = ctx_stack[i];
+  ctx_depth = j;
+  sync_current_locked ();
+  pthread_mutex_unlock (&G);
+  return cudaSuccess;
+}
+
+PFEMU_CORE int
+pfemu_core_CtxGetDevice (int *device)
+{
+  if (!device)
+    return cudaErrorInvalidValue;
+  check_generation ();
+  *device = current_device;
+  return cudaSuccess;
+}
+
+/* cuCtxSynchronize: every stream's work done (all of them: one device
+ * is all the emulator has in one context at a time, near enough). */
+PFEMU_CORE int
+pfemu_core_CtxSynchronize (void)
+{
+  cudaError_t err = cudaSuccess;
+
+  pthread_mutex_lock (&G);
+  for (struct stream * s = streams; s; s = s->next) {
+    drain_locked (s);
+    if (s->error && !err)
+      err = s->error;
+  }
+  pthread_mutex_unlock (&G);
+  return err;
+}
+
+PFEMU_CORE int
+pfemu_core_CtxGetLimit (size_t *value, int limit)
+{
+  if (!value || limit != 0)     /* CU_LIMIT_STACK_SIZE only */
+    return cudaErrorNotSupported;
+  *value = (size_t) __atomic_load_n (&stack_limit, __ATOMIC_RELAXED);
+  return cudaSuccess;
+}
+
+PFEMU_CORE int
+pfemu_core_CtxSetLimit (int limit, size_t value)
+{
+  if (limit != 0)
+    return cudaErrorNotSupported;
+  __atomic_store_n (&stack_limit, (long) value, __ATOMIC_RELAXED);
+  return cudaSuccess;
+}
+
+/* cuDevicePrimaryCtxRetain: the same context cudart uses on the device
+ * (&primary_handle[device]), initialised if it is not (counted in
+ * contexts.deviceN, like cudart's initialisation). Not made current. */
+PFEMU_CORE int
+pfemu_core_PrimaryCtxRetain (void **ctx, int device)
+{
+  if (!ctx)
+    return cudaErrorInvalidValue;
+  if (device < 0 || device >= device_count)
+    return cudaErrorInvalidDevice;
+  pthread_mutex_lock (&G);
+  if (!primary_alive[device]) {
+    primary_alive[device] = 1;
+    ctr.contexts_created[device]++;
+  }
+  primary_refs[device]++;
+  ctr.primary_retains++;
+  pthread_mutex_unlock (&G);
+  *ctx = &primary_handle[device];
+  return cudaSuccess;
+}
+
+/* The last release destroys it unless the runtime uses it too. */
+PFEMU_CORE int
+pfemu_core_PrimaryCtxRelease (int device)
+{
+  int res = cudaSuccess;
+
+  if (device < 0 || device >= device_count)
+    return cudaErrorInvalidDevice;
+  pthread_mutex_lock (&G);
+  if (primary_refs[device] == 0) {
+    res = 201;
+  } else {
+    ctr.primary_releases++;
+    if (--primary_refs[device] == 0 && !rt_uses[device])
+      primary_alive[device] = 0;
+  }
+  pthread_mutex_unlock (&G);
+  return res;
+}
+
+PFEMU_CORE int
+pfemu_core_PrimaryCtxGetState (int device, unsigned int *flags, int *active)
+{
+  if (!flags || !active)
+    return cudaErrorInvalidValue;
+  if (device < 0 || device >= device_count)
+    return cudaErrorInvalidDevice;
+  pthread_mutex_lock (&G);
+  *flags = 0;
+  *active = primary_alive[device];
+  pthread_mutex_unlock (&G);
+  return cudaSuccess;
+}
+
+/* cuInit: flags must be 0; no device: CUDA_ERROR_NO_DEVICE. */
+PFEMU_CORE int
+pfemu_core_Init (unsigned int flags)
+{
+  if (flags != 0)
+    return cudaErrorInvalidValue;
+  if (device_count <= 0)
+    return cudaErrorNoDevice;
+  pthread_mutex_lock (&G);
+  driver_initialized = 1;
+  ctr.driver_inits++;
+  pthread_mutex_unlock (&G);
+  return cudaSuccess;
+}
+
+/* The runtime's own two driver calls (the plugin saves and restores a
+ * thread's context with them, from this library): CUresult, 0 =
+ * CUDA_SUCCESS, 201 = CUDA_ERROR_INVALID_CONTEXT; no cuInit needed. */
 EXPORT int
 cuCtxGetCurrent (void **ctx)
 {
-  if (!ctx)
-    return 1;
-  check_generation ();
-  *ctx = current_device < 0 ? NULL : &primary_handle[current_device];
-  return 0;
+  return pfemu_core_CtxGetCurrent (ctx);
 }
 
 EXPORT int
 cuCtxSetCurrent (void *ctx)
 {
-  char *c = ctx;
-
-  check_generation ();
-  if (c == NULL) {
-    current_device = -1;
-    return 0;
-  }
-  if (c < primary_handle || c >= primary_handle + MAX_DEVICES)
-    return 201;
-  current_device = (int) (c - primary_handle);
-  return 0;
+  return pfemu_core_CtxSetCurrent (ctx);
 }
 
-static cudaError_t
-impl_cudaDeviceGetAttribute (int *value, int attr, int device)
+PFEMU_CORE cudaError_t
+pfemu_core_DeviceGetAttribute (int *value, int attr, int device)
 {
-  ENTER ("cudaDeviceGetAttribute");
   if (!value)
     return cudaErrorInvalidValue;
   if (device < 0 || device >= device_count)
@@ -642,21 +1063,17 @@ struct event;
 static void demand_event_locked (struct event *e);
 static long fault_pending_locked (const char *lo, const char *hi);
 
+/* A device allocation of exactly @bytes (accessible: whole pages). */
 static cudaError_t
-impl_cudaMallocPitch (void **dev_ptr, size_t *pitch, size_t width,
-    size_t height)
+alloc_device (void **dev_ptr, size_t bytes)
 {
   struct alloc *a;
-  size_t p, size, page = (size_t) sysconf (_SC_PAGESIZE);
+  size_t size, page = (size_t) sysconf (_SC_PAGESIZE);
   int fd;
 
-  ENTER ("cudaMallocPitch");
-  if (!dev_ptr || !pitch || width == 0 || height == 0)
-    return cudaErrorInvalidValue;
-  p = (width + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
-  if (height > SIZE_MAX / p)
+  if (bytes > SIZE_MAX - page)
     return cudaErrorMemoryAllocation;
-  size = (p * height + page - 1) / page * page;
+  size = (bytes + page - 1) / page * page;
   fd = memfd_create ("pfemu-device", MFD_CLOEXEC);
   if (fd < 0)
     return cudaErrorMemoryAllocation;
@@ -666,7 +1083,7 @@ impl_cudaMallocPitch (void **dev_ptr, size_t *pitch, size_t width,
   }
   a = calloc (1, sizeof *a);
   a->size = size;
-  a->bytes = p * height;
+  a->bytes = bytes;
   a->dev = mmap (NULL, size, PROT_NONE, MAP_SHARED, fd, 0);
   a->view = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close (fd);
@@ -686,16 +1103,40 @@ impl_cudaMallocPitch (void **dev_ptr, size_t *pitch, size_t width,
   ctr.allocations++;
   pthread_mutex_unlock (&G);
   *dev_ptr = a->dev;
-  *pitch = p;
   return cudaSuccess;
 }
 
-static cudaError_t
-impl_cudaFree (void *dev_ptr)
+PFEMU_CORE cudaError_t
+pfemu_core_MallocPitch (void **dev_ptr, size_t *pitch, size_t width,
+    size_t height)
+{
+  size_t p;
+  cudaError_t err;
+
+  if (!dev_ptr || !pitch || width == 0 || height == 0)
+    return cudaErrorInvalidValue;
+  p = (width + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
+  if (height > SIZE_MAX / p)
+    return cudaErrorMemoryAllocation;
+  if ((err = alloc_device (dev_ptr, p * height)) == cudaSuccess)
+    *pitch = p;
+  return err;
+}
+
+/* cuMemAlloc: exactly @bytes, no pitch. */
+PFEMU_CORE cudaError_t
+pfemu_core_Malloc (void **dev_ptr, size_t bytes)
+{
+  if (!dev_ptr || bytes == 0)
+    return cudaErrorInvalidValue;
+  return alloc_device (dev_ptr, bytes);
+}
+
+PFEMU_CORE cudaError_t
+pfemu_core_Free (void *dev_ptr)
 {
   struct alloc **l, *a = NULL;
 
-  ENTER ("cudaFree");
   if (dev_ptr == NULL)
     return cudaSuccess;
   pthread_mutex_lock (&G);
@@ -754,14 +1195,13 @@ range_protection (const char *p, size_t len, int *readable, int *writable)
  * registration (cudaErrorHostMemoryAlreadyRegistered), and a mapping that
  * is not writable needs cudaHostRegisterReadOnly, which needs
  * cudaDevAttrHostRegisterReadOnlySupported (else cudaErrorNotSupported). */
-static cudaError_t
-impl_cudaHostRegister (void *ptr, size_t size, unsigned int flags)
+PFEMU_CORE cudaError_t
+pfemu_core_HostRegister (void *ptr, size_t size, unsigned int flags)
 {
   struct reg *r;
   char *c = ptr;
   int readable, writable;
 
-  ENTER ("cudaHostRegister");
   if (!ptr || size == 0 || (flags & ~0x0fu) != 0)
     return cudaErrorInvalidValue;
   if (device_count <= 0)
@@ -839,15 +1279,14 @@ fault_pending_locked (const char *lo, const char *hi)
   return n;
 }
 
-static cudaError_t
-impl_cudaHostUnregister (void *ptr)
+PFEMU_CORE cudaError_t
+pfemu_core_HostUnregister (void *ptr)
 {
   struct reg **l, *r = NULL;
 
-  ENTER ("cudaHostUnregister");
   pthread_mutex_lock (&G);
   for (l = &regs; *l; l = &(*l)->next) {
-    if ((*l)->base == ptr) {
+    if ((*l)->base == ptr && !(*l)->host_alloc) {
       r = *l;
       break;
     }
@@ -870,6 +1309,62 @@ impl_cudaHostUnregister (void *ptr)
   }
   ctr.unregistrations++;
   pthread_mutex_unlock (&G);
+  free (r);
+  return cudaSuccess;
+}
+
+/* cuMemAllocHost: page-locked host memory the emulator owns, registered
+ * for the device (copies from or to it are pinned ones). Its own mapping,
+ * so registering any part of it again is refused (712), and
+ * cuMemHostUnregister does not know it (713). */
+PFEMU_CORE cudaError_t
+pfemu_core_HostAlloc (void **ptr, size_t size)
+{
+  struct reg *r;
+  char *p;
+
+  if (!ptr || size == 0)
+    return cudaErrorInvalidValue;
+  if (device_count <= 0)
+    return cudaErrorNoDevice;
+  p = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+      -1, 0);
+  if (p == MAP_FAILED)
+    return cudaErrorMemoryAllocation;
+  r = calloc (1, sizeof *r);
+  r->base = p;
+  r->size = size;
+  r->flags = REG_PORTABLE | REG_MAPPED;
+  r->host_alloc = 1;
+  pthread_mutex_lock (&G);
+  r->next = regs;
+  regs = r;
+  ctr.host_allocs++;
+  pthread_mutex_unlock (&G);
+  *ptr = p;
+  return cudaSuccess;
+}
+
+PFEMU_CORE cudaError_t
+pfemu_core_HostFree (void *ptr)
+{
+  struct reg **l, *r = NULL;
+
+  pthread_mutex_lock (&G);
+  for (l = &regs; *l; l = &(*l)->next) {
+    if ((*l)->base == ptr && (*l)->host_alloc) {
+      r = *l;
+      *l = r->next;
+      break;
+    }
+  }
+  /* copies still queued that use it fault, as after cudaFree */
+  if (r && fault_pending_locked (r->base, r->base + r->size) > 0)
+    ctr.free_pending++;
+  pthread_mutex_unlock (&G);
+  if (!r)
+    return cudaErrorInvalidValue;
+  munmap (r->base, r->size);
   free (r);
   return cudaSuccess;
 }
@@ -1052,12 +1547,11 @@ enqueue_locked (struct stream *s, struct op *o)
   pthread_cond_broadcast (&s->cond);
 }
 
-static cudaError_t
-impl_cudaStreamCreateWithFlags (void **stream, unsigned int flags)
+PFEMU_CORE cudaError_t
+pfemu_core_StreamCreateWithFlags (void **stream, unsigned int flags)
 {
   struct stream *s;
 
-  ENTER ("cudaStreamCreateWithFlags");
   if (!stream || (flags & ~1u))
     return cudaErrorInvalidValue;
   if (device_count <= 0)
@@ -1080,12 +1574,11 @@ impl_cudaStreamCreateWithFlags (void **stream, unsigned int flags)
   return cudaSuccess;
 }
 
-static cudaError_t
-impl_cudaStreamDestroy (void *stream)
+PFEMU_CORE cudaError_t
+pfemu_core_StreamDestroy (void *stream)
 {
   struct stream *s, **l;
 
-  ENTER ("cudaStreamDestroy");
   pthread_mutex_lock (&G);
   if (!(s = find_stream_locked (stream))) {
     pthread_mutex_unlock (&G);
@@ -1108,18 +1601,21 @@ impl_cudaStreamDestroy (void *stream)
   return cudaSuccess;
 }
 
-static cudaError_t
-impl_cudaStreamSynchronize (void *stream)
+PFEMU_CORE cudaError_t
+pfemu_core_StreamSynchronize (void *stream)
 {
   struct stream *s;
   cudaError_t err = cudaSuccess;
 
-  ENTER ("cudaStreamSynchronize");
   pthread_mutex_lock (&G);
   if (stream == NULL) {
+    ctr.stream_syncs++;
+    ctr.stream_syncs_legacy++;
     drain_blocking_locked ();
     drain_locked (legacy_locked ());
   } else if ((s = find_stream_locked (stream)) != NULL) {
+    ctr.stream_syncs++;
+    s->syncs++;
     drain_locked (s);
     err = s->error;
   } else {
@@ -1130,14 +1626,31 @@ impl_cudaStreamSynchronize (void *stream)
   return err;
 }
 
+PFEMU_CORE cudaError_t
+pfemu_core_StreamQuery (void *stream)
+{
+  struct stream *s;
+  cudaError_t err;
+
+  pthread_mutex_lock (&G);
+  s = stream ? find_stream_locked (stream) : legacy_locked ();
+  if (!s)
+    err = cudaErrorInvalidResourceHandle;
+  else if (s->pending > 0)
+    err = cudaErrorNotReady;
+  else
+    err = s->error;
+  pthread_mutex_unlock (&G);
+  return err;
+}
+
 /* ----------------------------------------------------------- events */
 
-static cudaError_t
-impl_cudaEventCreateWithFlags (void **event, unsigned int flags)
+PFEMU_CORE cudaError_t
+pfemu_core_EventCreateWithFlags (void **event, unsigned int flags)
 {
   struct event *e;
 
-  ENTER ("cudaEventCreateWithFlags");
   if (!event || (flags & ~0x0fu))
     return cudaErrorInvalidValue;
   if (device_count <= 0)
@@ -1155,12 +1668,11 @@ impl_cudaEventCreateWithFlags (void **event, unsigned int flags)
   return cudaSuccess;
 }
 
-static cudaError_t
-impl_cudaEventDestroy (void *event)
+PFEMU_CORE cudaError_t
+pfemu_core_EventDestroy (void *event)
 {
   struct event *e;
 
-  ENTER ("cudaEventDestroy");
   pthread_mutex_lock (&G);
   if (!(e = find_event_locked (event))) {
     pthread_mutex_unlock (&G);
@@ -1172,14 +1684,13 @@ impl_cudaEventDestroy (void *event)
   return cudaSuccess;
 }
 
-static cudaError_t
-impl_cudaEventRecord (void *event, void *stream)
+PFEMU_CORE cudaError_t
+pfemu_core_EventRecord (void *event, void *stream)
 {
   struct event *e;
   struct stream *s = NULL;
   struct op *o;
 
-  ENTER ("cudaEventRecord");
   pthread_mutex_lock (&G);
   if (!(e = find_event_locked (event)) ||
       (stream && !(s = find_stream_locked (stream)))) {
@@ -1211,13 +1722,12 @@ impl_cudaEventRecord (void *event, void *stream)
   return cudaSuccess;
 }
 
-static cudaError_t
-impl_cudaEventQuery (void *event)
+PFEMU_CORE cudaError_t
+pfemu_core_EventQuery (void *event)
 {
   struct event *e;
   cudaError_t res;
 
-  ENTER ("cudaEventQuery");
   pthread_mutex_lock (&G);
   if (!(e = find_event_locked (event))) {
     res = cudaErrorInvalidResourceHandle;
@@ -1229,14 +1739,13 @@ impl_cudaEventQuery (void *event)
   return res;
 }
 
-static cudaError_t
-impl_cudaEventSynchronize (void *event)
+PFEMU_CORE cudaError_t
+pfemu_core_EventSynchronize (void *event)
 {
   struct event *e;
   uint64_t target;
   cudaError_t err;
 
-  ENTER ("cudaEventSynchronize");
   pthread_mutex_lock (&G);
   if (!(e = find_event_locked (event))) {
     pthread_mutex_unlock (&G);
@@ -1263,14 +1772,13 @@ impl_cudaEventSynchronize (void *event)
   return err;
 }
 
-static cudaError_t
-impl_cudaStreamWaitEvent (void *stream, void *event, unsigned int flags)
+PFEMU_CORE cudaError_t
+pfemu_core_StreamWaitEvent (void *stream, void *event, unsigned int flags)
 {
   struct event *e;
   struct stream *s;
   struct op *o;
 
-  ENTER ("cudaStreamWaitEvent");
   pthread_mutex_lock (&G);
   if (!(e = find_event_locked (event)) || !(s = find_stream_locked (stream))) {
     pthread_mutex_unlock (&G);
@@ -1315,8 +1823,11 @@ resolve_copy (struct op *o, void *dst, size_t dpitch, const void *src,
     return cudaErrorInvalidMemcpyDirection;
   if (((kind & 1) != 0) != dst_dev || ((kind & 2) != 0) != src_dev)
     return cudaErrorInvalidValue;       /* e.g. H2D into host memory */
-  if (kind == H2H)
-    return cudaErrorInvalidMemcpyDirection;     /* not used by pinnedflow */
+  /* not used by pinnedflow: refused through cudart; the driver's copies
+   * (cuMemcpy2D with two host sides) do it */
+  if (kind == H2H && !driver_call)
+    return cudaErrorInvalidMemcpyDirection;
+  o->h2h = kind == H2H;
 
   o->dpitch = dpitch;
   o->spitch = spitch;
@@ -1350,8 +1861,8 @@ resolve_copy (struct op *o, void *dst, size_t dpitch, const void *src,
   return cudaSuccess;
 }
 
-static cudaError_t
-impl_cudaMemcpy2DAsync (void *dst, size_t dpitch, const void *src,
+PFEMU_CORE cudaError_t
+pfemu_core_Memcpy2DAsync (void *dst, size_t dpitch, const void *src,
     size_t spitch, size_t width, size_t height, int kind, void *stream)
 {
   struct stream *s = NULL;
@@ -1359,8 +1870,6 @@ impl_cudaMemcpy2DAsync (void *dst, size_t dpitch, const void *src,
   cudaError_t res;
   int pinned;
 
-  async_fail = cudaSuccess;
-  ENTER ("cudaMemcpy2DAsync");
   o = calloc (1, sizeof *o);
   o->type = OP_COPY;
   /* An asynchronous injection: the call succeeds, the copy faults when its
@@ -1377,7 +1886,9 @@ impl_cudaMemcpy2DAsync (void *dst, size_t dpitch, const void *src,
       &pinned);
   if (res != cudaSuccess)
     goto fail;
-  if (!o->host_lo)
+  if (o->h2h)
+    ctr.copies_h2h++;
+  else if (!o->host_lo)
     ctr.copies_d2d++;
   else if (pinned)
     ctr.copies_pinned++;
@@ -1412,15 +1923,14 @@ fail:
   return res;
 }
 
-static cudaError_t
-impl_cudaMemcpy2D (void *dst, size_t dpitch, const void *src, size_t spitch,
+PFEMU_CORE cudaError_t
+pfemu_core_Memcpy2D (void *dst, size_t dpitch, const void *src, size_t spitch,
     size_t width, size_t height, int kind)
 {
   struct op o = { 0 };
   cudaError_t res;
   int pinned;
 
-  ENTER ("cudaMemcpy2D");
   pthread_mutex_lock (&G);
   res = resolve_copy (&o, dst, dpitch, src, spitch, width, height, kind,
       &pinned);
@@ -1432,7 +1942,9 @@ impl_cudaMemcpy2D (void *dst, size_t dpitch, const void *src, size_t spitch,
   /* On the legacy default stream: after the blocking streams' work (not
    * the non-blocking ones'). */
   drain_blocking_locked ();
-  if (o.host_lo && o.src == o.host_lo && !pinned) {
+  if (o.h2h)
+    ctr.copies_h2h++;
+  if (o.host_lo && o.src == o.host_lo && !pinned && !o.h2h) {
     /* From pageable memory to the device: "will return once the pageable
      * buffer has been copied to the staging memory for DMA transfer to
      * device memory, but the DMA to final destination may not have
@@ -1458,6 +1970,70 @@ impl_cudaMemcpy2D (void *dst, size_t dpitch, const void *src, size_t spitch,
   pthread_mutex_unlock (&G);
   do_copy (&o);
   return res;
+}
+
+/* cuMemsetD2D8/16/32 (and Async): after the stream's work (the legacy
+ * stream's and the blocking streams' for NULL), done before returning. */
+PFEMU_CORE int
+pfemu_core_Memset2D (void *dst, size_t pitch, unsigned int value,
+    int element_size, size_t width, size_t height, void *stream, int async)
+{
+  struct stream *s = NULL;
+  struct alloc *a;
+  size_t bytes = width * (size_t) element_size;
+  uint16_t v16 = (uint16_t) value;
+  char *view;
+
+  if (element_size != 1 && element_size != 2 && element_size != 4)
+    return cudaErrorInvalidValue;
+  if (width == 0 || height == 0)
+    return cudaSuccess;
+  if (!dst || bytes > pitch)
+    return cudaErrorInvalidValue;
+  pthread_mutex_lock (&G);
+  if (stream && !(s = find_stream_locked (stream))) {
+    pthread_mutex_unlock (&G);
+    return cudaErrorInvalidResourceHandle;
+  }
+  if (!(a = find_alloc (dst, pitch * (height - 1) + bytes))) {
+    pthread_mutex_unlock (&G);
+    return cudaErrorInvalidValue;
+  }
+  view = a->view + ((const char *) dst - a->dev);
+  if (s) {
+    drain_locked (s);
+  } else {
+    drain_blocking_locked ();
+    drain_locked (legacy_locked ());
+  }
+  (void) async;
+  pthread_mutex_unlock (&G);
+  for (size_t row = 0; row < height; row++) {
+    char *p = view + row * pitch;
+    for (size_t x = 0; x < width; x++) {
+      if (element_size == 1)
+        p[x] = (char) value;
+      else if (element_size == 2)
+        memcpy (p + 2 * x, &v16, 2);
+      else
+        memcpy (p + 4 * x, &value, 4);
+    }
+  }
+  return cudaSuccess;
+}
+
+PFEMU_CORE int
+pfemu_core_PointerMemoryType (const void *ptr)
+{
+  int t = 0;
+
+  pthread_mutex_lock (&G);
+  if (is_device_pointer (ptr))
+    t = 2;
+  else if (find_reg (ptr, 1))
+    t = 1;
+  pthread_mutex_unlock (&G);
+  return t;
 }
 
 /* ----------------------------------------------------------- queries */
@@ -1516,131 +2092,136 @@ cudaPeekAtLastError (void)
 EXPORT cudaError_t
 cudaRuntimeGetVersion (int *version)
 {
-  return set_last (impl_cudaRuntimeGetVersion (version));
+  return set_last (pfemu_core_RuntimeGetVersion (version));
 }
 
 EXPORT cudaError_t
 cudaDriverGetVersion (int *version)
 {
-  return set_last (impl_cudaDriverGetVersion (version));
+  return set_last (pfemu_core_DriverGetVersion (version));
 }
 
 EXPORT cudaError_t
 cudaGetDeviceCount (int *count)
 {
-  return set_last (impl_cudaGetDeviceCount (count));
+  RT_CALL ("cudaGetDeviceCount", pfemu_core_GetDeviceCount (count));
 }
 
 EXPORT cudaError_t
 cudaSetDevice (int device)
 {
-  return set_last (impl_cudaSetDevice (device));
+  RT_CALL ("cudaSetDevice", pfemu_core_SetDevice (device));
 }
 
 EXPORT cudaError_t
 cudaGetDevice (int *device)
 {
-  return set_last (impl_cudaGetDevice (device));
+  RT_CALL ("cudaGetDevice", pfemu_core_GetDevice (device));
 }
 
 EXPORT cudaError_t
 cudaDeviceGetAttribute (int *value, int attr, int device)
 {
-  return set_last (impl_cudaDeviceGetAttribute (value, attr, device));
+  RT_CALL ("cudaDeviceGetAttribute", pfemu_core_DeviceGetAttribute (value, attr,
+          device));
 }
 
 EXPORT cudaError_t
 cudaMallocPitch (void **dev_ptr, size_t *pitch, size_t width, size_t height)
 {
-  return set_last (impl_cudaMallocPitch (dev_ptr, pitch, width, height));
+  RT_CALL ("cudaMallocPitch", pfemu_core_MallocPitch (dev_ptr, pitch, width,
+          height));
 }
 
 EXPORT cudaError_t
 cudaFree (void *dev_ptr)
 {
-  return set_last (impl_cudaFree (dev_ptr));
+  RT_CALL ("cudaFree", pfemu_core_Free (dev_ptr));
 }
 
 EXPORT cudaError_t
 cudaHostRegister (void *ptr, size_t size, unsigned int flags)
 {
-  return set_last (impl_cudaHostRegister (ptr, size, flags));
+  RT_CALL ("cudaHostRegister", pfemu_core_HostRegister (ptr, size, flags));
 }
 
 EXPORT cudaError_t
 cudaHostUnregister (void *ptr)
 {
-  return set_last (impl_cudaHostUnregister (ptr));
+  RT_CALL ("cudaHostUnregister", pfemu_core_HostUnregister (ptr));
 }
 
 EXPORT cudaError_t
 cudaStreamCreateWithFlags (void **stream, unsigned int flags)
 {
-  return set_last (impl_cudaStreamCreateWithFlags (stream, flags));
+  RT_CALL ("cudaStreamCreateWithFlags",
+      pfemu_core_StreamCreateWithFlags (stream, flags));
 }
 
 EXPORT cudaError_t
 cudaStreamDestroy (void *stream)
 {
-  return set_last (impl_cudaStreamDestroy (stream));
+  RT_CALL ("cudaStreamDestroy", pfemu_core_StreamDestroy (stream));
 }
 
 EXPORT cudaError_t
 cudaStreamSynchronize (void *stream)
 {
-  return set_last (impl_cudaStreamSynchronize (stream));
+  RT_CALL ("cudaStreamSynchronize", pfemu_core_StreamSynchronize (stream));
 }
 
 EXPORT cudaError_t
 cudaStreamWaitEvent (void *stream, void *event, unsigned int flags)
 {
-  return set_last (impl_cudaStreamWaitEvent (stream, event, flags));
+  RT_CALL ("cudaStreamWaitEvent", pfemu_core_StreamWaitEvent (stream, event,
+          flags));
 }
 
 EXPORT cudaError_t
 cudaEventCreateWithFlags (void **event, unsigned int flags)
 {
-  return set_last (impl_cudaEventCreateWithFlags (event, flags));
+  RT_CALL ("cudaEventCreateWithFlags", pfemu_core_EventCreateWithFlags (event,
+          flags));
 }
 
 EXPORT cudaError_t
 cudaEventDestroy (void *event)
 {
-  return set_last (impl_cudaEventDestroy (event));
+  RT_CALL ("cudaEventDestroy", pfemu_core_EventDestroy (event));
 }
 
 EXPORT cudaError_t
 cudaEventRecord (void *event, void *stream)
 {
-  return set_last (impl_cudaEventRecord (event, stream));
+  RT_CALL ("cudaEventRecord", pfemu_core_EventRecord (event, stream));
 }
 
 EXPORT cudaError_t
 cudaEventQuery (void *event)
 {
-  return set_last (impl_cudaEventQuery (event));
+  RT_CALL ("cudaEventQuery", pfemu_core_EventQuery (event));
 }
 
 EXPORT cudaError_t
 cudaEventSynchronize (void *event)
 {
-  return set_last (impl_cudaEventSynchronize (event));
+  RT_CALL ("cudaEventSynchronize", pfemu_core_EventSynchronize (event));
 }
 
 EXPORT cudaError_t
 cudaMemcpy2DAsync (void *dst, size_t dpitch, const void *src,
     size_t spitch, size_t width, size_t height, int kind, void *stream)
 {
-  return set_last (impl_cudaMemcpy2DAsync (dst, dpitch, src, spitch, width,
-          height, kind, stream));
+  RT_CALL ("cudaMemcpy2DAsync", pfemu_core_Memcpy2DAsync (dst, dpitch, src,
+          spitch, width, height, kind, stream));
 }
 
 EXPORT cudaError_t
 cudaMemcpy2D (void *dst, size_t dpitch, const void *src,
     size_t spitch, size_t width, size_t height, int kind)
 {
-  return set_last (impl_cudaMemcpy2D (dst, dpitch, src, spitch, width, height,
-          kind));
+  RT_CALL ("cudaMemcpy2D", pfemu_core_Memcpy2D (dst, dpitch, src, spitch, width,
+          height, kind));
 }
 
 EXPORT long
@@ -1684,6 +2265,26 @@ pfemu_query (const char *name)
   C ("events.sync", ctr.event_syncs);
   C ("events.sync.spinning", ctr.event_syncs_spinning);
   C ("events.sync.spun", ctr.event_syncs_spun);
+  C ("contexts.created", ctr.ctx_created);
+  C ("contexts.destroyed", ctr.ctx_destroyed);
+  C ("live.contexts", count_list_contexts ());
+  C ("primary.retains", ctr.primary_retains);
+  C ("primary.releases", ctr.primary_releases);
+  C ("primary.refs.device0", primary_refs[0]);
+  C ("primary.refs.device1", primary_refs[1]);
+  C ("driver.inits", ctr.driver_inits);
+  C ("stream.syncs", ctr.stream_syncs);
+  C ("stream.syncs.legacy", ctr.stream_syncs_legacy);
+  C ("host.allocations", ctr.host_allocs);
+  C ("live.host.allocations", count_list_host_allocs ());
+  C ("copies.h2h", ctr.copies_h2h);
+  if (v == -1 && strncmp (name, "calls.cu", 8) == 0) {
+    /* calls.<function>: calls made to it (either API), 0 if none */
+    v = 0;
+    for (int i = 0; i < n_calls; i++)
+      if (strcmp (calls[i].name, name + 6) == 0)
+        v = calls[i].calls;
+  }
 #undef C
   pthread_mutex_unlock (&G);
   return v;
@@ -1696,10 +2297,29 @@ pfemu_reset (void)
   read_env ();
   memset (&ctr, 0, sizeof ctr);
   memset (primary_alive, 0, sizeof primary_alive);
+  memset (primary_refs, 0, sizeof primary_refs);
+  memset (rt_uses, 0, sizeof rt_uses);
+  for (struct stream * s = streams; s; s = s->next)
+    s->syncs = 0;
   __atomic_add_fetch (&generation, 1, __ATOMIC_RELAXED);
   sticky_error = cudaSuccess;
   slots_set = 0;
   pthread_mutex_unlock (&G);
+}
+
+EXPORT long
+pfemu_stream_syncs (void *stream)
+{
+  long v = -1;
+  struct stream *s;
+
+  pthread_mutex_lock (&G);
+  if (stream == NULL)
+    v = ctr.stream_syncs_legacy;
+  else if ((s = find_stream_locked (stream)) != NULL)
+    v = s->syncs;
+  pthread_mutex_unlock (&G);
+  return v;
 }
 
 EXPORT long
@@ -1709,7 +2329,7 @@ pfemu_live_total (void)
 
   pthread_mutex_lock (&G);
   n = count_list_regs () + count_list_allocs () + count_list_streams () +
-      count_list_events ();
+      count_list_events () + count_list_host_allocs ();
   pthread_mutex_unlock (&G);
   return n;
 }
@@ -1723,13 +2343,15 @@ pfemu_leak_report (void)
   pthread_mutex_lock (&G);
   off += snprintf (buf + off, sizeof buf - off,
       "pfemu leak report (pid %d): %ld registration(s), %ld allocation(s), "
-      "%ld stream(s), %ld event(s) alive\n", (int) getpid (),
+      "%ld stream(s), %ld event(s), %ld page-locked host allocation(s) "
+      "alive; %ld created context(s) not destroyed\n", (int) getpid (),
       count_list_regs (), count_list_allocs (), count_list_streams (),
-      count_list_events ());
+      count_list_events (), count_list_host_allocs (), count_list_contexts ());
   for (struct reg * r = regs; r && off < sizeof buf - 128; r = r->next)
     off += snprintf (buf + off, sizeof buf - off,
-        "  registration %p size %zu flags 0x%x\n", (void *) r->base, r->size,
-        r->flags);
+        "  %s %p size %zu flags 0x%x\n",
+        r->host_alloc ? "host allocation" : "registration", (void *) r->base,
+        r->size, r->flags);
   for (struct alloc * a = allocs; a && off < sizeof buf - 128; a = a->next)
     off += snprintf (buf + off, sizeof buf - off,
         "  allocation %p size %zu\n", (void *) a->dev, a->size);

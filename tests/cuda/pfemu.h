@@ -29,6 +29,8 @@
  * Every failing call sets the calling thread's last error
  * (cudaGetLastError clears it, cudaPeekAtLastError does not; a sticky error
  * stays).
+ * PFEMU_FAIL names a driver call in full (cuMemcpy2DAsync_v2:1:700); its
+ * modes work the same.
  *   PFEMU_LEAK_REPORT=path      at exit, append a leak report to path
  *   PFEMU_LEAK_ABORT=1          at exit, _exit(3) when something is alive
  */
@@ -64,8 +66,31 @@
  * of it; non-blocking streams never wait for it).
  * Besides cudart's calls the emulator exports the driver's cuCtxGetCurrent
  * and cuCtxSetCurrent (a NULL context = none current).
+ *
+ * The driver API (tests/cuda/emu/libcuda.so.1, pfemu-cuda.c) uses the same
+ * device: its allocations, registrations, copies, streams and events are
+ * counted in the counters above, and:
+ * "contexts.created" / "contexts.destroyed" (cuCtxCreate / cuCtxDestroy),
+ * "live.contexts" (created, not destroyed), "primary.retains" /
+ * "primary.releases" (cuDevicePrimaryCtxRetain / Release; the primary
+ * context is cudart's: "contexts.deviceN" counts its initialisation by
+ * either API), "primary.refs.device0", "primary.refs.device1" (the
+ * driver's references held now), "driver.inits" (cuInit calls),
+ * "stream.syncs" (cudaStreamSynchronize + cuStreamSynchronize calls on a
+ * valid stream), "stream.syncs.legacy" (those on the legacy stream),
+ * "host.allocations" / "live.host.allocations" (cuMemAllocHost /
+ * cuMemHostAlloc: page-locked, counted as pinned in copies),
+ * "copies.h2h" (driver copies between two host buffers).
+ * "calls.<function>" (e.g. "calls.cuStreamSynchronize",
+ * "calls.cudaStreamSynchronize", "calls.cuMemcpy2DAsync_v2"): calls made to
+ * that function since the last reset, 0 if none.
  * Returns -1 for an unknown name. */
 long pfemu_query (const char *counter);
+
+/* cudaStreamSynchronize / cuStreamSynchronize calls on @stream (a live
+ * stream handle of either API; NULL: the legacy stream) since it was
+ * created or the last reset; -1 for a handle that is not a live stream. */
+long pfemu_stream_syncs (void *stream);
 
 /* Re-reads the environment and zeroes every counter except live.*. */
 void pfemu_reset (void);

@@ -1,0 +1,99 @@
+/* pfemu core: the emulated "GPU" both stand-ins share
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * libpfemu-cudart.so holds the one state of the emulated device (device
+ * allocations, host registrations and page-locked host memory, streams
+ * with their worker threads, events, contexts, counters, fault
+ * injection) and exports these functions for the driver-API stand-in
+ * (libcuda.so.1, pfemu-cuda.c), which links against it: one process, one
+ * "GPU", whichever API a caller uses. Not for tests: they use pfemu.h.
+ *
+ * Every function returns an error code whose value is the same in both
+ * APIs for every code the core produces (0, 1, 2, 100, 101, 201, 400,
+ * 600, 700, 709, 712, 713, 719, 801, 999), except cudaErrorInvalidMemcpyDirection
+ * (21), which the driver reports as CUDA_ERROR_INVALID_VALUE (1). Handles
+ * (contexts, streams, events) are opaque pointers; device pointers are
+ * host addresses of PROT_NONE mappings.
+ *
+ * A driver call is made as: r = pfemu_core_enter (name, api); if r == 0,
+ * r = pfemu_core_<Op> (...). pfemu_core_enter counts the call under
+ * @name, applies PFEMU_FAIL and a standing sticky error, and the driver's
+ * rules: cuInit first (3), a current context for PFEMU_API_DRIVER_CTX
+ * (201), not destroyed (709).
+ */
+#ifndef __PFEMU_CORE_H__
+#define __PFEMU_CORE_H__
+
+#include <stddef.h>
+
+#define PFEMU_CORE __attribute__ ((visibility ("default")))
+
+enum
+{
+  PFEMU_API_RUNTIME = 0,
+  PFEMU_API_DRIVER = 1,         /* a driver call needing no context */
+  PFEMU_API_DRIVER_CTX = 2,     /* a driver call needing a current one */
+};
+
+PFEMU_CORE int pfemu_core_enter (const char *name, int api);
+PFEMU_CORE int pfemu_core_take_release_error (void);
+
+/* driver-only */
+PFEMU_CORE int pfemu_core_Init (unsigned int flags);
+PFEMU_CORE int pfemu_core_CtxGetCurrent (void **ctx);
+PFEMU_CORE int pfemu_core_CtxSetCurrent (void *ctx);
+PFEMU_CORE int pfemu_core_CtxPushCurrent (void *ctx);
+PFEMU_CORE int pfemu_core_CtxPopCurrent (void **ctx);
+PFEMU_CORE int pfemu_core_CtxCreate (void **ctx, unsigned int flags,
+    int device);
+PFEMU_CORE int pfemu_core_CtxDestroy (void *ctx);
+PFEMU_CORE int pfemu_core_CtxGetDevice (int *device);
+PFEMU_CORE int pfemu_core_CtxSynchronize (void);
+PFEMU_CORE int pfemu_core_CtxGetLimit (size_t *value, int limit);
+PFEMU_CORE int pfemu_core_CtxSetLimit (int limit, size_t value);
+PFEMU_CORE int pfemu_core_PrimaryCtxRetain (void **ctx, int device);
+PFEMU_CORE int pfemu_core_PrimaryCtxRelease (int device);
+PFEMU_CORE int pfemu_core_PrimaryCtxGetState (int device,
+    unsigned int *flags, int *active);
+PFEMU_CORE int pfemu_core_Malloc (void **dev_ptr, size_t bytes);
+PFEMU_CORE int pfemu_core_HostAlloc (void **ptr, size_t size);
+PFEMU_CORE int pfemu_core_HostFree (void *ptr);
+PFEMU_CORE int pfemu_core_Memset2D (void *dst, size_t pitch,
+    unsigned int value, int element_size, size_t width, size_t height,
+    void *stream, int async);
+/* 2 (CU_MEMORYTYPE_DEVICE): inside a device allocation; 1 (HOST):
+ * page-locked or registered host memory; 0: unknown to the device */
+PFEMU_CORE int pfemu_core_PointerMemoryType (const void *ptr);
+
+/* shared with cudart (the cuda* function of the same name does this) */
+PFEMU_CORE int pfemu_core_GetDeviceCount (int *count);
+PFEMU_CORE int pfemu_core_DeviceGetAttribute (int *value, int attr,
+    int device);
+PFEMU_CORE int pfemu_core_MallocPitch (void **dev_ptr, size_t *pitch,
+    size_t width, size_t height);
+PFEMU_CORE int pfemu_core_Free (void *dev_ptr);
+PFEMU_CORE int pfemu_core_HostRegister (void *ptr, size_t size,
+    unsigned int flags);
+PFEMU_CORE int pfemu_core_HostUnregister (void *ptr);
+PFEMU_CORE int pfemu_core_StreamCreateWithFlags (void **stream,
+    unsigned int flags);
+PFEMU_CORE int pfemu_core_StreamDestroy (void *stream);
+PFEMU_CORE int pfemu_core_StreamSynchronize (void *stream);
+PFEMU_CORE int pfemu_core_StreamQuery (void *stream);
+PFEMU_CORE int pfemu_core_StreamWaitEvent (void *stream, void *event,
+    unsigned int flags);
+PFEMU_CORE int pfemu_core_EventCreateWithFlags (void **event,
+    unsigned int flags);
+PFEMU_CORE int pfemu_core_EventDestroy (void *event);
+PFEMU_CORE int pfemu_core_EventRecord (void *event, void *stream);
+PFEMU_CORE int pfemu_core_EventQuery (void *event);
+PFEMU_CORE int pfemu_core_EventSynchronize (void *event);
+/* kind: 0 host to host (driver only), 1 H2D, 2 D2H, 3 D2D, 4 inferred */
+PFEMU_CORE int pfemu_core_Memcpy2DAsync (void *dst, size_t dpitch,
+    const void *src, size_t spitch, size_t width, size_t height, int kind,
+    void *stream);
+PFEMU_CORE int pfemu_core_Memcpy2D (void *dst, size_t dpitch,
+    const void *src, size_t spitch, size_t width, size_t height, int kind);
+
+#endif
