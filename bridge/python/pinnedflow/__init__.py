@@ -31,6 +31,7 @@ import errno as _errno
 import os
 
 from . import _native as _n
+from . import _export
 
 __all__ = ["Producer", "Consumer", "Frame", "Loan", "Segment", "EOS",
            "PinnedflowError", "TIME_NONE", "parse_caps", "video_layout"]
@@ -380,13 +381,15 @@ class Producer(_Handle):
 # Consumer
 # --------------------------------------------------------------------------
 
-class Frame(_Handle):
-    """A received frame; release() (or leaving a with block) gives it back."""
+class Frame(_export.HostFrameExports, _Handle):
+    """A received frame; release() (or leaving a with block) gives it back,
+    once every borrower (DLPack tensor, Arrow array, borrow(),
+    numpy.asarray(frame)) is gone too: see _export.HostFrameExports."""
 
-    _free = "pf_node_frame_release"
+    _free = "pf_hold_unref"
 
     def __init__(self, ptr):
-        self._ptr = ptr
+        self._ptr = _export.hold_node_frame(ptr)   # owns the frame
         f = ptr.contents
         self.seq = f.seq
         self.size = f.size
