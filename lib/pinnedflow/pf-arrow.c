@@ -44,7 +44,7 @@ struct array_private
 /* length + value bytes, all in native byte order (the specification's).    */
 /* ------------------------------------------------------------------------ */
 
-#define MAX_PAIRS 10
+#define MAX_PAIRS 11
 #define VALUE_LEN 96
 
 struct meta
@@ -116,18 +116,21 @@ static char *
 metadata_new (const pf_arrow_desc * d)
 {
   struct meta m = { 0 };
-  uint64_t rows[PF_MAX_PLANES];
+  uint64_t rows[PF_MAX_PLANES], row_bytes[PF_MAX_PLANES];
   uint32_t i, n = d->n_planes;
 
   meta_add (&m, "pinnedflow.format", d->format ? d->format : "");
   meta_add_u64 (&m, "pinnedflow.width", d->width);
   meta_add_u64 (&m, "pinnedflow.height", d->height);
   meta_add_u64 (&m, "pinnedflow.n_planes", n);
-  for (i = 0; i < n; i++)
+  for (i = 0; i < n; i++) {
     rows[i] = d->plane_rows[i];
+    row_bytes[i] = d->plane_row_bytes[i];
+  }
   meta_add_list (&m, "pinnedflow.plane_offsets", d->plane_offset, n);
   meta_add_list (&m, "pinnedflow.plane_strides", d->plane_stride, n);
   meta_add_list (&m, "pinnedflow.plane_rows", rows, n);
+  meta_add_list (&m, "pinnedflow.plane_row_bytes", row_bytes, n);
   meta_add_u64 (&m, "pinnedflow.seq", d->seq);
   if (d->pts != PF_TIME_NONE)
     meta_add_u64 (&m, "pinnedflow.pts", d->pts);
@@ -316,6 +319,7 @@ pf_arrow_desc_from_frame (const pf_node_frame * frame,
       desc->plane_offset[i] = lay->plane_offset[i];
       desc->plane_stride[i] = (uint64_t) lay->plane_stride[i];
       desc->plane_rows[i] = lay->plane_height[i];
+      desc->plane_row_bytes[i] = lay->plane_row_bytes[i];
     }
     /* a negative stride has no place in the metadata: no layout then */
     desc->n_planes = i == lay->n_planes ? lay->n_planes : 0;
@@ -371,6 +375,7 @@ pf_arrow_desc_from_device_frame (const pf_device_frame * frame,
     desc->plane_offset[i] = frame->plane_offset[i];
     desc->plane_stride[i] = frame->pitch;
     desc->plane_rows[i] = frame->plane_rows[i];
+    desc->plane_row_bytes[i] = frame->plane_row_bytes[i];
   }
   desc->seq = frame->seq;
   desc->pts = frame->pts;

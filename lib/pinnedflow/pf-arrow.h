@@ -23,6 +23,7 @@
  *   pinnedflow.plane_offsets "o0,o1,..." bytes from the array's first byte
  *   pinnedflow.plane_strides "s0,s1,..." bytes from row to row
  *   pinnedflow.plane_rows    "r0,r1,..." rows of each plane
+ *   pinnedflow.plane_row_bytes "b0,b1,..." bytes of pixels in each row
  *   pinnedflow.seq           the producer's frame number
  *   pinnedflow.pts           ns, absent when the frame has none
  *
@@ -149,6 +150,7 @@ typedef struct {
   uint64_t plane_offset[PF_MAX_PLANES]; /* from data */
   uint64_t plane_stride[PF_MAX_PLANES];
   uint32_t plane_rows[PF_MAX_PLANES];
+  uint32_t plane_row_bytes[PF_MAX_PLANES];
   uint64_t seq;
   uint64_t pts;                 /* PF_TIME_NONE: none */
 } pf_arrow_desc;

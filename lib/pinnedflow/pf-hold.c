@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 struct pf_hold
@@ -78,6 +79,7 @@ pf_hold_upload_node_frame (pf_uploader * up, pf_hold * hold, int timeout_ms,
     pf_device_frame ** out)
 {
   pf_upload_source src;
+  const pf_node_frame *f;
   int res;
 
   if (out)
@@ -91,9 +93,20 @@ pf_hold_upload_node_frame (pf_uploader * up, pf_hold * hold, int timeout_ms,
   src.release = pf_hold_upload_release;
   src.release_data = pf_hold_ref (hold);
   res = pf_uploader_upload (up, &src, timeout_ms, out, NULL);
-  if (res < 0)
+  if (res < 0) {
     pf_hold_unref (hold);       /* not queued: the callback will not run */
-  return res;
+    return res;
+  }
+  /* what the frame is, as pf_node_frame_upload() says it (the frame is
+   * still held: the caller's reference) */
+  f = hold->data;
+  (*out)->width = f->layout.n_planes ? f->layout.width : f->info.width;
+  (*out)->height = f->layout.n_planes ? f->layout.height : f->info.height;
+  (*out)->pixel_stride = f->layout.pixel_stride;
+  (*out)->seq = f->seq;
+  (*out)->pts = f->pts;
+  snprintf ((*out)->format, sizeof ((*out)->format), "%s", f->info.format);
+  return 0;
 }
 
 pf_hold *

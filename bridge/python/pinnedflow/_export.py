@@ -53,6 +53,7 @@ class ArrowDesc(ctypes.Structure):
         ("plane_offset", u64 * _n.MAX_PLANES),
         ("plane_stride", u64 * _n.MAX_PLANES),
         ("plane_rows", u32 * _n.MAX_PLANES),
+        ("plane_row_bytes", u32 * _n.MAX_PLANES),
         ("seq", u64), ("pts", u64),
     ]
 
