@@ -15,7 +15,9 @@
  *   release callback) is done by one thread at a time (`completing`): the
  *   release thread, or whoever calls pf_uploader_poll()/flush() or a
  *   submit that found the ring full, for PF_UPLOADER_NO_THREAD. The wait
- *   and the callback run without `lock`.
+ *   and the callback run without `lock`; the entry is popped after its
+ *   callback returned, so "nothing in flight" means every source went
+ *   back.
  * - `refs`: one for the application (dropped by pf_uploader_free()), one
  *   per device frame out. The last one frees the device memory, the
  *   events, the stream (when ours) and the bounce segment (its
@@ -223,19 +225,20 @@ complete_oldest_locked (pf_uploader * up, int blocking, int enter)
   if (enter)
     pf_cuda_device_leave (rt, up->device_id, prev);
 
-  pthread_mutex_lock (&up->lock);
+  /* The entry stays in flight until its source went back: a flush or a
+   * submit that waits for a free entry waits for the release too. */
   release = e->release;
   release_data = e->release_data;
+  if (release)
+    release (release_data, status);
+
+  pthread_mutex_lock (&up->lock);
   e->release = NULL;
   e->release_data = NULL;
   up->head = (up->head + 1) % up->max_inflight;
   up->count--;
   up->completing = 0;
   pthread_cond_broadcast (&up->cond);
-  pthread_mutex_unlock (&up->lock);
-  if (release)
-    release (release_data, status);
-  pthread_mutex_lock (&up->lock);
   return 1;
 }
 
@@ -375,10 +378,6 @@ pf_uploader_flush (pf_uploader * up)
 
   pthread_mutex_lock (&up->lock);
   wait_inflight_locked (up, 0);
-  /* an entry being completed has been popped already: wait for its
-   * release callback too */
-  while (up->completing)
-    pthread_cond_wait (&up->cond, &up->lock);
   res = up->async_err;
   pthread_mutex_unlock (&up->lock);
   return res;
