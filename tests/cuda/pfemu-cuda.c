@@ -746,7 +746,8 @@ cuMemcpyAsync (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s)
   CALL ("cuMemcpyAsync", CTX, copy1d (PTR (dst), PTR (src), bytes, 4, s, 1));
 }
 
-#define MEMSET2D(name, type, size, async)                               \
+/* the synchronous ones are _v2, the Async ones are not */
+#define MEMSET2D(name, async_name, type, size)                          \
 EXPORT CUresult                                                         \
 name (CUdeviceptr dst, size_t pitch, type value, size_t width,          \
     size_t height)                                                      \
@@ -755,17 +756,17 @@ name (CUdeviceptr dst, size_t pitch, type value, size_t width,          \
           size, width, height, NULL, 0));                               \
 }                                                                       \
 EXPORT CUresult                                                         \
-name##Async (CUdeviceptr dst, size_t pitch, type value, size_t width,   \
+async_name (CUdeviceptr dst, size_t pitch, type value, size_t width,    \
     size_t height, CUstream s)                                          \
 {                                                                       \
-  CALL (#name "Async", CTX, pfemu_core_Memset2D (PTR (dst), pitch,      \
+  CALL (#async_name, CTX, pfemu_core_Memset2D (PTR (dst), pitch,        \
           value, size, width, height, stream_of (s), 1));               \
 }
 
 /* *INDENT-OFF* */
-MEMSET2D (cuMemsetD2D8_v2, unsigned char, 1, 0)
-MEMSET2D (cuMemsetD2D16_v2, unsigned short, 2, 0)
-MEMSET2D (cuMemsetD2D32_v2, unsigned int, 4, 0)
+MEMSET2D (cuMemsetD2D8_v2, cuMemsetD2D8Async, unsigned char, 1)
+MEMSET2D (cuMemsetD2D16_v2, cuMemsetD2D16Async, unsigned short, 2)
+MEMSET2D (cuMemsetD2D32_v2, cuMemsetD2D32Async, unsigned int, 4)
 /* *INDENT-ON* */
 
 /* ---------------------------------------------------- streams, events */
@@ -852,6 +853,49 @@ cuEventSynchronize (CUevent e)
 }
 
 /* ------------------------------------------------------ not supported */
+
+/* The driver's private interface tables (NVRTC of CUDA 13 dlopens
+ * libcuda.so.1 and asks for one: without the symbol it calls NULL, which
+ * crashed GStreamer 1.28's nvcodec at plugin load). There are none here. */
+static int
+no_export_table (const void **table, const void *id)
+{
+  if (!table || !id)
+    return CUDA_ERROR_INVALID_VALUE;
+  *table = NULL;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+EXPORT CUresult
+cuGetExportTable (const void **table, const void *id)
+{
+  CALL ("cuGetExportTable", NOCTX, no_export_table (table, id));
+}
+
+/* cuGetProcAddress (CUDA 11.3+; cudart 12+ gets every entry point with
+ * it): not offered, callers dlsym() the names as GStreamer does. */
+static int
+no_proc_address (const char *symbol, void **pfn)
+{
+  if (!symbol || !pfn)
+    return CUDA_ERROR_INVALID_VALUE;
+  *pfn = NULL;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+EXPORT CUresult
+cuGetProcAddress (const char *symbol, void **pfn, int version,
+    unsigned long long flags)
+{
+  CALL ("cuGetProcAddress", NOCTX, no_proc_address (symbol, pfn));
+}
+
+EXPORT CUresult
+cuGetProcAddress_v2 (const char *symbol, void **pfn, int version,
+    unsigned long long flags, void *status)
+{
+  CALL ("cuGetProcAddress_v2", NOCTX, no_proc_address (symbol, pfn));
+}
 
 /* Counted (calls.<name>), then refused: no kernels, modules, textures,
  * graphics interop, peer access, IPC, virtual memory, memory pools or
