@@ -72,6 +72,21 @@ gst_pinned_cuda_base_transform_stop (GstBaseTransform * trans)
   return TRUE;
 }
 
+/* memory:CUDAMemory is offered where libgstcuda and a driver are present,
+ * and, once started, only when a GstCudaContext is bound. */
+static gboolean
+offers_cuda_memory (GstPinnedCudaBaseTransform * self)
+{
+  gboolean res;
+
+  if (gst_pinned_cuda_gst_get () == NULL)
+    return FALSE;
+  GST_OBJECT_LOCK (self);
+  res = self->cuda.rt == NULL || self->cuda.gst_ctx != NULL;
+  GST_OBJECT_UNLOCK (self);
+  return res;
+}
+
 static GstCaps *
 gst_pinned_cuda_base_transform_transform_caps (GstBaseTransform * trans,
     GstPadDirection direction, GstCaps * caps, GstCaps * filter)
@@ -80,7 +95,38 @@ gst_pinned_cuda_base_transform_transform_caps (GstBaseTransform * trans,
       GST_PINNED_CUDA_BASE_TRANSFORM_GET_CLASS (trans);
 
   return gst_pinned_cuda_transform_caps (direction, caps, filter,
-      klass->sink_feature, klass->src_feature);
+      klass->sink_feature, klass->src_feature,
+      offers_cuda_memory (GST_PINNED_CUDA_BASE_TRANSFORM (trans)));
+}
+
+static void
+gst_pinned_cuda_base_transform_set_context (GstElement * element,
+    GstContext * context)
+{
+  GstPinnedCudaBaseTransform *self = GST_PINNED_CUDA_BASE_TRANSFORM (element);
+  gint device_id;
+
+  GST_OBJECT_LOCK (self);
+  device_id = self->device_id;
+  GST_OBJECT_UNLOCK (self);
+  gst_pinned_cuda_context_set_gst_context (&self->cuda, element, context,
+      device_id);
+  GST_ELEMENT_CLASS (gst_pinned_cuda_base_transform_parent_class)->set_context
+      (element, context);
+}
+
+static gboolean
+gst_pinned_cuda_base_transform_query (GstBaseTransform * trans,
+    GstPadDirection direction, GstQuery * query)
+{
+  GstPinnedCudaBaseTransform *self = GST_PINNED_CUDA_BASE_TRANSFORM (trans);
+
+  if (GST_QUERY_TYPE (query) == GST_QUERY_CONTEXT &&
+      gst_pinned_cuda_context_handle_query (&self->cuda, GST_ELEMENT (trans),
+          query))
+    return TRUE;
+  return GST_BASE_TRANSFORM_CLASS (gst_pinned_cuda_base_transform_parent_class)
+      ->query (trans, direction, query);
 }
 
 static gboolean
@@ -99,6 +145,15 @@ gst_pinned_cuda_base_transform_set_caps (GstBaseTransform * trans,
       GST_CAPS_FEATURE_MEMORY_SYSTEM_MEMORY) == 0;
   gst_pinned_cuda_layout_init (&self->host_layout,
       host_is_sink ? &self->in_info : &self->out_info);
+  self->cuda_memory =
+      gst_pinned_cuda_gst_caps_is_cuda_memory (host_is_sink ? outcaps : incaps);
+  if (self->cuda_memory && self->cuda.gst_ctx == NULL) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("memory:CUDAMemory negotiated without a GstCudaContext"),
+        ("libgstcuda could not provide a context for device %d",
+            self->cuda.device_id));
+    return FALSE;
+  }
   return klass->caps_changed == NULL || klass->caps_changed (self);
 }
 
@@ -213,6 +268,16 @@ make_template (const gchar * name, GstPadDirection direction,
   GstPadTemplate *templ;
 
   gst_caps_set_features (caps, 0, gst_caps_features_new (feature, NULL));
+  if (g_strcmp0 (feature, GST_CAPS_FEATURE_MEMORY_PINNEDFLOW_CUDA) == 0) {
+    /* GStreamer's CUDA memory too (used where libgstcuda is present): first
+     * on the upload's src pad, second on the download's sink pad */
+    GstCaps *alt = gst_caps_copy (caps);
+
+    gst_caps_set_features (alt, 0,
+        gst_caps_features_new (GST_PINNED_CUDA_GST_CAPS_FEATURE, NULL));
+    caps = direction == GST_PAD_SRC ? gst_caps_merge (alt, caps) :
+        gst_caps_merge (caps, alt);
+  }
   templ = gst_pad_template_new (name, direction, GST_PAD_ALWAYS, caps);
   gst_caps_unref (caps);
   return templ;
@@ -237,8 +302,11 @@ gst_pinned_cuda_base_transform_class_init (GstPinnedCudaBaseTransformClass *
     klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS (klass);
 
+  element_class->set_context =
+      GST_DEBUG_FUNCPTR (gst_pinned_cuda_base_transform_set_context);
   gobject_class->set_property = gst_pinned_cuda_base_transform_set_property;
   gobject_class->get_property = gst_pinned_cuda_base_transform_get_property;
 
@@ -254,6 +322,7 @@ gst_pinned_cuda_base_transform_class_init (GstPinnedCudaBaseTransformClass *
       GST_DEBUG_FUNCPTR (gst_pinned_cuda_base_transform_transform_caps);
   trans_class->set_caps =
       GST_DEBUG_FUNCPTR (gst_pinned_cuda_base_transform_set_caps);
+  trans_class->query = GST_DEBUG_FUNCPTR (gst_pinned_cuda_base_transform_query);
 }
 
 static void

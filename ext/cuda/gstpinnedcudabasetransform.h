@@ -35,6 +35,11 @@ typedef struct _GstPinnedCudaBaseTransformClass
  * after stop_cuda() when it stops. Parses the negotiated caps (set_caps) into
  * in_info/out_info and the layout of the frame on the system-memory side.
  *
+ * The device side speaks memory:PinnedflowCUDA and, where libgstcuda and a
+ * driver are present (gstpinnedcudagst.h), memory:CUDAMemory; the base
+ * class answers and sets the gst.cuda.context (GstElement::set_context,
+ * the context query) so that the pipeline shares one CUDA context.
+ *
  * Threads: start/stop and set_caps run on the streaming thread or the
  * state-change thread, never at once (GstBaseTransform serialises them);
  * in_info, out_info and host_layout are read on the streaming thread only.
@@ -52,6 +57,9 @@ struct _GstPinnedCudaBaseTransform
   /* the frame in system memory: in_info's for the upload (sink side),
    * out_info's for the download (src side) */
   GstPinnedCudaLayout host_layout;
+  /* the device side negotiated memory:CUDAMemory (GstCudaMemory of the
+   * shared GstCudaContext, cuda.gst_ctx) rather than memory:PinnedflowCUDA */
+  gboolean cuda_memory;
 
   /* stats both elements report (object lock), zeroed when the element
    * starts; counted by the helpers below */
@@ -83,7 +91,8 @@ struct _GstPinnedCudaBaseTransformClass
 GType gst_pinned_cuda_base_transform_get_type (void);
 
 /* In a subclass's class_init: the pads' caps features, and the pad
- * templates (the formats of gstpinnedcudaformats.h with those features). */
+ * templates (the formats of gstpinnedcudaformats.h with those features;
+ * the memory:PinnedflowCUDA side also with memory:CUDAMemory). */
 void gst_pinned_cuda_base_transform_class_set_features
     (GstPinnedCudaBaseTransformClass * klass, const gchar * sink_feature,
     const gchar * src_feature);

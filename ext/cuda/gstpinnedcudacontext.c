@@ -7,8 +7,64 @@
 #endif
 
 #include "gstpinnedcudacontext.h"
+#include <gst/pinnedcuda/gstpinnedcuda.h>
 
 #include <gst/pinnedflow/pinnedflow.h>
+
+GST_DEBUG_CATEGORY_STATIC (gst_pinned_cuda_context_debug);
+#define GST_CAT_DEFAULT gst_pinned_cuda_context_debug
+
+/* The pipeline's GstCudaContext: the one set on the element, or one found
+ * by querying the neighbours or made (and announced) by libgstcuda. Its
+ * absence is no error: the element then uses cudart's primary context and
+ * offers only its own memory. */
+static void
+bind_gst_context (GstPinnedCudaContext * ctx)
+{
+  gpointer found = NULL;
+
+  ctx->gst = gst_pinned_cuda_gst_get ();
+  if (ctx->gst == NULL)
+    return;
+  GST_OBJECT_LOCK (ctx->element);
+  found = ctx->gst_ctx;
+  GST_OBJECT_UNLOCK (ctx->element);
+  if (found != NULL) {
+    GST_DEBUG_OBJECT (ctx->element, "using the GstCudaContext %"
+        GST_PTR_FORMAT " set on the element", found);
+    return;
+  }
+  if (!ctx->gst->ensure_element_context (ctx->element, ctx->device_id, &found)
+      || found == NULL) {
+    GST_INFO_OBJECT (ctx->element, "no GstCudaContext for device %d "
+        "(libgstcuda could not make one): own memory only", ctx->device_id);
+    return;
+  }
+  GST_OBJECT_LOCK (ctx->element);
+  if (ctx->gst_ctx == NULL) {
+    ctx->gst_ctx = found;
+    found = NULL;
+  }
+  GST_OBJECT_UNLOCK (ctx->element);
+  if (found)
+    gst_object_unref (found);
+  GST_DEBUG_OBJECT (ctx->element, "sharing the GstCudaContext %"
+      GST_PTR_FORMAT " (CUcontext %p)", ctx->gst_ctx,
+      ctx->gst->context_get_handle (ctx->gst_ctx));
+}
+
+static void
+drop_gst_context (GstPinnedCudaContext * ctx)
+{
+  gpointer old;
+
+  GST_OBJECT_LOCK (ctx->element);
+  old = ctx->gst_ctx;
+  ctx->gst_ctx = NULL;
+  GST_OBJECT_UNLOCK (ctx->element);
+  if (old)
+    gst_object_unref (old);
+}
 
 gboolean
 gst_pinned_cuda_context_open (GstPinnedCudaContext * ctx,
@@ -18,6 +74,9 @@ gst_pinned_cuda_context_open (GstPinnedCudaContext * ctx,
   GstPinnedCudaError err;
   int prev;
 
+  if (gst_pinned_cuda_context_debug == NULL)
+    GST_DEBUG_CATEGORY_INIT (gst_pinned_cuda_context_debug,
+        "pinnedcudacontext", 0, "pinnedflow CUDA elements: shared context");
   ctx->element = element;
   ctx->device_id = device_id;
   ctx->stream = NULL;
@@ -28,8 +87,10 @@ gst_pinned_cuda_context_open (GstPinnedCudaContext * ctx,
         ("%s needs the CUDA runtime and a CUDA device", factory ?
             GST_OBJECT_NAME (factory) : G_OBJECT_TYPE_NAME (element)));
     g_error_free (error);
+    drop_gst_context (ctx);
     return FALSE;
   }
+  bind_gst_context (ctx);
   /* On the application's thread, usually: its context is left as it was. */
   prev = gst_pinned_cuda_context_enter (ctx);
   err = ctx->rt->StreamCreateWithFlags (&ctx->stream,
@@ -49,8 +110,11 @@ gst_pinned_cuda_context_close (GstPinnedCudaContext * ctx)
   GstPinnedCudaError err;
   int prev;
 
-  if (ctx->rt == NULL || ctx->stream == NULL)
+  if (ctx->rt == NULL || ctx->stream == NULL) {
+    drop_gst_context (ctx);
+    ctx->rt = NULL;
     return;
+  }
   prev = gst_pinned_cuda_context_enter (ctx);
   if ((err =
           ctx->rt->StreamSynchronize (ctx->stream)) != GST_PINNED_CUDA_SUCCESS)
@@ -61,11 +125,18 @@ gst_pinned_cuda_context_close (GstPinnedCudaContext * ctx)
         ctx->rt->GetErrorString (err));
   ctx->stream = NULL;
   gst_pinned_cuda_context_leave (ctx, prev);
+  drop_gst_context (ctx);
+  /* closed: set_context and the caps see an element not started */
+  ctx->rt = NULL;
 }
 
+/* gst_ctx changes only while the element is not started (open, close,
+ * set_context before open), so enter and leave see the same one. */
 int
 gst_pinned_cuda_context_enter (GstPinnedCudaContext * ctx)
 {
+  if (ctx->gst_ctx && !ctx->gst->context_push (ctx->gst_ctx))
+    GST_WARNING_OBJECT (ctx->element, "could not push the GstCudaContext");
   return gst_pinned_cuda_device_enter (ctx->rt, ctx->device_id);
 }
 
@@ -73,6 +144,49 @@ void
 gst_pinned_cuda_context_leave (GstPinnedCudaContext * ctx, int previous)
 {
   gst_pinned_cuda_device_leave (ctx->rt, ctx->device_id, previous);
+  if (ctx->gst_ctx)
+    ctx->gst->context_pop (NULL);
+}
+
+void
+gst_pinned_cuda_context_set_gst_context (GstPinnedCudaContext * ctx,
+    GstElement * element, GstContext * context, gint device_id)
+{
+  const GstPinnedCudaGst *gst = gst_pinned_cuda_gst_get ();
+  gpointer found = NULL;
+
+  if (gst == NULL || ctx->rt != NULL)
+    return;
+  if (!gst->handle_set_context (element, context, device_id, &found) ||
+      found == NULL)
+    return;
+  GST_OBJECT_LOCK (element);
+  if (ctx->gst_ctx == NULL) {
+    ctx->gst_ctx = found;
+    found = NULL;
+  }
+  GST_OBJECT_UNLOCK (element);
+  if (found)
+    gst_object_unref (found);
+}
+
+gboolean
+gst_pinned_cuda_context_handle_query (GstPinnedCudaContext * ctx,
+    GstElement * element, GstQuery * query)
+{
+  gpointer gst_ctx;
+  gboolean res = FALSE;
+
+  if (ctx->gst == NULL)
+    return FALSE;
+  GST_OBJECT_LOCK (element);
+  gst_ctx = ctx->gst_ctx ? gst_object_ref (ctx->gst_ctx) : NULL;
+  GST_OBJECT_UNLOCK (element);
+  if (gst_ctx) {
+    res = ctx->gst->handle_context_query (element, query, gst_ctx);
+    gst_object_unref (gst_ctx);
+  }
+  return res;
 }
 
 GstPinnedCudaEvent
@@ -146,16 +260,36 @@ gst_pinned_cuda_context_register_memory (GstPinnedCudaContext * ctx,
       created);
 }
 
-GstCaps *
-gst_pinned_cuda_transform_caps (GstPadDirection direction, GstCaps * caps,
-    GstCaps * filter, const gchar * sink_feature, const gchar * src_feature)
+static GstCaps *
+caps_with_feature (GstCaps * caps, const gchar * feature)
 {
-  const gchar *feature = direction == GST_PAD_SINK ? src_feature : sink_feature;
   GstCaps *res = gst_caps_copy (caps);
   guint i;
 
   for (i = 0; i < gst_caps_get_size (res); i++)
     gst_caps_set_features (res, i, gst_caps_features_new (feature, NULL));
+  return res;
+}
+
+GstCaps *
+gst_pinned_cuda_transform_caps (GstPadDirection direction, GstCaps * caps,
+    GstCaps * filter, const gchar * sink_feature, const gchar * src_feature,
+    gboolean cuda_memory)
+{
+  const gchar *feature = direction == GST_PAD_SINK ? src_feature : sink_feature;
+  GstCaps *res = caps_with_feature (caps, feature);
+
+  if (cuda_memory && g_strcmp0 (feature,
+          GST_CAPS_FEATURE_MEMORY_PINNEDFLOW_CUDA) == 0) {
+    GstCaps *alt = caps_with_feature (caps, GST_PINNED_CUDA_GST_CAPS_FEATURE);
+
+    if (direction == GST_PAD_SINK) {
+      /* src side: GStreamer's memory first */
+      res = gst_caps_merge (alt, res);
+    } else {
+      res = gst_caps_merge (res, alt);
+    }
+  }
   if (filter) {
     GstCaps *tmp = gst_caps_intersect_full (filter, res,
         GST_CAPS_INTERSECT_FIRST);

@@ -7,6 +7,14 @@
  * element starts, events, element errors carrying the CUDA error, the
  * caps-feature swap, the pinned host pool, and registering the segment
  * behind a memory (counted in the element's stats).
+ *
+ * Where GStreamer's CUDA library (libgstcuda, gstpinnedcudagst.h) and a
+ * CUDA driver are present, the context also holds the pipeline's
+ * GstCudaContext (gst.cuda.context, shared with nvcodec's elements), and
+ * every CUDA call between _enter() and _leave() runs with its CUcontext
+ * pushed: cudart uses the context current to the thread, so the stream,
+ * the events and the copies live in the one context the pipeline shares.
+ * Host registrations are PORTABLE (valid in every context).
  */
 #ifndef __GST_PINNED_CUDA_CONTEXT_H__
 #define __GST_PINNED_CUDA_CONTEXT_H__
@@ -14,6 +22,7 @@
 #include <gst/gst.h>
 #include <gst/pinnedcuda/gstpinnedcudaloader.h>
 #include <gst/pinnedcuda/gstpinnedcudaregistration.h>
+#include "gstpinnedcudagst.h"
 
 G_BEGIN_DECLS
 
@@ -23,20 +32,30 @@ typedef struct
   const GstPinnedCudaRuntime *rt;      /* NULL until opened */
   gint device_id;
   GstPinnedCudaStream stream;          /* cudaStreamNonBlocking */
+
+  /* libgstcuda, or NULL; the shared GstCudaContext (a ref), or NULL: set
+   * by gst_pinned_cuda_context_set_gst_context() before open, or found or
+   * made by open (gst_cuda_ensure_element_context), dropped by close */
+  const GstPinnedCudaGst *gst;
+  gpointer gst_ctx;
 } GstPinnedCudaContext;
 
-/* Loads the runtime, makes @device_id current and creates the stream.
+/* Loads the runtime, makes @device_id current and creates the stream
+ * (in the shared GstCudaContext where there is one: see above).
  * On failure posts an element error saying what is missing (RESOURCE
  * NOT_FOUND without runtime or device, FAILED for a CUDA call) and leaves
  * nothing behind. */
 gboolean gst_pinned_cuda_context_open (GstPinnedCudaContext * ctx,
     GstElement * element, gint device_id);
 
-/* Waits for the stream, destroys it. Safe on a context never opened. */
+/* Waits for the stream, destroys it, drops the GstCudaContext. Safe on a
+ * context never opened. */
 void gst_pinned_cuda_context_close (GstPinnedCudaContext * ctx);
 
 /* Makes the context's device current on the calling thread (the streaming
- * thread is not the one that opened it). Returns what _leave() needs. */
+ * thread is not the one that opened it): pushes the GstCudaContext's
+ * CUcontext where there is one, else cudaSetDevice as needed. Returns what
+ * _leave() needs. */
 int gst_pinned_cuda_context_enter (GstPinnedCudaContext * ctx);
 void gst_pinned_cuda_context_leave (GstPinnedCudaContext * ctx, int previous);
 
@@ -60,11 +79,24 @@ void gst_pinned_cuda_context_post_error (GstPinnedCudaContext * ctx,
 const GstPinnedCudaRegistration *gst_pinned_cuda_context_register_memory
     (GstPinnedCudaContext * ctx, GstMemory * mem, gboolean * created);
 
+/* GstElement::set_context: takes a gst.cuda.context for @device_id
+ * (before the element starts; ignored once opened). */
+void gst_pinned_cuda_context_set_gst_context (GstPinnedCudaContext * ctx,
+    GstElement * element, GstContext * context, gint device_id);
+
+/* Answers a GST_QUERY_CONTEXT for gst.cuda.context with the shared
+ * context. */
+gboolean gst_pinned_cuda_context_handle_query (GstPinnedCudaContext * ctx,
+    GstElement * element, GstQuery * query);
+
 /* transform_caps of an element taking @sink_feature and giving
- * @src_feature (every other field kept). */
+ * @src_feature (every other field kept). The side whose feature is
+ * memory:PinnedflowCUDA also gets memory:CUDAMemory when @cuda_memory (after
+ * PinnedflowCUDA on the sink side, before it on the src side: the upload
+ * prefers GStreamer's memory). */
 GstCaps *gst_pinned_cuda_transform_caps (GstPadDirection direction,
     GstCaps * caps, GstCaps * filter, const gchar * sink_feature,
-    const gchar * src_feature);
+    const gchar * src_feature, gboolean cuda_memory);
 
 /* A configured (not active) GstPinnedBufferPool of mlock'ed segments, or
  * NULL if it refused the configuration. */

@@ -6,16 +6,23 @@
  * SECTION:element-pinnedcudadownload
  * @title: pinnedcudadownload
  *
- * Copies raw video frames from pinnedflow CUDA device memory (caps feature
- * `memory:PinnedflowCUDA`, made by pinnedcudaupload) into system memory: a
- * #GstPinnedBufferPool buffer whose segment is registered with CUDA once,
+ * Copies raw video frames from CUDA device memory into system memory:
+ * pinnedflow CUDA memory (caps feature `memory:PinnedflowCUDA`, made by
+ * pinnedcudaupload) or GStreamer's GstCudaMemory (`memory:CUDAMemory`, made
+ * by nvcodec's cudaupload, decoders, or pinnedcudaupload; needs libgstcuda
+ * at run time, see gstpinnedcudagst.h), into
+ * a #GstPinnedBufferPool buffer whose segment is registered with CUDA once,
  * so the copy is a DMA. The copy waits for the event of the input (the
- * upload's copy), runs on a non-blocking stream, and is waited for before
- * the buffer is pushed.
+ * upload's copy; for GstCudaMemory with a stream (1.24+) the memory is
+ * synchronized first), runs on a non-blocking stream, and is waited for
+ * before the buffer is pushed.
  *
  * ## Example launch line
  * |[
  * gst-launch-1.0 videotestsrc num-buffers=100 ! video/x-raw,format=I420 ! pinnedcudaupload ! pinnedcudadownload ! videoconvert ! autovideosink
+ * ]|
+ * |[
+ * gst-launch-1.0 videotestsrc num-buffers=100 ! video/x-raw,format=NV12 ! cudaupload ! pinnedcudadownload ! fakesink
  * ]|
  */
 #ifdef HAVE_CONFIG_H
@@ -134,33 +141,115 @@ gst_pinned_cuda_download_decide_allocation (GstBaseTransform * trans,
   return TRUE;
 }
 
+/* Where the planes of a device frame are, and what to wait for. */
+typedef struct
+{
+  const guint8 *ptr[GST_VIDEO_MAX_PLANES];
+  gsize pitch[GST_VIDEO_MAX_PLANES];
+  GstPinnedCudaEvent event;     /* the upload's event, or NULL */
+  GstMemory *mapped;            /* a GstCudaMemory mapped GST_MAP_CUDA */
+  GstMapInfo map;
+} DeviceFrame;
+
+/* PinnedflowCUDA memory: its pitched allocation and event. */
+static gboolean
+device_frame_from_pinned (GstPinnedCudaDownload * self, GstMemory * mem,
+    DeviceFrame * f)
+{
+  GstPinnedCudaMemory *dmem;
+  guint p;
+
+  if (!gst_is_pinned_cuda_memory (mem)) {
+    GST_ELEMENT_ERROR (self, STREAM, WRONG_TYPE,
+        ("Input is not pinnedflow CUDA memory"),
+        ("pinnedcudadownload takes the output of pinnedcudaupload"));
+    return FALSE;
+  }
+  dmem = (GstPinnedCudaMemory *) mem;
+  if (dmem->layout.total_rows != self->parent.host_layout.total_rows ||
+      dmem->layout.n_planes != self->parent.host_layout.n_planes) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("Device frame does not match the negotiated caps"), (NULL));
+    return FALSE;
+  }
+  for (p = 0; p < dmem->layout.n_planes; p++) {
+    f->ptr[p] = dmem->dev_ptr + dmem->pitch * dmem->layout.row_offset[p];
+    f->pitch[p] = dmem->pitch;
+  }
+  f->event = dmem->event;
+  return TRUE;
+}
+
+/* GstCudaMemory (memory:CUDAMemory): the device pointer of a GST_MAP_CUDA
+ * map, the planes from the GstVideoMeta its pool attaches. On 1.24+ a
+ * memory whose copy is still queued on its stream (NEED_SYNC) is waited
+ * for with gst_cuda_memory_sync() first. */
+static gboolean
+device_frame_from_gst (GstPinnedCudaDownload * self, GstBuffer * inbuf,
+    DeviceFrame * f)
+{
+  const GstPinnedCudaGst *gst = self->parent.cuda.gst;
+  GstMemory *mem = gst_buffer_peek_memory (inbuf, 0);
+  GstVideoMeta *meta = gst_buffer_get_video_meta (inbuf);
+  guint p;
+
+  if (gst == NULL || gst_buffer_n_memory (inbuf) != 1 ||
+      !gst->is_cuda_memory (mem)) {
+    GST_ELEMENT_ERROR (self, STREAM, WRONG_TYPE,
+        ("Input is not one GstCudaMemory"),
+        ("memory:CUDAMemory negotiated, %u memories", gst_buffer_n_memory
+            (inbuf)));
+    return FALSE;
+  }
+  if (meta == NULL || meta->n_planes != self->parent.host_layout.n_planes) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("CUDA memory without a matching GstVideoMeta"), (NULL));
+    return FALSE;
+  }
+  if (gst->has_stream && gst->memory_get_stream (mem))
+    gst->memory_sync (mem);
+  if (!gst_memory_map (mem, &f->map, GST_MAP_READ |
+          GST_PINNED_CUDA_GST_MAP_CUDA)) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("Could not map the CUDA memory for the device"), (NULL));
+    return FALSE;
+  }
+  f->mapped = mem;
+  for (p = 0; p < meta->n_planes; p++) {
+    f->ptr[p] = f->map.data + meta->offset[p];
+    f->pitch[p] = meta->stride[p];
+  }
+  return TRUE;
+}
+
+static void
+device_frame_clear (DeviceFrame * f)
+{
+  if (f->mapped)
+    gst_memory_unmap (f->mapped, &f->map);
+  f->mapped = NULL;
+}
+
 static GstFlowReturn
 gst_pinned_cuda_download_transform (GstBaseTransform * trans,
     GstBuffer * inbuf, GstBuffer * outbuf)
 {
   GstPinnedCudaDownload *self = GST_PINNED_CUDA_DOWNLOAD (trans);
   const GstPinnedCudaRuntime *rt = self->parent.cuda.rt;
-  GstMemory *imem = gst_buffer_peek_memory (inbuf, 0);
-  GstPinnedCudaMemory *dmem;
+  DeviceFrame src = { {NULL}, };
   GstVideoFrame frame;
   const gchar *call = "cudaStreamWaitEvent";
-  GstPinnedCudaError err;
+  GstPinnedCudaError err = GST_PINNED_CUDA_SUCCESS;
   gboolean pinned = TRUE;
   guint i, p;
   gsize bytes = 0;
   int prev;
 
-  if (!gst_is_pinned_cuda_memory (imem)) {
-    GST_ELEMENT_ERROR (self, STREAM, WRONG_TYPE,
-        ("Input is not pinnedflow CUDA memory"),
-        ("pinnedcudadownload takes the output of pinnedcudaupload"));
-    return GST_FLOW_ERROR;
-  }
-  dmem = (GstPinnedCudaMemory *) imem;
-  if (dmem->layout.total_rows != self->parent.host_layout.total_rows ||
-      dmem->layout.n_planes != self->parent.host_layout.n_planes) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-        ("Device frame does not match the negotiated caps"), (NULL));
+  if (self->parent.cuda_memory ?
+      !device_frame_from_gst (self, inbuf, &src) :
+      !device_frame_from_pinned (self, gst_buffer_peek_memory (inbuf, 0),
+          &src)) {
+    device_frame_clear (&src);
     return GST_FLOW_ERROR;
   }
 
@@ -177,19 +266,20 @@ gst_pinned_cuda_download_transform (GstBaseTransform * trans,
           GST_MAP_WRITE)) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Could not map output frame"),
         (NULL));
+    device_frame_clear (&src);
     return GST_FLOW_ERROR;
   }
 
   prev = gst_pinned_cuda_context_enter (&self->parent.cuda);
   /* After the upload's copy into this memory. */
-  err = rt->StreamWaitEvent (self->parent.cuda.stream, dmem->event, 0);
+  if (src.event)
+    err = rt->StreamWaitEvent (self->parent.cuda.stream, src.event, 0);
   for (p = 0;
       p < self->parent.host_layout.n_planes && err == GST_PINNED_CUDA_SUCCESS;
       p++) {
     call = "cudaMemcpy2DAsync";
     err = rt->Memcpy2DAsync (GST_VIDEO_FRAME_PLANE_DATA (&frame, p),
-        GST_VIDEO_FRAME_PLANE_STRIDE (&frame, p),
-        dmem->dev_ptr + dmem->pitch * dmem->layout.row_offset[p], dmem->pitch,
+        GST_VIDEO_FRAME_PLANE_STRIDE (&frame, p), src.ptr[p], src.pitch[p],
         self->parent.host_layout.width_bytes[p],
         self->parent.host_layout.rows[p], GST_PINNED_CUDA_MEMCPY_DEVICE_TO_HOST,
         self->parent.cuda.stream);
@@ -212,6 +302,7 @@ gst_pinned_cuda_download_transform (GstBaseTransform * trans,
   }
   gst_pinned_cuda_context_leave (&self->parent.cuda, prev);
   gst_video_frame_unmap (&frame);
+  device_frame_clear (&src);
   if (err != GST_PINNED_CUDA_SUCCESS)
     return GST_FLOW_ERROR;
 

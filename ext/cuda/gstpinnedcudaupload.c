@@ -6,18 +6,29 @@
  * SECTION:element-pinnedcudaupload
  * @title: pinnedcudaupload
  *
- * Copies raw video frames from system memory into CUDA device memory
- * (caps feature `memory:PinnedflowCUDA`), asynchronously on a non-blocking
- * stream. Frames in a pinnedflow segment (the #GstPinnedBufferPool this
+ * Copies raw video frames from system memory into CUDA device memory,
+ * asynchronously on a non-blocking stream: GStreamer's GstCudaMemory (caps
+ * feature `memory:CUDAMemory`, what nvcodec's encoders, cudaconvert,
+ * cudadownload take) where libgstcuda and a CUDA driver are present and
+ * downstream accepts it, else pinnedflow CUDA memory
+ * (`memory:PinnedflowCUDA`, for pinnedcudadownload and applications using
+ * gstpinnedcuda.h). The CUDA context is the pipeline's (gst.cuda.context,
+ * shared with nvcodec's elements). Frames in a pinnedflow segment (the #GstPinnedBufferPool this
  * element proposes upstream, or read-only segments received by
  * pinnedshmsrc) are copied by DMA straight from the segment, which is
  * registered with cudaHostRegister once per segment per process. Other
  * (pageable) memory is first copied by the CPU into a registered bounce
  * segment, then copied the same way (counted as staged).
  *
- * The output buffer is pushed as soon as its copies are queued; readers
- * wait on its event (see gstpinnedcuda.h; mapping it for the CPU waits).
- * The input buffer is released only once the copies from it completed.
+ * memory:PinnedflowCUDA buffers are pushed as soon as their copies are
+ * queued; readers wait on their event (see gstpinnedcuda.h; mapping for the
+ * CPU waits). memory:CUDAMemory buffers: with GStreamer 1.24 or later they
+ * are pushed at once too, carrying a GstCudaStream that waits on the copy's
+ * event on the GPU and the memory's NEED_SYNC flag (downstream synchronizes
+ * that stream or orders its work after it); with 1.22 (no GstCudaStream) a
+ * buffer is pushed once its copy completed, while the copies of the next
+ * frames are already queued (no host wait on the copy just queued). The
+ * input buffer is released only once the copies from it completed.
  *
  * The CUDA runtime is loaded when the element starts (libcudart.so.13,
  * .12, ..., or GST_PINNEDFLOW_CUDART); without one, or without a device,
@@ -30,12 +41,16 @@
  * |[
  * gst-launch-1.0 pinnedshmsrc socket-path=/tmp/pf.sock ! pinnedcudaupload max-inflight=4 ! fakesink
  * ]|
+ * |[
+ * gst-launch-1.0 videotestsrc num-buffers=300 ! video/x-raw,format=NV12,width=1920,height=1080 ! pinnedcudaupload ! nvh264enc ! h264parse ! mp4mux ! filesink location=out.mp4
+ * ]| (needs a GPU and nvcodec)
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 
 #include "gstpinnedcudaupload.h"
+#include "gstpinnedcudagst.h"
 #include <gst/pinnedcuda/gstpinnedcudamemory.h>
 
 #include <string.h>
@@ -65,6 +80,7 @@ typedef struct
   GstBuffer *input;             /* held until the event completed, or NULL */
   GstVideoFrame frame;          /* mapped while input is held */
   GstPinnedCudaEvent event;     /* from free_events, or NULL */
+  guint64 seq;                  /* order of queuing, from 1 */
   gint slot;                    /* bounce slot, or -1 */
   guint8 *staged;               /* the bounce slot's bytes, or NULL */
 } InFlight;
@@ -89,6 +105,15 @@ struct _GstPinnedCudaUpload
   GThread *release_thread;
   gboolean stopping;
   gchar *async_error;           /* a failed wait in the release thread */
+  guint64 queued_seq;           /* frames queued (streaming thread) */
+  guint64 completed_seq;        /* frames whose copies completed (lock) */
+
+  /* memory:CUDAMemory (streaming thread): the GstCudaStream the memory
+   * carries (1.24+, else NULL); on 1.22 the output buffers whose copies may
+   * still run, pushed in order once completed (defer_push) */
+  gpointer gst_stream;
+  gboolean defer_push;
+  GQueue pending_out;           /* of PendingOut */
 
   /* stats (object lock) */
   /* (frames, bytes, pinned-copies, registrations: the base class's) */
@@ -100,6 +125,13 @@ G_DEFINE_TYPE (GstPinnedCudaUpload, gst_pinned_cuda_upload,
     GST_TYPE_PINNED_CUDA_BASE_TRANSFORM);
 GST_ELEMENT_REGISTER_DEFINE (pinnedcudaupload, "pinnedcudaupload",
     GST_RANK_NONE, GST_TYPE_PINNED_CUDA_UPLOAD);
+
+/* An output buffer held until its copy completed (1.22 path). */
+typedef struct
+{
+  GstBuffer *buf;
+  guint64 seq;
+} PendingOut;
 
 /* ------------------------------------------------------------ release */
 
@@ -132,8 +164,10 @@ release_thread_func (gpointer data)
   InFlight *e;
   const GstPinnedCudaRuntime *rt = self->parent.cuda.rt;
   GstPinnedCudaError err;
+  int prev;
 
-  rt->SetDevice (self->parent.cuda.device_id);
+  /* the shared context, for the thread's life */
+  prev = gst_pinned_cuda_context_enter (&self->parent.cuda);
   g_mutex_lock (&self->lock);
   for (;;) {
     while (g_queue_is_empty (&self->inflight) && !self->stopping)
@@ -159,6 +193,7 @@ release_thread_func (gpointer data)
       rt->StreamSynchronize (self->parent.cuda.stream);
     }
     g_queue_pop_head (&self->inflight);
+    self->completed_seq = e->seq;
     inflight_finish_locked (self, e);
     g_cond_broadcast (&self->cond);
     g_mutex_unlock (&self->lock);
@@ -166,6 +201,7 @@ release_thread_func (gpointer data)
     g_mutex_lock (&self->lock);
   }
   g_mutex_unlock (&self->lock);
+  gst_pinned_cuda_context_leave (&self->parent.cuda, prev);
   return NULL;
 }
 
@@ -206,6 +242,61 @@ wait_inflight (GstPinnedCudaUpload * self, guint max, gboolean count)
   }
 }
 
+/* ------------------------------------------------------------ pending */
+
+/* 1.22 path: the oldest held output whose copy completed, or NULL. */
+static GstBuffer *
+pending_pop_ready (GstPinnedCudaUpload * self)
+{
+  PendingOut *po = g_queue_peek_head (&self->pending_out);
+  GstBuffer *buf;
+  guint64 done;
+
+  if (po == NULL)
+    return NULL;
+  g_mutex_lock (&self->lock);
+  done = self->completed_seq;
+  g_mutex_unlock (&self->lock);
+  if (po->seq > done)
+    return NULL;
+  g_queue_pop_head (&self->pending_out);
+  buf = po->buf;
+  g_free (po);
+  return buf;
+}
+
+static void
+pending_drop (GstPinnedCudaUpload * self)
+{
+  PendingOut *po;
+
+  while ((po = g_queue_pop_head (&self->pending_out)) != NULL) {
+    gst_buffer_unref (po->buf);
+    g_free (po);
+  }
+}
+
+/* Every copy waited for, then every held output pushed in order (before a
+ * serialized event or new caps overtake them). */
+static GstFlowReturn
+pending_push_all (GstPinnedCudaUpload * self)
+{
+  GstFlowReturn ret = GST_FLOW_OK;
+  GstBuffer *buf;
+
+  if (g_queue_is_empty (&self->pending_out))
+    return GST_FLOW_OK;
+  wait_inflight (self, 0, FALSE);
+  while ((buf = pending_pop_ready (self)) != NULL) {
+    if (ret == GST_FLOW_OK)
+      ret = gst_pad_push (GST_BASE_TRANSFORM_SRC_PAD (self), buf);
+    else
+      gst_buffer_unref (buf);
+  }
+  pending_drop (self);          /* none left unless a wait failed */
+  return ret;
+}
+
 /* ------------------------------------------------------------ start/stop */
 
 /* The bounce pool: its segment unregistered, then unmapped (nothing in
@@ -233,6 +324,11 @@ free_cuda_state (GstPinnedCudaUpload * self)
     self->release_thread = NULL;
   }
   g_assert (g_queue_is_empty (&self->inflight));
+  pending_drop (self);
+  if (self->gst_stream) {
+    self->parent.cuda.gst->stream_unref (self->gst_stream);
+    self->gst_stream = NULL;
+  }
   while ((ev = g_queue_pop_head (&self->free_events)) != NULL)
     gst_pinned_cuda_context_free_event (&self->parent.cuda, ev);
   self->n_events = 0;
@@ -250,6 +346,16 @@ gst_pinned_cuda_upload_start_cuda (GstPinnedCudaBaseTransform * base)
   self->staged_copies = self->waits_full = self->inflight_max = 0;
   n_events = self->max_inflight;
   GST_OBJECT_UNLOCK (self);
+  self->queued_seq = self->completed_seq = 0;
+  self->defer_push = FALSE;
+
+  /* 1.24+: the stream GstCudaMemory carries; it waits on our events */
+  if (base->cuda.gst_ctx && base->cuda.gst->has_stream) {
+    self->gst_stream = base->cuda.gst->stream_new (base->cuda.gst_ctx);
+    if (self->gst_stream == NULL)
+      GST_WARNING_OBJECT (self, "gst_cuda_stream_new failed: CUDA memory "
+          "frames are pushed once their copy completed");
+  }
 
   for (i = 0; i < n_events; i++) {
     GstPinnedCudaEvent ev = gst_pinned_cuda_context_new_event (&base->cuda);
@@ -284,7 +390,15 @@ gst_pinned_cuda_upload_caps_changed (GstPinnedCudaBaseTransform * base)
   GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (base);
 
   wait_inflight (self, 0, FALSE);
+  if (pending_push_all (self) != GST_FLOW_OK)
+    GST_DEBUG_OBJECT (self, "downstream refused frames held before new caps");
   drop_bounce (self);
+  /* memory:CUDAMemory without a GstCudaStream (1.22): pushed when done */
+  self->defer_push = self->parent.cuda_memory && self->gst_stream == NULL;
+  GST_DEBUG_OBJECT (self, "output %s%s", self->parent.cuda_memory ?
+      "memory:CUDAMemory" : "memory:PinnedflowCUDA", !self->parent.cuda_memory
+      ? "" : self->defer_push ? ", pushed once the copy completed (1.22)" :
+      ", with a GstCudaStream and NEED_SYNC (1.24+)");
   return TRUE;
 }
 
@@ -341,16 +455,25 @@ gst_pinned_cuda_upload_decide_allocation (GstBaseTransform * trans,
   min = self->n_events + 1;
   max = min + down_min + 2;
 
-  pool = gst_pinned_cuda_buffer_pool_new (self->parent.cuda.rt,
-      self->parent.cuda.device_id);
+  if (self->parent.cuda_memory) {
+    /* GstCudaMemory of the shared context, with a GstVideoMeta */
+    pool = self->parent.cuda.gst->buffer_pool_new (self->parent.cuda.gst_ctx);
+  } else {
+    pool = gst_pinned_cuda_buffer_pool_new (self->parent.cuda.rt,
+        self->parent.cuda.device_id);
+  }
   config = gst_buffer_pool_get_config (pool);
   gst_buffer_pool_config_set_params (config, caps,
       GST_VIDEO_INFO_SIZE (&self->parent.out_info), min, max);
   gst_buffer_pool_config_add_option (config, GST_BUFFER_POOL_OPTION_VIDEO_META);
+  if (self->parent.cuda_memory && self->gst_stream)
+    self->parent.cuda.gst->buffer_pool_config_set_cuda_stream (config,
+        self->gst_stream);
   /* Configured and filled here, so a CUDA failure gets its own message. */
   if (!gst_buffer_pool_set_config (pool, config) ||
       !gst_buffer_pool_set_active (pool, TRUE)) {
-    gchar *why = gst_pinned_cuda_buffer_pool_get_last_error (pool);
+    gchar *why = GST_IS_PINNED_CUDA_BUFFER_POOL (pool) ?
+        gst_pinned_cuda_buffer_pool_get_last_error (pool) : NULL;
     GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
         ("Could not set up the CUDA device frame pool: CUDA error: %s",
             why ? why : "invalid configuration"), (NULL));
@@ -483,18 +606,76 @@ plane_is_registered (GstPinnedCudaUpload * self,
   return FALSE;
 }
 
-/* The CUDA memory of @outbuf, or NULL (error posted). */
-static GstPinnedCudaMemory *
-output_memory (GstPinnedCudaUpload * self, GstBuffer * outbuf)
+/* Where the copies of one frame go: the planes of the output buffer on
+ * the device. */
+typedef struct
+{
+  guint8 *ptr[GST_VIDEO_MAX_PLANES];
+  gsize pitch[GST_VIDEO_MAX_PLANES];
+  GstPinnedCudaEvent event;     /* PinnedflowCUDA memory's event, or NULL */
+  GstMemory *mapped;            /* a GstCudaMemory mapped GST_MAP_CUDA */
+  GstMapInfo map;
+} OutputFrame;
+
+/* The planes of @outbuf's device memory, or FALSE (error posted).
+ * GstCudaMemory: the device pointer of a GST_MAP_WRITE | GST_MAP_CUDA map
+ * (which, on 1.24+ with a stream, sets the memory's NEED_SYNC flag), the
+ * planes from the pool's GstVideoMeta. */
+static gboolean
+output_frame_map (GstPinnedCudaUpload * self, GstBuffer * outbuf,
+    OutputFrame * f)
 {
   GstMemory *omem = gst_buffer_peek_memory (outbuf, 0);
+  const GstPinnedCudaGst *gst = self->parent.cuda.gst;
+  guint p, n = self->parent.host_layout.n_planes;
 
+  memset (f, 0, sizeof (*f));
+  if (self->parent.cuda_memory) {
+    GstVideoMeta *meta = gst_buffer_get_video_meta (outbuf);
+
+    if (!gst->is_cuda_memory (omem) || meta == NULL || meta->n_planes != n) {
+      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+          ("Output buffer is not GstCudaMemory with a matching video meta"),
+          (NULL));
+      return FALSE;
+    }
+    if (!gst_memory_map (omem, &f->map, GST_MAP_WRITE |
+            GST_PINNED_CUDA_GST_MAP_CUDA)) {
+      GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
+          ("Could not map the output CUDA memory for the device"), (NULL));
+      return FALSE;
+    }
+    f->mapped = omem;
+    for (p = 0; p < n; p++) {
+      f->ptr[p] = f->map.data + meta->offset[p];
+      f->pitch[p] = meta->stride[p];
+    }
+    return TRUE;
+  }
   if (!gst_is_pinned_cuda_memory (omem)) {
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
         ("Output buffer is not pinnedflow CUDA memory"), (NULL));
-    return NULL;
+    return FALSE;
+  } else {
+    GstPinnedCudaMemory *dmem = (GstPinnedCudaMemory *) omem;
+
+    for (p = 0; p < n; p++) {
+      f->ptr[p] = dmem->dev_ptr +
+          dmem->pitch * self->parent.host_layout.row_offset[p];
+      f->pitch[p] = dmem->pitch;
+    }
+    f->event = dmem->event;
   }
-  return (GstPinnedCudaMemory *) omem;
+  return TRUE;
+}
+
+static void
+output_frame_unmap (OutputFrame * f)
+{
+  if (f->mapped) {
+    gst_memory_unmap (f->mapped, &f->map);
+    f->mapped = NULL;
+  }
 }
 
 /* An in-flight entry holding @inbuf mapped, or NULL (error posted) when it
@@ -583,12 +764,13 @@ stage_input (GstPinnedCudaUpload * self, InFlight * e)
   return TRUE;
 }
 
-/* Queues the copy of every plane of @e into @dmem, then records the
- * frame's and the entry's events. Sets *@call to the failing call and
- * *@queued when any copy was queued. */
+/* Queues the copy of every plane of @e into @dst, then records the
+ * frame's and the entry's events; on the 1.24+ path the GstCudaStream the
+ * memory carries waits on the entry's event (on the GPU). Sets *@call to
+ * the failing call and *@queued when any copy was queued. */
 static GstPinnedCudaError
 queue_copies (GstPinnedCudaUpload * self, InFlight * e,
-    GstPinnedCudaMemory * dmem, const gchar ** call, gboolean * queued)
+    const OutputFrame * dst, const gchar ** call, gboolean * queued)
 {
   const GstPinnedCudaRuntime *rt = self->parent.cuda.rt;
   GstPinnedCudaError err = GST_PINNED_CUDA_SUCCESS;
@@ -606,9 +788,9 @@ queue_copies (GstPinnedCudaUpload * self, InFlight * e,
       src = GST_VIDEO_FRAME_PLANE_DATA (&e->frame, p);
       spitch = GST_VIDEO_FRAME_PLANE_STRIDE (&e->frame, p);
     }
-    err = rt->Memcpy2DAsync (dmem->dev_ptr +
-        dmem->pitch * self->parent.host_layout.row_offset[p], dmem->pitch, src,
-        spitch, self->parent.host_layout.width_bytes[p],
+    err =
+        rt->Memcpy2DAsync (dst->ptr[p], dst->pitch[p], src, spitch,
+        self->parent.host_layout.width_bytes[p],
         self->parent.host_layout.rows[p], GST_PINNED_CUDA_MEMCPY_HOST_TO_DEVICE,
         self->parent.cuda.stream);
     if (err != GST_PINNED_CUDA_SUCCESS)
@@ -616,9 +798,19 @@ queue_copies (GstPinnedCudaUpload * self, InFlight * e,
     *queued = TRUE;
   }
   *call = "cudaEventRecord";
-  err = rt->EventRecord (dmem->event, self->parent.cuda.stream);
+  if (dst->event)
+    err = rt->EventRecord (dst->event, self->parent.cuda.stream);
   if (err == GST_PINNED_CUDA_SUCCESS)
     err = rt->EventRecord (e->event, self->parent.cuda.stream);
+  if (err == GST_PINNED_CUDA_SUCCESS && dst->mapped && self->gst_stream) {
+    *call = "cudaStreamWaitEvent";
+    err = rt->StreamWaitEvent ((GstPinnedCudaStream)
+        self->parent.cuda.gst->stream_get_handle (self->gst_stream),
+        e->event, 0);
+    if (err == GST_PINNED_CUDA_SUCCESS)
+      GST_MINI_OBJECT_FLAG_SET (dst->mapped,
+          GST_PINNED_CUDA_GST_MEMORY_NEED_SYNC);
+  }
   return err;
 }
 
@@ -634,6 +826,7 @@ inflight_push (GstPinnedCudaUpload * self, InFlight * e)
     gst_video_frame_unmap (&e->frame);
     gst_clear_buffer (&e->input);
   }
+  e->seq = ++self->queued_seq;
   g_mutex_lock (&self->lock);
   g_queue_push_tail (&self->inflight, e);
   len = g_queue_get_length (&self->inflight);
@@ -652,14 +845,13 @@ inflight_push (GstPinnedCudaUpload * self, InFlight * e)
 static GstFlowReturn
 upload_frame (GstPinnedCudaUpload * self, GstBuffer * inbuf, GstBuffer * outbuf)
 {
-  GstPinnedCudaMemory *dmem;
+  OutputFrame dst;
   InFlight *e;
   const gchar *call = NULL;
   gboolean queued = FALSE;
   GstPinnedCudaError err;
 
-  dmem = output_memory (self, outbuf);
-  if (dmem == NULL || !check_async_error (self))
+  if (!check_async_error (self))
     return GST_FLOW_ERROR;
 
   /* Bound the frames in flight: wait on the oldest when full. */
@@ -668,6 +860,8 @@ upload_frame (GstPinnedCudaUpload * self, GstBuffer * inbuf, GstBuffer * outbuf)
   e = inflight_new (self, inbuf);
   if (e == NULL)
     return GST_FLOW_ERROR;
+  if (!output_frame_map (self, outbuf, &dst))
+    goto failed;
   /* Pageable input: one CPU copy into a registered bounce slot, then the
    * same DMA. */
   if (!input_is_registered (self, e) && !stage_input (self, e))
@@ -678,7 +872,8 @@ upload_frame (GstPinnedCudaUpload * self, GstBuffer * inbuf, GstBuffer * outbuf)
   g_mutex_unlock (&self->lock);
   g_assert (e->event != NULL);
 
-  err = queue_copies (self, e, dmem, &call, &queued);
+  err = queue_copies (self, e, &dst, &call, &queued);
+  output_frame_unmap (&dst);
   if (err != GST_PINNED_CUDA_SUCCESS) {
     GST_PINNED_CUDA_CONTEXT_ERROR (&self->parent.cuda, call, err);
     /* Nothing may still read the input or the slot when they go back. */
@@ -709,6 +904,39 @@ gst_pinned_cuda_upload_transform (GstBaseTransform * trans, GstBuffer * inbuf,
   prev = gst_pinned_cuda_context_enter (&self->parent.cuda);
   ret = upload_frame (self, inbuf, outbuf);
   gst_pinned_cuda_context_leave (&self->parent.cuda, prev);
+  /* 1.22 path: generate_output() holds it until its copy completed */
+  if (ret == GST_FLOW_OK && self->defer_push)
+    ret = GST_BASE_TRANSFORM_FLOW_DROPPED;
+  return ret;
+}
+
+/* The 1.22 path (memory:CUDAMemory, no GstCudaStream): the frame just
+ * queued is held, and the oldest held frames whose copies completed go out
+ * (GstBaseTransform calls this again while it returns a buffer). The host
+ * never waits here for the copy just queued; wait_inflight() waits only
+ * when max-inflight frames are in flight, as on the other paths. */
+static GstFlowReturn
+gst_pinned_cuda_upload_generate_output (GstBaseTransform * trans,
+    GstBuffer ** outbuf)
+{
+  GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (trans);
+  GstFlowReturn ret;
+
+  ret = GST_BASE_TRANSFORM_CLASS (parent_class)->generate_output (trans,
+      outbuf);
+  if (!self->defer_push)
+    return ret;
+  if (ret == GST_BASE_TRANSFORM_FLOW_DROPPED && *outbuf != NULL) {
+    PendingOut *po = g_new0 (PendingOut, 1);
+
+    po->buf = *outbuf;
+    po->seq = self->queued_seq;
+    g_queue_push_tail (&self->pending_out, po);
+    *outbuf = NULL;
+    ret = GST_FLOW_OK;
+  }
+  if (ret == GST_FLOW_OK && *outbuf == NULL)
+    *outbuf = pending_pop_ready (self);
   return ret;
 }
 
@@ -734,7 +962,8 @@ gst_pinned_cuda_upload_prepare_output_buffer (GstBaseTransform * trans,
     if (klass->copy_metadata && !klass->copy_metadata (trans, input, *outbuf))
       GST_WARNING_OBJECT (self, "could not copy the metadata");
   } else if (ret == GST_FLOW_ERROR) {
-    gchar *why = gst_pinned_cuda_buffer_pool_get_last_error (pool);
+    gchar *why = GST_IS_PINNED_CUDA_BUFFER_POOL (pool) ?
+        gst_pinned_cuda_buffer_pool_get_last_error (pool) : NULL;
     GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
         ("Could not get a CUDA device frame: CUDA error: %s",
             why ? why : "pool failure"), (NULL));
@@ -754,10 +983,17 @@ gst_pinned_cuda_upload_sink_event (GstBaseTransform * trans, GstEvent * event)
   if (GST_EVENT_TYPE (event) == GST_EVENT_EOS && self->parent.cuda.rt != NULL) {
     wait_inflight (self, 0, FALSE);
     if (!check_async_error (self)) {
+      pending_drop (self);
       gst_event_unref (event);
       return FALSE;
     }
   }
+  /* 1.22 path: held frames go out before any serialized event (a flush
+   * drops them) */
+  if (GST_EVENT_TYPE (event) == GST_EVENT_FLUSH_STOP)
+    pending_drop (self);
+  else if (GST_EVENT_IS_SERIALIZED (event) && self->parent.cuda.rt != NULL)
+    pending_push_all (self);
   return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
 }
 
@@ -879,6 +1115,8 @@ gst_pinned_cuda_upload_class_init (GstPinnedCudaUploadClass * klass)
   trans_class->prepare_output_buffer =
       GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_prepare_output_buffer);
   trans_class->transform = GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_transform);
+  trans_class->generate_output =
+      GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_generate_output);
   trans_class->sink_event =
       GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_sink_event);
 
@@ -894,4 +1132,5 @@ gst_pinned_cuda_upload_init (GstPinnedCudaUpload * self)
   g_cond_init (&self->cond);
   g_queue_init (&self->inflight);
   g_queue_init (&self->free_events);
+  g_queue_init (&self->pending_out);
 }

@@ -1,0 +1,148 @@
+/* GStreamer pinnedflow CUDA: GStreamer's CUDA library, opened at run time
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Threads: gst_pinned_cuda_gst_get() may be called from any thread; the
+ * table is made once (g_once) and read-only afterwards.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstpinnedcudagst.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+GST_DEBUG_CATEGORY_STATIC (gst_pinned_cuda_gst_debug);
+#define GST_CAT_DEFAULT gst_pinned_cuda_gst_debug
+
+#define DEFAULT_LIBRARY "libgstcuda-1.0.so.0"
+
+/* The minor version in the real file name, libgstcuda-1.0.so.0.MMNN.P
+ * (libtool-style versions of GStreamer's libraries: MM = minor). */
+static guint
+library_minor (void *handle, void *sym)
+{
+  Dl_info info;
+  gchar *real;
+  const gchar *p;
+  guint minor = 0, micro = 0;
+
+  (void) handle;
+  if (dladdr (sym, &info) == 0 || info.dli_fname == NULL)
+    return 0;
+  real = realpath (info.dli_fname, NULL);
+  if (real == NULL)
+    return 0;
+  p = strstr (real, ".so.0.");
+  if (p == NULL || sscanf (p + strlen (".so.0."), "%u.%u", &minor, &micro) < 1)
+    minor = 0;
+  else
+    minor /= 100;
+  free (real);
+  return minor;
+}
+
+#define LOOKUP(field, name, required) G_STMT_START {                  \
+  *(gpointer *) (&t->field) = dlsym (handle, name);                   \
+  if (t->field == NULL && (required)) {                               \
+    missing = name;                                                   \
+    goto failed;                                                      \
+  }                                                                   \
+} G_STMT_END
+
+static GstPinnedCudaGst *
+open_table (void)
+{
+  const gchar *env = g_getenv ("GST_PINNEDFLOW_GSTCUDA");
+  const gchar *name = env && *env ? env : DEFAULT_LIBRARY;
+  const gchar *missing = NULL;
+  GstPinnedCudaGst *t;
+  void *handle;
+
+  if (g_strcmp0 (name, "none") == 0) {
+    GST_INFO ("GST_PINNEDFLOW_GSTCUDA=none: memory:CUDAMemory disabled");
+    return NULL;
+  }
+  handle = dlopen (name, RTLD_NOW | RTLD_LOCAL);
+  if (handle == NULL) {
+    GST_INFO ("%s not loadable (%s): memory:CUDAMemory and context sharing "
+        "with nvcodec disabled, the elements use their own device memory",
+        name, dlerror ());
+    return NULL;
+  }
+  t = g_new0 (GstPinnedCudaGst, 1);
+  LOOKUP (load_library, "gst_cuda_load_library", TRUE);
+  LOOKUP (context_push, "gst_cuda_context_push", TRUE);
+  LOOKUP (context_pop, "gst_cuda_context_pop", TRUE);
+  LOOKUP (context_get_handle, "gst_cuda_context_get_handle", TRUE);
+  LOOKUP (ensure_element_context, "gst_cuda_ensure_element_context", TRUE);
+  LOOKUP (handle_set_context, "gst_cuda_handle_set_context", TRUE);
+  LOOKUP (handle_context_query, "gst_cuda_handle_context_query", TRUE);
+  LOOKUP (buffer_pool_new, "gst_cuda_buffer_pool_new", TRUE);
+  LOOKUP (is_cuda_memory, "gst_is_cuda_memory", TRUE);
+
+  LOOKUP (stream_new, "gst_cuda_stream_new", FALSE);
+  LOOKUP (stream_get_handle, "gst_cuda_stream_get_handle", FALSE);
+  LOOKUP (stream_unref, "gst_cuda_stream_unref", FALSE);
+  LOOKUP (buffer_pool_config_set_cuda_stream,
+      "gst_buffer_pool_config_set_cuda_stream", FALSE);
+  LOOKUP (memory_get_stream, "gst_cuda_memory_get_stream", FALSE);
+  LOOKUP (memory_sync, "gst_cuda_memory_sync", FALSE);
+
+  t->library = g_strdup (name);
+  t->minor = library_minor (handle, (gpointer) t->load_library);
+  t->has_stream = t->stream_new && t->stream_get_handle && t->stream_unref &&
+      t->buffer_pool_config_set_cuda_stream && t->memory_get_stream &&
+      t->memory_sync && (t->minor == 0 || t->minor >= 24);
+
+  /* Opens libcuda.so.1 and resolves the driver's symbols (once). */
+  if (!t->load_library ()) {
+    GST_INFO ("%s loaded, but gst_cuda_load_library() failed (no CUDA "
+        "driver, libcuda.so.1): memory:CUDAMemory disabled", name);
+    g_free (t->library);
+    g_free (t);
+    return NULL;
+  }
+  GST_INFO ("%s (1.%u): memory:CUDAMemory enabled, %s", name, t->minor,
+      t->has_stream ? "GstCudaStream + NEED_SYNC path (1.24+)" :
+      "frames pushed once their copy completed (1.22 path)");
+  return t;
+
+failed:
+  GST_INFO ("%s lacks %s: memory:CUDAMemory disabled", name, missing);
+  g_free (t);
+  return NULL;
+}
+
+#undef LOOKUP
+
+const GstPinnedCudaGst *
+gst_pinned_cuda_gst_get (void)
+{
+  static gsize once = 0;
+  static const GstPinnedCudaGst *table = NULL;
+
+  if (g_once_init_enter (&once)) {
+    GST_DEBUG_CATEGORY_INIT (gst_pinned_cuda_gst_debug, "pinnedcudagst", 0,
+        "pinnedflow: GStreamer's CUDA library (libgstcuda) at run time");
+    table = open_table ();
+    g_once_init_leave (&once, 1);
+  }
+  return table;
+}
+
+gboolean
+gst_pinned_cuda_gst_caps_is_cuda_memory (const GstCaps * caps)
+{
+  GstCapsFeatures *f;
+
+  if (caps == NULL || gst_caps_get_size (caps) == 0)
+    return FALSE;
+  f = gst_caps_get_features (caps, 0);
+  return f != NULL && gst_caps_features_contains (f,
+      GST_PINNED_CUDA_GST_CAPS_FEATURE);
+}

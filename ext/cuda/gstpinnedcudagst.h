@@ -1,0 +1,78 @@
+/* GStreamer pinnedflow CUDA: GStreamer's CUDA library, opened at run time
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * libgstcuda-1.0 (gst-plugins-bad: GstCudaContext, GstCudaMemory,
+ * GstCudaBufferPool, the gst.cuda.context sharing of nvcodec's elements)
+ * is opened with dlopen() the first time an element asks, so that the
+ * plugin builds without libgstreamer-plugins-bad1.0-dev. Nothing of its
+ * structs is used: contexts, streams and pools are opaque pointers, the
+ * plane layout of a GstCudaMemory buffer is read from the GstVideoMeta the
+ * pool attaches (1.22 and later), the device pointer from a GST_MAP_CUDA
+ * map. The few values needed are copied below from the 1.22 and 1.28
+ * headers (identical in both).
+ *
+ * 1.22 has no GstCudaStream; 1.24 adds it (gst_cuda_stream_new, the
+ * pool's stream, the memory's NEED_SYNC flag and gst_cuda_memory_sync).
+ * has_stream is TRUE when those symbols are all present and the library's
+ * version (from its file name) is 1.24 or later.
+ *
+ * Plugin-internal (hidden in the plugin); the table is made once per
+ * process and never freed (the library is never closed).
+ */
+#ifndef __GST_PINNED_CUDA_GST_H__
+#define __GST_PINNED_CUDA_GST_H__
+
+#include <gst/gst.h>
+
+G_BEGIN_DECLS
+
+/* gstcudamemory.h, gstcudacontext.h (1.22 to 1.28) */
+#define GST_PINNED_CUDA_GST_MAP_CUDA (GST_MAP_FLAG_LAST << 1)
+#define GST_PINNED_CUDA_GST_CAPS_FEATURE "memory:CUDAMemory"
+#define GST_PINNED_CUDA_GST_CONTEXT_TYPE "gst.cuda.context"
+/* GST_CUDA_MEMORY_TRANSFER_NEED_SYNC, 1.24+ */
+#define GST_PINNED_CUDA_GST_MEMORY_NEED_SYNC (GST_MEMORY_FLAG_LAST << 2)
+
+typedef struct
+{
+  gchar *library;               /* the file opened */
+  guint minor;                  /* GStreamer minor version of the library,
+                                 * 0 if unknown */
+  gboolean has_stream;          /* the 1.24+ GstCudaStream path */
+
+  /* 1.22 */
+  gboolean (*load_library) (void);
+  gboolean (*context_push) (gpointer ctx);
+  gboolean (*context_pop) (gpointer * cu_ctx);
+  gpointer (*context_get_handle) (gpointer ctx);
+  gboolean (*ensure_element_context) (GstElement * element, gint device_id,
+      gpointer * ctx);
+  gboolean (*handle_set_context) (GstElement * element, GstContext * context,
+      gint device_id, gpointer * ctx);
+  gboolean (*handle_context_query) (GstElement * element, GstQuery * query,
+      gpointer ctx);
+  GstBufferPool *(*buffer_pool_new) (gpointer ctx);
+  gboolean (*is_cuda_memory) (GstMemory * mem);
+
+  /* 1.24+, NULL before */
+  gpointer (*stream_new) (gpointer ctx);
+  gpointer (*stream_get_handle) (gpointer stream);
+  void (*stream_unref) (gpointer stream);
+  void (*buffer_pool_config_set_cuda_stream) (GstStructure * config,
+      gpointer stream);
+  gpointer (*memory_get_stream) (GstMemory * mem);
+  void (*memory_sync) (GstMemory * mem);
+} GstPinnedCudaGst;
+
+/* The table, or NULL when libgstcuda-1.0.so.0 (or the file the environment
+ * variable GST_PINNEDFLOW_GSTCUDA names; "none" never loads one) cannot be
+ * opened, lacks a 1.22 symbol, or its own loader finds no CUDA driver
+ * (gst_cuda_load_library). Why is logged once at debug level. */
+const GstPinnedCudaGst *gst_pinned_cuda_gst_get (void);
+
+/* TRUE when @caps' first structure has the memory:CUDAMemory feature. */
+gboolean gst_pinned_cuda_gst_caps_is_cuda_memory (const GstCaps * caps);
+
+G_END_DECLS
+#endif /* __GST_PINNED_CUDA_GST_H__ */
