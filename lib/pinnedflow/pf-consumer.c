@@ -6,6 +6,16 @@
  * and the receive buffer. c->lock guards what pf_consumer_release() shares
  * with it: the held set, the socket for sending, and the error state.
  *
+ * Delivery: the STREAM messages of the producer say which delivery is in
+ * force (c->stream, receiving thread). With newest frame, a FRAME about to
+ * be returned is replaced by a newer one already queued behind it (peeked
+ * without reading), the stale one released at once.
+ *
+ * How a connection ends: consumers made with the _with() calls (c->v2) tell
+ * a producer lost without EOS (-ECONNRESET) from a hang-up after EOS
+ * (-EPIPE) and from a producer that stopped reading releases (-ETIMEDOUT);
+ * the older calls keep reporting -EPIPE for the three.
+ *
  * A failed connection is shut down (shutdown(2), so the producer reclaims
  * everything at once) but its fd stays open until the last unref, so the
  * number returned by pf_consumer_get_fd() is never reused behind the user's
@@ -16,6 +26,7 @@
 #include "pf-protocol-private.h"
 #include "pf-socket.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -58,6 +69,8 @@ struct pf_consumer
 
   uint32_t max_held;
   uint64_t session_id;
+  int v2;                       /* made by a _with() call */
+  uint32_t requested;           /* enum pf_delivery asked in our HELLO */
 
   /* receive thread only */
   pf_consumer_budget budget;    /* with the defaults filled in */
@@ -71,6 +84,9 @@ struct pf_consumer
   char caps[PF_MAX_CAPS_LEN + 1];
   uint8_t buf[PF_MAX_MSG_SIZE];
   struct pf_msg msg;
+  pf_stream_info stream;        /* the producer's last STREAM */
+  pf_consumer_stats stats;
+  int eos_seen;                 /* EOS was the last stream message */
 
   /* c->lock */
   uint64_t *held;
@@ -384,6 +400,10 @@ handle_frame (pf_consumer * c, const struct pf_msg_frame *f, pf_event * ev)
   if (res < 0)
     return consumer_fail (c, res, "out of memory");
 
+  if (c->have_seq)
+    c->stats.frames_missed += f->seq - c->last_seq - 1;
+  c->stats.frames_received++;
+  c->eos_seen = 0;
   c->last_seq = f->seq;
   c->have_seq = 1;
   ev->type = PF_EVENT_FRAME;
@@ -419,6 +439,7 @@ handle_packet (pf_consumer * c, size_t len, int *fds, unsigned int n_fds,
         return consumer_fail (c, -EPROTO, "CAPS: sequence %u after %u must "
             "increase", msg->u.caps.caps_seq, c->caps_seq);
       c->caps_seq = msg->u.caps.caps_seq;
+      c->eos_seen = 0;
       memcpy (c->caps, msg->u.caps.text, msg->u.caps.length + 1);
       ev->type = PF_EVENT_CAPS;
       ev->caps = c->caps;
@@ -427,7 +448,19 @@ handle_packet (pf_consumer * c, size_t len, int *fds, unsigned int n_fds,
     case PF_MSG_FRAME:
       return handle_frame (c, &msg->u.frame, ev);
     case PF_MSG_EOS:
+      c->eos_seen = 1;
       ev->type = PF_EVENT_EOS;
+      return 1;
+    case PF_MSG_STREAM:
+      pf_msg_stream_to_info (&msg->u.stream, &c->stream);
+      c->stats.delivery = c->stream.delivery;
+      if (c->stream.flags & PF_STREAM_DEMOTED)
+        c->stats.demoted = 1;
+      c->eos_seen = 0;
+      if (!c->v2)
+        return 0;
+      ev->type = PF_EVENT_STREAM;
+      ev->stream = c->stream;
       return 1;
     default:
       return consumer_fail (c, -EPROTO, "unexpected message type %u from "
@@ -483,6 +516,71 @@ recv_packet (pf_consumer * c, int timeout_ms, int cancel_fd, int *fds,
   return len;
 }
 
+/* The type of the next queued packet, peeked (not read; fds stay queued):
+ * 0 when none is queued or it cannot be peeked. */
+static uint32_t
+peek_type (pf_consumer * c)
+{
+  uint8_t hdr[sizeof (struct pf_msg_header)];
+  ssize_t n;
+  uint32_t type;
+
+  do {
+    n = recv (c->fd, hdr, sizeof (hdr), MSG_PEEK | MSG_DONTWAIT);
+  } while (n < 0 && errno == EINTR);
+  if (n < (ssize_t) sizeof (hdr))
+    return 0;
+  memcpy (&type, hdr, sizeof (type));
+  return le32toh (type);
+}
+
+/* Newest frame: while the packets queued behind the FRAME in @ev are
+ * segment messages or FRAMEs, reads them; each newer FRAME replaces @ev's,
+ * which is released at once. Stops before anything else (CAPS, STREAM,
+ * EOS), so that a frame is never reported out of order with them. A
+ * failure on the way is left for the next pf_consumer_receive(). */
+static void
+skip_stale (pf_consumer * c, pf_event * ev)
+{
+  int fds[PF_SOCKET_MAX_RECV_FDS];
+  unsigned int n_fds;
+  const char *why;
+  pf_event next;
+  uint32_t type;
+  ssize_t len;
+  int res;
+
+  for (;;) {
+    type = peek_type (c);
+    if (type != PF_MSG_FRAME && type != PF_MSG_SEGMENT_ADD &&
+        type != PF_MSG_SEGMENT_REMOVE)
+      return;
+    len = recv_packet (c, 0, -1, fds, &n_fds, &why);
+    if (len <= 0)
+      return;
+    memset (&next, 0, sizeof (next));
+    res = handle_packet (c, (size_t) len, fds, n_fds, &next);
+    if (res <= 0)
+      return;
+    pf_consumer_release (c, ev->frame.seq);
+    pf_consumer_event_clear (ev);
+    *ev = next;
+    c->stats.frames_stale_dropped++;
+  }
+}
+
+/* The producer's end of the connection (end of file). */
+static int
+producer_gone (pf_consumer * c)
+{
+  if (!c->v2)
+    return consumer_fail (c, -EPIPE, "producer went away");
+  if (c->eos_seen)
+    return consumer_fail (c, -EPIPE, "the producer hung up after EOS");
+  return consumer_fail (c, -ECONNRESET, "the producer went away without EOS "
+      "(crashed, killed, or closed mid-stream)");
+}
+
 int
 pf_consumer_receive (pf_consumer * c, int timeout_ms, pf_event * ev)
 {
@@ -518,13 +616,17 @@ pf_consumer_receive (pf_consumer * c, int timeout_ms, pf_event * ev)
     if (len == -ECONNRESET)
       continue;
     if (len == 0 || len == -EPIPE)
-      return consumer_fail (c, -EPIPE, "producer went away");
+      return producer_gone (c);
     if (len < 0)
       return consumer_fail (c, len == -EPROTO ? -EPROTO : (int) len,
           "receive failed: %s", why ? why : strerror ((int) -len));
     /* Internal messages: go on while time (or, with 0, data) is left. */
-    if ((res = handle_packet (c, (size_t) len, fds, n_fds, ev)) != 0)
-      return res;
+    if ((res = handle_packet (c, (size_t) len, fds, n_fds, ev)) == 0)
+      continue;
+    if (res == 1 && ev->type == PF_EVENT_FRAME &&
+        c->stream.delivery == PF_DELIVERY_NEWEST_FRAME)
+      skip_stale (c, ev);
+    return res;
   }
 }
 
@@ -572,11 +674,17 @@ pf_consumer_release (pf_consumer * c, uint64_t seq)
     c->write_closed = 1;
     res = -EPIPE;
   } else if (res < 0) {
-    c->broken = -EPIPE;
-    snprintf (c->error, sizeof (c->error), "sending a release failed: %s",
-        res == -EAGAIN ? "producer stopped reading" : strerror (-res));
+    /* A producer that stops reading fails the connection (it is not an
+     * end of stream): -ETIMEDOUT for the _with() consumers. */
+    c->broken = c->v2 && res == -EAGAIN ? -ETIMEDOUT : -EPIPE;
+    if (res == -EAGAIN)
+      snprintf (c->error, sizeof (c->error), "the producer stopped reading: "
+          "a RELEASE could not be sent within %d ms", SEND_TIMEOUT_MS);
+    else
+      snprintf (c->error, sizeof (c->error), "sending a release failed: %s",
+          strerror (-res));
     shutdown (c->fd, SHUT_RDWR);
-    res = -EPIPE;
+    res = c->broken;
   }
   pthread_mutex_unlock (&c->lock);
   return res;
@@ -613,7 +721,8 @@ handshake (pf_consumer * c, const char *who, int timeout_ms, int cancel_fd)
   int res;
 
   /* A fresh connection has room for 40 bytes: never block here. */
-  n = pf_msg_write_hello (c->buf, PF_ROLE_CONSUMER, 0, 0);
+  n = pf_msg_write_hello_full (c->buf, PF_PROTOCOL_VERSION, PF_ROLE_CONSUMER,
+      0, c->requested, 0);
   res = pf_socket_send (c->fd, c->buf, n, NULL, 0, MSG_DONTWAIT);
   if (res == -EPIPE || res == -ECONNRESET)
     return handshake_fail (c, res, "%s closed the connection before its "
@@ -654,6 +763,9 @@ handshake (pf_consumer * c, const char *who, int timeout_ms, int cancel_fd)
   if (res < 0)
     return handshake_fail (c, res, "bad HELLO from %s: %s", who,
         pf_msg_error ());
+  if (c->msg.type == PF_MSG_REFUSE)
+    return handshake_fail (c, -EUSERS, "%s refused the connection: it "
+        "serves its maximum of %u consumers", who, c->msg.u.refuse.limit);
   if (c->msg.type != PF_MSG_HELLO || c->msg.u.hello.role != PF_ROLE_PRODUCER)
     return handshake_fail (c, -EPROTO, "the first message from %s is not a "
         "producer HELLO (type %u)", who, c->msg.type);
@@ -663,8 +775,15 @@ handshake (pf_consumer * c, const char *who, int timeout_ms, int cancel_fd)
 }
 
 static int
+options_valid (const pf_consumer_options * o)
+{
+  return o == NULL || (o->delivery <= PF_DELIVERY_NEWEST_FRAME &&
+      o->flags == 0 && o->reserved[0] == 0 && o->reserved[1] == 0);
+}
+
+static int
 new_from_fd (int fd, const char *who, int timeout_ms, int cancel_fd,
-    pf_consumer ** out)
+    const pf_consumer_options * options, int v2, pf_consumer ** out)
 {
   struct timeval tv = {.tv_sec = SEND_TIMEOUT_MS / 1000,
     .tv_usec = (SEND_TIMEOUT_MS % 1000) * 1000
@@ -685,6 +804,8 @@ new_from_fd (int fd, const char *who, int timeout_ms, int cancel_fd,
   atomic_init (&c->refcount, 1);
   pthread_mutex_init (&c->lock, NULL);
   c->fd = fd;
+  c->v2 = v2;
+  c->requested = options ? options->delivery : PF_DELIVERY_DEFAULT;
   budget_fill_defaults (&c->budget);
   setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof (tv));
 
@@ -701,7 +822,21 @@ int
 pf_consumer_new_from_fd (int fd, int timeout_ms, pf_consumer ** out)
 {
   connect_error[0] = '\0';
-  return new_from_fd (fd, "the producer", timeout_ms, -1, out);
+  return new_from_fd (fd, "the producer", timeout_ms, -1, NULL, 0, out);
+}
+
+int
+pf_consumer_new_from_fd_with (int fd, int timeout_ms,
+    const pf_consumer_options * options, pf_consumer ** out)
+{
+  connect_error[0] = '\0';
+  if (!options_valid (options)) {
+    if (fd >= 0)
+      close (fd);
+    snprintf (connect_error, sizeof (connect_error), "invalid options");
+    return -EINVAL;
+  }
+  return new_from_fd (fd, "the producer", timeout_ms, -1, options, 1, out);
 }
 
 /* One non-blocking connect attempt: a full backlog says -EAGAIN instead of
@@ -745,9 +880,9 @@ fail:
   return res == -EINPROGRESS ? -EAGAIN : res;
 }
 
-int
-pf_consumer_connect_cancellable (const char *socket_path, int timeout_ms,
-    int cancel_fd, pf_consumer ** out)
+static int
+connect_path (const char *socket_path, int timeout_ms, int cancel_fd,
+    const pf_consumer_options * options, int v2, pf_consumer ** out)
 {
   char who[sizeof (((struct sockaddr_un *) 0)->sun_path) + 32];
   struct timespec start;
@@ -794,7 +929,27 @@ pf_consumer_connect_cancellable (const char *socket_path, int timeout_ms,
    * through @cancel_fd); 0 meant one connect attempt, not no HELLO. */
   hs = timeout_ms == 0 ? HELLO_WAIT_ONCE_MS : remaining (timeout_ms, &start);
   snprintf (who, sizeof (who), "the producer at %s", socket_path);
-  return new_from_fd (fd, who, hs, cancel_fd, out);
+  return new_from_fd (fd, who, hs, cancel_fd, options, v2, out);
+}
+
+int
+pf_consumer_connect_cancellable (const char *socket_path, int timeout_ms,
+    int cancel_fd, pf_consumer ** out)
+{
+  return connect_path (socket_path, timeout_ms, cancel_fd, NULL, 0, out);
+}
+
+int
+pf_consumer_connect_with (const char *socket_path, int timeout_ms,
+    int cancel_fd, const pf_consumer_options * options, pf_consumer ** out)
+{
+  if (!options_valid (options)) {
+    snprintf (connect_error, sizeof (connect_error), "invalid options");
+    if (out)
+      *out = NULL;
+    return -EINVAL;
+  }
+  return connect_path (socket_path, timeout_ms, cancel_fd, options, 1, out);
 }
 
 int
@@ -856,4 +1011,22 @@ const char *
 pf_consumer_get_error (pf_consumer * c)
 {
   return c->error;
+}
+
+uint32_t
+pf_consumer_get_delivery (pf_consumer * c)
+{
+  return c->stream.delivery;
+}
+
+void
+pf_consumer_get_stream (pf_consumer * c, pf_stream_info * info)
+{
+  *info = c->stream;
+}
+
+void
+pf_consumer_get_stats (pf_consumer * c, pf_consumer_stats * stats)
+{
+  *stats = c->stats;
 }

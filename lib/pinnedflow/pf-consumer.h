@@ -86,6 +86,8 @@ typedef struct {
  *  -EPIPE, -ECONNRESET: the peer hung up before its HELLO (a producer
  *   dying while we connect);
  *  -EPROTONOSUPPORT: the producer speaks another protocol version;
+ *  -EUSERS: the producer refused us: it serves its maximum of consumers
+ *   (pf_producer_config.max_clients);
  *  -EPROTO: its first message is not a valid producer HELLO;
  *  or another -errno. pf_consumer_connect_error() says which, naming the
  *  socket path.

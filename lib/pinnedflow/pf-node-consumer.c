@@ -122,19 +122,32 @@ int
 pf_node_consumer_new (const char *socket_path, int timeout_ms,
     pf_node_consumer ** out)
 {
+  return pf_node_consumer_new_with (socket_path, timeout_ms,
+      PF_DELIVERY_DEFAULT, out);
+}
+
+int
+pf_node_consumer_new_with (const char *socket_path, int timeout_ms,
+    uint32_t delivery, pf_node_consumer ** out)
+{
+  pf_consumer_options opts = {.delivery = delivery };
   pf_node_consumer *c;
   int res;
 
   if (out == NULL)
     return -EINVAL;
   *out = NULL;
-  if (socket_path == NULL || socket_path[0] == '\0')
+  if (socket_path == NULL || socket_path[0] == '\0' ||
+      delivery > PF_DELIVERY_NEWEST_FRAME)
     return -EINVAL;
   c = calloc (1, sizeof (*c));
   if (c == NULL)
     return -ENOMEM;
   atomic_init (&c->refcount, 1);
-  res = pf_consumer_connect (socket_path, timeout_ms, &c->transport);
+  /* the version-2 connect: a lost producer (-ECONNRESET) is told from a
+   * hang-up after EOS (-EPIPE) */
+  res = pf_consumer_connect_with (socket_path, timeout_ms, -1, &opts,
+      &c->transport);
   if (res < 0) {
     free (c);
     return res;
@@ -323,6 +336,10 @@ pf_node_consumer_next (pf_node_consumer * c, int timeout_ms,
       case PF_EVENT_EOS:
         pf_consumer_event_clear (&ev);
         return PF_NODE_EOS;
+      case PF_EVENT_STREAM:
+        /* absorbed: pf_node_consumer_get_stream(), _get_delivery() */
+        pf_consumer_event_clear (&ev);
+        break;
       default:
         pf_consumer_event_clear (&ev);
         break;
@@ -383,6 +400,36 @@ pf_node_consumer_get_error (pf_node_consumer * c)
   if (c->error[0])
     return c->error;
   return pf_consumer_get_error (c->transport);
+}
+
+uint32_t
+pf_node_consumer_get_delivery (pf_node_consumer * c)
+{
+  return c ? pf_consumer_get_delivery (c->transport) : 0;
+}
+
+void
+pf_node_consumer_get_stream (pf_node_consumer * c, pf_stream_info * info)
+{
+  if (info == NULL)
+    return;
+  if (c == NULL) {
+    memset (info, 0, sizeof (*info));
+    return;
+  }
+  pf_consumer_get_stream (c->transport, info);
+}
+
+void
+pf_node_consumer_get_stats (pf_node_consumer * c, pf_consumer_stats * stats)
+{
+  if (stats == NULL)
+    return;
+  if (c == NULL) {
+    memset (stats, 0, sizeof (*stats));
+    return;
+  }
+  pf_consumer_get_stats (c->transport, stats);
 }
 
 pf_consumer *

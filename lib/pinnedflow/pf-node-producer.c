@@ -22,6 +22,12 @@
  * transport's own lock nests inside @lock (pf_producer_get_n_clients()
  * under @lock).
  *
+ * Delivery: publish waits for every every-frame consumer to have room
+ * (pf_producer_wait_ready(), bounded by the transport's reliable timeout);
+ * a loan that finds no free slot asks the transport every LOAN_SLICE_MS to
+ * apply that timeout, so an every-frame consumer that holds the whole pool
+ * is demoted (or disconnected) instead of stalling the producer for ever.
+ *
  * Lifetime: the application owns the producer (_new/_free) and the
  * producer the pool. pf_producer_close() in _free() releases every frame
  * still held before the I/O thread stops, so no callback runs after
@@ -44,6 +50,8 @@
 #include <time.h>
 
 #define MAX_SLOTS 4096
+/* While no slot is free, the reliable timeout is applied this often. */
+#define LOAN_SLICE_MS 50
 
 struct pf_node_producer
 {
@@ -222,6 +230,36 @@ pf_node_producer_set_video (pf_node_producer * p, const char *format,
   return 0;
 }
 
+/* pf_pool_loan() that applies the transport's reliable timeout while it
+ * waits. */
+static int
+pool_loan (pf_node_producer * p, int timeout_ms, pf_pool_slot * slot)
+{
+  struct timespec deadline;
+  int res, slice, left;
+
+  if (timeout_ms > 0)
+    pf_deadline_after (&deadline, timeout_ms);
+  for (;;) {
+    res = pf_pool_loan (p->pool, 0, slot);
+    if (res != -EAGAIN || timeout_ms == 0)
+      return res;
+    /* every slot is out: an every-frame consumer past its timeout lets go */
+    pf_producer_wait_ready (p->transport, 0);
+    slice = LOAN_SLICE_MS;
+    if (timeout_ms > 0) {
+      left = pf_deadline_remaining_ms (&deadline);
+      if (left <= 0)
+        return -ETIMEDOUT;
+      if (left < slice)
+        slice = left;
+    }
+    res = pf_pool_loan (p->pool, slice, slot);
+    if (res != -ETIMEDOUT && res != -EAGAIN)
+      return res;
+  }
+}
+
 static int
 loan_common (pf_node_producer * p, int timeout_ms, int video,
     pf_node_loan * loan)
@@ -242,7 +280,7 @@ loan_common (pf_node_producer * p, int timeout_ms, int video,
     if (!loan->has_video_meta)
       return -EINVAL;
   }
-  res = pf_pool_loan (p->pool, timeout_ms, &slot);
+  res = pool_loan (p, timeout_ms, &slot);
   if (res < 0) {
     memset (loan, 0, sizeof (*loan));
     return res;
@@ -349,10 +387,30 @@ pf_node_producer_publish (pf_node_producer * p, pf_node_loan * loan)
 
   fill_frame (p, loan, &frame);
   segs[0] = pf_pool_get_segment (p->pool);
+  /* every-frame consumers are never skipped: wait for their room (at most
+   * the reliable timeout, then they are demoted or disconnected) */
+  pf_producer_wait_ready (p->transport, -1);
   res = pf_producer_publish (p->transport, &frame, segs, slot_token (slot));
   if (res <= 0)                 /* nobody holds it: no frame_released */
     pf_pool_return (p->pool, slot);
   return res;
+}
+
+int
+pf_node_producer_set_live (pf_node_producer * p, int live)
+{
+  if (p == NULL)
+    return -EINVAL;
+  return pf_producer_set_live (p->transport, live);
+}
+
+int
+pf_node_producer_set_reliable_timeout (pf_node_producer * p, int timeout_ms,
+    int action)
+{
+  if (p == NULL)
+    return -EINVAL;
+  return pf_producer_set_reliable_timeout (p->transport, timeout_ms, action);
 }
 
 int

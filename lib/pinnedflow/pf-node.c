@@ -29,9 +29,20 @@ pf_node_strerror (int err)
     case EAGAIN:
       return "no free slot in the pool (every frame is loaned or held)";
     case ETIMEDOUT:
-      return "timed out";
+      return "timed out (or the producer stopped reading our releases)";
+    case ETIME:
+      return "the producer accepted the connection but sent no HELLO in time";
     case EPIPE:
-      return "the peer is gone (connection closed)";
+      return "the peer is gone (connection closed; after EOS: a clean end)";
+    case ECONNRESET:
+      return "the producer went away without EOS (crashed, killed, or "
+          "closed mid-stream)";
+    case EDQUOT:
+      return "the producer's shared memory exceeds this consumer's budget";
+    case EUSERS:
+      return "the producer serves its maximum of consumers already";
+    case ECANCELED:
+      return "cancelled (flushing or shutting down)";
     case EPROTO:
       return "protocol violation by the peer (see the error message)";
     case EPROTONOSUPPORT:

@@ -9,7 +9,16 @@
  * or the producer closing; reaped by the I/O thread or pf_producer_close(),
  * which give back every frame it held). Control messages a full socket
  * cannot take are queued (never dropped, at most MAX_CTL_QUEUE); frames are
- * skipped instead (counted as drops).
+ * skipped instead (counted as drops with a reason) for a newest-frame
+ * client, and queued like control messages for an every-frame client (its
+ * held count, which includes them, bounds that queue).
+ *
+ * Delivery: info.requested is what the HELLO asked for, info.delivery what
+ * is in force (client_update_stream(): the request, else the producer's
+ * liveness; newest frame for good once demoted). Every change is told to
+ * the consumer with a STREAM message, which also carries the liveness and
+ * the segment. A client waits for a key frame (skips DELTA_UNIT frames)
+ * after it connected and after every drop.
  *
  * Threads and locks: every function here runs with p->lock held (the
  * producer's one mutex, pf-producer.c), on the I/O thread or in a caller of
@@ -302,6 +311,39 @@ client_new (pf_producer * p, int fd)
   return c;
 }
 
+static unsigned int
+count_active (pf_producer * p)
+{
+  struct client *c;
+  unsigned int n = 0;
+
+  for (c = p->clients; c != NULL; c = c->next)
+    if (c->state == CLIENT_ACTIVE)
+      n++;
+  return n;
+}
+
+/* One consumer too many: a REFUSE instead of our HELLO, then closed. */
+static void
+client_refuse (pf_producer * p, struct client *c, struct event_list *ev)
+{
+  uint8_t buf[sizeof (struct pf_msg_refuse)];
+  pf_client_event e;
+
+  client_send_ctl (p, c, buf, pf_msg_write_refuse (buf,
+          PF_REFUSE_TOO_MANY_CONSUMERS, p->max_clients), -1);
+  memset (&e, 0, sizeof (e));
+  e.type = PF_CLIENT_EVENT_REFUSED;
+  e.client_id = c->info.client_id;
+  e.pid = c->info.pid;
+  snprintf (e.message, sizeof (e.message), "consumer %u (pid %d) refused: "
+      "this producer serves at most %u consumers", c->info.client_id,
+      (int) c->info.pid, p->max_clients);
+  producer_push_client_event (ev, &e);
+  client_fail (p, c, -EUSERS, "refused: %u consumers connected already",
+      p->max_clients);
+}
+
 static void
 client_handle_hello (pf_producer * p, struct client *c,
     const struct pf_msg *msg, struct event_list *ev)
@@ -319,10 +361,18 @@ client_handle_hello (pf_producer * p, struct client *c,
         msg->u.hello.role);
     return;
   }
-  /* Answer, then bring the consumer up to date: every live segment and the
-   * current caps, before any frame. */
+  if (p->max_clients > 0 && count_active (p) >= p->max_clients) {
+    client_refuse (p, c, ev);
+    return;
+  }
+  c->info.requested = msg->u.hello.flags & PF_HELLO_DELIVERY_MASK;
+  c->stats.requested = c->info.requested;
+  c->need_key = 1;
+  /* Answer, then bring the consumer up to date: its delivery, liveness and
+   * segment, every live segment and the current caps, before any frame. */
   client_send_ctl (p, c, buf, pf_msg_write_hello (buf, PF_ROLE_PRODUCER,
           p->max_client_frames, p->session_id), -1);
+  client_update_stream (p, c, 1);
   for (s = p->segs; s != NULL && c->state != CLIENT_DEAD; s = s->next)
     if (s->fd >= 0)
       client_announce_seg (p, c, s);
@@ -346,6 +396,7 @@ client_handle_release (pf_producer * p, struct client *c, uint64_t seq,
 
       c->held[i] = c->held[--c->n_held];
       c->stats.frames_released++;
+      c->blocked_since = 0;     /* it moves: the reliable timeout restarts */
       frame_unhold (p, f, ev);
       return;
     }
@@ -415,17 +466,143 @@ client_read (pf_producer * p, struct client *c, struct event_list *ev)
   }
 }
 
-/* Sends @buf (an encoded FRAME) to @c if it can take it; 1 if it did. */
+/* Counts a drop of frame @seq for @c and reports it, at most once per
+ * DROP_REPORT_INTERVAL_NS (the first at once). The client then waits for a
+ * key frame: a delta frame after a gap would not decode. */
+static void
+client_drop (pf_producer * p, struct client *c, int reason, uint64_t seq,
+    struct event_list *ev)
+{
+  static const char *const why[] = {
+    [PF_DROP_LIMIT] = "it holds its limit of frames",
+    [PF_DROP_SOCKET_FULL] = "its socket is full",
+    [PF_DROP_NOT_READY] = "every-frame consumer at its limit, publisher "
+        "did not wait",
+  };
+  pf_client_event e;
+  uint64_t now;
+
+  switch (reason) {
+    case PF_DROP_LIMIT:
+      c->stats.dropped_limit++;
+      break;
+    case PF_DROP_SOCKET_FULL:
+      c->stats.dropped_socket++;
+      break;
+    default:
+      c->stats.dropped_not_ready++;
+      break;
+  }
+  c->stats.frames_dropped++;
+  c->drops_unreported++;
+  c->need_key = 1;
+  now = pf_monotonic_ns ();
+  if (now < c->next_drop_report)
+    return;
+  c->next_drop_report = now + DROP_REPORT_INTERVAL_NS;
+  memset (&e, 0, sizeof (e));
+  e.type = PF_CLIENT_EVENT_DROPPED;
+  e.client_id = c->info.client_id;
+  e.pid = c->info.pid;
+  e.delivery = c->info.delivery;
+  e.reason = reason;
+  e.dropped = c->drops_unreported;
+  e.frames_dropped = c->stats.frames_dropped;
+  e.last_seq = seq;
+  snprintf (e.message, sizeof (e.message), "consumer %u (pid %d) missed %"
+      PRIu64 " frame(s) (%" PRIu64 " so far), last %" PRIu64 ": %s",
+      c->info.client_id, (int) c->info.pid, e.dropped, e.frames_dropped, seq,
+      why[reason]);
+  c->drops_unreported = 0;
+  producer_push_client_event (ev, &e);
+}
+
+void
+client_update_stream (pf_producer * p, struct client *c, int force)
+{
+  uint8_t buf[sizeof (struct pf_msg_stream)];
+  pf_stream_info info;
+  uint32_t d;
+
+  if (c->demoted)
+    d = PF_DELIVERY_NEWEST_FRAME;
+  else if (c->info.requested != PF_DELIVERY_DEFAULT)
+    d = c->info.requested;
+  else
+    d = p->live ? PF_DELIVERY_NEWEST_FRAME : PF_DELIVERY_EVERY_FRAME;
+  if (d == c->info.delivery && !force)
+    return;
+  c->info.delivery = d;
+  c->stats.delivery = d;
+  c->blocked_since = 0;
+  memset (&info, 0, sizeof (info));
+  info.delivery = d;
+  info.flags = (p->live ? PF_STREAM_LIVE : 0) |
+      (c->demoted ? PF_STREAM_DEMOTED : 0);
+  if (p->have_segment) {
+    info.flags |= PF_STREAM_HAS_SEGMENT;
+    info.segment = p->segment;
+  }
+  client_send_ctl (p, c, buf, pf_msg_write_stream (buf, &info), -1);
+}
+
+void
+client_reliable_timeout (pf_producer * p, struct client *c,
+    uint64_t blocked_ns, struct event_list *ev)
+{
+  pf_client_event e;
+
+  memset (&e, 0, sizeof (e));
+  e.client_id = c->info.client_id;
+  e.pid = c->info.pid;
+  e.blocked_ns = blocked_ns;
+  e.frames_dropped = c->stats.frames_dropped;
+  c->blocked_since = 0;
+  if (p->reliable_action == PF_RELIABLE_TIMEOUT_DISCONNECT) {
+    e.type = PF_CLIENT_EVENT_TIMED_OUT;
+    e.delivery = c->info.delivery;
+    snprintf (e.message, sizeof (e.message), "every-frame consumer %u (pid "
+        "%d) held its %u frames for %" PRIu64 " ms (reliable timeout %d ms): "
+        "disconnected", c->info.client_id, (int) c->info.pid, c->n_held,
+        blocked_ns / 1000000, p->reliable_timeout_ms);
+    producer_push_client_event (ev, &e);
+    client_fail (p, c, -ETIMEDOUT, "held its %u frames past the reliable "
+        "timeout of %d ms", c->n_held, p->reliable_timeout_ms);
+    return;
+  }
+  c->demoted = 1;
+  c->stats.demoted = 1;
+  client_update_stream (p, c, 1);
+  e.type = PF_CLIENT_EVENT_DEMOTED;
+  e.delivery = c->info.delivery;
+  snprintf (e.message, sizeof (e.message), "every-frame consumer %u (pid %d) "
+      "held its %u frames for %" PRIu64 " ms (reliable timeout %d ms): "
+      "demoted to newest frame", c->info.client_id, (int) c->info.pid,
+      c->n_held, blocked_ns / 1000000, p->reliable_timeout_ms);
+  producer_push_client_event (ev, &e);
+}
+
+/* Sends @buf (an encoded FRAME) to @c if it can take it; 1 if it did.
+ * Newest frame: skipped at its limit or when its socket is full.
+ * Every frame: skipped only at its limit (the publisher did not wait);
+ * queued behind control messages or a full socket. */
 int
 client_offer_frame (pf_producer * p, struct client *c, const uint8_t * buf,
     size_t len, struct pseg *const *ps, unsigned int n_chunks,
-    struct pframe *f, uint64_t bytes)
+    struct pframe *f, uint64_t bytes, uint32_t buffer_flags,
+    struct event_list *ev)
 {
+  int reliable = c->info.delivery == PF_DELIVERY_EVERY_FRAME;
   unsigned int i;
   int res;
 
+  if (c->need_key && (buffer_flags & PF_BUFFER_FLAG_DELTA_UNIT)) {
+    c->stats.frames_skipped_key++;
+    return 0;
+  }
   if (c->n_held >= p->max_client_frames) {
-    c->stats.frames_dropped++;
+    client_drop (p, c, reliable ? PF_DROP_NOT_READY : PF_DROP_LIMIT, f->seq,
+        ev);
     return 0;
   }
   /* Segments first (queued if need be: never dropped). */
@@ -434,8 +611,9 @@ client_offer_frame (pf_producer * p, struct client *c, const uint8_t * buf,
   if (c->state == CLIENT_DEAD)
     return 0;
   /* A frame may not overtake queued control messages. */
-  if (c->q_head != NULL && client_flush (p, c) < 0) {
-    c->stats.frames_dropped++;
+  if (!reliable && c->q_head != NULL && client_flush (p, c) < 0) {
+    if (c->state != CLIENT_DEAD)
+      client_drop (p, c, PF_DROP_SOCKET_FULL, f->seq, ev);
     return 0;
   }
   if (c->n_held == c->cap_held) {
@@ -445,24 +623,31 @@ client_offer_frame (pf_producer * p, struct client *c, const uint8_t * buf,
     if (cap > p->max_client_frames)
       cap = p->max_client_frames;
     if ((n = realloc (c->held, cap * sizeof (*n))) == NULL) {
-      c->stats.frames_dropped++;
+      client_fail (p, c, -ENOMEM, "out of memory");
       return 0;
     }
     c->held = n;
     c->cap_held = cap;
   }
-  res = pf_socket_send (c->fd, buf, len, NULL, 0, MSG_DONTWAIT);
-  if (res == -EAGAIN) {
-    c->stats.frames_dropped++;
-    return 0;
-  }
-  if (res < 0) {
-    client_fail_io (p, c, res, "send");
-    return 0;
+  if (reliable) {
+    /* sent now, or queued in order: never dropped */
+    if (client_send_ctl (p, c, buf, len, -1) < 0)
+      return 0;
+  } else {
+    res = pf_socket_send (c->fd, buf, len, NULL, 0, MSG_DONTWAIT);
+    if (res == -EAGAIN) {
+      client_drop (p, c, PF_DROP_SOCKET_FULL, f->seq, ev);
+      return 0;
+    }
+    if (res < 0) {
+      client_fail_io (p, c, res, "send");
+      return 0;
+    }
   }
   c->held[c->n_held].seq = f->seq;
   c->held[c->n_held].frame = f;
   c->n_held++;
+  c->need_key = 0;
   c->stats.frames_sent++;
   c->stats.bytes_sent += bytes;
   f->holders++;

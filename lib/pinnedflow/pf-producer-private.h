@@ -30,6 +30,11 @@
  * connections cannot take every one of the MAX_CLIENTS places. */
 #define HANDSHAKE_TIMEOUT_NS UINT64_C (5000000000)
 
+/* GstBufferFlags' DELTA_UNIT: a frame that is not a key frame. */
+#define PF_BUFFER_FLAG_DELTA_UNIT 0x2000u
+/* Drops of one client are reported at most this often (the first at once). */
+#define DROP_REPORT_INTERVAL_NS UINT64_C (1000000000)
+
 #define TOKEN_WAKE UINT64_C (0)
 #define TOKEN_LISTEN UINT64_MAX
 
@@ -80,6 +85,13 @@ struct client
   struct ctlmsg *q_head, *q_tail;
   unsigned int q_len;
   int want_out;
+  /* Delivery: info.requested from the HELLO, info.delivery in force. */
+  int demoted;                  /* after the reliable timeout: for good */
+  int need_key;                 /* skips DELTA_UNIT frames until a key frame */
+  uint64_t blocked_since;       /* ns a waiter found it full; 0 after a release */
+  /* Drop reports (rate-limited) */
+  uint64_t drops_unreported;
+  uint64_t next_drop_report;    /* ns */
   struct client *next;
 };
 
@@ -97,8 +109,9 @@ struct pseg
 struct event
 {
   enum
-  { EV_CONNECTED, EV_DISCONNECTED } type;
+  { EV_CONNECTED, EV_DISCONNECTED, EV_CLIENT_EVENT } type;
   pf_client_info info;
+  pf_client_event cev;          /* EV_CLIENT_EVENT */
   struct event *next;
 };
 
@@ -110,6 +123,7 @@ struct pf_producer
   char *path;
   pf_socket_file file;
   unsigned int max_client_frames;
+  unsigned int max_clients;     /* 0: no limit */
   pf_producer_callbacks cb;
   uint64_t session_id;
 
@@ -130,6 +144,16 @@ struct pf_producer
   uint64_t unsent;
   char *caps;
   uint32_t caps_seq;
+
+  /* Delivery */
+  pthread_cond_t cond;          /* CLOCK_MONOTONIC: a client may have room */
+  unsigned int n_waiters;       /* in pf_producer_wait_ready() */
+  int flushing;
+  int live;
+  int reliable_timeout_ms;      /* -1: no bound */
+  int reliable_action;
+  int have_segment;
+  pf_stream_segment segment;
 };
 
 struct event_list
@@ -143,6 +167,9 @@ struct event_list
 /* Queues a client_connected/_disconnected callback for after unlocking. */
 void producer_push_event (struct event_list *l, int type,
     const pf_client_info * info);
+/* Queues a client_event callback. */
+void producer_push_client_event (struct event_list *l,
+    const pf_client_event * cev);
 /* Wakes the I/O thread (it reaps dead clients, re-reads deadlines). */
 void producer_wake (pf_producer * p);
 
@@ -162,6 +189,14 @@ void client_reap (pf_producer * p, struct client *c, struct event_list *ev);
 void client_read (pf_producer * p, struct client *c, struct event_list *ev);
 int client_offer_frame (pf_producer * p, struct client *c,
     const uint8_t * buf, size_t len, struct pseg *const *ps,
-    unsigned int n_chunks, struct pframe *f, uint64_t bytes);
+    unsigned int n_chunks, struct pframe *f, uint64_t bytes,
+    uint32_t buffer_flags, struct event_list *ev);
+/* Recomputes the delivery in force; sends a STREAM when it changed or
+ * @force. */
+void client_update_stream (pf_producer * p, struct client *c, int force);
+/* The reliable timeout hit @c (blocked for @blocked_ns): demote or
+ * disconnect it, as p->reliable_action says. */
+void client_reliable_timeout (pf_producer * p, struct client *c,
+    uint64_t blocked_ns, struct event_list *ev);
 
 #endif /* __PF_PRODUCER_PRIVATE_H__ */

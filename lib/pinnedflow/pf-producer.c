@@ -13,6 +13,14 @@
  * any pf_producer_* function, including pf_producer_publish() and dropping
  * the last reference of segments (whose destroy notify takes p->lock).
  *
+ * Waiting: pf_producer_wait_ready() sleeps on p->cond (CLOCK_MONOTONIC)
+ * under p->lock; the I/O thread broadcasts it after every round that may
+ * have made room (releases, reaped clients, a drained socket), and so do
+ * pf_producer_set_flushing(), _set_live(), _set_reliable_timeout() and
+ * close. The waiter itself applies the reliable timeout (it knows when it
+ * started waiting for whom) and dispatches what that caused after
+ * unlocking, like pf_producer_publish() does with drop reports.
+ *
  * Lock order: a segment's own lock (taken by pf_segment_attach_once() while
  * our create function runs) comes before p->lock. Nothing takes a segment
  * lock while holding p->lock.
@@ -39,6 +47,7 @@
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 static void producer_free (pf_producer * p);
@@ -55,6 +64,22 @@ producer_push_event (struct event_list *l, int type,
     return;                     /* out of memory: the notification is lost */
   e->type = type;
   e->info = *info;
+  if (l->tail)
+    l->tail->next = e;
+  else
+    l->head = e;
+  l->tail = e;
+}
+
+void
+producer_push_client_event (struct event_list *l, const pf_client_event * cev)
+{
+  struct event *e = calloc (1, sizeof (*e));
+
+  if (e == NULL)
+    return;                     /* out of memory: the notification is lost */
+  e->type = EV_CLIENT_EVENT;
+  e->cev = *cev;
   if (l->tail)
     l->tail->next = e;
   else
@@ -91,6 +116,10 @@ dispatch_events (pf_producer * p, struct event_list *l)
       case EV_DISCONNECTED:
         if (p->cb.client_disconnected)
           p->cb.client_disconnected (p->cb.user_data, &e->info);
+        break;
+      case EV_CLIENT_EVENT:
+        if (p->cb.client_event)
+          p->cb.client_event (p->cb.user_data, &e->cev);
         break;
     }
     free (e);
@@ -270,6 +299,9 @@ io_thread (void *data)
         client_read (p, c, &ev);
     }
     reap_dead (p, &ev);
+    /* releases, reaps and drained sockets may have made room */
+    if (p->n_waiters > 0)
+      pthread_cond_broadcast (&p->cond);
     if (ev.head == NULL && ev.released == NULL) {
       pthread_mutex_unlock (&p->lock);
       continue;
@@ -372,6 +404,7 @@ int
 pf_producer_new (const pf_producer_config * config, pf_producer ** out)
 {
   struct epoll_event e = {.events = EPOLLIN };
+  pthread_condattr_t ca;
   pf_producer *p;
   int res;
 
@@ -379,7 +412,10 @@ pf_producer_new (const pf_producer_config * config, pf_producer ** out)
     return -EINVAL;
   *out = NULL;
   if (config == NULL || config->socket_path == NULL ||
-      config->socket_path[0] == '\0' || config->max_client_frames < 1)
+      config->socket_path[0] == '\0' || config->max_client_frames < 1 ||
+      config->reliable_timeout_ms < -1 ||
+      (config->reliable_action != PF_RELIABLE_TIMEOUT_DEMOTE &&
+          config->reliable_action != PF_RELIABLE_TIMEOUT_DISCONNECT))
     return -EINVAL;
 
   p = calloc (1, sizeof (*p));
@@ -387,8 +423,17 @@ pf_producer_new (const pf_producer_config * config, pf_producer ** out)
     return -ENOMEM;
   atomic_init (&p->refcount, 1);
   pthread_mutex_init (&p->lock, NULL);
+  pthread_condattr_init (&ca);
+  pthread_condattr_setclock (&ca, CLOCK_MONOTONIC);
+  pthread_cond_init (&p->cond, &ca);
+  pthread_condattr_destroy (&ca);
+  p->live = config->live ? 1 : 0;
+  p->reliable_timeout_ms = config->reliable_timeout_ms == 0 ?
+      PF_PRODUCER_DEFAULT_RELIABLE_TIMEOUT_MS : config->reliable_timeout_ms;
+  p->reliable_action = config->reliable_action;
   p->listen_fd = p->epoll_fd = p->wake_fd = -1;
   p->max_client_frames = config->max_client_frames;
+  p->max_clients = config->max_clients;
   p->cb = config->callbacks;
   p->session_id = random_session_id ();
   p->closed = 1;                /* until the thread runs */
@@ -460,6 +505,7 @@ producer_free (pf_producer * p)
   }
   free (p->caps);
   free (p->path);
+  pthread_cond_destroy (&p->cond);
   pthread_mutex_destroy (&p->lock);
   free (p);
 }
@@ -487,6 +533,7 @@ pf_producer_close (pf_producer * p)
   }
   p->quit = 1;
   p->closed = 1;
+  pthread_cond_broadcast (&p->cond);
   producer_wake (p);
   join = p->thread_started;
   pthread_mutex_unlock (&p->lock);
@@ -577,6 +624,7 @@ pf_producer_publish (pf_producer * p, const pf_producer_frame * frame,
     pf_segment * const *segments, void *token)
 {
   uint8_t buf[sizeof (struct pf_msg_frame)];
+  struct event_list ev = { NULL };
   struct pseg *ps[PF_MAX_CHUNKS];
   struct pf_msg check;
   struct pf_msg_frame f;
@@ -625,7 +673,8 @@ pf_producer_publish (pf_producer * p, const pf_producer_frame * frame,
   pf->token = token;
   for (c = p->clients; c != NULL; c = c->next)
     if (c->state == CLIENT_ACTIVE)
-      count += client_offer_frame (p, c, buf, len, ps, f.n_chunks, pf, bytes);
+      count += client_offer_frame (p, c, buf, len, ps, f.n_chunks, pf, bytes,
+          f.buffer_flags, &ev);
   if (count > 0) {
     pf->next = p->frames;
     if (p->frames)
@@ -643,6 +692,9 @@ out:
     p->spare = pf;
   }
   pthread_mutex_unlock (&p->lock);
+  /* drop reports, on the caller's thread (it holds a reference) */
+  if (ev.head != NULL)
+    dispatch_events (p, &ev);
   return res;
 }
 
@@ -693,6 +745,9 @@ pf_producer_get_client_stats (pf_producer * p, pf_client_stats * stats,
     if (stats && n < max) {
       stats[n] = c->stats;
       stats[n].held = c->n_held;
+      stats[n].requested = c->info.requested;
+      stats[n].delivery = c->info.delivery;
+      stats[n].demoted = c->demoted;
     }
     n++;
   }
@@ -709,4 +764,171 @@ pf_producer_get_unsent (pf_producer * p)
   n = p->unsent;
   pthread_mutex_unlock (&p->lock);
   return n;
+}
+
+/* Sends every active client its STREAM again if its delivery changed, or
+ * always with @force (the segment changed). */
+static void
+update_streams (pf_producer * p, int force)
+{
+  struct client *c;
+
+  for (c = p->clients; c != NULL; c = c->next)
+    if (c->state == CLIENT_ACTIVE)
+      client_update_stream (p, c, force);
+}
+
+int
+pf_producer_set_live (pf_producer * p, int live)
+{
+  if (p == NULL)
+    return -EINVAL;
+  pthread_mutex_lock (&p->lock);
+  if (p->closed) {
+    pthread_mutex_unlock (&p->lock);
+    return -EPIPE;
+  }
+  live = live ? 1 : 0;
+  if (p->live != live) {
+    p->live = live;
+    update_streams (p, 1);
+    pthread_cond_broadcast (&p->cond);
+  }
+  pthread_mutex_unlock (&p->lock);
+  return 0;
+}
+
+static int
+segment_valid (const pf_stream_segment * s)
+{
+  return s->format != 0 && s->rate == s->rate && s->rate != 0.0 &&
+      s->rate - s->rate == 0.0 && s->applied_rate == s->applied_rate &&
+      s->applied_rate != 0.0 && s->applied_rate - s->applied_rate == 0.0;
+}
+
+int
+pf_producer_set_segment (pf_producer * p, const pf_stream_segment * segment)
+{
+  if (p == NULL || (segment != NULL && !segment_valid (segment)))
+    return -EINVAL;
+  pthread_mutex_lock (&p->lock);
+  if (p->closed) {
+    pthread_mutex_unlock (&p->lock);
+    return -EPIPE;
+  }
+  p->have_segment = segment != NULL;
+  if (segment)
+    p->segment = *segment;
+  else
+    memset (&p->segment, 0, sizeof (p->segment));
+  update_streams (p, 1);
+  pthread_mutex_unlock (&p->lock);
+  return 0;
+}
+
+int
+pf_producer_set_reliable_timeout (pf_producer * p, int timeout_ms, int action)
+{
+  if (p == NULL || timeout_ms < -1 || (action != PF_RELIABLE_TIMEOUT_DEMOTE
+          && action != PF_RELIABLE_TIMEOUT_DISCONNECT))
+    return -EINVAL;
+  pthread_mutex_lock (&p->lock);
+  p->reliable_timeout_ms = timeout_ms == 0 ?
+      PF_PRODUCER_DEFAULT_RELIABLE_TIMEOUT_MS : timeout_ms;
+  p->reliable_action = action;
+  pthread_cond_broadcast (&p->cond);
+  pthread_mutex_unlock (&p->lock);
+  return 0;
+}
+
+void
+pf_producer_set_flushing (pf_producer * p, int flushing)
+{
+  if (p == NULL)
+    return;
+  pthread_mutex_lock (&p->lock);
+  p->flushing = flushing ? 1 : 0;
+  pthread_cond_broadcast (&p->cond);
+  pthread_mutex_unlock (&p->lock);
+}
+
+/* With p->lock: 1 when every every-frame client can take a frame. Applies
+ * the reliable timeout to those that cannot; *next_ns: the earliest such
+ * deadline (UINT64_MAX: none). */
+static int
+reliable_ready (pf_producer * p, uint64_t now, uint64_t * next_ns,
+    struct event_list *ev)
+{
+  uint64_t limit = p->reliable_timeout_ms < 0 ? UINT64_MAX :
+      (uint64_t) p->reliable_timeout_ms * UINT64_C (1000000);
+  struct client *c;
+  int ready = 1;
+
+  *next_ns = UINT64_MAX;
+  for (c = p->clients; c != NULL; c = c->next) {
+    if (c->state != CLIENT_ACTIVE ||
+        c->info.delivery != PF_DELIVERY_EVERY_FRAME ||
+        c->n_held < p->max_client_frames)
+      continue;
+    if (c->blocked_since == 0)
+      c->blocked_since = now;
+    if (limit != UINT64_MAX && now - c->blocked_since >= limit) {
+      client_reliable_timeout (p, c, now - c->blocked_since, ev);
+      continue;
+    }
+    ready = 0;
+    if (limit != UINT64_MAX && c->blocked_since + limit < *next_ns)
+      *next_ns = c->blocked_since + limit;
+  }
+  return ready;
+}
+
+int
+pf_producer_wait_ready (pf_producer * p, int timeout_ms)
+{
+  struct event_list ev = { NULL };
+  uint64_t now, next, deadline;
+  struct timespec ts;
+  int res;
+
+  if (p == NULL)
+    return -EINVAL;
+  now = pf_monotonic_ns ();
+  deadline = timeout_ms < 0 ? UINT64_MAX :
+      now + (uint64_t) timeout_ms *UINT64_C (1000000);
+  pthread_mutex_lock (&p->lock);
+  p->n_waiters++;
+  for (;;) {
+    if (p->closed) {
+      res = -EPIPE;
+      break;
+    }
+    if (p->flushing) {
+      res = -ECANCELED;
+      break;
+    }
+    now = pf_monotonic_ns ();
+    if (reliable_ready (p, now, &next, &ev)) {
+      res = 0;
+      break;
+    }
+    if (now >= deadline) {
+      res = -ETIMEDOUT;
+      break;
+    }
+    if (deadline < next)
+      next = deadline;
+    if (next == UINT64_MAX) {
+      pthread_cond_wait (&p->cond, &p->lock);
+    } else {
+      ts.tv_sec = (time_t) (next / UINT64_C (1000000000));
+      ts.tv_nsec = (long) (next % UINT64_C (1000000000));
+      pthread_cond_timedwait (&p->cond, &p->lock, &ts);
+    }
+  }
+  p->n_waiters--;
+  pthread_mutex_unlock (&p->lock);
+  if (ev.head != NULL)
+    dispatch_events (p, &ev);
+  return res;
 }

@@ -98,6 +98,10 @@ enum pf_client_event_type {
   /* The same, with PF_RELIABLE_TIMEOUT_DISCONNECT: it was disconnected
    * (client_disconnected follows, error -ETIMEDOUT). */
   PF_CLIENT_EVENT_TIMED_OUT = 3,
+  /* A consumer's HELLO came while max_clients consumers were connected: it
+   * got a REFUSE (its connect fails with -EUSERS) and was closed. It was
+   * never connected: no client_connected/_disconnected. */
+  PF_CLIENT_EVENT_REFUSED = 4,
 };
 
 typedef struct {
@@ -151,6 +155,9 @@ typedef struct {
    * pf_producer_set_flushing() ends the wait). */
   int reliable_timeout_ms;
   int reliable_action;          /* enum pf_reliable_action */
+  /* Consumers served at once (past the handshake); 0: no limit (up to the
+   * 256 connections of the reference producer). One more is refused. */
+  unsigned int max_clients;
 } pf_producer_config;
 
 /**

@@ -69,6 +69,12 @@ size_t pf_msg_write_hello_full (void *buf, uint16_t version, uint16_t role,
  * only with PF_STREAM_HAS_SEGMENT, else 0). Returns: the size.
  */
 size_t pf_msg_write_stream (void *buf, const pf_stream_info * info);
+/**
+ * pf_msg_write_refuse:
+ *
+ * Writes a REFUSE (24 bytes). Returns: the size.
+ */
+size_t pf_msg_write_refuse (void *buf, uint32_t reason, uint32_t limit);
 /* What a consumer reports of a parsed STREAM. */
 void pf_msg_stream_to_info (const struct pf_msg_stream *msg,
     pf_stream_info * info);

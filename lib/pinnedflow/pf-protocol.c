@@ -30,6 +30,9 @@ PF_STATIC_ASSERT (offsetof (struct pf_msg_frame, plane_stride) == 240,
     "plane_stride");
 PF_STATIC_ASSERT (offsetof (struct pf_msg_hello, session_id) == 32,
     "session_id");
+PF_STATIC_ASSERT (offsetof (struct pf_msg_stream, seg_rate) == 32, "seg_rate");
+PF_STATIC_ASSERT (offsetof (struct pf_msg_stream, seg_duration) == 96,
+    "seg_duration");
 
 static __thread char last_error[256];
 
@@ -169,19 +172,106 @@ write_header (void *buf, uint32_t type, size_t size, uint32_t n_fds)
 }
 
 size_t
-pf_msg_write_hello (void *buf, uint16_t role, uint32_t max_held,
-    uint64_t session_id)
+pf_msg_write_hello_full (void *buf, uint16_t version, uint16_t role,
+    uint32_t max_held, uint32_t flags, uint64_t session_id)
 {
   size_t n = write_header (buf, PF_MSG_HELLO, sizeof (struct pf_msg_hello),
       0);
 
   put32 (buf, OFF (pf_msg_hello, magic), PF_PROTOCOL_MAGIC);
-  put16 (buf, OFF (pf_msg_hello, version), PF_PROTOCOL_VERSION);
+  put16 (buf, OFF (pf_msg_hello, version), version);
   put16 (buf, OFF (pf_msg_hello, role), role);
   put32 (buf, OFF (pf_msg_hello, max_held), max_held);
-  put32 (buf, OFF (pf_msg_hello, flags), 0);
+  put32 (buf, OFF (pf_msg_hello, flags), flags);
   put64 (buf, OFF (pf_msg_hello, session_id), session_id);
   return n;
+}
+
+size_t
+pf_msg_write_hello (void *buf, uint16_t role, uint32_t max_held,
+    uint64_t session_id)
+{
+  return pf_msg_write_hello_full (buf, PF_PROTOCOL_VERSION, role, max_held,
+      0, session_id);
+}
+
+static uint64_t
+double_bits (double d)
+{
+  uint64_t v;
+
+  memcpy (&v, &d, sizeof (v));
+  return v;
+}
+
+static double
+bits_double (uint64_t v)
+{
+  double d;
+
+  memcpy (&d, &v, sizeof (d));
+  return d;
+}
+
+/* The segment fields after seg_rate, in wire order. */
+#define N_SEG_U64 7
+
+size_t
+pf_msg_write_stream (void *buf, const pf_stream_info * info)
+{
+  size_t n = write_header (buf, PF_MSG_STREAM, sizeof (struct pf_msg_stream),
+      0);
+  const pf_stream_segment *sg = &info->segment;
+
+  put32 (buf, OFF (pf_msg_stream, flags), info->flags);
+  put32 (buf, OFF (pf_msg_stream, delivery), info->delivery);
+  if (info->flags & PF_STREAM_HAS_SEGMENT) {
+    const uint64_t v[N_SEG_U64] = { sg->base, sg->offset, sg->start,
+      sg->stop, sg->time, sg->position, sg->duration
+    };
+    size_t i;
+
+    put32 (buf, OFF (pf_msg_stream, seg_format), sg->format);
+    put32 (buf, OFF (pf_msg_stream, seg_flags), sg->flags);
+    put64 (buf, OFF (pf_msg_stream, seg_rate), double_bits (sg->rate));
+    put64 (buf, OFF (pf_msg_stream, seg_applied_rate),
+        double_bits (sg->applied_rate));
+    for (i = 0; i < N_SEG_U64; i++)
+      put64 (buf, OFF (pf_msg_stream, seg_base) + 8 * i, v[i]);
+  }
+  return n;
+}
+
+size_t
+pf_msg_write_refuse (void *buf, uint32_t reason, uint32_t limit)
+{
+  size_t n = write_header (buf, PF_MSG_REFUSE, sizeof (struct pf_msg_refuse),
+      0);
+
+  put32 (buf, OFF (pf_msg_refuse, reason), reason);
+  put32 (buf, OFF (pf_msg_refuse, limit), limit);
+  return n;
+}
+
+void
+pf_msg_stream_to_info (const struct pf_msg_stream *m, pf_stream_info * info)
+{
+  memset (info, 0, sizeof (*info));
+  info->flags = m->flags;
+  info->delivery = m->delivery;
+  if (!(m->flags & PF_STREAM_HAS_SEGMENT))
+    return;
+  info->segment.format = m->seg_format;
+  info->segment.flags = m->seg_flags;
+  info->segment.rate = bits_double (m->seg_rate);
+  info->segment.applied_rate = bits_double (m->seg_applied_rate);
+  info->segment.base = m->seg_base;
+  info->segment.offset = m->seg_offset;
+  info->segment.start = m->seg_start;
+  info->segment.stop = m->seg_stop;
+  info->segment.time = m->seg_time;
+  info->segment.position = m->seg_position;
+  info->segment.duration = m->seg_duration;
 }
 
 size_t
@@ -324,6 +414,10 @@ type_name (uint32_t type)
       return "EOS";
     case PF_MSG_RELEASE:
       return "RELEASE";
+    case PF_MSG_STREAM:
+      return "STREAM";
+    case PF_MSG_REFUSE:
+      return "REFUSE";
     default:
       return NULL;
   }
@@ -361,8 +455,12 @@ parse_hello (const void *buf, size_t len, struct pf_msg_hello *m)
   m->session_id = get64 (buf, OFF (pf_msg_hello, session_id));
   if (m->role != PF_ROLE_PRODUCER && m->role != PF_ROLE_CONSUMER)
     return fail (-EPROTO, "HELLO: unknown role %u", m->role);
-  if (m->flags != 0)
-    return fail (-EPROTO, "HELLO: flags 0x%x, must be 0", m->flags);
+  if (m->role == PF_ROLE_PRODUCER && m->flags != 0)
+    return fail (-EPROTO, "HELLO: producer flags 0x%x, must be 0", m->flags);
+  if (m->role == PF_ROLE_CONSUMER && ((m->flags & ~PF_HELLO_DELIVERY_MASK) ||
+          (m->flags & PF_HELLO_DELIVERY_MASK) > PF_DELIVERY_NEWEST_FRAME))
+    return fail (-EPROTO, "HELLO: consumer flags 0x%x (a delivery 0..2 and "
+        "nothing else)", m->flags);
   if (m->role == PF_ROLE_PRODUCER && m->max_held == 0)
     return fail (-EPROTO, "HELLO: producer announces max_held 0");
   if (m->role == PF_ROLE_PRODUCER && m->session_id == 0)
@@ -370,6 +468,53 @@ parse_hello (const void *buf, size_t len, struct pf_msg_hello *m)
   if (m->role == PF_ROLE_CONSUMER && (m->max_held != 0 || m->session_id != 0))
     return fail (-EPROTO, "HELLO: consumer sets max_held/session_id (must "
         "be 0)");
+  return 0;
+}
+
+static int
+is_rate (uint64_t bits)
+{
+  double d = bits_double (bits);
+
+  return d == d && d != 0.0 && d - d == 0.0;    /* not NaN, 0 or infinite */
+}
+
+static int
+parse_stream (const void *buf, struct pf_msg_stream *m)
+{
+  size_t i;
+
+  m->flags = get32 (buf, OFF (pf_msg_stream, flags));
+  m->delivery = get32 (buf, OFF (pf_msg_stream, delivery));
+  m->seg_format = get32 (buf, OFF (pf_msg_stream, seg_format));
+  m->seg_flags = get32 (buf, OFF (pf_msg_stream, seg_flags));
+  m->seg_rate = get64 (buf, OFF (pf_msg_stream, seg_rate));
+  m->seg_applied_rate = get64 (buf, OFF (pf_msg_stream, seg_applied_rate));
+  for (i = 0; i < N_SEG_U64; i++) {
+    uint64_t v = get64 (buf, OFF (pf_msg_stream, seg_base) + 8 * i);
+
+    memcpy ((uint8_t *) m + OFF (pf_msg_stream, seg_base) + 8 * i, &v, 8);
+  }
+  if (m->flags & ~(uint32_t) PF_STREAM_FLAGS_ALL)
+    return fail (-EPROTO, "STREAM: unknown flags 0x%x", m->flags);
+  if (m->delivery != PF_DELIVERY_EVERY_FRAME &&
+      m->delivery != PF_DELIVERY_NEWEST_FRAME)
+    return fail (-EPROTO, "STREAM: delivery %u (1 or 2)", m->delivery);
+  if ((m->flags & PF_STREAM_DEMOTED) && m->delivery != PF_DELIVERY_NEWEST_FRAME)
+    return fail (-EPROTO, "STREAM: demoted but delivery %u", m->delivery);
+  if (!(m->flags & PF_STREAM_HAS_SEGMENT)) {
+    static const uint8_t zero[sizeof (struct pf_msg_stream) -
+        OFF (pf_msg_stream, seg_format)];
+
+    if (memcmp ((const uint8_t *) buf + OFF (pf_msg_stream, seg_format),
+            zero, sizeof (zero)) != 0)
+      return fail (-EPROTO, "STREAM: segment fields set without a segment");
+    return 0;
+  }
+  if (m->seg_format == 0)
+    return fail (-EPROTO, "STREAM: segment format 0");
+  if (!is_rate (m->seg_rate) || !is_rate (m->seg_applied_rate))
+    return fail (-EPROTO, "STREAM: segment rate not finite and non-zero");
   return 0;
 }
 
@@ -516,6 +661,12 @@ pf_msg_parse (const void *buf, size_t len, unsigned int n_fds,
     case PF_MSG_RELEASE:
       want = sizeof (struct pf_msg_release);
       break;
+    case PF_MSG_STREAM:
+      want = sizeof (struct pf_msg_stream);
+      break;
+    case PF_MSG_REFUSE:
+      want = sizeof (struct pf_msg_refuse);
+      break;
     default:
       return fail (-EPROTO, "unknown message type %u", h.type);
   }
@@ -552,6 +703,17 @@ pf_msg_parse (const void *buf, size_t len, unsigned int n_fds,
     case PF_MSG_RELEASE:
       msg->u.release.hdr = h;
       msg->u.release.seq = get64 (buf, OFF (pf_msg_release, seq));
+      return 0;
+    case PF_MSG_STREAM:
+      msg->u.stream.hdr = h;
+      return parse_stream (buf, &msg->u.stream);
+    case PF_MSG_REFUSE:
+      msg->u.refuse.hdr = h;
+      msg->u.refuse.reason = get32 (buf, OFF (pf_msg_refuse, reason));
+      msg->u.refuse.limit = get32 (buf, OFF (pf_msg_refuse, limit));
+      if (msg->u.refuse.reason != PF_REFUSE_TOO_MANY_CONSUMERS)
+        return fail (-EPROTO, "REFUSE: unknown reason %u",
+            msg->u.refuse.reason);
       return 0;
     default:
       return 0;

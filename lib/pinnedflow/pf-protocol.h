@@ -40,6 +40,12 @@ enum pf_msg_type {
   PF_MSG_EOS = 6,               /* producer -> consumer */
   PF_MSG_RELEASE = 7,           /* consumer -> producer */
   PF_MSG_STREAM = 8,            /* producer -> consumer (version 2) */
+  PF_MSG_REFUSE = 9,            /* producer -> consumer, instead of HELLO (v2) */
+};
+
+/* REFUSE reasons */
+enum pf_refuse_reason {
+  PF_REFUSE_TOO_MANY_CONSUMERS = 1,     /* limit: the producer's max */
 };
 
 /* HELLO flags (version 2): a consumer's requested enum pf_delivery (0: the
@@ -136,6 +142,13 @@ struct pf_msg_stream {
   uint64_t seg_position, seg_duration;
 };
 
+/* The producer's answer to a HELLO it will not serve; it closes next. */
+struct pf_msg_refuse {
+  struct pf_msg_header hdr;
+  uint32_t reason;              /* enum pf_refuse_reason */
+  uint32_t limit;               /* TOO_MANY_CONSUMERS: consumers it serves */
+};
+
 #define PF_STATIC_ASSERT(expr, msg) _Static_assert (expr, msg)
 PF_STATIC_ASSERT (sizeof (struct pf_msg_header) == 16, "header size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_hello) == 40, "hello size");
@@ -146,6 +159,7 @@ PF_STATIC_ASSERT (sizeof (struct pf_msg_chunk) == 24, "chunk size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_frame) == 256, "frame size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_release) == 24, "release size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_stream) == 104, "stream size");
+PF_STATIC_ASSERT (sizeof (struct pf_msg_refuse) == 24, "refuse size");
 
 /* Largest message on the wire. */
 #define PF_MAX_MSG_SIZE (sizeof (struct pf_msg_caps) + PF_MAX_CAPS_LEN)
@@ -166,6 +180,7 @@ struct pf_msg {
     struct pf_msg_frame frame;
     struct pf_msg_release release;
     struct pf_msg_stream stream;
+    struct pf_msg_refuse refuse;
   } u;
 };
 

@@ -23,11 +23,15 @@ import bridgetest as bt
 
 # 3. Encoding: header, types.
 HDR = struct.Struct("<IIII")        # type, size, n_fds, reserved
-HELLO, SEG_ADD, SEG_REMOVE, CAPS, FRAME, EOS, RELEASE = range(1, 8)
+(HELLO, SEG_ADD, SEG_REMOVE, CAPS, FRAME, EOS, RELEASE, STREAM,
+ REFUSE) = range(1, 10)
 SIZES = {HELLO: 40, SEG_ADD: 40, SEG_REMOVE: 24, FRAME: 256, EOS: 16,
-         RELEASE: 24}
+         RELEASE: 24, STREAM: 104, REFUSE: 24}
 MAX_MSG = 4120
-MAGIC, VERSION, PRODUCER, CONSUMER = 0x574c4650, 1, 1, 2
+MAGIC, VERSION, PRODUCER, CONSUMER = 0x574c4650, 2, 1, 2
+# 3.1 / 7.1: the delivery a consumer asks for; 3.8 STREAM flags
+EVERY_FRAME, NEWEST_FRAME = 1, 2
+LIVE, HAS_SEGMENT, DEMOTED = 1, 2, 4
 
 
 class ProtocolError(Exception):
@@ -54,10 +58,13 @@ class DocConsumer(object):
                 time.sleep(0.02)
         self.segments = {}          # id -> (mmap, size)
         self.caps_seq, self.caps, self.last_seq, self.held = 0, None, 0, 0
-        # 4. Connection: our HELLO (role consumer, everything else 0).
+        self.stream = None
+        # 4. Connection: our HELLO (role consumer, asking for every frame:
+        # flags = the delivery, everything else 0).
         self._send(struct.pack("<IIIIIHHIIQ", HELLO, 40, 0, 0, MAGIC,
-                               VERSION, CONSUMER, 0, 0, 0))
+                               VERSION, CONSUMER, 0, EVERY_FRAME, 0))
         t, body = self._recv()
+        _need(t != REFUSE, "refused")
         _need(t == HELLO, "first message is not HELLO")
         magic, version, role, self.max_held, flags, self.session = \
             struct.unpack_from("<IHHIIQ", body, 16)
@@ -137,10 +144,28 @@ class DocConsumer(object):
                 self.caps_seq, self.caps = seq, data[24:].decode()
             elif t == EOS:
                 return None
+            elif t == STREAM:
+                self._stream(data)
             elif t == FRAME:
                 return self._frame(data)
             else:
                 raise ProtocolError("unexpected message type %d" % t)
+
+    def _stream(self, d):
+        # 3.8: flags, delivery in force, the segment (rates are doubles)
+        flags, delivery, fmt, seg_flags, rate, applied = \
+            struct.unpack_from("<IIIIdd", d, 16)
+        _need(flags & ~(LIVE | HAS_SEGMENT | DEMOTED) == 0, "STREAM flags")
+        _need(delivery in (EVERY_FRAME, NEWEST_FRAME), "STREAM delivery")
+        _need(not flags & DEMOTED or delivery == NEWEST_FRAME, "demoted")
+        if flags & HAS_SEGMENT:
+            _need(fmt != 0, "segment format 0")
+            for r in (rate, applied):
+                _need(r == r and r != 0 and abs(r) != float("inf"),
+                      "segment rate")
+        else:
+            _need(d[24:] == bytes(80), "segment fields without a segment")
+        self.stream = dict(flags=flags, delivery=delivery)
 
     def _frame(self, d):
         seq, caps_seq, n_chunks = struct.unpack_from("<QII", d, 16)
@@ -210,6 +235,10 @@ def _consume(path, check_frame, n_want):
         f = c.next()
         if f is None:
             break
+        # 4: the STREAM comes before any frame; we asked for every frame
+        # and nothing demoted us
+        bt.check(c.stream is not None
+                 and c.stream["delivery"] == EVERY_FRAME, "%r" % c.stream)
         check_frame(n, f)
         c.release(f["seq"])
         n += 1

@@ -44,7 +44,7 @@ def listener(path):
 
 
 def hello():
-    return struct.pack("<IIIIIHHIIQ", 1, 40, 0, 0, MAGIC, 1, 1, 4, 0, 1)
+    return struct.pack("<IIIIIHHIIQ", 1, 40, 0, 0, MAGIC, 2, 1, 4, 0, 1)
 
 
 def segment_add(seg_id, size):

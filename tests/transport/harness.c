@@ -152,23 +152,43 @@ cb_disconnected (void *user_data, const pf_client_info * info)
   atomic_fetch_add (&tp->disconnected, 1);
 }
 
+static void
+cb_event (void *user_data, const pf_client_event * e)
+{
+  t_producer *tp = user_data;
+
+  tp->last_event = *e;
+  if (e->type == PF_CLIENT_EVENT_DROPPED)
+    atomic_fetch_add (&tp->events_dropped, e->dropped);
+  if (e->type > 0 && e->type < 5)
+    atomic_fetch_add (&tp->events[e->type], 1);
+}
+
+int
+t_producer_start_config (t_producer * tp, const char *path,
+    unsigned int max_frames, const pf_producer_config * base)
+{
+  pf_producer_config cfg;
+
+  memset (&cfg, 0, sizeof (cfg));
+  if (base)
+    cfg = *base;
+  cfg.socket_path = path;
+  cfg.perms = 0600;
+  cfg.max_client_frames = max_frames;
+  cfg.callbacks.frame_released = cb_released;
+  cfg.callbacks.client_connected = cb_connected;
+  cfg.callbacks.client_disconnected = cb_disconnected;
+  cfg.callbacks.client_event = cb_event;
+  cfg.callbacks.user_data = tp;
+  memset (tp, 0, sizeof (*tp));
+  return pf_producer_new (&cfg, &tp->p);
+}
+
 int
 t_producer_start (t_producer * tp, const char *path, unsigned int max_frames)
 {
-  pf_producer_config cfg = {
-    .socket_path = path,
-    .perms = 0600,
-    .max_client_frames = max_frames,
-    .callbacks = {
-          .frame_released = cb_released,
-          .client_connected = cb_connected,
-          .client_disconnected = cb_disconnected,
-          .user_data = tp,
-        },
-  };
-
-  memset (tp, 0, sizeof (*tp));
-  return pf_producer_new (&cfg, &tp->p);
+  return t_producer_start_config (tp, path, max_frames, NULL);
 }
 
 void

@@ -66,10 +66,19 @@ typedef struct {
   _Atomic int last_error;
   char last_reason[128];
   _Atomic int last_pid;
+  /* client_event, per type (index = enum pf_client_event_type), and the
+   * last one (written before its counter is incremented) */
+  _Atomic int events[5];
+  _Atomic uint64_t events_dropped;      /* sum of pf_client_event.dropped */
+  pf_client_event last_event;
 } t_producer;
 
 int t_producer_start (t_producer * tp, const char *path,
     unsigned int max_frames);
+/* t_producer_start() with the rest of @cfg (live, reliable timeout,
+ * max_clients ...); path, max_client_frames and callbacks are set here. */
+int t_producer_start_config (t_producer * tp, const char *path,
+    unsigned int max_frames, const pf_producer_config * cfg);
 void t_producer_stop (t_producer * tp);
 
 /* Publishes one frame of @size bytes at @offset of @seg, filled with the

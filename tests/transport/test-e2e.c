@@ -439,8 +439,9 @@ test_limit_drops (void)
   CHECK_INT (t_count_fds (), ==, fds0);
 }
 
-/* A consumer that never reads, with a limit too high to matter: its socket
- * fills up; publish neither blocks nor stops serving the other consumer. */
+/* A newest-frame consumer that never reads, with a limit too high to
+ * matter: its socket fills up; publish neither blocks nor stops serving the
+ * other consumer, and its drops are counted as "socket full". */
 static void
 test_full_socket (void)
 {
@@ -449,12 +450,14 @@ test_full_socket (void)
   pf_consumer *slow, *fast;
   pf_client_stats st[2];
   pf_segment *seg;
+  pf_consumer_options leaky = {.delivery = PF_DELIVERY_NEWEST_FRAME };
   int i, caps = 0, n = 3000;
   uint64_t slow_sent = 0, slow_dropped = 0;
 
   CHECK_INT (t_producer_start (&tp, t_path ("sock"), 100000), ==, 0);
   CHECK_INT (pf_segment_new ("t", SEG_SIZE, 0, &seg), ==, 0);
-  CHECK_INT (pf_consumer_connect (t_path ("sock"), 5000, &slow), ==, 0);
+  CHECK_INT (pf_consumer_connect_with (t_path ("sock"), 5000, -1, &leaky,
+          &slow), ==, 0);
   CHECK_INT (pf_consumer_connect (t_path ("sock"), 5000, &fast), ==, 0);
   for (i = 1; i <= n; i++) {
     /* (The slow consumer never looks at its frames: one slot will do.) */
@@ -465,6 +468,8 @@ test_full_socket (void)
   for (i = 0; i < 2; i++) {
     CHECK_INT (st[i].frames_sent + st[i].frames_dropped, ==, n);
     if (st[i].frames_dropped > 0) {
+      CHECK_INT (st[i].delivery, ==, PF_DELIVERY_NEWEST_FRAME);
+      CHECK_INT (st[i].dropped_socket, ==, st[i].frames_dropped);
       slow_sent = st[i].frames_sent;
       slow_dropped = st[i].frames_dropped;
     }

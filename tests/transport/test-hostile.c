@@ -733,10 +733,10 @@ test_producer_bad_handshake (void)
 
   /* Never says HELLO: not a consumer, gets nothing. */
   silent = raw_connect (t_path ("sock"));
-  /* Another version: gets our HELLO (to learn ours), then the hang-up. */
+  /* Another version (1, before delivery policies): gets our HELLO (to
+   * learn ours), then the hang-up (docs/protocol.md, Versioning). */
   bad = raw_connect (t_path ("sock"));
-  n = pf_msg_write_hello (b, PF_ROLE_CONSUMER, 0, 0);
-  b[20] = 2;
+  n = pf_msg_write_hello_full (b, 1, PF_ROLE_CONSUMER, 0, 0, 0);
   pf_test_send_fds (bad, b, (size_t) n, NULL, 0);
   n = recv (bad, b, sizeof (b), 0);
   CHECK_INT (pf_msg_parse (b, (size_t) n, 0, &m), ==, 0);

@@ -76,7 +76,7 @@ test_roundtrip (void)
   size_t len;
   static const uint8_t hello_le[40] = {
     1, 0, 0, 0, 40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    'P', 'F', 'L', 'W', 1, 0, 1, 0, 8, 0, 0, 0, 0, 0, 0, 0,
+    'P', 'F', 'L', 'W', 2, 0, 1, 0, 8, 0, 0, 0, 0, 0, 0, 0,
     0xef, 0xcd, 0xab, 0x89, 0x67, 0x45, 0x23, 0x01
   };
 
@@ -192,15 +192,19 @@ test_hello (void)
   put32 (16, 0x12345678);
   CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTONOSUPPORT);
   CHECK (strstr (pf_msg_error (), "magic") != NULL);
+  /* version 1 (the protocol before delivery policies) and 3 */
+  len = pf_msg_write_hello_full (buf, 1, PF_ROLE_CONSUMER, 0, 0, 0);
+  CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTONOSUPPORT);
+  CHECK (strstr (pf_msg_error (), "version 1 not supported") != NULL);
   len = pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0);
-  buf[20] = 2;                  /* version 2 */
+  buf[20] = 3;
   CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTONOSUPPORT);
   CHECK (strstr (pf_msg_error (), "version") != NULL);
   /* A future, longer HELLO of another version is still recognised as a
    * version mismatch, not garbage. */
   put32 (4, 64);
   CHECK_INT (pf_msg_parse (buf, 64, 0, &msg), ==, -EPROTONOSUPPORT);
-  /* Version 1 with a wrong size. */
+  /* Our version with a wrong size. */
   len = pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0);
   put32 (4, 48);
   CHECK_INT (pf_msg_parse (buf, 48, 0, &msg), ==, -EPROTO);
@@ -208,7 +212,20 @@ test_hello (void)
   /* Role, flags, producer without a limit. */
   len = pf_msg_write_hello (buf, 3, 0, 0);
   CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTO);
+  /* A consumer's flags: its requested delivery 0..2, nothing else. */
+  for (uint32_t d = 0; d <= 2; d++) {
+    len = pf_msg_write_hello_full (buf, PF_PROTOCOL_VERSION,
+        PF_ROLE_CONSUMER, 0, d, 0);
+    CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, 0);
+    CHECK_INT (msg.u.hello.flags, ==, d);
+  }
   len = pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0);
+  put32 (28, 3);
+  CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTO);
+  put32 (28, 1u << 2);
+  CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTO);
+  /* A producer's flags are 0 (its delivery and liveness: STREAM). */
+  len = pf_msg_write_hello (buf, PF_ROLE_PRODUCER, 4, 1);
   put32 (28, 1);
   CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTO);
   len = pf_msg_write_hello (buf, PF_ROLE_PRODUCER, 0, 1);
@@ -471,6 +488,7 @@ test_doc_example (void)
   uint8_t want[PF_MAX_MSG_SIZE];
   char path[1024];
   struct pf_msg_frame f;
+  pf_stream_info st;
   FILE *doc;
   size_t n, len;
   int i;
@@ -498,9 +516,27 @@ test_doc_example (void)
   f.height = 1080;
   f.n_planes = 1;
   f.plane_stride[0] = 7680;
-  for (i = 0; i < 5; i++) {
+  memset (&st, 0, sizeof (st));
+  st.flags = PF_STREAM_HAS_SEGMENT;
+  st.delivery = PF_DELIVERY_EVERY_FRAME;
+  st.segment.format = 3;
+  st.segment.rate = 1.0;
+  st.segment.applied_rate = 1.0;
+  st.segment.stop = PF_TIME_NONE;
+  st.segment.duration = PF_TIME_NONE;
+  for (i = 0; i < 8; i++) {
     n = doc_next_dump (doc, want, sizeof (want));
     switch (i) {
+      case 5:
+        len = pf_msg_write_hello_full (buf, PF_PROTOCOL_VERSION,
+            PF_ROLE_CONSUMER, 0, PF_DELIVERY_EVERY_FRAME, 0);
+        break;
+      case 6:
+        len = pf_msg_write_stream (buf, &st);
+        break;
+      case 7:
+        len = pf_msg_write_refuse (buf, PF_REFUSE_TOO_MANY_CONSUMERS, 4);
+        break;
       case 0:
         len = pf_msg_write_hello (buf, PF_ROLE_PRODUCER, 8,
             UINT64_C (0x0123456789abcdef));
@@ -514,7 +550,7 @@ test_doc_example (void)
       case 3:
         len = pf_msg_write_frame (buf, &f);
         break;
-      default:
+      default:                 /* 4 */
         len = pf_msg_write_release (buf, 1);
         break;
     }
@@ -529,6 +565,100 @@ test_doc_example (void)
   fclose (doc);
 }
 
+static int
+parse_stream_bits (const pf_stream_info * info, size_t off, uint64_t v,
+    int width)
+{
+  size_t len = pf_msg_write_stream (buf, info);
+
+  if (width == 8)
+    put64 (off, v);
+  else if (width == 4)
+    put32 (off, (uint32_t) v);
+  return pf_msg_parse (buf, len, 0, &msg);
+}
+
+/* STREAM: liveness, the delivery in force, the segment with its rates as
+ * IEEE-754 doubles, every field exact both ways; what a receiver must
+ * reject. */
+static void
+test_stream (void)
+{
+  const double nan = __builtin_nan (""), inf = __builtin_inf ();
+  pf_stream_info in, out;
+  size_t len;
+
+  memset (&in, 0, sizeof (in));
+  in.flags = PF_STREAM_HAS_SEGMENT;
+  in.delivery = PF_DELIVERY_EVERY_FRAME;
+  in.segment.format = 3;
+  in.segment.flags = 0x1;
+  in.segment.rate = -1.5;
+  in.segment.applied_rate = 0.25;
+  in.segment.base = 11;
+  in.segment.offset = 12;
+  in.segment.start = 13;
+  in.segment.stop = PF_TIME_NONE;
+  in.segment.time = 15;
+  in.segment.position = 16;
+  in.segment.duration = 17;
+  len = pf_msg_write_stream (buf, &in);
+  CHECK_INT (len, ==, 104);
+  CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, 0);
+  CHECK_INT (msg.type, ==, PF_MSG_STREAM);
+  pf_msg_stream_to_info (&msg.u.stream, &out);
+  CHECK (memcmp (&in, &out, sizeof (in)) == 0);
+  CHECK_INT (pf_msg_parse (buf, len, 1, &msg), ==, -EPROTO);    /* no fds */
+  CHECK_INT (pf_msg_parse (buf, len - 8, 0, &msg), ==, -EPROTO);
+
+  /* live, demoted, no segment: the segment fields are all zero */
+  memset (&in, 0, sizeof (in));
+  in.flags = PF_STREAM_LIVE | PF_STREAM_DEMOTED;
+  in.delivery = PF_DELIVERY_NEWEST_FRAME;
+  len = pf_msg_write_stream (buf, &in);
+  CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, 0);
+  pf_msg_stream_to_info (&msg.u.stream, &out);
+  CHECK (memcmp (&in, &out, sizeof (in)) == 0);
+  CHECK_INT (parse_stream_bits (&in, 96, 1, 8), ==, -EPROTO);
+  CHECK (strstr (pf_msg_error (), "without a segment") != NULL);
+  CHECK_INT (parse_stream_bits (&in, 16, 1u << 3, 4), ==, -EPROTO);
+  CHECK_INT (parse_stream_bits (&in, 20, 0, 4), ==, -EPROTO);
+  CHECK_INT (parse_stream_bits (&in, 20, 3, 4), ==, -EPROTO);
+  /* demoted means newest frame */
+  CHECK_INT (parse_stream_bits (&in, 20, PF_DELIVERY_EVERY_FRAME, 4), ==,
+      -EPROTO);
+
+  /* with a segment: a format, finite non-zero rates */
+  in.flags = PF_STREAM_HAS_SEGMENT;
+  in.segment.format = 3;
+  in.segment.rate = 1.0;
+  in.segment.applied_rate = 1.0;
+  CHECK_INT (parse_stream_bits (&in, 0, 0, 0), ==, 0);
+  CHECK_INT (parse_stream_bits (&in, 24, 0, 4), ==, -EPROTO);
+  in.segment.rate = 0.0;
+  CHECK_INT (parse_stream_bits (&in, 0, 0, 0), ==, -EPROTO);
+  in.segment.rate = nan;
+  CHECK_INT (parse_stream_bits (&in, 0, 0, 0), ==, -EPROTO);
+  in.segment.rate = 1.0;
+  in.segment.applied_rate = -inf;
+  CHECK_INT (parse_stream_bits (&in, 0, 0, 0), ==, -EPROTO);
+}
+
+/* REFUSE: the producer's answer past max_clients. */
+static void
+test_refuse (void)
+{
+  size_t len = pf_msg_write_refuse (buf, PF_REFUSE_TOO_MANY_CONSUMERS, 3);
+
+  CHECK_INT (len, ==, 24);
+  CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, 0);
+  CHECK_INT (msg.type, ==, PF_MSG_REFUSE);
+  CHECK_INT (msg.u.refuse.reason, ==, PF_REFUSE_TOO_MANY_CONSUMERS);
+  CHECK_INT (msg.u.refuse.limit, ==, 3);
+  put32 (16, 2);
+  CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTO);
+}
+
 static const t_case cases[] = {
   {"roundtrip", test_roundtrip},
   {"header", test_header},
@@ -538,6 +668,8 @@ static const t_case cases[] = {
   {"caps", test_caps},
   {"frame", test_frame},
   {"release", test_release_any_seq},
+  {"stream", test_stream},
+  {"refuse", test_refuse},
   {"doc-example", test_doc_example},
   {NULL, NULL}
 };
