@@ -8,6 +8,10 @@
  * looked up with dlsym() in libcudart.so.13, .12, ... or in the library that
  * the environment variable GST_PINNEDFLOW_CUDART names (a file name or a
  * path; the tests point it at the CPU emulator of tests/cuda/).
+ *
+ * The loader itself is libpinnedflow's (pinnedflow/pf-cuda.h): this API is a
+ * façade over it, so the elements and the node upload API of one process
+ * share one table and one registration per segment.
  */
 #ifndef __GST_PINNED_CUDA_LOADER_H__
 #define __GST_PINNED_CUDA_LOADER_H__

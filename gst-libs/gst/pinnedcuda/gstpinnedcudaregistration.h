@@ -16,7 +16,10 @@ G_BEGIN_DECLS
  * GstPinnedCudaRegistration:
  *
  * The outcome of registering one segment's mapping in this process, cached
- * on the segment (pf_segment_attach_once()): attempted once whatever the
+ * on the segment (pf_segment_attach_once()) by libpinnedflow: this is
+ * pf_cuda_registration (pinnedflow/pf-cuda-registration.h), of which this
+ * API is a façade, so the elements and pf_uploader share one registration
+ * per segment and process. Attempted once whatever the
  * outcome, so a segment that cannot be registered is not retried per frame.
  * cudaHostUnregister() runs in the attachment's destroy notify, when the
  * segment dies, before it is unmapped.
