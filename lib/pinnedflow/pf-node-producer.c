@@ -25,8 +25,9 @@
  * Delivery: publish waits for every every-frame consumer to have room
  * (pf_producer_wait_ready(), bounded by the transport's reliable timeout);
  * a loan that finds no free slot asks the transport every LOAN_SLICE_MS to
- * apply that timeout, so an every-frame consumer that holds the whole pool
- * is demoted (or disconnected) instead of stalling the producer for ever.
+ * disconnect the consumers that hold slots and released none for that
+ * timeout (pf_producer_reclaim_stalled()), so consumers that stop releasing
+ * cannot stall the producer for ever, whatever their delivery.
  *
  * Lifetime: the application owns the producer (_new/_free) and the
  * producer the pool. pf_producer_close() in _free() releases every frame
@@ -244,8 +245,10 @@ pool_loan (pf_node_producer * p, int timeout_ms, pf_pool_slot * slot)
     res = pf_pool_loan (p->pool, 0, slot);
     if (res != -EAGAIN || timeout_ms == 0)
       return res;
-    /* every slot is out: an every-frame consumer past its timeout lets go */
-    pf_producer_wait_ready (p->transport, 0);
+    /* every slot is out: consumers that hold frames and have released
+     * none for the reliable timeout are disconnected, which gives their
+     * slots back (demoting them would free nothing) */
+    pf_producer_reclaim_stalled (p->transport);
     slice = LOAN_SLICE_MS;
     if (timeout_ms > 0) {
       left = pf_deadline_remaining_ms (&deadline);

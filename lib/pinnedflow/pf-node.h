@@ -158,7 +158,11 @@ PF_API int pf_node_producer_set_video (pf_node_producer * p, const char *format,
  * @timeout_ms: how long to wait for a free slot: 0 fails at once with
  *   -EAGAIN, -1 waits forever, otherwise -ETIMEDOUT after that long
  *
- * Loans a whole slot (size = capacity, no video meta).
+ * Loans a whole slot (size = capacity, no video meta). While every slot is
+ * out, consumers that hold slots and have released none for the reliable
+ * timeout (pf_node_producer_set_reliable_timeout()) are disconnected, which
+ * gives their slots back: consumers that stop releasing cannot stall the
+ * producer for ever.
  */
 PF_API int pf_node_producer_loan (pf_node_producer * p, int timeout_ms,
     pf_node_loan * loan);
@@ -181,8 +185,7 @@ PF_API int pf_node_producer_loan_video (pf_node_producer * p, int timeout_ms,
  * most the reliable timeout, after which it is demoted or disconnected); a
  * newest-frame one at its limit is skipped. The slot returns to the pool
  * when all of them released it, or at once when nobody received it. The
- * loan is consumed either way. While no slot is free, loans apply the
- * reliable timeout too.
+ * loan is consumed either way.
  *
  * Returns: the number of consumers that got the frame (0 included), or
  * -EINVAL (not a current loan, size > capacity), or the transport's error.

@@ -397,6 +397,7 @@ client_handle_release (pf_producer * p, struct client *c, uint64_t seq,
       c->held[i] = c->held[--c->n_held];
       c->stats.frames_released++;
       c->blocked_since = 0;     /* it moves: the reliable timeout restarts */
+      c->progress_ns = pf_monotonic_ns ();
       frame_unhold (p, f, ev);
       return;
     }
@@ -582,6 +583,29 @@ client_reliable_timeout (pf_producer * p, struct client *c,
   producer_push_client_event (ev, &e);
 }
 
+void
+client_evict_stalled (pf_producer * p, struct client *c, uint64_t stalled_ns,
+    struct event_list *ev)
+{
+  pf_client_event e;
+
+  memset (&e, 0, sizeof (e));
+  e.type = PF_CLIENT_EVENT_TIMED_OUT;
+  e.client_id = c->info.client_id;
+  e.pid = c->info.pid;
+  e.delivery = c->info.delivery;
+  e.blocked_ns = stalled_ns;
+  e.frames_dropped = c->stats.frames_dropped;
+  snprintf (e.message, sizeof (e.message), "consumer %u (pid %d) held %u "
+      "frames without releasing any for %" PRIu64 " ms while the producer had "
+      "no free frame: disconnected", c->info.client_id, (int) c->info.pid,
+      c->n_held, stalled_ns / 1000000);
+  producer_push_client_event (ev, &e);
+  client_fail (p, c, -ETIMEDOUT, "held %u frames without releasing any for "
+      "%" PRIu64 " ms while the producer had no free frame", c->n_held,
+      stalled_ns / 1000000);
+}
+
 /* Sends @buf (an encoded FRAME) to @c if it can take it; 1 if it did.
  * Newest frame: skipped at its limit or when its socket is full.
  * Every frame: skipped only at its limit (the publisher did not wait);
@@ -644,6 +668,8 @@ client_offer_frame (pf_producer * p, struct client *c, const uint8_t * buf,
       return 0;
     }
   }
+  if (c->n_held == 0)
+    c->progress_ns = pf_monotonic_ns ();
   c->held[c->n_held].seq = f->seq;
   c->held[c->n_held].frame = f;
   c->n_held++;

@@ -89,6 +89,7 @@ struct client
   int demoted;                  /* after the reliable timeout: for good */
   int need_key;                 /* skips DELTA_UNIT frames until a key frame */
   uint64_t blocked_since;       /* ns a waiter found it full; 0 after a release */
+  uint64_t progress_ns;         /* its last release, or when it began to hold */
   /* Drop reports (rate-limited) */
   uint64_t drops_unreported;
   uint64_t next_drop_report;    /* ns */
@@ -198,5 +199,9 @@ void client_update_stream (pf_producer * p, struct client *c, int force);
  * disconnect it, as p->reliable_action says. */
 void client_reliable_timeout (pf_producer * p, struct client *c,
     uint64_t blocked_ns, struct event_list *ev);
+/* Disconnects @c (holding frames, no release for @stalled_ns) with
+ * -ETIMEDOUT, reported as PF_CLIENT_EVENT_TIMED_OUT. */
+void client_evict_stalled (pf_producer * p, struct client *c,
+    uint64_t stalled_ns, struct event_list *ev);
 
 #endif /* __PF_PRODUCER_PRIVATE_H__ */

@@ -932,3 +932,31 @@ pf_producer_wait_ready (pf_producer * p, int timeout_ms)
     dispatch_events (p, &ev);
   return res;
 }
+
+int
+pf_producer_reclaim_stalled (pf_producer * p)
+{
+  struct event_list ev = { NULL };
+  struct client *c;
+  uint64_t now, limit;
+  int n = 0;
+
+  if (p == NULL)
+    return -EINVAL;
+  now = pf_monotonic_ns ();
+  pthread_mutex_lock (&p->lock);
+  if (p->reliable_timeout_ms >= 0) {
+    limit = (uint64_t) p->reliable_timeout_ms * UINT64_C (1000000);
+    for (c = p->clients; c != NULL; c = c->next) {
+      if (c->state != CLIENT_ACTIVE || c->n_held == 0 ||
+          now - c->progress_ns < limit)
+        continue;
+      client_evict_stalled (p, c, now - c->progress_ns, &ev);
+      n++;
+    }
+  }
+  pthread_mutex_unlock (&p->lock);
+  if (ev.head != NULL)
+    dispatch_events (p, &ev);
+  return n;
+}

@@ -282,6 +282,19 @@ PF_API int pf_producer_set_reliable_timeout (pf_producer * p, int timeout_ms,
 PF_API int pf_producer_wait_ready (pf_producer * p, int timeout_ms);
 
 /**
+ * pf_producer_reclaim_stalled:
+ *
+ * For a publisher whose frame memory is exhausted (every slot held):
+ * disconnects every consumer, whatever its delivery, that holds frames and
+ * has released none for the reliable timeout (no bound: nothing happens),
+ * which gives its frames back. Each is reported (client_event
+ * PF_CLIENT_EVENT_TIMED_OUT, then client_disconnected with -ETIMEDOUT).
+ *
+ * Returns: how many were disconnected.
+ */
+PF_API int pf_producer_reclaim_stalled (pf_producer * p);
+
+/**
  * pf_producer_set_flushing:
  *
  * While set, pf_producer_wait_ready() returns -ECANCELED at once, waits in

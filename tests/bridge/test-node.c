@@ -8,9 +8,18 @@
  *                   segment exposure; caps change; EOS; hang-up; no leak
  *   pool            bounded loans (EAGAIN/ETIMEDOUT), slots back only after
  *                   every consumer released; discard; bad loans
- *   crash-producer  SIGKILL of the producer: the consumer sees -EPIPE, held
- *                   frames stay readable, nothing leaks; restart on the path
+ *   crash-producer  SIGKILL of the producer: the consumer sees -ECONNRESET
+ *                   (lost, not an end), held frames stay readable, nothing
+ *                   leaks; restart on the path
  *   crash-consumer  SIGKILL of a consumer holding frames: every slot back
+ *   delivery        the default follows the producer's liveness (every
+ *                   frame, then newest frame), told through STREAM; an
+ *                   explicit request is kept; a stuck every-frame consumer
+ *                   is demoted and publish goes on; a newest-frame consumer
+ *                   gets the newest queued frame, stale ones released
+ *   stalled-pool    consumers that hold the whole pool and release nothing
+ *                   are disconnected after the reliable timeout: the loan
+ *                   succeeds, the consumer sees the producer lost
  *   connect-wait    no producer: an error at once (timeout 0), or waiting
  *                   for one that comes up later
  */
@@ -302,11 +311,14 @@ test_roundtrip (void)
   CHECK_INT (pf_node_consumer_next (c, 10000, &f), ==, PF_NODE_EOS);
   CHECK (f == NULL);
 
-  /* A frame held across the producer's end stays readable. */
+  /* A frame held across the producer's end stays readable. The producer
+   * ends cleanly (EOS, then it closes): EOS, then -EPIPE, not "lost". */
   CHECK_INT (pf_node_producer_set_video (p, "RGBA", W, H, 30, 1), ==, 0);
   publish_rgba (p, 77, 1);
   f = next_frame (c);
+  CHECK_INT (pf_node_producer_send_eos (p), ==, 0);
   pf_node_producer_free (p);
+  CHECK_INT (pf_node_consumer_next (c, 10000, &g), ==, PF_NODE_EOS);
   CHECK_INT (pf_node_consumer_next (c, 10000, &g), ==, -EPIPE);
   CHECK (g == NULL);
   CHECK (strlen (pf_node_consumer_get_error (c)) > 0);
@@ -478,9 +490,12 @@ test_crash_producer (void)
   }
   st = bc_kill_wait (pid, SIGKILL);
   CHECK (WIFSIGNALED (st) && WTERMSIG (st) == SIGKILL);
+  /* killed mid-stream, no EOS: lost, told apart from an end of stream */
   res = pf_node_consumer_next (c, 10000, &g);
-  CHECK_MSG (res == -EPIPE, "after the producer died: %d (%s)", res,
+  CHECK_MSG (res == -ECONNRESET, "after the producer died: %d (%s)", res,
       pf_node_consumer_get_error (c));
+  CHECK (strstr (pf_node_consumer_get_error (c), "without EOS") != NULL);
+  CHECK (strstr (pf_node_strerror (res), "without EOS") != NULL);
   /* The memfd outlives its creator: held frames stay intact, no SIGBUS. */
   for (i = 0; i < 3; i++) {
     CHECK (check_rgba (f[i]->data, &f[i]->layout, (uint64_t) i) == 0);
@@ -607,6 +622,147 @@ test_connect_wait (void)
   CHECK_INT (pf_test_count_fds (), ==, fds0);
 }
 
+/* Delivery through the node API, in one process. */
+static void
+test_delivery (void)
+{
+  const char *path = bc_path ("dl.sock");
+  pf_node_consumer *def, *every, *newest;
+  pf_node_frame *f, *held[2];
+  pf_consumer_stats st;
+  pf_stream_info si;
+  pf_node_producer *p;
+  int i, fds0 = pf_test_count_fds ();
+
+  p = make_producer (path, 12, 64 * 1024, 4);
+  CHECK_INT (pf_node_producer_set_reliable_timeout (p, 300, 0), ==, 0);
+  CHECK_INT (pf_node_producer_set_video (p, "RGBA", W, H, 30, 1), ==, 0);
+  CHECK_INT (pf_node_consumer_new_with (path, 5000, 9, &def), ==, -EINVAL);
+  CHECK_INT (pf_node_consumer_new (path, 5000, &def), ==, 0);
+  CHECK_INT (pf_node_consumer_new_with (path, 5000, PF_DELIVERY_EVERY_FRAME,
+          &every), ==, 0);
+  CHECK_INT (pf_node_consumer_new_with (path, 5000, PF_DELIVERY_NEWEST_FRAME,
+          &newest), ==, 0);
+  CHECK_INT (pf_node_producer_wait_clients (p, 3, 10000), ==, 0);
+
+  /* not live (the default): every frame for the default consumer */
+  publish_rgba (p, 0, 3);       /* seq 1 */
+  f = next_frame (def);
+  CHECK_INT (pf_node_consumer_get_delivery (def), ==, PF_DELIVERY_EVERY_FRAME);
+  pf_node_consumer_get_stream (def, &si);
+  CHECK_INT (si.flags, ==, 0);
+  pf_node_frame_release (f);
+  f = next_frame (every);
+  CHECK_INT (pf_node_consumer_get_delivery (every), ==,
+      PF_DELIVERY_EVERY_FRAME);
+  pf_node_frame_release (f);
+  f = next_frame (newest);
+  CHECK_INT (pf_node_consumer_get_delivery (newest), ==,
+      PF_DELIVERY_NEWEST_FRAME);
+  pf_node_frame_release (f);
+
+  /* live: the default consumer follows, the explicit one keeps its own */
+  CHECK_INT (pf_node_producer_set_live (p, 1), ==, 0);
+  publish_rgba (p, 1, 3);       /* seq 2 */
+  f = next_frame (def);
+  CHECK_INT (pf_node_consumer_get_delivery (def), ==, PF_DELIVERY_NEWEST_FRAME);
+  pf_node_consumer_get_stream (def, &si);
+  CHECK (si.flags & PF_STREAM_LIVE);
+  pf_node_frame_release (f);
+  f = next_frame (every);
+  CHECK_INT (pf_node_consumer_get_delivery (every), ==,
+      PF_DELIVERY_EVERY_FRAME);
+  pf_node_frame_release (f);
+
+  /* newest frame: seq 2, 3, 4 queued unread; it gets 4, the stale 2 and 3
+   * released unseen (so they count no more against its limit) */
+  publish_rgba (p, 2, 3);       /* seq 3 */
+  publish_rgba (p, 3, 3);       /* seq 4 */
+  f = next_frame (newest);
+  CHECK_INT (f->seq, ==, 4);
+  CHECK (check_rgba (f->data, &f->layout, 3) == 0);
+  pf_node_consumer_get_stats (newest, &st);
+  CHECK_INT (st.frames_stale_dropped, ==, 2);
+  CHECK_INT (st.delivery, ==, PF_DELIVERY_NEWEST_FRAME);
+  pf_node_frame_release (f);
+  f = next_frame (def);         /* newest frame now: 3 is stale */
+  CHECK_INT (f->seq, ==, 4);
+  pf_node_frame_release (f);
+
+  /* the every-frame consumer stops releasing: it holds 3 and 4, gets 5 and
+   * 6 (its limit of 4); publishing 7 waits for it, demotes it after 300 ms
+   * and goes on without it */
+  held[0] = next_frame (every);
+  held[1] = next_frame (every);
+  CHECK (check_rgba (held[1]->data, &held[1]->layout, 3) == 0);
+  publish_rgba (p, 4, 3);       /* seq 5 */
+  publish_rgba (p, 5, 3);       /* seq 6 */
+  publish_rgba (p, 6, 2);       /* seq 7: def and newest only */
+  for (i = 5; i <= 6; i++) {    /* what it was sent before the demotion */
+    f = next_frame (every);
+    CHECK_INT (f->seq, ==, i);
+    pf_node_frame_release (f);
+  }
+  CHECK_INT (pf_node_consumer_next (every, 0, &f), ==, 0);
+  CHECK_INT (pf_node_consumer_get_delivery (every), ==,
+      PF_DELIVERY_NEWEST_FRAME);
+  pf_node_consumer_get_stream (every, &si);
+  CHECK (si.flags & PF_STREAM_DEMOTED);
+  pf_node_consumer_get_stats (every, &st);
+  CHECK_INT (st.demoted, ==, 1);
+  pf_node_frame_release (held[0]);
+  pf_node_frame_release (held[1]);
+
+  pf_node_consumer_free (def);
+  pf_node_consumer_free (every);
+  pf_node_consumer_free (newest);
+  pf_node_producer_free (p);
+  CHECK_INT (pf_segment_count_live (), ==, 0);
+  CHECK_INT (pf_test_count_fds (), ==, fds0);
+}
+
+/* The pool is the producer's only memory: consumers holding every slot
+ * without releasing are disconnected after the reliable timeout, whatever
+ * their delivery, and see the producer as lost (never a clean end). */
+static void
+test_stalled_pool (void)
+{
+  const char *path = bc_path ("sp.sock");
+  pf_node_consumer *c;
+  pf_node_frame *f[2], *g;
+  pf_node_producer *p;
+  pf_node_loan loan;
+  int res, fds0 = pf_test_count_fds ();
+
+  p = make_producer (path, 2, 64 * 1024, 0);    /* may hold both slots */
+  CHECK_INT (pf_node_producer_set_reliable_timeout (p, 300, 0), ==, 0);
+  CHECK_INT (pf_node_producer_set_video (p, "RGBA", W, H, 30, 1), ==, 0);
+  CHECK_INT (pf_node_consumer_new_with (path, 5000, PF_DELIVERY_NEWEST_FRAME,
+          &c), ==, 0);
+  CHECK_INT (pf_node_producer_wait_clients (p, 1, 10000), ==, 0);
+  publish_rgba (p, 0, 1);
+  f[0] = next_frame (c);
+  publish_rgba (p, 1, 1);
+  f[1] = next_frame (c);
+  CHECK_INT (pf_node_producer_get_free_slots (p), ==, 0);
+  /* no slot for 0 ms: no waiting, no eviction */
+  CHECK_INT (pf_node_producer_loan (p, 0, &loan), ==, -EAGAIN);
+  /* a loan that waits: after 300 ms the consumer is disconnected */
+  CHECK_INT (pf_node_producer_loan (p, 20000, &loan), ==, 0);
+  CHECK_INT (pf_node_producer_discard (p, &loan), ==, 0);
+  CHECK_INT (pf_node_producer_get_n_clients (p), ==, 0);
+  res = pf_node_consumer_next (c, 10000, &g);
+  CHECK_MSG (res == -ECONNRESET, "%d (%s)", res,
+      pf_node_consumer_get_error (c));
+  CHECK (check_rgba (f[1]->data, &f[1]->layout, 1) == 0);
+  pf_node_frame_release (f[0]);
+  pf_node_frame_release (f[1]);
+  pf_node_consumer_free (c);
+  pf_node_producer_free (p);
+  CHECK_INT (pf_segment_count_live (), ==, 0);
+  CHECK_INT (pf_test_count_fds (), ==, fds0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -620,6 +776,8 @@ main (int argc, char **argv)
     {"pool", test_pool},
     {"crash-producer", test_crash_producer},
     {"crash-consumer", test_crash_consumer},
+    {"delivery", test_delivery},
+    {"stalled-pool", test_stalled_pool},
     {"connect-wait", test_connect_wait},
   };
   size_t i;
