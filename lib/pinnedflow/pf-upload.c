@@ -47,8 +47,10 @@
 typedef struct
 {
   pf_cuda_event event;          /* recorded after the entry's copies */
-  pf_upload_release_func release;
+  pf_upload_release_func release;       /* NULL once called */
   void *release_data;
+  pf_upload_release_func done;
+  void *done_data;
 } inflight_entry;
 
 typedef struct
@@ -70,6 +72,7 @@ struct pf_uploader
 
   const pf_cuda_runtime *rt;
   int device_id;
+  pf_uploader_hooks hooks;      /* enter NULL: pf_cuda_device_enter */
   pf_cuda_stream stream;
   int own_stream;
   unsigned int flags, max_inflight, pool_size;
@@ -113,6 +116,24 @@ set_msg (char *msg, size_t msg_len, const char *fmt, ...)
   va_end (ap);
 }
 
+/* The engine's device (or the caller's context) made current. */
+static int
+up_enter (pf_uploader * up)
+{
+  if (up->hooks.enter)
+    return up->hooks.enter (up->hooks.data);
+  return pf_cuda_device_enter (up->rt, up->device_id);
+}
+
+static void
+up_leave (pf_uploader * up, int prev)
+{
+  if (up->hooks.enter)
+    up->hooks.leave (up->hooks.data, prev);
+  else
+    pf_cuda_device_leave (up->rt, up->device_id, prev);
+}
+
 /* ------------------------------------------------------------ lifetime */
 
 static void
@@ -120,7 +141,7 @@ uploader_destroy (pf_uploader * up)
 {
   const pf_cuda_runtime *rt = up->rt;
   unsigned int i;
-  int prev = pf_cuda_device_enter (rt, up->device_id);
+  int prev = up_enter (up);
 
   if (up->stream)
     rt->StreamSynchronize (up->stream);
@@ -139,7 +160,7 @@ uploader_destroy (pf_uploader * up)
       rt->EventDestroy (up->ring[i].event);
   if (up->own_stream && up->stream)
     rt->StreamDestroy (up->stream);
-  pf_cuda_device_leave (rt, up->device_id, prev);
+  up_leave (up, prev);
   /* The last reference: unregistered, then unmapped. */
   if (up->bounce)
     pf_segment_unref (up->bounce);
@@ -174,8 +195,6 @@ complete_oldest_locked (pf_uploader * up, int blocking, int enter)
 {
   const pf_cuda_runtime *rt = up->rt;
   inflight_entry *e;
-  pf_upload_release_func release;
-  void *release_data;
   pf_cuda_error err;
   int prev = -1, status = 0;
 
@@ -188,14 +207,14 @@ complete_oldest_locked (pf_uploader * up, int blocking, int enter)
   pthread_mutex_unlock (&up->lock);
 
   if (enter)
-    prev = pf_cuda_device_enter (rt, up->device_id);
+    prev = up_enter (up);
   err = blocking ? rt->EventSynchronize (e->event) : rt->EventQuery (e->event);
   if (!blocking && err == PF_CUDA_ERROR_NOT_READY) {
     /* not an error: leave nothing in the thread's last-error slot */
     if (rt->PeekAtLastError () == PF_CUDA_ERROR_NOT_READY)
       rt->GetLastError ();
     if (enter)
-      pf_cuda_device_leave (rt, up->device_id, prev);
+      up_leave (up, prev);
     pthread_mutex_lock (&up->lock);
     up->completing = 0;
     pthread_cond_broadcast (&up->cond);
@@ -223,18 +242,20 @@ complete_oldest_locked (pf_uploader * up, int blocking, int enter)
     status = -EIO;
   }
   if (enter)
-    pf_cuda_device_leave (rt, up->device_id, prev);
+    up_leave (up, prev);
 
   /* The entry stays in flight until its source went back: a flush or a
    * submit that waits for a free entry waits for the release too. */
-  release = e->release;
-  release_data = e->release_data;
-  if (release)
-    release (release_data, status);
+  if (e->release)
+    e->release (e->release_data, status);
+  if (e->done)
+    e->done (e->done_data, status);
 
   pthread_mutex_lock (&up->lock);
   e->release = NULL;
   e->release_data = NULL;
+  e->done = NULL;
+  e->done_data = NULL;
   up->head = (up->head + 1) % up->max_inflight;
   up->count--;
   up->completing = 0;
@@ -249,8 +270,13 @@ release_thread_func (void *data)
 {
   pf_uploader *up = data;
 
-  /* Our own thread: the device stays current on it. */
-  up->rt->SetDevice (up->device_id);
+  int prev;
+
+  /* Our own thread: the device (context) stays current on it. */
+  if (up->hooks.enter)
+    prev = up->hooks.enter (up->hooks.data);
+  else
+    prev = up->rt->SetDevice (up->device_id);
   pthread_mutex_lock (&up->lock);
   for (;;) {
     while (up->count == 0 && !up->stopping)
@@ -260,6 +286,8 @@ release_thread_func (void *data)
     complete_oldest_locked (up, 1, 0);
   }
   pthread_mutex_unlock (&up->lock);
+  if (up->hooks.enter)
+    up->hooks.leave (up->hooks.data, prev);
   return NULL;
 }
 
@@ -286,6 +314,14 @@ int
 pf_uploader_new (const pf_uploader_config * config, pf_uploader ** out,
     char *msg, size_t msg_len)
 {
+  return pf_uploader_new_with_hooks (config, NULL, out, msg, msg_len);
+}
+
+int
+pf_uploader_new_with_hooks (const pf_uploader_config * config,
+    const pf_uploader_hooks * hooks, pf_uploader ** out, char *msg,
+    size_t msg_len)
+{
   pf_uploader *up;
   const pf_cuda_runtime *rt;
   pf_cuda_error err = PF_CUDA_SUCCESS;
@@ -295,6 +331,7 @@ pf_uploader_new (const pf_uploader_config * config, pf_uploader ** out,
   char desc[256];
 
   if (config == NULL || out == NULL || config->max_inflight > MAX_INFLIGHT_LIMIT
+      || (hooks && (hooks->enter == NULL || hooks->leave == NULL))
       || config->pool_size > MAX_POOL_SIZE
       || (config->flags & ~(PF_UPLOADER_NO_THREAD | PF_UPLOADER_NO_BOUNCE))) {
     set_msg (msg, msg_len, "invalid uploader configuration");
@@ -314,6 +351,8 @@ pf_uploader_new (const pf_uploader_config * config, pf_uploader ** out,
   up->refs = 1;
   up->rt = rt;
   up->device_id = config->device_id;
+  if (hooks)
+    up->hooks = *hooks;
   up->flags = config->flags;
   up->max_inflight = config->max_inflight ? config->max_inflight :
       DEFAULT_MAX_INFLIGHT;
@@ -325,7 +364,7 @@ pf_uploader_new (const pf_uploader_config * config, pf_uploader ** out,
     goto nomem;
   }
 
-  prev = pf_cuda_device_enter (rt, up->device_id);
+  prev = up_enter (up);
   if (config->stream) {
     up->stream = config->stream;
   } else {
@@ -346,7 +385,7 @@ pf_uploader_new (const pf_uploader_config * config, pf_uploader ** out,
   }
   if (err != PF_CUDA_SUCCESS)
     pf_cuda_take_last_error (rt);
-  pf_cuda_device_leave (rt, up->device_id, prev);
+  up_leave (up, prev);
   if (err != PF_CUDA_SUCCESS) {
     set_msg (msg, msg_len, "CUDA error in %s: %s (runtime %s, device %d)",
         call, pf_cuda_error_describe (rt, err, desc, sizeof (desc)),
@@ -581,6 +620,10 @@ queue_copies (pf_uploader * up, const pf_upload_source * src,
       err = rt->EventRecord (dest->record_event, up->stream);
     if (err == PF_CUDA_SUCCESS)
       err = rt->EventRecord (e->event, up->stream);
+    if (err == PF_CUDA_SUCCESS && dest->wait_stream) {
+      result->failed_call = "cudaStreamWaitEvent";
+      err = rt->StreamWaitEvent (dest->wait_stream, e->event, 0);
+    }
   }
   if (err == PF_CUDA_SUCCESS) {
     result->failed_call = NULL;
@@ -627,7 +670,7 @@ pf_uploader_submit (pf_uploader * up, const pf_upload_source * src,
   if (res < 0)
     goto out;
 
-  prev = pf_cuda_device_enter (up->rt, up->device_id);
+  prev = up_enter (up);
   registered = source_is_registered (up, src, &registered_now);
   if (!registered && !(up->flags & PF_UPLOADER_NO_BOUNCE)) {
     res = ensure_bounce (up, packed_size (src), &bounce_now);
@@ -650,11 +693,17 @@ pf_uploader_submit (pf_uploader * up, const pf_upload_source * src,
   res = queue_copies (up, src, dest, staged, staged_off, e, result);
   if (res < 0)
     goto leave;
+  /* The staging copy is done: the source can go back at once (before the
+   * entry is published, so that its done callback comes after this). */
+  if (staged && src->release)
+    src->release (src->release_data, 0);
 
   pthread_mutex_lock (&up->lock);
   /* A staged source is not read by the copies: it goes back below. */
   e->release = staged ? NULL : src->release;
   e->release_data = staged ? NULL : src->release_data;
+  e->done = src->done;
+  e->done_data = src->done_data;
   up->count++;
   up->stats.frames++;
   up->stats.bytes += packed_size (src);
@@ -679,12 +728,9 @@ pf_uploader_submit (pf_uploader * up, const pf_upload_source * src,
   result->waited_full = waited;
 
 leave:
-  pf_cuda_device_leave (up->rt, up->device_id, prev);
+  up_leave (up, prev);
 out:
   pthread_mutex_unlock (&up->submit_lock);
-  /* The staging copy is done: the source can go back at once. */
-  if (res == 0 && staged && src->release)
-    src->release (src->release_data, 0);
   return res;
 }
 
@@ -827,9 +873,9 @@ pf_uploader_upload (pf_uploader * up, const pf_upload_source * src,
   if ((res = wait_buf (up, timeout_ms, &b)) < 0)
     return res;
 
-  prev = pf_cuda_device_enter (up->rt, up->device_id);
+  prev = up_enter (up);
   res = ensure_buf_memory (up, b, width, rows, result);
-  pf_cuda_device_leave (up->rt, up->device_id, prev);
+  up_leave (up, prev);
   if (res < 0)
     goto failed;
 
@@ -970,6 +1016,17 @@ pf_uploader_get_stats (pf_uploader * up, pf_uploader_stats * stats)
   pthread_mutex_lock (&up->lock);
   *stats = up->stats;
   pthread_mutex_unlock (&up->lock);
+}
+
+const void *
+pf_uploader_get_bounce_registration (pf_uploader * up)
+{
+  const void *reg;
+
+  pthread_mutex_lock (&up->submit_lock);
+  reg = up->bounce_reg;
+  pthread_mutex_unlock (&up->submit_lock);
+  return reg;
 }
 
 const char *

@@ -99,6 +99,11 @@ typedef struct {
   uint32_t reserved1;
   pf_upload_release_func release;       /* may be NULL */
   void *release_data;
+  /* Optional: called once per submitted frame when its copy's event
+   * completed (or failed: status -EIO), after @release; for a staged frame
+   * @release ran at submit time already. Same thread rules as @release. */
+  pf_upload_release_func done;
+  void *done_data;
 } pf_upload_source;
 
 /* Device memory the caller owns, one pointer and pitch per plane. */
@@ -108,7 +113,11 @@ typedef struct {
   /* Optional: an event of the caller's, recorded on the engine's stream
    * after the copies (the output's "ready" event), or NULL. */
   pf_cuda_event record_event;
-  void *reserved[3];
+  /* Optional: a stream made to wait for the copies (cudaStreamWaitEvent
+   * on the engine's event after them: the consumer's stream orders its
+   * reads after the copy on the GPU, no host wait), or NULL. */
+  pf_cuda_stream wait_stream;
+  void *reserved[2];
 } pf_upload_dest;
 
 /* What one submit did. */
@@ -170,6 +179,26 @@ typedef struct {
  */
 PF_API int pf_uploader_new (const pf_uploader_config * config,
     pf_uploader ** out, char *msg, size_t msg_len);
+
+/* How to make the engine's device (or context) current on a thread: the
+ * GStreamer element pushes its shared CUcontext. @enter returns what
+ * @leave needs. Without hooks: pf_cuda_device_enter/leave. The release
+ * thread enters once for its life. */
+typedef struct {
+  int (*enter) (void *data);
+  void (*leave) (void *data, int previous);
+  void *data;
+} pf_uploader_hooks;
+
+/**
+ * pf_uploader_new_with_hooks:
+ * @hooks: (nullable): copied
+ *
+ * pf_uploader_new() with the caller's context switching.
+ */
+PF_API int pf_uploader_new_with_hooks (const pf_uploader_config * config,
+    const pf_uploader_hooks * hooks, pf_uploader ** out, char *msg,
+    size_t msg_len);
 
 /**
  * pf_uploader_free:
@@ -281,6 +310,12 @@ PF_API void pf_uploader_get_stats (pf_uploader * up, pf_uploader_stats * stats);
 /* The bounce slots' registration failed (then staged copies are pageable):
  * the reason, or NULL. */
 PF_API const char *pf_uploader_get_bounce_warning (pf_uploader * up);
+
+/* The registration (a const pf_cuda_registration *, pf-cuda-registration.h)
+ * of the current bounce segment, NULL before the first staged frame: to
+ * count it, or to say why staged copies are pageable. Valid until the next
+ * submit. */
+PF_API const void *pf_uploader_get_bounce_registration (pf_uploader * up);
 
 #ifdef __cplusplus
 }
