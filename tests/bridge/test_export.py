@@ -15,7 +15,9 @@
 #   - device frames on the cudart emulator are byte-exact when read through
 #     the exported pointer, the host frame goes back only after the copy's
 #     event completed, and the device buffer only after its last borrower.
-# Usage: test_export.py dlpack|torch|arrow|cuda|cuda-absent
+#   - the documented GPU nodes (bridge/examples/cuda-node.c, gpu_node.py)
+#     run on the emulator and see the camera's bytes.
+# Usage: test_export.py dlpack|torch|arrow|cuda|nodes|cuda-absent
 import ctypes
 import errno
 import gc
@@ -517,6 +519,40 @@ def case_cuda():
                  "a registration outlived its segment")
 
 
+def case_nodes():
+    """The documented GPU nodes (docs/bridge.md) on the emulator, fed by
+    pf-camera-node: the C one reads every frame back byte-exact, the Python
+    one prints each frame's mean (frame n's is 83 + 5n at 64x48)."""
+    import subprocess
+    if not os.environ.get("GST_PINNEDFLOW_CUDART"):
+        print("SKIP: GST_PINNEDFLOW_CUDART (the emulator) not set")
+        sys.exit(SKIP)
+    gpu_py = os.path.join(bt.SOURCE, "bridge", "examples", "gpu_node.py")
+    with bt.Env() as env:
+        for k, argv in enumerate((
+                [bt.tool("pf-cuda-node"), None, "12", "1"],
+                [sys.executable, gpu_py, None, "12"])):
+            path = env.path("cam%d.sock" % k)
+            cam = env.spawn([bt.tool("pf-camera-node"), path, "12", str(W),
+                             str(H), "0"])
+            argv = [path if a is None else a for a in argv]
+            out = subprocess.run(argv, capture_output=True, text=True,
+                                 timeout=60)
+            bt.check(out.returncode == 0, "%s: %s%s" % (
+                argv[0], out.stdout[-500:], out.stderr[-500:]))
+            lines = out.stdout.splitlines()
+            if k == 0:
+                bt.check(lines[-1] == "12 frames on the device, 0 bytes "
+                         "differ", lines[-1])
+            else:
+                means = [float(l.split(" mean ")[1].split()[0])
+                         for l in lines if l.startswith("frame ")]
+                bt.check(means == [83.0 + 5 * n for n in range(12)],
+                         str(means))
+                bt.check(lines[-1] == "12 frames", lines[-1])
+            env.finish(cam, what="pf-camera-node")
+
+
 def case_cuda_absent():
     import pinnedflow.cuda as pfcuda
     os.environ["GST_PINNEDFLOW_CUDART"] = "/nonexistent/libcudart.so.12"
@@ -531,4 +567,5 @@ def case_cuda_absent():
 if __name__ == "__main__":
     sys.exit(bt.run_cases({"dlpack": case_dlpack, "torch": case_torch,
                            "arrow": case_arrow, "cuda": case_cuda,
+                           "nodes": case_nodes,
                            "cuda-absent": case_cuda_absent}))
