@@ -21,33 +21,19 @@ GST_DEBUG_CATEGORY_STATIC (gst_pinned_cuda_context_debug);
 static void
 bind_gst_context (GstPinnedCudaContext * ctx)
 {
-  gpointer found = NULL;
-
   ctx->gst = gst_pinned_cuda_gst_get ();
   if (ctx->gst == NULL)
     return;
-  GST_OBJECT_LOCK (ctx->element);
-  found = ctx->gst_ctx;
-  GST_OBJECT_UNLOCK (ctx->element);
-  if (found != NULL) {
-    GST_DEBUG_OBJECT (ctx->element, "using the GstCudaContext %"
-        GST_PTR_FORMAT " set on the element", found);
-    return;
-  }
-  if (!ctx->gst->ensure_element_context (ctx->element, ctx->device_id, &found)
-      || found == NULL) {
+  /* As nvcodec's elements do: the context set on the element, else one
+   * found by a query of the neighbours or a need-context message (both
+   * answered through gst_pinned_cuda_context_set_gst_context() into
+   * ctx->gst_ctx), else a new one, announced with have-context. */
+  if (!ctx->gst->ensure_element_context (ctx->element, ctx->device_id,
+          &ctx->gst_ctx) || ctx->gst_ctx == NULL) {
     GST_INFO_OBJECT (ctx->element, "no GstCudaContext for device %d "
         "(libgstcuda could not make one): own memory only", ctx->device_id);
     return;
   }
-  GST_OBJECT_LOCK (ctx->element);
-  if (ctx->gst_ctx == NULL) {
-    ctx->gst_ctx = found;
-    found = NULL;
-  }
-  GST_OBJECT_UNLOCK (ctx->element);
-  if (found)
-    gst_object_unref (found);
   GST_DEBUG_OBJECT (ctx->element, "sharing the GstCudaContext %"
       GST_PTR_FORMAT " (CUcontext %p)", ctx->gst_ctx,
       ctx->gst->context_get_handle (ctx->gst_ctx));
@@ -148,26 +134,19 @@ gst_pinned_cuda_context_leave (GstPinnedCudaContext * ctx, int previous)
     ctx->gst->context_pop (NULL);
 }
 
+/* Never replaces a context already held (gst_cuda_handle_set_context
+ * keeps it), so enter and leave push and pop the same one. */
 void
 gst_pinned_cuda_context_set_gst_context (GstPinnedCudaContext * ctx,
     GstElement * element, GstContext * context, gint device_id)
 {
   const GstPinnedCudaGst *gst = gst_pinned_cuda_gst_get ();
-  gpointer found = NULL;
 
-  if (gst == NULL || ctx->rt != NULL)
-    return;
-  if (!gst->handle_set_context (element, context, device_id, &found) ||
-      found == NULL)
+  if (gst == NULL)
     return;
   GST_OBJECT_LOCK (element);
-  if (ctx->gst_ctx == NULL) {
-    ctx->gst_ctx = found;
-    found = NULL;
-  }
+  gst->handle_set_context (element, context, device_id, &ctx->gst_ctx);
   GST_OBJECT_UNLOCK (element);
-  if (found)
-    gst_object_unref (found);
 }
 
 gboolean

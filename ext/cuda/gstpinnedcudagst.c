@@ -84,6 +84,7 @@ open_table (void)
   LOOKUP (handle_context_query, "gst_cuda_handle_context_query", TRUE);
   LOOKUP (buffer_pool_new, "gst_cuda_buffer_pool_new", TRUE);
   LOOKUP (is_cuda_memory, "gst_is_cuda_memory", TRUE);
+  LOOKUP (memory_init_once, "gst_cuda_memory_init_once", TRUE);
 
   LOOKUP (stream_new, "gst_cuda_stream_new", FALSE);
   LOOKUP (stream_get_handle, "gst_cuda_stream_get_handle", FALSE);
@@ -107,6 +108,9 @@ open_table (void)
     g_free (t);
     return NULL;
   }
+  /* registers GstCudaAllocator, which GstCudaBufferPool looks up by name
+   * (nvcodec does this when it loads; it may not be loaded) */
+  t->memory_init_once ();
   GST_INFO ("%s (1.%u): memory:CUDAMemory enabled, %s", name, t->minor,
       t->has_stream ? "GstCudaStream + NEED_SYNC path (1.24+)" :
       "frames pushed once their copy completed (1.22 path)");

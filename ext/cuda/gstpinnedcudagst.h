@@ -54,6 +54,7 @@ typedef struct
       gpointer ctx);
   GstBufferPool *(*buffer_pool_new) (gpointer ctx);
   gboolean (*is_cuda_memory) (GstMemory * mem);
+  void (*memory_init_once) (void);
 
   /* 1.24+, NULL before */
   gpointer (*stream_new) (gpointer ctx);
