@@ -7,7 +7,8 @@ Consumer::
 
     import pinnedflow
     with pinnedflow.Consumer("/tmp/cam.sock", timeout_ms=5000) as cons:
-        for frame in cons:                # ends at EOS or hang-up
+        for frame in cons:                # ends at EOS; raises ProducerLost
+                                          # if the producer died before it
             with frame:                   # released on exit
                 img = frame.array()       # read-only numpy view, no copy
                 print(frame.seq, frame.pts, img.shape)
@@ -34,7 +35,8 @@ from . import _native as _n
 from . import _export
 
 __all__ = ["Producer", "Consumer", "Frame", "Loan", "Segment", "EOS",
-           "PinnedflowError", "TIME_NONE", "parse_caps", "video_layout"]
+           "PinnedflowError", "ProducerLost", "TIME_NONE", "parse_caps",
+           "video_layout"]
 
 TIME_NONE = _n.TIME_NONE
 
@@ -67,6 +69,21 @@ class PinnedflowError(OSError):
         if detail:
             msg += " (%s)" % detail
         super().__init__(err, msg)
+
+
+class ProducerLost(PinnedflowError, ConnectionResetError):
+    """The producer went away without EOS (crashed, killed, or closed
+    mid-stream): frames may be missing, this is not an end of stream.
+    errno ECONNRESET; a ConnectionError too."""
+
+
+# Consumer(delivery=...) values (docs/protocol.md, section 7.1)
+_DELIVERY = {None: _n.DELIVERY_DEFAULT, "every-frame": _n.DELIVERY_EVERY_FRAME,
+             "newest-frame": _n.DELIVERY_NEWEST_FRAME}
+_DELIVERY_NAME = {_n.DELIVERY_EVERY_FRAME: "every-frame",
+                  _n.DELIVERY_NEWEST_FRAME: "newest-frame"}
+_RELIABLE_ACTION = {"demote": _n.RELIABLE_TIMEOUT_DEMOTE,
+                    "disconnect": _n.RELIABLE_TIMEOUT_DISCONNECT}
 
 
 def _check(res, what, detail=None):
@@ -313,7 +330,15 @@ class Producer(_Handle):
     _free = "pf_node_producer_free"
 
     def __init__(self, socket_path, slot_size, n_slots=4,
-                 max_client_frames=0, perms=0o600, lock=True):
+                 max_client_frames=0, perms=0o600, lock=True, live=False,
+                 reliable_timeout_ms=0, reliable_action="demote"):
+        """@live: consumers that ask for no delivery get newest-frame from a
+        live producer, every-frame otherwise. An every-frame consumer that
+        holds back publish() for @reliable_timeout_ms (0: 5000, -1: no
+        bound) is demoted to newest-frame or disconnected
+        (@reliable_action "demote" or "disconnect")."""
+        if reliable_action not in _RELIABLE_ACTION:
+            raise ValueError("reliable_action: 'demote' or 'disconnect'")
         cfg = _n.ProducerConfig()
         cfg.socket_path = os.fsencode(socket_path)
         cfg.perms = perms
@@ -328,6 +353,25 @@ class Producer(_Handle):
         self._ptr = out
         self._format = None
         self.segment = Segment(_n.lib.pf_node_producer_get_segment(out))
+        try:
+            self.live = live
+            _check(_n.lib.pf_node_producer_set_reliable_timeout(
+                self._p, reliable_timeout_ms,
+                _RELIABLE_ACTION[reliable_action]), "Producer reliable timeout")
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def live(self):
+        return self._live
+
+    @live.setter
+    def live(self, v):
+        """Changes the default delivery of the consumers that follow it."""
+        _check(_n.lib.pf_node_producer_set_live(self._p, 1 if v else 0),
+               "Producer.live")
+        self._live = bool(v)
 
     def set_caps(self, caps):
         self._format = None
@@ -465,15 +509,30 @@ class Consumer(_Handle):
     producer may make it map at once (None: 768 MiB and 64); a segment past
     them ends the connection: next() raises PinnedflowError (errno EDQUOT)
     naming the bytes and the budget. Segments are mapped lazily unless
-    @lock_segments (prefault and mlock each one)."""
+    @lock_segments (prefault and mlock each one).
+
+    @delivery (docs/protocol.md, section 7.1): "every-frame" (never skipped;
+    the producer waits for this consumer, up to its reliable timeout, then
+    demotes it to newest-frame), "newest-frame" (skipped when behind; stale
+    queued frames are released unseen so next() returns the newest), or
+    None (the producer's default: newest-frame when it is live, every-frame
+    when not). The policy in force: .delivery (after the first next()).
+
+    A producer that vanishes without EOS raises ProducerLost (errno
+    ECONNRESET) from next() and from iteration, never a silent end."""
 
     _free = "pf_node_consumer_free"
 
     def __init__(self, socket_path, timeout_ms=-1, max_mapped_bytes=None,
-                 max_mapped_segments=None, lock_segments=False):
+                 max_mapped_segments=None, lock_segments=False,
+                 delivery=None):
+        if delivery not in _DELIVERY:
+            raise ValueError("delivery: 'every-frame', 'newest-frame' or "
+                             "None, not %r" % (delivery,))
         out = ctypes.c_void_p()
-        res = _n.lib.pf_node_consumer_new(os.fsencode(socket_path),
-                                          timeout_ms, ctypes.byref(out))
+        res = _n.lib.pf_node_consumer_new_with(os.fsencode(socket_path),
+                                               timeout_ms, _DELIVERY[delivery],
+                                               ctypes.byref(out))
         if res < 0:
             why = _n.lib.pf_consumer_connect_error()
             _check(res, "Consumer(%s)" % socket_path,
@@ -496,8 +555,11 @@ class Consumer(_Handle):
         return _n.lib.pf_node_consumer_get_fd(self._p)
 
     def next(self, timeout_ms=-1):
-        """A Frame, EOS, or None on timeout. Raises ConnectionError (EPIPE)
-        when the producer is gone, PinnedflowError on a protocol error."""
+        """A Frame, EOS, or None on timeout. Raises ProducerLost
+        (ECONNRESET) when the producer went away without EOS, ConnectionError
+        (EPIPE) when it hung up after EOS, TimeoutError (ETIMEDOUT) when it
+        stopped reading our releases, PinnedflowError on a protocol
+        error."""
         out = ctypes.POINTER(_n.Frame)()
         res = _n.lib.pf_node_consumer_next(self._p, timeout_ms,
                                            ctypes.byref(out))
@@ -509,21 +571,72 @@ class Consumer(_Handle):
             return None
         detail = _n.lib.pf_node_consumer_get_error(self._p).decode(
             "utf-8", "replace")
+        if -res == _errno.ECONNRESET:
+            raise ProducerLost(res, "next", detail)
         if -res == _errno.EPIPE:
             raise ConnectionError(_errno.EPIPE, "producer gone: " + detail)
-        raise PinnedflowError(res, "next", detail)
+        _check(res, "next", detail)
 
     def __iter__(self):
-        """Frames until EOS or hang-up."""
+        """Frames until EOS (or a hang-up after it). A producer lost without
+        EOS raises ProducerLost: the stream did not end."""
         while True:
             try:
                 f = self.next(-1)
+            except ProducerLost:
+                raise
             except ConnectionError:
                 return
             if f is EOS:
                 return
             if f is not None:
                 yield f
+
+    @property
+    def delivery(self):
+        """"every-frame" or "newest-frame" as the producer said (None before
+        the first next())."""
+        return _DELIVERY_NAME.get(
+            _n.lib.pf_node_consumer_get_delivery(self._p))
+
+    def _stream(self):
+        si = _n.StreamInfo()
+        _n.lib.pf_node_consumer_get_stream(self._p, ctypes.byref(si))
+        return si
+
+    @property
+    def live(self):
+        """Whether the producer says its stream is live."""
+        return bool(self._stream().flags & _n.STREAM_LIVE)
+
+    @property
+    def demoted(self):
+        """True once the producer demoted this every-frame consumer."""
+        return bool(self._stream().flags & _n.STREAM_DEMOTED)
+
+    @property
+    def segment(self):
+        """The producer's segment as a dict (GstSegment fields), or None."""
+        si = self._stream()
+        if not si.flags & _n.STREAM_HAS_SEGMENT:
+            return None
+        sg = si.segment
+        return {k: (_time(getattr(sg, k)) if k not in ("format", "flags",
+                    "rate", "applied_rate") else getattr(sg, k))
+                for k, _ in _n.StreamSegment._fields_}
+
+    @property
+    def stats(self):
+        """frames_received, frames_stale_dropped (newest-frame: released
+        unseen here), frames_missed (the producer skipped them), delivery,
+        demoted."""
+        st = _n.ConsumerStats()
+        _n.lib.pf_node_consumer_get_stats(self._p, ctypes.byref(st))
+        return dict(frames_received=st.frames_received,
+                    frames_stale_dropped=st.frames_stale_dropped,
+                    frames_missed=st.frames_missed,
+                    delivery=_DELIVERY_NAME.get(st.delivery),
+                    demoted=bool(st.demoted))
 
     @property
     def caps(self):

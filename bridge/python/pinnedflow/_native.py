@@ -14,6 +14,11 @@ NODE_EOS = 2
 # pf_consumer_budget_flags (pf-consumer.h)
 CONSUMER_PREFAULT = 1 << 0
 CONSUMER_LOCK = 1 << 1
+# enum pf_delivery, pf_stream_flags, pf_reliable_action (pf-frame.h,
+# pf-producer.h)
+DELIVERY_DEFAULT, DELIVERY_EVERY_FRAME, DELIVERY_NEWEST_FRAME = 0, 1, 2
+STREAM_LIVE, STREAM_HAS_SEGMENT, STREAM_DEMOTED = 1 << 0, 1 << 1, 1 << 2
+RELIABLE_TIMEOUT_DEMOTE, RELIABLE_TIMEOUT_DISCONNECT = 0, 1
 ABI_VERSION = 1
 
 u32 = ctypes.c_uint32
@@ -54,6 +59,31 @@ class Loan(ctypes.Structure):
         ("buffer_flags", u32), ("reserved", u32),
         ("segment_offset", u64),
         ("loan_id", u64),
+    ]
+
+
+class StreamSegment(ctypes.Structure):
+    _fields_ = [
+        ("format", u32), ("flags", u32),
+        ("rate", ctypes.c_double), ("applied_rate", ctypes.c_double),
+        ("base", u64), ("offset", u64), ("start", u64), ("stop", u64),
+        ("time", u64), ("position", u64), ("duration", u64),
+    ]
+
+
+class StreamInfo(ctypes.Structure):
+    _fields_ = [
+        ("flags", u32), ("delivery", u32),
+        ("segment", StreamSegment),
+    ]
+
+
+class ConsumerStats(ctypes.Structure):
+    _fields_ = [
+        ("frames_received", u64),
+        ("frames_stale_dropped", u64),
+        ("frames_missed", u64),
+        ("delivery", u32), ("demoted", u32),
     ]
 
 
@@ -154,6 +184,14 @@ _protos = {
     "pf_node_producer_get_free_slots": (ctypes.c_uint, [P]),
     "pf_node_producer_get_n_clients": (ctypes.c_uint, [P]),
     "pf_node_producer_get_segment": (P, [P]),
+    "pf_node_producer_set_live": (ctypes.c_int, [P, ctypes.c_int]),
+    "pf_node_producer_set_reliable_timeout": (ctypes.c_int, [
+        P, ctypes.c_int, ctypes.c_int]),
+    "pf_node_consumer_new_with": (ctypes.c_int, [
+        ctypes.c_char_p, ctypes.c_int, u32, PP]),
+    "pf_node_consumer_get_delivery": (u32, [P]),
+    "pf_node_consumer_get_stream": (None, [P, ctypes.POINTER(StreamInfo)]),
+    "pf_node_consumer_get_stats": (None, [P, ctypes.POINTER(ConsumerStats)]),
     "pf_node_consumer_new": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int,
                                             PP]),
     "pf_node_consumer_set_budget": (ctypes.c_int, [P, u64, ctypes.c_uint32,
