@@ -18,7 +18,10 @@
  * pinnedshmsrc) are copied by DMA straight from the segment, which is
  * registered with cudaHostRegister once per segment per process. Other
  * (pageable) memory is first copied by the CPU into a registered bounce
- * segment, then copied the same way (counted as staged).
+ * segment, then copied the same way (counted as staged). The copies are
+ * queued by libpinnedflow's upload engine (pf_uploader, pinnedflow/pf-upload.h),
+ * the one dataflow nodes use through pf_node_frame_upload(): one code path,
+ * one registration per segment and process.
  *
  * memory:PinnedflowCUDA buffers are pushed as soon as their copies are
  * queued; readers wait on their event (see gstpinnedcuda.h; mapping for the
@@ -56,7 +59,7 @@
 #include <string.h>
 #include <gst/video/video.h>
 #include <gst/pinnedflow/pinnedflow.h>
-#include <pinnedflow/pf-pool.h>
+#include <pinnedflow/pf-upload.h>
 
 GST_DEBUG_CATEGORY_STATIC (gst_pinned_cuda_upload_debug);
 #define GST_CAT_DEFAULT gst_pinned_cuda_upload_debug
@@ -74,15 +77,14 @@ enum
 
 static GParamSpec *properties[N_PROPERTIES];
 
-/* One frame whose copies are queued. */
+/* One frame handed to the copy engine: freed by its done callback (or
+ * by upload_frame() when the submit failed). */
 typedef struct
 {
-  GstBuffer *input;             /* held until the event completed, or NULL */
+  GstPinnedCudaUpload *self;
+  GstBuffer *input;             /* held until the engine released it */
   GstVideoFrame frame;          /* mapped while input is held */
-  GstPinnedCudaEvent event;     /* from free_events, or NULL */
   guint64 seq;                  /* order of queuing, from 1 */
-  gint slot;                    /* bounce slot, or -1 */
-  guint8 *staged;               /* the bounce slot's bytes, or NULL */
 } InFlight;
 
 struct _GstPinnedCudaUpload
@@ -91,20 +93,17 @@ struct _GstPinnedCudaUpload
 
   guint max_inflight;           /* property (object lock) */
 
-  /* bounce slots for pageable input: one per event (a pf_pool loan per
-   * staged frame, returned when its copy completed) */
-  pf_pool *bounce;
-  const GstPinnedCudaRegistration *bounce_reg;
+  /* The copy engine (libpinnedflow's pf_uploader, the one the node upload
+   * API uses): the copies on our stream, max-inflight frames in flight,
+   * the input released by its release thread once the copy's event
+   * completed, pageable input staged through its registered bounce slots,
+   * its failed waits sticky. Created in start_cuda, freed in stop_cuda. */
+  pf_uploader *up;
+  guint n_events;               /* max-inflight while started */
+  const void *bounce_reg_seen;  /* the bounce registration counted */
 
-  /* in-flight queue, served by the release thread (lock/cond) */
-  GMutex lock;
+  GMutex lock;                  /* completed_seq */
   GCond cond;
-  GQueue inflight;
-  GQueue free_events;
-  guint n_events;
-  GThread *release_thread;
-  gboolean stopping;
-  gchar *async_error;           /* a failed wait in the release thread */
   guint64 queued_seq;           /* frames queued (streaming thread) */
   guint64 completed_seq;        /* frames whose copies completed (lock) */
 
@@ -135,111 +134,68 @@ typedef struct
 
 /* ------------------------------------------------------------ release */
 
-/* lock held: gives back what @e holds that needs no unlock. */
+/* The engine's callbacks, on its release thread (or in a submit/flush):
+ * the input goes back once no copy reads it (at once for a staged
+ * frame); the frame counts as completed once its copy's event did. */
 static void
-inflight_finish_locked (GstPinnedCudaUpload * self, InFlight * e)
+inflight_release_input (void *data, int status)
 {
-  if (e->slot >= 0)
-    pf_pool_return (self->bounce, (guint32) e->slot);
-  if (e->event)
-    g_queue_push_tail (&self->free_events, e->event);
+  InFlight *e = data;
+
+  if (e->input) {
+    gst_video_frame_unmap (&e->frame);
+    gst_clear_buffer (&e->input);
+  }
 }
 
 static void
-inflight_free_input (InFlight * e)
+inflight_done (void *data, int status)
 {
-  if (e->input) {
-    gst_video_frame_unmap (&e->frame);
-    gst_buffer_unref (e->input);
-  }
+  InFlight *e = data;
+  GstPinnedCudaUpload *self = e->self;
+
+  g_mutex_lock (&self->lock);
+  self->completed_seq = e->seq;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+  inflight_release_input (e, status);
   g_free (e);
 }
 
-/* Waits for the oldest event, then releases its input: the producer's slot
- * goes back only after the DMA from it has completed. */
-static gpointer
-release_thread_func (gpointer data)
+/* The engine's context switching: the shared context pushed. */
+static int
+engine_enter (void *data)
 {
-  GstPinnedCudaUpload *self = data;
-  InFlight *e;
-  const GstPinnedCudaRuntime *rt = self->parent.cuda.rt;
-  GstPinnedCudaError err;
-  int prev;
-
-  /* the shared context, for the thread's life */
-  prev = gst_pinned_cuda_context_enter (&self->parent.cuda);
-  g_mutex_lock (&self->lock);
-  for (;;) {
-    while (g_queue_is_empty (&self->inflight) && !self->stopping)
-      g_cond_wait (&self->cond, &self->lock);
-    if (g_queue_is_empty (&self->inflight))
-      break;
-    e = g_queue_peek_head (&self->inflight);
-    g_mutex_unlock (&self->lock);
-
-    err = rt->EventSynchronize (e->event);
-
-    g_mutex_lock (&self->lock);
-    if (err != GST_PINNED_CUDA_SUCCESS) {
-      gchar *desc = gst_pinned_cuda_error_describe (rt, err);
-      /* taken from this thread's last-error slot; a sticky one said so */
-      gboolean sticky = gst_pinned_cuda_take_last_error (rt);
-      if (self->async_error == NULL)
-        self->async_error = g_strdup_printf ("cudaEventSynchronize: %s%s",
-            desc, sticky ? " (sticky: the device's CUDA context is unusable "
-            "until the process exits)" : "");
-      g_free (desc);
-      /* Nothing may read the source any more when it is released. */
-      rt->StreamSynchronize (self->parent.cuda.stream);
-    }
-    g_queue_pop_head (&self->inflight);
-    self->completed_seq = e->seq;
-    inflight_finish_locked (self, e);
-    g_cond_broadcast (&self->cond);
-    g_mutex_unlock (&self->lock);
-    inflight_free_input (e);
-    g_mutex_lock (&self->lock);
-  }
-  g_mutex_unlock (&self->lock);
-  gst_pinned_cuda_context_leave (&self->parent.cuda, prev);
-  return NULL;
+  return gst_pinned_cuda_context_enter (data);
 }
 
-/* Posts the error of a failed wait in the release thread (it sticks until
- * the element stops). */
+static void
+engine_leave (void *data, int previous)
+{
+  gst_pinned_cuda_context_leave (data, previous);
+}
+
+/* Posts the error of a failed wait in the engine (it sticks until the
+ * element stops). */
 static gboolean
 check_async_error (GstPinnedCudaUpload * self)
 {
-  gchar *msg;
+  const char *msg = self->up ? pf_uploader_get_error (self->up) : NULL;
 
-  g_mutex_lock (&self->lock);
-  msg = g_strdup (self->async_error);
-  g_mutex_unlock (&self->lock);
   if (msg == NULL)
     return TRUE;
   GST_ELEMENT_ERROR (self, RESOURCE, FAILED, ("CUDA error in %s", msg),
       ("runtime %s, device %d", self->parent.cuda.rt->library,
           self->parent.cuda.device_id));
-  g_free (msg);
   return FALSE;
 }
 
-/* Waits until at most @max frames are in flight. */
+/* Waits until no frame is in flight (every input released). */
 static void
-wait_inflight (GstPinnedCudaUpload * self, guint max, gboolean count)
+wait_inflight (GstPinnedCudaUpload * self)
 {
-  gboolean waited;
-
-  g_mutex_lock (&self->lock);
-  waited = g_queue_get_length (&self->inflight) > max;
-  while (g_queue_get_length (&self->inflight) > max)
-    g_cond_wait (&self->cond, &self->lock);
-  g_mutex_unlock (&self->lock);
-  if (count && waited) {
-    GST_OBJECT_LOCK (self);
-    self->waits_full++;
-    GST_OBJECT_UNLOCK (self);
-  }
+  if (self->up)
+    pf_uploader_flush (self->up);
 }
 
 /* ------------------------------------------------------------ pending */
@@ -286,7 +242,7 @@ pending_push_all (GstPinnedCudaUpload * self)
 
   if (g_queue_is_empty (&self->pending_out))
     return GST_FLOW_OK;
-  wait_inflight (self, 0, FALSE);
+  wait_inflight (self);
   while ((buf = pending_pop_ready (self)) != NULL) {
     if (ret == GST_FLOW_OK)
       ret = gst_pad_push (GST_BASE_TRANSFORM_SRC_PAD (self), buf);
@@ -299,48 +255,31 @@ pending_push_all (GstPinnedCudaUpload * self)
 
 /* ------------------------------------------------------------ start/stop */
 
-/* The bounce pool: its segment unregistered, then unmapped (nothing in
- * flight). */
-static void
-drop_bounce (GstPinnedCudaUpload * self)
-{
-  /* The segment's last reference: the registration goes before the
-   * unmap. */
-  g_clear_pointer (&self->bounce, pf_pool_unref);
-  self->bounce_reg = NULL;
-}
-
+/* Every copy waited for and every input released by the engine, whose
+ * bounce segment is unregistered, then unmapped; the held outputs and the
+ * GstCudaStream go. */
 static void
 free_cuda_state (GstPinnedCudaUpload * self)
 {
-  GstPinnedCudaEvent ev;
-
-  if (self->release_thread) {
-    g_mutex_lock (&self->lock);
-    self->stopping = TRUE;
-    g_cond_broadcast (&self->cond);
-    g_mutex_unlock (&self->lock);
-    g_thread_join (self->release_thread);
-    self->release_thread = NULL;
-  }
-  g_assert (g_queue_is_empty (&self->inflight));
+  g_clear_pointer (&self->up, pf_uploader_free);
+  self->bounce_reg_seen = NULL;
+  self->n_events = 0;
   pending_drop (self);
   if (self->gst_stream) {
     self->parent.cuda.gst->stream_unref (self->gst_stream);
     self->gst_stream = NULL;
   }
-  while ((ev = g_queue_pop_head (&self->free_events)) != NULL)
-    gst_pinned_cuda_context_free_event (&self->parent.cuda, ev);
-  self->n_events = 0;
-  drop_bounce (self);
-  g_clear_pointer (&self->async_error, g_free);
 }
 
 static gboolean
 gst_pinned_cuda_upload_start_cuda (GstPinnedCudaBaseTransform * base)
 {
   GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (base);
-  guint i, n_events;
+  pf_uploader_config cfg = { 0, };
+  pf_uploader_hooks hooks = { engine_enter, engine_leave, &base->cuda };
+  gchar msg[1024] = "";
+  guint n_events;
+  int res;
 
   GST_OBJECT_LOCK (self);
   self->staged_copies = self->waits_full = self->inflight_max = 0;
@@ -357,42 +296,44 @@ gst_pinned_cuda_upload_start_cuda (GstPinnedCudaBaseTransform * base)
           "frames are pushed once their copy completed");
   }
 
-  for (i = 0; i < n_events; i++) {
-    GstPinnedCudaEvent ev = gst_pinned_cuda_context_new_event (&base->cuda);
-    if (ev == NULL)
-      return FALSE;
-    g_queue_push_tail (&self->free_events, ev);
-    self->n_events++;
+  /* the engine queues on our stream, in our (shared) context */
+  cfg.device_id = base->cuda.device_id;
+  cfg.stream = (pf_cuda_stream) base->cuda.stream;
+  cfg.max_inflight = n_events;
+  res = pf_uploader_new_with_hooks (&cfg, &hooks, &self->up, msg, sizeof (msg));
+  if (res < 0) {
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
+        ("Could not start the CUDA copy engine: %s", msg),
+        ("pf_uploader_new: %s", g_strerror (-res)));
+    return FALSE;
   }
-  self->stopping = FALSE;
-  self->release_thread = g_thread_new ("pinnedcudaupload-release",
-      release_thread_func, self);
+  self->n_events = n_events;
   return TRUE;
 }
 
-/* Every copy completed and every input released, then the events and the
- * bounce segment go; the base class closes the stream after this. */
+/* Every copy completed and every input released, then the engine goes;
+ * the base class closes the stream after this. */
 static void
 gst_pinned_cuda_upload_stop_cuda (GstPinnedCudaBaseTransform * base)
 {
   GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (base);
 
-  wait_inflight (self, 0, FALSE);
+  wait_inflight (self);
   free_cuda_state (self);
 }
 
 /* ------------------------------------------------------------ caps */
 
-/* New frame size: drop the bounce segment (nothing is in flight). */
+/* New caps: every copy completed and every held output pushed first (the
+ * engine grows its bounce segment itself when a frame needs more). */
 static gboolean
 gst_pinned_cuda_upload_caps_changed (GstPinnedCudaBaseTransform * base)
 {
   GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (base);
 
-  wait_inflight (self, 0, FALSE);
+  wait_inflight (self);
   if (pending_push_all (self) != GST_FLOW_OK)
     GST_DEBUG_OBJECT (self, "downstream refused frames held before new caps");
-  drop_bounce (self);
   /* memory:CUDAMemory without a GstCudaStream (1.22): pushed when done */
   self->defer_push = self->parent.cuda_memory && self->gst_stream == NULL;
   GST_DEBUG_OBJECT (self, "output %s%s", self->parent.cuda_memory ?
@@ -505,66 +446,35 @@ packed_offset (GstPinnedCudaUpload * self, guint plane)
   return off;
 }
 
-/* The bounce pool for pageable input: n_events slots of one packed frame
- * in one mlock'ed segment, created and registered once. */
-static gboolean
-ensure_bounce (GstPinnedCudaUpload * self)
+/* The engine's bounce segment (pageable input is staged there), counted
+ * once per segment, and said so when it could not be registered. */
+static void
+note_bounce (GstPinnedCudaUpload * self)
 {
-  gboolean created = FALSE;
-  pf_segment *seg = NULL;
-  guint64 stride = 0;
-  int res;
+  const GstPinnedCudaRegistration *reg =
+      pf_uploader_get_bounce_registration (self->up);
 
-  if (self->bounce)
-    return TRUE;
-  res =
-      pf_pool_slot_stride (packed_offset (self,
-          self->parent.host_layout.n_planes), &stride);
-  if (res == 0)
-    res = pf_segment_new ("pinnedcudaupload-bounce", stride * self->n_events,
-        PF_SEGMENT_FLAG_LOCK, &seg);
-  if (res == 0) {
-    res = pf_pool_new (seg, stride, self->n_events, &self->bounce);
-    pf_segment_unref (seg);     /* the pool holds it */
-  }
-  if (res < 0) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-        ("Could not create the pinned bounce segment: %s", g_strerror (-res)),
-        ("%u slots of %" G_GUINT64_FORMAT " bytes", self->n_events, stride));
-    return FALSE;
-  }
-  self->bounce_reg = gst_pinned_cuda_segment_register (self->parent.cuda.rt,
-      self->parent.cuda.device_id, pf_pool_get_segment (self->bounce),
-      &created);
-  gst_pinned_cuda_base_transform_count_registration (&self->parent,
-      self->bounce_reg, created);
-  if (!self->bounce_reg->registered) {
-    gchar *desc = gst_pinned_cuda_error_describe (self->parent.cuda.rt,
-        self->bounce_reg->error);
-    int supported = -1;
-
-    self->parent.cuda.rt->DeviceGetAttribute (&supported,
-        GST_PINNED_CUDA_DEV_ATTR_HOST_REGISTER_SUPPORTED,
-        self->parent.cuda.device_id);
-    /* The fallback (a device that cannot register host memory, e.g.
-     * cudaDevAttrHostRegisterSupported 0): the bounce slots are used
-     * unregistered, so each copy from them is a pageable
-     * cudaMemcpy2DAsync, which the runtime stages through its own pinned
-     * buffer before returning (synchronous with the host, slower). */
+  if (reg == NULL || reg == self->bounce_reg_seen)
+    return;
+  self->bounce_reg_seen = reg;
+  gst_pinned_cuda_base_transform_count_registration (&self->parent, reg, TRUE);
+  /* The fallback (a device that cannot register host memory, e.g.
+   * cudaDevAttrHostRegisterSupported 0): the bounce slots are used
+   * unregistered, so each copy from them is a pageable cudaMemcpy2DAsync,
+   * which the runtime stages through its own pinned buffer before
+   * returning (synchronous with the host, slower). */
+  if (!reg->registered)
     GST_ELEMENT_WARNING (self, RESOURCE, FAILED,
         ("Could not register the bounce segment with CUDA: copies from "
-            "system memory are pageable"),
-        ("cudaHostRegister failed: %s (cudaDevAttrHostRegisterSupported %d)",
-            desc, supported));
-    g_free (desc);
-  }
-  return TRUE;
+            "system memory are pageable"), ("%s",
+            pf_uploader_get_bounce_warning (self->up)));
 }
 
-/* Registrations of the segments behind @buf's memories (at most MAX_REGS). */
-static guint
-collect_registrations (GstPinnedCudaUpload * self, GstBuffer * buf,
-    const GstPinnedCudaRegistration ** regs)
+/* Registers the segments behind @buf's memories (once per segment per
+ * process; the engine finds the same registration) and counts them; an
+ * input segment that cannot be registered is said once. */
+static void
+count_registrations (GstPinnedCudaUpload * self, GstBuffer * buf)
 {
   guint i, n = 0, n_mem = gst_buffer_n_memory (buf);
 
@@ -576,34 +486,17 @@ collect_registrations (GstPinnedCudaUpload * self, GstBuffer * buf,
 
     if (reg == NULL)
       continue;
-    if (created) {
-      if (!reg->registered) {
-        gchar *desc = reg->error != GST_PINNED_CUDA_SUCCESS ?
-            gst_pinned_cuda_error_describe (self->parent.cuda.rt,
-            reg->error) : NULL;
-        GST_ELEMENT_WARNING (self, RESOURCE, FAILED,
-            ("Input segment not registered with CUDA, staging its copies"),
-            ("%s%s%s", reg->reason, desc ? ": " : "", desc ? desc : ""));
-        g_free (desc);
-      }
+    n++;
+    if (created && !reg->registered) {
+      gchar *desc = reg->error != GST_PINNED_CUDA_SUCCESS ?
+          gst_pinned_cuda_error_describe (self->parent.cuda.rt,
+          reg->error) : NULL;
+      GST_ELEMENT_WARNING (self, RESOURCE, FAILED,
+          ("Input segment not registered with CUDA, staging its copies"),
+          ("%s%s%s", reg->reason, desc ? ": " : "", desc ? desc : ""));
+      g_free (desc);
     }
-    regs[n++] = reg;
   }
-  return n;
-}
-
-static gboolean
-plane_is_registered (GstPinnedCudaUpload * self,
-    const GstPinnedCudaRegistration ** regs, guint n_regs, const guint8 * ptr,
-    gsize span)
-{
-  guint i;
-
-  for (i = 0; i < n_regs; i++)
-    if (gst_pinned_cuda_registration_covers (regs[i], self->parent.cuda.rt, ptr,
-            span))
-      return TRUE;
-  return FALSE;
 }
 
 /* Where the copies of one frame go: the planes of the output buffer on
@@ -686,7 +579,7 @@ inflight_new (GstPinnedCudaUpload * self, GstBuffer * inbuf)
   InFlight *e = g_new0 (InFlight, 1);
   guint p;
 
-  e->slot = -1;
+  e->self = self;
   if (!gst_video_frame_map (&e->frame, &self->parent.in_info, inbuf,
           GST_MAP_READ)) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Could not map the input frame"),
@@ -703,192 +596,134 @@ inflight_new (GstPinnedCudaUpload * self, GstBuffer * inbuf)
           ("Input plane %u stride %" G_GSIZE_FORMAT " below its width %"
               G_GSIZE_FORMAT, p, stride,
               self->parent.host_layout.width_bytes[p]), (NULL));
-      inflight_free_input (e);
+      inflight_release_input (e, 0);
+      g_free (e);
       return NULL;
     }
   }
   return e;
 }
 
-/* TRUE when every plane of @e's input lies in memory registered with
- * CUDA (then the DMA reads the input itself). */
-static gboolean
-input_is_registered (GstPinnedCudaUpload * self, InFlight * e)
+/* @e's input as the engine's source: its planes, the segments behind its
+ * memories, and the callbacks that release it and count it completed. */
+static void
+inflight_source (GstPinnedCudaUpload * self, InFlight * e,
+    pf_upload_source * src)
 {
-  const GstPinnedCudaRegistration *regs[MAX_REGS];
-  guint n_regs, p;
+  guint p, i, n_mem = gst_buffer_n_memory (e->input);
 
-  n_regs = collect_registrations (self, e->input, regs);
-  for (p = 0; p < self->parent.host_layout.n_planes; p++) {
-    gsize stride = GST_VIDEO_FRAME_PLANE_STRIDE (&e->frame, p);
-    gsize span = stride * (self->parent.host_layout.rows[p] - 1) +
-        self->parent.host_layout.width_bytes[p];
-
-    if (!plane_is_registered (self, regs, n_regs,
-            GST_VIDEO_FRAME_PLANE_DATA (&e->frame, p), span))
-      return FALSE;
+  memset (src, 0, sizeof (*src));
+  src->n_planes = self->parent.host_layout.n_planes;
+  for (p = 0; p < src->n_planes; p++) {
+    src->plane_data[p] = GST_VIDEO_FRAME_PLANE_DATA (&e->frame, p);
+    src->plane_stride[p] = GST_VIDEO_FRAME_PLANE_STRIDE (&e->frame, p);
+    src->plane_rows[p] = self->parent.host_layout.rows[p];
+    src->plane_row_bytes[p] = self->parent.host_layout.width_bytes[p];
   }
-  return TRUE;
+  for (i = 0; i < n_mem && src->n_segments < PF_MAX_CHUNKS; i++) {
+    GstMemory *mem = gst_buffer_peek_memory (e->input, i);
+    GstPinnedSegment *seg;
+
+    if (!gst_is_pinned_memory (mem))
+      continue;
+    if ((seg = gst_pinned_memory_get_segment (mem, NULL)) != NULL)
+      src->segments[src->n_segments++] = seg;
+  }
+  src->release = inflight_release_input;
+  src->release_data = e;
+  src->done = inflight_done;
+  src->done_data = e;
 }
 
-/* One CPU copy of @e's planes, packed, into a bounce slot loaned for it
- * (returned by inflight_finish_locked()). FALSE: error posted. */
-static gboolean
-stage_input (GstPinnedCudaUpload * self, InFlight * e)
+/* Where the engine copies to: the output's planes, the PinnedflowCUDA
+ * memory's event recorded after them, and on the 1.24+ path the
+ * GstCudaStream the memory carries made to wait on the copies (on the
+ * GPU). */
+static void
+output_dest (GstPinnedCudaUpload * self, const OutputFrame * dst,
+    pf_upload_dest * dest)
 {
-  pf_pool_slot slot;
-  guint p, r;
-  int res;
-
-  if (!ensure_bounce (self))
-    return FALSE;
-  /* As many slots as events, and an event per frame in flight: a slot is
-   * always free here. */
-  res = pf_pool_loan (self->bounce, 0, &slot);
-  if (res < 0) {
-    GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
-        ("No free bounce slot"), ("pf_pool_loan: %s", g_strerror (-res)));
-    return FALSE;
-  }
-  e->slot = (gint) slot.index;
-  e->staged = slot.data;
-  for (p = 0; p < self->parent.host_layout.n_planes; p++) {
-    const guint8 *src = GST_VIDEO_FRAME_PLANE_DATA (&e->frame, p);
-    gsize stride = GST_VIDEO_FRAME_PLANE_STRIDE (&e->frame, p);
-    gsize width = self->parent.host_layout.width_bytes[p];
-    guint8 *dst = e->staged + packed_offset (self, p);
-
-    for (r = 0; r < self->parent.host_layout.rows[p]; r++)
-      memcpy (dst + r * width, src + r * stride, width);
-  }
-  return TRUE;
-}
-
-/* Queues the copy of every plane of @e into @dst, then records the
- * frame's and the entry's events; on the 1.24+ path the GstCudaStream the
- * memory carries waits on the entry's event (on the GPU). Sets *@call to
- * the failing call and *@queued when any copy was queued. */
-static GstPinnedCudaError
-queue_copies (GstPinnedCudaUpload * self, InFlight * e,
-    const OutputFrame * dst, const gchar ** call, gboolean * queued)
-{
-  const GstPinnedCudaRuntime *rt = self->parent.cuda.rt;
-  GstPinnedCudaError err = GST_PINNED_CUDA_SUCCESS;
   guint p;
 
-  *call = "cudaMemcpy2DAsync";
+  memset (dest, 0, sizeof (*dest));
   for (p = 0; p < self->parent.host_layout.n_planes; p++) {
-    const guint8 *src;
-    gsize spitch;
-
-    if (e->staged) {
-      src = e->staged + packed_offset (self, p);
-      spitch = self->parent.host_layout.width_bytes[p];
-    } else {
-      src = GST_VIDEO_FRAME_PLANE_DATA (&e->frame, p);
-      spitch = GST_VIDEO_FRAME_PLANE_STRIDE (&e->frame, p);
-    }
-    err =
-        rt->Memcpy2DAsync (dst->ptr[p], dst->pitch[p], src, spitch,
-        self->parent.host_layout.width_bytes[p],
-        self->parent.host_layout.rows[p], GST_PINNED_CUDA_MEMCPY_HOST_TO_DEVICE,
-        self->parent.cuda.stream);
-    if (err != GST_PINNED_CUDA_SUCCESS)
-      return err;
-    *queued = TRUE;
+    dest->plane_ptr[p] = dst->ptr[p];
+    dest->plane_pitch[p] = dst->pitch[p];
   }
-  *call = "cudaEventRecord";
-  if (dst->event)
-    err = rt->EventRecord (dst->event, self->parent.cuda.stream);
-  if (err == GST_PINNED_CUDA_SUCCESS)
-    err = rt->EventRecord (e->event, self->parent.cuda.stream);
-  if (err == GST_PINNED_CUDA_SUCCESS && dst->mapped && self->gst_stream) {
-    *call = "cudaStreamWaitEvent";
-    err = rt->StreamWaitEvent ((GstPinnedCudaStream)
-        self->parent.cuda.gst->stream_get_handle (self->gst_stream),
-        e->event, 0);
-    if (err == GST_PINNED_CUDA_SUCCESS)
-      GST_MINI_OBJECT_FLAG_SET (dst->mapped,
-          GST_PINNED_CUDA_GST_MEMORY_NEED_SYNC);
-  }
-  return err;
+  dest->record_event = (pf_cuda_event) dst->event;
+  if (dst->mapped && self->gst_stream)
+    dest->wait_stream = (pf_cuda_stream)
+        self->parent.cuda.gst->stream_get_handle (self->gst_stream);
 }
 
-/* Hands @e to the release thread and counts the frame. */
+/* Counts a frame the engine queued. */
 static void
-inflight_push (GstPinnedCudaUpload * self, InFlight * e)
+count_queued (GstPinnedCudaUpload * self, const pf_upload_result * res)
 {
-  gboolean pinned = e->staged == NULL;
-  guint len;
-
-  if (!pinned) {
-    /* The staging copy is done: the input can go back at once. */
-    gst_video_frame_unmap (&e->frame);
-    gst_clear_buffer (&e->input);
-  }
-  e->seq = ++self->queued_seq;
-  g_mutex_lock (&self->lock);
-  g_queue_push_tail (&self->inflight, e);
-  len = g_queue_get_length (&self->inflight);
-  g_cond_broadcast (&self->cond);
-  g_mutex_unlock (&self->lock);
-
+  if (res->staged)
+    note_bounce (self);
   gst_pinned_cuda_base_transform_count_frame (&self->parent,
-      packed_offset (self, self->parent.host_layout.n_planes), pinned);
+      packed_offset (self, self->parent.host_layout.n_planes), !res->staged);
   GST_OBJECT_LOCK (self);
-  if (!pinned)
+  if (res->staged)
     self->staged_copies++;
-  self->inflight_max = MAX (self->inflight_max, len);
+  if (res->waited_full)
+    self->waits_full++;
+  self->inflight_max = MAX (self->inflight_max, res->inflight);
   GST_OBJECT_UNLOCK (self);
 }
 
+/* One frame to the engine: it waits on the oldest when max-inflight frames
+ * are in flight, stages pageable input, queues the copies of every plane,
+ * records the events and releases the input after the copy's event. */
 static GstFlowReturn
 upload_frame (GstPinnedCudaUpload * self, GstBuffer * inbuf, GstBuffer * outbuf)
 {
   OutputFrame dst;
+  pf_upload_source src;
+  pf_upload_dest dest;
+  pf_upload_result res;
   InFlight *e;
-  const gchar *call = NULL;
-  gboolean queued = FALSE;
-  GstPinnedCudaError err;
+  int r;
 
   if (!check_async_error (self))
     return GST_FLOW_ERROR;
-
-  /* Bound the frames in flight: wait on the oldest when full. */
-  wait_inflight (self, self->n_events - 1, TRUE);
 
   e = inflight_new (self, inbuf);
   if (e == NULL)
     return GST_FLOW_ERROR;
   if (!output_frame_map (self, outbuf, &dst))
     goto failed;
-  /* Pageable input: one CPU copy into a registered bounce slot, then the
-   * same DMA. */
-  if (!input_is_registered (self, e) && !stage_input (self, e))
-    goto failed;
+  count_registrations (self, e->input);
+  inflight_source (self, e, &src);
+  output_dest (self, &dst, &dest);
+  e->seq = self->queued_seq + 1;
 
-  g_mutex_lock (&self->lock);
-  e->event = g_queue_pop_head (&self->free_events);
-  g_mutex_unlock (&self->lock);
-  g_assert (e->event != NULL);
-
-  err = queue_copies (self, e, &dst, &call, &queued);
+  r = pf_uploader_submit (self->up, &src, &dest, &res);
+  if (r == 0 && dest.wait_stream)
+    GST_MINI_OBJECT_FLAG_SET (dst.mapped, GST_PINNED_CUDA_GST_MEMORY_NEED_SYNC);
   output_frame_unmap (&dst);
-  if (err != GST_PINNED_CUDA_SUCCESS) {
-    GST_PINNED_CUDA_CONTEXT_ERROR (&self->parent.cuda, call, err);
-    /* Nothing may still read the input or the slot when they go back. */
-    if (queued)
-      self->parent.cuda.rt->StreamSynchronize (self->parent.cuda.stream);
+  if (r < 0) {
+    /* Nothing is queued any more and no callback will run. */
+    if (res.sticky)
+      check_async_error (self);
+    else if (res.failed_call)
+      GST_PINNED_CUDA_CONTEXT_ERROR (&self->parent.cuda, res.failed_call,
+          res.cuda_error);
+    else
+      GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
+          ("Could not queue the copies of a frame: %s", g_strerror (-r)),
+          ("pf_uploader_submit"));
     goto failed;
   }
-  inflight_push (self, e);
+  /* @e belongs to the engine now (and may be gone already) */
+  self->queued_seq++;
+  count_queued (self, &res);
   return GST_FLOW_OK;
 
 failed:
-  g_mutex_lock (&self->lock);
-  inflight_finish_locked (self, e);
-  g_mutex_unlock (&self->lock);
-  inflight_free_input (e);
+  inflight_release_input (e, 0);
+  g_free (e);
   return GST_FLOW_ERROR;
 }
 
@@ -981,7 +816,7 @@ gst_pinned_cuda_upload_sink_event (GstBaseTransform * trans, GstEvent * event)
   /* At EOS every copy has completed and every input has gone back; a
    * failed wait for the last frames is an error, not a clean end. */
   if (GST_EVENT_TYPE (event) == GST_EVENT_EOS && self->parent.cuda.rt != NULL) {
-    wait_inflight (self, 0, FALSE);
+    wait_inflight (self);
     if (!check_async_error (self)) {
       pending_drop (self);
       gst_event_unref (event);
@@ -1130,7 +965,5 @@ gst_pinned_cuda_upload_init (GstPinnedCudaUpload * self)
   self->max_inflight = DEFAULT_MAX_INFLIGHT;
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);
-  g_queue_init (&self->inflight);
-  g_queue_init (&self->free_events);
   g_queue_init (&self->pending_out);
 }

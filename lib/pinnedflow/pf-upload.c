@@ -338,7 +338,12 @@ pf_uploader_new_with_hooks (const pf_uploader_config * config,
     return -EINVAL;
   }
   *out = NULL;
-  res = pf_cuda_runtime_open_device (config->device_id, &rt, msg, msg_len);
+  /* With hooks the caller has opened the device and makes its context
+   * current: only the table is needed. */
+  if (hooks)
+    res = pf_cuda_runtime_get (&rt, msg, msg_len);
+  else
+    res = pf_cuda_runtime_open_device (config->device_id, &rt, msg, msg_len);
   if (res < 0)
     return res;
 

@@ -194,7 +194,8 @@ typedef struct {
  * pf_uploader_new_with_hooks:
  * @hooks: (nullable): copied
  *
- * pf_uploader_new() with the caller's context switching.
+ * pf_uploader_new() with the caller's context switching. The caller has
+ * opened the device (only the runtime's table is looked up here).
  */
 PF_API int pf_uploader_new_with_hooks (const pf_uploader_config * config,
     const pf_uploader_hooks * hooks, pf_uploader ** out, char *msg,

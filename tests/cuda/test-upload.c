@@ -41,6 +41,7 @@
 #endif
 
 #include <dlfcn.h>
+#include <sched.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,8 +119,13 @@ probe_release (void *data, int status)
 {
   release_probe *p = data;
 
-  if (p->rt && p->event)
+  if (p->rt) {
+    /* the device frame's event is known once pf_uploader_upload()
+     * returned, which never waits for this frame's own release */
+    while (__atomic_load_n (&p->event, __ATOMIC_SEQ_CST) == NULL)
+      sched_yield ();
     p->event_done_at_release = p->rt->EventQuery (p->event) == PF_CUDA_SUCCESS;
+  }
   if (p->scribble)
     memset (p->scribble, 0xEE, p->scribble_len);
   p->status = status;
@@ -304,7 +310,7 @@ run_late (void)
     probe[n].scribble_len = source_packed (&src);
     probe[n].rt = rt;
     CHECK_INT (pf_uploader_upload (up, &src, -1, &d[n], NULL), ==, 0);
-    probe[n].event = d[n]->event;
+    __atomic_store_n (&probe[n].event, d[n]->event, __ATOMIC_SEQ_CST);
     /* frames 3.. waited for a free buffer or in-flight slot: release the
      * oldest device frame once checked below */
     if (n >= 3) {
