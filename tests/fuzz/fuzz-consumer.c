@@ -7,9 +7,12 @@
  * pf_consumer (after a valid producer HELLO, max_held 4). Flags: bit 0
  * attaches a sealed 64 KiB memfd, bit 1 an unsealed one, bit 2 a pipe;
  * bit 3 keeps the frames of this packet held (up to 8, released at the end),
- * bit 4 also releases a seq not held (UINT64_MAX - 1, unless kept). After
- * each packet the consumer is drained; every frame's chunks are read end to
- * end and released (or kept). Oracle: no crash, no SIGBUS, held frames stay readable after a
+ * bit 4 also releases a seq not held (UINT64_MAX - 1, unless kept), bit 5
+ * sends the next packet before draining (so that packets queue up: a
+ * newest-frame consumer then skips stale FRAMEs). After each packet the
+ * consumer (a version-2 one, pf_consumer_new_from_fd_with(): STREAM events,
+ * the delivery the producer's STREAMs say) is drained; every frame's chunks
+ * are read end to end and released (or kept). Oracle: no crash, no SIGBUS, held frames stay readable after a
  * failure, and after the consumer is gone no fd and no segment is left.
  */
 #include <pinnedflow/pf-consumer.h>
@@ -89,8 +92,8 @@ is_kept (uint64_t seq)
 static int
 drain (pf_consumer * c, unsigned int flags)
 {
-  pf_event ev;
-  int res;
+  pf_event ev, ev2;
+  int res, r;
 
   /* A seq never received: the producer may well have sent UINT64_MAX - 1
    * (found by the fuzzer), then it is held and releasing it is fine. */
@@ -104,7 +107,14 @@ drain (pf_consumer * c, unsigned int flags)
         kept[n_kept++] = ev;
         continue;
       }
-      if (pf_consumer_release (c, ev.frame.seq) != 0)
+      /* -EPIPE: the connection failed while newer frames were read past
+       * this one (newest frame); the frame itself stays valid */
+      r = pf_consumer_release (c, ev.frame.seq);
+      if (r != 0 && (r != -EPIPE || pf_consumer_receive (c, 0, &ev2) >= 0))
+        abort ();
+    } else if (ev.type == PF_EVENT_STREAM) {
+      if (ev.stream.delivery != PF_DELIVERY_EVERY_FRAME &&
+          ev.stream.delivery != PF_DELIVERY_NEWEST_FRAME)
         abort ();
     } else if (ev.type == PF_EVENT_CAPS) {
       if (ev.caps == NULL || strlen (ev.caps) > PF_MAX_CAPS_LEN)
@@ -129,7 +139,7 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
     abort ();
   send_packet (sv[1], hello, pf_msg_write_hello (hello, PF_ROLE_PRODUCER, 4,
           1), 0);
-  if (pf_consumer_new_from_fd (sv[0], 1000, &c) < 0)
+  if (pf_consumer_new_from_fd_with (sv[0], 1000, NULL, &c) < 0)
     abort ();
   /* Discard the consumer's HELLO. */
   if (recv (sv[1], hello, sizeof (hello), 0) != 40)
@@ -144,6 +154,8 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
       len = size - pos;
     send_packet (sv[1], data + pos, len, flags);
     pos += len;
+    if ((flags & 32) && pos + 3 <= size)
+      continue;
     if (drain (c, flags) < 0)
       break;
     /* Read the releases, like a producer, so the consumer never blocks. */

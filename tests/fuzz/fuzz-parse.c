@@ -23,8 +23,18 @@ check_roundtrip (const uint8_t * data, size_t size, const struct pf_msg *m)
 
   switch (m->type) {
     case PF_MSG_HELLO:
-      n = pf_msg_write_hello (out, m->u.hello.role, m->u.hello.max_held,
-          m->u.hello.session_id);
+      n = pf_msg_write_hello_full (out, m->u.hello.version, m->u.hello.role,
+          m->u.hello.max_held, m->u.hello.flags, m->u.hello.session_id);
+      break;
+    case PF_MSG_STREAM:{
+      pf_stream_info info;
+
+      pf_msg_stream_to_info (&m->u.stream, &info);
+      n = pf_msg_write_stream (out, &info);
+      break;
+    }
+    case PF_MSG_REFUSE:
+      n = pf_msg_write_refuse (out, m->u.refuse.reason, m->u.refuse.limit);
       break;
     case PF_MSG_SEGMENT_ADD:
       n = pf_msg_write_segment_add (out, m->u.segment_add.segment_id,

@@ -11,7 +11,8 @@
  * client hangs up. The input's frame seqs are relative: a well-formed
  * RELEASE of seq k (1..4 in the corpus) releases this input's k-th frame,
  * whatever the producer's seq counter reached, so an input means the same
- * thing every time it runs. Oracle: no crash; every published frame is
+ * thing every time it runs. The client asks for the delivery size % 3
+ * (default, every frame, newest frame). Oracle: no crash; every published frame is
  * released exactly once; once the client is reaped no fd and no segment is
  * left beyond the producer's own.
  */
@@ -142,7 +143,10 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
 
   if ((sock = pf_test_connect (path)) < 0)
     abort ();
-  send_packet (sock, buf, pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0), 0);
+  /* the delivery it asks for: derived from the input, so that each one
+   * means the same every run */
+  send_packet (sock, buf, pf_msg_write_hello_full (buf, PF_PROTOCOL_VERSION,
+          PF_ROLE_CONSUMER, 0, (uint32_t) (size % 3), 0), 0);
   if (recv (sock, buf, sizeof (buf), 0) != sizeof (struct pf_msg_hello))
     abort ();
 

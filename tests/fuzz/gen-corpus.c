@@ -80,6 +80,16 @@ video_frame (struct pf_msg_frame *f)
   f->plane_stride[1] = 64;
 }
 
+static const pf_stream_info stream_every = {
+  .flags = PF_STREAM_HAS_SEGMENT,.delivery = PF_DELIVERY_EVERY_FRAME,
+  .segment = {.format = 3,.rate = 1.0,.applied_rate = 1.0,
+      .stop = PF_TIME_NONE,.duration = PF_TIME_NONE}
+};
+
+static const pf_stream_info stream_newest = {
+  .flags = PF_STREAM_LIVE,.delivery = PF_DELIVERY_NEWEST_FRAME
+};
+
 static void
 parse_corpus (void)
 {
@@ -93,8 +103,21 @@ parse_corpus (void)
   write_file ("parse", "hello-bad-magic", buf, n);
   n = pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0);
   write_file ("parse", "hello-consumer", buf, n);
-  buf[20] = 2;
-  write_file ("parse", "hello-version-2", buf, n);
+  buf[20] = 1;
+  write_file ("parse", "hello-version-1", buf, n);
+  n = pf_msg_write_hello_full (buf, PF_PROTOCOL_VERSION, PF_ROLE_CONSUMER, 0,
+      PF_DELIVERY_NEWEST_FRAME, 0);
+  write_file ("parse", "hello-consumer-newest", buf, n);
+  put32 (buf, 28, 3);
+  write_file ("parse", "hello-consumer-bad-delivery", buf, n);
+  n = pf_msg_write_stream (buf, &stream_every);
+  write_file ("parse", "stream-segment", buf, n);
+  memset (buf + 32, 0xff, 8);   /* rate NaN */
+  write_file ("parse", "stream-bad-rate", buf, n);
+  n = pf_msg_write_stream (buf, &stream_newest);
+  write_file ("parse", "stream-live-newest", buf, n);
+  n = pf_msg_write_refuse (buf, PF_REFUSE_TOO_MANY_CONSUMERS, 4);
+  write_file ("parse", "refuse", buf, n);
   n = pf_msg_write_segment_add (buf, 1, 65536);
   write_file ("parse", "segment-add", buf, n);
   n = pf_msg_write_segment_remove (buf, 1);
@@ -220,6 +243,58 @@ consumer_corpus (void)
   rec (buf, pf_msg_write_release (buf, 1), 0);
   flush ("release-from-producer");
 
+  /* Version 2: a non-live stream with its segment, every frame. */
+  rec (buf, pf_msg_write_stream (buf, &stream_every), 0);
+  rec (buf, pf_msg_write_segment_add (buf, 1, 65536), 1);
+  for (i = 1; i <= 3; i++) {
+    frame_init (&f, i, 0, 1, (uint64_t) i * 4096, 4096);
+    rec_frame (&f, 0);
+  }
+  rec (buf, pf_msg_write_eos (buf), 0);
+  flush ("stream-every");
+
+  /* Newest frame: frames queue up (flag 32: no drain), stale ones are
+   * released for the newest; a segment message between them, a CAPS
+   * stopping the skip. */
+  rec (buf, pf_msg_write_stream (buf, &stream_newest), 0);
+  rec (buf, pf_msg_write_segment_add (buf, 1, 65536), 1 | 32);
+  for (i = 1; i <= 3; i++) {
+    frame_init (&f, i, 0, 1, (uint64_t) i * 4096, 4096);
+    rec_frame (&f, 32);
+  }
+  rec (buf, pf_msg_write_segment_add (buf, 2, 65536), 1 | 32);
+  frame_init (&f, 4, 0, 2, 0, 4096);
+  rec_frame (&f, 32);
+  rec (buf, pf_msg_write_caps (buf, 1, "video/x-raw"), 32);
+  frame_init (&f, 5, 1, 2, 4096, 4096);
+  rec_frame (&f, 0);
+  flush ("stream-newest-stale");
+
+  /* ... and a violation queued behind the frames */
+  rec (buf, pf_msg_write_stream (buf, &stream_newest), 0);
+  rec (buf, pf_msg_write_segment_add (buf, 1, 65536), 1 | 32);
+  frame_init (&f, 1, 0, 1, 0, 4096);
+  rec_frame (&f, 32);
+  frame_init (&f, 2, 0, 9, 0, 4096);
+  rec_frame (&f, 0);
+  flush ("stream-newest-violation");
+
+  /* A demotion in the middle; a REFUSE after the handshake. */
+  rec (buf, pf_msg_write_stream (buf, &stream_every), 0);
+  rec (buf, pf_msg_write_segment_add (buf, 1, 65536), 1);
+  frame_init (&f, 1, 0, 1, 0, 4096);
+  rec_frame (&f, 0);
+  {
+    pf_stream_info d = stream_newest;
+
+    d.flags = PF_STREAM_DEMOTED;
+    rec (buf, pf_msg_write_stream (buf, &d), 0);
+  }
+  frame_init (&f, 2, 0, 1, 4096, 4096);
+  rec_frame (&f, 0);
+  rec (buf, pf_msg_write_refuse (buf, PF_REFUSE_TOO_MANY_CONSUMERS, 1), 0);
+  flush ("stream-demoted-refuse");
+
   /* Frames kept (flag 8) past the limit, a segment removed under them. */
   rec (buf, pf_msg_write_segment_add (buf, 1, 65536), 1);
   for (i = 1; i <= 5; i++) {
@@ -256,6 +331,15 @@ producer_corpus (void)
   seq_len = 0;
   rec (buf, pf_msg_write_eos (buf), 0);
   write_file ("producer", "eos-from-consumer", seq_buf, seq_len);
+  seq_len = 0;
+  rec (buf, pf_msg_write_release (buf, 1), 0);
+  rec (buf, pf_msg_write_stream (buf, &stream_every), 0);
+  write_file ("producer", "stream-from-consumer", seq_buf, seq_len);
+  seq_len = 0;
+  rec (buf, pf_msg_write_release (buf, 3), 0);
+  rec (buf, pf_msg_write_release (buf, 4), 0);
+  rec (buf, pf_msg_write_refuse (buf, PF_REFUSE_TOO_MANY_CONSUMERS, 1), 0);
+  write_file ("producer", "refuse-from-consumer", seq_buf, seq_len);
   seq_len = 0;
 }
 
