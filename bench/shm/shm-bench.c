@@ -45,6 +45,15 @@
  * table, the pair, the floor, the busy-polling pair and shmsink/shmsrc run
  * paced at 1920x1080, --cpu-rate frames/s (30), and the CPU per frame of
  * both processes is printed with its ratio to shmsink/shmsrc's.
+ *
+ * Delivery (issue 10): last, the zero-copy pair at 1920x1080 with
+ * pinnedshmsrc delivery=every-frame (reliable: the sink's render waits in
+ * pf_producer_wait_ready() whenever the consumer holds max-client-buffers
+ * frames) and delivery=newest-frame (leaky: the producer skips the
+ * consumer at its limit, the consumer drops stale queued frames), each
+ * unpaced (frames/s and frames received of those sent) and paced at --rate
+ * (latency, CPU per frame), with the ratio of reliable to leaky. The
+ * producer is an appsrc (not live), so "pinned" above is every-frame too.
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include <errno.h>
@@ -487,6 +496,9 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
   };
   gboolean pinned = g_str_has_prefix (impl, "pinned");
   gboolean floor_ = strcmp (impl, "floor") == 0;
+  const gchar *delivery = strcmp (impl, "pinned-newest") == 0 ?
+      "newest-frame" : strcmp (impl, "pinned-every") == 0 ? "every-frame" :
+      "auto";
   GstElement *pipeline = NULL;
   GstElement *src = NULL;
   GThread *thread = NULL;
@@ -519,8 +531,8 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
       busy = opt_busy_poll_us >= 0 ? opt_busy_poll_us :
           1000000 / MAX (fps, 1) + 1000;
     desc = g_strdup_printf ("pinnedshmsrc name=src socket-path=%s "
-        "connect-timeout=-1 busy-poll-us=%d ! fakesink sync=false "
-        "async=false", sock, busy);
+        "connect-timeout=-1 busy-poll-us=%d delivery=%s ! fakesink "
+        "sync=false async=false", sock, busy, delivery);
   } else {
     /* shmsrc needs the socket to exist when it starts */
     if (!wait_socket (sock, pid))
@@ -659,6 +671,42 @@ print_cpu (const gchar * name, const Result * r, const Result * shm,
       flr->cpu_prod_us >= 0 && flr_tot > 0 ? tot / flr_tot : 0);
 }
 
+/* Reliable (every-frame) against leaky (newest-frame) delivery, zero
+ * copy at 1920x1080, in this run. */
+static void
+print_delivery (const gchar * self)
+{
+  static const gchar *impls[] = { "pinned-every", "pinned-newest" };
+  static const gchar *names[] = { "every-frame (reliable)",
+    "newest-frame (leaky)"
+  };
+  Result tp[2], lt[2];
+  guint i;
+
+  for (i = 0; i < 2; i++) {
+    tp[i] = run_transport (self, impls[i], 1920, 1080, FALSE, opt_rate);
+    lt[i] = run_transport (self, impls[i], 1920, 1080, TRUE, opt_rate);
+  }
+  printf ("\nDelivery, 1920x1080 RGBA zero copy: unpaced over %d frames "
+      "(frames/s, frames received), paced at %d/s over %d frames (latency, "
+      "CPU of both processes per frame)\n", opt_frames, opt_rate,
+      opt_latency_frames);
+  printf ("%-24s %9s %9s %10s %10s %10s\n", "delivery", "frames/s",
+      "received", "p50 us", "p99 us", "cpu us/f");
+  for (i = 0; i < 2; i++)
+    printf ("%-24s %9.0f %9u %10.1f %10.1f %10.1f\n", names[i], tp[i].fps,
+        tp[i].frames, lt[i].p50_us, lt[i].p99_us,
+        lt[i].cpu_prod_us + lt[i].cpu_cons_us);
+  printf ("%-24s %9.2f %9s %10.2f %10.2f %10.2f\n", "reliable / leaky",
+      tp[1].fps > 0 ? tp[0].fps / tp[1].fps : 0, "",
+      lt[1].p50_us > 0 ? lt[0].p50_us / lt[1].p50_us : 0,
+      lt[1].p99_us > 0 ? lt[0].p99_us / lt[1].p99_us : 0,
+      (lt[1].cpu_prod_us + lt[1].cpu_cons_us) > 0 ?
+      (lt[0].cpu_prod_us + lt[0].cpu_cons_us) / (lt[1].cpu_prod_us +
+          lt[1].cpu_cons_us) : 0);
+  fflush (stdout);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -781,6 +829,7 @@ main (int argc, char **argv)
         "prod us/f", "cons us/f", "total us/f", "cpu/shm", "cpu/flr");
     for (i = 0; i < G_N_ELEMENTS (cpu_impls); i++)
       print_cpu (names[cpu_impls[i]], &r[cpu_impls[i]], &r[SHM], &r[FLOOR]);
+    print_delivery (self);
   }
   g_free (self);
   return 0;

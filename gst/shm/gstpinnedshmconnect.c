@@ -4,7 +4,8 @@
  *
  * pinnedshmsrc's reading of pf_consumer_connect()'s errors: which ones are
  * worth another attempt before the deadline, and the element error each
- * final one posts (nobody listening, a silent peer, anything else).
+ * final one posts (nobody listening, a silent peer, a producer that serves
+ * its maximum of consumers, anything else).
  *
  * Threads and lifetimes: no state; called on the source's streaming
  * thread. The texts read pf_consumer_connect_error(), which is per thread:
@@ -43,6 +44,12 @@ gst_pinned_shm_post_connect_error (GstElement * self, const gchar * path,
       GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
           ("No producer on \"%s\"", upath), ("%s (connect-timeout %d ms)",
               why, timeout_ms));
+      break;
+    case -EUSERS:
+      GST_ELEMENT_ERROR (self, RESOURCE, BUSY,
+          ("The producer on \"%s\" refused this consumer: it serves its "
+              "maximum of consumers", upath), ("%s (the producer's "
+              "max-clients)", why));
       break;
     default:
       GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,

@@ -395,9 +395,13 @@ running_time_of (GstElement * element, gboolean clock_is_monotonic,
 
 void
 gst_pinned_shm_frame_stamp (GstElement * element, gboolean clock_is_monotonic,
-    const pf_consumer_frame * f, GstBuffer * buf)
+    gboolean keep_timestamps, const pf_consumer_frame * f, GstBuffer * buf)
 {
-  if (f->clock_pts != PF_TIME_NONE) {
+  if (keep_timestamps) {
+    /* not live: the producer's own timestamps, against its segment */
+    GST_BUFFER_PTS (buf) = f->pts;
+    GST_BUFFER_DTS (buf) = f->dts;
+  } else if (f->clock_pts != PF_TIME_NONE) {
     GST_BUFFER_PTS (buf) = running_time_of (element, clock_is_monotonic,
         f->clock_pts);
     if (f->dts != PF_TIME_NONE && f->pts != PF_TIME_NONE

@@ -69,13 +69,15 @@ gboolean gst_pinned_shm_frame_wrap_chunks (GstAllocator * allocator,
 G_GNUC_INTERNAL
 GstBufferPool *gst_pinned_shm_frame_pool_new (void);
 
-/* Stamps @buf from @f: PTS (the producer's clock_pts in
+/* Stamps @buf from @f: with @keep_timestamps (a non-live stream) the
+ * producer's PTS and DTS as they are; else PTS = the producer's clock_pts in
  * @element's running time, mapped with the clock's current offset unless
- * @clock_is_monotonic; arrival time without one), DTS at the producer's
- * DTS-to-PTS distance, duration, offsets and the wire flags. */
+ * @clock_is_monotonic (arrival time without one), DTS at the producer's
+ * DTS-to-PTS distance. Then duration, offsets and the wire flags. */
 G_GNUC_INTERNAL
 void gst_pinned_shm_frame_stamp (GstElement * element,
-    gboolean clock_is_monotonic, const pf_consumer_frame * f, GstBuffer * buf);
+    gboolean clock_is_monotonic, gboolean keep_timestamps,
+    const pf_consumer_frame * f, GstBuffer * buf);
 
 /* Adds @f's video meta to @buf (@total: the frame's bytes) when it has one
  * and @vinfo (the caps; NULL when not video) is given. FALSE when it does

@@ -17,12 +17,26 @@
  * its frames cross with no copy: the segment's fd is sent once per client and
  * each frame is a small message naming a slice of it. Buffers in any other
  * memory are copied once into the sink's own pinned pool (counted in the
- * `copies` field of #GstPinnedShmSink:stats). A client that holds
- * #GstPinnedShmSink:max-client-buffers frames skips the next ones; it never
- * blocks the sink or the other clients.
+ * `copies` field of #GstPinnedShmSink:stats).
  *
- * Caps, timestamps (PTS as CLOCK_MONOTONIC time), flags, video meta and EOS
- * reach the consumers.
+ * Each consumer has a delivery policy, its own choice (pinnedshmsrc's
+ * `delivery`) or else the default from upstream's liveness, which the sink
+ * learns with a LATENCY query at every SEGMENT: every frame when upstream
+ * is not live, the newest frame when it is. Render waits until every
+ * every-frame consumer can take one more frame (#GstPinnedShmSink:max-client-buffers
+ * held at most), which back-pressures upstream like any sink; a flush or a
+ * state change ends the wait, and one that makes it wait longer than
+ * #GstPinnedShmSink:reliable-timeout is demoted to newest frame (or
+ * disconnected) with a warning. A newest-frame consumer at its limit skips
+ * frames; it never blocks the sink or the others. Drops are posted as
+ * `pinnedshmsink-drops` element messages (per consumer, with the reason,
+ * at most one per second per consumer). At most #GstPinnedShmSink:max-clients
+ * consumers are served and the default pool is sized for them, so stuck
+ * consumers can never hold the slots the others need.
+ *
+ * Caps, timestamps (PTS, DTS, duration, the segment; the PTS also as
+ * CLOCK_MONOTONIC time), flags (key frames: no DELTA_UNIT), video meta and
+ * EOS reach the consumers.
  *
  * ## Example launch lines
  * |[
@@ -50,17 +64,27 @@
 
 #include <pinnedflow/pf-producer.h>
 
+#include <sys/resource.h>
+
 GST_DEBUG_CATEGORY_STATIC (gst_pinned_shm_sink_debug);
 #define GST_CAT_DEFAULT gst_pinned_shm_sink_debug
 
 #define DEFAULT_SOCKET_PATH NULL
 #define DEFAULT_PERMS 0600
-#define DEFAULT_POOL_SIZE 8
-#define MIN_POOL_SIZE 2
+#define DEFAULT_POOL_SIZE 0     /* auto: sized for max-clients */
+#define MIN_POOL_SIZE 0
 #define MAX_POOL_SIZE 256
 #define DEFAULT_MAX_CLIENT_BUFFERS 4
 #define MAX_MAX_CLIENT_BUFFERS 256
 #define DEFAULT_WAIT_FOR_CONNECTION FALSE
+#define DEFAULT_MAX_CLIENTS 4
+#define DEFAULT_RELIABLE_TIMEOUT PF_PRODUCER_DEFAULT_RELIABLE_TIMEOUT_MS
+#define DEFAULT_RELIABLE_TIMEOUT_ACTION GST_PINNED_SHM_SINK_TIMEOUT_DEMOTE
+/* Pool slots beyond what the consumers may hold: one upstream fills while
+ * one is published. */
+#define POOL_RESERVE 2
+/* max-clients=0 (no limit) sizes an auto pool as if for this many */
+#define UNLIMITED_POOL_CLIENTS 4
 
 /* Segment flags of every pool the sink creates: mlock where allowed, and
  * every mapping made after ours (the consumers') is read-only. */
@@ -75,6 +99,9 @@ enum
   PROP_POOL_SIZE,
   PROP_MAX_CLIENT_BUFFERS,
   PROP_WAIT_FOR_CONNECTION,
+  PROP_MAX_CLIENTS,
+  PROP_RELIABLE_TIMEOUT,
+  PROP_RELIABLE_TIMEOUT_ACTION,
   PROP_NUM_CLIENTS,
   PROP_STATS,
   N_PROPERTIES
@@ -100,6 +127,9 @@ struct _GstPinnedShmSink
   guint perms;
   guint pool_size;
   guint max_client_buffers;
+  guint max_clients;
+  gint reliable_timeout;
+  GstPinnedShmSinkTimeoutAction reliable_timeout_action;
 
   /* lock protects everything below; cond wakes a render waiting for a
    * client. Never held across pf_producer_close() (its callbacks take it). */
@@ -117,6 +147,9 @@ struct _GstPinnedShmSink
   gsize copy_pool_size;
 
   gboolean clock_is_monotonic;
+  gboolean live;                /* upstream's, as last queried */
+  guint64 lock_checked_segment; /* id of the last segment checked for mlock */
+  gboolean lock_warned;
 
   /* statistics, under lock */
   guint64 frames;
@@ -125,6 +158,8 @@ struct _GstPinnedShmSink
   guint64 copies;
   guint64 drops;
   guint64 in_flight;
+  guint64 demotions;
+  guint64 refused;
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
@@ -136,6 +171,53 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
 G_DEFINE_TYPE (GstPinnedShmSink, gst_pinned_shm_sink, GST_TYPE_BASE_SINK);
 GST_ELEMENT_REGISTER_DEFINE (pinnedshmsink, "pinnedshmsink", GST_RANK_NONE,
     GST_TYPE_PINNED_SHM_SINK);
+
+GType
+gst_pinned_shm_sink_timeout_action_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_PINNED_SHM_SINK_TIMEOUT_DEMOTE,
+        "Demote the consumer to newest-frame delivery", "demote"},
+    {GST_PINNED_SHM_SINK_TIMEOUT_DISCONNECT, "Disconnect the consumer",
+        "disconnect"},
+    {0, NULL, NULL},
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstPinnedShmSinkTimeoutAction", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+static const gchar *
+delivery_name (guint delivery)
+{
+  switch (delivery) {
+    case PF_DELIVERY_EVERY_FRAME:
+      return "every-frame";
+    case PF_DELIVERY_NEWEST_FRAME:
+      return "newest-frame";
+    default:
+      return "auto";
+  }
+}
+
+static const gchar *
+drop_reason_name (gint reason)
+{
+  switch (reason) {
+    case PF_DROP_LIMIT:
+      return "limit";
+    case PF_DROP_SOCKET_FULL:
+      return "socket-full";
+    case PF_DROP_NOT_READY:
+      return "not-ready";
+    default:
+      return "none";
+  }
+}
 
 /* ------------------------------------------------------------------------ */
 /* Producer callbacks: run on the transport's I/O thread or in close(). */
@@ -169,6 +251,72 @@ on_client_connected (void *user_data, const pf_client_info * info)
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_NUM_CLIENTS]);
 }
 
+/* Drops, demotions, reliable timeouts: on the publishing (streaming)
+ * thread or the I/O thread, no lock held. The library rate-limits DROPPED
+ * (the first at once, then at most one per second per client). */
+static void
+on_client_event (void *user_data, const pf_client_event * ev)
+{
+  GstPinnedShmSink *self = user_data;
+  const gchar *name;
+  GstStructure *s;
+
+  switch (ev->type) {
+    case PF_CLIENT_EVENT_DROPPED:
+      name = "pinnedshmsink-drops";
+      GST_DEBUG_OBJECT (self, "%s", ev->message);
+      if (ev->dropped == ev->frames_dropped) {
+        /* the first report of this client */
+        GST_ELEMENT_WARNING (self, RESOURCE, WRITE,
+            ("Consumer %u (pid %d) misses frames (%s delivery, %s)",
+                ev->client_id, ev->pid, delivery_name (ev->delivery),
+                drop_reason_name (ev->reason)), ("%s", ev->message));
+      }
+      break;
+    case PF_CLIENT_EVENT_DEMOTED:
+      name = "pinnedshmsink-client-demoted";
+      GST_ELEMENT_WARNING (self, RESOURCE, WRITE,
+          ("Consumer %u (pid %d) demoted to newest-frame delivery",
+              ev->client_id, ev->pid), ("%s (reliable-timeout)", ev->message));
+      break;
+    case PF_CLIENT_EVENT_REFUSED:
+      name = "pinnedshmsink-client-refused";
+      GST_ELEMENT_WARNING (self, RESOURCE, BUSY,
+          ("Refused a consumer (pid %d): max-clients are connected",
+              ev->pid), ("%s", ev->message));
+      break;
+    case PF_CLIENT_EVENT_TIMED_OUT:
+      name = "pinnedshmsink-client-timed-out";
+      GST_ELEMENT_WARNING (self, RESOURCE, WRITE,
+          ("Consumer %u (pid %d) disconnected: it held its frames past the "
+              "reliable timeout", ev->client_id, ev->pid), ("%s", ev->message));
+      break;
+    default:
+      return;
+  }
+  if (ev->type != PF_CLIENT_EVENT_DROPPED) {
+    g_mutex_lock (&self->lock);
+    if (ev->type == PF_CLIENT_EVENT_REFUSED)
+      self->refused++;
+    else
+      self->demotions++;
+    g_mutex_unlock (&self->lock);
+  }
+
+  s = gst_structure_new (name,
+      "client-id", G_TYPE_UINT, (guint) ev->client_id,
+      "pid", G_TYPE_INT, (gint) ev->pid,
+      "delivery", G_TYPE_STRING, delivery_name (ev->delivery),
+      "reason", G_TYPE_STRING, drop_reason_name (ev->reason),
+      "dropped", G_TYPE_UINT64, (guint64) ev->dropped,
+      "total-dropped", G_TYPE_UINT64, (guint64) ev->frames_dropped,
+      "last-seq", G_TYPE_UINT64, (guint64) ev->last_seq,
+      "blocked", G_TYPE_UINT64, (guint64) ev->blocked_ns,
+      "message", G_TYPE_STRING, ev->message, NULL);
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self), s));
+}
+
 static void
 on_client_disconnected (void *user_data, const pf_client_info * info)
 {
@@ -176,6 +324,13 @@ on_client_disconnected (void *user_data, const pf_client_info * info)
 
   GST_INFO_OBJECT (self, "client %u (pid %d) disconnected: %s",
       info->client_id, info->pid, info->reason);
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self),
+          gst_structure_new ("pinnedshmsink-client-disconnected",
+              "client-id", G_TYPE_UINT, (guint) info->client_id,
+              "pid", G_TYPE_INT, (gint) info->pid,
+              "error", G_TYPE_INT, info->error,
+              "reason", G_TYPE_STRING, info->reason, NULL)));
   g_mutex_lock (&self->lock);
   if (self->n_clients > 0)
     self->n_clients--;
@@ -206,7 +361,10 @@ gst_pinned_shm_sink_get_stats (GstPinnedShmSink * self)
       "zero-copy-frames", G_TYPE_UINT64, self->zero_copy_frames,
       "copies", G_TYPE_UINT64, self->copies,
       "drops", G_TYPE_UINT64, self->drops,
-      "in-flight", G_TYPE_UINT64, self->in_flight, NULL);
+      "in-flight", G_TYPE_UINT64, self->in_flight,
+      "demotions", G_TYPE_UINT64, self->demotions,
+      "refused", G_TYPE_UINT64, self->refused,
+      "live", G_TYPE_BOOLEAN, self->live, NULL);
   g_mutex_unlock (&self->lock);
 
   g_value_init (&clients, GST_TYPE_ARRAY);
@@ -234,6 +392,13 @@ gst_pinned_shm_sink_get_stats (GstPinnedShmSink * self)
         "sent", G_TYPE_UINT64, cs[i].frames_sent,
         "released", G_TYPE_UINT64, cs[i].frames_released,
         "dropped", G_TYPE_UINT64, cs[i].frames_dropped,
+        "dropped-limit", G_TYPE_UINT64, cs[i].dropped_limit,
+        "dropped-socket-full", G_TYPE_UINT64, cs[i].dropped_socket,
+        "dropped-not-ready", G_TYPE_UINT64, cs[i].dropped_not_ready,
+        "skipped-to-key-frame", G_TYPE_UINT64, cs[i].frames_skipped_key,
+        "requested", G_TYPE_STRING, delivery_name (cs[i].requested),
+        "delivery", G_TYPE_STRING, delivery_name (cs[i].delivery),
+        "demoted", G_TYPE_BOOLEAN, cs[i].demoted != 0,
         "held", G_TYPE_UINT, cs[i].held,
         "bytes", G_TYPE_UINT64, cs[i].bytes_sent, NULL);
 
@@ -245,6 +410,41 @@ gst_pinned_shm_sink_get_stats (GstPinnedShmSink * self)
 
   gst_structure_take_value (s, "clients", &clients);
   return s;
+}
+
+/* The reliable-timeout property (-1: no bound, 0: never wait) in the
+ * library's terms (-1: no bound, 0: its default, else ms). */
+static int
+reliable_timeout_ms (gint prop)
+{
+  return prop == 0 ? 1 : prop;
+}
+
+/* Slots of the pools: pool-size, or (0: auto) room for every consumer to
+ * hold max-client-buffers frames plus POOL_RESERVE. Object lock held. */
+static guint
+pool_count_locked (GstPinnedShmSink * self)
+{
+  guint clients =
+      self->max_clients ? self->max_clients : UNLIMITED_POOL_CLIENTS;
+
+  if (self->pool_size != 0)
+    return self->pool_size;
+  return MIN ((guint64) clients * self->max_client_buffers + POOL_RESERVE,
+      MAX_POOL_SIZE);
+}
+
+/* Whether upstream is live, by a LATENCY query (FALSE when unanswered). */
+static gboolean
+query_upstream_live (GstPinnedShmSink * self)
+{
+  GstQuery *q = gst_query_new_latency ();
+  gboolean live = FALSE;
+
+  if (gst_pad_peer_query (GST_BASE_SINK_PAD (self), q))
+    gst_query_parse_latency (q, &live, NULL, NULL);
+  gst_query_unref (q);
+  return live;
 }
 
 static void
@@ -267,6 +467,22 @@ gst_pinned_shm_sink_set_property (GObject * object, guint prop_id,
       break;
     case PROP_MAX_CLIENT_BUFFERS:
       self->max_client_buffers = g_value_get_uint (value);
+      break;
+    case PROP_MAX_CLIENTS:
+      self->max_clients = g_value_get_uint (value);
+      break;
+    case PROP_RELIABLE_TIMEOUT:
+    case PROP_RELIABLE_TIMEOUT_ACTION:
+      if (prop_id == PROP_RELIABLE_TIMEOUT)
+        self->reliable_timeout = g_value_get_int (value);
+      else
+        self->reliable_timeout_action = g_value_get_enum (value);
+      g_mutex_lock (&self->lock);
+      if (self->producer)
+        pf_producer_set_reliable_timeout (self->producer,
+            reliable_timeout_ms (self->reliable_timeout),
+            self->reliable_timeout_action);
+      g_mutex_unlock (&self->lock);
       break;
     case PROP_WAIT_FOR_CONNECTION:
       /* under self->lock: a render waiting for a client re-reads it */
@@ -309,6 +525,21 @@ gst_pinned_shm_sink_get_property (GObject * object, guint prop_id,
       g_value_set_uint (value, self->max_client_buffers);
       GST_OBJECT_UNLOCK (self);
       break;
+    case PROP_MAX_CLIENTS:
+      GST_OBJECT_LOCK (self);
+      g_value_set_uint (value, self->max_clients);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case PROP_RELIABLE_TIMEOUT:
+      GST_OBJECT_LOCK (self);
+      g_value_set_int (value, self->reliable_timeout);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case PROP_RELIABLE_TIMEOUT_ACTION:
+      GST_OBJECT_LOCK (self);
+      g_value_set_enum (value, self->reliable_timeout_action);
+      GST_OBJECT_UNLOCK (self);
+      break;
     case PROP_WAIT_FOR_CONNECTION:
       g_mutex_lock (&self->lock);
       g_value_set_boolean (value, self->wait_for_connection);
@@ -334,6 +565,8 @@ gst_pinned_shm_sink_start (GstBaseSink * bsink)
   GstPinnedShmSink *self = GST_PINNED_SHM_SINK (bsink);
   pf_producer_config config = { 0, };
   pf_producer *producer = NULL;
+  guint pool_size, max_clients, need;
+  gboolean small_pool;
   gchar *path;
   int err;
 
@@ -341,7 +574,27 @@ gst_pinned_shm_sink_start (GstBaseSink * bsink)
   path = g_strdup (self->socket_path);
   config.perms = self->perms;
   config.max_client_frames = self->max_client_buffers;
+  config.max_clients = self->max_clients;
+  config.reliable_timeout_ms = reliable_timeout_ms (self->reliable_timeout);
+  config.reliable_action = self->reliable_timeout_action;
+  small_pool = self->pool_size != 0 && self->max_clients != 0
+      && self->pool_size < self->max_clients * self->max_client_buffers
+      + POOL_RESERVE;
+  pool_size = self->pool_size;
+  max_clients = self->max_clients;
+  need = self->max_clients * self->max_client_buffers + POOL_RESERVE;
   GST_OBJECT_UNLOCK (self);
+  if (small_pool)
+    GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
+        ("pool-size %u is too small for max-clients %u: consumers that stop "
+            "releasing can take every slot and stall the others",
+            pool_size, max_clients),
+        ("needs max-clients x max-client-buffers + %d = %u; leave pool-size "
+            "at 0 to size it so", POOL_RESERVE, need));
+  /* a consumer may connect before the first SEGMENT tells: ask now (the
+   * answer of an upstream in READY, corrected at the SEGMENT) */
+  self->live = query_upstream_live (self);
+  config.live = self->live;
 
   if (path == NULL || path[0] == '\0') {
     GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
@@ -354,6 +607,7 @@ gst_pinned_shm_sink_start (GstBaseSink * bsink)
   config.callbacks.frame_released = on_frame_released;
   config.callbacks.client_connected = on_client_connected;
   config.callbacks.client_disconnected = on_client_disconnected;
+  config.callbacks.client_event = on_client_event;
   config.callbacks.user_data = self;
 
   g_mutex_lock (&self->lock);
@@ -361,7 +615,10 @@ gst_pinned_shm_sink_start (GstBaseSink * bsink)
   self->unlocked = FALSE;
   self->frames = self->bytes = self->zero_copy_frames = 0;
   self->copies = self->drops = self->in_flight = 0;
+  self->demotions = self->refused = 0;
   g_mutex_unlock (&self->lock);
+  self->lock_checked_segment = 0;
+  self->lock_warned = FALSE;
 
   err = pf_producer_new (&config, &producer);
   if (err < 0) {
@@ -383,6 +640,25 @@ gst_pinned_shm_sink_start (GstBaseSink * bsink)
   return TRUE;
 }
 
+/* Replaces the copy pool (under the lock: unlock() sets it flushing). */
+static void
+set_copy_pool (GstPinnedShmSink * self, GstBufferPool * pool)
+{
+  GstBufferPool *old;
+
+  g_mutex_lock (&self->lock);
+  old = self->copy_pool;
+  self->copy_pool = pool;
+  if (pool && self->unlocked)
+    gst_buffer_pool_set_flushing (pool, TRUE);
+  g_mutex_unlock (&self->lock);
+  if (old) {
+    /* Buffers still held by clients go away when released. */
+    gst_buffer_pool_set_active (old, FALSE);
+    gst_object_unref (old);
+  }
+}
+
 static gboolean
 gst_pinned_shm_sink_stop (GstBaseSink * bsink)
 {
@@ -401,10 +677,7 @@ gst_pinned_shm_sink_stop (GstBaseSink * bsink)
     pf_producer_unref (producer);
   }
 
-  if (self->copy_pool) {
-    gst_buffer_pool_set_active (self->copy_pool, FALSE);
-    gst_clear_object (&self->copy_pool);
-  }
+  set_copy_pool (self, NULL);
   self->copy_pool_size = 0;
 
   g_mutex_lock (&self->lock);
@@ -479,7 +752,7 @@ gst_pinned_shm_sink_propose_allocation (GstBaseSink * bsink, GstQuery * query)
   }
 
   GST_OBJECT_LOCK (self);
-  count = self->pool_size;
+  count = pool_count_locked (self);
   GST_OBJECT_UNLOCK (self);
 
   pool = make_pool (self, caps, GST_VIDEO_INFO_SIZE (&info), count, TRUE);
@@ -498,7 +771,33 @@ gst_pinned_shm_sink_event (GstBaseSink * bsink, GstEvent * event)
 {
   GstPinnedShmSink *self = GST_PINNED_SHM_SINK (bsink);
 
-  if (GST_EVENT_TYPE (event) == GST_EVENT_EOS) {
+  if (GST_EVENT_TYPE (event) == GST_EVENT_SEGMENT) {
+    const GstSegment *seg;
+    pf_stream_segment ps = { 0, };
+    gboolean live = query_upstream_live (self);
+
+    gst_event_parse_segment (event, &seg);
+    ps.format = seg->format;
+    ps.flags = seg->flags;
+    ps.rate = seg->rate;
+    ps.applied_rate = seg->applied_rate;
+    ps.base = seg->base;
+    ps.offset = seg->offset;
+    ps.start = seg->start;
+    ps.stop = seg->stop;
+    ps.time = seg->time;
+    ps.position = seg->position;
+    ps.duration = seg->duration;
+    g_mutex_lock (&self->lock);
+    self->live = live;
+    if (self->producer) {
+      pf_producer_set_live (self->producer, live);
+      pf_producer_set_segment (self->producer, &ps);
+    }
+    g_mutex_unlock (&self->lock);
+    GST_DEBUG_OBJECT (self, "upstream %s, segment %" GST_SEGMENT_FORMAT,
+        live ? "live" : "not live", seg);
+  } else if (GST_EVENT_TYPE (event) == GST_EVENT_EOS) {
     int err;
 
     g_mutex_lock (&self->lock);
@@ -520,6 +819,10 @@ gst_pinned_shm_sink_unlock (GstBaseSink * bsink)
 
   g_mutex_lock (&self->lock);
   self->unlocked = TRUE;
+  if (self->producer)
+    pf_producer_set_flushing (self->producer, 1);
+  if (self->copy_pool)
+    gst_buffer_pool_set_flushing (self->copy_pool, TRUE);
   g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
   return TRUE;
@@ -532,6 +835,10 @@ gst_pinned_shm_sink_unlock_stop (GstBaseSink * bsink)
 
   g_mutex_lock (&self->lock);
   self->unlocked = FALSE;
+  if (self->producer)
+    pf_producer_set_flushing (self->producer, 0);
+  if (self->copy_pool)
+    gst_buffer_pool_set_flushing (self->copy_pool, FALSE);
   g_mutex_unlock (&self->lock);
   return TRUE;
 }
@@ -546,7 +853,11 @@ gst_pinned_shm_sink_set_clock (GstElement * element, GstClock * clock)
 }
 
 /* One buffer of the sink's own pool holding a copy of @buf, or NULL with
- * *@ret set (GST_FLOW_OK: the pool is empty, drop the frame). */
+ * *@ret set (GST_FLOW_OK: the pool is empty and the stream live, drop the
+ * frame; GST_FLOW_FLUSHING: unlocked while waiting for a buffer). A
+ * non-live stream waits for a buffer: its every-frame consumers release
+ * theirs (pf_producer_wait_ready() saw to that), and dropping would lose
+ * the frame for them. */
 static GstBuffer *
 copy_to_pool (GstPinnedShmSink * self, GstBuffer * buf, GstFlowReturn * ret)
 {
@@ -562,37 +873,35 @@ copy_to_pool (GstPinnedShmSink * self, GstBuffer * buf, GstFlowReturn * ret)
      * least, so that a stream of growing buffers does not pay it per
      * frame */
     gsize slot = MAX (size, self->copy_pool_size + self->copy_pool_size / 2);
+    GstBufferPool *pool;
     guint count;
 
-    if (self->copy_pool) {
-      /* Buffers still held by clients go away when released. */
-      gst_buffer_pool_set_active (self->copy_pool, FALSE);
-      gst_clear_object (&self->copy_pool);
-    }
+    set_copy_pool (self, NULL);
     GST_OBJECT_LOCK (self);
-    count = self->pool_size;
+    count = pool_count_locked (self);
     GST_OBJECT_UNLOCK (self);
     /* no caps: slots of exactly the configured size (video caps would
      * size them from the caps, smaller than a padded buffer) */
-    self->copy_pool = make_pool (self, NULL, slot, count, FALSE);
-    if (self->copy_pool == NULL
-        || !gst_buffer_pool_set_active (self->copy_pool, TRUE)) {
+    pool = make_pool (self, NULL, slot, count, FALSE);
+    if (pool == NULL || !gst_buffer_pool_set_active (pool, TRUE)) {
       GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
           ("Could not create a pinned pool of %u x %" G_GSIZE_FORMAT " bytes",
               count, slot), (NULL));
-      gst_clear_object (&self->copy_pool);
+      gst_clear_object (&pool);
       self->copy_pool_size = 0;
       *ret = GST_FLOW_ERROR;
       return NULL;
     }
+    set_copy_pool (self, pool);
     self->copy_pool_size = slot;
     GST_DEBUG_OBJECT (self, "copy pool of %u x %" G_GSIZE_FORMAT " bytes",
         count, slot);
   }
 
-  params.flags = GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT;
+  if (self->live)
+    params.flags = GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT;
   fret = gst_buffer_pool_acquire_buffer (self->copy_pool, &copy, &params);
-  if (fret == GST_FLOW_EOS) {
+  if (fret == GST_FLOW_EOS && self->live) {
     /* every buffer is held by some client: never wait for them */
     GST_LOG_OBJECT (self, "copy pool empty, dropping frame");
     return NULL;
@@ -614,6 +923,51 @@ copy_to_pool (GstPinnedShmSink * self, GstBuffer * buf, GstFlowReturn * ret)
   gst_buffer_unmap (copy, &map);
   gst_buffer_set_size (copy, size);
   return copy;
+}
+
+/* Warns once per stream when the pool of @seg could not be page-locked
+ * (RLIMIT_MEMLOCK, 8 MiB by default for a user): consumers still get every
+ * frame, but the pages may be swapped and a CUDA consumer pins them
+ * itself (or copies from pageable memory). */
+static void
+check_locked (GstPinnedShmSink * self, pf_segment * seg)
+{
+  guint64 id = pf_segment_get_id (seg);
+  guint state;
+  struct rlimit rl = { 0, 0 };
+  gchar *what;
+
+  if (id == self->lock_checked_segment || self->lock_warned)
+    return;
+  self->lock_checked_segment = id;
+  state = pf_segment_get_state (seg);
+  if (!(state & PF_SEGMENT_STATE_LOCK_REFUSED))
+    return;
+  self->lock_warned = TRUE;
+  getrlimit (RLIMIT_MEMLOCK, &rl);
+  what = gst_pinned_segment_describe_state (state);
+  GST_ELEMENT_WARNING (self, RESOURCE, NO_SPACE_LEFT,
+      ("Could not page-lock the shared frame pool (%" G_GSIZE_FORMAT
+          " bytes); frames are sent from unlocked memory",
+          (gsize) pf_segment_get_size (seg)),
+      ("mlock refused (%s); RLIMIT_MEMLOCK is %" G_GUINT64_FORMAT
+          " bytes: raise it (ulimit -l, limits.conf memlock) or lower "
+          "pool-size/max-clients", what, (guint64) rl.rlim_cur));
+  g_free (what);
+}
+
+/* Waits until every every-frame client can take the frame; FALSE when
+ * unlocked (flushing) or closed. Clients past the reliable timeout are
+ * demoted or disconnected on the way (on_client_event). */
+static gboolean
+wait_ready (GstPinnedShmSink * self, pf_producer * producer)
+{
+  int err = pf_producer_wait_ready (producer, -1);
+
+  if (err < 0)
+    GST_DEBUG_OBJECT (self, "wait for every-frame clients: %s",
+        g_strerror (-err));
+  return err == 0;
 }
 
 /* Waits for a client; returns FALSE when unlocked (flushing). */
@@ -674,6 +1028,19 @@ gst_pinned_shm_sink_render (GstBaseSink * bsink, GstBuffer * buf)
     return GST_FLOW_OK;
   }
 
+  while (!wait_ready (self, producer)) {
+    gboolean closed;
+
+    g_mutex_lock (&self->lock);
+    closed = self->producer != producer;
+    g_mutex_unlock (&self->lock);
+    ret = closed ? GST_FLOW_FLUSHING : gst_base_sink_wait_preroll (bsink);
+    if (ret != GST_FLOW_OK) {
+      pf_producer_unref (producer);
+      return ret;
+    }
+  }
+
   memset (&frame, 0, sizeof (frame));
   zero_copy = gst_pinned_shm_frame_set_chunks (&frame, buf, segs);
   if (zero_copy) {
@@ -694,6 +1061,7 @@ gst_pinned_shm_sink_render (GstBaseSink * bsink, GstBuffer * buf)
     if (!gst_pinned_shm_frame_set_chunks (&frame, token, segs))
       g_assert_not_reached ();
   }
+  check_locked (self, segs[0]);
   gst_pinned_shm_frame_set_meta (&frame, buf,
       self->is_video ? &self->vinfo : NULL,
       gst_pinned_shm_frame_clock_pts (bsink, self->clock_is_monotonic, buf));
@@ -746,6 +1114,9 @@ gst_pinned_shm_sink_init (GstPinnedShmSink * self)
   self->pool_size = DEFAULT_POOL_SIZE;
   self->max_client_buffers = DEFAULT_MAX_CLIENT_BUFFERS;
   self->wait_for_connection = DEFAULT_WAIT_FOR_CONNECTION;
+  self->max_clients = DEFAULT_MAX_CLIENTS;
+  self->reliable_timeout = DEFAULT_RELIABLE_TIMEOUT;
+  self->reliable_timeout_action = DEFAULT_RELIABLE_TIMEOUT_ACTION;
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);
   gst_video_info_init (&self->vinfo);
@@ -789,21 +1160,72 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
       "leading 0, e.g. 0660; 384 = 0600: the owner only)", 0, 0777,
       DEFAULT_PERMS,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  /**
+   * GstPinnedShmSink:pool-size:
+   *
+   * Buffers in the pinned pool proposed upstream and in the copy pool. 0
+   * (the default) sizes it for #GstPinnedShmSink:max-clients consumers each
+   * holding #GstPinnedShmSink:max-client-buffers frames, plus 2 (one being
+   * filled upstream, one being published), at most 256: consumers that stop
+   * releasing never take the slots the others need. A smaller explicit
+   * value gets a warning at start.
+   */
   properties[PROP_POOL_SIZE] = g_param_spec_uint ("pool-size", "Pool size",
       "Buffers in the pinned pool proposed upstream (one shared segment, "
-      "bounded) and in the copy pool for buffers in other memory",
+      "bounded) and in the copy pool for buffers in other memory (0: "
+      "max-clients x max-client-buffers + 2)",
       MIN_POOL_SIZE, MAX_POOL_SIZE, DEFAULT_POOL_SIZE,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
   properties[PROP_MAX_CLIENT_BUFFERS] = g_param_spec_uint
       ("max-client-buffers", "Max client buffers",
-      "Frames one client may hold; past it new frames skip that client and "
-      "count as dropped for it", 1, MAX_MAX_CLIENT_BUFFERS,
+      "Frames one client may hold; past it an every-frame client makes "
+      "render wait, a newest-frame client skips frames (dropped for it)",
+      1, MAX_MAX_CLIENT_BUFFERS,
       DEFAULT_MAX_CLIENT_BUFFERS,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
   properties[PROP_WAIT_FOR_CONNECTION] = g_param_spec_boolean
       ("wait-for-connection", "Wait for connection",
       "Block rendering until a client is connected (FALSE: frames nobody "
       "receives are dropped and counted)", DEFAULT_WAIT_FOR_CONNECTION,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
+  /**
+   * GstPinnedShmSink:max-clients:
+   *
+   * The most consumers served at once; one more is refused in the
+   * handshake (its pinnedshmsrc posts an error) and the sink posts a
+   * warning. 0: no limit, and then no guarantee that stuck consumers leave
+   * slots for the others.
+   */
+  properties[PROP_MAX_CLIENTS] = g_param_spec_uint ("max-clients",
+      "Max clients", "Most consumers served at once, one more is refused "
+      "(0: no limit); the default pool-size is sized for them", 0, 1024,
+      DEFAULT_MAX_CLIENTS,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  /**
+   * GstPinnedShmSink:reliable-timeout:
+   *
+   * Milliseconds an every-frame consumer at its limit may hold render back
+   * (no release in between) before #GstPinnedShmSink:reliable-timeout-action
+   * applies to it, with a warning on the bus. -1: no bound (only a flush or
+   * a state change ends the wait); 0: never wait.
+   */
+  properties[PROP_RELIABLE_TIMEOUT] = g_param_spec_int ("reliable-timeout",
+      "Reliable timeout", "Milliseconds an every-frame consumer may hold "
+      "render back before it is demoted or disconnected (-1: no bound)",
+      -1, G_MAXINT, DEFAULT_RELIABLE_TIMEOUT,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
+  /**
+   * GstPinnedShmSink:reliable-timeout-action:
+   *
+   * What happens to an every-frame consumer past
+   * #GstPinnedShmSink:reliable-timeout: `demote` (newest-frame delivery
+   * from then on; its pinnedshmsrc posts a warning) or `disconnect`.
+   */
+  properties[PROP_RELIABLE_TIMEOUT_ACTION] = g_param_spec_enum
+      ("reliable-timeout-action", "Reliable timeout action",
+      "What happens to an every-frame consumer past reliable-timeout",
+      GST_TYPE_PINNED_SHM_SINK_TIMEOUT_ACTION,
+      DEFAULT_RELIABLE_TIMEOUT_ACTION,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
   properties[PROP_NUM_CLIENTS] = g_param_spec_uint ("num-clients",
       "Number of clients", "Consumers connected now (notified on change)", 0,
@@ -812,13 +1234,19 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
    * GstPinnedShmSink:stats:
    *
    * A structure with the fields frames, bytes, zero-copy-frames, copies,
-   * drops, in-flight (all guint64) and clients: an array of structures
-   * with id, pid, uid, sent, released, dropped, held and bytes.
+   * drops, in-flight, demotions, refused (all guint64), live (gboolean:
+   * upstream's liveness) and clients: an array of structures with id, pid,
+   * uid, sent, released, dropped (all reasons), dropped-limit,
+   * dropped-socket-full, dropped-not-ready, skipped-to-key-frame, requested
+   * and delivery (strings: auto, every-frame, newest-frame), demoted
+   * (gboolean), held and bytes.
    */
   properties[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
       "Counters: frames, bytes, zero-copy-frames, copies, drops, in-flight, "
-      "and per client (clients array) id, pid, uid, sent, released, "
-      "dropped, held, bytes",
+      "demotions, refused, live, and per client (clients array) id, pid, "
+      "uid, sent, released, dropped, dropped-limit, dropped-socket-full, "
+      "dropped-not-ready, skipped-to-key-frame, requested, delivery, "
+      "demoted, held, bytes",
       GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
   g_object_class_install_properties (gobject_class, N_PROPERTIES, properties);
 
@@ -865,4 +1293,6 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
   bsink_class->unlock_stop =
       GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_unlock_stop);
   bsink_class->render = GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_render);
+
+  gst_type_mark_as_plugin_api (GST_TYPE_PINNED_SHM_SINK_TIMEOUT_ACTION, 0);
 }

@@ -14,11 +14,20 @@
  * long as a buffer uses it, even after the producer is gone. The frame is
  * handed back to the producer when the last memory of the buffer is freed.
  *
- * Caps come from the producer (no capsfilter needed), caps changes reach
- * downstream, and the producer's PTS, sent as CLOCK_MONOTONIC time, becomes
- * running time of this pipeline, so a sink with sync=true renders in step
- * with the producer. EOS from the producer is pushed downstream.
- * #GstPinnedShmSrc:on-disconnect chooses what a vanished producer means.
+ * Caps come from the producer (no capsfilter needed) and caps changes
+ * reach downstream. #GstPinnedShmSrc:delivery chooses between every frame
+ * (the producer waits for this consumer) and the newest frame (the producer
+ * skips it when it lags, and stale queued frames are dropped here); the
+ * default follows the producer's liveness. The element asks the producer
+ * when it goes to PAUSED: from a non-live producer it is a non-live source
+ * and buffers keep the producer's PTS, DTS, duration and segment; from a
+ * live one it is a live source and the producer's PTS, sent as
+ * CLOCK_MONOTONIC time, becomes running time of this pipeline, so a sink
+ * with sync=true renders in step with the producer. With no producer up
+ * yet it is live, unless delivery=every-frame. Frames lost on the way are
+ * posted as QoS messages (at most one per second). EOS from the producer
+ * is pushed downstream; a producer that vanishes without EOS is an error
+ * by default (#GstPinnedShmSrc:on-disconnect).
  * #GstPinnedShmSrc:connect-timeout lets it wait for a producer that is not
  * up yet, and bounds the wait for its HELLO; a flush or a state change
  * interrupts every wait, connecting and the producer's HELLO included.
@@ -64,7 +73,17 @@ GST_DEBUG_CATEGORY_STATIC (gst_pinned_shm_src_debug);
 #define GST_CAT_DEFAULT gst_pinned_shm_src_debug
 
 #define DEFAULT_SOCKET_PATH NULL
-#define DEFAULT_ON_DISCONNECT GST_PINNED_SHM_SRC_ON_DISCONNECT_EOS
+#define DEFAULT_ON_DISCONNECT GST_PINNED_SHM_SRC_ON_DISCONNECT_ERROR
+#define DEFAULT_DELIVERY GST_PINNED_SHM_SRC_DELIVERY_AUTO
+/* How long going to PAUSED waits, once connected, for a producer's STREAM
+ * that knows its liveness (one with a segment; a live producer still in
+ * PAUSED has none yet and only guesses). */
+#define PROBE_STREAM_MS 1000
+/* How long going to PAUSED tries to connect to a producer whose socket
+ * file exists (a producer answers its HELLO in microseconds) */
+#define PROBE_CONNECT_MS 500
+/* At most one QoS message per this many microseconds */
+#define QOS_INTERVAL_US G_USEC_PER_SEC
 #define DEFAULT_CONNECT_TIMEOUT 0
 #define DEFAULT_MAX_MAPPED_BYTES PF_CONSUMER_DEFAULT_MAX_BYTES
 #define DEFAULT_MAX_MAPPED_SEGMENTS PF_CONSUMER_DEFAULT_MAX_SEGMENTS
@@ -84,6 +103,7 @@ enum
   PROP_MAX_MAPPED_SEGMENTS,
   PROP_LOCK_SEGMENTS,
   PROP_BUSY_POLL_US,
+  PROP_DELIVERY,
   PROP_STATS,
   N_PROPERTIES
 };
@@ -102,6 +122,7 @@ struct _GstPinnedShmSrc
   guint max_mapped_segments;
   gboolean lock_segments;
   guint busy_poll_us;
+  GstPinnedShmSrcDelivery delivery;
 
   /* an eventfd, readable between unlock and unlock_stop: every wait of the
    * streaming thread (connecting, the HELLO, the next frame) polls it */
@@ -118,6 +139,20 @@ struct _GstPinnedShmSrc
   guint64 last_seq;
   gboolean have_seq;
   gboolean ever_connected;
+  /* decided going to PAUSED: a live source (clock-mapped timestamps) or
+   * not (the producer's timestamps and segment) */
+  gboolean live;
+  pf_stream_info stream;        /* the producer's last STREAM */
+  /* what going to PAUSED read before the STREAM: the latest caps, and one
+   * other event (a FRAME or EOS), handled by the first create() */
+  gchar *pending_caps;
+  pf_event pending_ev;
+  gboolean have_pending_ev;
+  pf_stream_info pending_stream;
+  gboolean have_pending_stream;
+  /* QoS: gaps not posted yet, when the last message went */
+  guint64 qos_pending;
+  gint64 qos_last;
 
   /* lock protects consumer and stats */
   GMutex lock;
@@ -130,6 +165,12 @@ struct _GstPinnedShmSrc
   guint64 latency_last;
   guint64 latency_sum;
   guint64 latency_max;
+  guint64 stale_dropped;
+  guint64 missed;
+  guint delivery_in_force;
+  gboolean demoted;
+  /* of the current connection, to add the differences to the above */
+  guint64 conn_stale, conn_missed;
 };
 
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
@@ -141,6 +182,42 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
 G_DEFINE_TYPE (GstPinnedShmSrc, gst_pinned_shm_src, GST_TYPE_PUSH_SRC);
 GST_ELEMENT_REGISTER_DEFINE (pinnedshmsrc, "pinnedshmsrc", GST_RANK_NONE,
     GST_TYPE_PINNED_SHM_SRC);
+
+GType
+gst_pinned_shm_src_delivery_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_PINNED_SHM_SRC_DELIVERY_AUTO,
+          "Every frame from a non-live producer, the newest from a live one",
+        "auto"},
+    {GST_PINNED_SHM_SRC_DELIVERY_EVERY_FRAME,
+        "Every frame: the producer waits for this consumer", "every-frame"},
+    {GST_PINNED_SHM_SRC_DELIVERY_NEWEST_FRAME,
+          "The newest frame: skipped when late, stale frames dropped",
+        "newest-frame"},
+    {0, NULL, NULL},
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstPinnedShmSrcDelivery", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+static const gchar *
+delivery_name (guint delivery)
+{
+  switch (delivery) {
+    case PF_DELIVERY_EVERY_FRAME:
+      return "every-frame";
+    case PF_DELIVERY_NEWEST_FRAME:
+      return "newest-frame";
+    default:
+      return "none";
+  }
+}
 
 GType
 gst_pinned_shm_src_on_disconnect_get_type (void)
@@ -182,7 +259,12 @@ gst_pinned_shm_src_get_stats (GstPinnedShmSrc * self)
       "latency-last", G_TYPE_UINT64, self->latency_last,
       "latency-mean", G_TYPE_UINT64,
       self->frames ? self->latency_sum / self->frames : (guint64) 0,
-      "latency-max", G_TYPE_UINT64, self->latency_max, NULL);
+      "latency-max", G_TYPE_UINT64, self->latency_max,
+      "stale-dropped", G_TYPE_UINT64, self->stale_dropped,
+      "missed", G_TYPE_UINT64, self->missed,
+      "live", G_TYPE_BOOLEAN, self->live,
+      "delivery", G_TYPE_STRING, delivery_name (self->delivery_in_force),
+      "demoted", G_TYPE_BOOLEAN, self->demoted, NULL);
   g_mutex_unlock (&self->lock);
   return s;
 }
@@ -216,6 +298,9 @@ gst_pinned_shm_src_set_property (GObject * object, guint prop_id,
       break;
     case PROP_BUSY_POLL_US:
       self->busy_poll_us = g_value_get_uint (value);
+      break;
+    case PROP_DELIVERY:
+      self->delivery = g_value_get_enum (value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -258,6 +343,9 @@ gst_pinned_shm_src_get_property (GObject * object, guint prop_id,
     case PROP_BUSY_POLL_US:
       g_value_set_uint (value, self->busy_poll_us);
       break;
+    case PROP_DELIVERY:
+      g_value_set_enum (value, self->delivery);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -281,6 +369,32 @@ drop_connection (GstPinnedShmSrc * self)
     pf_consumer_unref (c);
 }
 
+/* Drops what going to PAUSED read ahead and create() did not take. */
+static void
+clear_pending (GstPinnedShmSrc * self)
+{
+  g_clear_pointer (&self->pending_caps, g_free);
+  self->have_pending_stream = FALSE;
+  if (self->have_pending_ev)
+    pf_consumer_event_clear (&self->pending_ev);
+  self->have_pending_ev = FALSE;
+}
+
+/* A new connection @c: counters of the old one forgotten. */
+static void
+set_connection (GstPinnedShmSrc * self, pf_consumer * c)
+{
+  g_mutex_lock (&self->lock);
+  self->consumer = c;
+  self->conn_stale = self->conn_missed = 0;
+  g_mutex_unlock (&self->lock);
+
+  self->discont = TRUE;
+  self->have_seq = FALSE;
+  self->ever_connected = TRUE;
+  memset (&self->stream, 0, sizeof (self->stream));
+}
+
 static gboolean
 gst_pinned_shm_src_start (GstBaseSrc * bsrc)
 {
@@ -301,17 +415,8 @@ gst_pinned_shm_src_start (GstBaseSrc * bsrc)
     return FALSE;
   }
 
-  g_mutex_lock (&self->lock);
-  self->frames = self->bytes = self->reconnects = self->errors = 0;
-  self->gaps = self->latency_last = self->latency_sum = 0;
-  self->latency_max = 0;
-  g_mutex_unlock (&self->lock);
-
-  self->discont = TRUE;
-  self->have_seq = FALSE;
-  self->ever_connected = FALSE;
-  self->is_video = FALSE;
-  gst_caps_replace (&self->caps, NULL);
+  /* the connection state was reset, and a connection maybe made, going
+   * to PAUSED (probe_producer ()) */
   if (self->pool == NULL)
     self->pool = gst_pinned_shm_frame_pool_new ();
   return TRUE;
@@ -323,6 +428,7 @@ gst_pinned_shm_src_stop (GstBaseSrc * bsrc)
   GstPinnedShmSrc *self = GST_PINNED_SHM_SRC (bsrc);
 
   drop_connection (self);
+  clear_pending (self);
   gst_caps_replace (&self->caps, NULL);
   if (self->pool != NULL) {
     /* buffers still out are freed when they come back */
@@ -395,8 +501,12 @@ gst_pinned_shm_src_set_clock (GstElement * element, GstClock * clock)
 static gboolean
 gst_pinned_shm_src_query (GstBaseSrc * bsrc, GstQuery * query)
 {
-  if (GST_QUERY_TYPE (query) == GST_QUERY_LATENCY) {
+  GstPinnedShmSrc *self = GST_PINNED_SHM_SRC (bsrc);
+
+  if (GST_QUERY_TYPE (query) == GST_QUERY_LATENCY
+      && gst_base_src_is_live (bsrc)) {
     /* live, and frames are due the moment they arrive */
+    GST_LOG_OBJECT (self, "live, latency 0");
     gst_query_set_latency (query, TRUE, 0, GST_CLOCK_TIME_NONE);
     return TRUE;
   }
@@ -441,11 +551,13 @@ connect_producer (GstPinnedShmSrc * self, gint timeout_ms)
   GstFlowReturn ret = GST_FLOW_OK;
   gint64 deadline = -1;
   pf_consumer *c = NULL;
+  pf_consumer_options options = { 0, };
   gchar *path;
   int err;
 
   GST_OBJECT_LOCK (self);
   path = g_strdup (self->socket_path);
+  options.delivery = self->delivery;
   GST_OBJECT_UNLOCK (self);
 
   if (timeout_ms >= 0)
@@ -457,7 +569,7 @@ connect_producer (GstPinnedShmSrc * self, gint timeout_ms)
     if (deadline >= 0)
       left = (gint) CLAMP ((deadline - g_get_monotonic_time ()) / 1000, 0,
           G_MAXINT);
-    err = pf_consumer_connect_cancellable (path, left, self->cancel_fd, &c);
+    err = pf_consumer_connect_with (path, left, self->cancel_fd, &options, &c);
     if (err == 0 || err == -ECANCELED)
       break;
     if (!gst_pinned_shm_connect_error_is_transient (err)
@@ -484,14 +596,7 @@ connect_producer (GstPinnedShmSrc * self, gint timeout_ms)
       "x, max held %u)", path, (guint64) pf_consumer_get_session_id (c),
       pf_consumer_get_max_held (c));
   apply_budget (self, c);
-
-  g_mutex_lock (&self->lock);
-  self->consumer = c;
-  g_mutex_unlock (&self->lock);
-
-  self->discont = TRUE;
-  self->have_seq = FALSE;
-  self->ever_connected = TRUE;
+  set_connection (self, c);
 
 done:
   g_free (path);
@@ -499,13 +604,13 @@ done:
 }
 
 static GstFlowReturn
-handle_caps (GstPinnedShmSrc * self, const pf_event * ev)
+handle_caps (GstPinnedShmSrc * self, const gchar * str)
 {
-  GstCaps *caps = gst_caps_from_string (ev->caps);
+  GstCaps *caps = gst_caps_from_string (str);
 
   if (caps == NULL || !gst_caps_is_fixed (caps)) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Producer sent invalid caps"),
-        ("caps \"%s\"", ev->caps));
+        ("caps \"%s\"", str));
     gst_clear_caps (&caps);
     return GST_FLOW_ERROR;
   }
@@ -541,6 +646,7 @@ note_sequence (GstPinnedShmSrc * self, const pf_consumer_frame * f,
     g_mutex_lock (&self->lock);
     self->gaps += missed;
     g_mutex_unlock (&self->lock);
+    self->qos_pending += missed;
     self->discont = TRUE;
   }
   self->last_seq = f->seq;
@@ -567,6 +673,219 @@ count_frame (GstPinnedShmSrc * self, const pf_consumer_frame * f, guint64 total)
   g_mutex_unlock (&self->lock);
 }
 
+/* Posts the frames lost since the last QoS message (the producer skipped
+ * them, or they were dropped here as stale) when a second passed since it,
+ * or at once with @flush; @buf: the frame that showed the loss, or NULL. */
+static void
+post_qos (GstPinnedShmSrc * self, GstBuffer * buf, gboolean flush)
+{
+  GstBaseSrc *bsrc = GST_BASE_SRC (self);
+  GstClockTime ts = GST_CLOCK_TIME_NONE, dur = GST_CLOCK_TIME_NONE;
+  GstClockTime rt = GST_CLOCK_TIME_NONE, st = GST_CLOCK_TIME_NONE;
+  guint64 processed, dropped;
+  gint64 now = g_get_monotonic_time ();
+  GstMessage *msg;
+
+  if (self->qos_pending == 0
+      || (!flush && self->qos_last != 0 && now - self->qos_last <
+          QOS_INTERVAL_US))
+    return;
+  if (buf) {
+    ts = GST_BUFFER_PTS (buf);
+    dur = GST_BUFFER_DURATION (buf);
+    if (self->live) {
+      rt = ts;
+    } else if (GST_CLOCK_TIME_IS_VALID (ts)) {
+      rt = gst_segment_to_running_time (&bsrc->segment, GST_FORMAT_TIME, ts);
+      st = gst_segment_to_stream_time (&bsrc->segment, GST_FORMAT_TIME, ts);
+    }
+  }
+  g_mutex_lock (&self->lock);
+  processed = self->frames;
+  dropped = self->gaps;
+  g_mutex_unlock (&self->lock);
+
+  GST_INFO_OBJECT (self, "%" G_GUINT64_FORMAT " frames lost (%"
+      G_GUINT64_FORMAT " in all, %" G_GUINT64_FORMAT " received)",
+      self->qos_pending, dropped, processed);
+  msg = gst_message_new_qos (GST_OBJECT (self), self->live, rt, st, ts, dur);
+  gst_message_set_qos_values (msg, 0, 1.0, 1000000);
+  gst_message_set_qos_stats (msg, GST_FORMAT_BUFFERS, processed, dropped);
+  gst_element_post_message (GST_ELEMENT (self), msg);
+  self->qos_pending = 0;
+  self->qos_last = now;
+}
+
+/* The connection's counters into ours (receiving thread only). */
+static void
+update_counters (GstPinnedShmSrc * self, pf_consumer * c)
+{
+  pf_consumer_stats st;
+
+  pf_consumer_get_stats (c, &st);
+  g_mutex_lock (&self->lock);
+  if (st.frames_stale_dropped >= self->conn_stale)
+    self->stale_dropped += st.frames_stale_dropped - self->conn_stale;
+  if (st.frames_missed >= self->conn_missed)
+    self->missed += st.frames_missed - self->conn_missed;
+  self->conn_stale = st.frames_stale_dropped;
+  self->conn_missed = st.frames_missed;
+  self->delivery_in_force = st.delivery;
+  self->demoted = st.demoted != 0;
+  g_mutex_unlock (&self->lock);
+}
+
+/* The producer's STREAM: its liveness, our delivery, its segment. */
+static void
+handle_stream (GstPinnedShmSrc * self, const pf_stream_info * info)
+{
+  gboolean was_demoted = (self->stream.flags & PF_STREAM_DEMOTED) != 0;
+
+  GST_DEBUG_OBJECT (self, "stream: %s, delivery %s%s",
+      (info->flags & PF_STREAM_LIVE) ? "live" : "not live",
+      delivery_name (info->delivery),
+      (info->flags & PF_STREAM_DEMOTED) ? " (demoted)" : "");
+  self->stream = *info;
+  g_mutex_lock (&self->lock);
+  self->delivery_in_force = info->delivery;
+  self->demoted = (info->flags & PF_STREAM_DEMOTED) != 0;
+  g_mutex_unlock (&self->lock);
+
+  if (!was_demoted && (info->flags & PF_STREAM_DEMOTED)) {
+    GST_ELEMENT_WARNING (self, RESOURCE, READ,
+        ("The producer demoted this consumer to newest-frame delivery"),
+        ("it held its frames past the producer's reliable-timeout; frames "
+            "are skipped for it from now on"));
+  }
+
+  if (!self->live && (info->flags & PF_STREAM_HAS_SEGMENT)
+      && info->segment.format == GST_FORMAT_TIME) {
+    GstSegment seg;
+
+    gst_segment_init (&seg, GST_FORMAT_TIME);
+    seg.flags = info->segment.flags;
+    seg.rate = info->segment.rate;
+    seg.applied_rate = info->segment.applied_rate;
+    seg.base = info->segment.base;
+    seg.offset = info->segment.offset;
+    seg.start = info->segment.start;
+    seg.stop = info->segment.stop;
+    seg.time = info->segment.time;
+    seg.position = info->segment.position;
+    seg.duration = info->segment.duration;
+    if (!gst_base_src_new_segment (GST_BASE_SRC (self), &seg))
+      GST_WARNING_OBJECT (self, "producer's segment refused: %"
+          GST_SEGMENT_FORMAT, &seg);
+  }
+}
+
+/* Going to PAUSED: whether to be a live source (GstBaseSrc reads it
+ * before start()). delivery=every-frame: not live, newest-frame: live;
+ * auto: when the socket file exists, one bounded attempt (PROBE_CONNECT_MS,
+ * HELLO included) to connect and read the producer's STREAM, which says
+ * whether it is live; CAPS read on the way and one other event wait for the
+ * first create(). With no producer up, or any failure (create() connects
+ * again and reports it), live. */
+static void
+probe_producer (GstPinnedShmSrc * self)
+{
+  pf_consumer_options options = { 0, };
+  pf_consumer *c = NULL;
+  gboolean live, have_path;
+  gint64 deadline;
+  gchar *path;
+  int err;
+
+  clear_pending (self);
+  gst_caps_replace (&self->caps, NULL);
+  self->is_video = FALSE;
+  self->discont = TRUE;
+  self->have_seq = FALSE;
+  self->ever_connected = FALSE;
+  self->qos_pending = 0;
+  self->qos_last = 0;
+  memset (&self->stream, 0, sizeof (self->stream));
+  g_mutex_lock (&self->lock);
+  self->frames = self->bytes = self->reconnects = self->errors = 0;
+  self->gaps = self->latency_last = self->latency_sum = 0;
+  self->latency_max = self->stale_dropped = self->missed = 0;
+  self->delivery_in_force = 0;
+  self->demoted = FALSE;
+  g_mutex_unlock (&self->lock);
+
+  GST_OBJECT_LOCK (self);
+  path = g_strdup (self->socket_path);
+  options.delivery = self->delivery;
+  have_path = path != NULL && path[0] != '\0';
+  GST_OBJECT_UNLOCK (self);
+  live = options.delivery != GST_PINNED_SHM_SRC_DELIVERY_EVERY_FRAME;
+
+  if (options.delivery == GST_PINNED_SHM_SRC_DELIVERY_AUTO && have_path
+      && self->cancel_fd >= 0 && g_file_test (path, G_FILE_TEST_EXISTS)
+      && pf_consumer_connect_with (path, PROBE_CONNECT_MS, self->cancel_fd,
+          &options, &c) == 0) {
+    apply_budget (self, c);
+    deadline = g_get_monotonic_time () + PROBE_STREAM_MS * 1000;
+    for (;;) {
+      gint left = (gint) MAX ((deadline - g_get_monotonic_time ()) / 1000, 0);
+      pf_event ev;
+
+      memset (&ev, 0, sizeof (ev));
+      err = pf_consumer_receive (c, left, &ev);
+      if (err <= 0) {
+        GST_DEBUG_OBJECT (self, "no STREAM from the producer: %s",
+            err == 0 ? "timeout" : pf_consumer_get_error (c));
+        break;
+      }
+      if (ev.type == PF_EVENT_CAPS) {
+        g_free (self->pending_caps);
+        self->pending_caps = g_strdup (ev.caps);
+        pf_consumer_event_clear (&ev);
+        continue;
+      }
+      if (ev.type == PF_EVENT_STREAM) {
+        live = (ev.stream.flags & PF_STREAM_LIVE) != 0;
+        self->stream = ev.stream;
+        self->pending_stream = ev.stream;
+        self->have_pending_stream = TRUE;
+        pf_consumer_event_clear (&ev);
+        /* a producer whose upstream sent no SEGMENT yet (a live one still
+         * in PAUSED) only guessed its liveness: wait for the next */
+        if (self->stream.flags & PF_STREAM_HAS_SEGMENT)
+          break;
+        continue;
+      }
+      self->pending_ev = ev;
+      self->have_pending_ev = TRUE;
+      break;
+    }
+    GST_INFO_OBJECT (self, "connected to %s going to PAUSED: producer %s",
+        path, self->stream.delivery == 0 ? "did not say whether it is live"
+        : live ? "live" : "not live");
+    set_connection (self, c);
+    /* handle_stream () compares with the STREAM before */
+    memset (&self->stream, 0, sizeof (self->stream));
+  } else {
+    GST_INFO_OBJECT (self, "%s source (delivery %d, producer on %s not "
+        "asked or not up)", live ? "live" : "non-live", options.delivery, path);
+  }
+  g_free (path);
+
+  self->live = live;
+  gst_base_src_set_live (GST_BASE_SRC (self), live);
+}
+
+static GstStateChangeReturn
+gst_pinned_shm_src_change_state (GstElement * element,
+    GstStateChange transition)
+{
+  GstPinnedShmSrc *self = GST_PINNED_SHM_SRC (element);
+
+  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED)
+    probe_producer (self);
+  return GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
+}
+
 /* The FRAME event as a buffer of read-only memories on loan. */
 static GstFlowReturn
 make_buffer (GstPinnedShmSrc * self, pf_consumer * c, const pf_event * ev,
@@ -586,7 +905,7 @@ make_buffer (GstPinnedShmSrc * self, pf_consumer * c, const pf_event * ev,
     goto error;
   }
   gst_pinned_shm_frame_stamp (GST_ELEMENT (self), self->clock_is_monotonic,
-      f, buf);
+      !self->live, f, buf);
   note_sequence (self, f, buf);
   if (!gst_pinned_shm_frame_add_video_meta (f, total,
           self->is_video ? &self->vinfo : NULL, buf)) {
@@ -605,9 +924,12 @@ error:
   return GST_FLOW_ERROR;
 }
 
-/* The producer is gone without EOS. */
+/* The connection ended with @res (pf_consumer_receive()): -ECONNRESET the
+ * producer vanished without EOS, -EPIPE it hung up after one, -ETIMEDOUT
+ * it stopped reading our releases. @why: the consumer's error text. */
 static GstFlowReturn
-handle_disconnect (GstPinnedShmSrc * self, gboolean * retry)
+handle_disconnect (GstPinnedShmSrc * self, gint res, const gchar * why,
+    gboolean * retry)
 {
   GstPinnedShmSrcOnDisconnect mode;
 
@@ -616,24 +938,90 @@ handle_disconnect (GstPinnedShmSrc * self, gboolean * retry)
   GST_OBJECT_UNLOCK (self);
 
   drop_connection (self);
+  post_qos (self, NULL, TRUE);
   *retry = FALSE;
+  if (res == -EPIPE) {
+    /* a clean end after EOS: what the EOS meant already happened */
+    if (mode == GST_PINNED_SHM_SRC_ON_DISCONNECT_RECONNECT) {
+      GST_INFO_OBJECT (self, "producer hung up after EOS, waiting for a new "
+          "one");
+      *retry = TRUE;
+      return GST_FLOW_OK;
+    }
+    GST_INFO_OBJECT (self, "producer hung up after EOS");
+    return GST_FLOW_EOS;
+  }
+  if (res == -ETIMEDOUT) {
+    GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
+        ("The producer stopped reading this consumer's releases"), ("%s", why));
+    return GST_FLOW_ERROR;
+  }
+
   switch (mode) {
     case GST_PINNED_SHM_SRC_ON_DISCONNECT_EOS:
-      GST_INFO_OBJECT (self, "producer gone, EOS");
+      GST_ELEMENT_WARNING (self, RESOURCE, READ,
+          ("The producer vanished without EOS; ending the stream"),
+          ("%s (on-disconnect=eos)", why));
       return GST_FLOW_EOS;
     case GST_PINNED_SHM_SRC_ON_DISCONNECT_ERROR:
-      GST_ELEMENT_ERROR (self, RESOURCE, READ, ("The producer went away"),
-          ("connection closed without EOS"));
+      GST_ELEMENT_ERROR (self, RESOURCE, READ,
+          ("The producer vanished without EOS"),
+          ("%s (crashed or killed; on-disconnect=error)", why));
       return GST_FLOW_ERROR;
     case GST_PINNED_SHM_SRC_ON_DISCONNECT_RECONNECT:
     default:
-      GST_INFO_OBJECT (self, "producer gone, waiting for a new one");
+      GST_ELEMENT_WARNING (self, RESOURCE, READ,
+          ("The producer vanished without EOS; waiting for a new one"),
+          ("%s (on-disconnect=reconnect)", why));
       g_mutex_lock (&self->lock);
       self->reconnects++;
       g_mutex_unlock (&self->lock);
       *retry = TRUE;
       return GST_FLOW_OK;
   }
+}
+
+/* Waits for the socket of @c or unlock, spinning first for busy-poll-us
+ * if asked: 1 readable, -1 unlocked. */
+static gint
+wait_for_event (GstPinnedShmSrc * self, pf_consumer * c)
+{
+  guint busy_us;
+  gint res = 0;
+
+  GST_OBJECT_LOCK (self);
+  busy_us = self->busy_poll_us;
+  GST_OBJECT_UNLOCK (self);
+  if (busy_us > 0) {
+    gint64 deadline = g_get_monotonic_time () + busy_us;
+
+    do {
+      res = wait_or_cancel (self, pf_consumer_get_fd (c), 0);
+    } while (res == 0 && g_get_monotonic_time () < deadline);
+  }
+  if (res == 0)
+    res = wait_or_cancel (self, pf_consumer_get_fd (c), -1);
+  return res;
+}
+
+/* A receive error other than the end of the connection. */
+static GstFlowReturn
+receive_error (GstPinnedShmSrc * self, pf_consumer * c, gint res)
+{
+  g_mutex_lock (&self->lock);
+  self->errors++;
+  g_mutex_unlock (&self->lock);
+  if (res == -EDQUOT)
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("The producer's shared memory exceeds the budget"),
+        ("%s (max-mapped-bytes, max-mapped-segments)",
+            pf_consumer_get_error (c)));
+  else
+    GST_ELEMENT_ERROR (self, STREAM, DECODE,
+        ("Protocol error from the producer"), ("%s (%s)",
+            pf_consumer_get_error (c), g_strerror (-res)));
+  drop_connection (self);
+  return GST_FLOW_ERROR;
 }
 
 static GstFlowReturn
@@ -643,6 +1031,21 @@ gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
   GstFlowReturn ret = GST_FLOW_OK;
 
   *outbuf = NULL;
+  if (self->pending_caps) {
+    /* read going to PAUSED, before the STREAM */
+    gchar *caps = self->pending_caps;
+
+    self->pending_caps = NULL;
+    ret = handle_caps (self, caps);
+    g_free (caps);
+    if (ret != GST_FLOW_OK)
+      return ret;
+  }
+  if (self->have_pending_stream) {
+    self->have_pending_stream = FALSE;
+    handle_stream (self, &self->pending_stream);
+  }
+
   for (;;) {
     pf_consumer *c;
     pf_event ev;
@@ -655,6 +1058,7 @@ gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
     if (c == NULL) {
       gint timeout;
 
+      clear_pending (self);
       GST_OBJECT_LOCK (self);
       timeout = self->connect_timeout;
       GST_OBJECT_UNLOCK (self);
@@ -667,26 +1071,16 @@ gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
       continue;
     }
 
-    memset (&ev, 0, sizeof (ev));
-    res = pf_consumer_receive (c, 0, &ev);
+    if (self->have_pending_ev) {
+      ev = self->pending_ev;
+      self->have_pending_ev = FALSE;
+      res = 1;
+    } else {
+      memset (&ev, 0, sizeof (ev));
+      res = pf_consumer_receive (c, 0, &ev);
+    }
     if (res == 0) {
-      guint busy_us;
-
-      /* nothing queued: wait for the socket or unlock, spinning first
-       * for busy-poll-us if asked */
-      GST_OBJECT_LOCK (self);
-      busy_us = self->busy_poll_us;
-      GST_OBJECT_UNLOCK (self);
-      res = 0;
-      if (busy_us > 0) {
-        gint64 deadline = g_get_monotonic_time () + busy_us;
-
-        do {
-          res = wait_or_cancel (self, pf_consumer_get_fd (c), 0);
-        } while (res == 0 && g_get_monotonic_time () < deadline);
-      }
-      if (res == 0)
-        res = wait_or_cancel (self, pf_consumer_get_fd (c), -1);
+      res = wait_for_event (self, c);
       pf_consumer_unref (c);
       if (res < 0)
         return GST_FLOW_FLUSHING;
@@ -696,33 +1090,28 @@ gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
     if (res < 0) {
       gboolean retry = FALSE;
 
-      if (res == -EPIPE) {
+      if (res == -ECONNRESET || res == -EPIPE || res == -ETIMEDOUT) {
+        gchar *why = g_utf8_make_valid (pf_consumer_get_error (c), -1);
+
+        update_counters (self, c);
         pf_consumer_unref (c);
-        ret = handle_disconnect (self, &retry);
+        ret = handle_disconnect (self, res, why, &retry);
+        g_free (why);
         if (retry)
           continue;
         return ret;
       }
-      g_mutex_lock (&self->lock);
-      self->errors++;
-      g_mutex_unlock (&self->lock);
-      if (res == -EDQUOT)
-        GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-            ("The producer's shared memory exceeds the budget"),
-            ("%s (max-mapped-bytes, max-mapped-segments)",
-                pf_consumer_get_error (c)));
-      else
-        GST_ELEMENT_ERROR (self, STREAM, DECODE,
-            ("Protocol error from the producer"), ("%s (%s)",
-                pf_consumer_get_error (c), g_strerror (-res)));
+      ret = receive_error (self, c, res);
       pf_consumer_unref (c);
-      drop_connection (self);
-      return GST_FLOW_ERROR;
+      return ret;
     }
 
     switch (ev.type) {
       case PF_EVENT_CAPS:
-        ret = handle_caps (self, &ev);
+        ret = handle_caps (self, ev.caps);
+        break;
+      case PF_EVENT_STREAM:
+        handle_stream (self, &ev.stream);
         break;
       case PF_EVENT_FRAME:
         ret = make_buffer (self, c, &ev, outbuf);
@@ -735,8 +1124,13 @@ gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
         break;
     }
     pf_consumer_event_clear (&ev);
+    update_counters (self, c);
     pf_consumer_unref (c);
 
+    if (*outbuf != NULL)
+      post_qos (self, *outbuf, FALSE);
+    else if (ret == GST_FLOW_EOS)
+      post_qos (self, NULL, TRUE);
     if (ret != GST_FLOW_OK || *outbuf != NULL)
       return ret;
   }
@@ -749,6 +1143,7 @@ gst_pinned_shm_src_finalize (GObject * object)
 
   g_free (self->socket_path);
   gst_caps_replace (&self->caps, NULL);
+  clear_pending (self);
   if (self->cancel_fd >= 0)
     close (self->cancel_fd);
   gst_object_unref (self->allocator);
@@ -766,6 +1161,8 @@ gst_pinned_shm_src_init (GstPinnedShmSrc * self)
   self->max_mapped_segments = DEFAULT_MAX_MAPPED_SEGMENTS;
   self->lock_segments = DEFAULT_LOCK_SEGMENTS;
   self->busy_poll_us = DEFAULT_BUSY_POLL_US;
+  self->delivery = DEFAULT_DELIVERY;
+  self->live = TRUE;
   self->cancel_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
   self->allocator = gst_pinned_allocator_get ();
   g_mutex_init (&self->lock);
@@ -808,8 +1205,11 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
   /**
    * GstPinnedShmSrc:on-disconnect:
    *
-   * What to do when the producer goes away without EOS (crash, kill).
-   * EOS sent by the producer always ends the stream.
+   * What to do when the producer goes away without EOS (crash, kill):
+   * `error` (the default) posts GST_RESOURCE_ERROR_READ "The producer
+   * vanished without EOS"; `eos` posts that as a warning and pushes EOS;
+   * `reconnect` posts it as a warning and waits for a new producer. EOS
+   * sent by the producer always ends the stream.
    */
   properties[PROP_ON_DISCONNECT] = g_param_spec_enum ("on-disconnect",
       "On disconnect", "What to do when the producer goes away without EOS",
@@ -888,16 +1288,37 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
       0, G_USEC_PER_SEC, DEFAULT_BUSY_POLL_US,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
   /**
+   * GstPinnedShmSrc:delivery:
+   *
+   * The delivery asked of the producer: `every-frame` (it never skips this
+   * consumer: it waits for our releases, up to its reliable-timeout, after
+   * which it may demote us to newest frame with a warning here),
+   * `newest-frame` (it skips us at max-client-buffers, and frames queued
+   * behind a newer one are dropped here unseen, released at once, counted
+   * in stale-dropped), or `auto` (the default): every frame from a
+   * non-live producer, the newest from a live one.
+   */
+  properties[PROP_DELIVERY] = g_param_spec_enum ("delivery", "Delivery",
+      "Every frame (the producer waits for us), the newest frame (skipped "
+      "when late, stale frames dropped), or auto (from the producer's "
+      "liveness)", GST_TYPE_PINNED_SHM_SRC_DELIVERY, DEFAULT_DELIVERY,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  /**
    * GstPinnedShmSrc:stats:
    *
    * A structure with connected (gboolean), frames, bytes, reconnects,
-   * errors, gaps (frames the producer skipped for us), latency-last,
+   * errors, gaps (frames we never saw: skipped by the producer or dropped
+   * here as stale), missed (of those, skipped by the producer),
+   * stale-dropped (of those, dropped here for a newer one), latency-last,
    * latency-mean, latency-max (ns from the producer's send to our create;
-   * guint64) and held (guint: frames downstream still holds).
+   * guint64), held (guint: frames downstream still holds), live (gboolean:
+   * the element is a live source), delivery (string: every-frame,
+   * newest-frame, none before the producer said) and demoted (gboolean).
    */
   properties[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
       "Counters: connected, frames, bytes, held, reconnects, errors, gaps, "
-      "latency-last, latency-mean, latency-max (ns)", GST_TYPE_STRUCTURE,
+      "missed, stale-dropped, latency-last, latency-mean, latency-max (ns), "
+      "live, delivery, demoted", GST_TYPE_STRUCTURE,
       G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
   g_object_class_install_properties (gobject_class, N_PROPERTIES, properties);
 
@@ -908,6 +1329,8 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
       "gst-pinnedflow developers");
 
   element_class->set_clock = GST_DEBUG_FUNCPTR (gst_pinned_shm_src_set_clock);
+  element_class->change_state =
+      GST_DEBUG_FUNCPTR (gst_pinned_shm_src_change_state);
 
   bsrc_class->start = GST_DEBUG_FUNCPTR (gst_pinned_shm_src_start);
   bsrc_class->stop = GST_DEBUG_FUNCPTR (gst_pinned_shm_src_stop);
@@ -919,4 +1342,5 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
   psrc_class->create = GST_DEBUG_FUNCPTR (gst_pinned_shm_src_create);
 
   gst_type_mark_as_plugin_api (GST_TYPE_PINNED_SHM_SRC_ON_DISCONNECT, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_PINNED_SHM_SRC_DELIVERY, 0);
 }

@@ -12,8 +12,10 @@ G_BEGIN_DECLS
 
 /**
  * GstPinnedShmSrcOnDisconnect:
- * @GST_PINNED_SHM_SRC_ON_DISCONNECT_EOS: push EOS downstream
- * @GST_PINNED_SHM_SRC_ON_DISCONNECT_ERROR: post an element error
+ * @GST_PINNED_SHM_SRC_ON_DISCONNECT_EOS: post a warning and push EOS
+ *   downstream
+ * @GST_PINNED_SHM_SRC_ON_DISCONNECT_ERROR: post an element error (the
+ *   default)
  * @GST_PINNED_SHM_SRC_ON_DISCONNECT_RECONNECT: wait for a new producer on
  *   the same socket path and go on streaming
  *
@@ -25,6 +27,31 @@ typedef enum
   GST_PINNED_SHM_SRC_ON_DISCONNECT_ERROR,
   GST_PINNED_SHM_SRC_ON_DISCONNECT_RECONNECT,
 } GstPinnedShmSrcOnDisconnect;
+
+/**
+ * GstPinnedShmSrcDelivery:
+ * @GST_PINNED_SHM_SRC_DELIVERY_AUTO: what the producer's liveness gives:
+ *   every frame from a non-live producer, the newest frame from a live one
+ * @GST_PINNED_SHM_SRC_DELIVERY_EVERY_FRAME: reliable: the producer never
+ *   skips this consumer (it waits for its releases, up to its
+ *   reliable-timeout)
+ * @GST_PINNED_SHM_SRC_DELIVERY_NEWEST_FRAME: leaky: the producer skips this
+ *   consumer at its limit, and stale queued frames are dropped for the
+ *   newest one
+ *
+ * The delivery pinnedshmsrc asks for. The values are the library's
+ * enum pf_delivery.
+ */
+typedef enum
+{
+  GST_PINNED_SHM_SRC_DELIVERY_AUTO = 0,
+  GST_PINNED_SHM_SRC_DELIVERY_EVERY_FRAME = 1,
+  GST_PINNED_SHM_SRC_DELIVERY_NEWEST_FRAME = 2,
+} GstPinnedShmSrcDelivery;
+
+#define GST_TYPE_PINNED_SHM_SRC_DELIVERY \
+  (gst_pinned_shm_src_delivery_get_type ())
+GType gst_pinned_shm_src_delivery_get_type (void);
 
 #define GST_TYPE_PINNED_SHM_SRC_ON_DISCONNECT \
   (gst_pinned_shm_src_on_disconnect_get_type ())

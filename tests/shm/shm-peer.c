@@ -8,6 +8,8 @@
  *       [--max-client-buffers N]
  *   shm-peer consume --socket P [--count N] [--hold K] [--sync]
  *       [--check-ts] [--src-props "on-disconnect=... connect-timeout=..."]
+ *   shm-peer launch --socket P --pipeline DESC [--clients K] [--gop G]
+ *       [--hold K]
  *
  * The producer prints one "EOSCLIENT ..." line per client as the EOS
  * reaches its sink, and "STATS ..." and one "CLIENT ..." line per client
@@ -16,6 +18,20 @@
  * segments) listens on Q, waits for one client there, then connects to P;
  * at EOS it prints "LISTENING", "STATS ..." and "CLIENT ..." like a
  * producer.
+ *
+ * launch runs the gst-launch-1.0 description DESC (every "@SOCKET@" in it
+ * replaced by P). It prints "FRAME i pts=.. dts=.. dur=.. flags=0x..
+ * sum=SHA1" for every buffer that reaches the sink pad of the element named
+ * "tap" (the checksum of its bytes), one line per bus message: "WARNING",
+ * "ELEMENT" (the structure), "QOS" (its counters), then "EOS" (exit 0) or
+ * "ERROR src=.. domain=.. code=.. msg=.. debug=.." (exit 1). With an element
+ * named "sink" that is a pinnedshmsink it waits in PAUSED for --clients K
+ * consumers (after printing "PAUSED") and prints its stats at the end like
+ * produce; with one named
+ * "src" that is a pinnedshmsrc it prints "SRCSTATS" (its stats structure).
+ * --gop G marks every buffer at the tap whose index is not a multiple of G
+ * as a delta unit (GST_BUFFER_FLAG_DELTA_UNIT); --hold K keeps the first K
+ * buffers at the tap (never released while the pipeline runs).
  *
  * --pinned-chunks N: appsrc pushes buffers of N pinned memories, each taken
  * from a different slot of a GstPinnedBufferPool (appended in reverse
@@ -51,6 +67,8 @@ static gboolean opt_check_ts;
 static gchar *opt_src_props;
 static gint opt_pinned_chunks = 0;
 static gchar *opt_out;
+static gchar *opt_pipeline;
+static gint opt_gop = 0;
 
 static GOptionEntry entries[] = {
   {"socket", 's', 0, G_OPTION_ARG_STRING, &opt_socket, "socket path", NULL},
@@ -77,6 +95,10 @@ static GOptionEntry entries[] = {
   {"pinned-chunks", 0, 0, G_OPTION_ARG_INT, &opt_pinned_chunks,
       "buffers of N pinned memories", NULL},
   {"out", 0, 0, G_OPTION_ARG_STRING, &opt_out, "relay: socket to publish on",
+      NULL},
+  {"pipeline", 0, 0, G_OPTION_ARG_STRING, &opt_pipeline, "launch: pipeline",
+      NULL},
+  {"gop", 0, 0, G_OPTION_ARG_INT, &opt_gop, "launch: a key frame every G",
       NULL},
   {NULL}
 };
@@ -448,8 +470,11 @@ relay (void)
 
   if (opt_out == NULL)
     g_error ("relay needs --out");
+  /* every-frame: started before the producer, the source cannot ask it
+   * whether it is live, and would be a live one (newest frame for the
+   * relay's clients) */
   desc = g_strdup_printf ("pinnedshmsrc name=src socket-path=%s "
-      "connect-timeout=-1 ! pinnedshmsink name=sink socket-path=%s "
+      "connect-timeout=-1 delivery=every-frame ! pinnedshmsink name=sink socket-path=%s "
       "sync=false wait-for-connection=true pool-size=%d "
       "max-client-buffers=%d", opt_socket, opt_out, opt_pool_size,
       opt_max_client_buffers);
@@ -531,6 +556,210 @@ consume (void)
   return ret;
 }
 
+/* ---- launch: any pipeline, its frames and its bus messages printed ---- */
+
+typedef struct
+{
+  guint64 index;
+  GPtrArray *held;
+} Tap;
+
+static GstPadProbeReturn
+tap_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
+{
+  Tap *tap = user_data;
+  GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
+  GstMapInfo map;
+  gchar *sum = NULL;
+
+  if (opt_gop > 0) {
+    buf = gst_buffer_make_writable (buf);
+    GST_PAD_PROBE_INFO_DATA (info) = buf;
+    if (tap->index % opt_gop == 0)
+      GST_BUFFER_FLAG_UNSET (buf, GST_BUFFER_FLAG_DELTA_UNIT);
+    else
+      GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DELTA_UNIT);
+  }
+  if (gst_buffer_map (buf, &map, GST_MAP_READ)) {
+    sum = g_compute_checksum_for_data (G_CHECKSUM_SHA1, map.data, map.size);
+    gst_buffer_unmap (buf, &map);
+  }
+  printf ("FRAME %" G_GUINT64_FORMAT " pts=%" G_GINT64_FORMAT " dts=%"
+      G_GINT64_FORMAT " dur=%" G_GINT64_FORMAT " flags=0x%x sum=%s\n",
+      tap->index, (gint64) GST_BUFFER_PTS (buf), (gint64) GST_BUFFER_DTS (buf),
+      (gint64) GST_BUFFER_DURATION (buf), GST_BUFFER_FLAGS (buf),
+      sum ? sum : "none");
+  fflush (stdout);
+  g_free (sum);
+  if (tap->index < (guint64) opt_hold)
+    g_ptr_array_add (tap->held, gst_buffer_ref (buf));
+  tap->index++;
+  return GST_PAD_PROBE_OK;
+}
+
+/* One line per message; TRUE when the pipeline is done (EOS or error). */
+static gboolean
+print_message (GstMessage * msg, int *ret)
+{
+  const gchar *src = GST_MESSAGE_SRC_NAME (msg);
+  GError *err = NULL;
+  gchar *debug = NULL, *str;
+  const GstStructure *s;
+
+  switch (GST_MESSAGE_TYPE (msg)) {
+    case GST_MESSAGE_EOS:
+      printf ("EOS\n");
+      fflush (stdout);
+      *ret = 0;
+      return TRUE;
+    case GST_MESSAGE_ERROR:
+      gst_message_parse_error (msg, &err, &debug);
+      printf ("ERROR src=%s domain=%s code=%d msg=%s debug=%s\n", src,
+          g_quark_to_string (err->domain), err->code, err->message,
+          debug ? debug : "");
+      g_clear_error (&err);
+      g_free (debug);
+      fflush (stdout);
+      *ret = 1;
+      return TRUE;
+    case GST_MESSAGE_WARNING:
+      gst_message_parse_warning (msg, &err, &debug);
+      printf ("WARNING src=%s domain=%s code=%d msg=%s debug=%s\n", src,
+          g_quark_to_string (err->domain), err->code, err->message,
+          debug ? debug : "");
+      g_clear_error (&err);
+      g_free (debug);
+      break;
+    case GST_MESSAGE_ELEMENT:
+      s = gst_message_get_structure (msg);
+      str = gst_structure_to_string (s);
+      printf ("ELEMENT src=%s %s\n", src, str);
+      g_free (str);
+      break;
+    case GST_MESSAGE_QOS:{
+      GstFormat format;
+      guint64 processed, dropped;
+      gboolean live;
+      guint64 rt, st, ts, dur;
+
+      gst_message_parse_qos (msg, &live, &rt, &st, &ts, &dur);
+      gst_message_parse_qos_stats (msg, &format, &processed, &dropped);
+      printf ("QOS src=%s live=%d format=%s processed=%" G_GINT64_FORMAT
+          " dropped=%" G_GINT64_FORMAT "\n", src, live,
+          gst_format_get_name (format), (gint64) processed, (gint64) dropped);
+      break;
+    }
+    default:
+      break;
+  }
+  fflush (stdout);
+  return FALSE;
+}
+
+static void
+print_src_stats (GstElement * src)
+{
+  GstStructure *s;
+  gchar *str;
+
+  g_object_get (src, "stats", &s, NULL);
+  str = gst_structure_to_string (s);
+  printf ("SRCSTATS %s\n", str);
+  fflush (stdout);
+  g_free (str);
+  gst_structure_free (s);
+}
+
+static gboolean
+is_a (GstElement * e, const gchar * factory)
+{
+  GstElementFactory *f = e ? gst_element_get_factory (e) : NULL;
+
+  return f && g_strcmp0 (GST_OBJECT_NAME (f), factory) == 0;
+}
+
+static int
+launch (void)
+{
+  GstElement *pipeline, *sink, *src, *tapel;
+  GError *err = NULL;
+  gchar **parts;
+  gchar *desc;
+  Tap tap = { 0, g_ptr_array_new_with_free_func (
+        (GDestroyNotify) gst_buffer_unref)
+  };
+  int ret = 1;
+
+  if (opt_pipeline == NULL)
+    g_error ("launch needs --pipeline");
+  parts = g_strsplit (opt_pipeline, "@SOCKET@", -1);
+  desc = g_strjoinv (opt_socket, parts);
+  g_strfreev (parts);
+  pipeline = gst_parse_launch (desc, &err);
+  if (pipeline == NULL || err != NULL)
+    g_error ("%s: %s", desc, err ? err->message : "?");
+  g_free (desc);
+
+  tapel = gst_bin_get_by_name (GST_BIN (pipeline), "tap");
+  if (tapel) {
+    GstPad *pad = gst_element_get_static_pad (tapel, "sink");
+
+    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, tap_probe, &tap, NULL);
+    gst_object_unref (pad);
+    gst_object_unref (tapel);
+  }
+  sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  if (sink && !is_a (sink, "pinnedshmsink"))
+    gst_clear_object (&sink);
+  src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
+  if (src && !is_a (src, "pinnedshmsrc"))
+    gst_clear_object (&src);
+
+  if (gst_element_set_state (pipeline, GST_STATE_PAUSED) ==
+      GST_STATE_CHANGE_FAILURE) {
+    GstMessage *msg = gst_bus_pop_filtered (GST_ELEMENT_BUS (pipeline),
+        GST_MESSAGE_ERROR);
+
+    if (msg) {
+      print_message (msg, &ret);
+      gst_message_unref (msg);
+    } else {
+      printf ("ERROR src=pipeline domain=none code=0 msg=cannot pause "
+          "debug=\n");
+    }
+    goto done;
+  }
+  printf ("PAUSED\n");
+  fflush (stdout);
+  if (sink)
+    wait_clients (sink);
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+  printf ("PLAYING\n");
+  fflush (stdout);
+
+  for (;;) {
+    GstMessage *msg = gst_bus_timed_pop (GST_ELEMENT_BUS (pipeline),
+        GST_CLOCK_TIME_NONE);
+    gboolean done = print_message (msg, &ret);
+
+    gst_message_unref (msg);
+    if (done)
+      break;
+  }
+  if (sink)
+    print_stats (sink);
+  if (src)
+    print_src_stats (src);
+
+done:
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  g_ptr_array_unref (tap.held);
+  gst_clear_object (&sink);
+  gst_clear_object (&src);
+  gst_object_unref (pipeline);
+  return ret;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -555,6 +784,8 @@ main (int argc, char **argv)
     return consume ();
   if (strcmp (argv[1], "relay") == 0)
     return relay ();
+  if (strcmp (argv[1], "launch") == 0)
+    return launch ();
   g_printerr ("unknown mode %s\n", argv[1]);
   return 2;
 }

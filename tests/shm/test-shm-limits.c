@@ -100,8 +100,11 @@ static void
 run_until_error (const gchar * props, void (*during) (gpointer),
     gpointer data, BusError * out)
 {
-  gchar *desc = g_strdup_printf ("pinnedshmsrc socket-path=%s %s ! fakesink",
-      sock, props);
+  /* an explicit delivery: no connection going to PAUSED (pinnedshmsrc
+   * asks a producer whether it is live only with delivery=auto), so the
+   * fake producers here see the one connection they expect */
+  gchar *desc = g_strdup_printf ("pinnedshmsrc socket-path=%s %s "
+      "delivery=newest-frame ! fakesink", sock, props);
   GstElement *pipeline = gst_parse_launch (desc, NULL);
   GstBus *bus;
   GstMessage *msg;

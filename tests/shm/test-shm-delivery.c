@@ -1,0 +1,560 @@
+/* Delivery policies across processes (issue 10), each test a producer and
+ * its consumers as separate gst pipelines (shm-peer launch), compared frame
+ * by frame against the list the producer's side printed (index, PTS,
+ * duration, SHA-1 of the bytes):
+ *  - a non-live producer delivers every frame, byte-identical and with the
+ *    source's PTS, to 1 and to 3 consumers; both sides exit 0 at EOS;
+ *  - one slowed consumer: every-frame still gets N of N, newest-frame gets
+ *    fewer (each one intact), the others N of N;
+ *  - a live producer with stuck consumers (1 and 2, default pool): the
+ *    others and the producer keep going (frames counted), the stuck one's
+ *    drops are posted on the producer's bus;
+ *  - an every-frame consumer that stops releasing is demoted (or
+ *    disconnected) after reliable-timeout, with warnings on both buses;
+ *  - a late joiner of a stream with key frames starts at one and then gets
+ *    every frame;
+ *  - a producer that crashes is an error on the consumer's bus, not EOS;
+ *  - a consumer past max-clients is refused, and both sides say so.
+ * No timing is asserted: counts only, over generous windows.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include <gst/check/gstcheck.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "shm-proc.h"
+
+static gchar *dir;
+static gchar *sock;
+
+static void
+setup (void)
+{
+  shm_fixture_setup (&dir, &sock);
+}
+
+static void
+teardown (void)
+{
+  shm_fixture_teardown (&dir, &sock);
+}
+
+#define CAPS "video/x-raw,format=RGBA,width=160,height=120,framerate=30/1"
+
+typedef struct
+{
+  guint64 index;
+  gint64 pts, dur;
+  guint flags;
+  gchar sum[41];
+} Frame;
+
+/* The FRAME lines a launch child printed, in order. */
+static GArray *
+frames_of (ShmChild * c)
+{
+  GArray *a = g_array_new (FALSE, TRUE, sizeof (Frame));
+  gchar **lines = g_strsplit (c->out->str, "\n", -1);
+  guint i;
+
+  for (i = 0; lines[i]; i++) {
+    Frame f = { 0, };
+    gchar sum[64] = "";
+
+    if (!g_str_has_prefix (lines[i], "FRAME "))
+      continue;
+    if (sscanf (lines[i], "FRAME %" G_GUINT64_FORMAT " pts=%" G_GINT64_FORMAT
+            " dts=%*s dur=%" G_GINT64_FORMAT
+            " flags=0x%x sum=%63s", &f.index, &f.pts, &f.dur, &f.flags,
+            sum) != 5)
+      g_error ("bad line: %s", lines[i]);
+    g_strlcpy (f.sum, sum, sizeof (f.sum));
+    g_array_append_val (a, f);
+  }
+  g_strfreev (lines);
+  return a;
+}
+
+/* What @c printed but its frames, at most 1500 bytes: for failure
+ * messages (check cannot carry long ones). Leaked: failures only. */
+static const gchar *
+said (ShmChild * c)
+{
+  gchar **lines = g_strsplit (c->out->str, "\n", -1);
+  GString *out = g_string_new (NULL);
+  guint i;
+
+  for (i = 0; lines[i]; i++)
+    if (!g_str_has_prefix (lines[i], "FRAME "))
+      g_string_append_printf (out, "%.300s\n", lines[i]);
+  g_strfreev (lines);
+  if (out->len > 1500)
+    g_string_truncate (out, 1500);
+  return g_string_free (out, FALSE);
+}
+
+/* The number of lines of @c starting with @prefix and holding @needle
+ * (NULL: any). */
+static guint
+count_lines (ShmChild * c, const gchar * prefix, const gchar * needle)
+{
+  gchar **lines = g_strsplit (c->out->str, "\n", -1);
+  guint i, n = 0;
+
+  for (i = 0; lines[i]; i++)
+    if (g_str_has_prefix (lines[i], prefix)
+        && (needle == NULL || strstr (lines[i], needle)))
+      n++;
+  g_strfreev (lines);
+  return n;
+}
+
+/* The index in @src, from @from on, of the frame with @f's PTS (@by_sum:
+ * with its bytes), or -1. */
+static gint
+find_frame (GArray * src, const Frame * f, gboolean by_sum, guint from)
+{
+  guint i;
+
+  for (i = from; i < src->len; i++) {
+    const Frame *s = &g_array_index (src, Frame, i);
+
+    if (by_sum ? g_str_equal (s->sum, f->sum) : s->pts == f->pts)
+      return (gint) i;
+  }
+  return -1;
+}
+
+/* Every frame of @got is the source's frame with the same PTS, byte for
+ * byte, with its duration, in increasing order; returns the index in @src
+ * of its first frame (-1 when it got none). */
+static gint check_frames (GArray * src, GArray * got, gboolean by_sum,
+    const gchar * who);
+
+static gint
+check_subset (GArray * src, GArray * got, const gchar * who)
+{
+  return check_frames (src, got, FALSE, who);
+}
+
+/* As check_subset (); @by_sum: frames found by their bytes (a live
+ * source's PTS are its own running time), PTS not compared. */
+static gint
+check_frames (GArray * src, GArray * got, gboolean by_sum, const gchar * who)
+{
+  gint k_first = -1, k_last = -1;
+  guint i;
+
+  for (i = 0; i < got->len; i++) {
+    const Frame *f = &g_array_index (got, Frame, i);
+    gint k = find_frame (src, f, by_sum, by_sum ? (guint) (k_last + 1) : 0);
+
+    fail_unless (k >= 0, "%s: frame %u (PTS %" G_GINT64_FORMAT ", %s) is "
+        "not one of the source's", who, i, f->pts, f->sum);
+    fail_unless (k > k_last, "%s: frame %u out of order", who, i);
+    fail_unless_equals_string (f->sum, g_array_index (src, Frame, k).sum);
+    fail_unless_equals_int64 (f->dur, g_array_index (src, Frame, k).dur);
+    if (k_first < 0)
+      k_first = k;
+    k_last = k;
+  }
+  return k_first;
+}
+
+/* @got is exactly @src from index @from on. */
+static void
+check_all_from (GArray * src, GArray * got, guint from, const gchar * who)
+{
+  fail_unless_equals_int (got->len, src->len - from);
+  fail_unless_equals_int (check_subset (src, got, who),
+      got->len ? (gint) from : -1);
+}
+
+static ShmChild *
+spawn_launch (const gchar * pipeline, ...)
+    G_GNUC_NULL_TERMINATED;
+
+/* shm-peer launch --pipeline @pipeline, then more arguments. */
+     static ShmChild *spawn_launch (const gchar * pipeline, ...)
+{
+  const gchar *args[8] = { NULL, };
+  const gchar *a;
+  va_list ap;
+  guint n = 0;
+
+  va_start (ap, pipeline);
+  while ((a = va_arg (ap, const gchar *)) != NULL && n < 6)
+      args[n++] = a;
+  va_end (ap);
+  return shm_child_spawn ("launch", sock, "--pipeline", pipeline, args[0],
+      args[1], args[2], args[3], args[4], args[5], NULL);
+}
+
+/* A producer of @n frames: videotestsrc (is-live=@live) ! CAPS ! tap !
+ * pinnedshmsink name=sink @sink_props, waiting in PAUSED for @clients. */
+static ShmChild *
+spawn_producer (gint n, gboolean live, guint clients, const gchar * sink_props,
+    const gchar * extra_arg, const gchar * extra_val)
+{
+  gchar *desc = g_strdup_printf ("videotestsrc num-buffers=%d is-live=%s "
+      "pattern=ball ! " CAPS " ! identity name=tap ! pinnedshmsink name=sink "
+      "socket-path=@SOCKET@ %s", n, live ? "true" : "false",
+      sink_props ? sink_props : "");
+  gchar *k = g_strdup_printf ("%u", clients);
+  ShmChild *c = spawn_launch (desc, "--clients", k, extra_arg, extra_val,
+      NULL);
+
+  g_free (desc);
+  g_free (k);
+  /* listening, its upstream's segment (so its liveness) known */
+  fail_unless (shm_child_wait_line (c, "PAUSED"), "%s", said (c));
+  return c;
+}
+
+/* A consumer: pinnedshmsrc name=src @src_props [! identity sleep-time=
+ * @sleep_us] ! fakesink name=tap; @hold: buffers kept at the tap. */
+static ShmChild *
+spawn_consumer (const gchar * src_props, guint sleep_us, const gchar * hold)
+{
+  gchar *slow = sleep_us ? g_strdup_printf ("identity sleep-time=%u ! ",
+      sleep_us) : g_strdup ("");
+  gchar *desc = g_strdup_printf ("pinnedshmsrc name=src socket-path=@SOCKET@ "
+      "connect-timeout=-1 %s ! %sfakesink name=tap sync=false",
+      src_props ? src_props : "", slow);
+  ShmChild *c = spawn_launch (desc, hold ? "--hold" : NULL, hold, NULL);
+
+  g_free (desc);
+  g_free (slow);
+  return c;
+}
+
+/* Reaps @c, which must exit 0 at EOS. */
+static void
+wait_ok (ShmChild * c, const gchar * who)
+{
+  fail_unless_equals_int (shm_child_wait (c), 0);
+  fail_unless (count_lines (c, "EOS", NULL) == 1, "%s: no EOS:\n%s", who,
+      said (c));
+  fail_unless (count_lines (c, "ERROR", NULL) == 0, "%s", said (c));
+}
+
+/* Non-live producer, 1 and 3 consumers: every consumer N of N,
+ * byte-identical, with the source's PTS and duration; exit 0 both sides. */
+static const guint nonlive_clients[] = { 1, 3 };
+
+GST_START_TEST (test_nonlive_every_frame)
+{
+  const guint n_clients = nonlive_clients[__i__];
+  const gint N = 60;
+  ShmChild *p, *c[3];
+  GArray *src, *got;
+  guint i;
+
+  p = spawn_producer (N, FALSE, n_clients, NULL, NULL, NULL);
+  for (i = 0; i < n_clients; i++)
+    c[i] = spawn_consumer (NULL, 0, NULL);
+  wait_ok (p, "producer");
+  src = frames_of (p);
+  fail_unless_equals_int (src->len, N);
+  for (i = 0; i < n_clients; i++) {
+    wait_ok (c[i], "consumer");
+    got = frames_of (c[i]);
+    check_all_from (src, got, 0, "consumer");
+    /* a non-live source, every frame asked of the producer */
+    fail_unless (strstr (c[i]->out->str, "live=(boolean)false") != NULL,
+        "%s", said (c[i]));
+    fail_unless (strstr (c[i]->out->str, "delivery=(string)every-frame"),
+        "%s", said (c[i]));
+    fail_unless_equals_int (count_lines (c[i], "QOS", NULL), 0);
+    g_array_unref (got);
+  }
+  /* nothing dropped, nothing said about drops */
+  fail_unless_equals_int (count_lines (p, "ELEMENT", "pinnedshmsink-drops"), 0);
+  fail_unless_equals_int (shm_child_get (p, "STATS", "drops"), 0);
+  g_array_unref (src);
+}
+
+GST_END_TEST;
+
+/* One consumer slowed by identity sleep-time (100 ms a frame): as
+ * every-frame (auto from a non-live producer) it still gets N of N and
+ * holds the producer back; as newest-frame it gets fewer, each intact, and
+ * its drops are posted. The two others get N of N in both cases. */
+static const gchar *slow_props[] = { "", "delivery=newest-frame" };
+
+GST_START_TEST (test_slow_consumer)
+{
+  const gboolean leaky = __i__ == 1;
+  const gint N = 30;
+  ShmChild *p, *slow, *c[2];
+  GArray *src, *got;
+  gchar *pid;
+  guint i;
+
+  p = spawn_producer (N, FALSE, 3, NULL, NULL, NULL);
+  slow = spawn_consumer (slow_props[__i__], 100000, NULL);
+  for (i = 0; i < 2; i++)
+    c[i] = spawn_consumer (NULL, 0, NULL);
+  wait_ok (p, "producer");
+  src = frames_of (p);
+  fail_unless_equals_int (src->len, N);
+  for (i = 0; i < 2; i++) {
+    wait_ok (c[i], "consumer");
+    got = frames_of (c[i]);
+    check_all_from (src, got, 0, "consumer");
+    g_array_unref (got);
+  }
+  wait_ok (slow, "slow consumer");
+  got = frames_of (slow);
+  pid = g_strdup_printf ("pid=(int)%d", slow->pid);
+  if (leaky) {
+    fail_unless (got->len >= 1 && got->len < (guint) N, "leaky slow "
+        "consumer got %u of %d", got->len, N);
+    /* a live source (newest-frame): its own PTS */
+    check_frames (src, got, TRUE, "leaky consumer");
+    fail_unless (strstr (slow->out->str, "delivery=(string)newest-frame"),
+        "%s", said (slow));
+    /* the producer said so, naming the consumer */
+    fail_unless (count_lines (p, "ELEMENT src=sink pinnedshmsink-drops",
+            pid) >= 1, "%s", said (p));
+  } else {
+    check_all_from (src, got, 0, "reliable consumer");
+    fail_unless_equals_int (count_lines (p, "ELEMENT", "pinnedshmsink-drops"),
+        0);
+  }
+  g_free (pid);
+  g_array_unref (got);
+  g_array_unref (src);
+}
+
+GST_END_TEST;
+
+/* Live at 30 frames/s with 1 and 2 stuck consumers (they keep every
+ * buffer) and the default pool: the producer renders all N frames and the
+ * free consumer receives at least 3/4 of them (at 30 frames/s it is never
+ * at its limit; the margin is for a loaded machine); each stuck consumer's
+ * drops are posted on the producer's bus as pinnedshmsink-drops naming it,
+ * and a warning. */
+static const guint n_stuck[] = { 1, 2 };
+
+GST_START_TEST (test_live_stuck_consumers)
+{
+  const guint stuck = n_stuck[__i__];
+  const gint N = 90;
+  ShmChild *p, *s[2], *free_c;
+  GArray *src, *got;
+  guint i;
+
+  p = spawn_producer (N, TRUE, stuck + 1, NULL, NULL, NULL);
+  for (i = 0; i < stuck; i++)
+    s[i] = spawn_consumer (NULL, 0, "100000");
+  free_c = spawn_consumer (NULL, 0, NULL);
+  wait_ok (p, "producer");
+  src = frames_of (p);
+  fail_unless_equals_int (src->len, N);
+
+  wait_ok (free_c, "free consumer");
+  got = frames_of (free_c);
+  fail_unless (got->len >= (guint) N * 3 / 4, "free consumer got %u of %d",
+      got->len, N);
+  fail_unless (strstr (free_c->out->str, "live=(boolean)true"), "%s",
+      said (free_c));
+  fail_unless (strstr (free_c->out->str, "delivery=(string)newest-frame"),
+      "%s", said (free_c));
+  g_array_unref (got);
+
+  for (i = 0; i < stuck; i++) {
+    gchar *pid;
+
+    wait_ok (s[i], "stuck consumer");
+    got = frames_of (s[i]);
+    /* it got its limit (max-client-buffers 4), maybe a few queued, then
+     * nothing */
+    fail_unless (got->len >= 1 && got->len <= 8, "stuck consumer got %u",
+        got->len);
+    g_array_unref (got);
+    pid = g_strdup_printf ("pid=(int)%d", s[i]->pid);
+    fail_unless (count_lines (p, "ELEMENT src=sink pinnedshmsink-drops",
+            pid) >= 1, "no drops posted for %s:\n%s", pid, said (p));
+    g_free (pid);
+  }
+  fail_unless (count_lines (p, "WARNING src=sink", "misses frames") >= stuck,
+      "%s", said (p));
+  g_array_unref (src);
+}
+
+GST_END_TEST;
+
+/* An every-frame consumer that never releases holds the non-live producer
+ * back for reliable-timeout (300 ms), then is demoted (a warning on both
+ * buses, and the other consumer and the producer finish N of N) or
+ * disconnected (its source posts an error). */
+static const gchar *timeout_actions[] = { "demote", "disconnect" };
+
+GST_START_TEST (test_reliable_timeout)
+{
+  const gchar *action = timeout_actions[__i__];
+  const gint N = 30;
+  ShmChild *p, *stuck, *c;
+  GArray *src, *got;
+  gchar *props;
+
+  props = g_strdup_printf ("reliable-timeout=300 reliable-timeout-action=%s",
+      action);
+  p = spawn_producer (N, FALSE, 2, props, NULL, NULL);
+  stuck = spawn_consumer ("delivery=every-frame", 0, "100000");
+  c = spawn_consumer (NULL, 0, NULL);
+  wait_ok (p, "producer");
+  src = frames_of (p);
+  fail_unless_equals_int (src->len, N);
+  wait_ok (c, "consumer");
+  got = frames_of (c);
+  check_all_from (src, got, 0, "consumer");
+  g_array_unref (got);
+
+  if (__i__ == 0) {
+    fail_unless (count_lines (p, "ELEMENT src=sink",
+            "pinnedshmsink-client-demoted") == 1, "%s", said (p));
+    fail_unless (count_lines (p, "WARNING src=sink", "demoted") == 1, "%s",
+        said (p));
+    wait_ok (stuck, "demoted consumer");
+    fail_unless (count_lines (stuck, "WARNING src=src", "demoted") == 1,
+        "%s", said (stuck));
+    fail_unless (strstr (stuck->out->str, "demoted=(boolean)true"), "%s",
+        said (stuck));
+  } else {
+    fail_unless (count_lines (p, "ELEMENT src=sink",
+            "pinnedshmsink-client-timed-out") == 1, "%s", said (p));
+    fail_unless (count_lines (p, "WARNING src=sink", "disconnected") == 1,
+        "%s", said (p));
+    fail_unless_equals_int (shm_child_wait (stuck), 1);
+    fail_unless (count_lines (stuck, "ERROR src=src", NULL) == 1, "%s",
+        said (stuck));
+  }
+  g_free (props);
+  g_array_unref (src);
+}
+
+GST_END_TEST;
+
+/* A consumer joining a non-live stream with a key frame every 10 frames
+ * (the others marked DELTA_UNIT) while another one paces it: its first
+ * frame is a key frame, then it gets every frame to the end, intact. */
+GST_START_TEST (test_late_joiner)
+{
+  const gint N = 60;
+  ShmChild *p, *pacer, *late;
+  GArray *src, *got;
+  gint k0;
+
+  p = spawn_producer (N, FALSE, 1, NULL, "--gop", "10");
+  pacer = spawn_consumer (NULL, 30000, NULL);
+  fail_unless (shm_child_wait_line (pacer, "FRAME 15 "), "%s", said (pacer));
+  late = spawn_consumer (NULL, 0, NULL);
+  wait_ok (p, "producer");
+  src = frames_of (p);
+  fail_unless_equals_int (src->len, N);
+  wait_ok (pacer, "first consumer");
+  got = frames_of (pacer);
+  check_all_from (src, got, 0, "first consumer");
+  g_array_unref (got);
+
+  wait_ok (late, "late consumer");
+  got = frames_of (late);
+  fail_unless (got->len > 0, "%s", said (late));
+  k0 = check_subset (src, got, "late consumer");
+  fail_unless (k0 >= 10 && k0 % 10 == 0, "late joiner started at %d", k0);
+  fail_if (g_array_index (got, Frame, 0).flags & GST_BUFFER_FLAG_DELTA_UNIT);
+  check_all_from (src, got, k0, "late consumer");
+  g_array_unref (got);
+  g_array_unref (src);
+}
+
+GST_END_TEST;
+
+/* A live producer SIGKILLed mid-stream: the consumer posts
+ * GST_RESOURCE_ERROR_READ "vanished" and exits 1; no EOS. */
+GST_START_TEST (test_producer_crash)
+{
+  ShmChild *p, *c;
+  gchar *code;
+
+  p = spawn_producer (-1, TRUE, 1, NULL, NULL, NULL);
+  c = spawn_consumer (NULL, 0, NULL);
+  fail_unless (shm_child_wait_line (c, "FRAME 5 "), "%s", said (c));
+  shm_child_kill (p, SIGKILL);
+  fail_unless_equals_int (shm_child_wait (c), 1);
+  code = g_strdup_printf ("code=%d ", GST_RESOURCE_ERROR_READ);
+  fail_unless (count_lines (c, "ERROR src=src domain=gst-resource-error-quark",
+          code) == 1, "%s", said (c));
+  fail_unless (count_lines (c, "ERROR", "vanished without EOS") == 1, "%s",
+      said (c));
+  fail_unless_equals_int (count_lines (c, "EOS", NULL), 0);
+  g_free (code);
+}
+
+GST_END_TEST;
+
+/* max-clients=1: a second consumer is refused in the handshake (its
+ * source posts GST_RESOURCE_ERROR_BUSY, it exits 1), the producer posts a
+ * warning and a pinnedshmsink-client-refused naming it, and the first
+ * consumer goes on receiving. */
+GST_START_TEST (test_max_clients)
+{
+  ShmChild *p, *c1, *c2;
+  gchar *code, *pid, *next;
+  guint n;
+
+  p = spawn_producer (-1, TRUE, 1, "max-clients=1", NULL, NULL);
+  c1 = spawn_consumer (NULL, 0, NULL);
+  fail_unless (shm_child_wait_line (c1, "FRAME 3 "), "%s", said (c1));
+  c2 = spawn_consumer (NULL, 0, NULL);
+  fail_unless_equals_int (shm_child_wait (c2), 1);
+  code = g_strdup_printf ("code=%d ", GST_RESOURCE_ERROR_BUSY);
+  fail_unless (count_lines (c2, "ERROR src=src", code) == 1, "%s", said (c2));
+  fail_unless (count_lines (c2, "ERROR", "refused this consumer") == 1, "%s",
+      said (c2));
+  fail_unless (shm_child_wait_line (p, "ELEMENT src=sink "
+          "pinnedshmsink-client-refused"), "%s", said (p));
+  pid = g_strdup_printf ("pid=(int)%d", c2->pid);
+  /* refused going to PAUSED and when streaming: once or twice */
+  fail_unless (count_lines (p, "ELEMENT src=sink pinnedshmsink-client-refused",
+          pid) >= 1, "%s", said (p));
+  fail_unless (count_lines (p, "WARNING src=sink", "Refused a consumer") >= 1,
+      "%s", said (p));
+  /* the first one is still served */
+  n = count_lines (c1, "FRAME ", NULL);
+  next = g_strdup_printf ("FRAME %u ", n + 5);
+  fail_unless (shm_child_wait_line (c1, next), "%s", said (c1));
+  g_free (next);
+  g_free (pid);
+  g_free (code);
+}
+
+GST_END_TEST;
+
+static Suite *
+delivery_suite (void)
+{
+  Suite *s = suite_create ("pinnedshm-delivery");
+  TCase *tc = tcase_create ("delivery");
+
+  tcase_set_timeout (tc, 120);
+  tcase_add_checked_fixture (tc, setup, teardown);
+  tcase_add_loop_test (tc, test_nonlive_every_frame, 0,
+      G_N_ELEMENTS (nonlive_clients));
+  tcase_add_loop_test (tc, test_slow_consumer, 0, G_N_ELEMENTS (slow_props));
+  tcase_add_loop_test (tc, test_live_stuck_consumers, 0,
+      G_N_ELEMENTS (n_stuck));
+  tcase_add_loop_test (tc, test_reliable_timeout, 0,
+      G_N_ELEMENTS (timeout_actions));
+  tcase_add_test (tc, test_late_joiner);
+  tcase_add_test (tc, test_producer_crash);
+  tcase_add_test (tc, test_max_clients);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+GST_CHECK_MAIN (delivery);
