@@ -5,7 +5,7 @@
  * 1920x1080 and 3840x2160 RGBA, in the same run.
  *
  *   shm-bench [--frames N] [--latency-frames N] [--rate FPS] [--csv]
- *             [--cpu-rate FPS] [--busy-poll-us US]
+ *             [--cpu-rate FPS] [--busy-poll-us US] [--delivery-only]
  *
  * --csv prints the same figures as CSV rows instead of the table (one row
  * per size and transport: size,width,height,bytes,transport,frames_per_s,
@@ -91,6 +91,7 @@ static gchar *opt_socket;
 static gint opt_width, opt_height;
 static gboolean opt_paced;
 static gboolean opt_csv;
+static gboolean opt_delivery_only;
 
 static GOptionEntry entries[] = {
   {"frames", 'n', 0, G_OPTION_ARG_INT, &opt_frames,
@@ -105,6 +106,9 @@ static GOptionEntry entries[] = {
         "frame period + 1 ms)", NULL},
   {"csv", 0, 0, G_OPTION_ARG_NONE, &opt_csv,
       "CSV rows instead of the table (for bench/plot.py)", NULL},
+  {"delivery-only", 0, 0, G_OPTION_ARG_NONE, &opt_delivery_only,
+        "only the delivery section (every-frame vs newest-frame at 1080p)",
+      NULL},
   /* internal: the producer process */
   {"role", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &opt_role, NULL,
       NULL},
@@ -745,6 +749,14 @@ main (int argc, char **argv)
   if (gst_element_factory_find ("pinnedshmsink") == NULL
       || gst_element_factory_find ("shmsink") == NULL)
     g_error ("pinnedshmsink or shmsink missing (GST_PLUGIN_PATH?)");
+
+  if (opt_delivery_only) {
+    /* warm-up, not reported */
+    run_transport (self, "pinned", 320, 240, FALSE, opt_rate);
+    print_delivery (self);
+    g_free (self);
+    return 0;
+  }
 
   if (opt_csv) {
     printf ("size,width,height,bytes,transport,frames_per_s,p50_us,p99_us,"
