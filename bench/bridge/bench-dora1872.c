@@ -433,6 +433,19 @@ main (int argc, char **argv)
   for (i = 0; i < 3; i++)
     if (run_mode (&res[i], &cx, "abc"[i], frames) < 0)
       failed = 1;
+  {
+    pf_uploader_stats st;
+
+    /* (c) is DMA only where the consumer's read-only mapping could be
+     * registered (cudaHostRegisterReadOnly); else the engine staged it */
+    pf_uploader_get_stats (cx.up, &st);
+    if (st.frames > 0 && st.staged_copies > 0)
+      res[2].host_copies = 1;
+    printf ("(c) engine: %" PRIu64 " frames, %" PRIu64 " by DMA from the "
+        "registered segment, %" PRIu64 " staged through its bounce slots, %"
+        PRIu64 " pageable%s\n\n", st.frames, st.pinned_copies,
+        st.staged_copies, st.pageable_copies, tag);
+  }
   printf ("| mode | path | frames | CPU copies/frame | latency to device p50 "
       "us | p99 us | copy p50 us | GB/s | consumer CPU us/frame | copy time "
       "/ raw pinned | GB/s / raw pinned |\n"
