@@ -187,9 +187,9 @@ uploader_unref (pf_uploader * up)
 /* ------------------------------------------------------------ completion */
 
 /* lock held. Completes the oldest entry: waits for its event (@blocking)
- * or only checks it, then pops it and calls its release callback (lock
- * dropped around the wait and the callback). Returns 1 when an entry was
- * completed, 0 when none was (empty ring, or not ready). */
+ * or only checks it, calls its release and done callbacks, then pops it
+ * (lock dropped around the wait and the callbacks). Returns 1 when an
+ * entry was completed, 0 when none was (empty ring, or not ready). */
 static int
 complete_oldest_locked (pf_uploader * up, int blocking, int enter)
 {
@@ -269,7 +269,6 @@ static void *
 release_thread_func (void *data)
 {
   pf_uploader *up = data;
-
   int prev;
 
   /* Our own thread: the device (context) stays current on it. */

@@ -183,7 +183,8 @@ PF_API int pf_uploader_new (const pf_uploader_config * config,
 /* How to make the engine's device (or context) current on a thread: the
  * GStreamer element pushes its shared CUcontext. @enter returns what
  * @leave needs. Without hooks: pf_cuda_device_enter/leave. The release
- * thread enters once for its life. */
+ * thread enters once for its life. @data must stay valid until the engine
+ * is gone (pf_uploader_free() and every device frame released). */
 typedef struct {
   int (*enter) (void *data);
   void (*leave) (void *data, int previous);
