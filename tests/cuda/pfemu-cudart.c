@@ -2273,6 +2273,7 @@ pfemu_query (const char *name)
   C ("primary.refs.device0", primary_refs[0]);
   C ("primary.refs.device1", primary_refs[1]);
   C ("driver.inits", ctr.driver_inits);
+  C ("driver.initialized", driver_initialized);
   C ("stream.syncs", ctr.stream_syncs);
   C ("stream.syncs.legacy", ctr.stream_syncs_legacy);
   C ("host.allocations", ctr.host_allocs);

@@ -75,7 +75,8 @@
  * "primary.releases" (cuDevicePrimaryCtxRetain / Release; the primary
  * context is cudart's: "contexts.deviceN" counts its initialisation by
  * either API), "primary.refs.device0", "primary.refs.device1" (the
- * driver's references held now), "driver.inits" (cuInit calls),
+ * driver's references held now), "driver.inits" (cuInit calls), "driver.initialized" (1 once cuInit
+ * or any cudart call ran; pfemu_reset() keeps it),
  * "stream.syncs" (cudaStreamSynchronize + cuStreamSynchronize calls on a
  * valid stream), "stream.syncs.legacy" (those on the legacy stream),
  * "host.allocations" / "live.host.allocations" (cuMemAllocHost /
