@@ -126,8 +126,10 @@ enum pf_reliable_action {
 #define PF_PRODUCER_DEFAULT_RELIABLE_TIMEOUT_MS 5000
 
 /* Callbacks run without any producer lock held, on the I/O thread (or in
- * pf_producer_close()'s caller): they may call any pf_producer_* function,
- * publish, drop segments, even close the producer. */
+ * pf_producer_close()'s caller; client_event also on the thread of
+ * pf_producer_publish(), _wait_ready() or _reclaim_stalled() that saw the
+ * event): they may call any pf_producer_* function, publish, drop
+ * segments, even close the producer. */
 typedef struct {
   /* Every consumer that received the frame released it, or went away.
    * Called once per published frame that reached at least one consumer,
