@@ -796,6 +796,8 @@ probe_producer (GstPinnedShmSrc * self)
   gchar *path;
   int err;
 
+  /* a connection left by a start that failed after the last probe */
+  drop_connection (self);
   clear_pending (self);
   gst_caps_replace (&self->caps, NULL);
   self->is_video = FALSE;
@@ -1144,6 +1146,7 @@ gst_pinned_shm_src_finalize (GObject * object)
   g_free (self->socket_path);
   gst_caps_replace (&self->caps, NULL);
   clear_pending (self);
+  drop_connection (self);
   if (self->cancel_fd >= 0)
     close (self->cancel_fd);
   gst_object_unref (self->allocator);
