@@ -442,6 +442,39 @@ GST_START_TEST (test_copies_and_syncs)
 
 GST_END_TEST;
 
+/* Rule: PFEMU_FAIL names driver calls in full, with the cudart modes: an
+ * asynchronous fault lets the call succeed and the stream report it at its
+ * next sync; a synchronous one fails the call. */
+GST_START_TEST (test_fault_injection)
+{
+  void *ctx = NULL, *stream = NULL, *pinned = NULL;
+  CUdeviceptr d = 0;
+
+  g_setenv ("PFEMU_FAIL", "cuMemcpyHtoDAsync_v2:1:700:async,"
+      "cuMemAlloc_v2:2:2", TRUE);
+  emu_reset ();
+  fail_unless_equals_int (CU ("cuInit", CuInitFn) (0), 0);
+  fail_unless_equals_int (CU ("cuCtxCreate_v2", CuCtxCreateFn) (&ctx, 0, 0), 0);
+  fail_unless_equals_int (CU ("cuStreamCreate", CuStreamCreateFn) (&stream,
+          1), 0);
+  fail_unless_equals_int (CU ("cuMemAllocHost_v2", CuHostAllocFn) (&pinned,
+          4096), 0);
+  fail_unless_equals_int (CU ("cuMemAlloc_v2", CuAllocFn) (&d, 4096), 0);
+  fail_unless_equals_int (CU ("cuMemAlloc_v2", CuAllocFn) (&d, 4096), 2);
+  fail_unless_equals_int (CU ("cuMemcpyHtoDAsync_v2", CuHtoDAsyncFn) (d,
+          pinned, 4096, stream), 0);
+  fail_unless_equals_int (CU ("cuStreamSynchronize", CuStreamFn) (stream), 700);
+  fail_unless_equals_int (EMU ("injected"), 2);
+  /* the next setup's pfemu_reset() reads the environment without it */
+  g_unsetenv ("PFEMU_FAIL");
+  fail_unless_equals_int (CU ("cuStreamDestroy_v2", CuStreamFn) (stream), 0);
+  fail_unless_equals_int (CU ("cuMemFreeHost", CuHostFreeFn) (pinned), 0);
+  fail_unless_equals_int (CU ("cuMemFree_v2", CuFreeFn) (d), 0);
+  fail_unless_equals_int (CU ("cuCtxDestroy_v2", CuCtxHandleFn) (ctx), 0);
+}
+
+GST_END_TEST;
+
 /* ------------------------------------------------------------- nvcodec */
 
 /* Rule: gst-inspect-1.0 finds nvcodec's cudadownload on the stand-ins. */
@@ -616,6 +649,7 @@ emu_driver_suite (gboolean nvcodec)
     tcase_add_test (tc, test_shared_device);
     tcase_add_test (tc, test_device_memory_faults);
     tcase_add_test (tc, test_copies_and_syncs);
+    tcase_add_test (tc, test_fault_injection);
   }
   return s;
 }
