@@ -1,0 +1,692 @@
+/* Interop of pinnedcudaupload/pinnedcudadownload with GStreamer's CUDA
+ * elements (nvcodec's cudaupload/cudadownload, libgstcuda's GstCudaMemory
+ * and gst.cuda.context): issue 11.
+ *
+ * The rules checked:
+ * - pinnedshmsrc ! pinnedcudaupload ! cudadownload gives the producer's
+ *   frames byte for byte (RGBA, NV12, I420 at odd sizes), by DMA from the
+ *   received segment, through memory:CUDAMemory;
+ * - cudaupload ! pinnedcudadownload gives the source's frames byte for byte;
+ * - the pipeline has one CUDA context: the one nvcodec's element made is
+ *   shared with ours (the emulator counts cuCtxCreate);
+ * - our element never synchronizes its stream per frame (the emulator
+ *   counts cudaStreamSynchronize: one per element stop at most);
+ * - a GstCudaMemory buffer pushed by pinnedcudaupload holds the finished
+ *   frame for a reader that follows libgstcuda's rules: on 1.24+ it carries
+ *   its GstCudaStream and NEED_SYNC, and gst_cuda_memory_sync() makes it
+ *   readable; on 1.22 (no stream) it is complete when pushed. The reader
+ *   copies it back with a synchronous cudaMemcpy2D, which does not wait for
+ *   our non-blocking stream: with the emulator's late copies
+ *   (PFEMU_COPY_DELAY_US) a frame pushed early reads stale.
+ *
+ * Run against the emulators (tests/cuda/emu: libcuda.so.1 and libnvcuvid.so.1
+ * stand-ins, PINNEDFLOW_CUDA_MODE=emulated) or a real GPU (mode real).
+ * Exits 77 (SKIP) with the reason where nvcodec's elements are not
+ * registered or libgstcuda finds no driver.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <glib/gstdio.h>
+#include <gst/gst.h>
+#include <gst/check/gstcheck.h>
+#include <gst/app/gstappsrc.h>
+#include <gst/video/video.h>
+#include <pinnedflow/pf-segment.h>
+
+#include <gst/pinnedcuda/gstpinnedcudaloader.h>
+#include <gst/pinnedcuda/gstpinnedcudamemory.h>
+
+#define CAPS_FEATURE_CUDA "memory:CUDAMemory"
+#define MAP_CUDA (GST_MAP_FLAG_LAST << 1)
+#define MEMORY_NEED_SYNC (GST_MEMORY_FLAG_LAST << 2)
+
+static gboolean emulated;
+static long (*emu_query) (const char *);
+static void (*emu_reset) (void);
+static long (*emu_live_total) (void);
+static const char *(*emu_leak_report) (void);
+
+/* libgstcuda 1.24+ (NULL on 1.22) */
+static gpointer (*cuda_memory_get_stream) (GstMemory * mem);
+static void (*cuda_memory_sync) (GstMemory * mem);
+
+static const gchar *formats[] = { "RGBA", "NV12", "I420" };
+
+#define ODD_W 161
+#define ODD_H 93
+
+/* ------------------------------------------------------------ frames */
+
+static guint8
+pattern (guint seed, guint plane, guint row, guint col)
+{
+  return (guint8) (seed * 29u + plane * 67u + row * 11u + col * 5u +
+      (col >> 8) * 3u);
+}
+
+static void
+fill_frame (GstVideoFrame * frame, const GstPinnedCudaLayout * l, guint seed)
+{
+  guint p, r, c;
+
+  for (p = 0; p < l->n_planes; p++) {
+    guint8 *d = GST_VIDEO_FRAME_PLANE_DATA (frame, p);
+    gint stride = GST_VIDEO_FRAME_PLANE_STRIDE (frame, p);
+    for (r = 0; r < l->rows[p]; r++) {
+      for (c = 0; c < l->width_bytes[p]; c++)
+        d[r * stride + c] = pattern (seed, p, r, c);
+      for (; c < (guint) stride; c++)
+        d[r * stride + c] = 0xEE;
+    }
+  }
+}
+
+/* Wrong bytes in plane data at @data with @stride (padding ignored). */
+static guint
+check_plane (const guint8 * data, gsize stride, const GstPinnedCudaLayout * l,
+    guint p, guint seed)
+{
+  guint r, c, bad = 0;
+
+  for (r = 0; r < l->rows[p]; r++)
+    for (c = 0; c < l->width_bytes[p]; c++)
+      bad += data[r * stride + c] != pattern (seed, p, r, c);
+  return bad;
+}
+
+static GstCaps *
+make_caps (const gchar * format, gint w, gint h)
+{
+  return gst_caps_new_simple ("video/x-raw", "format", G_TYPE_STRING, format,
+      "width", G_TYPE_INT, w, "height", G_TYPE_INT, h,
+      "framerate", GST_TYPE_FRACTION, 30, 1, NULL);
+}
+
+/* ------------------------------------------------------------ checking */
+
+typedef enum
+{
+  READ_SYSTEM,                  /* system memory: gst_video_frame_map */
+  READ_DEVICE,                  /* GstCudaMemory: libgstcuda's rules, then
+                                 * a synchronous cudaMemcpy2D back */
+} ReadKind;
+
+typedef struct
+{
+  ReadKind kind;
+  GstVideoInfo info;
+  GstPinnedCudaLayout layout;
+  guint received, bad_bytes, bad_frames;
+  guint need_sync, with_stream, not_cuda;
+  GMutex lock;
+} Checker;
+
+static guint
+check_system (Checker * ck, GstBuffer * buf, guint seed)
+{
+  GstVideoFrame frame;
+  guint p, bad = 0;
+
+  if (!gst_video_frame_map (&frame, &ck->info, buf, GST_MAP_READ))
+    return 1;
+  for (p = 0; p < ck->layout.n_planes; p++)
+    bad += check_plane (GST_VIDEO_FRAME_PLANE_DATA (&frame, p),
+        GST_VIDEO_FRAME_PLANE_STRIDE (&frame, p), &ck->layout, p, seed);
+  gst_video_frame_unmap (&frame);
+  return bad;
+}
+
+/* What a CUDA consumer (e.g. nvh264enc) does with a GstCudaMemory: on
+ * 1.24+ synchronize the memory's stream when NEED_SYNC says so, then read
+ * the device pointer of a GST_MAP_CUDA map. The read here is a synchronous
+ * cudaMemcpy2D on the legacy stream, which does not wait for the upload's
+ * non-blocking stream. */
+static guint
+check_device (Checker * ck, GstBuffer * buf, guint seed)
+{
+  const GstPinnedCudaRuntime *rt = gst_pinned_cuda_runtime_get (NULL);
+  GstMemory *mem = gst_buffer_peek_memory (buf, 0);
+  GstVideoMeta *meta = gst_buffer_get_video_meta (buf);
+  GstMapInfo map;
+  guint p, bad = 0;
+
+  if (rt == NULL || meta == NULL ||
+      g_strcmp0 (mem->allocator->mem_type, "gst.cuda.memory") != 0) {
+    ck->not_cuda++;
+    return 1;
+  }
+  if (cuda_memory_get_stream && cuda_memory_get_stream (mem)) {
+    ck->with_stream++;
+    if (GST_MEMORY_FLAG_IS_SET (mem, MEMORY_NEED_SYNC))
+      ck->need_sync++;
+    cuda_memory_sync (mem);
+  }
+  if (!gst_memory_map (mem, &map, GST_MAP_READ | MAP_CUDA))
+    return 1;
+  for (p = 0; p < ck->layout.n_planes; p++) {
+    gsize w = ck->layout.width_bytes[p], rows = ck->layout.rows[p];
+    guint8 *host = g_malloc (w * rows);
+
+    if (rt->Memcpy2D (host, w, map.data + meta->offset[p], meta->stride[p], w,
+            rows, GST_PINNED_CUDA_MEMCPY_DEVICE_TO_HOST) != 0)
+      bad++;
+    else
+      bad += check_plane (host, w, &ck->layout, p, seed);
+    g_free (host);
+  }
+  gst_memory_unmap (mem, &map);
+  return bad;
+}
+
+static GstFlowReturn
+on_new_sample (GstElement * sink, gpointer user_data)
+{
+  Checker *ck = user_data;
+  GstSample *sample = NULL;
+  GstBuffer *buf;
+  guint bad;
+
+  g_signal_emit_by_name (sink, "pull-sample", &sample);
+  if (sample == NULL)
+    return GST_FLOW_ERROR;
+  buf = gst_sample_get_buffer (sample);
+  g_mutex_lock (&ck->lock);
+  /* in order: the seed is the frame's index */
+  bad = ck->kind == READ_SYSTEM ? check_system (ck, buf, ck->received) :
+      check_device (ck, buf, ck->received);
+  ck->received++;
+  ck->bad_bytes += bad;
+  ck->bad_frames += bad != 0;
+  g_mutex_unlock (&ck->lock);
+  gst_sample_unref (sample);
+  return GST_FLOW_OK;
+}
+
+static void
+checker_init (Checker * ck, ReadKind kind, const gchar * format)
+{
+  GstCaps *caps = make_caps (format, ODD_W, ODD_H);
+
+  memset (ck, 0, sizeof (*ck));
+  g_mutex_init (&ck->lock);
+  ck->kind = kind;
+  gst_video_info_from_caps (&ck->info, caps);
+  gst_pinned_cuda_layout_init (&ck->layout, &ck->info);
+  gst_caps_unref (caps);
+}
+
+/* Waits for EOS or an error; the error message or NULL. */
+static gchar *
+wait_eos_or_error (GstElement * pipeline)
+{
+  GstBus *bus = gst_element_get_bus (pipeline);
+  GstMessage *msg;
+  gchar *res = NULL;
+
+  msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND,
+      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  if (msg == NULL) {
+    res = g_strdup ("timeout");
+  } else if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+    GError *err = NULL;
+    gchar *dbg = NULL;
+    gst_message_parse_error (msg, &err, &dbg);
+    res = g_strdup_printf ("%s (%s)", err->message, dbg ? dbg : "");
+    g_error_free (err);
+    g_free (dbg);
+  }
+  if (msg)
+    gst_message_unref (msg);
+  gst_object_unref (bus);
+  return res;
+}
+
+/* Pushes @n frames of the pattern into the appsrc named "src". */
+static void
+push_frames (GstElement * pipeline, const gchar * format, guint n)
+{
+  GstElement *src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
+  GstCaps *caps = make_caps (format, ODD_W, ODD_H);
+  GstVideoInfo info;
+  GstPinnedCudaLayout layout;
+  guint i;
+
+  gst_video_info_from_caps (&info, caps);
+  gst_pinned_cuda_layout_init (&layout, &info);
+  g_object_set (src, "caps", caps, "format", GST_FORMAT_TIME, NULL);
+  for (i = 0; i < n; i++) {
+    GstBuffer *buf = gst_buffer_new_allocate (NULL, info.size, NULL);
+    GstVideoFrame frame;
+
+    gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
+        GST_VIDEO_INFO_FORMAT (&info), ODD_W, ODD_H,
+        GST_VIDEO_INFO_N_PLANES (&info), info.offset, info.stride);
+    fail_unless (gst_video_frame_map (&frame, &info, buf, GST_MAP_WRITE));
+    fill_frame (&frame, &layout, i);
+    gst_video_frame_unmap (&frame);
+    GST_BUFFER_PTS (buf) = i * GST_MSECOND;
+    GST_BUFFER_DURATION (buf) = GST_MSECOND;
+    if (gst_app_src_push_buffer (GST_APP_SRC (src), buf) != GST_FLOW_OK)
+      break;
+  }
+  gst_app_src_end_of_stream (GST_APP_SRC (src));
+  gst_caps_unref (caps);
+  gst_object_unref (src);
+}
+
+/* A pipeline: "appsrc name=src ! MIDDLE ! appsink name=sink" (or @desc as
+ * given when it names its own source), checked by @ck. Returns the error
+ * or NULL; @stats_of names an element whose "stats" go to *@stats. */
+static gchar *
+run_pipeline (const gchar * desc, const gchar * format, guint n, Checker * ck,
+    const gchar * stats_of, GstStructure ** stats)
+{
+  GstElement *pipeline, *sink, *src;
+  gchar *err;
+
+  pipeline = gst_parse_launch (desc, NULL);
+  fail_unless (pipeline != NULL, "cannot parse %s", desc);
+  sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  g_object_set (sink, "emit-signals", TRUE, "sync", FALSE, NULL);
+  g_signal_connect (sink, "new-sample", G_CALLBACK (on_new_sample), ck);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
+  if (src && GST_IS_APP_SRC (src))
+    push_frames (pipeline, format, n);
+  err = wait_eos_or_error (pipeline);
+  if (stats_of && stats) {
+    GstElement *e = gst_bin_get_by_name (GST_BIN (pipeline), stats_of);
+    g_object_get (e, "stats", stats, NULL);
+    gst_object_unref (e);
+  }
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  if (src)
+    gst_object_unref (src);
+  gst_object_unref (sink);
+  gst_object_unref (pipeline);
+  return err;
+}
+
+/* ------------------------------------------------------------ fixture */
+
+static void
+setup (void)
+{
+  if (emulated)
+    emu_reset ();
+}
+
+/* Nothing CUDA left alive: no allocation, stream, event, registration or
+ * context (the emulator's report). */
+static void
+teardown (void)
+{
+  if (emulated) {
+    fail_unless (emu_live_total () == 0, "emulator reports leaks: %s",
+        emu_leak_report ());
+    fail_unless_equals_int (emu_query ("live.contexts"), 0);
+  }
+  fail_unless_equals_int (pf_segment_count_live (), 0);
+}
+
+/* One context for the pipeline (cuCtxCreate once, by whichever element
+ * made it; the other took it from the gst.cuda.context query), and no
+ * per-frame cudaStreamSynchronize in our elements: each stops its stream
+ * with one. */
+static void
+check_counters (guint n_ours)
+{
+  if (!emulated)
+    return;
+  fail_unless_equals_int (emu_query ("contexts.created"), 1);
+  fail_unless (emu_query ("calls.cudaStreamSynchronize") <= (long) n_ours,
+      "%ld cudaStreamSynchronize calls for %u of our elements",
+      emu_query ("calls.cudaStreamSynchronize"), n_ours);
+}
+
+/* ------------------------------------------------------------ tests */
+
+/* The producer process (this binary re-executed with --producer): frames
+ * of the pattern written into pinnedshmsink's pool; it waits for returned
+ * slots instead of dropping. */
+static int
+run_producer (const gchar * sock, const gchar * format, guint n)
+{
+  GstElement *pipeline, *src;
+  GstBufferPool *pool = NULL;
+  GstCaps *caps = make_caps (format, ODD_W, ODD_H);
+  GstVideoInfo info;
+  GstPinnedCudaLayout layout;
+  GstPad *pad;
+  GstQuery *query;
+  gchar *desc, *err;
+  guint i;
+
+  gst_video_info_from_caps (&info, caps);
+  gst_pinned_cuda_layout_init (&layout, &info);
+  desc = g_strdup_printf ("appsrc name=src format=time ! pinnedshmsink "
+      "socket-path=%s wait-for-connection=true pool-size=6 "
+      "max-client-buffers=64 sync=false", sock);
+  pipeline = gst_parse_launch (desc, NULL);
+  g_free (desc);
+  if (pipeline == NULL)
+    return 2;
+  src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
+  g_object_set (src, "caps", caps, NULL);
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+  pad = gst_element_get_static_pad (src, "src");
+  query = gst_query_new_allocation (caps, TRUE);
+  if (gst_pad_peer_query (pad, query) &&
+      gst_query_get_n_allocation_pools (query) > 0)
+    gst_query_parse_nth_allocation_pool (query, 0, &pool, NULL, NULL, NULL);
+  gst_query_unref (query);
+  gst_object_unref (pad);
+  if (pool == NULL || !gst_buffer_pool_set_active (pool, TRUE)) {
+    g_printerr ("producer: pinnedshmsink proposed no usable pool\n");
+    return 3;
+  }
+  for (i = 0; i < n; i++) {
+    GstBuffer *buf = NULL;
+    GstVideoFrame frame;
+    if (gst_buffer_pool_acquire_buffer (pool, &buf, NULL) != GST_FLOW_OK)
+      break;
+    gst_video_frame_map (&frame, &info, buf, GST_MAP_WRITE);
+    fill_frame (&frame, &layout, i);
+    gst_video_frame_unmap (&frame);
+    GST_BUFFER_PTS (buf) = i * GST_MSECOND;
+    GST_BUFFER_DURATION (buf) = GST_MSECOND;
+    if (gst_app_src_push_buffer (GST_APP_SRC (src), buf) != GST_FLOW_OK)
+      break;
+  }
+  gst_app_src_end_of_stream (GST_APP_SRC (src));
+  err = wait_eos_or_error (pipeline);
+  if (err)
+    g_printerr ("producer: %s\n", err);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_buffer_pool_set_active (pool, FALSE);
+  gst_object_unref (pool);
+  gst_object_unref (src);
+  gst_object_unref (pipeline);
+  gst_caps_unref (caps);
+  return err ? 1 : 0;
+}
+
+/* pinnedshmsink (other process) -> pinnedshmsrc ! pinnedcudaupload !
+ * cudadownload: every frame byte-exact, by DMA from the received segment,
+ * in GstCudaMemory, one context. */
+GST_START_TEST (test_shm_to_cudadownload)
+{
+  const gchar *format = formats[__i__];
+  const guint n = 24;
+  gchar *dir = g_dir_make_tmp ("pfcudaio-XXXXXX", NULL);
+  gchar *sock = g_build_filename (dir, "sock", NULL);
+  gchar *exe = g_file_read_link ("/proc/self/exe", NULL);
+  gchar *nstr = g_strdup_printf ("%u", n);
+  gchar *argv[] = { exe, (gchar *) "--producer", sock, (gchar *) format,
+    nstr, NULL
+  };
+  GstStructure *stats = NULL;
+  GError *error = NULL;
+  Checker ck;
+  gchar *desc, *err;
+  guint64 frames = 0, pinned = 0;
+  int status = -1;
+  GPid pid;
+
+  checker_init (&ck, READ_SYSTEM, format);
+  fail_unless (g_spawn_async (NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD,
+          NULL, NULL, &pid, &error), "spawn: %s", error ? error->message : "");
+  desc = g_strdup_printf ("pinnedshmsrc socket-path=%s connect-timeout=20000 "
+      "! pinnedcudaupload name=up ! video/x-raw(" CAPS_FEATURE_CUDA ") ! "
+      "cudadownload ! video/x-raw ! appsink name=sink", sock);
+  err = run_pipeline (desc, format, n, &ck, "up", &stats);
+  g_free (desc);
+  fail_unless (waitpid (pid, &status, 0) == pid);
+  g_spawn_close_pid (pid);
+  g_unlink (sock);
+  g_rmdir (dir);
+
+  fail_unless (err == NULL, "consumer error: %s", err);
+  fail_unless (WIFEXITED (status) && WEXITSTATUS (status) == 0,
+      "producer failed (status %d)", status);
+  fail_unless_equals_int (ck.received, n);
+  fail_unless (ck.bad_bytes == 0, "%s: %u bad bytes in %u frames", format,
+      ck.bad_bytes, ck.bad_frames);
+  gst_structure_get_uint64 (stats, "frames", &frames);
+  gst_structure_get_uint64 (stats, "pinned-copies", &pinned);
+  fail_unless_equals_int (frames, n);
+  /* DMA from the producer's segment, not staged */
+  fail_unless_equals_int (pinned, n);
+  check_counters (1);
+  gst_structure_free (stats);
+  g_free (nstr);
+  g_free (exe);
+  g_free (sock);
+  g_free (dir);
+}
+
+GST_END_TEST;
+
+/* appsrc ! cudaupload ! pinnedcudadownload: every frame byte-exact (the
+ * planes read from GstCudaMemory by its video meta), one context. */
+GST_START_TEST (test_cudaupload_to_pinned)
+{
+  const gchar *format = formats[__i__];
+  const guint n = 12;
+  GstStructure *stats = NULL;
+  Checker ck;
+  gchar *err;
+  guint64 frames = 0;
+
+  checker_init (&ck, READ_SYSTEM, format);
+  err = run_pipeline ("appsrc name=src ! cudaupload ! "
+      "video/x-raw(" CAPS_FEATURE_CUDA ") ! pinnedcudadownload name=down ! "
+      "appsink name=sink", format, n, &ck, "down", &stats);
+  fail_unless (err == NULL, "error: %s", err);
+  fail_unless_equals_int (ck.received, n);
+  fail_unless (ck.bad_bytes == 0, "%s: %u bad bytes in %u frames", format,
+      ck.bad_bytes, ck.bad_frames);
+  gst_structure_get_uint64 (stats, "frames", &frames);
+  fail_unless_equals_int (frames, n);
+  check_counters (1);
+  gst_structure_free (stats);
+}
+
+GST_END_TEST;
+
+/* Our own pair through memory:CUDAMemory (what they choose when libgstcuda
+ * is present): byte-exact, one context. */
+GST_START_TEST (test_pair_cuda_memory)
+{
+  const gchar *format = formats[__i__];
+  const guint n = 12;
+  Checker ck;
+  gchar *err;
+
+  checker_init (&ck, READ_SYSTEM, format);
+  err = run_pipeline ("appsrc name=src ! pinnedcudaupload ! "
+      "video/x-raw(" CAPS_FEATURE_CUDA ") ! pinnedcudadownload ! "
+      "appsink name=sink", format, n, &ck, NULL, NULL);
+  fail_unless (err == NULL, "error: %s", err);
+  fail_unless_equals_int (ck.received, n);
+  fail_unless (ck.bad_bytes == 0, "%s: %u bad bytes in %u frames", format,
+      ck.bad_bytes, ck.bad_frames);
+  check_counters (2);
+}
+
+GST_END_TEST;
+
+/* A GstCudaMemory frame as a CUDA consumer receives it from
+ * pinnedcudaupload: complete once libgstcuda's rules are followed (1.24+:
+ * it carries its stream and NEED_SYNC; 1.22: complete when pushed). With
+ * late emulated copies a frame pushed before its copy completed (or one
+ * without NEED_SYNC on 1.24+) reads stale. */
+GST_START_TEST (test_cuda_memory_ready)
+{
+  const gchar *format = formats[__i__];
+  const guint n = 16;
+  Checker ck;
+  gchar *err;
+
+  checker_init (&ck, READ_DEVICE, format);
+  err = run_pipeline ("appsrc name=src ! pinnedcudaupload max-inflight=3 ! "
+      "video/x-raw(" CAPS_FEATURE_CUDA ") ! appsink name=sink", format, n,
+      &ck, NULL, NULL);
+  fail_unless (err == NULL, "error: %s", err);
+  fail_unless_equals_int (ck.received, n);
+  fail_unless_equals_int (ck.not_cuda, 0);
+  fail_unless (ck.bad_bytes == 0, "%s: %u bad bytes in %u frames", format,
+      ck.bad_bytes, ck.bad_frames);
+  if (cuda_memory_get_stream) {
+    /* 1.24+: every frame carries the stream, marked as needing a sync */
+    fail_unless_equals_int (ck.with_stream, n);
+    fail_unless_equals_int (ck.need_sync, n);
+  } else {
+    fail_unless_equals_int (ck.with_stream, 0);
+  }
+  if (emulated) {
+    fail_unless (emu_query ("calls.cudaStreamSynchronize") <= 1,
+        "%ld cudaStreamSynchronize calls",
+        emu_query ("calls.cudaStreamSynchronize"));
+  }
+}
+
+GST_END_TEST;
+
+static Suite *
+interop_suite (void)
+{
+  Suite *s = suite_create ("cuda-interop");
+  TCase *tc = tcase_create ("general");
+
+  tcase_set_timeout (tc, 120);
+  tcase_add_checked_fixture (tc, setup, teardown);
+  tcase_add_loop_test (tc, test_shm_to_cudadownload, 0, G_N_ELEMENTS (formats));
+  tcase_add_loop_test (tc, test_cudaupload_to_pinned, 0,
+      G_N_ELEMENTS (formats));
+  tcase_add_loop_test (tc, test_pair_cuda_memory, 0, G_N_ELEMENTS (formats));
+  tcase_add_loop_test (tc, test_cuda_memory_ready, 0, G_N_ELEMENTS (formats));
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+/* ------------------------------------------------------------ main */
+
+static gboolean
+load_emulator (const gchar * path)
+{
+  void *h = path ? dlopen (path, RTLD_NOW | RTLD_LOCAL) : NULL;
+
+  if (h == NULL)
+    return FALSE;
+  emu_query = dlsym (h, "pfemu_query");
+  emu_reset = dlsym (h, "pfemu_reset");
+  emu_live_total = dlsym (h, "pfemu_live_total");
+  emu_leak_report = dlsym (h, "pfemu_leak_report");
+  return emu_query && emu_reset && emu_live_total && emu_leak_report;
+}
+
+/* NULL when nvcodec's elements and libgstcuda's driver are usable, else
+ * why not. */
+static gchar *
+skip_reason (void)
+{
+  GstElementFactory *f;
+  GstPluginFeature *loaded;
+  GstElement *up;
+  GstPad *pad;
+  GstCaps *caps;
+  gboolean cuda_memory;
+  void *lib;
+  gboolean (*load_library) (void);
+
+  f = gst_element_factory_find ("cudadownload");
+  if (f == NULL)
+    return g_strdup ("nvcodec's cudadownload is not registered (nvcodec not "
+        "installed, or no CUDA driver/device for it)");
+  /* nvcodec's plugin_init makes (and drops) a context per device to probe
+   * it: loaded here, before the tests count contexts */
+  loaded = gst_plugin_feature_load (GST_PLUGIN_FEATURE (f));
+  gst_object_unref (f);
+  if (loaded == NULL)
+    return g_strdup ("nvcodec's plugin does not load");
+  gst_object_unref (loaded);
+  f = gst_element_factory_find ("cudaupload");
+  if (f == NULL)
+    return g_strdup ("nvcodec's cudaupload is not registered");
+  gst_object_unref (f);
+  lib = dlopen ("libgstcuda-1.0.so.0", RTLD_NOW | RTLD_LOCAL);
+  if (lib == NULL)
+    return g_strdup ("libgstcuda-1.0.so.0 not loadable");
+  load_library = dlsym (lib, "gst_cuda_load_library");
+  if (load_library == NULL || !load_library ())
+    return g_strdup ("libgstcuda finds no CUDA driver (libcuda.so.1)");
+  cuda_memory_get_stream = dlsym (lib, "gst_cuda_memory_get_stream");
+  cuda_memory_sync = dlsym (lib, "gst_cuda_memory_sync");
+  if (cuda_memory_get_stream == NULL || cuda_memory_sync == NULL) {
+    cuda_memory_get_stream = NULL;
+    cuda_memory_sync = NULL;
+  }
+  /* our element offers memory:CUDAMemory only when it loads libgstcuda */
+  up = gst_element_factory_make ("pinnedcudaupload", NULL);
+  if (up == NULL)
+    return g_strdup ("pinnedcudaupload not found");
+  pad = gst_element_get_static_pad (up, "src");
+  caps = gst_pad_query_caps (pad, NULL);
+  cuda_memory = gst_caps_features_contains (gst_caps_get_features (caps, 0),
+      CAPS_FEATURE_CUDA);
+  gst_caps_unref (caps);
+  gst_object_unref (pad);
+  gst_object_unref (up);
+  if (!cuda_memory)
+    return g_strdup ("pinnedcudaupload does not offer memory:CUDAMemory");
+  return NULL;
+}
+
+int
+main (int argc, char **argv)
+{
+  const gchar *mode = g_getenv ("PINNEDFLOW_CUDA_MODE");
+  gchar *why;
+
+  if (argc == 5 && strcmp (argv[1], "--producer") == 0) {
+    gst_init (NULL, NULL);
+    return run_producer (argv[2], argv[3], (guint) atoi (argv[4]));
+  }
+  gst_check_init (&argc, &argv);
+  if (g_strcmp0 (mode, "emulated") == 0) {
+    if (!load_emulator (g_getenv ("GST_PINNEDFLOW_CUDART"))) {
+      g_printerr ("cuda-interop: cannot load the emulator from "
+          "GST_PINNEDFLOW_CUDART=%s\n", g_getenv ("GST_PINNEDFLOW_CUDART"));
+      return 1;
+    }
+    emulated = TRUE;
+  } else {
+    GError *error = NULL;
+    if (gst_pinned_cuda_runtime_open_device (0, &error) == NULL) {
+      g_print ("SKIP: no usable CUDA device (%s): the interop tests ran "
+          "against the emulators only\n", error->message);
+      g_error_free (error);
+      return 77;
+    }
+  }
+  why = skip_reason ();
+  if (why) {
+    g_print ("SKIP: %s: the interop tests with GStreamer's CUDA elements did "
+        "not run\n", why);
+    g_free (why);
+    return 77;
+  }
+  g_print ("libgstcuda %s GstCudaStream: the %s path\n",
+      cuda_memory_get_stream ? "with" : "without",
+      cuda_memory_get_stream ? "1.24+ (stream + NEED_SYNC)" :
+      "1.22 (pushed once the copy completed)");
+  return gst_check_run_suite (interop_suite (), "cuda-interop", __FILE__);
+}
