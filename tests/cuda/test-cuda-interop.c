@@ -336,17 +336,22 @@ teardown (void)
   fail_unless_equals_int (pf_segment_count_live (), 0);
 }
 
+/* Stream synchronizations an element of ours makes when it stops, none
+ * per frame: the copy engine's stop and the context's close. The tests run
+ * 12-24 frames, so a synchronization per frame could not pass. */
+#define STOP_SYNCS 2
+
 /* One context for the pipeline (cuCtxCreate once, by whichever element
  * made it; the other took it from the gst.cuda.context query), and no
- * per-frame cudaStreamSynchronize in our elements: each stops its stream
- * with one. */
+ * per-frame cudaStreamSynchronize in our elements. */
 static void
 check_counters (guint n_ours)
 {
   if (!emulated)
     return;
   fail_unless_equals_int (emu_query ("contexts.created"), 1);
-  fail_unless (emu_query ("calls.cudaStreamSynchronize") <= (long) n_ours,
+  fail_unless (emu_query ("calls.cudaStreamSynchronize") <=
+      (long) (STOP_SYNCS * n_ours),
       "%ld cudaStreamSynchronize calls for %u of our elements",
       emu_query ("calls.cudaStreamSynchronize"), n_ours);
 }
@@ -552,7 +557,7 @@ GST_START_TEST (test_cuda_memory_ready)
     fail_unless_equals_int (ck.with_stream, 0);
   }
   if (emulated) {
-    fail_unless (emu_query ("calls.cudaStreamSynchronize") <= 1,
+    fail_unless (emu_query ("calls.cudaStreamSynchronize") <= STOP_SYNCS,
         "%ld cudaStreamSynchronize calls",
         emu_query ("calls.cudaStreamSynchronize"));
   }
