@@ -9,7 +9,7 @@
  *   shm-peer consume --socket P [--count N] [--hold K] [--sync]
  *       [--check-ts] [--src-props "on-disconnect=... connect-timeout=..."]
  *   shm-peer launch --socket P --pipeline DESC [--clients K] [--gop G]
- *       [--hold K]
+ *       [--hold K] [--memlock-limit BYTES]
  *
  * The producer prints one "EOSCLIENT ..." line per client as the EOS
  * reaches its sink, and "STATS ..." and one "CLIENT ..." line per client
@@ -32,6 +32,9 @@
  * --gop G marks every buffer at the tap whose index is not a multiple of G
  * as a delta unit (GST_BUFFER_FLAG_DELTA_UNIT); --hold K keeps the first K
  * buffers at the tap (never released while the pipeline runs).
+ * --memlock-limit BYTES sets RLIMIT_MEMLOCK before the pipeline is made,
+ * and, run as root (whom the limit does not bind), drops to uid/gid 65534
+ * first: mlock() of anything bigger is then refused.
  *
  * --pinned-chunks N: appsrc pushes buffers of N pinned memories, each taken
  * from a different slot of a GstPinnedBufferPool (appended in reverse
@@ -39,10 +42,13 @@
  * video caps; the pusher writes the pattern itself.
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <gst/gst.h>
 #include <gst/app/gstappsrc.h>
@@ -69,6 +75,7 @@ static gint opt_pinned_chunks = 0;
 static gchar *opt_out;
 static gchar *opt_pipeline;
 static gint opt_gop = 0;
+static gint64 opt_memlock_limit = -1;
 
 static GOptionEntry entries[] = {
   {"socket", 's', 0, G_OPTION_ARG_STRING, &opt_socket, "socket path", NULL},
@@ -100,6 +107,8 @@ static GOptionEntry entries[] = {
       NULL},
   {"gop", 0, 0, G_OPTION_ARG_INT, &opt_gop, "launch: a key frame every G",
       NULL},
+  {"memlock-limit", 0, 0, G_OPTION_ARG_INT64, &opt_memlock_limit,
+      "launch: RLIMIT_MEMLOCK (as uid 65534 when root)", NULL},
   {NULL}
 };
 
@@ -692,6 +701,16 @@ launch (void)
 
   if (opt_pipeline == NULL)
     g_error ("launch needs --pipeline");
+  if (opt_memlock_limit >= 0) {
+    struct rlimit rl = { (rlim_t) opt_memlock_limit,
+      (rlim_t) opt_memlock_limit
+    };
+
+    if (setrlimit (RLIMIT_MEMLOCK, &rl) != 0)
+      g_error ("setrlimit: %s", g_strerror (errno));
+    if (geteuid () == 0 && (setgid (65534) != 0 || setuid (65534) != 0))
+      g_error ("cannot drop to uid 65534: %s", g_strerror (errno));
+  }
   parts = g_strsplit (opt_pipeline, "@SOCKET@", -1);
   desc = g_strjoinv (opt_socket, parts);
   g_strfreev (parts);

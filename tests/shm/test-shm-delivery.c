@@ -14,11 +14,13 @@
  *  - a late joiner of a stream with key frames starts at one and then gets
  *    every frame;
  *  - a producer that crashes is an error on the consumer's bus, not EOS;
- *  - a consumer past max-clients is refused, and both sides say so.
+ *  - a consumer past max-clients is refused, and both sides say so;
+ *  - a pool that cannot be page-locked is a warning, frames still flow.
  * No timing is asserted: counts only, over generous windows.
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include <gst/check/gstcheck.h>
+#include <glib/gstdio.h>
 
 #include <signal.h>
 #include <stdio.h>
@@ -314,6 +316,11 @@ GST_START_TEST (test_slow_consumer)
         "consumer got %u of %d", got->len, N);
     /* a live source (newest-frame): its own PTS */
     check_frames (src, got, TRUE, "leaky consumer");
+    /* and it said so: QoS with the frames it never saw */
+    fail_unless (count_lines (slow, "QOS src=src", "format=buffers") >= 1,
+        "%s", said (slow));
+    fail_if (count_lines (slow, "QOS src=src", "dropped=0") > 0, "%s",
+        said (slow));
     fail_unless (strstr (slow->out->str, "delivery=(string)newest-frame"),
         "%s", said (slow));
     /* the producer said so, naming the consumer */
@@ -535,6 +542,45 @@ GST_START_TEST (test_max_clients)
 
 GST_END_TEST;
 
+/* A producer whose pool cannot be page-locked (RLIMIT_MEMLOCK 64 KiB, as
+ * uid 65534 when run as root): one GST_RESOURCE_ERROR_NO_SPACE_LEFT
+ * warning naming the limit, and the frames still all arrive. */
+GST_START_TEST (test_pool_not_locked)
+{
+  const gint N = 30;
+  ShmChild *p, *c;
+  GArray *src, *got;
+  gchar *code, *desc;
+
+  /* the producer, maybe uid 65534, makes its socket in our directory */
+  fail_unless (g_chmod (dir, 0777) == 0);
+  desc = g_strdup_printf ("videotestsrc num-buffers=%d pattern=ball ! " CAPS
+      " ! identity name=tap ! pinnedshmsink name=sink socket-path=@SOCKET@ "
+      "perms=0666", N);
+  p = spawn_launch (desc, "--clients", "1", "--memlock-limit", "65536", NULL);
+  g_free (desc);
+  fail_unless (shm_child_wait_line (p, "PAUSED"), "%s", said (p));
+  c = spawn_consumer (NULL, 0, NULL);
+  wait_ok (p, "producer");
+  wait_ok (c, "consumer");
+  src = frames_of (p);
+  got = frames_of (c);
+  fail_unless_equals_int (src->len, N);
+  check_all_from (src, got, 0, "consumer");
+  code = g_strdup_printf ("code=%d ", GST_RESOURCE_ERROR_NO_SPACE_LEFT);
+  fail_unless (count_lines (p, "WARNING src=sink", code) == 1, "%s", said (p));
+  fail_unless (count_lines (p, "WARNING src=sink", "Could not page-lock") ==
+      1, "%s", said (p));
+  /* the debug text, on the warning's next line */
+  fail_unless (count_lines (p, "mlock refused",
+          "RLIMIT_MEMLOCK is 65536 bytes") == 1, "%s", said (p));
+  g_free (code);
+  g_array_unref (got);
+  g_array_unref (src);
+}
+
+GST_END_TEST;
+
 static Suite *
 delivery_suite (void)
 {
@@ -553,6 +599,7 @@ delivery_suite (void)
   tcase_add_test (tc, test_late_joiner);
   tcase_add_test (tc, test_producer_crash);
   tcase_add_test (tc, test_max_clients);
+  tcase_add_test (tc, test_pool_not_locked);
   suite_add_tcase (s, tc);
   return s;
 }
