@@ -943,13 +943,14 @@ pf_producer_reclaim_stalled (pf_producer * p)
 
   if (p == NULL)
     return -EINVAL;
-  now = pf_monotonic_ns ();
   pthread_mutex_lock (&p->lock);
+  /* read under the lock: a release may have moved progress_ns just now */
+  now = pf_monotonic_ns ();
   if (p->reliable_timeout_ms >= 0) {
     limit = (uint64_t) p->reliable_timeout_ms * UINT64_C (1000000);
     for (c = p->clients; c != NULL; c = c->next) {
       if (c->state != CLIENT_ACTIVE || c->n_held == 0 ||
-          now - c->progress_ns < limit)
+          now < c->progress_ns || now - c->progress_ns < limit)
         continue;
       client_evict_stalled (p, c, now - c->progress_ns, &ev);
       n++;
