@@ -12,6 +12,15 @@
  * stream drains), as the real runtime stages pageable memory, and counted
  * as pageable. Registration follows the real rules (see pfemu_host_register
  * below). No CUDA header is used: the values are those of driver_types.h.
+ *
+ * This library is also the core of the driver-API stand-in (libcuda.so.1,
+ * pfemu-cuda.c, which links against it): the pfemu_core_* functions of
+ * pfemu-core.h are the operations behind both APIs' calls, so one process
+ * has one emulated device. Contexts follow the driver's model, which
+ * cudart shares: a per-thread stack whose top is current; cudart's primary
+ * context on a device is the handle cuDevicePrimaryCtxRetain returns.
+ * Locking: G guards every list, counter and the configuration; the
+ * context stack and the last-error slot are thread-local.
  */
 #include "pfemu.h"
 #include "pfemu-core.h"
@@ -2006,7 +2015,7 @@ pfemu_core_Memset2D (void *dst, size_t pitch, unsigned int value,
     drain_blocking_locked ();
     drain_locked (legacy_locked ());
   }
-  (void) async;
+  (void) async;                 /* both variants are done before returning */
   pthread_mutex_unlock (&G);
   for (size_t row = 0; row < height; row++) {
     char *p = view + row * pitch;
