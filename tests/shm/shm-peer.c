@@ -52,6 +52,7 @@
 
 #include <gst/gst.h>
 #include <gst/app/gstappsrc.h>
+#include <gst/base/gstbasesink.h>
 #include <gst/base/gstbasesrc.h>
 #include <gst/video/video.h>
 #include <gst/pinnedflow/gstpinnedbufferpool.h>
@@ -131,7 +132,9 @@ stamp_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
   k = counter++;
   GstClockTime base = gst_element_get_base_time (sink);
   /* unknown while prerolling (no base time yet) */
-  guint64 clock_pts = base ? GST_BUFFER_PTS (buf) + base : G_MAXUINT64;
+  /* when the sink renders it: + the latency (a live pipeline's) */
+  guint64 clock_pts = base ? GST_BUFFER_PTS (buf) + base +
+      gst_base_sink_get_latency (GST_BASE_SINK (sink)) : G_MAXUINT64;
 
   if (opt_switch_at >= 0 && k == (guint64) opt_switch_at && opt_caps2) {
     GstCaps *caps2 = gst_caps_from_string (opt_caps2);
