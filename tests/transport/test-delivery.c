@@ -130,6 +130,7 @@ struct child_args
   const char *path;
   int n;
   const pf_consumer_options *opts;
+  int slow_ms;                  /* sleep per frame */
 };
 
 /* An every-frame consumer in its own process: N of N frames, in order,
@@ -158,7 +159,9 @@ reliable_child (void *data)
             FRAME_SIZE, ev.frame.seq) || ev.frame.duration != 40000000 +
         ev.frame.seq)
       return 12;
-    if (n % 16 == 0)
+    if (a->slow_ms)
+      t_sleep_ms (a->slow_ms);
+    else if (n % 16 == 0)
       t_sleep_ms (5);
     pf_consumer_release (c, ev.frame.seq);
     pf_consumer_event_clear (&ev);
@@ -182,43 +185,52 @@ stuck_child (void *data)
   return 0;
 }
 
-/* Every frame, across processes: a reliable consumer that is slow now and
- * then gets N of N frames; the publisher that waits is held back, never
- * skips it; a stuck newest-frame consumer beside it stalls nobody and
- * loses frames, counted as "limit". */
+/* Every frame, across processes: three every-frame consumers, one of them
+ * slow (1 ms a frame), each get N of N frames byte-exact; the publisher
+ * that waits is held back, never skips them; a stuck newest-frame consumer
+ * beside them stalls nobody and loses frames, counted as "limit". */
 static void
 test_reliable_and_stuck (void)
 {
   int fds0 = t_count_fds ();
-  struct child_args ra = { t_path ("sock"), 300, &every };
-  struct child_args sa = { t_path ("sock"), 0, &newest };
-  pf_client_stats rs, ss;
+  struct child_args ra = { t_path ("sock"), 300, &every, 0 };
+  struct child_args slow = { t_path ("sock"), 300, &every, 1 };
+  struct child_args sa = { t_path ("sock"), 0, &newest, 0 };
+  pf_client_stats st[4], ss;
   t_producer tp;
   pf_segment *seg;
-  pid_t reliable, stuck;
+  pid_t reliable[3], stuck;
+  unsigned int k;
   int i;
 
   CHECK_INT (t_producer_start (&tp, t_path ("sock"), 2), ==, 0);
   CHECK_INT (pf_segment_new ("t", SEG_SIZE, 0, &seg), ==, 0);
-  reliable = t_spawn (reliable_child, &ra);
+  reliable[0] = t_spawn (reliable_child, &ra);
+  reliable[1] = t_spawn (reliable_child, &slow);
+  reliable[2] = t_spawn (reliable_child, &ra);
   stuck = t_spawn (stuck_child, &sa);
-  WAIT_FOR (tp.connected == 2);
-  CHECK_INT (tp.connected, ==, 2);
+  WAIT_FOR (tp.connected == 4);
+  CHECK_INT (tp.connected, ==, 4);
   for (i = 1; i <= ra.n; i++) {
     /* The stuck one keeps frames 1 and 2 (slots 1, 2) for ever; the
      * reliable one holds at most one frame when the wait returns, so a
      * ring of slots 3..6 never rewrites a frame someone holds. */
     CHECK_INT (pf_producer_wait_ready (tp.p, -1), ==, 0);
-    CHECK_INT (publish_slot (&tp, seg, i, i <= 2 ? i : 3 + i % 4, 0), >=, 1);
+    CHECK_INT (publish_slot (&tp, seg, i, i <= 2 ? i : 3 + i % 4, 0), >=, 3);
   }
-  rs = stats_of (&tp, PF_DELIVERY_EVERY_FRAME);
+  CHECK_INT (pf_producer_get_client_stats (tp.p, st, 4), ==, 4);
+  for (k = 0; k < 4; k++) {
+    if (st[k].requested != PF_DELIVERY_EVERY_FRAME)
+      continue;
+    CHECK_INT (st[k].frames_sent, ==, ra.n);
+    CHECK_INT (st[k].frames_dropped, ==, 0);
+    CHECK_INT (st[k].delivery, ==, PF_DELIVERY_EVERY_FRAME);
+    CHECK_INT (st[k].demoted, ==, 0);
+  }
   ss = stats_of (&tp, PF_DELIVERY_NEWEST_FRAME);
   CHECK_INT (pf_producer_send_eos (tp.p), ==, 0);
-  CHECK_INT (t_wait (reliable), ==, 0);
-  CHECK_INT (rs.frames_sent, ==, ra.n);
-  CHECK_INT (rs.frames_dropped, ==, 0);
-  CHECK_INT (rs.delivery, ==, PF_DELIVERY_EVERY_FRAME);
-  CHECK_INT (rs.demoted, ==, 0);
+  for (k = 0; k < 3; k++)
+    CHECK_INT (t_wait (reliable[k]), ==, 0);
   CHECK_INT (ss.frames_sent, ==, 2);
   CHECK_INT (ss.dropped_limit, ==, ra.n - 2);
   CHECK_INT (ss.frames_dropped, ==, ra.n - 2);
