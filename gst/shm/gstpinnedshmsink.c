@@ -854,7 +854,7 @@ gst_pinned_shm_sink_set_clock (GstElement * element, GstClock * clock)
 
 /* One buffer of the sink's own pool holding a copy of @buf, or NULL with
  * *@ret set (GST_FLOW_OK: the pool is empty and the stream live, drop the
- * frame; GST_FLOW_FLUSHING: unlocked while waiting for a buffer). A
+ * frame; GST_FLOW_FLUSHING: flushing while waiting for a buffer). A
  * non-live stream waits for a buffer: its every-frame consumers release
  * theirs (pf_producer_wait_ready() saw to that), and dropping would lose
  * the frame for them. */
@@ -901,6 +901,14 @@ copy_to_pool (GstPinnedShmSink * self, GstBuffer * buf, GstFlowReturn * ret)
   if (self->live)
     params.flags = GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT;
   fret = gst_buffer_pool_acquire_buffer (self->copy_pool, &copy, &params);
+  while (fret == GST_FLOW_FLUSHING) {
+    /* unlocked while waiting (a flush, or PLAYING to PAUSED, whose
+     * unlock_stop runs once we wait for preroll): as for a client */
+    fret = gst_base_sink_wait_preroll (GST_BASE_SINK (self));
+    if (fret != GST_FLOW_OK)
+      break;
+    fret = gst_buffer_pool_acquire_buffer (self->copy_pool, &copy, &params);
+  }
   if (fret == GST_FLOW_EOS && self->live) {
     /* every buffer is held by some client: never wait for them */
     GST_LOG_OBJECT (self, "copy pool empty, dropping frame");

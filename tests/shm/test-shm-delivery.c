@@ -254,9 +254,12 @@ GST_START_TEST (test_nonlive_every_frame)
   GArray *src, *got;
   guint i;
 
-  p = spawn_producer (N, FALSE, n_clients, NULL, NULL, NULL);
+  /* sync=false: the producer as fast as it can, a file being decoded */
+  p = spawn_producer (N, FALSE, n_clients, "sync=false", NULL, NULL);
+  /* consumers a little slower than the producer (5 ms a frame), as real
+   * ones are: a producer that did not wait for them would skip frames */
   for (i = 0; i < n_clients; i++)
-    c[i] = spawn_consumer (NULL, 0, NULL);
+    c[i] = spawn_consumer (NULL, 5000, NULL);
   wait_ok (p, "producer");
   src = frames_of (p);
   fail_unless_equals_int (src->len, N);
