@@ -2,8 +2,9 @@
  * its consumers as separate gst pipelines (shm-peer launch), compared frame
  * by frame against the list the producer's side printed (index, PTS,
  * duration, SHA-1 of the bytes):
- *  - a non-live producer delivers every frame, byte-identical and with the
- *    source's PTS, to 1 and to 3 consumers; both sides exit 0 at EOS;
+ *  - a non-live producer (videotestsrc, a decoded Matroska file) delivers
+ *    every frame, byte-identical and with the source's PTS, to 1 and to 3
+ *    consumers; both sides exit 0 at EOS;
  *  - one slowed consumer: every-frame still gets N of N, newest-frame gets
  *    fewer (each one intact), the others N of N;
  *  - a live producer with stuck consumers (1 and 2, default pool): the
@@ -279,6 +280,67 @@ GST_START_TEST (test_nonlive_every_frame)
   fail_unless_equals_int (count_lines (p, "ELEMENT", "pinnedshmsink-drops"), 0);
   fail_unless_equals_int (shm_child_get (p, "STATS", "drops"), 0);
   g_array_unref (src);
+}
+
+GST_END_TEST;
+
+/* The same from a decoded file (Matroska of JPEG frames, made here):
+ * filesrc ! matroskademux ! jpegdec ! videoconvert ! pinnedshmsink. */
+static void
+make_clip (const gchar * path, gint n)
+{
+  gchar *desc = g_strdup_printf ("videotestsrc num-buffers=%d pattern=ball ! "
+      "video/x-raw,width=160,height=120,framerate=30/1 ! jpegenc ! "
+      "matroskamux ! filesink location=%s", n, path);
+  GstElement *pipeline = gst_parse_launch (desc, NULL);
+  GstMessage *msg;
+
+  fail_unless (pipeline != NULL, "%s", desc);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  msg = gst_bus_timed_pop_filtered (GST_ELEMENT_BUS (pipeline),
+      30 * GST_SECOND, GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS);
+  gst_message_unref (msg);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (pipeline);
+  g_free (desc);
+}
+
+GST_START_TEST (test_decoded_file)
+{
+  const guint n_clients = nonlive_clients[__i__];
+  const gint N = 45;
+  gchar *clip = g_build_filename (dir, "clip.mkv", NULL);
+  gchar *desc, *k;
+  ShmChild *p, *c[3];
+  GArray *src, *got;
+  guint i;
+
+  make_clip (clip, N);
+  desc = g_strdup_printf ("filesrc location=%s ! matroskademux ! jpegdec ! "
+      "videoconvert ! video/x-raw,format=RGBA ! identity name=tap ! "
+      "pinnedshmsink name=sink socket-path=@SOCKET@ sync=false", clip);
+  k = g_strdup_printf ("%u", n_clients);
+  p = spawn_launch (desc, "--clients", k, NULL);
+  fail_unless (shm_child_wait_line (p, "PAUSED"), "%s", said (p));
+  for (i = 0; i < n_clients; i++)
+    c[i] = spawn_consumer (NULL, 5000, NULL);
+  wait_ok (p, "producer");
+  src = frames_of (p);
+  fail_unless_equals_int (src->len, N);
+  for (i = 0; i < n_clients; i++) {
+    wait_ok (c[i], "consumer");
+    got = frames_of (c[i]);
+    check_all_from (src, got, 0, "consumer");
+    fail_unless (strstr (c[i]->out->str, "live=(boolean)false") != NULL,
+        "%s", said (c[i]));
+    g_array_unref (got);
+  }
+  g_array_unref (src);
+  g_free (k);
+  g_free (desc);
+  g_free (clip);
 }
 
 GST_END_TEST;
@@ -593,6 +655,8 @@ delivery_suite (void)
   tcase_set_timeout (tc, 120);
   tcase_add_checked_fixture (tc, setup, teardown);
   tcase_add_loop_test (tc, test_nonlive_every_frame, 0,
+      G_N_ELEMENTS (nonlive_clients));
+  tcase_add_loop_test (tc, test_decoded_file, 0,
       G_N_ELEMENTS (nonlive_clients));
   tcase_add_loop_test (tc, test_slow_consumer, 0, G_N_ELEMENTS (slow_props));
   tcase_add_loop_test (tc, test_live_stuck_consumers, 0,
