@@ -556,12 +556,22 @@ skip_stale (pf_consumer * c, pf_event * ev)
         type != PF_MSG_SEGMENT_REMOVE)
       return;
     len = recv_packet (c, 0, -1, fds, &n_fds, &why);
-    if (len <= 0)
+    /* end of file (it stays), nothing after all, or a reset reported once
+     * before what is still queued: the next receive sees to them */
+    if (len == 0 || len == -ETIMEDOUT || len == -EAGAIN || len == -ECONNRESET
+        || len == -EPIPE)
       return;
+    if (len < 0) {              /* the packet is gone: fail now */
+      consumer_fail (c, len == -EPROTO ? -EPROTO : (int) len,
+          "receive failed: %s", why ? why : strerror ((int) -len));
+      return;
+    }
     memset (&next, 0, sizeof (next));
     res = handle_packet (c, (size_t) len, fds, n_fds, &next);
-    if (res <= 0)
-      return;
+    if (res < 0)
+      return;                   /* failed: reported by the next receive */
+    if (res == 0)
+      continue;                 /* a segment message, handled */
     pf_consumer_release (c, ev->frame.seq);
     pf_consumer_event_clear (ev);
     *ev = next;

@@ -508,6 +508,81 @@ test_newest_stale (void)
   CHECK_INT (t_count_fds (), ==, fds0);
 }
 
+/* The same against a raw producer: a SEGMENT_ADD between queued frames is
+ * handled on the way (the newer frame in the new segment wins); a packet
+ * that cannot be received whole behind a frame fails the connection once
+ * that frame is returned, it is not lost. */
+static void
+test_newest_stale_raw (void)
+{
+  int fds0 = t_count_fds ();
+  uint8_t b[PF_MAX_MSG_SIZE + 1024];
+  pf_stream_info si = {.delivery = PF_DELIVERY_NEWEST_FRAME };
+  struct pf_msg_frame f;
+  pf_consumer_stats cs;
+  pf_segment *s1, *s2;
+  pf_consumer *c;
+  pf_event ev = { 0 };
+  int sv[2], fd;
+  size_t n;
+
+  CHECK_INT (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), ==, 0);
+  CHECK_INT (pf_segment_new ("t", FRAME_SIZE, 0, &s1), ==, 0);
+  CHECK_INT (pf_segment_new ("t", FRAME_SIZE, 0, &s2), ==, 0);
+  CHECK_INT (pf_test_send_fds (sv[1], b, pf_msg_write_hello (b,
+              PF_ROLE_PRODUCER, 8, 1), NULL, 0), ==, 0);
+  CHECK_INT (pf_consumer_new_from_fd_with (sv[0], 5000, &newest, &c), ==, 0);
+  CHECK_INT (pf_test_send_fds (sv[1], b, pf_msg_write_stream (b, &si), NULL,
+          0), ==, 0);
+  fd = pf_segment_get_fd (s1);
+  CHECK_INT (pf_test_send_fds (sv[1], b, pf_msg_write_segment_add (b, 1,
+              FRAME_SIZE), &fd, 1), ==, 0);
+  memset (&f, 0, sizeof (f));
+  f.n_chunks = 1;
+  f.chunks[0].segment_id = 1;
+  f.chunks[0].size = FRAME_SIZE;
+  f.pts = f.dts = f.duration = f.clock_pts = PF_TIME_NONE;
+  f.offset = f.offset_end = UINT64_MAX;
+  f.seq = 1;
+  CHECK_INT (pf_test_send_fds (sv[1], b, pf_msg_write_frame (b, &f), NULL,
+          0), ==, 0);
+  fd = pf_segment_get_fd (s2);
+  CHECK_INT (pf_test_send_fds (sv[1], b, pf_msg_write_segment_add (b, 2,
+              FRAME_SIZE), &fd, 1), ==, 0);
+  f.seq = 2;
+  f.chunks[0].segment_id = 2;
+  CHECK_INT (pf_test_send_fds (sv[1], b, pf_msg_write_frame (b, &f), NULL,
+          0), ==, 0);
+  /* a FRAME header on a packet longer than any message */
+  n = pf_msg_write_frame (b, &f);
+  memset (b + n, 0, sizeof (b) - n);
+  CHECK_INT (pf_test_send_fds (sv[1], b, sizeof (b), NULL, 0), ==, 0);
+
+  expect_stream (c, 0, PF_DELIVERY_NEWEST_FRAME);
+  next_event (c, &ev, 1);
+  CHECK_INT (ev.type, ==, PF_EVENT_FRAME);
+  CHECK_INT (ev.frame.seq, ==, 2);
+  CHECK (ev.segments[0] != NULL
+      && pf_segment_get_size (ev.segments[0]) == FRAME_SIZE);
+  pf_consumer_get_stats (c, &cs);
+  CHECK_INT (cs.frames_stale_dropped, ==, 1);
+  pf_consumer_event_clear (&ev);
+  /* the oversized packet: an error now, with its reason */
+  CHECK_INT (pf_consumer_receive (c, 1000, &ev), ==, -EPROTO);
+  CHECK (pf_consumer_get_error (c)[0] != '\0');
+  /* the stale frame was released: its RELEASE is the first thing sent
+   * after our HELLO */
+  CHECK_INT (recv (sv[1], b, sizeof (b), 0), ==, 40);
+  CHECK_INT (recv (sv[1], b, sizeof (b), 0), ==, 24);
+  CHECK_INT (b[0], ==, PF_MSG_RELEASE);
+  CHECK_INT (b[16], ==, 1);
+  pf_consumer_unref (c);
+  close (sv[1]);
+  pf_segment_unref (s1);
+  pf_segment_unref (s2);
+  CHECK_INT (t_count_fds (), ==, fds0);
+}
+
 /* ---- stream info ------------------------------------------------------------ */
 
 /* A non-live producer's segment reaches the consumer exactly, before any
@@ -842,6 +917,7 @@ static const t_case cases[] = {
   {"wait-ready", test_wait_ready},
   {"reliable-timeout", test_reliable_timeout},
   {"newest-stale", test_newest_stale},
+  {"newest-stale-raw", test_newest_stale_raw},
   {"segment-pts", test_segment_pts},
   {"late-joiner", test_late_joiner},
   {"crash-vs-eos", test_crash_vs_eos},
