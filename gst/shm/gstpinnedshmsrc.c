@@ -1243,7 +1243,8 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
    * removed ones that buffers downstream still use. A segment that would
    * go past it is refused before it is mapped (its fd is closed) and an
    * error is posted naming the bytes and the budget. The default fits a
-   * 4K RGBA pool of 16 frames and refuses a 1 GiB segment; G_MAXUINT64
+   * 4K RGBA pool of 18 frames (a pinnedshmsink's default) and refuses a
+   * 1 GiB segment; G_MAXUINT64
    * means no limit.
    */
   properties[PROP_MAX_MAPPED_BYTES] = g_param_spec_uint64 ("max-mapped-bytes",
