@@ -16,7 +16,9 @@
  *    every frame;
  *  - a producer that crashes is an error on the consumer's bus, not EOS;
  *  - a consumer past max-clients is refused, and both sides say so;
- *  - a pool that cannot be page-locked is a warning, frames still flow.
+ *  - a pool that cannot be page-locked is a warning, frames still flow;
+ *  - a render waiting for a stuck every-frame consumer without a bound is
+ *    ended by a flushing seek and by going to NULL.
  * No timing is asserted: counts only, over generous windows.
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -646,6 +648,63 @@ GST_START_TEST (test_pool_not_locked)
 
 GST_END_TEST;
 
+static guint64
+sink_frames (GstElement * sink)
+{
+  GstStructure *st;
+  guint64 frames = 0;
+
+  g_object_get (sink, "stats", &st, NULL);
+  gst_structure_get_uint64 (st, "frames", &frames);
+  gst_structure_free (st);
+  return frames;
+}
+
+/* The sink, in this process, waiting in render for a stuck every-frame
+ * consumer with no bound (reliable-timeout=-1): a flushing seek and then
+ * the state change to NULL both end the wait (they would hang if they did
+ * not). Under the valgrind setup this is the sink's code under valgrind. */
+GST_START_TEST (test_reliable_wait_interrupted)
+{
+  GstElement *pipeline, *sink;
+  ShmChild *stuck;
+  gchar *desc;
+  guint64 before;
+  gint i;
+
+  desc = g_strdup_printf ("videotestsrc pattern=ball ! " CAPS " ! "
+      "pinnedshmsink name=sink socket-path=%s sync=false "
+      "wait-for-connection=true reliable-timeout=-1", sock);
+  pipeline = gst_parse_launch (desc, NULL);
+  g_free (desc);
+  fail_unless (pipeline != NULL);
+  sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  stuck = spawn_consumer ("delivery=every-frame", 0, "100000");
+  /* it got its 4 frames (max-client-buffers) and keeps them */
+  fail_unless (shm_child_wait_line (stuck, "FRAME 3 "), "%s", said (stuck));
+  /* render is held back: the count stops (it would run on at thousands of
+   * frames a second otherwise) */
+  for (i = 0; i < 100; i++) {
+    before = sink_frames (sink);
+    g_usleep (100 * 1000);
+    if (sink_frames (sink) == before)
+      break;
+  }
+  fail_unless_equals_uint64 (sink_frames (sink), before);
+  fail_unless (before <= 8, "%" G_GUINT64_FORMAT " frames rendered", before);
+
+  fail_unless (gst_element_seek_simple (pipeline, GST_FORMAT_TIME,
+          GST_SEEK_FLAG_FLUSH, 0));
+  fail_unless_equals_int (gst_element_set_state (pipeline, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (sink);
+  gst_object_unref (pipeline);
+}
+
+GST_END_TEST;
+
 static Suite *
 delivery_suite (void)
 {
@@ -667,6 +726,7 @@ delivery_suite (void)
   tcase_add_test (tc, test_producer_crash);
   tcase_add_test (tc, test_max_clients);
   tcase_add_test (tc, test_pool_not_locked);
+  tcase_add_test (tc, test_reliable_wait_interrupted);
   suite_add_tcase (s, tc);
   return s;
 }
