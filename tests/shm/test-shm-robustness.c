@@ -856,6 +856,88 @@ peer_closed (int peer)
   return recv (peer, buf, sizeof (buf), MSG_DONTWAIT) == 0;
 }
 
+/* A fake producer's sending thread: frames of one 4096-byte segment, one
+ * a millisecond, sequence numbers increasing, until told to stop; it never
+ * reads what the consumer sends (its RELEASEs). */
+typedef struct
+{
+  int peer;
+  gint stop;
+} DeafProducer;
+
+static gpointer
+deaf_producer (gpointer data)
+{
+  DeafProducer *dp = data;
+  guint8 buf[PF_MAX_MSG_SIZE];
+  struct pf_msg_frame f;
+  guint64 seq = 1;
+  size_t len;
+
+  while (!g_atomic_int_get (&dp->stop)) {
+    memset (&f, 0, sizeof (f));
+    f.seq = seq;
+    f.caps_seq = 1;
+    f.n_chunks = 1;
+    f.chunks[0].segment_id = 1;
+    f.chunks[0].size = 256;
+    f.pts = f.dts = f.duration = f.clock_pts = PF_TIME_NONE;
+    f.offset = f.offset_end = G_MAXUINT64;
+    f.send_time = pf_monotonic_ns ();
+    len = pf_msg_write_frame (buf, &f);
+    if (send (dp->peer, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT) == (gssize) len)
+      seq++;
+    else if (errno != EAGAIN)
+      break;
+    g_usleep (1000);
+  }
+  return NULL;
+}
+
+/* A producer that stops reading the consumer's RELEASEs (it only sends):
+ * once a release could not be sent for 5 s the source posts
+ * GST_RESOURCE_ERROR_WRITE "The producer stopped reading this consumer's
+ * releases", not EOS (issue 10; it used to end with EOS). */
+GST_START_TEST (test_producer_stops_reading)
+{
+  guint8 buf[PF_MAX_MSG_SIZE];
+  DeafProducer dp = { -1, 0 };
+  ShmConsumer *c;
+  const ShmResult *r;
+  GThread *t;
+  size_t len;
+  int lfd, mfd;
+
+  lfd = silent_listener ();
+  /* an explicit delivery: no connection going to PAUSED */
+  c = shm_consumer_new (sock, "connect-timeout=-1 delivery=every-frame",
+      FALSE, FALSE);
+  fail_unless (shm_consumer_start (c));
+  dp.peer = accept_hello (lfd);
+  len = pf_msg_write_hello (buf, PF_ROLE_PRODUCER, 4, 1);
+  send_with_fds (dp.peer, buf, len, NULL, 0);
+  mfd = sealed_memfd (4096, TRUE);
+  send_segment (dp.peer, 1, 4096, mfd);
+  close (mfd);
+  send_caps (dp.peer, "application/octet-stream");
+  t = g_thread_new ("deaf", deaf_producer, &dp);
+
+  shm_consumer_run (c, 0, 30000, 0);
+  g_atomic_int_set (&dp.stop, 1);
+  g_thread_join (t);
+  r = shm_consumer_result (c);
+  /* an error (GstBaseSrc also sends EOS downstream after one: appsink's
+   * EOS says nothing here) */
+  fail_unless (r->error, "no error (eos %d, frames %u)", r->eos, r->frames);
+  fail_unless (strstr (r->error_text, "stopped reading") != NULL, "%s",
+      r->error_text);
+  shm_consumer_free (c);
+  close (dp.peer);
+  close (lfd);
+}
+
+GST_END_TEST;
+
 typedef struct
 {
   const gchar *path;
@@ -1035,6 +1117,7 @@ shm_robustness_suite (void)
   tcase_set_timeout (tc, 120);
   tcase_add_test (tc, test_kill_producer_eos);
   tcase_add_test (tc, test_kill_producer_error);
+  tcase_add_test (tc, test_producer_stops_reading);
   tcase_add_test (tc, test_kill_producer_reconnect);
   tcase_add_test (tc, test_kill_consumer_reclaim);
   tcase_add_test (tc, test_stale_socket);
