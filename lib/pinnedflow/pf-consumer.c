@@ -117,8 +117,8 @@ remaining (int timeout_ms, const struct timespec *start)
 {
   int left;
 
-  if (timeout_ms < 0)
-    return -1;
+  if (timeout_ms <= 0)
+    return timeout_ms < 0 ? -1 : 0;
   left = timeout_ms - now_ms_since (start);
   return left > 0 ? left : 0;
 }
@@ -595,7 +595,7 @@ int
 pf_consumer_receive (pf_consumer * c, int timeout_ms, pf_event * ev)
 {
   int fds[PF_SOCKET_MAX_RECV_FDS];
-  struct timespec start;
+  struct timespec start = { 0, 0 };
   unsigned int n_fds;
   const char *why;
   ssize_t len;
@@ -604,7 +604,9 @@ pf_consumer_receive (pf_consumer * c, int timeout_ms, pf_event * ev)
   if (c == NULL || ev == NULL)
     return -EINVAL;
   memset (ev, 0, sizeof (*ev));
-  clock_gettime (CLOCK_MONOTONIC, &start);
+  /* 0 (what is queued) and -1 (forever) need no clock */
+  if (timeout_ms > 0)
+    clock_gettime (CLOCK_MONOTONIC, &start);
 
   for (;;) {
     pthread_mutex_lock (&c->lock);

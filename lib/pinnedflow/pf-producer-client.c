@@ -613,7 +613,7 @@ client_evict_stalled (pf_producer * p, struct client *c, uint64_t stalled_ns,
 int
 client_offer_frame (pf_producer * p, struct client *c, const uint8_t * buf,
     size_t len, struct pseg *const *ps, unsigned int n_chunks,
-    struct pframe *f, uint64_t bytes, uint32_t buffer_flags,
+    struct pframe *f, uint64_t bytes, uint32_t buffer_flags, uint64_t now,
     struct event_list *ev)
 {
   int reliable = c->info.delivery == PF_DELIVERY_EVERY_FRAME;
@@ -669,7 +669,7 @@ client_offer_frame (pf_producer * p, struct client *c, const uint8_t * buf,
     }
   }
   if (c->n_held == 0)
-    c->progress_ns = pf_monotonic_ns ();
+    c->progress_ns = now;
   c->held[c->n_held].seq = f->seq;
   c->held[c->n_held].frame = f;
   c->n_held++;

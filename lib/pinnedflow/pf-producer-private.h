@@ -23,6 +23,8 @@
 /* Control messages (never dropped) waiting for a full socket to drain. A
  * consumer that lets this many pile up is disconnected. */
 #define MAX_CTL_QUEUE 256
+/* pframes made with the producer (2 x max_client_frames, at most this) */
+#define SPARE_FRAMES_MAX 512
 #define LISTEN_BACKLOG 16
 /* Connections beyond this are accepted and closed at once. */
 #define MAX_CLIENTS 256
@@ -47,7 +49,9 @@ enum client_state
 
 /* A published frame that at least one client holds. Once released it
  * carries its own release callback (event_list.released) and is then kept
- * on p->spare for the next publish: no allocation per frame. */
+ * on p->spare for the next publish: no allocation per frame (and
+ * pf_producer_new() makes 2 x max_client_frames of them up front, so that
+ * a new high of frames out allocates none either). */
 struct pframe
 {
   uint64_t seq;
@@ -191,7 +195,7 @@ void client_read (pf_producer * p, struct client *c, struct event_list *ev);
 int client_offer_frame (pf_producer * p, struct client *c,
     const uint8_t * buf, size_t len, struct pseg *const *ps,
     unsigned int n_chunks, struct pframe *f, uint64_t bytes,
-    uint32_t buffer_flags, struct event_list *ev);
+    uint32_t buffer_flags, uint64_t now, struct event_list *ev);
 /* Recomputes the delivery in force; sends a STREAM when it changed or
  * @force. */
 void client_update_stream (pf_producer * p, struct client *c, int force);

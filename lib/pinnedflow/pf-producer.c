@@ -228,11 +228,14 @@ ms_until (uint64_t now, uint64_t deadline, int timeout)
 static int
 io_timeout (pf_producer * p)
 {
-  uint64_t now = pf_monotonic_ns ();
+  uint64_t now = 0;
   struct client *c;
   int timeout = -1;
 
+  /* the clock is read only when something has a deadline (not for the
+   * wake-ups of a stream's releases) */
   if (p->listen_paused) {
+    now = pf_monotonic_ns ();
     if (now >= p->listen_resume_ns)
       listen_pause (p, 0);
     else
@@ -241,6 +244,8 @@ io_timeout (pf_producer * p)
   for (c = p->clients; c != NULL; c = c->next) {
     if (c->state != CLIENT_HANDSHAKE)
       continue;
+    if (now == 0)
+      now = pf_monotonic_ns ();
     if (now >= c->hello_deadline)
       client_fail (p, c, -ETIMEDOUT, "no HELLO within %u s",
           (unsigned int) (HANDSHAKE_TIMEOUT_NS / UINT64_C (1000000000)));
@@ -406,6 +411,7 @@ pf_producer_new (const pf_producer_config * config, pf_producer ** out)
   struct epoll_event e = {.events = EPOLLIN };
   pthread_condattr_t ca;
   pf_producer *p;
+  uint64_t i, n_spare;
   int res;
 
   if (out == NULL)
@@ -463,6 +469,23 @@ pf_producer_new (const pf_producer_config * config, pf_producer ** out)
   if (epoll_ctl (p->epoll_fd, EPOLL_CTL_ADD, p->listen_fd, &e) < 0) {
     res = -errno;
     goto error_unlink;
+  }
+  /* Frames on loan: one client holds at most max_client_frames; twice that
+   * covers those released but not yet given back by the I/O thread. Made
+   * now, so that publishing allocates none (issue 13), not even when the
+   * number of frames out reaches a new high. */
+  n_spare = 2 * (uint64_t) config->max_client_frames;
+  if (n_spare > SPARE_FRAMES_MAX)
+    n_spare = SPARE_FRAMES_MAX;
+  for (i = 0; i < n_spare; i++) {
+    struct pframe *f = calloc (1, sizeof (*f));
+
+    if (f == NULL) {
+      res = -ENOMEM;
+      goto error_unlink;
+    }
+    f->next = p->spare;
+    p->spare = f;
   }
   p->closed = 0;
   if ((res = -pthread_create (&p->thread, NULL, io_thread, p)) < 0) {
@@ -630,7 +653,7 @@ pf_producer_publish (pf_producer * p, const pf_producer_frame * frame,
   struct pf_msg_frame f;
   struct pframe *pf = NULL;
   struct client *c;
-  uint64_t bytes = 0;
+  uint64_t bytes = 0, now;
   unsigned int i;
   size_t len;
   int res, count = 0;
@@ -660,8 +683,8 @@ pf_producer_publish (pf_producer * p, const pf_producer_frame * frame,
     goto out;
   }
   memset (pf, 0, sizeof (*pf));
-  pf_msg_frame_from_published (&f, frame, p->seq + 1, p->caps_seq,
-      pf_monotonic_ns ());
+  now = pf_monotonic_ns ();
+  pf_msg_frame_from_published (&f, frame, p->seq + 1, p->caps_seq, now);
   len = pf_msg_write_frame (buf, &f);
   /* Never send what a receiver must reject. */
   if (pf_msg_parse (buf, len, 0, &check) < 0) {
@@ -674,7 +697,7 @@ pf_producer_publish (pf_producer * p, const pf_producer_frame * frame,
   for (c = p->clients; c != NULL; c = c->next)
     if (c->state == CLIENT_ACTIVE)
       count += client_offer_frame (p, c, buf, len, ps, f.n_chunks, pf, bytes,
-          f.buffer_flags, &ev);
+          f.buffer_flags, now, &ev);
   if (count > 0) {
     pf->next = p->frames;
     if (p->frames)
@@ -854,11 +877,14 @@ pf_producer_set_flushing (pf_producer * p, int flushing)
 
 /* With p->lock: 1 when every every-frame client can take a frame. Applies
  * the reliable timeout to those that cannot; *next_ns: the earliest such
- * deadline (UINT64_MAX: none). */
+ * deadline (UINT64_MAX: none). *@now: the time, read here when a client
+ * is blocked and it is still 0 (a publisher that need not wait reads no
+ * clock). */
 static int
-reliable_ready (pf_producer * p, uint64_t now, uint64_t * next_ns,
+reliable_ready (pf_producer * p, uint64_t * now_ns, uint64_t * next_ns,
     struct event_list *ev)
 {
+  uint64_t now = *now_ns;
   uint64_t limit = p->reliable_timeout_ms < 0 ? UINT64_MAX :
       (uint64_t) p->reliable_timeout_ms * UINT64_C (1000000);
   struct client *c;
@@ -870,6 +896,8 @@ reliable_ready (pf_producer * p, uint64_t now, uint64_t * next_ns,
         c->info.delivery != PF_DELIVERY_EVERY_FRAME ||
         c->n_held < p->max_client_frames)
       continue;
+    if (now == 0)
+      *now_ns = now = pf_monotonic_ns ();
     if (c->blocked_since == 0)
       c->blocked_since = now;
     if (limit != UINT64_MAX && now - c->blocked_since >= limit) {
@@ -893,9 +921,8 @@ pf_producer_wait_ready (pf_producer * p, int timeout_ms)
 
   if (p == NULL)
     return -EINVAL;
-  now = pf_monotonic_ns ();
   deadline = timeout_ms < 0 ? UINT64_MAX :
-      now + (uint64_t) timeout_ms *UINT64_C (1000000);
+      pf_monotonic_ns () + (uint64_t) timeout_ms *UINT64_C (1000000);
   pthread_mutex_lock (&p->lock);
   p->n_waiters++;
   for (;;) {
@@ -907,12 +934,12 @@ pf_producer_wait_ready (pf_producer * p, int timeout_ms)
       res = -ECANCELED;
       break;
     }
-    now = pf_monotonic_ns ();
-    if (reliable_ready (p, now, &next, &ev)) {
+    now = 0;
+    if (reliable_ready (p, &now, &next, &ev)) {
       res = 0;
       break;
     }
-    if (now >= deadline) {
+    if (deadline != UINT64_MAX && (now ? now : pf_monotonic_ns ()) >= deadline) {
       res = -ETIMEDOUT;
       break;
     }

@@ -2,21 +2,29 @@
  *
  *   test-shm-alloc producer|consumer
  *
- * Two processes (the producer forked: appsrc ! pinnedshmsink, the frames in
- * the sink's pool; the consumer: pinnedshmsrc ! fakesink) stream FRAMES
- * frames. Every malloc (), calloc () and realloc () of each process is
- * counted (this executable defines them over glibc's __libc_* functions, so
- * GLib's and GStreamer's calls come here too; G_SLICE=always-malloc puts
- * g_slice under malloc: set here before GLib starts, re-executing if
- * needed). Each side counts over the same window of steady-state frames
- * (WINDOW frames after WARM ones): the producer between two pushes, the
- * consumer between two buffers reaching fakesink. The side named on the
- * command line must have made fewer than ALLOWED allocations in its window
- * (none per frame): exit 0, else 1 (2: the stream failed); the counts are
- * printed either way.
+ * Two processes (the producer forked: appsrc ! pinnedshmsink; the consumer:
+ * pinnedshmsrc ! fakesink) stream 2 x FRAMES frames: the first FRAMES in
+ * the sink's pool (zero copy), the next FRAMES in system memory, which the
+ * sink copies into its own pinned pool (the copy path). Every malloc (),
+ * calloc () and realloc () of each process is counted (this executable
+ * defines them over glibc's __libc_* functions, so GLib's and GStreamer's
+ * calls come here too; G_SLICE=always-malloc puts g_slice under malloc:
+ * set here before GLib starts, re-executing if needed), and apart those
+ * made on the element's streaming thread: pinnedshmsink's render (the
+ * thread that brings buffers to its sink pad), pinnedshmsrc's create (the
+ * thread that pushes from its source pad). Each side counts over windows
+ * of steady-state frames (WINDOW frames after WARM ones of each half): the
+ * producer, for the process between two pushes and for the sink's
+ * streaming thread between two buffers reaching the sink; the consumer,
+ * between two buffers leaving the source. The side named on the command
+ * line passes (exit 0, else 1; 2: the stream failed) when, in every one of
+ * its windows, its process made fewer than ALLOWED allocations (none per
+ * frame) and its element's streaming thread made none at all; the counts
+ * are printed either way.
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include <errno.h>
+#include <execinfo.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,25 +52,52 @@ extern void *__libc_calloc (size_t n, size_t size);
 extern void *__libc_realloc (void *p, size_t size);
 
 static unsigned long allocations;
+/* those of the element's streaming thread (marked by its pad probe) */
+static unsigned long stream_allocations;
+static __thread int stream_thread;
+/* PF_ALLOC_BACKTRACE set: the stack of every streaming-thread allocation
+ * in a window goes to stderr (to find what allocates) */
+static int trace_stream, in_window;
+static __thread int in_trace;
+
+static void
+counted (void)
+{
+  __atomic_fetch_add (&allocations, 1, __ATOMIC_RELAXED);
+  if (stream_thread) {
+    __atomic_fetch_add (&stream_allocations, 1, __ATOMIC_RELAXED);
+    if (trace_stream && __atomic_load_n (&in_window, __ATOMIC_RELAXED)
+        && !in_trace) {
+      void *frames[32];
+      int n;
+
+      in_trace = 1;
+      n = backtrace (frames, 32);
+      fprintf (stderr, "allocation on the streaming thread:\n");
+      backtrace_symbols_fd (frames, n, 2);
+      in_trace = 0;
+    }
+  }
+}
 
 void *
 malloc (size_t size)
 {
-  __atomic_fetch_add (&allocations, 1, __ATOMIC_RELAXED);
+  counted ();
   return __libc_malloc (size);
 }
 
 void *
 calloc (size_t n, size_t size)
 {
-  __atomic_fetch_add (&allocations, 1, __ATOMIC_RELAXED);
+  counted ();
   return __libc_calloc (n, size);
 }
 
 void *
 realloc (void *p, size_t size)
 {
-  __atomic_fetch_add (&allocations, 1, __ATOMIC_RELAXED);
+  counted ();
   return __libc_realloc (p, size);
 }
 
@@ -70,6 +105,69 @@ static unsigned long
 count (void)
 {
   return __atomic_load_n (&allocations, __ATOMIC_RELAXED);
+}
+
+static unsigned long
+count_stream (void)
+{
+  return __atomic_load_n (&stream_allocations, __ATOMIC_RELAXED);
+}
+
+/* What each side reports: per half (0 zero copy, 1 copy path), the
+ * allocations of the process and of the element's streaming thread over
+ * the window. */
+typedef struct
+{
+  unsigned long process[2];
+  unsigned long stream[2];
+} Report;
+
+/* Counts on the streaming thread at WARM and WARM + WINDOW buffers of
+ * each half (a pad probe of the element: called on that thread, with
+ * frame @k of the stream, before the element's own work on the frame at
+ * the sink, after it at the source). */
+typedef struct
+{
+  unsigned frames;
+  unsigned long s0[2], s1[2], c0[2], c1[2];
+} Window;
+
+static GstPadProbeReturn
+on_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  Window *w = data;
+  unsigned half = w->frames / FRAMES, k = w->frames % FRAMES;
+
+  stream_thread = 1;
+  if (half < 2 && k == WARM) {
+    __atomic_store_n (&in_window, 1, __ATOMIC_RELAXED);
+    w->s0[half] = count_stream ();
+    w->c0[half] = count ();
+  }
+  if (half < 2 && k == WARM + WINDOW) {
+    __atomic_store_n (&in_window, 0, __ATOMIC_RELAXED);
+    w->s1[half] = count_stream ();
+    w->c1[half] = count ();
+  }
+  w->frames++;
+  return GST_PAD_PROBE_OK;
+}
+
+/* Whether @r passes; prints it for @side. */
+static int
+check (const char *side, const Report * r)
+{
+  static const char *halves[] = { "zero copy", "copy path" };
+  int h, ok = 1;
+
+  for (h = 0; h < 2; h++) {
+    printf ("%s, %s: %lu allocations over %d steady-state frames (%.2f per "
+        "frame), %lu of them on the streaming thread\n", side, halves[h],
+        r->process[h], WINDOW, (double) r->process[h] / WINDOW, r->stream[h]);
+    if (r->process[h] >= ALLOWED || r->stream[h] != 0)
+      ok = 0;
+  }
+  return ok;
 }
 
 /* ---- producer (child) ---- */
@@ -80,12 +178,15 @@ run_producer (const char *sock, int report_fd)
   GstElement *pipeline, *src, *sink;
   GstCaps *caps;
   GstQuery *query;
-  GstBufferPool *pool = NULL;
+  GstBufferPool *pool = NULL, *sysmem_pool;
+  GstStructure *config;
   GstPad *pad;
   GstBus *bus;
   GstMessage *msg;
-  unsigned long c0 = 0, c1 = 0;
-  int k, ok = 0;
+  Window w = { 0, };
+  Report r = { {0,}, };
+  unsigned long c0[2] = { 0, }, c1[2] = { 0, };
+  int k, h, ok = 0;
 
   caps = gst_caps_new_simple ("video/x-raw", "format", G_TYPE_STRING, "RGBA",
       "width", G_TYPE_INT, 320, "height", G_TYPE_INT, 240,
@@ -115,22 +216,37 @@ run_producer (const char *sock, int report_fd)
     fprintf (stderr, "producer: pinnedshmsink proposed no usable pool\n");
     return 2;
   }
+  /* the second half: system memory, recycled as a real producer's would
+   * be; the sink copies it */
+  sysmem_pool = gst_buffer_pool_new ();
+  config = gst_buffer_pool_get_config (sysmem_pool);
+  gst_buffer_pool_config_set_params (config, caps, 320 * 240 * 4, 4, 0);
+  if (!gst_buffer_pool_set_config (sysmem_pool, config)
+      || !gst_buffer_pool_set_active (sysmem_pool, TRUE)) {
+    fprintf (stderr, "producer: no system memory pool\n");
+    return 2;
+  }
+  /* the sink's streaming thread, counted apart */
+  pad = gst_element_get_static_pad (sink, "sink");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, on_buffer, &w, NULL);
+  gst_object_unref (pad);
 
-  for (k = 0; k < FRAMES; k++) {
+  for (k = 0; k < 2 * FRAMES; k++) {
+    GstBufferPool *from = k < FRAMES ? pool : sysmem_pool;
     GstBuffer *buf = NULL;
 
-    if (k == WARM)
-      c0 = count ();
-    if (k == WARM + WINDOW)
-      c1 = count ();
-    if (gst_buffer_pool_acquire_buffer (pool, &buf, NULL) != GST_FLOW_OK)
+    if (k % FRAMES == WARM)
+      c0[k / FRAMES] = count ();
+    if (k % FRAMES == WARM + WINDOW)
+      c1[k / FRAMES] = count ();
+    if (gst_buffer_pool_acquire_buffer (from, &buf, NULL) != GST_FLOW_OK)
       break;
     GST_BUFFER_PTS (buf) = k * GST_MSECOND;
     gst_buffer_memset (buf, 0, k & 0xff, 64);
     if (gst_app_src_push_buffer (GST_APP_SRC (src), buf) != GST_FLOW_OK)
       break;
   }
-  ok = k == FRAMES;
+  ok = k == 2 * FRAMES;
   gst_app_src_end_of_stream (GST_APP_SRC (src));
   bus = gst_element_get_bus (pipeline);
   msg = gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND,
@@ -140,14 +256,20 @@ run_producer (const char *sock, int report_fd)
   if (msg)
     gst_message_unref (msg);
   gst_object_unref (bus);
+  if (w.frames != 2 * FRAMES)
+    ok = 0;
   if (ok) {
-    unsigned long n = c1 - c0;
-
-    if (write (report_fd, &n, sizeof (n)) != sizeof (n))
+    for (h = 0; h < 2; h++) {
+      r.process[h] = c1[h] - c0[h];
+      r.stream[h] = w.s1[h] - w.s0[h];
+    }
+    if (write (report_fd, &r, sizeof (r)) != sizeof (r))
       ok = 0;
   }
   gst_buffer_pool_set_active (pool, FALSE);
   gst_object_unref (pool);
+  gst_buffer_pool_set_active (sysmem_pool, FALSE);
+  gst_object_unref (sysmem_pool);
   gst_element_set_state (pipeline, GST_STATE_NULL);
   gst_object_unref (pipeline);
   gst_caps_unref (caps);
@@ -156,34 +278,14 @@ run_producer (const char *sock, int report_fd)
 
 /* ---- consumer (this process) ---- */
 
-typedef struct
-{
-  unsigned frames;
-  unsigned long c0, c1;
-} Window;
-
-static GstPadProbeReturn
-on_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer data)
-{
-  Window *w = data;
-
-  /* the count before this buffer's own (nil) work downstream */
-  if (w->frames == WARM)
-    w->c0 = count ();
-  if (w->frames == WARM + WINDOW)
-    w->c1 = count ();
-  w->frames++;
-  return GST_PAD_PROBE_OK;
-}
-
 int
 main (int argc, char **argv)
 {
   char dir[256], sock[300];
-  int fds[2], status, side_consumer, ret = 2;
-  unsigned long prod = 0;
+  int fds[2], status, side_consumer, h, ret = 2;
+  Report prod = { {0,}, }, cons = { {0,}, };
   Window w = { 0, };
-  GstElement *pipeline, *fsink;
+  GstElement *pipeline, *src;
   GstBus *bus;
   GstMessage *msg;
   GstPad *pad;
@@ -221,6 +323,13 @@ main (int argc, char **argv)
     }
   }
 
+  if (getenv ("PF_ALLOC_BACKTRACE") != NULL) {
+    void *frame;
+
+    backtrace (&frame, 1);      /* loads what it needs now, not in malloc */
+    trace_stream = 1;
+  }
+
   if (pf_test_make_tmpdir (dir, sizeof (dir), "shm-alloc") < 0
       || pipe (fds) < 0)
     return 2;
@@ -237,27 +346,29 @@ main (int argc, char **argv)
   close (fds[1]);
 
   gst_init (NULL, NULL);
-  desc = g_strdup_printf ("pinnedshmsrc socket-path=%s connect-timeout=-1 "
-      "! fakesink name=sink sync=false", sock);
+  desc = g_strdup_printf ("pinnedshmsrc name=src socket-path=%s "
+      "connect-timeout=-1 ! fakesink sync=false", sock);
   pipeline = gst_parse_launch (desc, NULL);
   g_free (desc);
   if (pipeline == NULL) {
     pf_test_kill_children ();
     goto out;
   }
-  fsink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
-  pad = gst_element_get_static_pad (fsink, "sink");
+  /* on the source's streaming thread, after its create () */
+  src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
+  pad = gst_element_get_static_pad (src, "src");
   gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, on_buffer, &w, NULL);
   gst_object_unref (pad);
-  gst_object_unref (fsink);
+  gst_object_unref (src);
   gst_element_set_state (pipeline, GST_STATE_PLAYING);
   bus = gst_element_get_bus (pipeline);
   msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND,
       GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-  if (msg && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS && w.frames == FRAMES)
+  if (msg && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS
+      && w.frames == 2 * FRAMES)
     ret = 0;
   else
-    fprintf (stderr, "consumer: %u of %d frames, %s\n", w.frames, FRAMES,
+    fprintf (stderr, "consumer: %u of %d frames, %s\n", w.frames, 2 * FRAMES,
         msg ? GST_MESSAGE_TYPE_NAME (msg) : "timed out");
   if (msg)
     gst_message_unref (msg);
@@ -278,10 +389,15 @@ out:
   if (ret != 0)
     return ret;
 
-  printf ("allocations over %d steady-state frames: producer %lu (%.2f per "
-      "frame), consumer %lu (%.2f per frame)\n", WINDOW, prod,
-      (double) prod / WINDOW, w.c1 - w.c0, (double) (w.c1 - w.c0) / WINDOW);
-  if ((side_consumer ? w.c1 - w.c0 : prod) >= ALLOWED)
-    return 1;
-  return 0;
+  for (h = 0; h < 2; h++) {
+    cons.process[h] = w.c1[h] - w.c0[h];
+    cons.stream[h] = w.s1[h] - w.s0[h];
+  }
+  /* both printed, the side asked for decides */
+  if (side_consumer) {
+    check ("producer (not checked)", &prod);
+    return check ("consumer", &cons) ? 0 : 1;
+  }
+  check ("consumer (not checked)", &cons);
+  return check ("producer", &prod) ? 0 : 1;
 }
