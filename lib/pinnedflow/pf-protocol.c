@@ -144,10 +144,18 @@ PF_STATIC_ASSERT (OFF (pf_msg_frame, plane_stride) + PF_MAX_PLANES * 4 ==
 static void
 frame_fields_copy (void *dst, const void *src)
 {
-  size_t r, k;
+  size_t r;
 
   for (r = 0; r < sizeof (frame_fields) / sizeof (frame_fields[0]); r++) {
     const struct field_run *f = &frame_fields[r];
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* host order is the wire's: a run is copied whole (one FRAME is
+     * encoded and parsed per frame on each side; field by field this was
+     * ~740 instructions a copy) */
+    memcpy ((uint8_t *) dst + f->offset, (const uint8_t *) src + f->offset,
+        (size_t) f->width * f->count);
+#else
+    size_t k;
 
     for (k = 0; k < f->count; k++) {
       size_t o = f->offset + k * f->width;
@@ -157,6 +165,7 @@ frame_fields_copy (void *dst, const void *src)
       else
         put32 (dst, o, get32 (src, o));
     }
+#endif
   }
 }
 
