@@ -94,8 +94,9 @@ gst_pinned_shm_frame_clock_pts (GstBaseSink * bsink,
     gboolean clock_is_monotonic, GstBuffer * buf)
 {
   GstElement *element = GST_ELEMENT (bsink);
-  GstClockTime pts = GST_BUFFER_PTS (buf), rt, t;
-  GstClock *clock;
+  GstClockTime pts = GST_BUFFER_PTS (buf), rt, t, base;
+  GstClock *clock = NULL;
+  gboolean have_clock;
 
   if (!GST_CLOCK_TIME_IS_VALID (pts)
       || bsink->segment.format != GST_FORMAT_TIME)
@@ -104,19 +105,26 @@ gst_pinned_shm_frame_clock_pts (GstBaseSink * bsink,
   if (!GST_CLOCK_TIME_IS_VALID (rt))
     return PF_TIME_NONE;
 
-  clock = gst_element_get_clock (element);
-  if (clock == NULL)
+  /* clock and base time in one go; the clock itself (a reference) only
+   * when it must be read: a monotonic clock's time is the wire's already
+   * (every frame comes here) */
+  GST_OBJECT_LOCK (element);
+  have_clock = GST_ELEMENT_CLOCK (element) != NULL;
+  base = GST_ELEMENT_CAST (element)->base_time;
+  if (have_clock && !clock_is_monotonic)
+    clock = gst_object_ref (GST_ELEMENT_CLOCK (element));
+  GST_OBJECT_UNLOCK (element);
+  if (!have_clock)
     return PF_TIME_NONE;
 
-  t = rt + gst_element_get_base_time (element)
-      + gst_base_sink_get_latency (bsink);
-  if (!clock_is_monotonic) {
+  t = rt + base + gst_base_sink_get_latency (bsink);
+  if (clock != NULL) {
     GstClockTimeDiff diff = GST_CLOCK_DIFF (gst_clock_get_time (clock),
         (GstClockTime) pf_monotonic_ns ());
 
     t = (diff < 0 && (GstClockTime) (-diff) > t) ? 0 : t + diff;
+    gst_object_unref (clock);
   }
-  gst_object_unref (clock);
   return t;
 }
 
@@ -254,7 +262,8 @@ static GstFlowReturn
 frame_pool_acquire_buffer (GstBufferPool * bpool, GstBuffer ** buffer,
     GstBufferPoolAcquireParams * params)
 {
-  GstPinnedShmFramePool *pool = GST_PINNED_SHM_FRAME_POOL (bpool);
+  /* unchecked: called per frame, by the pool's own vfunc */
+  GstPinnedShmFramePool *pool = (GstPinnedShmFramePool *) bpool;
   GstBuffer *buf = NULL;
 
   if (GST_BUFFER_POOL_IS_FLUSHING (bpool))
@@ -281,7 +290,8 @@ frame_pool_reset_buffer (GstBufferPool * bpool, GstBuffer * buffer)
 static void
 frame_pool_release_buffer (GstBufferPool * bpool, GstBuffer * buffer)
 {
-  GstPinnedShmFramePool *pool = GST_PINNED_SHM_FRAME_POOL (bpool);
+  /* unchecked: called per frame, by the pool's own vfunc */
+  GstPinnedShmFramePool *pool = (GstPinnedShmFramePool *) bpool;
   gboolean kept = FALSE;
 
   g_mutex_lock (&pool->lock);
@@ -449,14 +459,59 @@ plane_in_one_chunk (const pf_consumer_frame * f, guint i, gsize plane_size)
       && off - start <= f->chunks[ch].size - plane_size;
 }
 
+/* Whether @f, @total and @vinfo are laid out as @l (which passed). */
+static gboolean
+layout_is (const GstPinnedShmLayout * l, const pf_consumer_frame * f,
+    guint64 total, const GstVideoInfo * vinfo)
+{
+  guint i;
+
+  if (!l->valid || l->format != GST_VIDEO_INFO_FORMAT (vinfo)
+      || l->n_planes != f->n_planes || l->n_chunks != f->n_chunks
+      || l->width != f->width || l->height != f->height || l->total != total)
+    return FALSE;
+  for (i = 0; i < f->n_planes; i++)
+    if (l->plane_offset[i] != f->plane_offset[i]
+        || l->plane_stride[i] != f->plane_stride[i])
+      return FALSE;
+  for (i = 0; i < f->n_chunks; i++)
+    if (l->chunk_size[i] != f->chunks[i].size)
+      return FALSE;
+  return TRUE;
+}
+
+static void
+layout_set (GstPinnedShmLayout * l, const pf_consumer_frame * f,
+    guint64 total, const GstVideoInfo * vinfo)
+{
+  guint i;
+
+  gst_pinned_shm_layout_reset (l);
+  l->format = GST_VIDEO_INFO_FORMAT (vinfo);
+  l->n_planes = f->n_planes;
+  l->n_chunks = f->n_chunks;
+  l->width = f->width;
+  l->height = f->height;
+  l->total = total;
+  for (i = 0; i < f->n_planes; i++) {
+    l->plane_offset[i] = f->plane_offset[i];
+    l->plane_stride[i] = f->plane_stride[i];
+  }
+  for (i = 0; i < f->n_chunks; i++)
+    l->chunk_size[i] = f->chunks[i].size;
+  l->valid = TRUE;
+}
+
 gboolean
 gst_pinned_shm_frame_add_video_meta (const pf_consumer_frame * f,
-    guint64 total, const GstVideoInfo * vinfo, GstBuffer * buf)
+    guint64 total, const GstVideoInfo * vinfo, GstBuffer * buf,
+    GstPinnedShmLayout * checked)
 {
   gsize offsets[GST_VIDEO_MAX_PLANES] = { 0, };
   gint strides[GST_VIDEO_MAX_PLANES] = { 0, };
   gsize plane_size[GST_VIDEO_MAX_PLANES] = { 0, };
   GstVideoMeta *vmeta;
+  gboolean known;
   guint i;
 
   if (!(f->meta_flags & PF_FRAME_HAS_VIDEO_META) || vinfo == NULL) {
@@ -466,12 +521,14 @@ gst_pinned_shm_frame_add_video_meta (const pf_consumer_frame * f,
       gst_buffer_remove_meta (buf, (GstMeta *) vmeta);
     return TRUE;
   }
-  if (f->n_planes != GST_VIDEO_INFO_N_PLANES (vinfo)
-      || f->n_planes > PF_MAX_PLANES || f->width == 0 || f->height == 0
-      || f->width > G_MAXINT32 || f->height > G_MAXINT32)
+  /* the same layout as the last frame's: checked then */
+  known = checked != NULL && layout_is (checked, f, total, vinfo);
+  if (!known && (f->n_planes != GST_VIDEO_INFO_N_PLANES (vinfo)
+          || f->n_planes > PF_MAX_PLANES || f->width == 0 || f->height == 0
+          || f->width > G_MAXINT32 || f->height > G_MAXINT32))
     return FALSE;
   for (i = 0; i < f->n_planes; i++) {
-    if (f->plane_offset[i] >= total || f->plane_stride[i] == 0)
+    if (!known && (f->plane_offset[i] >= total || f->plane_stride[i] == 0))
       return FALSE;
     offsets[i] = f->plane_offset[i];
     strides[i] = f->plane_stride[i];
@@ -479,7 +536,7 @@ gst_pinned_shm_frame_add_video_meta (const pf_consumer_frame * f,
   vmeta = gst_buffer_get_video_meta (buf);
   if (vmeta != NULL && GST_META_FLAG_IS_SET (vmeta, GST_META_FLAG_POOLED)) {
     /* a recycled buffer's: filled in as gst_buffer_add_video_meta_full()
-     * would */
+     * would (the alignment reset to none) */
     vmeta->flags = GST_VIDEO_FRAME_FLAG_NONE;
     vmeta->format = GST_VIDEO_INFO_FORMAT (vinfo);
     vmeta->id = 0;
@@ -490,7 +547,7 @@ gst_pinned_shm_frame_add_video_meta (const pf_consumer_frame * f,
       vmeta->offset[i] = offsets[i];
       vmeta->stride[i] = strides[i];
     }
-    gst_video_alignment_reset (&vmeta->alignment);
+    memset (&vmeta->alignment, 0, sizeof (vmeta->alignment));
   } else {
     vmeta = gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
         GST_VIDEO_INFO_FORMAT (vinfo), f->width, f->height,
@@ -498,11 +555,15 @@ gst_pinned_shm_frame_add_video_meta (const pf_consumer_frame * f,
     /* kept when the buffer is recycled (GstPinnedShmFramePool) */
     GST_META_FLAG_SET (vmeta, GST_META_FLAG_POOLED);
   }
+  if (known)
+    return TRUE;
   /* stride x lines, so a negative stride fails too */
   if (!gst_video_meta_get_plane_size (vmeta, plane_size))
     return FALSE;
   for (i = 0; i < f->n_planes; i++)
     if (!plane_in_one_chunk (f, i, plane_size[i]))
       return FALSE;
+  if (checked != NULL)
+    layout_set (checked, f, total, vinfo);
   return TRUE;
 }

@@ -18,6 +18,8 @@
 #ifndef __GST_PINNED_SHM_FRAME_H__
 #define __GST_PINNED_SHM_FRAME_H__
 
+#include <string.h>
+
 #include <gst/gst.h>
 #include <gst/base/gstbasesink.h>
 #include <gst/video/video.h>
@@ -79,12 +81,34 @@ void gst_pinned_shm_frame_stamp (GstElement * element,
     gboolean clock_is_monotonic, gboolean keep_timestamps,
     const pf_consumer_frame * f, GstBuffer * buf);
 
+/* The last frame layout gst_pinned_shm_frame_add_video_meta() checked
+ * (format, size, planes, chunk sizes): a frame laid out the same way is
+ * not checked again (issue 13: the check, through
+ * gst_video_meta_get_plane_size(), was the most expensive step of
+ * receiving a frame). Zeroed (gst_pinned_shm_layout_reset()) it matches
+ * nothing; reset it when the caps change. Owned by the caller's streaming
+ * thread. */
+typedef struct
+{
+  gboolean valid;
+  GstVideoFormat format;
+  guint n_planes, n_chunks;
+  guint64 width, height, total;
+  guint64 plane_offset[PF_MAX_PLANES];
+  gint32 plane_stride[PF_MAX_PLANES];
+  guint64 chunk_size[PF_MAX_CHUNKS];
+} GstPinnedShmLayout;
+
+#define gst_pinned_shm_layout_reset(l) memset ((l), 0, sizeof (*(l)))
+
 /* Adds @f's video meta to @buf (@total: the frame's bytes) when it has one
  * and @vinfo (the caps; NULL when not video) is given. FALSE when it does
- * not match the caps or a plane would be read outside its chunk. */
+ * not match the caps or a plane would be read outside its chunk. @checked:
+ * the last layout that passed (updated), or NULL to check every frame. */
 G_GNUC_INTERNAL
 gboolean gst_pinned_shm_frame_add_video_meta (const pf_consumer_frame * f,
-    guint64 total, const GstVideoInfo * vinfo, GstBuffer * buf);
+    guint64 total, const GstVideoInfo * vinfo, GstBuffer * buf,
+    GstPinnedShmLayout * checked);
 
 G_END_DECLS
 #endif /* __GST_PINNED_SHM_FRAME_H__ */

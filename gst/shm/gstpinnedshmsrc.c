@@ -110,6 +110,9 @@ enum
 
 static GParamSpec *properties[N_PROPERTIES];
 
+/* see GstPinnedShmSrc.poll_first */
+#define POLL_FIRST_PROBE 8
+
 struct _GstPinnedShmSrc
 {
   GstPushSrc parent;
@@ -134,6 +137,16 @@ struct _GstPinnedShmSrc
   GstCaps *caps;                /* current caps from the producer */
   GstVideoInfo vinfo;
   gboolean is_video;
+  /* the last frame layout checked against vinfo (reset with the caps) */
+  GstPinnedShmLayout layout;
+  /* the last frame came after a wait: wait before the next receive too,
+   * instead of a receive that finds nothing (one syscall per frame at
+   * paced rates); every POLL_FIRST_PROBE-th frame receives first, so a
+   * stream that catches up goes back to receiving without waiting */
+  gboolean poll_first;
+  guint poll_first_count;
+  /* the connection's counters may have moved (a gap): update_counters() */
+  gboolean counters_dirty;
   gboolean discont;
   gboolean clock_is_monotonic;
   guint64 last_seq;
@@ -617,6 +630,7 @@ handle_caps (GstPinnedShmSrc * self, const gchar * str)
 
   GST_DEBUG_OBJECT (self, "caps %" GST_PTR_FORMAT, caps);
   self->is_video = FALSE;
+  gst_pinned_shm_layout_reset (&self->layout);
   if (gst_structure_has_name (gst_caps_get_structure (caps, 0), "video/x-raw")
       && gst_video_info_from_caps (&self->vinfo, caps))
     self->is_video = TRUE;
@@ -635,11 +649,13 @@ handle_caps (GstPinnedShmSrc * self, const gchar * str)
 }
 
 /* Counts the frames the producer skipped for us; DISCONT after a gap or a
- * (re)connection. */
-static void
+ * (re)connection. TRUE after a gap. */
+static gboolean
 note_sequence (GstPinnedShmSrc * self, const pf_consumer_frame * f,
     GstBuffer * buf)
 {
+  gboolean gap = FALSE;
+
   if (self->have_seq && f->seq > self->last_seq + 1) {
     guint64 missed = f->seq - self->last_seq - 1;
 
@@ -648,6 +664,7 @@ note_sequence (GstPinnedShmSrc * self, const pf_consumer_frame * f,
     g_mutex_unlock (&self->lock);
     self->qos_pending += missed;
     self->discont = TRUE;
+    gap = TRUE;
   }
   self->last_seq = f->seq;
   self->have_seq = TRUE;
@@ -655,6 +672,7 @@ note_sequence (GstPinnedShmSrc * self, const pf_consumer_frame * f,
     GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
     self->discont = FALSE;
   }
+  return gap;
 }
 
 static void
@@ -679,16 +697,18 @@ count_frame (GstPinnedShmSrc * self, const pf_consumer_frame * f, guint64 total)
 static void
 post_qos (GstPinnedShmSrc * self, GstBuffer * buf, gboolean flush)
 {
-  GstBaseSrc *bsrc = GST_BASE_SRC (self);
+  GstBaseSrc *bsrc = GST_BASE_SRC_CAST (self);
   GstClockTime ts = GST_CLOCK_TIME_NONE, dur = GST_CLOCK_TIME_NONE;
   GstClockTime rt = GST_CLOCK_TIME_NONE, st = GST_CLOCK_TIME_NONE;
   guint64 processed, dropped;
-  gint64 now = g_get_monotonic_time ();
+  gint64 now;
   GstMessage *msg;
 
-  if (self->qos_pending == 0
-      || (!flush && self->qos_last != 0 && now - self->qos_last <
-          QOS_INTERVAL_US))
+  /* nothing lost: no clock read either (every frame comes here) */
+  if (self->qos_pending == 0)
+    return;
+  now = g_get_monotonic_time ();
+  if (!flush && self->qos_last != 0 && now - self->qos_last < QOS_INTERVAL_US)
     return;
   if (buf) {
     ts = GST_BUFFER_PTS (buf);
@@ -801,6 +821,9 @@ probe_producer (GstPinnedShmSrc * self)
   clear_pending (self);
   gst_caps_replace (&self->caps, NULL);
   self->is_video = FALSE;
+  gst_pinned_shm_layout_reset (&self->layout);
+  self->poll_first = FALSE;
+  self->poll_first_count = 0;
   self->discont = TRUE;
   self->have_seq = FALSE;
   self->ever_connected = FALSE;
@@ -908,9 +931,10 @@ make_buffer (GstPinnedShmSrc * self, pf_consumer * c, const pf_event * ev,
   }
   gst_pinned_shm_frame_stamp (GST_ELEMENT (self), self->clock_is_monotonic,
       !self->live, f, buf);
-  note_sequence (self, f, buf);
+  if (note_sequence (self, f, buf))
+    self->counters_dirty = TRUE;
   if (!gst_pinned_shm_frame_add_video_meta (f, total,
-          self->is_video ? &self->vinfo : NULL, buf)) {
+          self->is_video ? &self->vinfo : NULL, buf, &self->layout)) {
     invalid = "video meta does not match the caps, or a plane is not inside "
         "one chunk of the frame";
     goto error;
@@ -1031,6 +1055,7 @@ gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
 {
   GstPinnedShmSrc *self = GST_PINNED_SHM_SRC (psrc);
   GstFlowReturn ret = GST_FLOW_OK;
+  gboolean waited = FALSE;
 
   *outbuf = NULL;
   if (self->pending_caps) {
@@ -1051,7 +1076,7 @@ gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
   for (;;) {
     pf_consumer *c;
     pf_event ev;
-    int res;
+    int res, type;
 
     g_mutex_lock (&self->lock);
     c = self->consumer ? pf_consumer_ref (self->consumer) : NULL;
@@ -1073,12 +1098,16 @@ gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
       continue;
     }
 
+    memset (&ev, 0, sizeof (ev));
     if (self->have_pending_ev) {
       ev = self->pending_ev;
       self->have_pending_ev = FALSE;
       res = 1;
+    } else if (self->poll_first && !waited
+        && ++self->poll_first_count % POLL_FIRST_PROBE != 0) {
+      /* the last frame was waited for: so will this one be, most likely */
+      res = 0;
     } else {
-      memset (&ev, 0, sizeof (ev));
       res = pf_consumer_receive (c, 0, &ev);
     }
     if (res == 0) {
@@ -1086,6 +1115,7 @@ gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
       pf_consumer_unref (c);
       if (res < 0)
         return GST_FLOW_FLUSHING;
+      waited = TRUE;
       continue;
     }
 
@@ -1108,6 +1138,7 @@ gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
       return ret;
     }
 
+    type = ev.type;
     switch (ev.type) {
       case PF_EVENT_CAPS:
         ret = handle_caps (self, ev.caps);
@@ -1126,12 +1157,19 @@ gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
         break;
     }
     pf_consumer_event_clear (&ev);
-    update_counters (self, c);
+    /* a frame moves the connection's counters only after a gap, or when
+     * stale frames may be dropped for it (newest-frame) */
+    if (type != PF_EVENT_FRAME || self->counters_dirty
+        || self->stream.delivery != PF_DELIVERY_EVERY_FRAME) {
+      update_counters (self, c);
+      self->counters_dirty = FALSE;
+    }
     pf_consumer_unref (c);
 
-    if (*outbuf != NULL)
+    if (*outbuf != NULL) {
+      self->poll_first = waited;
       post_qos (self, *outbuf, FALSE);
-    else if (ret == GST_FLOW_EOS)
+    } else if (ret == GST_FLOW_EOS)
       post_qos (self, NULL, TRUE);
     if (ret != GST_FLOW_OK || *outbuf != NULL)
       return ret;
