@@ -6,6 +6,7 @@
  *
  *   shm-bench [--frames N] [--latency-frames N] [--rate FPS] [--csv]
  *             [--cpu-rate FPS] [--busy-poll-us US] [--delivery-only]
+ *             [--rounds N]
  *
  * --csv prints the same figures as CSV rows instead of the table (one row
  * per size and transport: size,width,height,bytes,transport,frames_per_s,
@@ -36,6 +37,12 @@
  * "pinned-busy" is the zero copy pair with pinnedshmsrc's busy-poll-us set
  * (by default one frame period plus 1 ms, so that it spins until the next
  * frame: the most the option can do, at the most CPU).
+ *
+ * --rounds N (issue 13): every paced run is made N times, the transports
+ * taking turns (pinned, copy, busy, shm, floor, pinned, ...), and the round
+ * with the median p50 is printed (in the CPU section, the median CPU per
+ * frame): on a shared machine a burst of load then falls on one round of
+ * one transport, not on the whole comparison.
  *
  * CPU per frame: each process takes getrusage (RUSAGE_SELF, user + sys)
  * over the run: the producer from the consumer's connection to the moment
@@ -92,6 +99,9 @@ static gint opt_width, opt_height;
 static gboolean opt_paced;
 static gboolean opt_csv;
 static gboolean opt_delivery_only;
+/* paced runs per transport and size, interleaved (issue 13) */
+static gint opt_rounds = 1;
+#define MAX_ROUNDS 9
 
 static GOptionEntry entries[] = {
   {"frames", 'n', 0, G_OPTION_ARG_INT, &opt_frames,
@@ -106,6 +116,9 @@ static GOptionEntry entries[] = {
         "frame period + 1 ms)", NULL},
   {"csv", 0, 0, G_OPTION_ARG_NONE, &opt_csv,
       "CSV rows instead of the table (for bench/plot.py)", NULL},
+  {"rounds", 0, 0, G_OPTION_ARG_INT, &opt_rounds,
+      "paced runs of each transport per size (and at --cpu-rate), "
+        "interleaved, the median reported (1, at most 9)", NULL},
   {"delivery-only", 0, 0, G_OPTION_ARG_NONE, &opt_delivery_only,
         "only the delivery section (every-frame vs newest-frame at 1080p)",
       NULL},
@@ -657,6 +670,36 @@ run_memcpy (gint w, gint h)
   return res;
 }
 
+static gint
+cmp_p50 (const void *a, const void *b)
+{
+  const Result *x = a, *y = b;
+
+  return x->p50_us < y->p50_us ? -1 : x->p50_us > y->p50_us;
+}
+
+static gint
+cmp_cpu (const void *a, const void *b)
+{
+  const Result *x = a, *y = b;
+  double cx = x->cpu_prod_us + x->cpu_cons_us;
+  double cy = y->cpu_prod_us + y->cpu_cons_us;
+
+  return cx < cy ? -1 : cx > cy;
+}
+
+/* The median of @n rounds: the round with the median p50, or with the
+ * median CPU per frame (@by_cpu); its other figures come with it. */
+static Result
+median_round (const Result * r, gint n, gboolean by_cpu)
+{
+  Result sorted[MAX_ROUNDS];
+
+  memcpy (sorted, r, n * sizeof (Result));
+  qsort (sorted, n, sizeof (Result), by_cpu ? cmp_cpu : cmp_p50);
+  return sorted[n / 2];
+}
+
 static void
 print_cpu (const gchar * name, const Result * r, const Result * shm,
     const Result * flr)
@@ -736,6 +779,7 @@ main (int argc, char **argv)
     return 2;
   }
   g_option_context_free (ctx);
+  opt_rounds = CLAMP (opt_rounds, 1, MAX_ROUNDS);
   gst_init (NULL, NULL);
 
   if (opt_role && strcmp (opt_role, "produce") == 0) {
@@ -769,6 +813,10 @@ main (int argc, char **argv)
     printf ("cross-process RGBA frames: throughput over %d frames (unpaced), "
         "latency over %d frames at %d/s\n", opt_frames, opt_latency_frames,
         opt_rate);
+    if (opt_rounds > 1)
+      printf ("paced runs: %d rounds of every transport, interleaved; each "
+          "row is the round with the median p50 (CPU section: the median "
+          "CPU per frame)\n", opt_rounds);
     printf ("latency = producer push -> consumer source push "
         "(CLOCK_MONOTONIC), first %d frames left out; memcpy = one memcpy "
         "of the frame, in process (frames/s from its median); floor = one "
@@ -787,15 +835,21 @@ main (int argc, char **argv)
 
   for (s = 0; s < G_N_ELEMENTS (sizes); s++) {
     gint w = sizes[s][0], h = sizes[s][1];
-    Result tp[N_IMPLS], lt[N_IMPLS];
+    Result tp[N_IMPLS], lt[N_IMPLS], rounds[N_IMPLS][MAX_ROUNDS];
     Result mc = run_memcpy (w, h);
     gchar *size = g_strdup_printf ("%dx%d", w, h);
     Result *shm = &tp[SHM], *shml = &lt[SHM], *flr = &lt[FLOOR];
+    gint r;
 
-    for (i = 0; i < N_IMPLS; i++) {
+    for (i = 0; i < N_IMPLS; i++)
       tp[i] = run_transport (self, impls[i], w, h, FALSE, opt_rate);
-      lt[i] = run_transport (self, impls[i], w, h, TRUE, opt_rate);
-    }
+    /* paced: the transports take turns, round after round, so that a
+     * burst of load on the shared machine does not fall on one of them */
+    for (r = 0; r < opt_rounds; r++)
+      for (i = 0; i < N_IMPLS; i++)
+        rounds[i][r] = run_transport (self, impls[i], w, h, TRUE, opt_rate);
+    for (i = 0; i < N_IMPLS; i++)
+      lt[i] = median_round (rounds[i], opt_rounds, FALSE);
     if (opt_csv) {
       gsize bytes = (gsize) w * h * 4;
 
@@ -828,11 +882,15 @@ main (int argc, char **argv)
   if (!opt_csv) {
     /* CPU per frame at 1080p, paced at --cpu-rate */
     static const guint cpu_impls[] = { PINNED, PINNED_BUSY, SHM, FLOOR };
-    Result r[N_IMPLS];
+    Result r[N_IMPLS], rounds[N_IMPLS][MAX_ROUNDS];
+    gint k;
 
+    for (k = 0; k < opt_rounds; k++)
+      for (i = 0; i < G_N_ELEMENTS (cpu_impls); i++)
+        rounds[cpu_impls[i]][k] = run_transport (self, impls[cpu_impls[i]],
+            1920, 1080, TRUE, opt_cpu_rate);
     for (i = 0; i < G_N_ELEMENTS (cpu_impls); i++)
-      r[cpu_impls[i]] = run_transport (self, impls[cpu_impls[i]], 1920, 1080,
-          TRUE, opt_cpu_rate);
+      r[cpu_impls[i]] = median_round (rounds[cpu_impls[i]], opt_rounds, TRUE);
     printf ("\nCPU per frame, 1920x1080 RGBA at %d/s, %d frames (getrusage "
         "user+sys; producer from connection to the last frame received, "
         "consumer from its first frame to its last)\n", opt_cpu_rate,
