@@ -29,6 +29,7 @@
  * say those features are absent, so GStreamer does not try them.
  */
 #include "pfemu-core.h"
+#include "pfemu-cuda.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -39,47 +40,12 @@
 
 #define EXPORT __attribute__ ((visibility ("default")))
 
-typedef int CUresult;
-typedef int CUdevice;
-typedef void *CUcontext;
-typedef void *CUstream;
-typedef void *CUevent;
-typedef unsigned long long CUdeviceptr;
-
 enum
 {
   CUDA_SUCCESS = 0,
   CUDA_ERROR_INVALID_VALUE = 1,
   CUDA_ERROR_NOT_SUPPORTED = 801,
 };
-
-enum
-{
-  CU_MEMORYTYPE_HOST = 1,
-  CU_MEMORYTYPE_DEVICE = 2,
-  CU_MEMORYTYPE_ARRAY = 3,
-  CU_MEMORYTYPE_UNIFIED = 4,
-};
-
-/* cuda.h's CUDA_MEMCPY2D (the layout is the ABI) */
-typedef struct
-{
-  size_t srcXInBytes, srcY;
-  int srcMemoryType;
-  const void *srcHost;
-  CUdeviceptr srcDevice;
-  void *srcArray;
-  size_t srcPitch;
-  size_t dstXInBytes, dstY;
-  int dstMemoryType;
-  void *dstHost;
-  CUdeviceptr dstDevice;
-  void *dstArray;
-  size_t dstPitch;
-  size_t WidthInBytes, Height;
-} CUDA_MEMCPY2D;
-
-_Static_assert (sizeof (CUDA_MEMCPY2D) == 128, "CUDA_MEMCPY2D layout");
 
 #define PTR(d) ((void *) (uintptr_t) (d))
 #define DPTR(p) ((CUdeviceptr) (uintptr_t) (p))

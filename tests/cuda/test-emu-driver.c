@@ -20,6 +20,8 @@
 #include "config.h"
 #endif
 
+#include "pfemu-cuda.h"
+
 #include <gst/check/gstcheck.h>
 #include <gst/app/gstappsink.h>
 #include <gst/video/video.h>
@@ -29,27 +31,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
-
-/* cuda.h's CUDA_MEMCPY2D */
-typedef struct
-{
-  size_t srcXInBytes, srcY;
-  int srcMemoryType;
-  const void *srcHost;
-  CUdeviceptr srcDevice;
-  void *srcArray;
-  size_t srcPitch;
-  size_t dstXInBytes, dstY;
-  int dstMemoryType;
-  void *dstHost;
-  CUdeviceptr dstDevice;
-  void *dstArray;
-  size_t dstPitch;
-  size_t WidthInBytes, Height;
-} CUDA_MEMCPY2D;
 
 static void *drv;               /* libcuda.so.1 */
 static long (*emu_query) (const char *);
@@ -330,10 +311,10 @@ GST_START_TEST (test_shared_device)
   fail_unless (pitch >= 64);
   fail_unless_equals_int (rt_memcpy2d ((void *) (uintptr_t) d, pitch, src, 64,
           64, 4, 1), 0);
-  c.srcMemoryType = 2;
+  c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
   c.srcDevice = d;
   c.srcPitch = pitch;
-  c.dstMemoryType = 1;
+  c.dstMemoryType = CU_MEMORYTYPE_HOST;
   c.dstHost = back;
   c.dstPitch = 64;
   c.WidthInBytes = 64;
