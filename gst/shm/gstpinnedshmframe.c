@@ -19,6 +19,20 @@
 #include <gst/pinnedflow/gstpinnedallocator.h>
 #include <pinnedflow/pf-consumer.h>
 
+/* gst_buffer_get_video_meta() with GST_VIDEO_META_API_TYPE read once: the
+ * macro calls into libgstvideo for it on every frame, on both sides (a
+ * library's code and data touched, cold at tens of frames per second,
+ * for a constant) */
+static GstVideoMeta *
+get_video_meta (GstBuffer * buf)
+{
+  static gsize api = 0;
+
+  if (g_once_init_enter (&api))
+    g_once_init_leave (&api, GST_VIDEO_META_API_TYPE);
+  return (GstVideoMeta *) gst_buffer_get_meta (buf, (GType) api);
+}
+
 gboolean
 gst_pinned_shm_frame_set_chunks (pf_producer_frame * frame, GstBuffer * buf,
     pf_segment ** segs)
@@ -85,7 +99,7 @@ gst_pinned_shm_frame_set_meta (pf_producer_frame * frame, GstBuffer * buf,
   frame->clock_pts = clock_pts;
   frame->buffer_flags =
       GST_BUFFER_FLAGS (buf) & GST_PINNED_SHM_WIRE_BUFFER_FLAGS;
-  if (set_video_layout (frame, gst_buffer_get_video_meta (buf), vinfo))
+  if (set_video_layout (frame, get_video_meta (buf), vinfo))
     frame->meta_flags |= PF_FRAME_HAS_VIDEO_META;
 }
 
@@ -516,7 +530,7 @@ gst_pinned_shm_frame_add_video_meta (const pf_consumer_frame * f,
 
   if (!(f->meta_flags & PF_FRAME_HAS_VIDEO_META) || vinfo == NULL) {
     /* a recycled buffer's meta does not describe this frame */
-    vmeta = gst_buffer_get_video_meta (buf);
+    vmeta = get_video_meta (buf);
     if (vmeta != NULL)
       gst_buffer_remove_meta (buf, (GstMeta *) vmeta);
     return TRUE;
@@ -533,7 +547,7 @@ gst_pinned_shm_frame_add_video_meta (const pf_consumer_frame * f,
     offsets[i] = f->plane_offset[i];
     strides[i] = f->plane_stride[i];
   }
-  vmeta = gst_buffer_get_video_meta (buf);
+  vmeta = get_video_meta (buf);
   if (vmeta != NULL && GST_META_FLAG_IS_SET (vmeta, GST_META_FLAG_POOLED)) {
     /* a recycled buffer's: filled in as gst_buffer_add_video_meta_full()
      * would (the alignment reset to none) */
