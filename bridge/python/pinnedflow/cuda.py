@@ -35,7 +35,7 @@ import ctypes
 
 from . import _native as _n
 from . import _export as _x
-from . import PinnedflowError, _check
+from . import PinnedflowError, _check, _Handle
 
 __all__ = ["Uploader", "DeviceFrame"]
 
@@ -118,11 +118,15 @@ for _name, (_res, _args) in _protos.items():
     _f.argtypes = _args
 
 
-class Uploader(object):
+class Uploader(_Handle):
     """The upload engine on @device_id: a bounded pool of @pool_size device
     buffers (0: max_inflight + 1), at most @max_inflight frames with copies
     outstanding (0: 3), its own non-blocking stream unless @stream (a
-    cudaStream_t value, kept alive by the caller longer than the engine)."""
+    cudaStream_t value, kept alive by the caller longer than the engine).
+    close() waits for every copy and releases every host frame; device
+    frames still out stay valid."""
+
+    _free = "pf_uploader_free"
 
     def __init__(self, device_id=0, max_inflight=0, pool_size=0,
                  stream=None):
@@ -138,12 +142,6 @@ class Uploader(object):
                "Uploader(device %d)" % device_id,
                msg.value.decode("utf-8", "replace") or None)
         self._ptr = out
-
-    @property
-    def _p(self):
-        if self._ptr is None:
-            raise ValueError("Uploader is closed")
-        return self._ptr
 
     def upload(self, frame, timeout_ms=-1):
         """Queues the copy of a received pinnedflow.Frame; returns its
@@ -181,33 +179,20 @@ class Uploader(object):
         return {n: getattr(st, n) for n, _ in UploaderStats._fields_
                 if n != "reserved"}
 
-    def close(self):
-        """Waits for every copy and releases every host frame; device
-        frames still out stay valid."""
-        ptr, self._ptr = self._ptr, None
-        if ptr and _n is not None and _n.lib is not None:
-            _n.lib.pf_uploader_free(ptr)
-
-    def __del__(self):
-        self.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
 
-class DeviceFrame(object):
-    """A frame in device memory (a pool buffer of an Uploader)."""
+class DeviceFrame(_Handle):
+    """A frame in device memory (a pool buffer of an Uploader); release()
+    (or leaving a with block) gives it back."""
+
+    _free = "pf_hold_unref"
 
     def __init__(self, ptr):
         h = lib.pf_hold_new_device_frame(ptr)
         if not h:
             lib.pf_device_frame_release(ptr)
             raise MemoryError("pinnedflow: no memory for a frame hold")
-        self._hold = ctypes.c_void_p(h)
+        self._ptr = ctypes.c_void_p(h)
         self._dev = ptr
         d = ptr.contents
         self.device_id = d.device_id
@@ -226,29 +211,16 @@ class DeviceFrame(object):
 
     @property
     def released(self):
-        return self._hold is None
+        return self._ptr is None
 
     def _d(self):
-        if self._hold is None:
+        if self._ptr is None:
             raise ValueError("DeviceFrame is released")
         return self._dev
 
-    def release(self):
-        """Gives the device buffer back to the pool once every borrower
-        (tensor, array) is gone too."""
-        h, self._hold = self._hold, None
-        if h and _n is not None and _n.lib is not None:
-            _n.lib.pf_hold_unref(h)
-
-    def __del__(self):
-        self.release()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.release()
-        return False
+    # Gives the device buffer back to the pool once every borrower (tensor,
+    # array) is gone too.
+    release = _Handle.close
 
     def _desc(self):
         desc = _x.DlpackDesc()
@@ -312,7 +284,7 @@ class DeviceFrame(object):
         if res < 0:
             raise PinnedflowError(res, "__dlpack__: making stream %r wait "
                                   "for the frame's event" % (stream,))
-        return _x.dlpack_capsule(desc, self._hold, max_version, False)
+        return _x.dlpack_capsule(desc, self._ptr, max_version, False)
 
     def __arrow_c_device_array__(self, requested_schema=None, **kwargs):
         """(schema, device array) capsules: ARROW_DEVICE_CUDA, the whole
@@ -324,7 +296,7 @@ class DeviceFrame(object):
         if res < 0:
             raise BufferError("pinnedflow: device frame not exportable: "
                               + lib.pf_node_strerror(res).decode())
-        return _x.arrow_capsules(desc, self._hold, True)
+        return _x.arrow_capsules(desc, self._ptr, True)
 
     def __repr__(self):
         return "<pinnedflow.cuda.DeviceFrame seq=%d %s %dx%d pitch=%d%s>" % (
