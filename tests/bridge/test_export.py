@@ -66,24 +66,25 @@ class Pair(object):
         bt.check(isinstance(f, pinnedflow.Frame), repr(f))
         return f
 
+    def _wait_idle(self, timeout_ms):
+        """The producer's wait_idle, a timeout being no error here."""
+        try:
+            self.prod.wait_idle(timeout_ms)
+        except TimeoutError:
+            pass
+
     def settled_free(self):
         """Free slots once every release in flight has arrived."""
         for _ in range(200):
             if self.prod.free_slots == self.n_slots:
                 break
-            try:
-                self.prod.wait_idle(50)
-            except TimeoutError:
-                pass
+            self._wait_idle(50)
         return self.prod.free_slots
 
     def held_free(self):
         """Free slots while a frame is held: releases in flight must not
         change the answer, so wait a little for any, then read."""
-        try:
-            self.prod.wait_idle(100)
-        except TimeoutError:
-            pass
+        self._wait_idle(100)
         return self.prod.free_slots
 
     def close(self):
