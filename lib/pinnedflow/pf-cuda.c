@@ -12,6 +12,7 @@
 #endif
 
 #include "pf-cuda.h"
+#include "pf-msg-private.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -67,18 +68,6 @@ why_append (why_buf * w, const char *fmt, ...)
     w->len += (size_t) n;
   if (w->len >= sizeof (w->buf))
     w->len = sizeof (w->buf) - 1;
-}
-
-static void
-set_msg (char *msg, size_t msg_len, const char *fmt, ...)
-{
-  va_list ap;
-
-  if (msg == NULL || msg_len == 0)
-    return;
-  va_start (ap, fmt);
-  vsnprintf (msg, msg_len, fmt, ap);
-  va_end (ap);
 }
 
 static const pf_cuda_runtime *
@@ -254,7 +243,7 @@ pf_cuda_runtime_get (const pf_cuda_runtime ** out, char *msg, size_t msg_len)
     free (o->rt.library);
     free (o);
     pthread_mutex_unlock (&lock);
-    set_msg (msg, msg_len, "Could not load the CUDA runtime: out of memory");
+    pf_set_msg (msg, msg_len, "Could not load the CUDA runtime: out of memory");
     return -ENOMEM;
   }
   pthread_mutex_unlock (&lock);
@@ -263,10 +252,10 @@ pf_cuda_runtime_get (const pf_cuda_runtime ** out, char *msg, size_t msg_len)
     why.buf[why.len - 2] = '\0';
   res = symbol_error ? -ENOSYS : -ENOENT;
   if (env != NULL && *env != '\0')
-    set_msg (msg, msg_len, "Could not load the CUDA runtime " ENV_CUDART
+    pf_set_msg (msg, msg_len, "Could not load the CUDA runtime " ENV_CUDART
         "=%s: %s", env, why.buf);
   else
-    set_msg (msg, msg_len, "Could not load the CUDA runtime (tried "
+    pf_set_msg (msg, msg_len, "Could not load the CUDA runtime (tried "
         "libcudart.so.13, .so.12, .so.11.0, libcudart.so; set " ENV_CUDART
         " to a name or path): %s", why.buf);
   return res;
@@ -357,21 +346,21 @@ pf_cuda_runtime_open_device (int device_id, const pf_cuda_runtime ** out,
     int driver = 0;
     pf_cuda_error_describe (rt, err, desc, sizeof (desc));
     rt->DriverGetVersion (&driver);
-    set_msg (msg, msg_len, "No usable CUDA device: cudaGetDeviceCount "
+    pf_set_msg (msg, msg_len, "No usable CUDA device: cudaGetDeviceCount "
         "failed with %s (runtime %s, version %d; driver version %d%s)", desc,
         rt->library, rt->runtime_version, driver,
         driver == 0 ? ": no NVIDIA driver is installed" : "");
     return -ENODEV;
   }
   if (count <= 0 || device_id < 0 || device_id >= count) {
-    set_msg (msg, msg_len, "No CUDA device %d: cudaGetDeviceCount reports "
+    pf_set_msg (msg, msg_len, "No CUDA device %d: cudaGetDeviceCount reports "
         "%d device(s) (runtime %s)", device_id, count, rt->library);
     return -ENODEV;
   }
   pf_cuda_device_leave (rt, device_id, device_enter (rt, device_id, &err));
   if (err != PF_CUDA_SUCCESS) {
     pf_cuda_error_describe (rt, err, desc, sizeof (desc));
-    set_msg (msg, msg_len, "cudaSetDevice(%d) failed: %s (runtime %s)",
+    pf_set_msg (msg, msg_len, "cudaSetDevice(%d) failed: %s (runtime %s)",
         device_id, desc, rt->library);
     return -EIO;
   }

@@ -31,6 +31,7 @@
 
 #include "pf-upload.h"
 #include "pf-cuda-registration.h"
+#include "pf-msg-private.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -103,18 +104,6 @@ struct pf_uploader
 
   pf_uploader_stats stats;
 };
-
-static void
-set_msg (char *msg, size_t msg_len, const char *fmt, ...)
-{
-  va_list ap;
-
-  if (msg == NULL || msg_len == 0)
-    return;
-  va_start (ap, fmt);
-  vsnprintf (msg, msg_len, fmt, ap);
-  va_end (ap);
-}
 
 /* The engine's device (or the caller's context) made current. */
 static int
@@ -333,7 +322,7 @@ pf_uploader_new_with_hooks (const pf_uploader_config * config,
       || (hooks && (hooks->enter == NULL || hooks->leave == NULL))
       || config->pool_size > MAX_POOL_SIZE
       || (config->flags & ~(PF_UPLOADER_NO_THREAD | PF_UPLOADER_NO_BOUNCE))) {
-    set_msg (msg, msg_len, "invalid uploader configuration");
+    pf_set_msg (msg, msg_len, "invalid uploader configuration");
     return -EINVAL;
   }
   *out = NULL;
@@ -391,7 +380,7 @@ pf_uploader_new_with_hooks (const pf_uploader_config * config,
     pf_cuda_take_last_error (rt);
   up_leave (up, prev);
   if (err != PF_CUDA_SUCCESS) {
-    set_msg (msg, msg_len, "CUDA error in %s: %s (runtime %s, device %d)",
+    pf_set_msg (msg, msg_len, "CUDA error in %s: %s (runtime %s, device %d)",
         call, pf_cuda_error_describe (rt, err, desc, sizeof (desc)),
         rt->library, up->device_id);
     uploader_destroy (up);
@@ -401,7 +390,7 @@ pf_uploader_new_with_hooks (const pf_uploader_config * config,
   if (!(up->flags & PF_UPLOADER_NO_THREAD)) {
     if (pthread_create (&up->thread, NULL, release_thread_func, up) != 0) {
       uploader_destroy (up);
-      set_msg (msg, msg_len, "could not start the release thread");
+      pf_set_msg (msg, msg_len, "could not start the release thread");
       return -EAGAIN;
     }
     up->have_thread = 1;
@@ -410,7 +399,7 @@ pf_uploader_new_with_hooks (const pf_uploader_config * config,
   return 0;
 
 nomem:
-  set_msg (msg, msg_len, "out of memory");
+  pf_set_msg (msg, msg_len, "out of memory");
   return -ENOMEM;
 }
 
