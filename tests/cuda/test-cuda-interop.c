@@ -42,15 +42,14 @@
 #include <gst/pinnedcuda/gstpinnedcudaloader.h>
 #include <gst/pinnedcuda/gstpinnedcudamemory.h>
 
+#include "cuda-test-util.h"
+
 #define CAPS_FEATURE_CUDA "memory:CUDAMemory"
 #define MAP_CUDA (GST_MAP_FLAG_LAST << 1)
 #define MEMORY_NEED_SYNC (GST_MEMORY_FLAG_LAST << 2)
 
 static gboolean emulated;
-static long (*emu_query) (const char *);
-static void (*emu_reset) (void);
-static long (*emu_live_total) (void);
-static const char *(*emu_leak_report) (void);
+static CudaTestEmu pfemu;       /* when emulated */
 
 /* libgstcuda 1.24+ (NULL on 1.22) */
 static gpointer (*cuda_memory_get_stream) (GstMemory * mem);
@@ -62,51 +61,6 @@ static const gchar *formats[] = { "RGBA", "NV12", "I420" };
 #define ODD_H 93
 
 /* ------------------------------------------------------------ frames */
-
-static guint8
-pattern (guint seed, guint plane, guint row, guint col)
-{
-  return (guint8) (seed * 29u + plane * 67u + row * 11u + col * 5u +
-      (col >> 8) * 3u);
-}
-
-static void
-fill_frame (GstVideoFrame * frame, const GstPinnedCudaLayout * l, guint seed)
-{
-  guint p, r, c;
-
-  for (p = 0; p < l->n_planes; p++) {
-    guint8 *d = GST_VIDEO_FRAME_PLANE_DATA (frame, p);
-    gint stride = GST_VIDEO_FRAME_PLANE_STRIDE (frame, p);
-    for (r = 0; r < l->rows[p]; r++) {
-      for (c = 0; c < l->width_bytes[p]; c++)
-        d[r * stride + c] = pattern (seed, p, r, c);
-      for (; c < (guint) stride; c++)
-        d[r * stride + c] = 0xEE;
-    }
-  }
-}
-
-/* Wrong bytes in plane data at @data with @stride (padding ignored). */
-static guint
-check_plane (const guint8 * data, gsize stride, const GstPinnedCudaLayout * l,
-    guint p, guint seed)
-{
-  guint r, c, bad = 0;
-
-  for (r = 0; r < l->rows[p]; r++)
-    for (c = 0; c < l->width_bytes[p]; c++)
-      bad += data[r * stride + c] != pattern (seed, p, r, c);
-  return bad;
-}
-
-static GstCaps *
-make_caps (const gchar * format, gint w, gint h)
-{
-  return gst_caps_new_simple ("video/x-raw", "format", G_TYPE_STRING, format,
-      "width", G_TYPE_INT, w, "height", G_TYPE_INT, h,
-      "framerate", GST_TYPE_FRACTION, 30, 1, NULL);
-}
 
 /* ------------------------------------------------------------ checking */
 
@@ -131,13 +85,11 @@ static guint
 check_system (Checker * ck, GstBuffer * buf, guint seed)
 {
   GstVideoFrame frame;
-  guint p, bad = 0;
+  guint bad;
 
   if (!gst_video_frame_map (&frame, &ck->info, buf, GST_MAP_READ))
     return 1;
-  for (p = 0; p < ck->layout.n_planes; p++)
-    bad += check_plane (GST_VIDEO_FRAME_PLANE_DATA (&frame, p),
-        GST_VIDEO_FRAME_PLANE_STRIDE (&frame, p), &ck->layout, p, seed);
+  bad = cuda_test_check_frame (&frame, &ck->layout, seed);
   gst_video_frame_unmap (&frame);
   return bad;
 }
@@ -177,7 +129,7 @@ check_device (Checker * ck, GstBuffer * buf, guint seed)
             rows, GST_PINNED_CUDA_MEMCPY_DEVICE_TO_HOST) != 0)
       bad++;
     else
-      bad += check_plane (host, w, &ck->layout, p, seed);
+      bad += cuda_test_check_plane (host, w, &ck->layout, p, seed);
     g_free (host);
   }
   gst_memory_unmap (mem, &map);
@@ -211,7 +163,7 @@ on_new_sample (GstElement * sink, gpointer user_data)
 static void
 checker_init (Checker * ck, ReadKind kind, const gchar * format)
 {
-  GstCaps *caps = make_caps (format, ODD_W, ODD_H);
+  GstCaps *caps = cuda_test_make_caps (format, ODD_W, ODD_H);
 
   memset (ck, 0, sizeof (*ck));
   g_mutex_init (&ck->lock);
@@ -221,38 +173,12 @@ checker_init (Checker * ck, ReadKind kind, const gchar * format)
   gst_caps_unref (caps);
 }
 
-/* Waits for EOS or an error; the error message or NULL. */
-static gchar *
-wait_eos_or_error (GstElement * pipeline)
-{
-  GstBus *bus = gst_element_get_bus (pipeline);
-  GstMessage *msg;
-  gchar *res = NULL;
-
-  msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND,
-      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-  if (msg == NULL) {
-    res = g_strdup ("timeout");
-  } else if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
-    GError *err = NULL;
-    gchar *dbg = NULL;
-    gst_message_parse_error (msg, &err, &dbg);
-    res = g_strdup_printf ("%s (%s)", err->message, dbg ? dbg : "");
-    g_error_free (err);
-    g_free (dbg);
-  }
-  if (msg)
-    gst_message_unref (msg);
-  gst_object_unref (bus);
-  return res;
-}
-
 /* Pushes @n frames of the pattern into the appsrc named "src". */
 static void
 push_frames (GstElement * pipeline, const gchar * format, guint n)
 {
   GstElement *src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
-  GstCaps *caps = make_caps (format, ODD_W, ODD_H);
+  GstCaps *caps = cuda_test_make_caps (format, ODD_W, ODD_H);
   GstVideoInfo info;
   GstPinnedCudaLayout layout;
   guint i;
@@ -268,7 +194,7 @@ push_frames (GstElement * pipeline, const gchar * format, guint n)
         GST_VIDEO_INFO_FORMAT (&info), ODD_W, ODD_H,
         GST_VIDEO_INFO_N_PLANES (&info), info.offset, info.stride);
     fail_unless (gst_video_frame_map (&frame, &info, buf, GST_MAP_WRITE));
-    fill_frame (&frame, &layout, i);
+    cuda_test_fill_frame (&frame, &layout, i);
     gst_video_frame_unmap (&frame);
     GST_BUFFER_PTS (buf) = i * GST_MSECOND;
     GST_BUFFER_DURATION (buf) = GST_MSECOND;
@@ -300,7 +226,7 @@ run_pipeline (const gchar * desc, const gchar * format, guint n, Checker * ck,
   src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
   if (src && GST_IS_APP_SRC (src))
     push_frames (pipeline, format, n);
-  err = wait_eos_or_error (pipeline);
+  err = cuda_test_wait_eos_or_error (pipeline);
   if (stats_of && stats) {
     GstElement *e = gst_bin_get_by_name (GST_BIN (pipeline), stats_of);
     g_object_get (e, "stats", stats, NULL);
@@ -320,7 +246,7 @@ static void
 setup (void)
 {
   if (emulated)
-    emu_reset ();
+    pfemu.reset ();
 }
 
 /* Nothing CUDA left alive: no allocation, stream, event, registration or
@@ -329,9 +255,9 @@ static void
 teardown (void)
 {
   if (emulated) {
-    fail_unless (emu_live_total () == 0, "emulator reports leaks: %s",
-        emu_leak_report ());
-    fail_unless_equals_int (emu_query ("live.contexts"), 0);
+    fail_unless (pfemu.live_total () == 0, "emulator reports leaks: %s",
+        pfemu.leak_report ());
+    fail_unless_equals_int (pfemu.query ("live.contexts"), 0);
   }
   fail_unless_equals_int (pf_segment_count_live (), 0);
 }
@@ -349,79 +275,14 @@ check_counters (guint n_ours)
 {
   if (!emulated)
     return;
-  fail_unless_equals_int (emu_query ("contexts.created"), 1);
-  fail_unless (emu_query ("calls.cudaStreamSynchronize") <=
+  fail_unless_equals_int (pfemu.query ("contexts.created"), 1);
+  fail_unless (pfemu.query ("calls.cudaStreamSynchronize") <=
       (long) (STOP_SYNCS * n_ours),
       "%ld cudaStreamSynchronize calls for %u of our elements",
-      emu_query ("calls.cudaStreamSynchronize"), n_ours);
+      pfemu.query ("calls.cudaStreamSynchronize"), n_ours);
 }
 
 /* ------------------------------------------------------------ tests */
-
-/* The producer process (this binary re-executed with --producer): frames
- * of the pattern written into pinnedshmsink's pool; it waits for returned
- * slots instead of dropping. */
-static int
-run_producer (const gchar * sock, const gchar * format, guint n)
-{
-  GstElement *pipeline, *src;
-  GstBufferPool *pool = NULL;
-  GstCaps *caps = make_caps (format, ODD_W, ODD_H);
-  GstVideoInfo info;
-  GstPinnedCudaLayout layout;
-  GstPad *pad;
-  GstQuery *query;
-  gchar *desc, *err;
-  guint i;
-
-  gst_video_info_from_caps (&info, caps);
-  gst_pinned_cuda_layout_init (&layout, &info);
-  desc = g_strdup_printf ("appsrc name=src format=time ! pinnedshmsink "
-      "socket-path=%s wait-for-connection=true pool-size=6 "
-      "max-client-buffers=64 sync=false", sock);
-  pipeline = gst_parse_launch (desc, NULL);
-  g_free (desc);
-  if (pipeline == NULL)
-    return 2;
-  src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
-  g_object_set (src, "caps", caps, NULL);
-  gst_element_set_state (pipeline, GST_STATE_PLAYING);
-  pad = gst_element_get_static_pad (src, "src");
-  query = gst_query_new_allocation (caps, TRUE);
-  if (gst_pad_peer_query (pad, query) &&
-      gst_query_get_n_allocation_pools (query) > 0)
-    gst_query_parse_nth_allocation_pool (query, 0, &pool, NULL, NULL, NULL);
-  gst_query_unref (query);
-  gst_object_unref (pad);
-  if (pool == NULL || !gst_buffer_pool_set_active (pool, TRUE)) {
-    g_printerr ("producer: pinnedshmsink proposed no usable pool\n");
-    return 3;
-  }
-  for (i = 0; i < n; i++) {
-    GstBuffer *buf = NULL;
-    GstVideoFrame frame;
-    if (gst_buffer_pool_acquire_buffer (pool, &buf, NULL) != GST_FLOW_OK)
-      break;
-    gst_video_frame_map (&frame, &info, buf, GST_MAP_WRITE);
-    fill_frame (&frame, &layout, i);
-    gst_video_frame_unmap (&frame);
-    GST_BUFFER_PTS (buf) = i * GST_MSECOND;
-    GST_BUFFER_DURATION (buf) = GST_MSECOND;
-    if (gst_app_src_push_buffer (GST_APP_SRC (src), buf) != GST_FLOW_OK)
-      break;
-  }
-  gst_app_src_end_of_stream (GST_APP_SRC (src));
-  err = wait_eos_or_error (pipeline);
-  if (err)
-    g_printerr ("producer: %s\n", err);
-  gst_element_set_state (pipeline, GST_STATE_NULL);
-  gst_buffer_pool_set_active (pool, FALSE);
-  gst_object_unref (pool);
-  gst_object_unref (src);
-  gst_object_unref (pipeline);
-  gst_caps_unref (caps);
-  return err ? 1 : 0;
-}
 
 /* pinnedshmsink (other process) -> pinnedshmsrc ! pinnedcudaupload !
  * cudadownload: every frame byte-exact, by DMA from the received segment,
@@ -432,11 +293,6 @@ GST_START_TEST (test_shm_to_cudadownload)
   const guint n = 24;
   gchar *dir = g_dir_make_tmp ("pfcudaio-XXXXXX", NULL);
   gchar *sock = g_build_filename (dir, "sock", NULL);
-  gchar *exe = g_file_read_link ("/proc/self/exe", NULL);
-  gchar *nstr = g_strdup_printf ("%u", n);
-  gchar *argv[] = { exe, (gchar *) "--producer", sock, (gchar *) format,
-    nstr, NULL
-  };
   GstStructure *stats = NULL;
   GError *error = NULL;
   Checker ck;
@@ -446,8 +302,8 @@ GST_START_TEST (test_shm_to_cudadownload)
   GPid pid;
 
   checker_init (&ck, READ_SYSTEM, format);
-  fail_unless (g_spawn_async (NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD,
-          NULL, NULL, &pid, &error), "spawn: %s", error ? error->message : "");
+  fail_unless (cuda_test_spawn_producer (sock, format, ODD_W, ODD_H, n, &pid,
+          &error), "spawn: %s", error ? error->message : "");
   desc = g_strdup_printf ("pinnedshmsrc socket-path=%s connect-timeout=20000 "
       "! pinnedcudaupload name=up ! video/x-raw(" CAPS_FEATURE_CUDA ") ! "
       "cudadownload ! video/x-raw ! appsink name=sink", sock);
@@ -471,8 +327,6 @@ GST_START_TEST (test_shm_to_cudadownload)
   fail_unless_equals_int (pinned, n);
   check_counters (1);
   gst_structure_free (stats);
-  g_free (nstr);
-  g_free (exe);
   g_free (sock);
   g_free (dir);
 }
@@ -557,9 +411,9 @@ GST_START_TEST (test_cuda_memory_ready)
     fail_unless_equals_int (ck.with_stream, 0);
   }
   if (emulated) {
-    fail_unless (emu_query ("calls.cudaStreamSynchronize") <= STOP_SYNCS,
+    fail_unless (pfemu.query ("calls.cudaStreamSynchronize") <= STOP_SYNCS,
         "%ld cudaStreamSynchronize calls",
-        emu_query ("calls.cudaStreamSynchronize"));
+        pfemu.query ("calls.cudaStreamSynchronize"));
   }
 }
 
@@ -583,20 +437,6 @@ interop_suite (void)
 }
 
 /* ------------------------------------------------------------ main */
-
-static gboolean
-load_emulator (const gchar * path)
-{
-  void *h = path ? dlopen (path, RTLD_NOW | RTLD_LOCAL) : NULL;
-
-  if (h == NULL)
-    return FALSE;
-  emu_query = dlsym (h, "pfemu_query");
-  emu_reset = dlsym (h, "pfemu_reset");
-  emu_live_total = dlsym (h, "pfemu_live_total");
-  emu_leak_report = dlsym (h, "pfemu_leak_report");
-  return emu_query && emu_reset && emu_live_total && emu_leak_report;
-}
 
 /* NULL when nvcodec's elements and libgstcuda's driver are usable, else
  * why not. */
@@ -660,14 +500,13 @@ main (int argc, char **argv)
 {
   const gchar *mode = g_getenv ("PINNEDFLOW_CUDA_MODE");
   gchar *why;
+  int producer = cuda_test_producer_main (argc, argv);
 
-  if (argc == 5 && strcmp (argv[1], "--producer") == 0) {
-    gst_init (NULL, NULL);
-    return run_producer (argv[2], argv[3], (guint) atoi (argv[4]));
-  }
+  if (producer >= 0)
+    return producer;
   gst_check_init (&argc, &argv);
   if (g_strcmp0 (mode, "emulated") == 0) {
-    if (!load_emulator (g_getenv ("GST_PINNEDFLOW_CUDART"))) {
+    if (!cuda_test_emu_load (&pfemu, g_getenv ("GST_PINNEDFLOW_CUDART"))) {
       g_printerr ("cuda-interop: cannot load the emulator from "
           "GST_PINNEDFLOW_CUDART=%s\n", g_getenv ("GST_PINNEDFLOW_CUDART"));
       return 1;

@@ -17,7 +17,6 @@
 #include <gst/app/gstappsrc.h>
 #include <gst/video/video.h>
 #include <gst/pinnedflow/pinnedflow.h>
-#include <dlfcn.h>
 #include <glib/gstdio.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -26,14 +25,13 @@
 #include <gst/pinnedcuda/gstpinnedcuda.h>
 #include <gst/pinnedcuda/gstpinnedcudamemory.h>
 
+#include "cuda-test-util.h"
+
 static gboolean emulated;
 static gchar *cudart_env;       /* GST_PINNEDFLOW_CUDART at start */
-static long (*emu_query) (const char *);
-static void (*emu_reset) (void);
-static long (*emu_live_total) (void);
-static const char *(*emu_leak_report) (void);
+static CudaTestEmu pfemu;       /* when emulated */
 
-#define EMU(name) (emu_query (name))
+#define EMU(name) (pfemu.query (name))
 
 /* ------------------------------------------------------------ fixture */
 
@@ -54,7 +52,7 @@ setup (void)
   else
     g_unsetenv ("GST_PINNEDFLOW_CUDART");
   if (emulated)
-    emu_reset ();
+    pfemu.reset ();
 }
 
 /* After every test: nothing CUDA left alive (emulator leak report). */
@@ -62,62 +60,13 @@ static void
 teardown (void)
 {
   if (emulated) {
-    long live = emu_live_total ();
-    fail_unless (live == 0, "emulator reports leaks: %s", emu_leak_report ());
+    long live = pfemu.live_total ();
+    fail_unless (live == 0, "emulator reports leaks: %s", pfemu.leak_report ());
   }
   fail_unless_equals_int (pf_segment_count_live (), 0);
 }
 
 /* ------------------------------------------------------------ frames */
-
-static guint8
-pattern (guint seed, guint plane, guint row, guint col)
-{
-  return (guint8) (seed * 31u + plane * 71u + row * 13u + col * 7u +
-      (col >> 8) * 3u);
-}
-
-static void
-fill_frame (GstVideoFrame * frame, const GstPinnedCudaLayout * l, guint seed)
-{
-  guint p, r, c;
-
-  for (p = 0; p < l->n_planes; p++) {
-    guint8 *d = GST_VIDEO_FRAME_PLANE_DATA (frame, p);
-    gint stride = GST_VIDEO_FRAME_PLANE_STRIDE (frame, p);
-    for (r = 0; r < l->rows[p]; r++) {
-      for (c = 0; c < l->width_bytes[p]; c++)
-        d[r * stride + c] = pattern (seed, p, r, c);
-      /* Padding gets junk that must not be copied over the frame. */
-      for (; c < (guint) stride; c++)
-        d[r * stride + c] = 0xEE;
-    }
-  }
-}
-
-/* Number of wrong bytes. */
-static guint
-check_frame (GstVideoFrame * frame, const GstPinnedCudaLayout * l, guint seed)
-{
-  guint p, r, c, bad = 0;
-
-  for (p = 0; p < l->n_planes; p++) {
-    const guint8 *d = GST_VIDEO_FRAME_PLANE_DATA (frame, p);
-    gint stride = GST_VIDEO_FRAME_PLANE_STRIDE (frame, p);
-    for (r = 0; r < l->rows[p]; r++)
-      for (c = 0; c < l->width_bytes[p]; c++)
-        bad += d[r * stride + c] != pattern (seed, p, r, c);
-  }
-  return bad;
-}
-
-static GstCaps *
-make_caps (const gchar * format, gint w, gint h)
-{
-  return gst_caps_new_simple ("video/x-raw", "format", G_TYPE_STRING, format,
-      "width", G_TYPE_INT, w, "height", G_TYPE_INT, h,
-      "framerate", GST_TYPE_FRACTION, 30, 1, NULL);
-}
 
 /* A system-memory buffer whose planes have @extra bytes of padding per row
  * (odd strides when @extra is odd), described by a GstVideoMeta. */
@@ -176,7 +125,7 @@ on_new_sample (GstElement * sink, gpointer user_data)
   seed = ck->seed_is_index ? ck->received :
       (guint) (GST_BUFFER_PTS (buf) / GST_MSECOND);
   if (gst_video_frame_map (&frame, &ck->info, buf, GST_MAP_READ)) {
-    bad = check_frame (&frame, &ck->layout, seed);
+    bad = cuda_test_check_frame (&frame, &ck->layout, seed);
     gst_video_frame_unmap (&frame);
   } else {
     bad = 1;
@@ -190,54 +139,6 @@ on_new_sample (GstElement * sink, gpointer user_data)
   g_mutex_unlock (&ck->lock);
   gst_sample_unref (sample);
   return GST_FLOW_OK;
-}
-
-/* Waits for EOS or an error; returns the error message (or NULL). Counts
- * the warnings posted meanwhile in *@warnings (optional) and keeps the
- * first one's message in *@warning. */
-static gchar *
-wait_eos_or_error_full (GstElement * pipeline, guint * warnings,
-    gchar ** warning)
-{
-  GstBus *bus = gst_element_get_bus (pipeline);
-  GstMessage *msg;
-  gchar *res = NULL;
-
-  for (;;) {
-    GError *err = NULL;
-
-    msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND,
-        GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_WARNING);
-    if (msg == NULL || GST_MESSAGE_TYPE (msg) != GST_MESSAGE_WARNING)
-      break;
-    gst_message_parse_warning (msg, &err, NULL);
-    if (warnings && (*warnings)++ == 0 && warning)
-      *warning = g_strdup (err->message);
-    g_error_free (err);
-    gst_message_unref (msg);
-  }
-  if (msg == NULL) {
-    gst_object_unref (bus);
-    return g_strdup ("timeout: neither EOS nor an error within 60 s");
-  }
-  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
-    GError *err = NULL;
-    gchar *dbg = NULL;
-    gst_message_parse_error (msg, &err, &dbg);
-    res = g_strdup_printf ("%s | %s", err->message, dbg ? dbg : "");
-    GST_INFO ("error: %s", res);
-    g_error_free (err);
-    g_free (dbg);
-  }
-  gst_message_unref (msg);
-  gst_object_unref (bus);
-  return res;
-}
-
-static gchar *
-wait_eos_or_error (GstElement * pipeline)
-{
-  return wait_eos_or_error_full (pipeline, NULL, NULL);
 }
 
 /* Takes a buffer from @pool, or gives up when the pipeline posted an
@@ -330,7 +231,7 @@ run_round_trip (const RoundTrip * rt, RoundTripResult * res)
 
   memset (res, 0, sizeof (*res));
   g_mutex_init (&res->ck.lock);
-  caps = make_caps (rt->format, rt->width, rt->height);
+  caps = cuda_test_make_caps (rt->format, rt->width, rt->height);
   fail_unless (gst_video_info_from_caps (&res->ck.info, caps));
   gst_pinned_cuda_layout_init (&res->ck.layout, &res->ck.info);
 
@@ -398,14 +299,14 @@ run_round_trip (const RoundTrip * rt, RoundTripResult * res)
       fail_unless (gst_is_pinned_memory (gst_buffer_peek_memory (buf, 0)));
       fail_unless (gst_video_frame_map (&frame, &res->ck.info, buf,
               GST_MAP_WRITE));
-      fill_frame (&frame, &res->ck.layout, i);
+      cuda_test_fill_frame (&frame, &res->ck.layout, i);
       gst_video_frame_unmap (&frame);
     } else if (rt->input == INPUT_SYSMEM) {
       buf = make_strided_buffer (&res->ck.info, &res->ck.layout,
           rt->extra_stride);
       fail_unless (gst_video_frame_map (&frame, &res->ck.info, buf,
               GST_MAP_WRITE));
-      fill_frame (&frame, &res->ck.layout, i);
+      cuda_test_fill_frame (&frame, &res->ck.layout, i);
       gst_video_frame_unmap (&frame);
     } else {
       GstAllocator *alloc = gst_pinned_allocator_get ();
@@ -415,7 +316,7 @@ run_round_trip (const RoundTrip * rt, RoundTripResult * res)
           GST_VIDEO_INFO_SIZE (&res->ck.info), NULL, NULL);
       fail_unless (gst_video_frame_map (&frame, &res->ck.info, wbuf,
               GST_MAP_WRITE));
-      fill_frame (&frame, &res->ck.layout, i);
+      cuda_test_fill_frame (&frame, &res->ck.layout, i);
       gst_video_frame_unmap (&frame);
       gst_buffer_unref (wbuf);
       buf = gst_buffer_new ();
@@ -432,7 +333,7 @@ run_round_trip (const RoundTrip * rt, RoundTripResult * res)
   }
   gst_app_src_end_of_stream (GST_APP_SRC (src));
   if (res->error == NULL)
-    res->error = wait_eos_or_error_full (pipeline, &res->warnings,
+    res->error = cuda_test_wait_eos_or_error_full (pipeline, &res->warnings,
         &res->warning);
 
   g_object_get (up, "stats", &res->up_stats, NULL);
@@ -580,7 +481,7 @@ GST_START_TEST (test_readonly_segment_unsupported)
   RoundTripResult res;
 
   g_setenv ("PFEMU_NO_READONLY_REGISTER", "1", TRUE);
-  emu_reset ();
+  pfemu.reset ();
   run_round_trip (&rt, &res);
   assert_intact (&rt, &res);
   fail_unless_equals_uint64 (get_stat (res.up_stats, "pinned-copies"), 0);
@@ -606,7 +507,7 @@ GST_START_TEST (test_max_inflight)
   RoundTripResult res;
 
   g_setenv ("PFEMU_COPY_DELAY_US", "5000", TRUE);
-  emu_reset ();
+  pfemu.reset ();
   run_round_trip (&rt, &res);
   fail_unless (res.error == NULL, "%s", res.error);
   fail_unless_equals_uint64 (get_stat (res.up_stats, "frames"), rt.n_frames);
@@ -629,7 +530,7 @@ GST_END_TEST;
 GST_START_TEST (test_propose_pool_and_api)
 {
   GstHarness *h = gst_harness_new ("pinnedcudaupload");
-  GstCaps *caps = make_caps ("NV12", 64, 32);
+  GstCaps *caps = cuda_test_make_caps ("NV12", 64, 32);
   GstQuery *query;
   GstBufferPool *pool = NULL;
   GstVideoInfo info;
@@ -663,7 +564,7 @@ GST_START_TEST (test_propose_pool_and_api)
     fail_unless (gst_buffer_pool_acquire_buffer (pool, &in, NULL) ==
         GST_FLOW_OK);
     fail_unless (gst_video_frame_map (&frame, &info, in, GST_MAP_WRITE));
-    fill_frame (&frame, &layout, i);
+    cuda_test_fill_frame (&frame, &layout, i);
     gst_video_frame_unmap (&frame);
     GST_BUFFER_PTS (in) = i * GST_MSECOND;
     out = gst_harness_push_and_pull (h, in);
@@ -691,7 +592,7 @@ GST_START_TEST (test_propose_pool_and_api)
     fail_unless (gst_video_frame_map (&frame, &info, out, GST_MAP_READ));
     fail_unless (GST_VIDEO_FRAME_PLANE_DATA (&frame, 0) != dev,
         "a CPU map must not hand out the device pointer");
-    fail_unless_equals_int (check_frame (&frame, &layout, i), 0);
+    fail_unless_equals_int (cuda_test_check_frame (&frame, &layout, i), 0);
     gst_video_frame_unmap (&frame);
     gst_buffer_unref (out);
   }
@@ -721,7 +622,7 @@ start_error (void)
   gchar *err;
 
   gst_element_set_state (pipeline, GST_STATE_PLAYING);
-  err = wait_eos_or_error (pipeline);
+  err = cuda_test_wait_eos_or_error (pipeline);
   gst_element_set_state (pipeline, GST_STATE_NULL);
   gst_object_unref (pipeline);
   return err;
@@ -765,7 +666,7 @@ GST_START_TEST (test_no_device)
   gchar *err;
 
   g_setenv ("PFEMU_DEVICE_COUNT", "0", TRUE);
-  emu_reset ();
+  pfemu.reset ();
   err = start_error ();
   fail_unless (err != NULL);
   fail_unless (strstr (err, "cudaGetDeviceCount") != NULL, "%s", err);
@@ -781,7 +682,7 @@ GST_START_TEST (test_insufficient_driver)
   gchar *err;
 
   g_setenv ("PFEMU_INSUFFICIENT_DRIVER", "1", TRUE);
-  emu_reset ();
+  pfemu.reset ();
   err = start_error ();
   fail_unless (err != NULL);
   fail_unless (strstr (err, "cudaErrorInsufficientDriver (35)") != NULL, "%s",
@@ -824,7 +725,7 @@ GST_START_TEST (test_injected_failure)
   RoundTripResult res;
 
   g_setenv ("PFEMU_FAIL", injections[__i__].fail, TRUE);
-  emu_reset ();
+  pfemu.reset ();
   run_round_trip (&rt, &res);
   fail_unless (EMU ("injected") == 1);
   fail_unless (res.error != NULL, "no error posted for %s",
@@ -848,7 +749,7 @@ GST_START_TEST (test_device_frame_alloc_fails_midstream)
   RoundTripResult res;
 
   g_setenv ("PFEMU_FAIL", "MallocPitch:5:2", TRUE);
-  emu_reset ();
+  pfemu.reset ();
   run_round_trip (&rt, &res);
   fail_unless_equals_int (EMU ("injected"), 1);
   /* mid-stream: the preallocated frames went downstream first */
@@ -879,7 +780,7 @@ GST_START_TEST (test_second_device)
   long app_context;
 
   g_setenv ("PFEMU_DEVICE_COUNT", "2", TRUE);
-  emu_reset ();
+  pfemu.reset ();
   app_context = EMU ("thread.context");
   run_round_trip (&rt, &res);
   assert_intact (&rt, &res);
@@ -964,7 +865,7 @@ GST_START_TEST (test_registration_failure_handled)
   RoundTripResult res;
 
   g_setenv ("PFEMU_FAIL", "HostRegister:1:2", TRUE);
-  emu_reset ();
+  pfemu.reset ();
   run_round_trip (&rt, &res);
   fail_unless (res.error == NULL, "pipeline error: %s", res.error);
   fail_unless_equals_int (EMU ("injected"), 1);
@@ -987,7 +888,7 @@ GST_START_TEST (test_sticky_error)
   RoundTripResult res;
 
   g_setenv ("PFEMU_FAIL", "Memcpy2DAsync:5:700:sticky", TRUE);
-  emu_reset ();
+  pfemu.reset ();
   run_round_trip (&rt, &res);
   fail_unless_equals_int (EMU ("injected"), 1);
   fail_unless_equals_int (EMU ("sticky"), 700);
@@ -1004,7 +905,7 @@ GST_START_TEST (test_sticky_error)
   round_trip_result_clear (&res);
 
   g_unsetenv ("PFEMU_FAIL");
-  emu_reset ();
+  pfemu.reset ();
   run_round_trip (&rt, &res);
   assert_intact (&rt, &res);
   round_trip_result_clear (&res);
@@ -1092,7 +993,7 @@ GST_START_TEST (test_host_register_unsupported)
   RoundTripResult res;
 
   g_setenv ("PFEMU_NO_HOST_REGISTER", "1", TRUE);
-  emu_reset ();
+  pfemu.reset ();
   run_round_trip (&pinned, &res);
   fail_unless (res.error == NULL, "pipeline error: %s", res.error);
   fail_unless_equals_int (res.ck.received, pinned.n_frames);
@@ -1121,7 +1022,7 @@ GST_START_TEST (test_async_error_restart)
   RoundTripResult res;
 
   g_setenv ("PFEMU_FAIL", "Memcpy2DAsync:5:700:async", TRUE);
-  emu_reset ();
+  pfemu.reset ();
   run_round_trip (&rt, &res);
   fail_unless_equals_int (EMU ("injected"), 1);
   fail_unless_equals_int (EMU ("sticky"), 0);
@@ -1168,12 +1069,12 @@ GST_START_TEST (test_emulator_rules)
           size, PF_SEGMENT_IMPORT_READONLY, &ro), 0);
   fail_unless (rt->HostRegister (pf_segment_get_base (ro), size, 0) != 0);
   g_setenv ("PFEMU_NO_READONLY_REGISTER", "1", TRUE);
-  emu_reset ();
+  pfemu.reset ();
   fail_unless_equals_int (rt->HostRegister (pf_segment_get_base (ro), size,
           GST_PINNED_CUDA_HOST_REGISTER_READ_ONLY),
       GST_PINNED_CUDA_ERROR_NOT_SUPPORTED);
   g_unsetenv ("PFEMU_NO_READONLY_REGISTER");
-  emu_reset ();
+  pfemu.reset ();
   fail_unless_equals_int (rt->HostRegister (pf_segment_get_base (ro), size,
           GST_PINNED_CUDA_HOST_REGISTER_READ_ONLY), 0);
   fail_unless_equals_int (rt->HostUnregister (pf_segment_get_base (ro)), 0);
@@ -1294,75 +1195,6 @@ GST_END_TEST;
 
 /* ------------------------------------------------------------ cross-process */
 
-/* The producer process (this binary re-executed with --producer): frames
- * of a known pattern into pinnedshmsink. max-client-buffers above the pool
- * size: the producer waits for returned slots instead of dropping. */
-static int
-run_producer (const gchar * sock, const gchar * format, gint w, gint h, guint n)
-{
-  GstElement *pipeline, *src;
-  GstBufferPool *pool = NULL;
-  GstCaps *caps = make_caps (format, w, h);
-  GstVideoInfo info;
-  GstPinnedCudaLayout layout;
-  gchar *desc, *err;
-  guint i;
-
-  gst_video_info_from_caps (&info, caps);
-  gst_pinned_cuda_layout_init (&layout, &info);
-  desc = g_strdup_printf ("appsrc name=src format=time ! pinnedshmsink "
-      "socket-path=%s wait-for-connection=true pool-size=6 "
-      "max-client-buffers=64 sync=false", sock);
-  pipeline = gst_parse_launch (desc, NULL);
-  g_free (desc);
-  if (pipeline == NULL)
-    return 2;
-  src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
-  g_object_set (src, "caps", caps, NULL);
-  gst_element_set_state (pipeline, GST_STATE_PLAYING);
-
-  /* Write into the sink's pinned pool (as an upstream element would after
-   * its ALLOCATION query): a slot comes back only when the consumer
-   * released it, so the producer waits instead of the sink dropping. */
-  {
-    GstPad *pad = gst_element_get_static_pad (src, "src");
-    GstQuery *query = gst_query_new_allocation (caps, TRUE);
-    if (gst_pad_peer_query (pad, query) &&
-        gst_query_get_n_allocation_pools (query) > 0)
-      gst_query_parse_nth_allocation_pool (query, 0, &pool, NULL, NULL, NULL);
-    gst_query_unref (query);
-    gst_object_unref (pad);
-    if (pool == NULL || !gst_buffer_pool_set_active (pool, TRUE)) {
-      g_printerr ("producer: pinnedshmsink proposed no usable pool\n");
-      return 3;
-    }
-  }
-  for (i = 0; i < n; i++) {
-    GstBuffer *buf = NULL;
-    GstVideoFrame frame;
-    if (gst_buffer_pool_acquire_buffer (pool, &buf, NULL) != GST_FLOW_OK)
-      break;
-    gst_video_frame_map (&frame, &info, buf, GST_MAP_WRITE);
-    fill_frame (&frame, &layout, i);
-    gst_video_frame_unmap (&frame);
-    GST_BUFFER_PTS (buf) = i * GST_MSECOND;
-    GST_BUFFER_DURATION (buf) = GST_MSECOND;
-    if (gst_app_src_push_buffer (GST_APP_SRC (src), buf) != GST_FLOW_OK)
-      break;
-  }
-  gst_app_src_end_of_stream (GST_APP_SRC (src));
-  err = wait_eos_or_error (pipeline);
-  if (err)
-    g_printerr ("producer: %s\n", err);
-  gst_element_set_state (pipeline, GST_STATE_NULL);
-  gst_buffer_pool_set_active (pool, FALSE);
-  gst_object_unref (pool);
-  gst_object_unref (src);
-  gst_object_unref (pipeline);
-  gst_caps_unref (caps);
-  return err ? 1 : 0;
-}
-
 /* pinnedshmsink (other process) -> pinnedshmsrc ! pinnedcudaupload !
  * pinnedcudadownload: DMA from the received read-only segment, registered
  * once; every frame intact; everything released at the end. */
@@ -1372,15 +1204,12 @@ GST_START_TEST (test_cross_process)
   const guint n = 24;
   gchar *dir = g_dir_make_tmp ("pfcuda-XXXXXX", NULL);
   gchar *sock = g_build_filename (dir, "sock", NULL);
-  gchar *exe = g_file_read_link ("/proc/self/exe", NULL);
-  gchar *w = g_strdup ("160"), *h = g_strdup ("90"), *nstr;
-  gchar *argv[9];
   GPid pid;
   GError *error = NULL;
   GstElement *pipeline, *up, *down, *sink;
   GstStructure *up_stats = NULL;
   Checker ck = { 0, };
-  GstCaps *caps = make_caps (format, 160, 90);
+  GstCaps *caps = cuda_test_make_caps (format, 160, 90);
   gchar *desc, *err;
   int status = -1;
 
@@ -1388,17 +1217,8 @@ GST_START_TEST (test_cross_process)
   ck.seed_is_index = TRUE;
   gst_video_info_from_caps (&ck.info, caps);
   gst_pinned_cuda_layout_init (&ck.layout, &ck.info);
-  nstr = g_strdup_printf ("%u", n);
-  argv[0] = exe;
-  argv[1] = (gchar *) "--producer";
-  argv[2] = sock;
-  argv[3] = (gchar *) format;
-  argv[4] = w;
-  argv[5] = h;
-  argv[6] = nstr;
-  argv[7] = NULL;
-  fail_unless (g_spawn_async (NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD,
-          NULL, NULL, &pid, &error), "spawn: %s", error ? error->message : "");
+  fail_unless (cuda_test_spawn_producer (sock, format, 160, 90, n, &pid,
+          &error), "spawn: %s", error ? error->message : "");
 
   desc = g_strdup_printf ("pinnedshmsrc socket-path=%s connect-timeout=20000 "
       "! pinnedcudaupload name=up ! pinnedcudadownload name=down ! "
@@ -1411,7 +1231,7 @@ GST_START_TEST (test_cross_process)
   sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
   g_signal_connect (sink, "new-sample", G_CALLBACK (on_new_sample), &ck);
   gst_element_set_state (pipeline, GST_STATE_PLAYING);
-  err = wait_eos_or_error (pipeline);
+  err = cuda_test_wait_eos_or_error (pipeline);
   g_object_get (up, "stats", &up_stats, NULL);
   gst_element_set_state (pipeline, GST_STATE_NULL);
 
@@ -1445,10 +1265,6 @@ GST_START_TEST (test_cross_process)
   g_rmdir (dir);
   g_free (dir);
   g_free (sock);
-  g_free (exe);
-  g_free (w);
-  g_free (h);
-  g_free (nstr);
 }
 
 GST_END_TEST;
@@ -1499,35 +1315,19 @@ cuda_suite (void)
   return s;
 }
 
-static gboolean
-load_emulator (const gchar * path)
-{
-  void *h = dlopen (path, RTLD_NOW | RTLD_LOCAL);
-
-  if (h == NULL)
-    return FALSE;
-  emu_query = dlsym (h, "pfemu_query");
-  emu_reset = dlsym (h, "pfemu_reset");
-  emu_live_total = dlsym (h, "pfemu_live_total");
-  emu_leak_report = dlsym (h, "pfemu_leak_report");
-  return emu_query && emu_reset && emu_live_total && emu_leak_report;
-}
-
 int
 main (int argc, char **argv)
 {
   const gchar *mode = g_getenv ("PINNEDFLOW_CUDA_MODE");
+  int producer = cuda_test_producer_main (argc, argv);
 
-  if (argc == 7 && strcmp (argv[1], "--producer") == 0) {
-    gst_init (NULL, NULL);
-    return run_producer (argv[2], argv[3], atoi (argv[4]), atoi (argv[5]),
-        (guint) atoi (argv[6]));
-  }
+  if (producer >= 0)
+    return producer;
   gst_check_init (&argc, &argv);
   cudart_env = g_strdup (g_getenv ("GST_PINNEDFLOW_CUDART"));
 
   if (g_strcmp0 (mode, "emulated") == 0) {
-    if (cudart_env == NULL || !load_emulator (cudart_env)) {
+    if (cudart_env == NULL || !cuda_test_emu_load (&pfemu, cudart_env)) {
       g_printerr ("cuda-emulated: cannot load the emulator from "
           "GST_PINNEDFLOW_CUDART=%s\n", cudart_env ? cudart_env : "(unset)");
       return 1;
