@@ -107,7 +107,7 @@ guint64
 gst_pinned_shm_frame_clock_pts (GstBaseSink * bsink,
     gboolean clock_is_monotonic, GstBuffer * buf)
 {
-  GstElement *element = GST_ELEMENT (bsink);
+  GstElement *element = GST_ELEMENT_CAST (bsink);
   GstClockTime pts = GST_BUFFER_PTS (buf), rt, t, base;
   GstClock *clock = NULL;
   gboolean have_clock;

@@ -998,7 +998,8 @@ wait_for_client (GstPinnedShmSink * self)
 static GstFlowReturn
 gst_pinned_shm_sink_render (GstBaseSink * bsink, GstBuffer * buf)
 {
-  GstPinnedShmSink *self = GST_PINNED_SHM_SINK (bsink);
+  /* unchecked: the base class calls us with ourselves, every frame */
+  GstPinnedShmSink *self = (GstPinnedShmSink *) bsink;
   pf_producer_frame frame;
   pf_segment *segs[PF_MAX_CHUNKS];
   GstBuffer *token;

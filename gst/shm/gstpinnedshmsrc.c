@@ -929,7 +929,7 @@ make_buffer (GstPinnedShmSrc * self, pf_consumer * c, const pf_event * ev,
     invalid = "chunk outside its segment";
     goto error;
   }
-  gst_pinned_shm_frame_stamp (GST_ELEMENT (self), self->clock_is_monotonic,
+  gst_pinned_shm_frame_stamp (GST_ELEMENT_CAST (self), self->clock_is_monotonic,
       !self->live, f, buf);
   if (note_sequence (self, f, buf))
     self->counters_dirty = TRUE;
@@ -1053,7 +1053,8 @@ receive_error (GstPinnedShmSrc * self, pf_consumer * c, gint res)
 static GstFlowReturn
 gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
 {
-  GstPinnedShmSrc *self = GST_PINNED_SHM_SRC (psrc);
+  /* unchecked: the base class calls us with ourselves, every frame */
+  GstPinnedShmSrc *self = (GstPinnedShmSrc *) psrc;
   GstFlowReturn ret = GST_FLOW_OK;
   gboolean waited = FALSE;
 
