@@ -201,24 +201,52 @@ t_producer_stop (t_producer * tp)
   }
 }
 
+void
+t_finish (t_producer * tp, pf_segment * seg, int fds0)
+{
+  int fds;
+
+  t_producer_stop (tp);
+  if (seg)
+    pf_segment_unref (seg);
+  fds = t_count_fds ();
+  CHECK_MSG (fds == fds0, "%d fds open at the end of the case, %d at its "
+      "start", fds, fds0);
+}
+
+pf_consumer *
+t_connect (const pf_consumer_options * opts)
+{
+  pf_consumer *c = NULL;
+  int res = pf_consumer_connect_with (t_path ("sock"), 5000, -1, opts, &c);
+
+  CHECK_MSG (res == 0, "connect to %s: %d", t_path ("sock"), res);
+  return c;
+}
+
+void
+t_frame_init (pf_producer_frame * f, pf_segment * seg, uint64_t offset,
+    uint64_t size, uint64_t seed)
+{
+  memset (f, 0, sizeof (*f));
+  t_fill ((uint8_t *) pf_segment_get_base (seg) + offset, size, seed);
+  f->n_chunks = 1;
+  f->chunks[0].segment_id = pf_segment_get_id (seg);
+  f->chunks[0].offset = offset;
+  f->chunks[0].size = size;
+  f->pts = f->dts = f->duration = f->clock_pts = PF_TIME_NONE;
+  f->offset = f->offset_end = UINT64_MAX;
+}
+
 int
 t_publish (t_producer * tp, pf_segment * seg, uint64_t offset, uint64_t size,
     uint64_t seed)
 {
   pf_producer_frame f;
 
-  memset (&f, 0, sizeof (f));
-  t_fill ((uint8_t *) pf_segment_get_base (seg) + offset, size, seed);
-  f.n_chunks = 1;
-  f.chunks[0].segment_id = pf_segment_get_id (seg);
-  f.chunks[0].offset = offset;
-  f.chunks[0].size = size;
+  t_frame_init (&f, seg, offset, size, seed);
   f.pts = seed * 1000;
-  f.dts = PF_TIME_NONE;
-  f.duration = PF_TIME_NONE;
   f.offset = seed;
-  f.offset_end = PF_TIME_NONE;
-  f.clock_pts = PF_TIME_NONE;
   return pf_producer_publish (tp->p, &f, &seg, (void *) (uintptr_t) seed);
 }
 

@@ -24,7 +24,8 @@
 /* CHECK, CHECK_INT, CHECK_MSG, WAIT_FOR: a failed check ends the case. */
 #include "pf-test-util.h"
 
-typedef struct {
+typedef struct
+{
   const char *name;
   void (*func) (void);
 } t_case;
@@ -58,7 +59,8 @@ int t_check_fill (const void *data, size_t size, uint64_t seed);
 /* A producer with counting callbacks (run on its I/O thread: the counters
  * are atomic; last_* are written before their counter is incremented, so
  * read them after waiting for the counter). */
-typedef struct {
+typedef struct
+{
   pf_producer *p;
   _Atomic int released;
   _Atomic int connected;
@@ -81,8 +83,23 @@ int t_producer_start_config (t_producer * tp, const char *path,
     unsigned int max_frames, const pf_producer_config * cfg);
 void t_producer_stop (t_producer * tp);
 
+/* The end of a case with a producer: @tp stopped, then @seg (may be NULL)
+ * unreffed, and no fd left open beyond the @fds0 counted at its start. */
+void t_finish (t_producer * tp, pf_segment * seg, int fds0);
+
+/* A consumer with @opts (NULL: the defaults) connected to t_path ("sock")
+ * within 5 s; a failure ends the case. */
+pf_consumer *t_connect (const pf_consumer_options * opts);
+
+/* @f as one chunk of @size bytes at @offset of @seg, those bytes filled
+ * with the pattern of @seed; no timestamps (PF_TIME_NONE), no offsets
+ * (UINT64_MAX), no flags: the caller sets what its case needs. */
+void t_frame_init (pf_producer_frame * f, pf_segment * seg, uint64_t offset,
+    uint64_t size, uint64_t seed);
+
 /* Publishes one frame of @size bytes at @offset of @seg, filled with the
- * pattern of @seed (= its seq, 1-based, if the caller keeps count). */
+ * pattern of @seed (= its seq, 1-based, if the caller keeps count); pts is
+ * @seed us, offset @seed. */
 int t_publish (t_producer * tp, pf_segment * seg, uint64_t offset,
     uint64_t size, uint64_t seed);
 

@@ -29,25 +29,29 @@ static const pf_consumer_options every = {.delivery = PF_DELIVERY_EVERY_FRAME
 static const pf_consumer_options newest = {.delivery = PF_DELIVERY_NEWEST_FRAME
 };
 
+/* The case's producer on t_path ("sock"), at most @max_frames held per
+ * consumer, and a segment of N_SLOTS frames for it. */
+static pf_segment *
+start (t_producer * tp, unsigned int max_frames)
+{
+  pf_segment *seg = NULL;
+
+  CHECK_INT (t_producer_start (tp, t_path ("sock"), max_frames), ==, 0);
+  CHECK_INT (pf_segment_new ("t", SEG_SIZE, 0, &seg), ==, 0);
+  return seg;
+}
+
 /* Frame @seed in @slot, timestamps derived from @seed. */
 static int
 publish_slot (t_producer * tp, pf_segment * seg, uint64_t seed,
     unsigned int slot, uint32_t flags)
 {
-  uint64_t off = (uint64_t) slot * FRAME_SIZE;
   pf_producer_frame f;
 
-  memset (&f, 0, sizeof (f));
-  t_fill ((uint8_t *) pf_segment_get_base (seg) + off, FRAME_SIZE, seed);
-  f.n_chunks = 1;
-  f.chunks[0].segment_id = pf_segment_get_id (seg);
-  f.chunks[0].offset = off;
-  f.chunks[0].size = FRAME_SIZE;
+  t_frame_init (&f, seg, (uint64_t) slot * FRAME_SIZE, FRAME_SIZE, seed);
   f.pts = UINT64_C (3600000000000) + seed * 40000000;   /* 1 h in */
   f.dts = seed % 3 ? f.pts - 1 : PF_TIME_NONE;
   f.duration = 40000000 + seed;
-  f.offset = f.offset_end = UINT64_MAX;
-  f.clock_pts = PF_TIME_NONE;
   f.buffer_flags = flags;
   return pf_producer_publish (tp->p, &f, &seg, (void *) (uintptr_t) seed);
 }
@@ -63,6 +67,19 @@ static int
 publish (t_producer * tp, pf_segment * seg, uint64_t seed)
 {
   return publish_flags (tp, seg, seed, 0);
+}
+
+/* A raw producer's FRAME: the first FRAME_SIZE bytes of segment 1, no
+ * timestamps; the caller sets seq. */
+static void
+raw_frame_init (struct pf_msg_frame *f)
+{
+  memset (f, 0, sizeof (*f));
+  f->n_chunks = 1;
+  f->chunks[0].segment_id = 1;
+  f->chunks[0].size = FRAME_SIZE;
+  f->pts = f->dts = f->duration = f->clock_pts = PF_TIME_NONE;
+  f->offset = f->offset_end = UINT64_MAX;
 }
 
 /* The next event of @c, not a STREAM (those are checked where expected). */
@@ -203,8 +220,7 @@ test_reliable_and_stuck (void)
   unsigned int k;
   int i;
 
-  CHECK_INT (t_producer_start (&tp, t_path ("sock"), 2), ==, 0);
-  CHECK_INT (pf_segment_new ("t", SEG_SIZE, 0, &seg), ==, 0);
+  seg = start (&tp, 2);
   reliable[0] = t_spawn (reliable_child, &ra);
   reliable[1] = t_spawn (reliable_child, &slow);
   reliable[2] = t_spawn (reliable_child, &ra);
@@ -244,9 +260,7 @@ test_reliable_and_stuck (void)
   kill (stuck, SIGKILL);
   t_wait (stuck);
   WAIT_FOR (tp.released == ra.n);
-  t_producer_stop (&tp);
-  pf_segment_unref (seg);
-  CHECK_INT (t_count_fds (), ==, fds0);
+  t_finish (&tp, seg, fds0);
 }
 
 /* A frame that an every-frame consumer's full socket cannot take now is
@@ -265,12 +279,9 @@ test_reliable_queued (void)
   pf_event ev = { 0 };
   int i, n_caps = 0, n_frames = 0;
 
-  CHECK_INT (t_producer_start (&tp, t_path ("sock"), 64), ==, 0);
-  CHECK_INT (pf_segment_new ("t", SEG_SIZE, 0, &seg), ==, 0);
-  CHECK_INT (pf_consumer_connect_with (t_path ("sock"), 5000, -1, &every,
-          &c), ==, 0);
-  CHECK_INT (pf_consumer_connect_with (t_path ("sock"), 5000, -1, &newest,
-          &leaky), ==, 0);
+  seg = start (&tp, 64);
+  c = t_connect (&every);
+  leaky = t_connect (&newest);
   WAIT_FOR (tp.connected == 2);
   memset (caps, 'x', sizeof (caps) - 1);
   caps[sizeof (caps) - 1] = '\0';
@@ -308,9 +319,7 @@ test_reliable_queued (void)
   CHECK_INT (tp.released, ==, N_SLOTS);
   pf_consumer_unref (c);
   pf_consumer_unref (leaky);
-  t_producer_stop (&tp);
-  pf_segment_unref (seg);
-  CHECK_INT (t_count_fds (), ==, fds0);
+  t_finish (&tp, seg, fds0);
 }
 
 /* ---- waiting, flushing, the reliable timeout ------------------------------ */
@@ -342,8 +351,7 @@ test_wait_ready (void)
   CHECK_INT (pf_segment_new ("t", SEG_SIZE, 0, &seg), ==, 0);
   /* nobody connected: ready */
   CHECK_INT (pf_producer_wait_ready (tp.p, 0), ==, 0);
-  CHECK_INT (pf_consumer_connect_with (t_path ("sock"), 5000, -1, &every,
-          &c), ==, 0);
+  c = t_connect (&every);
   WAIT_FOR (tp.connected == 1);
   CHECK_INT (pf_producer_wait_ready (tp.p, 0), ==, 0);
   CHECK_INT (publish (&tp, seg, 1), ==, 1);
@@ -390,9 +398,7 @@ test_wait_ready (void)
   }
   pf_consumer_unref (c);
   /* closing ends a wait too */
-  t_producer_stop (&tp);
-  pf_segment_unref (seg);
-  CHECK_INT (t_count_fds (), ==, fds0);
+  t_finish (&tp, seg, fds0);
 }
 
 /* The bound: an every-frame consumer that keeps its frames blocks the wait
@@ -415,8 +421,7 @@ test_reliable_timeout (void)
           PF_RELIABLE_TIMEOUT_DEMOTE), ==, 0);
   CHECK_INT (pf_producer_set_reliable_timeout (tp.p, 200, 7), ==, -EINVAL);
   CHECK_INT (pf_segment_new ("t", SEG_SIZE, 0, &seg), ==, 0);
-  CHECK_INT (pf_consumer_connect_with (t_path ("sock"), 5000, -1, &every,
-          &c), ==, 0);
+  c = t_connect (&every);
   WAIT_FOR (tp.connected == 1);
   CHECK_INT (publish (&tp, seg, 1), ==, 1);
   CHECK_INT (publish (&tp, seg, 2), ==, 1);
@@ -446,8 +451,7 @@ test_reliable_timeout (void)
   /* the other action: disconnected, reported, seen as lost */
   CHECK_INT (pf_producer_set_reliable_timeout (tp.p, 200,
           PF_RELIABLE_TIMEOUT_DISCONNECT), ==, 0);
-  CHECK_INT (pf_consumer_connect_with (t_path ("sock"), 5000, -1, &every,
-          &c), ==, 0);
+  c = t_connect (&every);
   WAIT_FOR (tp.connected == 2);
   CHECK_INT (publish (&tp, seg, 4), ==, 1);
   CHECK_INT (publish (&tp, seg, 5), ==, 1);
@@ -462,9 +466,7 @@ test_reliable_timeout (void)
   CHECK_INT (pf_consumer_receive (c, 30000, &ev), ==, -ECONNRESET);
   CHECK_INT (pf_consumer_release (c, 4), ==, -EPIPE);
   pf_consumer_unref (c);
-  t_producer_stop (&tp);
-  pf_segment_unref (seg);
-  CHECK_INT (t_count_fds (), ==, fds0);
+  t_finish (&tp, seg, fds0);
 }
 
 /* Newest frame on the consumer's side: stale queued frames are released
@@ -480,10 +482,8 @@ test_newest_stale (void)
   pf_event ev = { 0 };
   int i;
 
-  CHECK_INT (t_producer_start (&tp, t_path ("sock"), 8), ==, 0);
-  CHECK_INT (pf_segment_new ("t", SEG_SIZE, 0, &seg), ==, 0);
-  CHECK_INT (pf_consumer_connect_with (t_path ("sock"), 5000, -1, &newest,
-          &c), ==, 0);
+  seg = start (&tp, 8);
+  c = t_connect (&newest);
   WAIT_FOR (tp.connected == 1);
   expect_stream (c, 0, PF_DELIVERY_NEWEST_FRAME);
   for (i = 1; i <= 5; i++)
@@ -503,9 +503,7 @@ test_newest_stale (void)
   WAIT_FOR (tp.released == 6);
   CHECK_INT (tp.released, ==, 6);
   pf_consumer_unref (c);
-  t_producer_stop (&tp);
-  pf_segment_unref (seg);
-  CHECK_INT (t_count_fds (), ==, fds0);
+  t_finish (&tp, seg, fds0);
 }
 
 /* The same against a raw producer: a SEGMENT_ADD between queued frames is
@@ -537,12 +535,7 @@ test_newest_stale_raw (void)
   fd = pf_segment_get_fd (s1);
   CHECK_INT (pf_test_send_fds (sv[1], b, pf_msg_write_segment_add (b, 1,
               FRAME_SIZE), &fd, 1), ==, 0);
-  memset (&f, 0, sizeof (f));
-  f.n_chunks = 1;
-  f.chunks[0].segment_id = 1;
-  f.chunks[0].size = FRAME_SIZE;
-  f.pts = f.dts = f.duration = f.clock_pts = PF_TIME_NONE;
-  f.offset = f.offset_end = UINT64_MAX;
+  raw_frame_init (&f);
   f.seq = 1;
   CHECK_INT (pf_test_send_fds (sv[1], b, pf_msg_write_frame (b, &f), NULL,
           0), ==, 0);
@@ -613,10 +606,8 @@ test_segment_pts (void)
   CHECK_INT (pf_producer_set_segment (tp.p, &s2), ==, -EINVAL);
   s2.format = 3;
   CHECK_INT (pf_segment_new ("t", SEG_SIZE, 0, &seg), ==, 0);
-  CHECK_INT (pf_consumer_connect_with (t_path ("sock"), 5000, -1, NULL,
-          &dflt), ==, 0);
-  CHECK_INT (pf_consumer_connect_with (t_path ("sock"), 5000, -1, &every,
-          &ev_every), ==, 0);
+  dflt = t_connect (NULL);
+  ev_every = t_connect (&every);
   CHECK_INT (pf_consumer_connect (t_path ("sock"), 5000, &old), ==, 0);
   WAIT_FOR (tp.connected == 3);
 
@@ -667,9 +658,7 @@ test_segment_pts (void)
   pf_consumer_unref (dflt);
   pf_consumer_unref (ev_every);
   pf_consumer_unref (old);
-  t_producer_stop (&tp);
-  pf_segment_unref (seg);
-  CHECK_INT (t_count_fds (), ==, fds0);
+  t_finish (&tp, seg, fds0);
 }
 
 /* A consumer that joins mid-stream starts at the next key frame (frames
@@ -687,16 +676,13 @@ test_late_joiner (void)
   unsigned int i;
   int k;
 
-  CHECK_INT (t_producer_start (&tp, t_path ("sock"), 8), ==, 0);
-  CHECK_INT (pf_segment_new ("t", SEG_SIZE, 0, &seg), ==, 0);
-  CHECK_INT (pf_consumer_connect_with (t_path ("sock"), 5000, -1, &every,
-          &early), ==, 0);
+  seg = start (&tp, 8);
+  early = t_connect (&every);
   WAIT_FOR (tp.connected == 1);
   CHECK_INT (publish_flags (&tp, seg, 1, 0), ==, 1);
   CHECK_INT (publish_flags (&tp, seg, 2, DELTA_UNIT), ==, 1);
   CHECK_INT (publish_flags (&tp, seg, 3, DELTA_UNIT), ==, 1);
-  CHECK_INT (pf_consumer_connect_with (t_path ("sock"), 5000, -1, &every,
-          &late), ==, 0);
+  late = t_connect (&every);
   WAIT_FOR (tp.connected == 2);
   CHECK_INT (publish_flags (&tp, seg, 4, DELTA_UNIT), ==, 1);
   CHECK_INT (publish_flags (&tp, seg, 5, DELTA_UNIT), ==, 1);
@@ -718,9 +704,7 @@ test_late_joiner (void)
   }
   pf_consumer_unref (early);
   pf_consumer_unref (late);
-  t_producer_stop (&tp);
-  pf_segment_unref (seg);
-  CHECK_INT (t_count_fds (), ==, fds0);
+  t_finish (&tp, seg, fds0);
 }
 
 /* ---- ends of a connection --------------------------------------------------- */
@@ -832,12 +816,7 @@ test_stuck_producer (void)
   CHECK_INT (pf_test_send_fds (sv[1], b, pf_msg_write_segment_add (b, 1,
               FRAME_SIZE), &fd, 1), ==, 0);
   CHECK_INT (pf_consumer_new_from_fd_with (sv[0], 5000, &every, &c), ==, 0);
-  memset (&f, 0, sizeof (f));
-  f.n_chunks = 1;
-  f.chunks[0].segment_id = 1;
-  f.chunks[0].size = FRAME_SIZE;
-  f.pts = f.dts = f.duration = f.clock_pts = PF_TIME_NONE;
-  f.offset = f.offset_end = UINT64_MAX;
+  raw_frame_init (&f);
   for (i = 1; i <= 100000 && res == 0; i++) {
     f.seq = (uint64_t) i;
     /* the consumer reads what it is sent, so this socket never fills */
