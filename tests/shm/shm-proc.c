@@ -222,17 +222,20 @@ shm_count_fds (void)
   return (guint) n;
 }
 
+gchar *shm_dir;
+gchar *shm_sock;
+
 void
-shm_fixture_setup (gchar ** dir, gchar ** sock)
+shm_setup (void)
 {
-  *dir = shm_tmpdir_new ();
-  *sock = g_build_filename (*dir, "pf.sock", NULL);
+  shm_dir = shm_tmpdir_new ();
+  shm_sock = g_build_filename (shm_dir, "pf.sock", NULL);
 }
 
 void
-shm_fixture_teardown (gchar ** dir, gchar ** sock)
+shm_teardown (void)
 {
   shm_proc_cleanup ();
-  g_clear_pointer (sock, g_free);
-  g_clear_pointer (dir, g_free);
+  g_clear_pointer (&shm_sock, g_free);
+  g_clear_pointer (&shm_dir, g_free);
 }

@@ -21,11 +21,15 @@ typedef struct
 
 /* A new private directory; shm_proc_cleanup() removes it. */
 gchar *shm_tmpdir_new (void);
-/* The common fixture: *dir a new private directory, *sock "pf.sock" in it;
- * the teardown runs shm_proc_cleanup() (children, directories) and frees
- * both strings. */
-void shm_fixture_setup (gchar ** dir, gchar ** sock);
-void shm_fixture_teardown (gchar ** dir, gchar ** sock);
+/* The common fixture of the shm test files, for
+ * tcase_add_checked_fixture (tc, shm_setup, shm_teardown): shm_dir a new
+ * private directory, shm_sock "pf.sock" in it; the teardown runs
+ * shm_proc_cleanup() (children, directories) and frees both (NULL between
+ * tests). */
+extern gchar *shm_dir;
+extern gchar *shm_sock;
+void shm_setup (void);
+void shm_teardown (void);
 
 /* Spawns the helper "shm-peer @mode --socket @socket ARGS...", NULL-ended. */
 ShmChild *shm_child_spawn (const gchar * mode, const gchar * socket, ...)

@@ -31,21 +31,6 @@
 
 #include "shm-proc.h"
 
-static gchar *dir;
-static gchar *sock;
-
-static void
-setup (void)
-{
-  shm_fixture_setup (&dir, &sock);
-}
-
-static void
-teardown (void)
-{
-  shm_fixture_teardown (&dir, &sock);
-}
-
 #define CAPS "video/x-raw,format=RGBA,width=160,height=120,framerate=30/1"
 
 typedef struct
@@ -193,7 +178,7 @@ spawn_launch (const gchar * pipeline, ...)
   while ((a = va_arg (ap, const gchar *)) != NULL && n < 6)
       args[n++] = a;
   va_end (ap);
-  return shm_child_spawn ("launch", sock, "--pipeline", pipeline, args[0],
+  return shm_child_spawn ("launch", shm_sock, "--pipeline", pipeline, args[0],
       args[1], args[2], args[3], args[4], args[5], NULL);
 }
 
@@ -245,6 +230,30 @@ wait_ok (ShmChild * c, const gchar * who)
   fail_unless (count_lines (c, "ERROR", NULL) == 0, "%s", said (c));
 }
 
+/* The end of a non-live case: the producer @p exits 0 at EOS having
+ * listed @n frames, and each of the @n_clients consumers @c exits 0 at EOS
+ * with every one of them (byte-identical, the producer's PTS and duration),
+ * from a stream it was told is not live. */
+static void
+check_nonlive_delivery (ShmChild * p, gint n, ShmChild ** c, guint n_clients)
+{
+  GArray *src, *got;
+  guint i;
+
+  wait_ok (p, "producer");
+  src = frames_of (p);
+  fail_unless_equals_int (src->len, n);
+  for (i = 0; i < n_clients; i++) {
+    wait_ok (c[i], "consumer");
+    got = frames_of (c[i]);
+    check_all_from (src, got, 0, "consumer");
+    fail_unless (strstr (c[i]->out->str, "live=(boolean)false") != NULL,
+        "%s", said (c[i]));
+    g_array_unref (got);
+  }
+  g_array_unref (src);
+}
+
 /* Non-live producer, 1 and 3 consumers: every consumer N of N,
  * byte-identical, with the source's PTS and duration; exit 0 both sides. */
 static const guint nonlive_clients[] = { 1, 3 };
@@ -254,7 +263,6 @@ GST_START_TEST (test_nonlive_every_frame)
   const guint n_clients = nonlive_clients[__i__];
   const gint N = 60;
   ShmChild *p, *c[3];
-  GArray *src, *got;
   guint i;
 
   /* sync=false: the producer as fast as it can, a file being decoded */
@@ -263,25 +271,16 @@ GST_START_TEST (test_nonlive_every_frame)
    * ones are: a producer that did not wait for them would skip frames */
   for (i = 0; i < n_clients; i++)
     c[i] = spawn_consumer (NULL, 5000, NULL);
-  wait_ok (p, "producer");
-  src = frames_of (p);
-  fail_unless_equals_int (src->len, N);
+  check_nonlive_delivery (p, N, c, n_clients);
   for (i = 0; i < n_clients; i++) {
-    wait_ok (c[i], "consumer");
-    got = frames_of (c[i]);
-    check_all_from (src, got, 0, "consumer");
-    /* a non-live source, every frame asked of the producer */
-    fail_unless (strstr (c[i]->out->str, "live=(boolean)false") != NULL,
-        "%s", said (c[i]));
+    /* every frame asked of the producer, none reported late */
     fail_unless (strstr (c[i]->out->str, "delivery=(string)every-frame"),
         "%s", said (c[i]));
     fail_unless_equals_int (count_lines (c[i], "QOS", NULL), 0);
-    g_array_unref (got);
   }
   /* nothing dropped, nothing said about drops */
   fail_unless_equals_int (count_lines (p, "ELEMENT", "pinnedshmsink-drops"), 0);
   fail_unless_equals_int (shm_child_get (p, "STATS", "drops"), 0);
-  g_array_unref (src);
 }
 
 GST_END_TEST;
@@ -313,10 +312,9 @@ GST_START_TEST (test_decoded_file)
 {
   const guint n_clients = nonlive_clients[__i__];
   const gint N = 45;
-  gchar *clip = g_build_filename (dir, "clip.mkv", NULL);
+  gchar *clip = g_build_filename (shm_dir, "clip.mkv", NULL);
   gchar *desc, *k;
   ShmChild *p, *c[3];
-  GArray *src, *got;
   guint i;
 
   make_clip (clip, N);
@@ -328,18 +326,7 @@ GST_START_TEST (test_decoded_file)
   fail_unless (shm_child_wait_line (p, "PAUSED"), "%s", said (p));
   for (i = 0; i < n_clients; i++)
     c[i] = spawn_consumer (NULL, 5000, NULL);
-  wait_ok (p, "producer");
-  src = frames_of (p);
-  fail_unless_equals_int (src->len, N);
-  for (i = 0; i < n_clients; i++) {
-    wait_ok (c[i], "consumer");
-    got = frames_of (c[i]);
-    check_all_from (src, got, 0, "consumer");
-    fail_unless (strstr (c[i]->out->str, "live=(boolean)false") != NULL,
-        "%s", said (c[i]));
-    g_array_unref (got);
-  }
-  g_array_unref (src);
+  check_nonlive_delivery (p, N, c, n_clients);
   g_free (k);
   g_free (desc);
   g_free (clip);
@@ -620,7 +607,7 @@ GST_START_TEST (test_pool_not_locked)
   gchar *code, *desc;
 
   /* the producer, maybe uid 65534, makes its socket in our directory */
-  fail_unless (g_chmod (dir, 0777) == 0);
+  fail_unless (g_chmod (shm_dir, 0777) == 0);
   desc = g_strdup_printf ("videotestsrc num-buffers=%d pattern=ball ! " CAPS
       " ! identity name=tap ! pinnedshmsink name=sink socket-path=@SOCKET@ "
       "perms=0666", N);
@@ -674,7 +661,7 @@ GST_START_TEST (test_reliable_wait_interrupted)
 
   desc = g_strdup_printf ("videotestsrc pattern=ball ! " CAPS " ! "
       "pinnedshmsink name=sink socket-path=%s sync=false "
-      "wait-for-connection=true reliable-timeout=-1", sock);
+      "wait-for-connection=true reliable-timeout=-1", shm_sock);
   pipeline = gst_parse_launch (desc, NULL);
   g_free (desc);
   fail_unless (pipeline != NULL);
@@ -712,7 +699,7 @@ delivery_suite (void)
   TCase *tc = tcase_create ("delivery");
 
   tcase_set_timeout (tc, 120);
-  tcase_add_checked_fixture (tc, setup, teardown);
+  tcase_add_checked_fixture (tc, shm_setup, shm_teardown);
   tcase_add_loop_test (tc, test_nonlive_every_frame, 0,
       G_N_ELEMENTS (nonlive_clients));
   tcase_add_loop_test (tc, test_decoded_file, 0,

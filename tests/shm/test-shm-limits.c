@@ -32,21 +32,6 @@
 
 #define MARGIN_MS 2000
 
-static gchar *dir;
-static gchar *sock;
-
-static void
-setup (void)
-{
-  shm_fixture_setup (&dir, &sock);
-}
-
-static void
-teardown (void)
-{
-  shm_fixture_teardown (&dir, &sock);
-}
-
 /* A field of /proc/self/status in KiB (VmRSS, RssShmem). */
 static gint64
 status_kib (const gchar * field)
@@ -71,7 +56,7 @@ listener (void)
 
   fail_unless (lfd >= 0);
   addr.sun_family = AF_UNIX;
-  g_strlcpy (addr.sun_path, sock, sizeof (addr.sun_path));
+  g_strlcpy (addr.sun_path, shm_sock, sizeof (addr.sun_path));
   fail_unless (bind (lfd, (struct sockaddr *) &addr, sizeof (addr)) == 0);
   fail_unless (listen (lfd, 8) == 0);
   return lfd;
@@ -104,7 +89,7 @@ run_until_error (const gchar * props, void (*during) (gpointer),
    * asks a producer whether it is live only with delivery=auto), so the
    * fake producers here see the one connection they expect */
   gchar *desc = g_strdup_printf ("pinnedshmsrc socket-path=%s %s "
-      "delivery=newest-frame ! fakesink", sock, props);
+      "delivery=newest-frame ! fakesink", shm_sock, props);
   GstElement *pipeline = gst_parse_launch (desc, NULL);
   GstBus *bus;
   GstMessage *msg;
@@ -152,7 +137,7 @@ GST_START_TEST (test_silent_producer)
   fail_unless_equals_int (e.code, GST_RESOURCE_ERROR_READ);
   fail_unless (strstr (e.message, "accepted the connection but sent no "
           "HELLO") != NULL, "%s", e.message);
-  fail_unless (strstr (e.message, sock) != NULL, "%s", e.message);
+  fail_unless (strstr (e.message, shm_sock) != NULL, "%s", e.message);
   fail_unless (strstr (e.debug, "sent no HELLO within") != NULL, "%s", e.debug);
   fail_unless (strstr (e.debug, "connect-timeout 300 ms") != NULL, "%s",
       e.debug);
@@ -296,7 +281,7 @@ GST_END_TEST;
 static void
 spawn_producer (void)
 {
-  shm_child_spawn ("produce", sock, "--frames", "-1", "--live", "--caps",
+  shm_child_spawn ("produce", shm_sock, "--frames", "-1", "--live", "--caps",
       "video/x-raw,format=RGBA,width=320,height=240,framerate=100/1", NULL);
 }
 
@@ -309,7 +294,7 @@ GST_START_TEST (test_real_producer_budget)
 
   spawn_producer ();
 
-  c = shm_consumer_new (sock, "connect-timeout=-1 max-mapped-bytes=65536",
+  c = shm_consumer_new (shm_sock, "connect-timeout=-1 max-mapped-bytes=65536",
       FALSE, FALSE);
   fail_unless (shm_consumer_start (c));
   shm_consumer_run (c, 0, 30000, 0);
@@ -322,7 +307,7 @@ GST_START_TEST (test_real_producer_budget)
   fail_unless_equals_int (r->frames, 0);
   shm_consumer_free (c);
 
-  c = shm_consumer_new (sock, "connect-timeout=-1 max-mapped-segments=1",
+  c = shm_consumer_new (shm_sock, "connect-timeout=-1 max-mapped-segments=1",
       FALSE, FALSE);
   fail_unless (shm_consumer_start (c));
   fail_unless_equals_int (shm_consumer_run (c, 20, 30000, 0), 20);
@@ -331,7 +316,7 @@ GST_START_TEST (test_real_producer_budget)
   fail_unless_equals_int (r->bad, 0);
   shm_consumer_free (c);
 
-  c = shm_consumer_new (sock, "connect-timeout=-1 lock-segments=true",
+  c = shm_consumer_new (shm_sock, "connect-timeout=-1 lock-segments=true",
       FALSE, FALSE);
   fail_unless (shm_consumer_start (c));
   fail_unless_equals_int (shm_consumer_run (c, 20, 30000, 0), 20);
@@ -367,7 +352,7 @@ shm_limits_suite (void)
   Suite *s = suite_create ("pinnedshm-limits");
   TCase *tc = tcase_create ("limits");
 
-  tcase_add_checked_fixture (tc, setup, teardown);
+  tcase_add_checked_fixture (tc, shm_setup, shm_teardown);
   tcase_set_timeout (tc, 120);
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_properties);

@@ -23,25 +23,10 @@
 #include "shm-common.h"
 #include "shm-proc.h"
 
-static gchar *dir;
-static gchar *sock;
-
-static void
-setup (void)
-{
-  shm_fixture_setup (&dir, &sock);
-}
-
-static void
-teardown (void)
-{
-  shm_fixture_teardown (&dir, &sock);
-}
-
 static ShmChild *
 spawn_live_producer (void)
 {
-  return shm_child_spawn ("produce", sock, "--frames", "-1", "--live",
+  return shm_child_spawn ("produce", shm_sock, "--frames", "-1", "--live",
       "--caps", "video/x-raw,format=RGBA,width=320,height=240,framerate=100/1",
       NULL);
 }
@@ -64,7 +49,7 @@ src_stat (ShmConsumer * c, const gchar * field)
 static void
 warm_up_fds (void)
 {
-  gchar *nowhere = g_build_filename (dir, "nobody.sock", NULL);
+  gchar *nowhere = g_build_filename (shm_dir, "nobody.sock", NULL);
   ShmConsumer *c = shm_consumer_new (nowhere, "connect-timeout=-1", FALSE,
       FALSE);
 
@@ -87,7 +72,7 @@ GST_START_TEST (test_kill_producer_eos)
   warm_up_fds ();
   fds = shm_count_fds ();
   p = spawn_live_producer ();
-  c = shm_consumer_new (sock, "connect-timeout=-1 on-disconnect=eos", FALSE,
+  c = shm_consumer_new (shm_sock, "connect-timeout=-1 on-disconnect=eos", FALSE,
       FALSE);
   fail_unless (shm_consumer_start (c));
   fail_unless_equals_int (shm_consumer_run (c, 10, 30000, 0), 10);
@@ -115,8 +100,8 @@ GST_START_TEST (test_kill_producer_error)
   warm_up_fds ();
   fds = shm_count_fds ();
   p = spawn_live_producer ();
-  c = shm_consumer_new (sock, "connect-timeout=-1 on-disconnect=error", FALSE,
-      FALSE);
+  c = shm_consumer_new (shm_sock, "connect-timeout=-1 on-disconnect=error",
+      FALSE, FALSE);
   fail_unless (shm_consumer_start (c));
   fail_unless_equals_int (shm_consumer_run (c, 10, 30000, 0), 10);
   shm_child_kill (p, SIGKILL);
@@ -143,7 +128,7 @@ GST_START_TEST (test_kill_producer_reconnect)
   warm_up_fds ();
   fds = shm_count_fds ();
   p = spawn_live_producer ();
-  c = shm_consumer_new (sock, "connect-timeout=-1 on-disconnect=reconnect",
+  c = shm_consumer_new (shm_sock, "connect-timeout=-1 on-disconnect=reconnect",
       FALSE, FALSE);
   fail_unless (shm_consumer_start (c));
   /* keep 3 frames of the first producer across the reconnect */
@@ -293,7 +278,7 @@ GST_START_TEST (test_kill_consumer_reclaim)
   desc = g_strdup_printf ("videotestsrc name=src is-live=true pattern=black "
       "! video/x-raw,format=RGBA,width=320,height=240,framerate=30/1 ! "
       "pinnedshmsink name=sink socket-path=%s pool-size=16 "
-      "max-client-buffers=8 wait-for-connection=true", sock);
+      "max-client-buffers=8 wait-for-connection=true", shm_sock);
   pipeline = gst_parse_launch (desc, NULL);
   g_free (desc);
   fail_unless (pipeline != NULL);
@@ -309,11 +294,11 @@ GST_START_TEST (test_kill_consumer_reclaim)
   /* The slow client keeps every frame it gets: 8 of the 16 pool buffers.
    * The healthy one could only see a gap if it fell 8 frames (266 ms)
    * behind on its own. */
-  slow = shm_child_spawn ("consume", sock, "--hold", "100000", NULL);
+  slow = shm_child_spawn ("consume", shm_sock, "--hold", "100000", NULL);
   d[0] = sink;
   d[1] = GINT_TO_POINTER (slow->pid);
   wait_until (slow_holds_all, d);
-  healthy = shm_child_spawn ("consume", sock, NULL);
+  healthy = shm_child_spawn ("consume", shm_sock, NULL);
 
   shm_child_kill (slow, SIGKILL);
   wait_until (one_disconnected, &cc);
@@ -378,7 +363,8 @@ producer_pipeline (const gchar * props, gint num_buffers)
 {
   gchar *desc = g_strdup_printf ("videotestsrc num-buffers=%d pattern=black "
       "! video/x-raw,format=RGBA,width=64,height=64 ! "
-      "pinnedshmsink name=sink socket-path=%s %s", num_buffers, sock, props);
+      "pinnedshmsink name=sink socket-path=%s %s", num_buffers, shm_sock,
+      props);
   GstElement *pipeline = gst_parse_launch (desc, NULL);
   GstElement *sink;
 
@@ -402,17 +388,17 @@ GST_START_TEST (test_stale_socket)
   /* a socket file nobody listens on, as a crashed producer leaves it */
   fd = socket (AF_UNIX, SOCK_SEQPACKET, 0);
   addr.sun_family = AF_UNIX;
-  g_strlcpy (addr.sun_path, sock, sizeof (addr.sun_path));
+  g_strlcpy (addr.sun_path, shm_sock, sizeof (addr.sun_path));
   fail_unless (bind (fd, (struct sockaddr *) &addr, sizeof (addr)) == 0);
   fail_unless (listen (fd, 1) == 0);
   close (fd);
-  fail_unless (g_file_test (sock, G_FILE_TEST_EXISTS));
+  fail_unless (g_file_test (shm_sock, G_FILE_TEST_EXISTS));
 
   pipeline = producer_pipeline ("wait-for-connection=true perms=0640", 20);
   fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
       GST_STATE_CHANGE_FAILURE);
   /* the new socket has the mode asked for */
-  fail_unless (stat (sock, &st) == 0);
+  fail_unless (stat (shm_sock, &st) == 0);
   fail_unless (S_ISSOCK (st.st_mode));
   fail_unless_equals_int (st.st_mode & 0777, 0640);
 
@@ -423,7 +409,7 @@ GST_START_TEST (test_stale_socket)
   gst_element_set_state (other, GST_STATE_NULL);
   gst_object_unref (other);
 
-  c = shm_child_spawn ("consume", sock, NULL);
+  c = shm_child_spawn ("consume", shm_sock, NULL);
   fail_unless_equals_int (shm_child_wait (c), 0);
   fail_unless_equals_int (shm_child_get (c, "RESULT", "frames"), 20);
   fail_unless_equals_int (shm_child_get (c, "RESULT", "eos"), 1);
@@ -435,7 +421,7 @@ GST_START_TEST (test_stale_socket)
   gst_element_set_state (pipeline, GST_STATE_NULL);
   gst_object_unref (pipeline);
   /* the socket file goes with the producer */
-  fail_if (g_file_test (sock, G_FILE_TEST_EXISTS));
+  fail_if (g_file_test (shm_sock, G_FILE_TEST_EXISTS));
 }
 
 GST_END_TEST;
@@ -486,7 +472,7 @@ GST_START_TEST (test_src_waiting)
   const ShmResult *r;
 
   /* connect-timeout: gives up with an error when nobody comes */
-  c = shm_consumer_new (sock, "connect-timeout=200", FALSE, FALSE);
+  c = shm_consumer_new (shm_sock, "connect-timeout=200", FALSE, FALSE);
   fail_unless (shm_consumer_start (c));
   shm_consumer_run (c, 0, 30000, 0);
   r = shm_consumer_result (c);
@@ -496,7 +482,7 @@ GST_START_TEST (test_src_waiting)
   shm_consumer_free (c);
 
   /* connect-timeout=-1: waits, and a state change interrupts the wait */
-  c = shm_consumer_new (sock, "connect-timeout=-1", FALSE, FALSE);
+  c = shm_consumer_new (shm_sock, "connect-timeout=-1", FALSE, FALSE);
   fail_unless (shm_consumer_start (c));
   fail_unless_equals_int (shm_consumer_run (c, 0, 200, 0), 0);
   fail_if (shm_consumer_result (c)->error);
@@ -730,14 +716,14 @@ hostile_once (Hostile mode)
 
   lfd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   addr.sun_family = AF_UNIX;
-  g_strlcpy (addr.sun_path, sock, sizeof (addr.sun_path));
-  unlink (sock);
+  g_strlcpy (addr.sun_path, shm_sock, sizeof (addr.sun_path));
+  unlink (shm_sock);
   fail_unless (bind (lfd, (struct sockaddr *) &addr, sizeof (addr)) == 0);
   fail_unless (listen (lfd, 4) == 0);
 
   /* delivery explicit: no connection going to PAUSED (auto asks the
    * producer whether it is live), the one accepted here is the source's */
-  c = shm_consumer_new (sock, "connect-timeout=-1 on-disconnect=reconnect "
+  c = shm_consumer_new (shm_sock, "connect-timeout=-1 on-disconnect=reconnect "
       "delivery=newest-frame", FALSE, FALSE);
   fail_unless (shm_consumer_start (c));
   peer = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -761,7 +747,7 @@ hostile_once (Hostile mode)
   shm_consumer_free (c);
   close (peer);
   close (lfd);
-  unlink (sock);
+  unlink (shm_sock);
 }
 
 /* the source waits in poll (), or spins first (busy-poll-us) */
@@ -783,10 +769,10 @@ GST_START_TEST (test_src_unlock_connected)
    * socket; going to NULL must interrupt that wait */
   lfd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   addr.sun_family = AF_UNIX;
-  g_strlcpy (addr.sun_path, sock, sizeof (addr.sun_path));
+  g_strlcpy (addr.sun_path, shm_sock, sizeof (addr.sun_path));
   fail_unless (bind (lfd, (struct sockaddr *) &addr, sizeof (addr)) == 0);
   fail_unless (listen (lfd, 4) == 0);
-  c = shm_consumer_new (sock, unlock_connected_props[__i__], FALSE, FALSE);
+  c = shm_consumer_new (shm_sock, unlock_connected_props[__i__], FALSE, FALSE);
   fail_unless (shm_consumer_start (c));
   peer = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC);
   fail_unless (peer >= 0);
@@ -808,7 +794,7 @@ GST_START_TEST (test_src_unlock_connected)
 
 GST_END_TEST;
 
-/* A listening socket at @sock that nobody serves: it accepts (the kernel
+/* A listening socket at @shm_sock that nobody serves: it accepts (the kernel
  * completes connections into the backlog) but never says HELLO. */
 static int
 silent_listener (void)
@@ -819,7 +805,7 @@ silent_listener (void)
   lfd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   fail_unless (lfd >= 0);
   addr.sun_family = AF_UNIX;
-  g_strlcpy (addr.sun_path, sock, sizeof (addr.sun_path));
+  g_strlcpy (addr.sun_path, shm_sock, sizeof (addr.sun_path));
   fail_unless (bind (lfd, (struct sockaddr *) &addr, sizeof (addr)) == 0);
   fail_unless (listen (lfd, 4) == 0);
   return lfd;
@@ -910,7 +896,7 @@ GST_START_TEST (test_producer_stops_reading)
 
   lfd = silent_listener ();
   /* an explicit delivery: no connection going to PAUSED */
-  c = shm_consumer_new (sock, "connect-timeout=-1 delivery=every-frame",
+  c = shm_consumer_new (shm_sock, "connect-timeout=-1 delivery=every-frame",
       FALSE, FALSE);
   fail_unless (shm_consumer_start (c));
   dp.peer = accept_hello (lfd);
@@ -976,7 +962,7 @@ GST_START_TEST (test_connect_cancellable)
 
   efd = eventfd (0, EFD_CLOEXEC);
   fail_unless (efd >= 0);
-  call.path = sock;
+  call.path = shm_sock;
   call.cancel_fd = efd;
 
   /* nobody at the path, waiting for ever: the cancel fd ends the retries */
@@ -1056,7 +1042,7 @@ GST_START_TEST (test_src_unlock_handshake)
   int lfd, peer;
 
   /* warm up what GStreamer opens for good, for the fd count below */
-  c = shm_consumer_new (sock, "connect-timeout=-1", FALSE, FALSE);
+  c = shm_consumer_new (shm_sock, "connect-timeout=-1", FALSE, FALSE);
   gst_element_set_state (shm_consumer_get_pipeline (c), GST_STATE_PAUSED);
   gst_element_set_state (shm_consumer_get_pipeline (c), GST_STATE_NULL);
   shm_consumer_free (c);
@@ -1066,7 +1052,7 @@ GST_START_TEST (test_src_unlock_handshake)
    * state change can end that wait, and it must. */
   lfd = silent_listener ();
   before = shm_count_fds ();
-  c = shm_consumer_new (sock, "connect-timeout=-1 delivery=newest-frame",
+  c = shm_consumer_new (shm_sock, "connect-timeout=-1 delivery=newest-frame",
       FALSE, FALSE);
   fail_unless (shm_consumer_start (c));
   peer = accept_hello (lfd);
@@ -1115,7 +1101,7 @@ shm_robustness_suite (void)
   Suite *s = suite_create ("pinnedshm-robustness");
   TCase *tc = tcase_create ("general");
 
-  tcase_add_checked_fixture (tc, setup, teardown);
+  tcase_add_checked_fixture (tc, shm_setup, shm_teardown);
   tcase_set_timeout (tc, 120);
   tcase_add_test (tc, test_kill_producer_eos);
   tcase_add_test (tc, test_kill_producer_error);

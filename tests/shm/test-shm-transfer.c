@@ -10,28 +10,13 @@
 #include "shm-common.h"
 #include "shm-proc.h"
 
-static gchar *dir;
-static gchar *sock;
-
-static void
-setup (void)
-{
-  shm_fixture_setup (&dir, &sock);
-}
-
-static void
-teardown (void)
-{
-  shm_fixture_teardown (&dir, &sock);
-}
-
 /* A producer child, an in-process consumer that verifies every frame until
  * EOS; returns the consumer's result (to free) and reaps the producer. */
 static ShmResult
 run_pair (ShmChild * producer, const gchar * src_props, gboolean sync,
     gboolean check_ts)
 {
-  ShmConsumer *c = shm_consumer_new (sock, src_props, sync, check_ts);
+  ShmConsumer *c = shm_consumer_new (shm_sock, src_props, sync, check_ts);
   ShmResult r;
   gchar *line;
 
@@ -79,7 +64,7 @@ GST_START_TEST (test_zero_copy_formats)
 
   /* max-client-buffers = pool-size: the pool applies back-pressure, no
    * frame is ever skipped */
-  p = shm_child_spawn ("produce", sock, "--caps", caps, "--frames", nstr,
+  p = shm_child_spawn ("produce", shm_sock, "--caps", caps, "--frames", nstr,
       "--wait", "--pool-size", "8", "--max-client-buffers", "8", NULL);
   r = run_pair (p, "connect-timeout=-1", FALSE, FALSE);
   check_intact (&r, n);
@@ -112,7 +97,7 @@ GST_START_TEST (test_busy_poll)
   ShmChild *p;
   ShmResult r;
 
-  p = shm_child_spawn ("produce", sock, "--caps", zero_copy_caps[0],
+  p = shm_child_spawn ("produce", shm_sock, "--caps", zero_copy_caps[0],
       "--frames", nstr, "--wait", "--pool-size", "8",
       "--max-client-buffers", "8", NULL);
   r = run_pair (p, busy_poll_props[__i__], FALSE, FALSE);
@@ -149,11 +134,11 @@ GST_START_TEST (test_copy_path)
    * into the sink's pinned pool. The producer is paced (sync) and the
    * limits generous so that no frame is skipped. */
   if (cc->multi)
-    p = shm_child_spawn ("produce", sock, "--caps", cc->caps, "--frames",
+    p = shm_child_spawn ("produce", shm_sock, "--caps", cc->caps, "--frames",
         "40", "--copy", "--multi", "--sync", "--wait", "--pool-size", "32",
         "--max-client-buffers", "32", NULL);
   else
-    p = shm_child_spawn ("produce", sock, "--caps", cc->caps, "--frames",
+    p = shm_child_spawn ("produce", shm_sock, "--caps", cc->caps, "--frames",
         "40", "--copy", "--sync", "--wait", "--pool-size", "32",
         "--max-client-buffers", "32", NULL);
   r = run_pair (p, "connect-timeout=-1", FALSE, FALSE);
@@ -196,13 +181,13 @@ GST_START_TEST (test_multi_memory)
    * producer's pool, in reverse slot order: up to 4 of them cross as one
    * frame of several chunks, with no copy */
   if (mc->zero_copy)
-    p = shm_child_spawn ("produce", sock, "--caps", mc->caps, "--frames",
+    p = shm_child_spawn ("produce", shm_sock, "--caps", mc->caps, "--frames",
         "30", "--pinned-chunks", mc->chunks, "--wait", "--max-client-buffers",
         "8", NULL);
   else
     /* the copy path never waits for its pool: pace the producer, and let
      * the client hold every frame, so that none is skipped */
-    p = shm_child_spawn ("produce", sock, "--caps", mc->caps, "--frames",
+    p = shm_child_spawn ("produce", shm_sock, "--caps", mc->caps, "--frames",
         "30", "--pinned-chunks", mc->chunks, "--wait", "--sync",
         "--pool-size", "32", "--max-client-buffers", "32", NULL);
   r = run_pair (p, "connect-timeout=-1", FALSE, FALSE);
@@ -248,7 +233,7 @@ GST_START_TEST (test_relay)
 {
   const RelayCase *rc = &relay_cases[__i__];
   gboolean video = g_str_has_prefix (rc->caps, "video/");
-  gchar *up = g_build_filename (dir, "up.sock", NULL);
+  gchar *up = g_build_filename (shm_dir, "up.sock", NULL);
   const guint n = 40;
   ShmConsumer *c;
   ShmChild *p, *relay;
@@ -257,9 +242,9 @@ GST_START_TEST (test_relay)
   /* producer -> relay (pinnedshmsrc ! pinnedshmsink) -> consumer, three
    * processes. The relay republishes the read-only segments it imported:
    * its clients map the producer's memory, nothing is copied on the way. */
-  c = shm_consumer_new (sock, "connect-timeout=-1", FALSE, FALSE);
+  c = shm_consumer_new (shm_sock, "connect-timeout=-1", FALSE, FALSE);
   fail_unless (shm_consumer_start (c));
-  relay = shm_child_spawn ("relay", up, "--out", sock, "--pool-size", "8",
+  relay = shm_child_spawn ("relay", up, "--out", shm_sock, "--pool-size", "8",
       "--max-client-buffers", "32", NULL);
   if (g_str_equal (rc->mode, "pool"))
     p = shm_child_spawn ("produce", up, "--caps", rc->caps, "--frames", "40",
@@ -321,7 +306,7 @@ GST_START_TEST (test_caps_change)
   ShmChild *p;
   ShmResult r;
 
-  p = shm_child_spawn ("produce", sock, "--caps",
+  p = shm_child_spawn ("produce", shm_sock, "--caps",
       "video/x-raw,format=RGBA,width=320,height=240,framerate=30/1",
       "--caps2", "video/x-raw,format=RGBA,width=160,height=120,framerate=30/1",
       "--switch-at", "10", "--frames", "30", "--wait", "--pool-size", "8",
@@ -352,9 +337,9 @@ GST_START_TEST (test_timestamps)
    * ours; a PTS converted wrongly would make the synced appsink wait for
    * ever or fail the exact comparison. A live source (pinnedshmsrc found
    * no producer going to PAUSED) maps the producer's clock time. */
-  c = shm_consumer_new (sock, "connect-timeout=-1", TRUE, TRUE);
+  c = shm_consumer_new (shm_sock, "connect-timeout=-1", TRUE, TRUE);
   fail_unless (shm_consumer_start (c));
-  p = shm_child_spawn ("produce", sock, "--caps",
+  p = shm_child_spawn ("produce", shm_sock, "--caps",
       "video/x-raw,format=RGBA,width=320,height=240,framerate=30/1",
       "--frames", "15", "--sync", "--clients", "1",
       ts_live[__i__] ? "--live" : NULL, NULL);
@@ -385,10 +370,10 @@ GST_START_TEST (test_many_clients)
   ShmChild *p, *c[3];
   guint i;
 
-  p = shm_child_spawn ("produce", sock, "--frames", "60", "--clients", "3",
+  p = shm_child_spawn ("produce", shm_sock, "--frames", "60", "--clients", "3",
       "--pool-size", "16", "--max-client-buffers", "16", NULL);
   for (i = 0; i < 3; i++)
-    c[i] = shm_child_spawn ("consume", sock, NULL);
+    c[i] = shm_child_spawn ("consume", shm_sock, NULL);
 
   fail_unless_equals_int (shm_child_wait (p), 0);
   fail_unless_equals_int (shm_child_get (p, "STATS", "zero_copy"), 60);
@@ -412,13 +397,13 @@ GST_START_TEST (test_slow_client)
 
   /* max-client-buffers=2, pool of 8: the slow client keeps 2 pool buffers
    * for ever; the producer must finish and the others keep receiving. */
-  p = shm_child_spawn ("produce", sock, "--frames", "100", "--clients", "3",
+  p = shm_child_spawn ("produce", shm_sock, "--frames", "100", "--clients", "3",
       "--live", "--caps",
       "video/x-raw,format=RGBA,width=320,height=240,framerate=100/1",
       "--pool-size", "8", "--max-client-buffers", "2", NULL);
-  slow = shm_child_spawn ("consume", sock, "--hold", "1000", NULL);
+  slow = shm_child_spawn ("consume", shm_sock, "--hold", "1000", NULL);
   for (i = 0; i < 2; i++)
-    c[i] = shm_child_spawn ("consume", sock, NULL);
+    c[i] = shm_child_spawn ("consume", shm_sock, NULL);
 
   fail_unless_equals_int (shm_child_wait (p), 0);
   GST_INFO ("producer: %s", p->out->str);
@@ -460,7 +445,7 @@ shm_transfer_suite (void)
   Suite *s = suite_create ("pinnedshm-transfer");
   TCase *tc = tcase_create ("general");
 
-  tcase_add_checked_fixture (tc, setup, teardown);
+  tcase_add_checked_fixture (tc, shm_setup, shm_teardown);
   tcase_set_timeout (tc, 120);
   tcase_add_loop_test (tc, test_zero_copy_formats, 0,
       G_N_ELEMENTS (zero_copy_caps));
