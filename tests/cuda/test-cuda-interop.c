@@ -240,6 +240,18 @@ run_pipeline (const gchar * desc, const gchar * format, guint n, Checker * ck,
   return err;
 }
 
+/* What every pipeline here must give: no error, @n frames received, each
+ * byte-exact. */
+static void
+check_intact (const Checker * ck, const gchar * err, const gchar * format,
+    guint n)
+{
+  fail_unless (err == NULL, "error: %s", err);
+  fail_unless_equals_int (ck->received, n);
+  fail_unless (ck->bad_bytes == 0, "%s: %u bad bytes in %u frames", format,
+      ck->bad_bytes, ck->bad_frames);
+}
+
 /* ------------------------------------------------------------ fixture */
 
 static void
@@ -314,12 +326,9 @@ GST_START_TEST (test_shm_to_cudadownload)
   g_unlink (sock);
   g_rmdir (dir);
 
-  fail_unless (err == NULL, "consumer error: %s", err);
+  check_intact (&ck, err, format, n);
   fail_unless (WIFEXITED (status) && WEXITSTATUS (status) == 0,
       "producer failed (status %d)", status);
-  fail_unless_equals_int (ck.received, n);
-  fail_unless (ck.bad_bytes == 0, "%s: %u bad bytes in %u frames", format,
-      ck.bad_bytes, ck.bad_frames);
   gst_structure_get_uint64 (stats, "frames", &frames);
   gst_structure_get_uint64 (stats, "pinned-copies", &pinned);
   fail_unless_equals_int (frames, n);
@@ -348,10 +357,7 @@ GST_START_TEST (test_cudaupload_to_pinned)
   err = run_pipeline ("appsrc name=src ! cudaupload ! "
       "video/x-raw(" CAPS_FEATURE_CUDA ") ! pinnedcudadownload name=down ! "
       "appsink name=sink", format, n, &ck, "down", &stats);
-  fail_unless (err == NULL, "error: %s", err);
-  fail_unless_equals_int (ck.received, n);
-  fail_unless (ck.bad_bytes == 0, "%s: %u bad bytes in %u frames", format,
-      ck.bad_bytes, ck.bad_frames);
+  check_intact (&ck, err, format, n);
   gst_structure_get_uint64 (stats, "frames", &frames);
   fail_unless_equals_int (frames, n);
   check_counters (1);
@@ -373,10 +379,7 @@ GST_START_TEST (test_pair_cuda_memory)
   err = run_pipeline ("appsrc name=src ! pinnedcudaupload ! "
       "video/x-raw(" CAPS_FEATURE_CUDA ") ! pinnedcudadownload ! "
       "appsink name=sink", format, n, &ck, NULL, NULL);
-  fail_unless (err == NULL, "error: %s", err);
-  fail_unless_equals_int (ck.received, n);
-  fail_unless (ck.bad_bytes == 0, "%s: %u bad bytes in %u frames", format,
-      ck.bad_bytes, ck.bad_frames);
+  check_intact (&ck, err, format, n);
   check_counters (2);
 }
 
@@ -398,11 +401,8 @@ GST_START_TEST (test_cuda_memory_ready)
   err = run_pipeline ("appsrc name=src ! pinnedcudaupload max-inflight=3 ! "
       "video/x-raw(" CAPS_FEATURE_CUDA ") ! appsink name=sink", format, n,
       &ck, NULL, NULL);
-  fail_unless (err == NULL, "error: %s", err);
-  fail_unless_equals_int (ck.received, n);
+  check_intact (&ck, err, format, n);
   fail_unless_equals_int (ck.not_cuda, 0);
-  fail_unless (ck.bad_bytes == 0, "%s: %u bad bytes in %u frames", format,
-      ck.bad_bytes, ck.bad_frames);
   if (cuda_memory_get_stream) {
     /* 1.24+: every frame carries the stream, marked as needing a sync */
     fail_unless_equals_int (ck.with_stream, n);
