@@ -99,6 +99,19 @@ check_nothing_alive (void)
       emu_leak_report ());
 }
 
+/* The end of a case with one segment registered once: the engine freed,
+ * then the segment, whose registration goes with it (before its unmap);
+ * nothing left alive. */
+static void
+finish_registered (pf_uploader * up, pf_segment * seg)
+{
+  pf_uploader_free (up);
+  pf_segment_unref (seg);
+  if (emulated ())
+    CHECK_INT (EMU ("unregistrations"), ==, 1);
+  check_nothing_alive ();
+}
+
 /* ------------------------------------------------------------ helpers */
 
 typedef struct
@@ -276,12 +289,7 @@ run_bytes (void)
      * freed while a copy into them was pending */
     CHECK_INT (EMU ("free.pending"), ==, 0);
   }
-  pf_uploader_free (up);
-  /* the registration goes with the segment, before its unmap */
-  pf_segment_unref (seg);
-  if (emulated ())
-    CHECK_INT (EMU ("unregistrations"), ==, 1);
-  check_nothing_alive ();
+  finish_registered (up, seg);
 }
 
 static void
@@ -532,11 +540,7 @@ run_shared (void)
   pf_device_frame_release (d);
   if (emulated ())
     CHECK_INT (EMU ("registrations"), ==, 1);
-  pf_uploader_free (up);
-  pf_segment_unref (seg);
-  if (emulated ())
-    CHECK_INT (EMU ("unregistrations"), ==, 1);
-  check_nothing_alive ();
+  finish_registered (up, seg);
 }
 
 static void
