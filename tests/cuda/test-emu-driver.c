@@ -203,6 +203,17 @@ typedef CUresult (*CuStreamCreateFn) (void **, unsigned int);
 typedef CUresult (*CuStreamFn) (void *);
 typedef CUresult (*CuCountFn) (int *);
 
+/* cuInit, then a context of our own on device 0, made current. */
+static void *
+create_context (void)
+{
+  void *ctx = NULL;
+
+  fail_unless_equals_int (CU ("cuInit", CuInitFn) (0), 0);
+  fail_unless_equals_int (CU ("cuCtxCreate_v2", CuCtxCreateFn) (&ctx, 0, 0), 0);
+  return ctx;
+}
+
 /* Rule: every driver call but cuInit, cuDriverGetVersion and the error
  * strings fails CUDA_ERROR_NOT_INITIALIZED (3) before cuInit. Checked in a
  * child of its own (cudart's first call counts as cuInit, and earlier
@@ -352,8 +363,7 @@ GST_START_TEST (test_device_memory_faults)
   pid_t pid;
   int status = 0;
 
-  fail_unless_equals_int (CU ("cuInit", CuInitFn) (0), 0);
-  fail_unless_equals_int (CU ("cuCtxCreate_v2", CuCtxCreateFn) (&ctx, 0, 0), 0);
+  ctx = create_context ();
   fail_unless_equals_int (CU ("cuMemAlloc_v2", CuAllocFn) (&d, 4096), 0);
   pid = fork ();
   fail_unless (pid >= 0);
@@ -381,8 +391,7 @@ GST_START_TEST (test_copies_and_syncs)
   guint8 *pageable = g_malloc (8192), back[8192];
   guint i;
 
-  fail_unless_equals_int (CU ("cuInit", CuInitFn) (0), 0);
-  fail_unless_equals_int (CU ("cuCtxCreate_v2", CuCtxCreateFn) (&ctx, 0, 0), 0);
+  ctx = create_context ();
   fail_unless_equals_int (CU ("cuStreamCreate", CuStreamCreateFn) (&stream,
           1), 0);
   fail_unless_equals_int (CU ("cuMemAlloc_v2", CuAllocFn) (&d, 8192), 0);
@@ -434,8 +443,7 @@ GST_START_TEST (test_fault_injection)
   g_setenv ("PFEMU_FAIL", "cuMemcpyHtoDAsync_v2:1:700:async,"
       "cuMemAlloc_v2:2:2", TRUE);
   emu_reset ();
-  fail_unless_equals_int (CU ("cuInit", CuInitFn) (0), 0);
-  fail_unless_equals_int (CU ("cuCtxCreate_v2", CuCtxCreateFn) (&ctx, 0, 0), 0);
+  ctx = create_context ();
   fail_unless_equals_int (CU ("cuStreamCreate", CuStreamCreateFn) (&stream,
           1), 0);
   fail_unless_equals_int (CU ("cuMemAllocHost_v2", CuHostAllocFn) (&pinned,
