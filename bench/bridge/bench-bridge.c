@@ -28,6 +28,8 @@
 
 #include <pinnedflow/pf-node.h>
 
+#include "bench-util.h"
+
 #define W 1920
 #define H 1080
 #define N_SLOTS 4
@@ -41,13 +43,6 @@ typedef struct
 
 static char sock_dir[] = "/tmp/pf-bench-bridge-XXXXXX";
 
-static int
-cmp_u64 (const void *a, const void *b)
-{
-  uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-  return x < y ? -1 : x > y;
-}
-
 static void
 summarize (result * r, uint64_t * lat, unsigned int n, uint64_t t0, uint64_t t1)
 {
@@ -57,7 +52,7 @@ summarize (result * r, uint64_t * lat, unsigned int n, uint64_t t0, uint64_t t1)
   r->frames = n;
   if (n == 0)
     return;
-  qsort (lat, n, sizeof (*lat), cmp_u64);
+  bench_sort_u64 (lat, n);
   for (i = 0; i < n; i++)
     sum += lat[i];
   r->p50_us = lat[n / 2] / 1000.0;
@@ -67,19 +62,6 @@ summarize (result * r, uint64_t * lat, unsigned int n, uint64_t t0, uint64_t t1)
     r->fps = (n - 1) * 1e9 / (double) (t1 - t0);
     r->mb_s = r->fps * W * H * 4 / 1e6;
   }
-}
-
-static void
-sleep_until (uint64_t due)
-{
-  uint64_t now = pf_monotonic_ns ();
-  struct timespec ts;
-
-  if (due <= now)
-    return;
-  ts.tv_sec = (time_t) ((due - now) / 1000000000ull);
-  ts.tv_nsec = (long) ((due - now) % 1000000000ull);
-  nanosleep (&ts, NULL);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -109,7 +91,7 @@ lib_producer (const char *path, unsigned int frames, int paced)
     if (pf_node_producer_publish (p, &loan) < 0)
       _exit (1);
     if (paced)
-      sleep_until (start + (n + 1) * 33333333ull);
+      bench_sleep_until (start + (n + 1) * 33333333ull);
   }
   pf_node_producer_send_eos (p);
   pf_node_producer_wait_idle (p, 5000);

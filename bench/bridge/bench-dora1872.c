@@ -53,6 +53,8 @@
 #include <pinnedflow/pf-node-cuda.h>
 #include <pinnedflow/pf-upload.h>
 
+#include "bench-util.h"
+
 #define W 1920
 #define H 1080
 #define BPP 4
@@ -78,13 +80,6 @@ static const pf_cuda_runtime *rt;
 static const char *tag = "";
 static char sock_dir[] = "/tmp/pf-bench-dora-XXXXXX";
 
-static int
-cmp_u64 (const void *a, const void *b)
-{
-  uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-  return x < y ? -1 : x > y;
-}
-
 static double
 pct_us (uint64_t * v, unsigned int n, double pct)
 {
@@ -92,7 +87,7 @@ pct_us (uint64_t * v, unsigned int n, double pct)
 
   if (n == 0)
     return 0;
-  qsort (v, n, sizeof (*v), cmp_u64);
+  bench_sort_u64 (v, n);
   i = (unsigned int) (pct * (n - 1) + 0.5);
   return v[i] / 1000.0;
 }
@@ -105,15 +100,6 @@ cpu_now_us (void)
   getrusage (RUSAGE_SELF, &ru);
   return ru.ru_utime.tv_sec * 1e6 + ru.ru_utime.tv_usec +
       ru.ru_stime.tv_sec * 1e6 + ru.ru_stime.tv_usec;
-}
-
-static void
-sleep_until (uint64_t t)
-{
-  struct timespec ts = { (time_t) (t / 1000000000ull),
-    (long) (t % 1000000000ull)
-  };
-  while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR);
 }
 
 /* ------------------------------------------------------------ producer */
@@ -144,7 +130,7 @@ producer (const char *path, unsigned int frames)
     loan.pts = n * FRAME_NS;
     if (pf_node_producer_publish (p, &loan) < 0)
       _exit (1);
-    sleep_until (start + (n + 1) * FRAME_NS);
+    bench_sleep_until (start + (n + 1) * FRAME_NS);
   }
   pf_node_producer_send_eos (p);
   pf_node_producer_wait_idle (p, 5000);
