@@ -23,9 +23,8 @@ cuda_test_pattern (guint seed, guint plane, guint row, guint col)
       (col >> 8) * 3u);
 }
 
-void
-cuda_test_fill_frame (GstVideoFrame * frame, const GstPinnedCudaLayout * l,
-    guint seed)
+static void
+fill_frame (GstVideoFrame * frame, const GstPinnedCudaLayout * l, guint seed)
 {
   guint p, r, c;
 
@@ -40,6 +39,19 @@ cuda_test_fill_frame (GstVideoFrame * frame, const GstPinnedCudaLayout * l,
         d[r * stride + c] = 0xEE;
     }
   }
+}
+
+gboolean
+cuda_test_fill_buffer (GstBuffer * buf, const GstVideoInfo * info,
+    const GstPinnedCudaLayout * l, guint seed)
+{
+  GstVideoFrame frame;
+
+  if (!gst_video_frame_map (&frame, info, buf, GST_MAP_WRITE))
+    return FALSE;
+  fill_frame (&frame, l, seed);
+  gst_video_frame_unmap (&frame);
+  return TRUE;
 }
 
 guint
@@ -205,12 +217,9 @@ run_producer (const gchar * sock, const gchar * format, gint w, gint h, guint n)
   }
   for (i = 0; i < n; i++) {
     GstBuffer *buf = NULL;
-    GstVideoFrame frame;
     if (gst_buffer_pool_acquire_buffer (pool, &buf, NULL) != GST_FLOW_OK)
       break;
-    gst_video_frame_map (&frame, &info, buf, GST_MAP_WRITE);
-    cuda_test_fill_frame (&frame, &layout, i);
-    gst_video_frame_unmap (&frame);
+    cuda_test_fill_buffer (buf, &info, &layout, i);
     GST_BUFFER_PTS (buf) = i * GST_MSECOND;
     GST_BUFFER_DURATION (buf) = GST_MSECOND;
     if (gst_app_src_push_buffer (GST_APP_SRC (src), buf) != GST_FLOW_OK)

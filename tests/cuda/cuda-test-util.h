@@ -20,9 +20,10 @@ G_BEGIN_DECLS
 /* ---- frames ---- */
 /* The byte at (@plane, @row, @col) of frame @seed. */
     guint8 cuda_test_pattern (guint seed, guint plane, guint row, guint col);
-/* Writes frame @seed's pattern into @frame; the row padding gets 0xEE, junk
- * that must not be copied over the frame. */
-void cuda_test_fill_frame (GstVideoFrame * frame,
+/* Writes frame @seed's pattern into @buf mapped as @info; the row padding
+ * gets 0xEE, junk that must not be copied over the frame. FALSE when @buf
+ * cannot be mapped for writing. */
+gboolean cuda_test_fill_buffer (GstBuffer * buf, const GstVideoInfo * info,
     const GstPinnedCudaLayout * l, guint seed);
 /* Wrong bytes in plane @p at @data with @stride (padding ignored). */
 guint cuda_test_check_plane (const guint8 * data, gsize stride,

@@ -188,14 +188,11 @@ push_frames (GstElement * pipeline, const gchar * format, guint n)
   g_object_set (src, "caps", caps, "format", GST_FORMAT_TIME, NULL);
   for (i = 0; i < n; i++) {
     GstBuffer *buf = gst_buffer_new_allocate (NULL, info.size, NULL);
-    GstVideoFrame frame;
 
     gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
         GST_VIDEO_INFO_FORMAT (&info), ODD_W, ODD_H,
         GST_VIDEO_INFO_N_PLANES (&info), info.offset, info.stride);
-    fail_unless (gst_video_frame_map (&frame, &info, buf, GST_MAP_WRITE));
-    cuda_test_fill_frame (&frame, &layout, i);
-    gst_video_frame_unmap (&frame);
+    fail_unless (cuda_test_fill_buffer (buf, &info, &layout, i));
     GST_BUFFER_PTS (buf) = i * GST_MSECOND;
     GST_BUFFER_DURATION (buf) = GST_MSECOND;
     if (gst_app_src_push_buffer (GST_APP_SRC (src), buf) != GST_FLOW_OK)

@@ -290,34 +290,27 @@ run_round_trip (const RoundTrip * rt, RoundTripResult * res)
 
   for (i = 0; i < rt->n_frames; i++) {
     GstBuffer *buf = NULL;
-    GstVideoFrame frame;
     GstFlowReturn ret;
 
     if (rt->input == INPUT_PINNED_POOL) {
       if (!acquire_or_error (pool, pipeline, &buf, &res->error))
         break;
       fail_unless (gst_is_pinned_memory (gst_buffer_peek_memory (buf, 0)));
-      fail_unless (gst_video_frame_map (&frame, &res->ck.info, buf,
-              GST_MAP_WRITE));
-      cuda_test_fill_frame (&frame, &res->ck.layout, i);
-      gst_video_frame_unmap (&frame);
+      fail_unless (cuda_test_fill_buffer (buf, &res->ck.info, &res->ck.layout,
+              i));
     } else if (rt->input == INPUT_SYSMEM) {
       buf = make_strided_buffer (&res->ck.info, &res->ck.layout,
           rt->extra_stride);
-      fail_unless (gst_video_frame_map (&frame, &res->ck.info, buf,
-              GST_MAP_WRITE));
-      cuda_test_fill_frame (&frame, &res->ck.layout, i);
-      gst_video_frame_unmap (&frame);
+      fail_unless (cuda_test_fill_buffer (buf, &res->ck.info, &res->ck.layout,
+              i));
     } else {
       GstAllocator *alloc = gst_pinned_allocator_get ();
       GstBuffer *wbuf = gst_buffer_new_wrapped_full (0,
           (guint8 *) pf_segment_get_base (rw_seg) + slot * i,
           GST_VIDEO_INFO_SIZE (&res->ck.info), 0,
           GST_VIDEO_INFO_SIZE (&res->ck.info), NULL, NULL);
-      fail_unless (gst_video_frame_map (&frame, &res->ck.info, wbuf,
-              GST_MAP_WRITE));
-      cuda_test_fill_frame (&frame, &res->ck.layout, i);
-      gst_video_frame_unmap (&frame);
+      fail_unless (cuda_test_fill_buffer (wbuf, &res->ck.info, &res->ck.layout,
+              i));
       gst_buffer_unref (wbuf);
       buf = gst_buffer_new ();
       gst_buffer_append_memory (buf, gst_pinned_allocator_wrap (alloc,
@@ -563,9 +556,7 @@ GST_START_TEST (test_propose_pool_and_api)
 
     fail_unless (gst_buffer_pool_acquire_buffer (pool, &in, NULL) ==
         GST_FLOW_OK);
-    fail_unless (gst_video_frame_map (&frame, &info, in, GST_MAP_WRITE));
-    cuda_test_fill_frame (&frame, &layout, i);
-    gst_video_frame_unmap (&frame);
+    fail_unless (cuda_test_fill_buffer (in, &info, &layout, i));
     GST_BUFFER_PTS (in) = i * GST_MSECOND;
     out = gst_harness_push_and_pull (h, in);
     fail_unless (out != NULL);
