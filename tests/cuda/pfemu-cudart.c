@@ -374,21 +374,14 @@ count_list_allocs (void)
   return n;
 }
 
+/* Live registrations (@host_alloc 0) or host allocations (1: cudaHostAlloc,
+ * cuMemAllocHost): regs keeps both. */
 static long
-count_list_regs (void)
+count_list_regs (int host_alloc)
 {
   long n = 0;
   for (struct reg * r = regs; r; r = r->next)
-    n += !r->host_alloc;
-  return n;
-}
-
-static long
-count_list_host_allocs (void)
-{
-  long n = 0;
-  for (struct reg * r = regs; r; r = r->next)
-    n += r->host_alloc;
+    n += !r->host_alloc == !host_alloc;
   return n;
 }
 
@@ -2240,7 +2233,7 @@ pfemu_query (const char *name)
 
   pthread_mutex_lock (&G);
 #define C(str, val) if (strcmp (name, str) == 0) v = (val)
-  C ("live.registrations", count_list_regs ());
+  C ("live.registrations", count_list_regs (0));
   C ("live.allocations", count_list_allocs ());
   C ("live.streams", count_list_streams ());
   C ("live.events", count_list_events ());
@@ -2286,7 +2279,7 @@ pfemu_query (const char *name)
   C ("stream.syncs", ctr.stream_syncs);
   C ("stream.syncs.legacy", ctr.stream_syncs_legacy);
   C ("host.allocations", ctr.host_allocs);
-  C ("live.host.allocations", count_list_host_allocs ());
+  C ("live.host.allocations", count_list_regs (1));
   C ("copies.h2h", ctr.copies_h2h);
   if (v == -1 && strncmp (name, "calls.cu", 8) == 0) {
     /* calls.<function>: calls made to it (either API), 0 if none */
@@ -2338,8 +2331,8 @@ pfemu_live_total (void)
   long n;
 
   pthread_mutex_lock (&G);
-  n = count_list_regs () + count_list_allocs () + count_list_streams () +
-      count_list_events () + count_list_host_allocs ();
+  n = count_list_regs (0) + count_list_allocs () + count_list_streams () +
+      count_list_events () + count_list_regs (1);
   pthread_mutex_unlock (&G);
   return n;
 }
@@ -2355,8 +2348,8 @@ pfemu_leak_report (void)
       "pfemu leak report (pid %d): %ld registration(s), %ld allocation(s), "
       "%ld stream(s), %ld event(s), %ld page-locked host allocation(s) "
       "alive; %ld created context(s) not destroyed\n", (int) getpid (),
-      count_list_regs (), count_list_allocs (), count_list_streams (),
-      count_list_events (), count_list_host_allocs (), count_list_contexts ());
+      count_list_regs (0), count_list_allocs (), count_list_streams (),
+      count_list_events (), count_list_regs (1), count_list_contexts ());
   for (struct reg * r = regs; r && off < sizeof buf - 128; r = r->next)
     off += snprintf (buf + off, sizeof buf - off,
         "  %s %p size %zu flags 0x%x\n",
