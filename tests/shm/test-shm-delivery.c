@@ -230,6 +230,31 @@ wait_ok (ShmChild * c, const gchar * who)
   fail_unless (count_lines (c, "ERROR", NULL) == 0, "%s", said (c));
 }
 
+/* Reaps the producer @p (exit 0 at EOS) and returns the @n frames it
+ * listed. */
+static GArray *
+producer_frames (ShmChild * p, gint n)
+{
+  GArray *src;
+
+  wait_ok (p, "producer");
+  src = frames_of (p);
+  fail_unless_equals_int (src->len, n);
+  return src;
+}
+
+/* Reaps the consumer @c (exit 0 at EOS), which got every frame of @src. */
+static void
+check_got_all (GArray * src, ShmChild * c, const gchar * who)
+{
+  GArray *got;
+
+  wait_ok (c, who);
+  got = frames_of (c);
+  check_all_from (src, got, 0, who);
+  g_array_unref (got);
+}
+
 /* The end of a non-live case: the producer @p exits 0 at EOS having
  * listed @n frames, and each of the @n_clients consumers @c exits 0 at EOS
  * with every one of them (byte-identical, the producer's PTS and duration),
@@ -237,19 +262,14 @@ wait_ok (ShmChild * c, const gchar * who)
 static void
 check_nonlive_delivery (ShmChild * p, gint n, ShmChild ** c, guint n_clients)
 {
-  GArray *src, *got;
+  GArray *src;
   guint i;
 
-  wait_ok (p, "producer");
-  src = frames_of (p);
-  fail_unless_equals_int (src->len, n);
+  src = producer_frames (p, n);
   for (i = 0; i < n_clients; i++) {
-    wait_ok (c[i], "consumer");
-    got = frames_of (c[i]);
-    check_all_from (src, got, 0, "consumer");
+    check_got_all (src, c[i], "consumer");
     fail_unless (strstr (c[i]->out->str, "live=(boolean)false") != NULL,
         "%s", said (c[i]));
-    g_array_unref (got);
   }
   g_array_unref (src);
 }
@@ -353,14 +373,9 @@ GST_START_TEST (test_slow_consumer)
   slow = spawn_consumer (slow_props[__i__], 100000, NULL);
   for (i = 0; i < 2; i++)
     c[i] = spawn_consumer (NULL, 0, NULL);
-  wait_ok (p, "producer");
-  src = frames_of (p);
-  fail_unless_equals_int (src->len, N);
+  src = producer_frames (p, N);
   for (i = 0; i < 2; i++) {
-    wait_ok (c[i], "consumer");
-    got = frames_of (c[i]);
-    check_all_from (src, got, 0, "consumer");
-    g_array_unref (got);
+    check_got_all (src, c[i], "consumer");
   }
   wait_ok (slow, "slow consumer");
   got = frames_of (slow);
@@ -412,9 +427,7 @@ GST_START_TEST (test_live_stuck_consumers)
   for (i = 0; i < stuck; i++)
     s[i] = spawn_consumer (NULL, 0, "100000");
   free_c = spawn_consumer (NULL, 0, NULL);
-  wait_ok (p, "producer");
-  src = frames_of (p);
-  fail_unless_equals_int (src->len, N);
+  src = producer_frames (p, N);
 
   wait_ok (free_c, "free consumer");
   got = frames_of (free_c);
@@ -459,7 +472,7 @@ GST_START_TEST (test_reliable_timeout)
   const gchar *action = timeout_actions[__i__];
   const gint N = 30;
   ShmChild *p, *stuck, *c;
-  GArray *src, *got;
+  GArray *src;
   gchar *props;
 
   props = g_strdup_printf ("reliable-timeout=300 reliable-timeout-action=%s",
@@ -467,13 +480,8 @@ GST_START_TEST (test_reliable_timeout)
   p = spawn_producer (N, FALSE, 2, props, NULL, NULL);
   stuck = spawn_consumer ("delivery=every-frame", 0, "100000");
   c = spawn_consumer (NULL, 0, NULL);
-  wait_ok (p, "producer");
-  src = frames_of (p);
-  fail_unless_equals_int (src->len, N);
-  wait_ok (c, "consumer");
-  got = frames_of (c);
-  check_all_from (src, got, 0, "consumer");
-  g_array_unref (got);
+  src = producer_frames (p, N);
+  check_got_all (src, c, "consumer");
 
   if (__i__ == 0) {
     fail_unless (count_lines (p, "ELEMENT src=sink",
@@ -514,13 +522,8 @@ GST_START_TEST (test_late_joiner)
   pacer = spawn_consumer (NULL, 30000, NULL);
   fail_unless (shm_child_wait_line (pacer, "FRAME 15 "), "%s", said (pacer));
   late = spawn_consumer (NULL, 0, NULL);
-  wait_ok (p, "producer");
-  src = frames_of (p);
-  fail_unless_equals_int (src->len, N);
-  wait_ok (pacer, "first consumer");
-  got = frames_of (pacer);
-  check_all_from (src, got, 0, "first consumer");
-  g_array_unref (got);
+  src = producer_frames (p, N);
+  check_got_all (src, pacer, "first consumer");
 
   wait_ok (late, "late consumer");
   got = frames_of (late);
