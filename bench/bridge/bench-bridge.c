@@ -66,46 +66,13 @@ summarize (result * r, uint64_t * lat, unsigned int n, uint64_t t0, uint64_t t1)
 
 /* ------------------------------------------------------------------------ */
 
-static void
-lib_producer (const char *path, unsigned int frames, int paced)
-{
-  pf_node_producer_config cfg = { 0 };
-  pf_node_producer *p;
-  pf_node_loan loan;
-  uint64_t start, n;
-
-  prctl (PR_SET_PDEATHSIG, SIGKILL);
-  cfg.socket_path = path;
-  cfg.n_slots = N_SLOTS;
-  cfg.slot_size = (uint64_t) W *H * 4;
-  if (pf_node_producer_new (&cfg, &p) < 0)
-    _exit (1);
-  pf_node_producer_set_video (p, "RGBA", W, H, paced ? 30 : 0, 1);
-  pf_node_producer_wait_clients (p, 1, -1);
-  start = pf_monotonic_ns ();
-  for (n = 0; n < frames; n++) {
-    if (pf_node_producer_loan_video (p, 5000, &loan) < 0)
-      _exit (1);
-    memset (loan.data, (int) (n & 0xff), loan.size);
-    loan.pts = n * 33333333ull;
-    if (pf_node_producer_publish (p, &loan) < 0)
-      _exit (1);
-    if (paced)
-      bench_sleep_until (start + (n + 1) * 33333333ull);
-  }
-  pf_node_producer_send_eos (p);
-  pf_node_producer_wait_idle (p, 5000);
-  pf_node_producer_free (p);
-  _exit (0);
-}
-
 static pid_t
 spawn_lib_producer (const char *path, unsigned int frames, int paced)
 {
   pid_t pid = fork ();
 
   if (pid == 0)
-    lib_producer (path, frames, paced);
+    bench_node_producer (path, N_SLOTS, W, H, frames, paced);
   return pid;
 }
 

@@ -60,7 +60,6 @@
 #define BPP 4
 #define FRAME_BYTES ((size_t) W * H * BPP)
 #define N_SLOTS 4
-#define FRAME_NS 33333333ull
 #define RAW_REPS 60
 
 typedef struct
@@ -100,42 +99,6 @@ cpu_now_us (void)
   getrusage (RUSAGE_SELF, &ru);
   return ru.ru_utime.tv_sec * 1e6 + ru.ru_utime.tv_usec +
       ru.ru_stime.tv_sec * 1e6 + ru.ru_stime.tv_usec;
-}
-
-/* ------------------------------------------------------------ producer */
-
-static void
-producer (const char *path, unsigned int frames)
-{
-  pf_node_producer_config cfg = { 0 };
-  pf_node_producer *p;
-  pf_node_loan loan;
-  uint64_t start;
-  unsigned int n;
-
-  prctl (PR_SET_PDEATHSIG, SIGKILL);
-  cfg.socket_path = path;
-  cfg.n_slots = N_SLOTS;
-  cfg.slot_size = FRAME_BYTES;
-  if (pf_node_producer_new (&cfg, &p) < 0)
-    _exit (1);
-  pf_node_producer_set_video (p, "RGBA", W, H, 30, 1);
-  pf_node_producer_wait_clients (p, 1, -1);
-  start = pf_monotonic_ns ();
-  for (n = 0; n < frames; n++) {
-    if (pf_node_producer_loan_video (p, 5000, &loan) < 0)
-      _exit (1);
-    /* a CPU producer writes every byte */
-    memset (loan.data, (int) (n & 0xff), loan.size);
-    loan.pts = n * FRAME_NS;
-    if (pf_node_producer_publish (p, &loan) < 0)
-      _exit (1);
-    bench_sleep_until (start + (n + 1) * FRAME_NS);
-  }
-  pf_node_producer_send_eos (p);
-  pf_node_producer_wait_idle (p, 5000);
-  pf_node_producer_free (p);
-  _exit (0);
 }
 
 /* ------------------------------------------------------------ consumer */
@@ -219,7 +182,7 @@ run_mode (result * r, consumer_ctx * cx, char mode, unsigned int frames)
   snprintf (path, sizeof (path), "%s/%c.sock", sock_dir, mode);
   pid = fork ();
   if (pid == 0)
-    producer (path, frames);
+    bench_node_producer (path, N_SLOTS, W, H, frames, 1);
   if (pf_node_consumer_new (path, 10000, &c) < 0) {
     fprintf (stderr, "mode %c: cannot connect\n", mode);
     res = -1;
