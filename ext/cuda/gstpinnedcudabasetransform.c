@@ -330,3 +330,54 @@ gst_pinned_cuda_base_transform_init (GstPinnedCudaBaseTransform * self)
 {
   self->device_id = DEFAULT_DEVICE_ID;
 }
+
+/* ------------------------------------------------------------ device frames */
+
+/* @f as the @n_planes planes of the PinnedflowCUDA memory @dmem, plane p
+ * starting at row @row_offset[p] of its pitched allocation, and its event.
+ */
+void
+gst_pinned_cuda_device_frame_set_pinned (GstPinnedCudaDeviceFrame * f,
+    GstPinnedCudaMemory * dmem, const gsize * row_offset, guint n_planes)
+{
+  guint p;
+
+  for (p = 0; p < n_planes; p++) {
+    f->ptr[p] = dmem->dev_ptr + dmem->pitch * row_offset[p];
+    f->pitch[p] = dmem->pitch;
+  }
+  f->event = dmem->event;
+}
+
+/* @f as the GstCudaMemory @mem mapped with @flags | GST_MAP_CUDA (the
+ * device pointer), its planes at @meta's offsets and strides. Returns FALSE
+ * when it cannot be mapped (nothing is then mapped; the caller posts the
+ * error).
+ */
+gboolean
+gst_pinned_cuda_device_frame_map_gst (GstPinnedCudaDeviceFrame * f,
+    GstMemory * mem, const GstVideoMeta * meta, GstMapFlags flags)
+{
+  guint p;
+
+  if (!gst_memory_map (mem, &f->map, flags | GST_PINNED_CUDA_GST_MAP_CUDA))
+    return FALSE;
+  f->mapped = mem;
+  for (p = 0; p < meta->n_planes; p++) {
+    f->ptr[p] = f->map.data + meta->offset[p];
+    f->pitch[p] = meta->stride[p];
+  }
+  return TRUE;
+}
+
+/* Unmaps what gst_pinned_cuda_device_frame_map_gst() mapped, if anything;
+ * may be called again.
+ */
+void
+gst_pinned_cuda_device_frame_unmap (GstPinnedCudaDeviceFrame * f)
+{
+  if (f->mapped) {
+    gst_memory_unmap (f->mapped, &f->map);
+    f->mapped = NULL;
+  }
+}

@@ -125,6 +125,27 @@ void gst_pinned_cuda_base_transform_count_frame
 GstStructure *gst_pinned_cuda_base_transform_new_stats_locked
     (GstPinnedCudaBaseTransform * self, const gchar * name);
 
+/* The planes of one frame in device memory, where the download copies from
+ * and the upload copies to: a PinnedflowCUDA memory's pitched allocation
+ * and its event, or a GstCudaMemory mapped for the device with the planes
+ * of its buffer's GstVideoMeta. */
+typedef struct
+{
+  guint8 *ptr[GST_VIDEO_MAX_PLANES];
+  gsize pitch[GST_VIDEO_MAX_PLANES];
+  GstPinnedCudaEvent event;     /* PinnedflowCUDA memory's event, or NULL */
+  GstMemory *mapped;            /* a GstCudaMemory mapped GST_MAP_CUDA */
+  GstMapInfo map;
+} GstPinnedCudaDeviceFrame;
+
+void gst_pinned_cuda_device_frame_set_pinned (GstPinnedCudaDeviceFrame * f,
+    GstPinnedCudaMemory * dmem, const gsize * row_offset, guint n_planes);
+
+gboolean gst_pinned_cuda_device_frame_map_gst (GstPinnedCudaDeviceFrame * f,
+    GstMemory * mem, const GstVideoMeta * meta, GstMapFlags flags);
+
+void gst_pinned_cuda_device_frame_unmap (GstPinnedCudaDeviceFrame * f);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (GstPinnedCudaBaseTransform, gst_object_unref)
 
 G_END_DECLS

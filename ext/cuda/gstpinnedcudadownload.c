@@ -141,23 +141,12 @@ gst_pinned_cuda_download_decide_allocation (GstBaseTransform * trans,
   return TRUE;
 }
 
-/* Where the planes of a device frame are, and what to wait for. */
-typedef struct
-{
-  const guint8 *ptr[GST_VIDEO_MAX_PLANES];
-  gsize pitch[GST_VIDEO_MAX_PLANES];
-  GstPinnedCudaEvent event;     /* the upload's event, or NULL */
-  GstMemory *mapped;            /* a GstCudaMemory mapped GST_MAP_CUDA */
-  GstMapInfo map;
-} DeviceFrame;
-
 /* PinnedflowCUDA memory: its pitched allocation and event. */
 static gboolean
 device_frame_from_pinned (GstPinnedCudaDownload * self, GstMemory * mem,
-    DeviceFrame * f)
+    GstPinnedCudaDeviceFrame * f)
 {
   GstPinnedCudaMemory *dmem;
-  guint p;
 
   if (!gst_is_pinned_cuda_memory (mem)) {
     GST_ELEMENT_ERROR (self, STREAM, WRONG_TYPE,
@@ -172,11 +161,8 @@ device_frame_from_pinned (GstPinnedCudaDownload * self, GstMemory * mem,
         ("Device frame does not match the negotiated caps"), (NULL));
     return FALSE;
   }
-  for (p = 0; p < dmem->layout.n_planes; p++) {
-    f->ptr[p] = dmem->dev_ptr + dmem->pitch * dmem->layout.row_offset[p];
-    f->pitch[p] = dmem->pitch;
-  }
-  f->event = dmem->event;
+  gst_pinned_cuda_device_frame_set_pinned (f, dmem, dmem->layout.row_offset,
+      dmem->layout.n_planes);
   return TRUE;
 }
 
@@ -186,12 +172,11 @@ device_frame_from_pinned (GstPinnedCudaDownload * self, GstMemory * mem,
  * for with gst_cuda_memory_sync() first. */
 static gboolean
 device_frame_from_gst (GstPinnedCudaDownload * self, GstBuffer * inbuf,
-    DeviceFrame * f)
+    GstPinnedCudaDeviceFrame * f)
 {
   const GstPinnedCudaGst *gst = self->parent.cuda.gst;
   GstMemory *mem = gst_buffer_peek_memory (inbuf, 0);
   GstVideoMeta *meta = gst_buffer_get_video_meta (inbuf);
-  guint p;
 
   if (gst == NULL || gst_buffer_n_memory (inbuf) != 1 ||
       !gst->is_cuda_memory (mem)) {
@@ -208,26 +193,12 @@ device_frame_from_gst (GstPinnedCudaDownload * self, GstBuffer * inbuf,
   }
   if (gst->has_stream && gst->memory_get_stream (mem))
     gst->memory_sync (mem);
-  if (!gst_memory_map (mem, &f->map, GST_MAP_READ |
-          GST_PINNED_CUDA_GST_MAP_CUDA)) {
+  if (!gst_pinned_cuda_device_frame_map_gst (f, mem, meta, GST_MAP_READ)) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
         ("Could not map the CUDA memory for the device"), (NULL));
     return FALSE;
   }
-  f->mapped = mem;
-  for (p = 0; p < meta->n_planes; p++) {
-    f->ptr[p] = f->map.data + meta->offset[p];
-    f->pitch[p] = meta->stride[p];
-  }
   return TRUE;
-}
-
-static void
-device_frame_clear (DeviceFrame * f)
-{
-  if (f->mapped)
-    gst_memory_unmap (f->mapped, &f->map);
-  f->mapped = NULL;
 }
 
 static GstFlowReturn
@@ -236,7 +207,7 @@ gst_pinned_cuda_download_transform (GstBaseTransform * trans,
 {
   GstPinnedCudaDownload *self = GST_PINNED_CUDA_DOWNLOAD (trans);
   const GstPinnedCudaRuntime *rt = self->parent.cuda.rt;
-  DeviceFrame src = { {NULL}, };
+  GstPinnedCudaDeviceFrame src = { {NULL}, };
   GstVideoFrame frame;
   const gchar *call = "cudaStreamWaitEvent";
   GstPinnedCudaError err = GST_PINNED_CUDA_SUCCESS;
@@ -249,7 +220,7 @@ gst_pinned_cuda_download_transform (GstBaseTransform * trans,
       !device_frame_from_gst (self, inbuf, &src) :
       !device_frame_from_pinned (self, gst_buffer_peek_memory (inbuf, 0),
           &src)) {
-    device_frame_clear (&src);
+    gst_pinned_cuda_device_frame_unmap (&src);
     return GST_FLOW_ERROR;
   }
 
@@ -266,7 +237,7 @@ gst_pinned_cuda_download_transform (GstBaseTransform * trans,
           GST_MAP_WRITE)) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Could not map output frame"),
         (NULL));
-    device_frame_clear (&src);
+    gst_pinned_cuda_device_frame_unmap (&src);
     return GST_FLOW_ERROR;
   }
 
@@ -302,7 +273,7 @@ gst_pinned_cuda_download_transform (GstBaseTransform * trans,
   }
   gst_pinned_cuda_context_leave (&self->parent.cuda, prev);
   gst_video_frame_unmap (&frame);
-  device_frame_clear (&src);
+  gst_pinned_cuda_device_frame_unmap (&src);
   if (err != GST_PINNED_CUDA_SUCCESS)
     return GST_FLOW_ERROR;
 

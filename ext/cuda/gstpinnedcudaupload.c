@@ -499,28 +499,17 @@ count_registrations (GstPinnedCudaUpload * self, GstBuffer * buf)
   }
 }
 
-/* Where the copies of one frame go: the planes of the output buffer on
- * the device. */
-typedef struct
-{
-  guint8 *ptr[GST_VIDEO_MAX_PLANES];
-  gsize pitch[GST_VIDEO_MAX_PLANES];
-  GstPinnedCudaEvent event;     /* PinnedflowCUDA memory's event, or NULL */
-  GstMemory *mapped;            /* a GstCudaMemory mapped GST_MAP_CUDA */
-  GstMapInfo map;
-} OutputFrame;
-
 /* The planes of @outbuf's device memory, or FALSE (error posted).
  * GstCudaMemory: the device pointer of a GST_MAP_WRITE | GST_MAP_CUDA map
  * (which, on 1.24+ with a stream, sets the memory's NEED_SYNC flag), the
  * planes from the pool's GstVideoMeta. */
 static gboolean
 output_frame_map (GstPinnedCudaUpload * self, GstBuffer * outbuf,
-    OutputFrame * f)
+    GstPinnedCudaDeviceFrame * f)
 {
   GstMemory *omem = gst_buffer_peek_memory (outbuf, 0);
   const GstPinnedCudaGst *gst = self->parent.cuda.gst;
-  guint p, n = self->parent.host_layout.n_planes;
+  guint n = self->parent.host_layout.n_planes;
 
   memset (f, 0, sizeof (*f));
   if (self->parent.cuda_memory) {
@@ -532,16 +521,10 @@ output_frame_map (GstPinnedCudaUpload * self, GstBuffer * outbuf,
           (NULL));
       return FALSE;
     }
-    if (!gst_memory_map (omem, &f->map, GST_MAP_WRITE |
-            GST_PINNED_CUDA_GST_MAP_CUDA)) {
+    if (!gst_pinned_cuda_device_frame_map_gst (f, omem, meta, GST_MAP_WRITE)) {
       GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
           ("Could not map the output CUDA memory for the device"), (NULL));
       return FALSE;
-    }
-    f->mapped = omem;
-    for (p = 0; p < n; p++) {
-      f->ptr[p] = f->map.data + meta->offset[p];
-      f->pitch[p] = meta->stride[p];
     }
     return TRUE;
   }
@@ -549,26 +532,10 @@ output_frame_map (GstPinnedCudaUpload * self, GstBuffer * outbuf,
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
         ("Output buffer is not pinnedflow CUDA memory"), (NULL));
     return FALSE;
-  } else {
-    GstPinnedCudaMemory *dmem = (GstPinnedCudaMemory *) omem;
-
-    for (p = 0; p < n; p++) {
-      f->ptr[p] = dmem->dev_ptr +
-          dmem->pitch * self->parent.host_layout.row_offset[p];
-      f->pitch[p] = dmem->pitch;
-    }
-    f->event = dmem->event;
   }
+  gst_pinned_cuda_device_frame_set_pinned (f, (GstPinnedCudaMemory *) omem,
+      self->parent.host_layout.row_offset, n);
   return TRUE;
-}
-
-static void
-output_frame_unmap (OutputFrame * f)
-{
-  if (f->mapped) {
-    gst_memory_unmap (f->mapped, &f->map);
-    f->mapped = NULL;
-  }
 }
 
 /* An in-flight entry holding @inbuf mapped, or NULL (error posted) when it
@@ -640,7 +607,7 @@ inflight_source (GstPinnedCudaUpload * self, InFlight * e,
  * GstCudaStream the memory carries made to wait on the copies (on the
  * GPU). */
 static void
-output_dest (GstPinnedCudaUpload * self, const OutputFrame * dst,
+output_dest (GstPinnedCudaUpload * self, const GstPinnedCudaDeviceFrame * dst,
     pf_upload_dest * dest)
 {
   guint p;
@@ -679,7 +646,7 @@ count_queued (GstPinnedCudaUpload * self, const pf_upload_result * res)
 static GstFlowReturn
 upload_frame (GstPinnedCudaUpload * self, GstBuffer * inbuf, GstBuffer * outbuf)
 {
-  OutputFrame dst;
+  GstPinnedCudaDeviceFrame dst;
   pf_upload_source src;
   pf_upload_dest dest;
   pf_upload_result res;
@@ -702,7 +669,7 @@ upload_frame (GstPinnedCudaUpload * self, GstBuffer * inbuf, GstBuffer * outbuf)
   r = pf_uploader_submit (self->up, &src, &dest, &res);
   if (r == 0 && dest.wait_stream)
     GST_MINI_OBJECT_FLAG_SET (dst.mapped, GST_PINNED_CUDA_GST_MEMORY_NEED_SYNC);
-  output_frame_unmap (&dst);
+  gst_pinned_cuda_device_frame_unmap (&dst);
   if (r < 0) {
     /* Nothing is queued any more and no callback will run. */
     if (res.sticky)
