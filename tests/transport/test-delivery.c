@@ -30,15 +30,14 @@ static const pf_consumer_options newest = {.delivery = PF_DELIVERY_NEWEST_FRAME
 };
 
 /* The case's producer on t_path ("sock"), at most @max_frames held per
- * consumer, and a segment of N_SLOTS frames for it. */
-static pf_segment *
-start (t_producer * tp, unsigned int max_frames)
+ * consumer, and a segment of N_SLOTS frames for it in *@seg (a variable of
+ * the case: children it forks inherit the pointer there, so their leak
+ * check finds the segment reachable). */
+static void
+start (t_producer * tp, unsigned int max_frames, pf_segment ** seg)
 {
-  pf_segment *seg = NULL;
-
   CHECK_INT (t_producer_start (tp, t_path ("sock"), max_frames), ==, 0);
-  CHECK_INT (pf_segment_new ("t", SEG_SIZE, 0, &seg), ==, 0);
-  return seg;
+  CHECK_INT (pf_segment_new ("t", SEG_SIZE, 0, seg), ==, 0);
 }
 
 /* Frame @seed in @slot, timestamps derived from @seed. */
@@ -220,7 +219,7 @@ test_reliable_and_stuck (void)
   unsigned int k;
   int i;
 
-  seg = start (&tp, 2);
+  start (&tp, 2, &seg);
   reliable[0] = t_spawn (reliable_child, &ra);
   reliable[1] = t_spawn (reliable_child, &slow);
   reliable[2] = t_spawn (reliable_child, &ra);
@@ -279,7 +278,7 @@ test_reliable_queued (void)
   pf_event ev = { 0 };
   int i, n_caps = 0, n_frames = 0;
 
-  seg = start (&tp, 64);
+  start (&tp, 64, &seg);
   c = t_connect (&every);
   leaky = t_connect (&newest);
   WAIT_FOR (tp.connected == 2);
@@ -482,7 +481,7 @@ test_newest_stale (void)
   pf_event ev = { 0 };
   int i;
 
-  seg = start (&tp, 8);
+  start (&tp, 8, &seg);
   c = t_connect (&newest);
   WAIT_FOR (tp.connected == 1);
   expect_stream (c, 0, PF_DELIVERY_NEWEST_FRAME);
@@ -676,7 +675,7 @@ test_late_joiner (void)
   unsigned int i;
   int k;
 
-  seg = start (&tp, 8);
+  start (&tp, 8, &seg);
   early = t_connect (&every);
   WAIT_FOR (tp.connected == 1);
   CHECK_INT (publish_flags (&tp, seg, 1, 0), ==, 1);
