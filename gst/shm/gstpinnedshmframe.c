@@ -189,10 +189,13 @@ frame_loan_memory_freed (gpointer data)
   if (!g_atomic_int_dec_and_test (&loan->n_memories))
     return;
   /* On a connection that is gone this is a no-op (-EPIPE): the producer
-   * reclaimed the frame when we hung up. */
-  pf_consumer_release (loan->consumer, loan->seq);
-  pf_consumer_unref (loan->consumer);
-  loan->consumer = NULL;
+   * reclaimed the frame when we hung up. No consumer: the frame went back
+   * when the buffer keeping these memories came back to its pool. */
+  if (loan->consumer != NULL) {
+    pf_consumer_release (loan->consumer, loan->seq);
+    pf_consumer_unref (loan->consumer);
+    loan->consumer = NULL;
+  }
   G_LOCK (loan_free_list);
   if (loan_free_list_len < LOAN_FREE_LIST_MAX) {
     loan->next_free = loan_free_list;
@@ -206,13 +209,15 @@ frame_loan_memory_freed (gpointer data)
 }
 
 /* Wraps each chunk of the frame in a read-only memory of @buf; the frame
- * goes back to the producer when the last of them is freed. FALSE when a
- * chunk cannot be wrapped (the memories made so far stay in @buf). The
- * loan rides on each memory as its destroy notify, not as qdata: a qdata
- * costs two allocations and makes the buffer's parent link a third. */
-gboolean
-gst_pinned_shm_frame_wrap_chunks (GstAllocator * allocator, pf_consumer * c,
-    const pf_event * ev, GstBuffer * buf, guint64 * total)
+ * goes back to the producer when the last of them is freed (or, when
+ * GstPinnedShmFramePool keeps them, when the buffer comes back). FALSE when
+ * a chunk cannot be wrapped (the memories made so far stay in @buf).
+ * *@loan_out: the loan, alive while the memories are. The loan rides on
+ * each memory as its destroy notify, not as qdata: a qdata costs two
+ * allocations and makes the buffer's parent link a third. */
+static gboolean
+wrap_chunks (GstAllocator * allocator, pf_consumer * c, const pf_event * ev,
+    GstBuffer * buf, guint64 * total, FrameLoan ** loan_out)
 {
   const pf_consumer_frame *f = &ev->frame;
   gboolean ok = TRUE;
@@ -241,21 +246,61 @@ gst_pinned_shm_frame_wrap_chunks (GstAllocator * allocator, pf_consumer * c,
     gst_buffer_append_memory (buf, mem);
     *total += f->chunks[i].size;
   }
+  *loan_out = loan;
   frame_loan_memory_freed (loan);       /* drop our own count */
   return ok;
 }
 
-/* ---- the source's buffers, recycled ----
+gboolean
+gst_pinned_shm_frame_wrap_chunks (GstAllocator * allocator, pf_consumer * c,
+    const pf_event * ev, GstBuffer * buf, guint64 * total)
+{
+  FrameLoan *loan;
+
+  return wrap_chunks (allocator, c, ev, buf, total, &loan);
+}
+
+/* ---- the source's buffers, recycled with their memories ----
  *
  * A GstBufferPool whose buffers come back when their last reference
- * drops (GstBuffer's dispose hook): the memories are removed then (the
- * frame goes back to the producer when the last of them is freed, which is
- * then unless something else still holds one), the video meta is kept
- * (flagged POOLED) for the next frame to fill in, and the buffer waits on a
- * list under a mutex. Acquire and release bypass the base class's queue
- * and its GstPoll, which cost two eventfd syscalls per buffer. */
+ * drops (GstBuffer's dispose hook), and wait on a list under a mutex for
+ * the next frame. Acquire and release bypass the base class's queue and
+ * its GstPoll, which cost two eventfd syscalls per buffer.
+ *
+ * Frames come from the same few slots of the producer's pool, so a buffer
+ * keeps the memories of its last frame when it comes back (issue 13:
+ * removing them, freeing them and wrapping the next frame's were a third
+ * of the instructions of receiving a frame): the frame goes back to the
+ * producer then, as if its memories had been freed, and a later frame in
+ * the same chunks (the same segment, offset and size) takes the buffer and
+ * the memories as they are, on a new loan. The memories are kept only when
+ * the buffer alone still holds them, unchanged (no copy, share or
+ * replacement of them downstream); otherwise they are removed, and the
+ * frame goes back when the last of them is freed, as before. The video
+ * meta is kept (flagged POOLED) for the next frame to fill in.
+ *
+ * The kept memories hold their segments mapped: a buffer no frame matched
+ * in FRAME_POOL_AGE acquisitions gives them up (a segment the producer
+ * removed), and a new connection or new caps drop them all. The pool
+ * makes up to FRAME_POOL_KEEP buffers to keep one per slot; past that a
+ * frame no buffer matches takes the oldest free one and replaces its
+ * memories. */
 
 #define FRAME_POOL_MAX 64
+#define FRAME_POOL_KEEP 32
+#define FRAME_POOL_AGE 128
+
+/* A buffer of the pool with, while it keeps them, its frame's memories. */
+typedef struct
+{
+  GstBuffer *buf;
+  FrameLoan *loan;              /* of the kept memories, else NULL */
+  guint n_mem;
+  GstMemory *mem[PF_MAX_CHUNKS];        /* buf's, borrowed */
+  GstPinnedSegment *seg[PF_MAX_CHUNKS]; /* held by mem[] */
+  guint64 offset[PF_MAX_CHUNKS], size[PF_MAX_CHUNKS];   /* mem[]'s */
+  guint64 last_used;            /* free entries: the acquisition count then */
+} FrameEntry;
 
 G_DECLARE_FINAL_TYPE (GstPinnedShmFramePool, gst_pinned_shm_frame_pool,
     GST, PINNED_SHM_FRAME_POOL, GstBufferPool);
@@ -265,12 +310,56 @@ struct _GstPinnedShmFramePool
   GstBufferPool parent;
 
   GMutex lock;
-  GstBuffer *free[FRAME_POOL_MAX];      /* lock */
+  FrameEntry free[FRAME_POOL_MAX];      /* lock; in no order */
   guint n_free;                 /* lock */
+  FrameEntry out[FRAME_POOL_MAX];       /* lock; buffers out, wrapping a frame */
+  guint n_out;                  /* lock */
+  guint n_made;                 /* lock; our buffers alive */
+  guint64 tick;                 /* lock; acquisitions */
+
+  /* the acquiring (streaming) thread's: the frame the acquisition is for,
+   * and the entry it took (got.buf NULL: a new buffer) */
+  const pf_event *want;
+  FrameEntry got;
 };
 
 G_DEFINE_TYPE (GstPinnedShmFramePool, gst_pinned_shm_frame_pool,
     GST_TYPE_BUFFER_POOL);
+
+/* Whether @e keeps memories of exactly @ev's chunks. */
+static gboolean
+entry_matches (const FrameEntry * e, const pf_event * ev)
+{
+  const pf_consumer_frame *f = &ev->frame;
+  guint i;
+
+  if (e->loan == NULL || e->n_mem != f->n_chunks)
+    return FALSE;
+  for (i = 0; i < e->n_mem; i++)
+    if (e->seg[i] != ev->segments[i] || e->offset[i] != f->chunks[i].offset
+        || e->size[i] != f->chunks[i].size)
+      return FALSE;
+  return TRUE;
+}
+
+/* Takes free entry @i out of the list. lock held. */
+static FrameEntry
+take_free (GstPinnedShmFramePool * pool, guint i)
+{
+  FrameEntry e = pool->free[i];
+
+  if (i != --pool->n_free)
+    pool->free[i] = pool->free[pool->n_free];
+  return e;
+}
+
+/* Records @e as out (its buffer wraps a frame). lock held. */
+static void
+add_out (GstPinnedShmFramePool * pool, const FrameEntry * e)
+{
+  if (pool->n_out < FRAME_POOL_MAX)
+    pool->out[pool->n_out++] = *e;
+}
 
 static GstFlowReturn
 frame_pool_acquire_buffer (GstBufferPool * bpool, GstBuffer ** buffer,
@@ -278,27 +367,86 @@ frame_pool_acquire_buffer (GstBufferPool * bpool, GstBuffer ** buffer,
 {
   /* unchecked: called per frame, by the pool's own vfunc */
   GstPinnedShmFramePool *pool = (GstPinnedShmFramePool *) bpool;
-  GstBuffer *buf = NULL;
+  GstBuffer *stale = NULL;
+  gint i, take = -1, match = -1, empty = -1, oldest = -1;
 
   if (GST_BUFFER_POOL_IS_FLUSHING (bpool))
     return GST_FLOW_FLUSHING;
+  pool->got.buf = NULL;
+  pool->got.loan = NULL;
   g_mutex_lock (&pool->lock);
-  if (pool->n_free > 0)
-    buf = pool->free[--pool->n_free];
+  pool->tick++;
+  /* the buffer that carried these chunks last, else an empty one, else
+   * (enough made) the one unused for longest */
+  for (i = 0; i < (gint) pool->n_free; i++) {
+    const FrameEntry *e = &pool->free[i];
+
+    if (e->loan == NULL)
+      empty = i;
+    else if (match < 0 && pool->want != NULL && entry_matches (e, pool->want))
+      match = i;
+    else if (oldest < 0 || e->last_used < pool->free[oldest].last_used)
+      oldest = i;
+  }
+  if (match >= 0)
+    take = match;
+  else if (empty >= 0)
+    take = empty;
+  else if (oldest >= 0 && pool->want != NULL && pool->n_made >= FRAME_POOL_KEEP)
+    take = oldest;              /* the caller replaces its memories */
+  if (take >= 0) {
+    pool->got = take_free (pool, (guint) take);
+    if (oldest == take)
+      oldest = -1;              /* taken */
+    else if (oldest == (gint) pool->n_free)
+      oldest = take;            /* the last one, moved into the hole */
+    if (match >= 0)
+      add_out (pool, &pool->got);
+  } else {
+    pool->n_made++;
+  }
+  /* the one unused for longest, matched by no frame for long: its
+   * memories go */
+  if (oldest >= 0 && pool->tick - pool->free[oldest].last_used > FRAME_POOL_AGE) {
+    stale = take_free (pool, (guint) oldest).buf;
+    pool->n_made--;
+  }
   g_mutex_unlock (&pool->lock);
-  *buffer = buf ? buf : gst_buffer_new ();
+  if (stale != NULL)
+    gst_buffer_unref (stale);   /* buffer->pool is NULL: freed */
+  *buffer = pool->got.buf ? pool->got.buf : gst_buffer_new ();
   return GST_FLOW_OK;
+}
+
+/* Whether @buffer coming back still holds @e's memories, and alone. */
+static gboolean
+entry_reusable (const FrameEntry * e, GstBuffer * buffer)
+{
+  guint i;
+
+  if (e->loan == NULL || gst_buffer_n_memory (buffer) != e->n_mem
+      || g_atomic_int_get (&e->loan->n_memories) != (gint) e->n_mem)
+    return FALSE;
+  for (i = 0; i < e->n_mem; i++) {
+    GstMemory *mem = gst_buffer_peek_memory (buffer, i);
+
+    if (mem != e->mem[i] || mem->parent != NULL
+        || GST_MINI_OBJECT_REFCOUNT_VALUE (mem) != 1
+        || mem->offset != e->offset[i] || mem->size != e->size[i])
+      return FALSE;
+  }
+  return TRUE;
 }
 
 static void
 frame_pool_reset_buffer (GstBufferPool * bpool, GstBuffer * buffer)
 {
-  /* the frame's memories go now: the frame is released when the last of
-   * them is freed */
-  gst_buffer_remove_all_memory (buffer);
+  /* timestamps, flags, metas not POOLED; the memories: release_buffer.
+   * Tagged, so that the base class does not resize them to the pool's
+   * size (none: the memories of a buffer kept would then be empty) */
+  GST_BUFFER_FLAG_SET (buffer, GST_BUFFER_FLAG_TAG_MEMORY);
   GST_BUFFER_POOL_CLASS (gst_pinned_shm_frame_pool_parent_class)->reset_buffer
       (bpool, buffer);
-  GST_BUFFER_FLAG_UNSET (buffer, GST_BUFFER_FLAG_TAG_MEMORY);
 }
 
 static void
@@ -306,28 +454,64 @@ frame_pool_release_buffer (GstBufferPool * bpool, GstBuffer * buffer)
 {
   /* unchecked: called per frame, by the pool's own vfunc */
   GstPinnedShmFramePool *pool = (GstPinnedShmFramePool *) bpool;
+  FrameEntry e = { 0, };
   gboolean kept = FALSE;
+  guint i;
+
+  g_mutex_lock (&pool->lock);
+  for (i = 0; i < pool->n_out; i++)
+    if (pool->out[i].buf == buffer) {
+      e = pool->out[i];
+      pool->out[i] = pool->out[--pool->n_out];
+      break;
+    }
+  g_mutex_unlock (&pool->lock);
+
+  if (entry_reusable (&e, buffer)) {
+    /* the frame goes back now, its memories stay */
+    pf_consumer *c = e.loan->consumer;
+
+    e.loan->consumer = NULL;
+    pf_consumer_release (c, e.loan->seq);
+    pf_consumer_unref (c);
+  } else {
+    /* the frame goes back when the last of its memories is freed */
+    if (gst_buffer_n_memory (buffer) > 0)
+      gst_buffer_remove_all_memory (buffer);
+    memset (&e, 0, sizeof (e));
+  }
+  GST_BUFFER_FLAG_UNSET (buffer, GST_BUFFER_FLAG_TAG_MEMORY);
+  e.buf = buffer;
 
   g_mutex_lock (&pool->lock);
   if (!GST_BUFFER_POOL_IS_FLUSHING (bpool) && pool->n_free < FRAME_POOL_MAX) {
-    pool->free[pool->n_free++] = buffer;
+    e.last_used = pool->tick;
+    pool->free[pool->n_free++] = e;
     kept = TRUE;
+  } else {
+    pool->n_made--;
   }
   g_mutex_unlock (&pool->lock);
   if (!kept)
     gst_buffer_unref (buffer);  /* buffer->pool is NULL now: freed */
 }
 
+/* Frees the free buffers, all or (@kept_only) those keeping memories. */
 static void
-frame_pool_drain (GstPinnedShmFramePool * pool)
+frame_pool_drain (GstPinnedShmFramePool * pool, gboolean kept_only)
 {
   GstBuffer *bufs[FRAME_POOL_MAX];
-  guint i, n;
+  guint i, j, n = 0;
 
   g_mutex_lock (&pool->lock);
-  n = pool->n_free;
-  memcpy (bufs, pool->free, n * sizeof (GstBuffer *));
-  pool->n_free = 0;
+  for (i = 0, j = 0; i < pool->n_free; i++) {
+    if (!kept_only || pool->free[i].loan != NULL)
+      bufs[n++] = pool->free[i].buf;
+    else
+      pool->free[j++] = pool->free[i];
+  }
+  pool->n_free = j;
+  pool->n_made -= n;
   g_mutex_unlock (&pool->lock);
   for (i = 0; i < n; i++)
     gst_buffer_unref (bufs[i]);
@@ -336,13 +520,13 @@ frame_pool_drain (GstPinnedShmFramePool * pool)
 static void
 frame_pool_flush_start (GstBufferPool * bpool)
 {
-  frame_pool_drain (GST_PINNED_SHM_FRAME_POOL (bpool));
+  frame_pool_drain (GST_PINNED_SHM_FRAME_POOL (bpool), FALSE);
 }
 
 static gboolean
 frame_pool_stop (GstBufferPool * bpool)
 {
-  frame_pool_drain (GST_PINNED_SHM_FRAME_POOL (bpool));
+  frame_pool_drain (GST_PINNED_SHM_FRAME_POOL (bpool), FALSE);
   return GST_BUFFER_POOL_CLASS (gst_pinned_shm_frame_pool_parent_class)->stop
       (bpool);
 }
@@ -352,7 +536,7 @@ frame_pool_finalize (GObject * object)
 {
   GstPinnedShmFramePool *pool = GST_PINNED_SHM_FRAME_POOL (object);
 
-  frame_pool_drain (pool);
+  frame_pool_drain (pool, FALSE);
   g_mutex_clear (&pool->lock);
   G_OBJECT_CLASS (gst_pinned_shm_frame_pool_parent_class)->finalize (object);
 }
@@ -393,6 +577,71 @@ gst_pinned_shm_frame_pool_new (void)
     return NULL;
   }
   return pool;
+}
+
+gboolean
+gst_pinned_shm_frame_pool_wrap (GstBufferPool * bpool,
+    GstAllocator * allocator, pf_consumer * c, const pf_event * ev,
+    GstBuffer ** out, guint64 * total)
+{
+  GstPinnedShmFramePool *pool = GST_PINNED_SHM_FRAME_POOL (bpool);
+  const pf_consumer_frame *f = &ev->frame;
+  FrameLoan *loan = NULL;
+  GstBuffer *buf = NULL;
+  gboolean ok, again;
+  guint i;
+
+  pool->want = ev;
+  if (gst_buffer_pool_acquire_buffer (bpool, &buf, NULL) != GST_FLOW_OK) {
+    pool->want = NULL;
+    *out = gst_buffer_new ();
+    return gst_pinned_shm_frame_wrap_chunks (allocator, c, ev, *out, total);
+  }
+  pool->want = NULL;
+  *out = buf;
+
+  again = entry_matches (&pool->got, ev);
+  if (again) {
+    /* the chunks of this buffer's last frame: lent again */
+    loan = pool->got.loan;
+    loan->consumer = pf_consumer_ref (c);
+    loan->seq = f->seq;
+    *total = 0;
+    for (i = 0; i < f->n_chunks; i++)
+      *total += f->chunks[i].size;
+    ok = TRUE;
+  } else {
+    if (gst_buffer_n_memory (buf) > 0)
+      gst_buffer_remove_all_memory (buf);
+    ok = wrap_chunks (allocator, c, ev, buf, total, &loan);
+  }
+  if (!ok)
+    return FALSE;
+
+  if (!again) {
+    /* wrapped now: recorded as out (a buffer taken again was, by acquire) */
+    FrameEntry e;
+
+    e.buf = buf;
+    e.loan = loan;
+    e.n_mem = f->n_chunks;
+    for (i = 0; i < f->n_chunks; i++) {
+      e.mem[i] = gst_buffer_peek_memory (buf, i);
+      e.seg[i] = ev->segments[i];
+      e.offset[i] = f->chunks[i].offset;
+      e.size[i] = f->chunks[i].size;
+    }
+    g_mutex_lock (&pool->lock);
+    add_out (pool, &e);
+    g_mutex_unlock (&pool->lock);
+  }
+  return TRUE;
+}
+
+void
+gst_pinned_shm_frame_pool_forget (GstBufferPool * bpool)
+{
+  frame_pool_drain (GST_PINNED_SHM_FRAME_POOL (bpool), TRUE);
 }
 
 /* Producer CLOCK_MONOTONIC time to running time of @element's pipeline. */

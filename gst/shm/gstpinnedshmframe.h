@@ -10,9 +10,11 @@
  *
  * Threads and lifetimes: plain functions of their arguments, called on an
  * element's streaming thread; nothing is kept, except by the source's
- * buffer pool (its recycled buffers) and the process-wide free lists of
- * frame loans and memory structs (bounded; a frame is released when the
- * last memory wrapping it is freed, on whichever thread frees it). The segments written into
+ * buffer pool (its recycled buffers, with the memories of their last frame
+ * when they alone held them) and the process-wide free lists of frame
+ * loans and memory structs (bounded; a frame is released when its buffer
+ * comes back keeping its memories, else when the last memory wrapping it
+ * is freed, on whichever thread that happens). The segments written into
  * @segs are borrowed from @buf's memories: valid while @buf is alive.
  */
 #ifndef __GST_PINNED_SHM_FRAME_H__
@@ -64,12 +66,30 @@ gboolean gst_pinned_shm_frame_wrap_chunks (GstAllocator * allocator,
 
 /* A pool of buffers for pinnedshmsrc, active: gst_buffer_pool_acquire_buffer()
  * gives an empty buffer (a recycled one when there is one, keeping a video
- * meta for gst_pinned_shm_frame_add_video_meta() to fill in); when its last
- * reference drops its memories are removed (releasing the frame when they
- * were the last references to it) and it is kept for the next frame. NULL
- * on failure. */
+ * meta for gst_pinned_shm_frame_add_video_meta() to fill in), and
+ * gst_pinned_shm_frame_pool_wrap() one wrapping a frame; when its last
+ * reference drops it is kept for the next frame, with its memories when
+ * it alone holds them (see gst_pinned_shm_frame_pool_wrap()). NULL on
+ * failure. */
 G_GNUC_INTERNAL
 GstBufferPool *gst_pinned_shm_frame_pool_new (void);
+
+/* @ev's frame in a buffer of @pool (gst_pinned_shm_frame_pool_new()), as
+ * gst_pinned_shm_frame_wrap_chunks() makes it: a buffer that came back
+ * keeping the memories of the same chunks (segment, offset, size) is given
+ * them again, on a loan of this frame, and the frame goes back to @c when
+ * the buffer comes back to @pool (or, when something else still holds its
+ * memories then, when the last of them is freed). *@out: the buffer, also
+ * on failure. Only one thread may call it at a time. */
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_frame_pool_wrap (GstBufferPool * pool,
+    GstAllocator * allocator, pf_consumer * c, const pf_event * ev,
+    GstBuffer ** out, guint64 * total);
+
+/* Frees @pool's free buffers that keep memories (and their segments
+ * mapped): for a new connection or new caps. */
+G_GNUC_INTERNAL
+void gst_pinned_shm_frame_pool_forget (GstBufferPool * pool);
 
 /* Stamps @buf from @f: with @keep_timestamps (a non-live stream) the
  * producer's PTS and DTS as they are; else PTS = the producer's clock_pts in

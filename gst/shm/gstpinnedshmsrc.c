@@ -402,6 +402,9 @@ set_connection (GstPinnedShmSrc * self, pf_consumer * c)
   self->conn_stale = self->conn_missed = 0;
   g_mutex_unlock (&self->lock);
 
+  /* buffers keeping the last connection's memories let them go */
+  if (self->pool != NULL)
+    gst_pinned_shm_frame_pool_forget (self->pool);
   self->discont = TRUE;
   self->have_seq = FALSE;
   self->ever_connected = TRUE;
@@ -629,6 +632,8 @@ handle_caps (GstPinnedShmSrc * self, const gchar * str)
   }
 
   GST_DEBUG_OBJECT (self, "caps %" GST_PTR_FORMAT, caps);
+  if (self->pool != NULL)
+    gst_pinned_shm_frame_pool_forget (self->pool);
   self->is_video = FALSE;
   gst_pinned_shm_layout_reset (&self->layout);
   if (gst_structure_has_name (gst_caps_get_structure (caps, 0), "video/x-raw")
@@ -921,11 +926,10 @@ make_buffer (GstPinnedShmSrc * self, pf_consumer * c, const pf_event * ev,
   const gchar *invalid;
   guint64 total = 0;
 
-  if (self->pool == NULL
-      || gst_buffer_pool_acquire_buffer (self->pool, &buf, NULL) != GST_FLOW_OK)
-    buf = gst_buffer_new ();
-
-  if (!gst_pinned_shm_frame_wrap_chunks (self->allocator, c, ev, buf, &total)) {
+  if (self->pool != NULL ? !gst_pinned_shm_frame_pool_wrap (self->pool,
+          self->allocator, c, ev, &buf, &total)
+      : !gst_pinned_shm_frame_wrap_chunks (self->allocator, c, ev,
+          (buf = gst_buffer_new ()), &total)) {
     invalid = "chunk outside its segment";
     goto error;
   }

@@ -19,8 +19,12 @@
  * between two buffers leaving the source. The side named on the command
  * line passes (exit 0, else 1; 2: the stream failed) when, in every one of
  * its windows, its process made fewer than ALLOWED allocations (none per
- * frame) and its element's streaming thread made none at all; the counts
- * are printed either way.
+ * frame) and its element's streaming thread made none at all, and (the
+ * consumer) no memory leaving pinnedshmsrc wrapped other bytes than when
+ * first seen in the window: the source keeps each frame's memories with
+ * its buffer for the next frame in the same chunks, instead of wrapping
+ * every frame anew in recycled memory structs. The counts are printed
+ * either way.
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include <errno.h>
@@ -120,6 +124,9 @@ typedef struct
 {
   unsigned long process[2];
   unsigned long stream[2];
+  /* memories seen over the window wrapping other bytes than when first
+   * seen (checked at the source only) */
+  unsigned long rewrapped[2];
 } Report;
 
 /* Counts on the streaming thread at WARM and WARM + WINDOW buffers of
@@ -130,7 +137,39 @@ typedef struct
 {
   unsigned frames;
   unsigned long s0[2], s1[2], c0[2], c1[2];
+  /* the first memory of each buffer in the window and the bytes it wrapped
+   * then: pinnedshmsrc keeps a frame's memories with its buffer for the
+   * next frame in the same chunks, so each memory leaving it wraps the same
+   * bytes every time (a memory struct recycled for another frame, as
+   * before issue 13, would not) */
+  GstMemory *mem[64];
+  const guint8 *data[64];
+  unsigned n_mem;
+  unsigned long rewrapped[2];
 } Window;
+
+/* Notes the bytes the first memory of @buf wraps in @w (window @half). */
+static void
+note_memory (Window * w, unsigned half, GstBuffer * buf)
+{
+  GstMemory *mem = gst_buffer_n_memory (buf) ? gst_buffer_peek_memory (buf,
+      0) : NULL;
+  GstMapInfo map;
+  unsigned i;
+
+  if (mem == NULL || !gst_memory_map (mem, &map, GST_MAP_READ))
+    return;
+  for (i = 0; i < w->n_mem && w->mem[i] != mem; i++);
+  if (i < w->n_mem) {
+    if (w->data[i] != map.data)
+      w->rewrapped[half]++;
+    w->data[i] = map.data;
+  } else if (w->n_mem < G_N_ELEMENTS (w->mem)) {
+    w->mem[w->n_mem] = mem;
+    w->data[w->n_mem++] = map.data;
+  }
+  gst_memory_unmap (mem, &map);
+}
 
 static GstPadProbeReturn
 on_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer data)
@@ -140,6 +179,7 @@ on_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 
   stream_thread = 1;
   if (half < 2 && k == WARM) {
+    w->n_mem = 0;
     __atomic_store_n (&in_window, 1, __ATOMIC_RELAXED);
     w->s0[half] = count_stream ();
     w->c0[half] = count ();
@@ -149,13 +189,15 @@ on_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer data)
     w->s1[half] = count_stream ();
     w->c1[half] = count ();
   }
+  if (half < 2 && k >= WARM && k < WARM + WINDOW)
+    note_memory (w, half, GST_PAD_PROBE_INFO_BUFFER (info));
   w->frames++;
   return GST_PAD_PROBE_OK;
 }
 
 /* Whether @r passes; prints it for @side. */
 static int
-check (const char *side, const Report * r)
+check (const char *side, const Report * r, int check_rewrapped)
 {
   static const char *halves[] = { "zero copy", "copy path" };
   int h, ok = 1;
@@ -166,6 +208,12 @@ check (const char *side, const Report * r)
         r->process[h], WINDOW, (double) r->process[h] / WINDOW, r->stream[h]);
     if (r->process[h] >= ALLOWED || r->stream[h] != 0)
       ok = 0;
+    if (check_rewrapped) {
+      printf ("%s, %s: %lu of its memories wrapped other bytes than before\n",
+          side, halves[h], r->rewrapped[h]);
+      if (r->rewrapped[h] != 0)
+        ok = 0;
+    }
   }
   return ok;
 }
@@ -392,12 +440,13 @@ out:
   for (h = 0; h < 2; h++) {
     cons.process[h] = w.c1[h] - w.c0[h];
     cons.stream[h] = w.s1[h] - w.s0[h];
+    cons.rewrapped[h] = w.rewrapped[h];
   }
   /* both printed, the side asked for decides */
   if (side_consumer) {
-    check ("producer (not checked)", &prod);
-    return check ("consumer", &cons) ? 0 : 1;
+    check ("producer (not checked)", &prod, 0);
+    return check ("consumer", &cons, 1) ? 0 : 1;
   }
-  check ("consumer (not checked)", &cons);
-  return check ("producer", &prod) ? 0 : 1;
+  check ("consumer (not checked)", &cons, 1);
+  return check ("producer", &prod, 0) ? 0 : 1;
 }
