@@ -281,7 +281,8 @@ gst_pinned_shm_frame_wrap_chunks (GstAllocator * allocator, pf_consumer * c,
  *
  * The kept memories hold their segments mapped: a buffer no frame matched
  * in FRAME_POOL_AGE acquisitions gives them up (a segment the producer
- * removed), and a new connection or new caps drop them all. The pool
+ * removed), and a new connection or new caps drop them all (those of
+ * buffers out then are dropped when they come back). The pool
  * makes up to FRAME_POOL_KEEP buffers to keep one per slot; past that a
  * frame no buffer matches takes the oldest free one and replaces its
  * memories. */
@@ -300,6 +301,7 @@ typedef struct
   GstPinnedSegment *seg[PF_MAX_CHUNKS]; /* held by mem[] */
   guint64 offset[PF_MAX_CHUNKS], size[PF_MAX_CHUNKS];   /* mem[]'s */
   guint64 last_used;            /* free entries: the acquisition count then */
+  guint generation;             /* the pool's when it was wrapped */
 } FrameEntry;
 
 G_DECLARE_FINAL_TYPE (GstPinnedShmFramePool, gst_pinned_shm_frame_pool,
@@ -316,6 +318,7 @@ struct _GstPinnedShmFramePool
   guint n_out;                  /* lock */
   guint n_made;                 /* lock; our buffers alive */
   guint64 tick;                 /* lock; acquisitions */
+  guint generation;             /* lock; + 1 by each _forget () */
 
   /* the acquiring (streaming) thread's: the frame the acquisition is for,
    * and the entry it took (got.buf NULL: a new buffer) */
@@ -357,8 +360,10 @@ take_free (GstPinnedShmFramePool * pool, guint i)
 static void
 add_out (GstPinnedShmFramePool * pool, const FrameEntry * e)
 {
-  if (pool->n_out < FRAME_POOL_MAX)
-    pool->out[pool->n_out++] = *e;
+  if (pool->n_out < FRAME_POOL_MAX) {
+    pool->out[pool->n_out] = *e;
+    pool->out[pool->n_out++].generation = pool->generation;
+  }
 }
 
 static GstFlowReturn
@@ -461,7 +466,9 @@ frame_pool_release_buffer (GstBufferPool * bpool, GstBuffer * buffer)
   g_mutex_lock (&pool->lock);
   for (i = 0; i < pool->n_out; i++)
     if (pool->out[i].buf == buffer) {
-      e = pool->out[i];
+      /* wrapped before new caps or a new connection: not kept */
+      if (pool->out[i].generation == pool->generation)
+        e = pool->out[i];
       pool->out[i] = pool->out[--pool->n_out];
       break;
     }
@@ -641,7 +648,13 @@ gst_pinned_shm_frame_pool_wrap (GstBufferPool * bpool,
 void
 gst_pinned_shm_frame_pool_forget (GstBufferPool * bpool)
 {
-  frame_pool_drain (GST_PINNED_SHM_FRAME_POOL (bpool), TRUE);
+  GstPinnedShmFramePool *pool = GST_PINNED_SHM_FRAME_POOL (bpool);
+
+  /* those out now will not be kept either */
+  g_mutex_lock (&pool->lock);
+  pool->generation++;
+  g_mutex_unlock (&pool->lock);
+  frame_pool_drain (pool, TRUE);
 }
 
 /* Producer CLOCK_MONOTONIC time to running time of @element's pipeline. */
