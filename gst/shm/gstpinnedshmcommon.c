@@ -8,6 +8,8 @@
 
 #include "gstpinnedshmcommon.h"
 
+#include <pinnedflow/pf-frame.h>
+
 gboolean
 gst_pinned_shm_clock_is_monotonic (GstClock * clock)
 {
@@ -17,4 +19,17 @@ gst_pinned_shm_clock_is_monotonic (GstClock * clock)
     return FALSE;
   g_object_get (clock, "clock-type", &type, NULL);
   return type == GST_CLOCK_TYPE_MONOTONIC;
+}
+
+const gchar *
+gst_pinned_shm_delivery_name (guint delivery, const gchar * unset)
+{
+  switch (delivery) {
+    case PF_DELIVERY_EVERY_FRAME:
+      return "every-frame";
+    case PF_DELIVERY_NEWEST_FRAME:
+      return "newest-frame";
+    default:
+      return unset;
+  }
 }

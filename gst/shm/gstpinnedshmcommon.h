@@ -27,5 +27,13 @@ G_BEGIN_DECLS
 G_GNUC_INTERNAL
 gboolean gst_pinned_shm_clock_is_monotonic (GstClock * clock);
 
+/* The name of a pf_delivery (pf-frame.h) as the elements' stats, messages
+ * and logs spell it ("every-frame", "newest-frame"); @unset for any other
+ * value (a request left to the producer: "auto"; nothing in force yet:
+ * "none"). */
+G_GNUC_INTERNAL
+const gchar *gst_pinned_shm_delivery_name (guint delivery,
+    const gchar * unset);
+
 G_END_DECLS
 #endif /* __GST_PINNED_SHM_COMMON_H__ */

@@ -192,19 +192,6 @@ gst_pinned_shm_sink_timeout_action_get_type (void)
 }
 
 static const gchar *
-delivery_name (guint delivery)
-{
-  switch (delivery) {
-    case PF_DELIVERY_EVERY_FRAME:
-      return "every-frame";
-    case PF_DELIVERY_NEWEST_FRAME:
-      return "newest-frame";
-    default:
-      return "auto";
-  }
-}
-
-static const gchar *
 drop_reason_name (gint reason)
 {
   switch (reason) {
@@ -269,7 +256,8 @@ on_client_event (void *user_data, const pf_client_event * ev)
         /* the first report of this client */
         GST_ELEMENT_WARNING (self, RESOURCE, WRITE,
             ("Consumer %u (pid %d) misses frames (%s delivery, %s)",
-                ev->client_id, ev->pid, delivery_name (ev->delivery),
+                ev->client_id, ev->pid,
+                gst_pinned_shm_delivery_name (ev->delivery, "auto"),
                 drop_reason_name (ev->reason)), ("%s", ev->message));
       }
       break;
@@ -306,13 +294,12 @@ on_client_event (void *user_data, const pf_client_event * ev)
   s = gst_structure_new (name,
       "client-id", G_TYPE_UINT, (guint) ev->client_id,
       "pid", G_TYPE_INT, (gint) ev->pid,
-      "delivery", G_TYPE_STRING, delivery_name (ev->delivery),
-      "reason", G_TYPE_STRING, drop_reason_name (ev->reason),
-      "dropped", G_TYPE_UINT64, (guint64) ev->dropped,
-      "total-dropped", G_TYPE_UINT64, (guint64) ev->frames_dropped,
-      "last-seq", G_TYPE_UINT64, (guint64) ev->last_seq,
-      "blocked", G_TYPE_UINT64, (guint64) ev->blocked_ns,
-      "message", G_TYPE_STRING, ev->message, NULL);
+      "delivery", G_TYPE_STRING, gst_pinned_shm_delivery_name (ev->delivery,
+          "auto"), "reason", G_TYPE_STRING, drop_reason_name (ev->reason),
+      "dropped", G_TYPE_UINT64, (guint64) ev->dropped, "total-dropped",
+      G_TYPE_UINT64, (guint64) ev->frames_dropped, "last-seq", G_TYPE_UINT64,
+      (guint64) ev->last_seq, "blocked", G_TYPE_UINT64,
+      (guint64) ev->blocked_ns, "message", G_TYPE_STRING, ev->message, NULL);
   gst_element_post_message (GST_ELEMENT (self),
       gst_message_new_element (GST_OBJECT (self), s));
 }
@@ -396,8 +383,10 @@ gst_pinned_shm_sink_get_stats (GstPinnedShmSink * self)
         "dropped-socket-full", G_TYPE_UINT64, cs[i].dropped_socket,
         "dropped-not-ready", G_TYPE_UINT64, cs[i].dropped_not_ready,
         "skipped-to-key-frame", G_TYPE_UINT64, cs[i].frames_skipped_key,
-        "requested", G_TYPE_STRING, delivery_name (cs[i].requested),
-        "delivery", G_TYPE_STRING, delivery_name (cs[i].delivery),
+        "requested", G_TYPE_STRING,
+        gst_pinned_shm_delivery_name (cs[i].requested, "auto"),
+        "delivery", G_TYPE_STRING, gst_pinned_shm_delivery_name (cs[i].delivery,
+            "auto"),
         "demoted", G_TYPE_BOOLEAN, cs[i].demoted != 0,
         "held", G_TYPE_UINT, cs[i].held,
         "bytes", G_TYPE_UINT64, cs[i].bytes_sent, NULL);

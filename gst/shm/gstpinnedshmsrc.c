@@ -219,19 +219,6 @@ gst_pinned_shm_src_delivery_get_type (void)
   return type;
 }
 
-static const gchar *
-delivery_name (guint delivery)
-{
-  switch (delivery) {
-    case PF_DELIVERY_EVERY_FRAME:
-      return "every-frame";
-    case PF_DELIVERY_NEWEST_FRAME:
-      return "newest-frame";
-    default:
-      return "none";
-  }
-}
-
 GType
 gst_pinned_shm_src_on_disconnect_get_type (void)
 {
@@ -276,8 +263,9 @@ gst_pinned_shm_src_get_stats (GstPinnedShmSrc * self)
       "stale-dropped", G_TYPE_UINT64, self->stale_dropped,
       "missed", G_TYPE_UINT64, self->missed,
       "live", G_TYPE_BOOLEAN, self->live,
-      "delivery", G_TYPE_STRING, delivery_name (self->delivery_in_force),
-      "demoted", G_TYPE_BOOLEAN, self->demoted, NULL);
+      "delivery", G_TYPE_STRING,
+      gst_pinned_shm_delivery_name (self->delivery_in_force, "none"), "demoted",
+      G_TYPE_BOOLEAN, self->demoted, NULL);
   g_mutex_unlock (&self->lock);
   return s;
 }
@@ -768,7 +756,7 @@ handle_stream (GstPinnedShmSrc * self, const pf_stream_info * info)
 
   GST_DEBUG_OBJECT (self, "stream: %s, delivery %s%s",
       (info->flags & PF_STREAM_LIVE) ? "live" : "not live",
-      delivery_name (info->delivery),
+      gst_pinned_shm_delivery_name (info->delivery, "none"),
       (info->flags & PF_STREAM_DEMOTED) ? " (demoted)" : "");
   self->stream = *info;
   g_mutex_lock (&self->lock);
