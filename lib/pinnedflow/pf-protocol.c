@@ -157,13 +157,25 @@ frame_fields_copy (void *dst, const void *src)
 #else
     size_t k;
 
+    /* one side is in host order, the other little-endian: each integer is
+     * read raw and byte-swapped once (put64 (get64 ()) would swap twice,
+     * i.e. copy host order onto the wire) */
     for (k = 0; k < f->count; k++) {
       size_t o = f->offset + k * f->width;
 
-      if (f->width == 8)
-        put64 (dst, o, get64 (src, o));
-      else
-        put32 (dst, o, get32 (src, o));
+      if (f->width == 8) {
+        uint64_t v;
+
+        memcpy (&v, (const uint8_t *) src + o, sizeof (v));
+        v = htole64 (v);
+        memcpy ((uint8_t *) dst + o, &v, sizeof (v));
+      } else {
+        uint32_t v;
+
+        memcpy (&v, (const uint8_t *) src + o, sizeof (v));
+        v = htole32 (v);
+        memcpy ((uint8_t *) dst + o, &v, sizeof (v));
+      }
     }
 #endif
   }
