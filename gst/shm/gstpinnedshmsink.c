@@ -967,21 +967,31 @@ wait_ready (GstPinnedShmSink * self, pf_producer * producer)
   return err == 0;
 }
 
-/* Waits for a client; returns FALSE when unlocked (flushing). */
+/* Waits for a client; returns FALSE when unlocked (flushing). Otherwise,
+ * under the same lock, *@producer: a reference to the producer (NULL when
+ * there is none) and *@n_clients; a frame without clients is counted as
+ * dropped here. */
 static gboolean
-wait_for_client (GstPinnedShmSink * self)
+wait_for_client (GstPinnedShmSink * self, pf_producer ** producer,
+    guint * n_clients)
 {
-  gboolean ok = TRUE;
-
   g_mutex_lock (&self->lock);
   while (self->n_clients == 0 && !self->unlocked && self->wait_for_connection) {
     GST_LOG_OBJECT (self, "waiting for a client");
     g_cond_wait (&self->cond, &self->lock);
   }
-  if (self->unlocked)
-    ok = FALSE;
+  if (self->unlocked) {
+    g_mutex_unlock (&self->lock);
+    return FALSE;
+  }
+  *producer = self->producer ? pf_producer_ref (self->producer) : NULL;
+  *n_clients = self->n_clients;
+  if (*n_clients == 0) {
+    self->frames++;
+    self->drops++;
+  }
   g_mutex_unlock (&self->lock);
-  return ok;
+  return TRUE;
 }
 
 static GstFlowReturn
@@ -1004,20 +1014,12 @@ gst_pinned_shm_sink_render (GstBaseSink * bsink, GstBuffer * buf)
     return GST_FLOW_OK;
   }
 
-  while (!wait_for_client (self)) {
+  /* one lock: wait for a client, take the producer */
+  while (!wait_for_client (self, &producer, &n_clients)) {
     ret = gst_base_sink_wait_preroll (bsink);
     if (ret != GST_FLOW_OK)
       return ret;
   }
-
-  g_mutex_lock (&self->lock);
-  producer = self->producer ? pf_producer_ref (self->producer) : NULL;
-  n_clients = self->n_clients;
-  if (n_clients == 0) {
-    self->frames++;
-    self->drops++;
-  }
-  g_mutex_unlock (&self->lock);
   if (producer == NULL)
     return GST_FLOW_FLUSHING;
   if (n_clients == 0) {

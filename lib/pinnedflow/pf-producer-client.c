@@ -536,6 +536,8 @@ client_update_stream (pf_producer * p, struct client *c, int force)
   c->info.delivery = d;
   c->stats.delivery = d;
   c->blocked_since = 0;
+  /* an every-frame client now, maybe at its limit: wait_ready looks */
+  atomic_store (&p->ready_fast, 0);
   memset (&info, 0, sizeof (info));
   info.delivery = d;
   info.flags = (p->live ? PF_STREAM_LIVE : 0) |

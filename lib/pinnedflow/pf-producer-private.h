@@ -37,6 +37,11 @@
 /* Drops of one client are reported at most this often (the first at once). */
 #define DROP_REPORT_INTERVAL_NS UINT64_C (1000000000)
 
+/* In pf-protocol.c: 0 when a receiver's pf_msg_parse() accepts a FRAME
+ * with these fields, else -EPROTO (logged). Called by publish before it
+ * encodes a frame. */
+int pf_msg_frame_check (const struct pf_msg_frame *f);
+
 #define TOKEN_WAKE UINT64_C (0)
 #define TOKEN_LISTEN UINT64_MAX
 
@@ -153,6 +158,12 @@ struct pf_producer
   /* Delivery */
   pthread_cond_t cond;          /* CLOCK_MONOTONIC: a client may have room */
   unsigned int n_waiters;       /* in pf_producer_wait_ready() */
+  /* 1: pf_producer_wait_ready() may return 0 without the lock (not
+   * flushing or closed, no every-frame client at its limit). Set by a
+   * wait_ready that found so under the lock; cleared, under the lock, by
+   * whatever can change it: a publish that filled a client, a delivery
+   * change, flushing, close. Read without the lock. */
+  atomic_int ready_fast;
   int flushing;
   int live;
   int reliable_timeout_ms;      /* -1: no bound */

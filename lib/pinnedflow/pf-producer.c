@@ -556,6 +556,7 @@ pf_producer_close (pf_producer * p)
   }
   p->quit = 1;
   p->closed = 1;
+  atomic_store (&p->ready_fast, 0);
   pthread_cond_broadcast (&p->cond);
   producer_wake (p);
   join = p->thread_started;
@@ -649,7 +650,6 @@ pf_producer_publish (pf_producer * p, const pf_producer_frame * frame,
   uint8_t buf[sizeof (struct pf_msg_frame)];
   struct event_list ev = { NULL };
   struct pseg *ps[PF_MAX_CHUNKS];
-  struct pf_msg check;
   struct pf_msg_frame f;
   struct pframe *pf = NULL;
   struct client *c;
@@ -685,19 +685,27 @@ pf_producer_publish (pf_producer * p, const pf_producer_frame * frame,
   memset (pf, 0, sizeof (*pf));
   now = pf_monotonic_ns ();
   pf_msg_frame_from_published (&f, frame, p->seq + 1, p->caps_seq, now);
-  len = pf_msg_write_frame (buf, &f);
-  /* Never send what a receiver must reject. */
-  if (pf_msg_parse (buf, len, 0, &check) < 0) {
+  /* Never send what a receiver must reject: the fields are checked as
+   * pf_msg_parse() checks them, without parsing our own encoding back. */
+  if (pf_msg_frame_check (&f) < 0) {
     res = -EINVAL;
     goto out;
   }
+  len = pf_msg_write_frame (buf, &f);
   p->seq = f.seq;
   pf->seq = f.seq;
   pf->token = token;
-  for (c = p->clients; c != NULL; c = c->next)
-    if (c->state == CLIENT_ACTIVE)
-      count += client_offer_frame (p, c, buf, len, ps, f.n_chunks, pf, bytes,
-          f.buffer_flags, now, &ev);
+  for (c = p->clients; c != NULL; c = c->next) {
+    if (c->state != CLIENT_ACTIVE)
+      continue;
+    count += client_offer_frame (p, c, buf, len, ps, f.n_chunks, pf, bytes,
+        f.buffer_flags, now, &ev);
+    /* the next wait_ready must look at this one */
+    if (c->state == CLIENT_ACTIVE &&
+        c->info.delivery == PF_DELIVERY_EVERY_FRAME &&
+        c->n_held >= p->max_client_frames)
+      atomic_store (&p->ready_fast, 0);
+  }
   if (count > 0) {
     pf->next = p->frames;
     if (p->frames)
@@ -871,6 +879,7 @@ pf_producer_set_flushing (pf_producer * p, int flushing)
     return;
   pthread_mutex_lock (&p->lock);
   p->flushing = flushing ? 1 : 0;
+  atomic_store (&p->ready_fast, 0);
   pthread_cond_broadcast (&p->cond);
   pthread_mutex_unlock (&p->lock);
 }
@@ -921,6 +930,10 @@ pf_producer_wait_ready (pf_producer * p, int timeout_ms)
 
   if (p == NULL)
     return -EINVAL;
+  /* The common case, every frame: nothing changed since a wait found every
+   * every-frame client with room (see ready_fast); no lock, no scan. */
+  if (atomic_load (&p->ready_fast))
+    return 0;
   deadline = timeout_ms < 0 ? UINT64_MAX :
       pf_monotonic_ns () + (uint64_t) timeout_ms *UINT64_C (1000000);
   pthread_mutex_lock (&p->lock);
@@ -936,6 +949,7 @@ pf_producer_wait_ready (pf_producer * p, int timeout_ms)
     }
     now = 0;
     if (reliable_ready (p, &now, &next, &ev)) {
+      atomic_store (&p->ready_fast, 1);
       res = 0;
       break;
     }

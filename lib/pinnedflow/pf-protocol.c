@@ -8,6 +8,8 @@
  * code does not depend on the host byte order or on alignment of @buf.
  */
 #include "pf-protocol-private.h"
+/* pf_msg_frame_check(), for the producer */
+#include "pf-producer-private.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -539,13 +541,15 @@ parse_stream (const void *buf, struct pf_msg_stream *m)
   return 0;
 }
 
-static int
-parse_frame (const void *buf, struct pf_msg_frame *f)
+/* What a receiver requires of a FRAME's fields (declared in
+ * pf-producer-private.h): the producer checks the fields it is about to
+ * encode with it, instead of parsing its own encoding back (the encoding
+ * round-trips exactly: tests/transport/test-protocol and tests/fuzz). */
+int
+pf_msg_frame_check (const struct pf_msg_frame *f)
 {
   uint64_t total = 0;
   unsigned int i;
-
-  frame_fields_copy (f, buf);
 
   if (f->n_chunks < 1 || f->n_chunks > PF_MAX_CHUNKS)
     return fail (-EPROTO, "FRAME %" PRIu64 ": %u chunks (1..%u allowed)",
@@ -603,6 +607,13 @@ parse_frame (const void *buf, struct pf_msg_frame *f)
           f->seq, i);
   }
   return 0;
+}
+
+static int
+parse_frame (const void *buf, struct pf_msg_frame *f)
+{
+  frame_fields_copy (f, buf);
+  return pf_msg_frame_check (f);
 }
 
 int
