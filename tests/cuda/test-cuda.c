@@ -350,6 +350,18 @@ run_round_trip (const RoundTrip * rt, RoundTripResult * res)
   gst_caps_unref (caps);
 }
 
+/* One fault injected by PFEMU_FAIL (the emulator's call:n:error[:mode]
+ * spec) into a fresh emulator, the round trip run, and the fault seen
+ * exactly once. */
+static void
+run_injected (const RoundTrip * rt, const gchar * fail, RoundTripResult * res)
+{
+  g_setenv ("PFEMU_FAIL", fail, TRUE);
+  pfemu.reset ();
+  run_round_trip (rt, res);
+  fail_unless_equals_int (EMU ("injected"), 1);
+}
+
 static void
 assert_intact (const RoundTrip * rt, RoundTripResult * res)
 {
@@ -715,10 +727,7 @@ GST_START_TEST (test_injected_failure)
   };
   RoundTripResult res;
 
-  g_setenv ("PFEMU_FAIL", injections[__i__].fail, TRUE);
-  pfemu.reset ();
-  run_round_trip (&rt, &res);
-  fail_unless (EMU ("injected") == 1);
+  run_injected (&rt, injections[__i__].fail, &res);
   fail_unless (res.error != NULL, "no error posted for %s",
       injections[__i__].fail);
   fail_unless (strstr (res.error, injections[__i__].expect) != NULL,
@@ -739,10 +748,7 @@ GST_START_TEST (test_device_frame_alloc_fails_midstream)
   RoundTrip rt = { "NV12", 96, 64, INPUT_PINNED_POOL, 0, 8, 2, FALSE, TRUE };
   RoundTripResult res;
 
-  g_setenv ("PFEMU_FAIL", "MallocPitch:5:2", TRUE);
-  pfemu.reset ();
-  run_round_trip (&rt, &res);
-  fail_unless_equals_int (EMU ("injected"), 1);
+  run_injected (&rt, "MallocPitch:5:2", &res);
   /* mid-stream: the preallocated frames went downstream first */
   fail_unless_equals_uint64 (get_stat (res.up_stats, "frames"),
       rt.max_inflight + 1);
@@ -855,11 +861,8 @@ GST_START_TEST (test_registration_failure_handled)
   RoundTrip rt = { "NV12", 96, 64, INPUT_PINNED_POOL, 0, 6, 2, FALSE };
   RoundTripResult res;
 
-  g_setenv ("PFEMU_FAIL", "HostRegister:1:2", TRUE);
-  pfemu.reset ();
-  run_round_trip (&rt, &res);
+  run_injected (&rt, "HostRegister:1:2", &res);
   fail_unless (res.error == NULL, "pipeline error: %s", res.error);
-  fail_unless_equals_int (EMU ("injected"), 1);
   fail_unless_equals_uint64 (get_stat (res.up_stats, "frames"), rt.n_frames);
   fail_unless_equals_uint64 (get_stat (res.up_stats, "pinned-copies"), 0);
   fail_unless_equals_int (EMU ("lasterror.set"), 0);
@@ -878,10 +881,7 @@ GST_START_TEST (test_sticky_error)
   RoundTrip rt = { "NV12", 96, 64, INPUT_PINNED_POOL, 0, 20, 2, TRUE };
   RoundTripResult res;
 
-  g_setenv ("PFEMU_FAIL", "Memcpy2DAsync:5:700:sticky", TRUE);
-  pfemu.reset ();
-  run_round_trip (&rt, &res);
-  fail_unless_equals_int (EMU ("injected"), 1);
+  run_injected (&rt, "Memcpy2DAsync:5:700:sticky", &res);
   fail_unless_equals_int (EMU ("sticky"), 700);
   fail_unless (res.error != NULL);
   fail_unless (strstr (res.error, "cudaErrorIllegalAddress (700)") != NULL,
@@ -1012,10 +1012,7 @@ GST_START_TEST (test_async_error_restart)
   RoundTrip rt = { "NV12", 96, 64, INPUT_PINNED_POOL, 0, 20, 2, TRUE };
   RoundTripResult res;
 
-  g_setenv ("PFEMU_FAIL", "Memcpy2DAsync:5:700:async", TRUE);
-  pfemu.reset ();
-  run_round_trip (&rt, &res);
-  fail_unless_equals_int (EMU ("injected"), 1);
+  run_injected (&rt, "Memcpy2DAsync:5:700:async", &res);
   fail_unless_equals_int (EMU ("sticky"), 0);
   fail_unless (res.error != NULL);
   fail_unless (strstr (res.error, "cudaErrorIllegalAddress (700)") != NULL,
