@@ -233,13 +233,13 @@ PF_API int pf_uploader_submit (pf_uploader * up, const pf_upload_source * src,
  *   0 not at all)
  * @out: (out): a device frame from the pool
  *
- * pf_uploader_submit() into a buffer of the engine's pool. The pool's
- * buffers are allocated (cudaMallocPitch, widest row x all rows) on first
- * use for the frame's geometry; a frame of another geometry reallocates
- * them once none is out.
+ * pf_uploader_submit() into a buffer of the engine's pool. A pool
+ * buffer is allocated (cudaMallocPitch, widest row x all rows) on its first
+ * use; a later frame that does not fit the buffer it gets reallocates that
+ * buffer (after the copies into it completed), a smaller one reuses it.
  *
- * Returns: 0, -ETIMEDOUT (every buffer is out), -EBUSY (another geometry
- * while buffers are out), or pf_uploader_submit()'s errors.
+ * Returns: 0, -ETIMEDOUT (every buffer is out), or pf_uploader_submit()'s
+ * errors (-EIO with @result naming the CUDA call, also for cudaMallocPitch).
  */
 PF_API int pf_uploader_upload (pf_uploader * up, const pf_upload_source * src,
     int timeout_ms, pf_device_frame ** out, pf_upload_result * result);
