@@ -247,9 +247,11 @@ PF_API int pf_uploader_upload (pf_uploader * up, const pf_upload_source * src,
 /**
  * pf_device_frame_release:
  *
- * Gives the buffer back to its engine's pool. Release it only after your
- * work reading it is done or queued behind work that is (the next upload
- * into it is queued on the engine's stream). NULL ignored.
+ * Gives the buffer back to its engine's pool. The next upload into it is
+ * queued on the engine's stream at once, with no wait on any other stream:
+ * release only after your work reading it has completed, or when that work
+ * was queued on the engine's own stream (pf_uploader_get_stream(), or the
+ * frame's stream field) before the release. NULL ignored.
  */
 PF_API void pf_device_frame_release (pf_device_frame * frame);
 
