@@ -880,9 +880,9 @@ probe_producer (GstPinnedShmSrc * self)
     GST_INFO_OBJECT (self, "connected to %s going to PAUSED: producer %s",
         path, self->stream.delivery == 0 ? "did not say whether it is live"
         : live ? "live" : "not live");
+    /* also clears self->stream: handle_stream () compares with the STREAM
+     * before, and the first create () hands it the pending one */
     set_connection (self, c);
-    /* handle_stream () compares with the STREAM before */
-    memset (&self->stream, 0, sizeof (self->stream));
   } else {
     GST_INFO_OBJECT (self, "%s source (delivery %d, producer on %s not "
         "asked or not up)", live ? "live" : "non-live", options.delivery, path);
