@@ -846,6 +846,8 @@ pf_consumer_new_from_fd_with (int fd, int timeout_ms,
     if (fd >= 0)
       close (fd);
     snprintf (connect_error, sizeof (connect_error), "invalid options");
+    if (out)
+      *out = NULL;
     return -EINVAL;
   }
   return new_from_fd (fd, "the producer", timeout_ms, -1, options, 1, out);

@@ -11,6 +11,7 @@
 #include "harness.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -865,6 +866,15 @@ test_handshake_v2 (void)
 
     CHECK_INT (pf_consumer_connect_with (t_path ("none"), 0, -1, &bad, &c),
         ==, -EINVAL);
+    CHECK (c == NULL);
+    /* from an fd: the fd is taken (closed), *out cleared */
+    CHECK_INT (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), ==,
+        0);
+    c = (pf_consumer *) & bad;
+    CHECK_INT (pf_consumer_new_from_fd_with (sv[0], 0, &bad, &c), ==, -EINVAL);
+    CHECK (c == NULL);
+    CHECK_INT (fcntl (sv[0], F_GETFD), ==, -1);
+    close (sv[1]);
   }
 
   CHECK_INT (t_producer_start_config (&tp, t_path ("sock"), 4, &cfg), ==, 0);
