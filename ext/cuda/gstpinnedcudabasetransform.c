@@ -193,7 +193,6 @@ gst_pinned_cuda_base_transform_register_memory (GstPinnedCudaBaseTransform *
   const GstPinnedCudaRegistration *reg =
       gst_pinned_cuda_context_register_memory (&self->cuda, mem, &made);
 
-  made = reg != NULL && made;
   gst_pinned_cuda_base_transform_count_registration (self, reg, made);
   if (created)
     *created = made;
