@@ -1207,11 +1207,13 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
    * Milliseconds an every-frame consumer at its limit may hold render back
    * (no release in between) before #GstPinnedShmSink:reliable-timeout-action
    * applies to it, with a warning on the bus. -1: no bound (only a flush or
-   * a state change ends the wait); 0: never wait.
+   * a state change ends the wait); 0: never wait (a consumer at its limit
+   * gets the action after about 1 ms, the library's smallest bound).
    */
   properties[PROP_RELIABLE_TIMEOUT] = g_param_spec_int ("reliable-timeout",
       "Reliable timeout", "Milliseconds an every-frame consumer may hold "
-      "render back before it is demoted or disconnected (-1: no bound)",
+      "render back before it is demoted or disconnected (-1: no bound, "
+      "0: at once)",
       -1, G_MAXINT, DEFAULT_RELIABLE_TIMEOUT,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
   /**
