@@ -185,8 +185,12 @@ def role_sender(desc, linger_ms, max_s):
 
 
 def role_consumer(sock, max_s, times):
+    # every-frame: the receiver's producer is live, so the default would be
+    # newest-frame, and frames dropped stale on this side would break the
+    # rule the tests check (every frame the receiver published arrives)
     p = Gst.parse_launch(
-        "pinnedshmsrc name=src socket-path=%s connect-timeout=%d ! "
+        "pinnedshmsrc name=src socket-path=%s connect-timeout=%d "
+        "delivery=every-frame ! "
         "appsink name=out sync=false max-buffers=2" % (sock, max_s * 1000))
     src, out = p.get_by_name("src"), p.get_by_name("out")
     p.set_state(Gst.State.PLAYING)
