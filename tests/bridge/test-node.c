@@ -104,6 +104,29 @@ publish_rgba (pf_node_producer * p, uint64_t n, int expect_receivers)
   CHECK_INT (pf_node_producer_publish (p, &loan), ==, expect_receivers);
 }
 
+/* Waits (up to 5 s) until the producer has read the consumers' RELEASEs
+ * and they hold @want frames in all: a release is a message its I/O thread
+ * reads later, and a newest-frame consumer still counted at its limit is
+ * skipped by the next publish. */
+static void
+wait_total_held (pf_node_producer * p, unsigned int want)
+{
+  pf_client_stats st[8];
+  unsigned int i, n, held = 0;
+  int tries;
+
+  for (tries = 0; tries < 500; tries++) {
+    n = pf_producer_get_client_stats (pf_node_producer_get_transport (p), st,
+        8);
+    for (held = 0, i = 0; i < n && i < 8; i++)
+      held += st[i].held;
+    if (held == want)
+      return;
+    usleep (10000);
+  }
+  CHECK_INT (held, ==, want);
+}
+
 static pf_node_frame *
 next_frame (pf_node_consumer * c)
 {
@@ -695,6 +718,7 @@ test_delivery (void)
   held[0] = next_frame (every);
   held[1] = next_frame (every);
   CHECK (check_rgba (held[1]->data, &held[1]->layout, 3) == 0);
+  wait_total_held (p, 2);       /* the others' releases read */
   publish_rgba (p, 4, 3);       /* seq 5 */
   publish_rgba (p, 5, 3);       /* seq 6 */
   publish_rgba (p, 6, 2);       /* seq 7: def and newest only */
