@@ -6,7 +6,7 @@
  *
  *   shm-bench [--frames N] [--latency-frames N] [--rate FPS] [--csv]
  *             [--cpu-rate FPS] [--busy-poll-us US] [--delivery-only]
- *             [--rounds N]
+ *             [--rounds N] [--appsrc] [--transport NAME [--size WxH]]
  *
  * --csv prints the same figures as CSV rows instead of the table (one row
  * per size and transport: size,width,height,bytes,transport,frames_per_s,
@@ -14,8 +14,12 @@
  * for bench/plot.py.
  *
  * Every transport is measured the same way: a producer process pushes
- * frames through an appsrc into the sink; a consumer process (this one)
- * counts the buffers leaving the source pad. The producer writes its
+ * frames into the sink from its pacing thread (gst_pad_push() on a pad
+ * linked to the sink: one thread from the frame to the send, as a camera
+ * source's streaming thread and as the floor's producer; --appsrc puts an
+ * appsrc in between, one more thread hop for every transport, as this
+ * benchmark did before); a consumer process (this one) counts the buffers
+ * leaving the source pad. The producer writes its
  * CLOCK_MONOTONIC time into each frame just before the push; the consumer's
  * pad probe reads it: latency = producer push -> consumer push.
  *  - throughput: the producer pushes as fast as the transport takes frames;
@@ -60,7 +64,10 @@
  * consumer at its limit, the consumer drops stale queued frames), each
  * unpaced (frames/s and frames received of those sent) and paced at --rate
  * (latency, CPU per frame), with the ratio of reliable to leaky. The
- * producer is an appsrc (not live), so "pinned" above is every-frame too.
+ * producer is not live, so "pinned" above is every-frame too.
+ *
+ * --transport NAME [--size WxH]: only that transport, paced, every round
+ * printed (to run it under perf or strace; bench/shm/hop-trace.sh).
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include <errno.h>
@@ -102,6 +109,13 @@ static gboolean opt_delivery_only;
 /* paced runs per transport and size, interleaved (issue 13) */
 static gint opt_rounds = 1;
 #define MAX_ROUNDS 9
+/* --transport/--size: one paced transport at one size, every round printed
+ * (for profiling it under perf or strace) */
+static gchar *opt_transport;
+/* the producer pushes through an appsrc (its queue and streaming thread)
+ * instead of from its pacing thread */
+static gboolean opt_appsrc;
+static gchar *opt_size;
 
 static GOptionEntry entries[] = {
   {"frames", 'n', 0, G_OPTION_ARG_INT, &opt_frames,
@@ -122,6 +136,14 @@ static GOptionEntry entries[] = {
   {"delivery-only", 0, 0, G_OPTION_ARG_NONE, &opt_delivery_only,
         "only the delivery section (every-frame vs newest-frame at 1080p)",
       NULL},
+  {"transport", 0, 0, G_OPTION_ARG_STRING, &opt_transport,
+      "only this transport, paced (pinned, pinned-copy, pinned-busy, shm, "
+        "floor), each of --rounds printed", "NAME"},
+  {"appsrc", 0, 0, G_OPTION_ARG_NONE, &opt_appsrc,
+      "the producer pushes through an appsrc (one more thread hop, the "
+        "same for every transport) instead of from its pacing thread", NULL},
+  {"size", 0, 0, G_OPTION_ARG_STRING, &opt_size,
+      "with --transport: the frame size (1920x1080)", "WxH"},
   /* internal: the producer process */
   {"role", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &opt_role, NULL,
       NULL},
@@ -256,19 +278,40 @@ in_flight (GstElement * sink)
   return n;
 }
 
+/* The producer's source pad, pushed from the pacing thread (the default):
+ * what a camera's streaming thread does, one thread from the frame to the
+ * sink's render, as the floor's producer sends from its pacing thread. */
+static GstPad *
+push_pad_new (GstElement * sink, GstCaps * caps)
+{
+  GstPad *pad = gst_pad_new ("src", GST_PAD_SRC), *sinkpad;
+  GstSegment segment;
+
+  sinkpad = gst_element_get_static_pad (sink, "sink");
+  gst_pad_set_active (pad, TRUE);
+  if (gst_pad_link (pad, sinkpad) != GST_PAD_LINK_OK)
+    g_error ("cannot link the producer's pad to the sink");
+  gst_object_unref (sinkpad);
+  gst_pad_push_event (pad, gst_event_new_stream_start ("shm-bench"));
+  gst_pad_push_event (pad, gst_event_new_caps (caps));
+  gst_segment_init (&segment, GST_FORMAT_TIME);
+  gst_pad_push_event (pad, gst_event_new_segment (&segment));
+  return pad;
+}
+
 static int
 run_producer (void)
 {
   gboolean pinned = g_str_has_prefix (opt_impl, "pinned");
   gboolean copy = g_str_has_suffix (opt_impl, "copy");
   gsize size = (gsize) opt_width * opt_height * 4;
-  GstElement *pipeline, *src, *sink;
+  GstElement *pipeline, *src = NULL, *sink;
   GstCaps *caps;
   GstBufferPool *pool = NULL, *sysmem_pool = NULL;
   GstAllocator *allocator = NULL;
   GstAllocationParams params;
   GstQuery *query;
-  GstPad *pad;
+  GstPad *pad, *push_pad = NULL;
   guint64 t0, period = 1000000000u / (guint) MAX (opt_rate, 1);
   gint k, n = opt_paced ? opt_latency_frames : opt_frames;
   guint64 cpu0;
@@ -278,30 +321,38 @@ run_producer (void)
       "width", G_TYPE_INT, opt_width, "height", G_TYPE_INT, opt_height,
       "framerate", GST_TYPE_FRACTION, 0, 1, NULL);
   pipeline = gst_pipeline_new (NULL);
-  src = gst_element_factory_make ("appsrc", NULL);
-  g_object_set (src, "caps", caps, "format", GST_FORMAT_TIME, "block", TRUE,
-      "max-buffers", (guint64) 2, NULL);
   if (pinned) {
     sink = gst_element_factory_make ("pinnedshmsink", NULL);
     /* max-client-buffers = pool-size: back-pressure, no frame skipped */
-    g_object_set (sink, "socket-path", opt_socket, "pool-size", 8,
-        "max-client-buffers", 8, "wait-for-connection", TRUE, NULL);
+    if (sink)
+      g_object_set (sink, "socket-path", opt_socket, "pool-size", 8,
+          "max-client-buffers", 8, "wait-for-connection", TRUE, NULL);
   } else {
     sink = gst_element_factory_make ("shmsink", NULL);
-    g_object_set (sink, "socket-path", opt_socket, "shm-size",
-        (guint) (size * 8 + (1 << 20)), "wait-for-connection", TRUE, NULL);
+    if (sink)
+      g_object_set (sink, "socket-path", opt_socket, "shm-size",
+          (guint) (size * 8 + (1 << 20)), "wait-for-connection", TRUE, NULL);
   }
   if (sink == NULL)
     g_error ("no sink for %s", opt_impl);
   g_object_set (sink, "sync", FALSE, "async", FALSE, NULL);
   g_signal_connect (sink, "client-connected", pinned ?
       G_CALLBACK (on_pinned_client) : G_CALLBACK (on_shm_client), NULL);
-  gst_bin_add_many (GST_BIN (pipeline), src, sink, NULL);
-  gst_element_link (src, sink);
+  gst_bin_add (GST_BIN (pipeline), sink);
+  if (opt_appsrc) {
+    src = gst_element_factory_make ("appsrc", NULL);
+    g_object_set (src, "caps", caps, "format", GST_FORMAT_TIME, "block", TRUE,
+        "max-buffers", (guint64) 2, NULL);
+    gst_bin_add (GST_BIN (pipeline), src);
+    gst_element_link (src, sink);
+  }
   gst_element_set_state (pipeline, GST_STATE_PLAYING);
+  if (!opt_appsrc)
+    push_pad = push_pad_new (sink, caps);
 
   /* what an upstream element would do: ask the sink for memory */
-  pad = gst_element_get_static_pad (src, "src");
+  pad = push_pad ? gst_object_ref (push_pad) :
+      gst_element_get_static_pad (src, "src");
   query = gst_query_new_allocation (caps, TRUE);
   if (!copy && gst_pad_peer_query (pad, query)) {
     if (gst_query_get_n_allocation_pools (query) > 0)
@@ -337,6 +388,7 @@ run_producer (void)
   t0 = now_ns () + 100 * 1000000u;
   for (k = 0; k < n; k++) {
     GstBuffer *buf = NULL;
+    GstFlowReturn ret;
     guint64 stamp[2];
 
     if (pool) {
@@ -363,10 +415,17 @@ run_producer (void)
     stamp[0] = k;
     stamp[1] = now_ns ();
     gst_buffer_fill (buf, 0, stamp, sizeof (stamp));
-    if (gst_app_src_push_buffer (GST_APP_SRC (src), buf) != GST_FLOW_OK)
+    if (push_pad)
+      ret = gst_pad_push (push_pad, buf);
+    else
+      ret = gst_app_src_push_buffer (GST_APP_SRC (src), buf);
+    if (ret != GST_FLOW_OK)
       break;
   }
-  gst_app_src_end_of_stream (GST_APP_SRC (src));
+  /* no EOS from the pacing thread: shmsink's EOS waits until every buffer
+   * came back, and the consumer's fakesink keeps the last one */
+  if (src)
+    gst_app_src_end_of_stream (GST_APP_SRC (src));
   /* the consumer stops on its own after n frames, asks for our CPU time
    * and kills us if we do not exit */
   return report_cpu_and_exit (cpu0);
@@ -509,7 +568,8 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
     (gchar *) "--impl", (gchar *) impl, (gchar *) "--socket", sock,
     (gchar *) "--width", ws, (gchar *) "--height", hs, (gchar *) "--frames",
     nf, (gchar *) "--latency-frames", nl, (gchar *) "--rate", rate,
-    paced ? (gchar *) "--paced" : NULL, NULL
+    opt_appsrc ? (gchar *) "--appsrc" : paced ? (gchar *) "--paced" : NULL,
+    opt_appsrc && paced ? (gchar *) "--paced" : NULL, NULL
   };
   gboolean pinned = g_str_has_prefix (impl, "pinned");
   gboolean floor_ = strcmp (impl, "floor") == 0;
@@ -793,6 +853,25 @@ main (int argc, char **argv)
   if (gst_element_factory_find ("pinnedshmsink") == NULL
       || gst_element_factory_find ("shmsink") == NULL)
     g_error ("pinnedshmsink or shmsink missing (GST_PLUGIN_PATH?)");
+
+  if (opt_transport) {
+    gint w = 1920, h = 1080, r;
+
+    if (opt_size && sscanf (opt_size, "%dx%d", &w, &h) != 2)
+      g_error ("--size %s: not WxH", opt_size);
+    run_transport (self, opt_transport, 320, 240, FALSE, opt_rate);
+    for (r = 0; r < opt_rounds; r++) {
+      Result res = run_transport (self, opt_transport, w, h, TRUE, opt_rate);
+
+      printf ("%s %dx%d at %d/s round %d: p50 %.1f us p99 %.1f us, "
+          "cpu %.1f + %.1f us/f, %u frames\n", opt_transport, w, h, opt_rate,
+          r, res.p50_us, res.p99_us, res.cpu_prod_us, res.cpu_cons_us,
+          res.frames);
+      fflush (stdout);
+    }
+    g_free (self);
+    return 0;
+  }
 
   if (opt_delivery_only) {
     /* warm-up, not reported */
