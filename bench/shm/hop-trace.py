@@ -12,9 +12,9 @@
 #   wire  send returns -> the consumer's recv returns (the consumer's
 #         wake-up, its poll, the producer's work after the send when both
 #         run on one CPU)
-#   cons  recv returns -> the consumer's pad probe (its futex wake of the
-#         benchmark's counter): parse, wrap, push
-#   total pacing thread wakes -> the probe
+#   cons  recv returns -> the consumer sends the frame back (RELEASE/ACK):
+#         parse, wrap, push through the probe and fakesink, buffer freed
+#   total pacing thread wakes -> that release
 # Printed as p25 / p50 / p75 in microseconds. The consumer's streaming
 # thread must be named "src" (shm-bench names both sources so).
 import re
@@ -23,7 +23,7 @@ import sys
 LINE = re.compile(r'^\s*(\S.*?)\s+(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+(\S+):\s*(.*)$')
 SEND = ('44', '46')      # sendto, sendmsg
 RECV = ('45', '47')      # recvfrom, recvmsg
-NANOSLEEP, FUTEX = '230', '202'
+NANOSLEEP = '230'
 
 
 def parse(stream):
@@ -64,7 +64,7 @@ def steps(ev):
             r += 1
         p = r + 1
         while p < n and not (r < n and ev[p][2] == ev[r][2]
-                             and ev[p][3] == 'in' and ev[p][4] == FUTEX):
+                             and ev[p][3] == 'in' and ev[p][4] in SEND):
             p += 1
         if p >= n:
             break
