@@ -132,7 +132,11 @@ struct _GstPinnedShmSink
   GstPinnedShmSinkTimeoutAction reliable_timeout_action;
 
   /* lock protects everything below; cond wakes a render waiting for a
-   * client. Never held across pf_producer_close() (its callbacks take it). */
+   * client. Never held across pf_producer_close() (its callbacks take it).
+   * producer is set by start() and cleared by stop(), when no render runs
+   * (the sink pad is inactive in READY): render reads it without the lock.
+   * n_clients is also read without it (atomically): a render that finds a
+   * client takes no lock (issue 13). */
   GMutex lock;
   GCond cond;
   pf_producer *producer;
@@ -151,16 +155,29 @@ struct _GstPinnedShmSink
   guint64 lock_checked_segment; /* id of the last segment checked for mlock */
   gboolean lock_warned;
 
-  /* statistics, under lock */
+  /* statistics: written by the streaming thread alone (COUNTER_ADD), read
+   * by any (COUNTER_GET), no lock; released by the producer's callbacks
+   * (one thread at a time: its I/O thread, then close()'s caller). in-flight
+   * is published - released. Reset by start(). */
   guint64 frames;
   guint64 bytes;
   guint64 zero_copy_frames;
   guint64 copies;
   guint64 drops;
-  guint64 in_flight;
+  guint64 published;
+  guint64 released;
+  /* under lock (the client-event callback, any thread) */
   guint64 demotions;
   guint64 refused;
 };
+
+/* A counter that one thread at a time writes: a relaxed load and store (no
+ * locked instruction), so that other threads read whole values. */
+#define COUNTER_ADD(c, n) \
+  __atomic_store_n (&(c), __atomic_load_n (&(c), __ATOMIC_RELAXED) + (n), \
+      __ATOMIC_RELAXED)
+#define COUNTER_GET(c) __atomic_load_n (&(c), __ATOMIC_RELAXED)
+#define COUNTER_SET(c, v) __atomic_store_n (&(c), (v), __ATOMIC_RELAXED)
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK,
@@ -215,10 +232,7 @@ on_frame_released (void *user_data, void *frame_token)
   GstPinnedShmSink *self = user_data;
 
   gst_buffer_unref (GST_BUFFER_CAST (frame_token));
-  g_mutex_lock (&self->lock);
-  if (self->in_flight > 0)
-    self->in_flight--;
-  g_mutex_unlock (&self->lock);
+  COUNTER_ADD (self->released, 1);
 }
 
 static void
@@ -229,7 +243,7 @@ on_client_connected (void *user_data, const pf_client_info * info)
   GST_INFO_OBJECT (self, "client %u connected (pid %d, uid %u)",
       info->client_id, info->pid, info->uid);
   g_mutex_lock (&self->lock);
-  self->n_clients++;
+  g_atomic_int_inc (&self->n_clients);
   g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
 
@@ -320,7 +334,7 @@ on_client_disconnected (void *user_data, const pf_client_info * info)
               "reason", G_TYPE_STRING, info->reason, NULL)));
   g_mutex_lock (&self->lock);
   if (self->n_clients > 0)
-    self->n_clients--;
+    g_atomic_int_add (&self->n_clients, -1);
   g_mutex_unlock (&self->lock);
 
   g_signal_emit (self, signals[SIGNAL_CLIENT_DISCONNECTED], 0,
@@ -338,17 +352,23 @@ gst_pinned_shm_sink_get_stats (GstPinnedShmSink * self)
   pf_client_stats *cs = NULL;
   guint n = 0, i;
   pf_producer *producer = NULL;
+  guint64 released, published;
 
   g_mutex_lock (&self->lock);
   if (self->producer)
     producer = pf_producer_ref (self->producer);
+  /* a release may be counted before render counts its frame published:
+   * in-flight is clamped at 0 then */
+  released = COUNTER_GET (self->released);
+  published = COUNTER_GET (self->published);
   s = gst_structure_new ("application/x-pinnedshmsink-stats",
-      "frames", G_TYPE_UINT64, self->frames,
-      "bytes", G_TYPE_UINT64, self->bytes,
-      "zero-copy-frames", G_TYPE_UINT64, self->zero_copy_frames,
-      "copies", G_TYPE_UINT64, self->copies,
-      "drops", G_TYPE_UINT64, self->drops,
-      "in-flight", G_TYPE_UINT64, self->in_flight,
+      "frames", G_TYPE_UINT64, COUNTER_GET (self->frames),
+      "bytes", G_TYPE_UINT64, COUNTER_GET (self->bytes),
+      "zero-copy-frames", G_TYPE_UINT64, COUNTER_GET (self->zero_copy_frames),
+      "copies", G_TYPE_UINT64, COUNTER_GET (self->copies),
+      "drops", G_TYPE_UINT64, COUNTER_GET (self->drops),
+      "in-flight", G_TYPE_UINT64,
+      published > released ? published - released : 0,
       "demotions", G_TYPE_UINT64, self->demotions,
       "refused", G_TYPE_UINT64, self->refused,
       "live", G_TYPE_BOOLEAN, self->live, NULL);
@@ -535,9 +555,7 @@ gst_pinned_shm_sink_get_property (GObject * object, guint prop_id,
       g_mutex_unlock (&self->lock);
       break;
     case PROP_NUM_CLIENTS:
-      g_mutex_lock (&self->lock);
-      g_value_set_uint (value, self->n_clients);
-      g_mutex_unlock (&self->lock);
+      g_value_set_uint (value, g_atomic_int_get (&self->n_clients));
       break;
     case PROP_STATS:
       g_value_take_boxed (value, gst_pinned_shm_sink_get_stats (self));
@@ -600,10 +618,15 @@ gst_pinned_shm_sink_start (GstBaseSink * bsink)
   config.callbacks.user_data = self;
 
   g_mutex_lock (&self->lock);
-  self->n_clients = 0;
+  g_atomic_int_set (&self->n_clients, 0);
   self->unlocked = FALSE;
-  self->frames = self->bytes = self->zero_copy_frames = 0;
-  self->copies = self->drops = self->in_flight = 0;
+  COUNTER_SET (self->frames, 0);
+  COUNTER_SET (self->bytes, 0);
+  COUNTER_SET (self->zero_copy_frames, 0);
+  COUNTER_SET (self->copies, 0);
+  COUNTER_SET (self->drops, 0);
+  COUNTER_SET (self->published, 0);
+  COUNTER_SET (self->released, 0);
   self->demotions = self->refused = 0;
   g_mutex_unlock (&self->lock);
   self->lock_checked_segment = 0;
@@ -670,7 +693,7 @@ gst_pinned_shm_sink_stop (GstBaseSink * bsink)
   self->copy_pool_size = 0;
 
   g_mutex_lock (&self->lock);
-  self->n_clients = 0;
+  g_atomic_int_set (&self->n_clients, 0);
   g_mutex_unlock (&self->lock);
   return TRUE;
 }
@@ -953,27 +976,26 @@ check_locked (GstPinnedShmSink * self, pf_segment * seg)
   g_free (what);
 }
 
-/* Waits until every every-frame client can take the frame; FALSE when
- * unlocked (flushing) or closed. Clients past the reliable timeout are
- * demoted or disconnected on the way (on_client_event). */
-static gboolean
+/* Waits until every every-frame client can take the frame: 0, or
+ * -ECANCELED when unlocked (flushing), -EPIPE when closed. Clients past the
+ * reliable timeout are demoted or disconnected on the way
+ * (on_client_event). */
+static int
 wait_ready (GstPinnedShmSink * self, pf_producer * producer)
 {
   int err = pf_producer_wait_ready (producer, -1);
 
-  if (err < 0)
+  if (G_UNLIKELY (err < 0))
     GST_DEBUG_OBJECT (self, "wait for every-frame clients: %s",
         g_strerror (-err));
-  return err == 0;
+  return err;
 }
 
-/* Waits for a client; returns FALSE when unlocked (flushing). Otherwise,
- * under the same lock, *@producer: a reference to the producer (NULL when
- * there is none) and *@n_clients; a frame without clients is counted as
+/* Waits for a client; returns FALSE when unlocked (flushing). Otherwise
+ * *@n_clients, under the lock; a frame without clients is counted as
  * dropped here. */
 static gboolean
-wait_for_client (GstPinnedShmSink * self, pf_producer ** producer,
-    guint * n_clients)
+wait_for_client (GstPinnedShmSink * self, guint * n_clients)
 {
   g_mutex_lock (&self->lock);
   while (self->n_clients == 0 && !self->unlocked && self->wait_for_connection) {
@@ -984,13 +1006,12 @@ wait_for_client (GstPinnedShmSink * self, pf_producer ** producer,
     g_mutex_unlock (&self->lock);
     return FALSE;
   }
-  *producer = self->producer ? pf_producer_ref (self->producer) : NULL;
   *n_clients = self->n_clients;
-  if (*n_clients == 0) {
-    self->frames++;
-    self->drops++;
-  }
   g_mutex_unlock (&self->lock);
+  if (*n_clients == 0) {
+    COUNTER_ADD (self->frames, 1);
+    COUNTER_ADD (self->drops, 1);
+  }
   return TRUE;
 }
 
@@ -999,46 +1020,43 @@ gst_pinned_shm_sink_render (GstBaseSink * bsink, GstBuffer * buf)
 {
   /* unchecked: the base class calls us with ourselves, every frame */
   GstPinnedShmSink *self = (GstPinnedShmSink *) bsink;
+  /* set before the pad was activated, cleared after it was deactivated */
+  pf_producer *producer = self->producer;
   pf_producer_frame frame;
   pf_segment *segs[PF_MAX_CHUNKS];
   GstBuffer *token;
   gboolean zero_copy;
   GstFlowReturn ret = GST_FLOW_OK;
   gsize size = gst_buffer_get_size (buf);
-  pf_producer *producer;
   guint n_clients;
-  int sent;
+  int sent, err;
 
   if (size == 0) {
     GST_DEBUG_OBJECT (self, "empty buffer, nothing to publish");
     return GST_FLOW_OK;
   }
-
-  /* one lock: wait for a client, take the producer */
-  while (!wait_for_client (self, &producer, &n_clients)) {
-    ret = gst_base_sink_wait_preroll (bsink);
-    if (ret != GST_FLOW_OK)
-      return ret;
-  }
   if (producer == NULL)
     return GST_FLOW_FLUSHING;
-  if (n_clients == 0) {
-    GST_LOG_OBJECT (self, "no client, frame dropped");
-    pf_producer_unref (producer);
-    return GST_FLOW_OK;
+
+  /* A client is there: no lock (flushing is seen by wait_ready below).
+   * Else wait for one, or count the frame dropped. */
+  if (G_UNLIKELY (g_atomic_int_get (&self->n_clients) == 0)) {
+    while (!wait_for_client (self, &n_clients)) {
+      ret = gst_base_sink_wait_preroll (bsink);
+      if (ret != GST_FLOW_OK)
+        return ret;
+    }
+    if (n_clients == 0) {
+      GST_LOG_OBJECT (self, "no client, frame dropped");
+      return GST_FLOW_OK;
+    }
   }
 
-  while (!wait_ready (self, producer)) {
-    gboolean closed;
-
-    g_mutex_lock (&self->lock);
-    closed = self->producer != producer;
-    g_mutex_unlock (&self->lock);
-    ret = closed ? GST_FLOW_FLUSHING : gst_base_sink_wait_preroll (bsink);
-    if (ret != GST_FLOW_OK) {
-      pf_producer_unref (producer);
+  while ((err = wait_ready (self, producer)) < 0) {
+    ret = err == -EPIPE ? GST_FLOW_FLUSHING :
+        gst_base_sink_wait_preroll (bsink);
+    if (ret != GST_FLOW_OK)
       return ret;
-    }
   }
 
   memset (&frame, 0, sizeof (frame));
@@ -1049,12 +1067,9 @@ gst_pinned_shm_sink_render (GstBaseSink * bsink, GstBuffer * buf)
     token = copy_to_pool (self, buf, &ret);
     if (token == NULL) {
       if (ret == GST_FLOW_OK) {
-        g_mutex_lock (&self->lock);
-        self->frames++;
-        self->drops++;
-        g_mutex_unlock (&self->lock);
+        COUNTER_ADD (self->frames, 1);
+        COUNTER_ADD (self->drops, 1);
       }
-      pf_producer_unref (producer);
       return ret;
     }
     /* one pinned memory of exactly @size bytes */
@@ -1067,31 +1082,28 @@ gst_pinned_shm_sink_render (GstBaseSink * bsink, GstBuffer * buf)
       gst_pinned_shm_frame_clock_pts (bsink, self->clock_is_monotonic, buf));
 
   sent = pf_producer_publish (producer, &frame, segs, token);
-  pf_producer_unref (producer);
 
-  g_mutex_lock (&self->lock);
-  self->frames++;
+  /* after the send: the consumer may be woken on this CPU, and runs only
+   * once we block, so only counters here */
+  COUNTER_ADD (self->frames, 1);
   if (!zero_copy)
-    self->copies++;
+    COUNTER_ADD (self->copies, 1);
   else
-    self->zero_copy_frames++;
-  if (sent > 0) {
-    self->bytes += size;
-    self->in_flight++;
-  } else {
-    self->drops++;
+    COUNTER_ADD (self->zero_copy_frames, 1);
+  if (G_LIKELY (sent > 0)) {
+    COUNTER_ADD (self->bytes, size);
+    COUNTER_ADD (self->published, 1);
+    return GST_FLOW_OK;
   }
-  g_mutex_unlock (&self->lock);
-
-  if (sent <= 0)
-    gst_buffer_unref (token);
+  COUNTER_ADD (self->drops, 1);
+  gst_buffer_unref (token);
   if (sent < 0) {
     GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("Could not publish frame"),
         ("pf_producer_publish: %s", g_strerror (-sent)));
     return GST_FLOW_ERROR;
   }
-  GST_LOG_OBJECT (self, "frame of %" G_GSIZE_FORMAT " bytes to %d clients%s",
-      size, sent, zero_copy ? " (zero copy)" : " (copied)");
+  GST_LOG_OBJECT (self, "frame of %" G_GSIZE_FORMAT " bytes to no client%s",
+      size, zero_copy ? " (zero copy)" : " (copied)");
   return GST_FLOW_OK;
 }
 

@@ -406,65 +406,68 @@ client_handle_release (pf_producer * p, struct client *c, uint64_t seq,
       seq);
 }
 
+/* Reads one message of @c per wake-up: epoll is level-triggered and
+ * brings us back for the next. A consumer sends about one RELEASE per
+ * frame, so there is no second read that would only answer EAGAIN (a
+ * syscall per frame, issue 13); nor can one chatty consumer starve the
+ * others. */
 void
 client_read (pf_producer * p, struct client *c, struct event_list *ev)
 {
   uint8_t buf[PF_MAX_MSG_SIZE];
   int fds[PF_SOCKET_MAX_RECV_FDS];
-  unsigned int n_fds, round;
+  unsigned int n_fds;
   const char *why;
   struct pf_msg msg;
   ssize_t len;
   int res;
 
-  /* Bounded per wake-up so one chatty consumer cannot starve the others;
-   * epoll is level-triggered and brings us back. */
-  for (round = 0; round < 64 && c->state != CLIENT_DEAD; round++) {
-    len = pf_socket_recv (c->fd, buf, sizeof (buf), MSG_DONTWAIT, fds,
-        &n_fds, &why);
-    if (len == -EAGAIN)
-      return;
-    if (len == 0) {
-      client_fail (p, c, 0, "consumer hung up");
-      return;
-    }
-    if (len < 0) {
-      if (why)
-        client_fail (p, c, (int) len, "receive failed: %s", why);
-      else
-        client_fail_io (p, c, (int) len, "receive");
-      return;
-    }
-    if (n_fds > 0) {
-      pf_socket_close_fds (fds, n_fds);
-      client_fail (p, c, -EPROTO, "consumer sent %u file descriptors", n_fds);
-      return;
-    }
-    if ((res = pf_msg_parse (buf, (size_t) len, 0, &msg)) < 0) {
-      /* A consumer speaking another version learns ours before we hang
-       * up, so it can report the mismatch; a peer with another magic is
-       * not a pinnedflow consumer and gets no answer. */
-      if (res == -EPROTONOSUPPORT && c->state == CLIENT_HANDSHAKE &&
-          msg.type == PF_MSG_HELLO && msg.u.hello.magic == PF_PROTOCOL_MAGIC) {
-        uint8_t hello[sizeof (struct pf_msg_hello)];
-
-        client_send_ctl (p, c, hello, pf_msg_write_hello (hello,
-                PF_ROLE_PRODUCER, p->max_client_frames, p->session_id), -1);
-      }
-      client_fail (p, c, res, "%s", pf_msg_error ());
-      return;
-    }
-    if (c->state == CLIENT_HANDSHAKE) {
-      client_handle_hello (p, c, &msg, ev);
-      continue;
-    }
-    if (msg.type != PF_MSG_RELEASE) {
-      client_fail (p, c, -EPROTO, "unexpected message type %u from a "
-          "consumer", msg.type);
-      return;
-    }
-    client_handle_release (p, c, msg.u.release.seq, ev);
+  if (c->state == CLIENT_DEAD)
+    return;
+  len = pf_socket_recv (c->fd, buf, sizeof (buf), MSG_DONTWAIT, fds,
+      &n_fds, &why);
+  if (len == -EAGAIN)
+    return;
+  if (len == 0) {
+    client_fail (p, c, 0, "consumer hung up");
+    return;
   }
+  if (len < 0) {
+    if (why)
+      client_fail (p, c, (int) len, "receive failed: %s", why);
+    else
+      client_fail_io (p, c, (int) len, "receive");
+    return;
+  }
+  if (n_fds > 0) {
+    pf_socket_close_fds (fds, n_fds);
+    client_fail (p, c, -EPROTO, "consumer sent %u file descriptors", n_fds);
+    return;
+  }
+  if ((res = pf_msg_parse (buf, (size_t) len, 0, &msg)) < 0) {
+    /* A consumer speaking another version learns ours before we hang
+     * up, so it can report the mismatch; a peer with another magic is
+     * not a pinnedflow consumer and gets no answer. */
+    if (res == -EPROTONOSUPPORT && c->state == CLIENT_HANDSHAKE &&
+        msg.type == PF_MSG_HELLO && msg.u.hello.magic == PF_PROTOCOL_MAGIC) {
+      uint8_t hello[sizeof (struct pf_msg_hello)];
+
+      client_send_ctl (p, c, hello, pf_msg_write_hello (hello,
+              PF_ROLE_PRODUCER, p->max_client_frames, p->session_id), -1);
+    }
+    client_fail (p, c, res, "%s", pf_msg_error ());
+    return;
+  }
+  if (c->state == CLIENT_HANDSHAKE) {
+    client_handle_hello (p, c, &msg, ev);
+    return;
+  }
+  if (msg.type != PF_MSG_RELEASE) {
+    client_fail (p, c, -EPROTO, "unexpected message type %u from a "
+        "consumer", msg.type);
+    return;
+  }
+  client_handle_release (p, c, msg.u.release.seq, ev);
 }
 
 /* Counts a drop of frame @seq for @c and reports it, at most once per

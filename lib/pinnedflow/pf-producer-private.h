@@ -38,8 +38,9 @@
 #define DROP_REPORT_INTERVAL_NS UINT64_C (1000000000)
 
 /* In pf-protocol.c: 0 when a receiver's pf_msg_parse() accepts a FRAME
- * with these fields, else -EPROTO (logged). Called by publish before it
- * encodes a frame. */
+ * with these fields, else -EPROTO (logged). Publish applies its rules while
+ * it encodes a frame (frame_encode(), pf-producer.c), and calls it on
+ * big-endian hosts. */
 int pf_msg_frame_check (const struct pf_msg_frame *f);
 
 #define TOKEN_WAKE UINT64_C (0)
@@ -148,6 +149,10 @@ struct pf_producer
   unsigned int n_clients;       /* in the list, any state */
   uint32_t next_client_id;
   struct pseg *segs;
+  /* publish's last segment and its pseg (lookup_psegs(), pf-producer.c):
+   * an identity key only, cleared by pseg_destroy() */
+  const pf_segment *cached_seg;
+  struct pseg *cached_pseg;
   struct pframe *frames;
   struct pframe *spare;         /* released pframes, for reuse */
   uint64_t seq;

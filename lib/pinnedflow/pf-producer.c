@@ -87,11 +87,11 @@ producer_push_client_event (struct event_list *l, const pf_client_event * cev)
   l->tail = e;
 }
 
-/* Runs the callbacks collected in @l; called without p->lock. Releases come
+/* Runs the callbacks collected in @l, without p->lock. Releases come
  * first, so a consumer's frames are given back before its disconnection is
- * reported. */
+ * reported. The released pframes stay on @l for spares_return_locked(). */
 static void
-dispatch_events (pf_producer * p, struct event_list *l)
+run_callbacks (pf_producer * p, struct event_list *l)
 {
   struct event *e, *next;
   struct pframe *f;
@@ -99,13 +99,6 @@ dispatch_events (pf_producer * p, struct event_list *l)
   for (f = l->released; f != NULL; f = f->next)
     if (p->cb.frame_released)
       p->cb.frame_released (p->cb.user_data, f->token);
-  if (l->released != NULL) {
-    pthread_mutex_lock (&p->lock);
-    l->released_tail->next = p->spare;
-    p->spare = l->released;
-    pthread_mutex_unlock (&p->lock);
-    l->released = l->released_tail = NULL;
-  }
   for (e = l->head; e != NULL; e = next) {
     next = e->next;
     switch (e->type) {
@@ -125,6 +118,29 @@ dispatch_events (pf_producer * p, struct event_list *l)
     free (e);
   }
   l->head = l->tail = NULL;
+}
+
+/* With p->lock: the released pframes of @l become spares. */
+static void
+spares_return_locked (pf_producer * p, struct event_list *l)
+{
+  if (l->released == NULL)
+    return;
+  l->released_tail->next = p->spare;
+  p->spare = l->released;
+  l->released = l->released_tail = NULL;
+}
+
+/* run_callbacks(), then the spares back under p->lock. */
+static void
+dispatch_events (pf_producer * p, struct event_list *l)
+{
+  run_callbacks (p, l);
+  if (l->released != NULL) {
+    pthread_mutex_lock (&p->lock);
+    spares_return_locked (p, l);
+    pthread_mutex_unlock (&p->lock);
+  }
 }
 
 void
@@ -255,32 +271,30 @@ io_timeout (pf_producer * p)
   return timeout;
 }
 
+/* The loop holds p->lock except in epoll_wait() and the callbacks: one
+ * lock round per wake-up without callbacks, two with (a RELEASE's). */
 static void *
 io_thread (void *data)
 {
   pf_producer *p = data;
   struct epoll_event evs[16];
   struct event_list ev = { NULL };
-  int i, n, timeout, quit;
+  int i, n, timeout, err;
 
+  pthread_mutex_lock (&p->lock);
   for (;;) {
-    pthread_mutex_lock (&p->lock);
-    if (p->quit) {
-      pthread_mutex_unlock (&p->lock);
+    if (p->quit)
       break;
-    }
     timeout = io_timeout (p);
     pthread_mutex_unlock (&p->lock);
 
     n = epoll_wait (p->epoll_fd, evs, 16, timeout);
-    if (n < 0 && errno != EINTR)
-      break;
-
+    err = n < 0 ? errno : 0;
     pthread_mutex_lock (&p->lock);
-    if (p->quit) {
-      pthread_mutex_unlock (&p->lock);
+    if (n < 0 && err != EINTR)
       break;
-    }
+    if (p->quit)
+      break;
     for (i = 0; i < n; i++) {
       uint64_t token = evs[i].data.u64;
       struct client *c;
@@ -307,23 +321,32 @@ io_thread (void *data)
     /* releases, reaps and drained sockets may have made room */
     if (p->n_waiters > 0)
       pthread_cond_broadcast (&p->cond);
-    if (ev.head == NULL && ev.released == NULL) {
-      pthread_mutex_unlock (&p->lock);
+    if (ev.head == NULL && ev.released == NULL)
       continue;
-    }
     /* Callbacks run unlocked, with a reference of ours so that a callback
      * dropping the last user reference cannot free p under our feet. */
     atomic_fetch_add (&p->refcount, 1);
     pthread_mutex_unlock (&p->lock);
-    dispatch_events (p, &ev);
-    /* If a callback closed the producer, this thread was detached and
-     * nobody waits for it: p must not be touched after our unref. */
+    run_callbacks (p, &ev);
     pthread_mutex_lock (&p->lock);
-    quit = p->quit;
-    pthread_mutex_unlock (&p->lock);
-    if (thread_unref (p) || quit)
+    spares_return_locked (p, &ev);
+    if (p->quit) {
+      /* A callback closed the producer: this thread may be detached and
+       * nobody waits for it; p must not be touched after our unref. */
+      pthread_mutex_unlock (&p->lock);
+      thread_unref (p);
       return NULL;
+    }
+    /* Not closed, so not detached: whoever drops the last reference
+     * after ours closes p, which joins us. If ours is the last, a
+     * callback dropped the user's: p goes now. */
+    if (atomic_fetch_sub (&p->refcount, 1) == 1) {
+      pthread_mutex_unlock (&p->lock);
+      producer_free (p);
+      return NULL;
+    }
   }
+  pthread_mutex_unlock (&p->lock);
   return NULL;
 }
 
@@ -343,6 +366,10 @@ pseg_destroy (void *data)
     p->segs = s->next;
   if (s->next)
     s->next->prev = s->prev;
+  if (p->cached_pseg == s) {
+    p->cached_seg = NULL;
+    p->cached_pseg = NULL;
+  }
   for (c = p->clients; c != NULL; c = c->next)
     if (c->state != CLIENT_DEAD)
       client_forget_seg (p, c, s->id);
@@ -625,21 +652,124 @@ pf_producer_set_caps (pf_producer * p, const char *caps)
   return 0;
 }
 
+/* The announced segment of each chunk, in @ps; with p->lock held (it is
+ * dropped and taken again on a miss). A one-entry cache, keyed on the
+ * pf_segment and cleared by pseg_destroy(), serves the common case (every
+ * frame from the same pool segment) without the segment's lock and list;
+ * it is safe because the caller holds @segments for the call, so a cached
+ * pseg found for one is alive. 0, or a negative errno (p->lock held). */
 static int
-check_frame (const pf_producer_frame * frame, pf_segment * const *segments)
+lookup_psegs (pf_producer * p, unsigned int n, pf_segment * const *segments,
+    struct pseg **ps)
 {
-  unsigned int i;
+  unsigned int i, miss = 0;
+  int res = 0;
 
-  if (frame->n_chunks < 1 || frame->n_chunks > PF_MAX_CHUNKS)
-    return -EINVAL;
-  for (i = 0; i < frame->n_chunks; i++) {
+  for (i = 0; i < n; i++) {
+    if (segments[i] == NULL)
+      return -EINVAL;
+    ps[i] = segments[i] == p->cached_seg ? p->cached_pseg : NULL;
+    miss |= ps[i] == NULL;
+  }
+  if (!miss)
+    return 0;
+  /* pseg_create() takes p->lock (lock order: the segment's first) */
+  pthread_mutex_unlock (&p->lock);
+  for (i = 0; i < n && res == 0; i++) {
+    if (ps[i] == NULL && (ps[i] = pf_segment_attach_once (segments[i], p,
+                pseg_create, p, pseg_destroy, &res)) == NULL && res == 0)
+      res = -ENOMEM;
+  }
+  pthread_mutex_lock (&p->lock);
+  if (res == 0) {
+    p->cached_seg = segments[0];
+    p->cached_pseg = ps[0];
+  }
+  return res;
+}
+
+/* Encodes the FRAME of @frame, sequence @seq, into @m: on a little-endian
+ * host the struct is the wire's bytes, so this is the only copy of the
+ * frame's fields, made straight into what is sent (issue 13; a big-endian
+ * host converts once more). Checks what a receiver's pf_msg_frame_check()
+ * checks of the fields a publisher sets: the chunks against their
+ * segments @ps (whose ids are never 0), the video fields; unused chunks
+ * and planes are written zero, the reserved field too, so those rules hold
+ * by construction. 0 or -EINVAL (nothing to send). */
+static int
+frame_encode (struct pf_msg_frame *m, const pf_producer_frame * frame,
+    struct pseg *const *ps, uint64_t seq, uint32_t caps_seq,
+    uint64_t send_time, uint64_t * total)
+{
+  unsigned int i, n = frame->n_chunks, n_planes = 0;
+  uint64_t bytes = 0;
+
+  for (i = 0; i < n; i++) {
     const pf_frame_chunk *ch = &frame->chunks[i];
 
-    if (segments[i] == NULL || ch->size == 0 ||
-        ch->segment_id != pf_segment_get_id (segments[i]) ||
-        !pf_segment_contains (segments[i], ch->offset, ch->size))
+    if (ch->size == 0 || ch->segment_id != ps[i]->id ||
+        ch->offset > ps[i]->size || ch->size > ps[i]->size - ch->offset)
       return -EINVAL;
+    /* each is within a segment (< 2^40 bytes): the sum cannot wrap */
+    bytes += ch->size;
+    m->chunks[i].segment_id = ch->segment_id;
+    m->chunks[i].offset = ch->offset;
+    m->chunks[i].size = ch->size;
   }
+  if (n < PF_MAX_CHUNKS)
+    memset (&m->chunks[n], 0, (PF_MAX_CHUNKS - n) * sizeof (m->chunks[0]));
+  if (frame->meta_flags & ~(uint32_t) PF_FRAME_HAS_VIDEO_META)
+    return -EINVAL;
+  if (frame->meta_flags & PF_FRAME_HAS_VIDEO_META) {
+    n_planes = frame->n_planes;
+    if (n_planes == 0 || n_planes > PF_MAX_PLANES)
+      return -EINVAL;
+    for (i = 0; i < n_planes; i++) {
+      if (frame->plane_offset[i] >= bytes ||
+          frame->plane_stride[i] == INT32_MIN)
+        return -EINVAL;
+      m->plane_offset[i] = frame->plane_offset[i];
+      m->plane_stride[i] = frame->plane_stride[i];
+    }
+    m->width = frame->width;
+    m->height = frame->height;
+  } else {
+    m->width = m->height = 0;
+  }
+  for (i = n_planes; i < PF_MAX_PLANES; i++) {
+    m->plane_offset[i] = 0;
+    m->plane_stride[i] = 0;
+  }
+  m->n_planes = n_planes;
+  m->reserved = 0;
+  m->hdr.type = PF_MSG_FRAME;
+  m->hdr.size = sizeof (*m);
+  m->hdr.n_fds = 0;
+  m->hdr.reserved = 0;
+  m->seq = seq;
+  m->caps_seq = caps_seq;
+  m->n_chunks = n;
+  m->pts = frame->pts;
+  m->dts = frame->dts;
+  m->duration = frame->duration;
+  m->offset = frame->offset;
+  m->offset_end = frame->offset_end;
+  m->clock_pts = frame->clock_pts;
+  m->send_time = send_time;
+  m->buffer_flags = frame->buffer_flags;
+  m->meta_flags = frame->meta_flags;
+  *total = bytes;
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+  {
+    /* the fields above are in host order: encode them once more, and keep
+     * the shared check as the little-endian path's reference */
+    struct pf_msg_frame f = *m;
+
+    if (pf_msg_frame_check (&f) < 0)
+      return -EINVAL;
+    pf_msg_write_frame (m, &f);
+  }
+#endif
   return 0;
 }
 
@@ -647,32 +777,32 @@ int
 pf_producer_publish (pf_producer * p, const pf_producer_frame * frame,
     pf_segment * const *segments, void *token)
 {
-  uint8_t buf[sizeof (struct pf_msg_frame)];
   struct event_list ev = { NULL };
   struct pseg *ps[PF_MAX_CHUNKS];
-  struct pf_msg_frame f;
+  struct pf_msg_frame msg;
   struct pframe *pf = NULL;
   struct client *c;
   uint64_t bytes = 0, now;
-  unsigned int i;
-  size_t len;
   int res, count = 0;
 
-  if (p == NULL || frame == NULL || segments == NULL)
+  if (p == NULL || frame == NULL || segments == NULL ||
+      frame->n_chunks < 1 || frame->n_chunks > PF_MAX_CHUNKS)
     return -EINVAL;
-  if ((res = check_frame (frame, segments)) < 0)
-    return res;
-  for (i = 0; i < frame->n_chunks; i++) {
-    ps[i] = pf_segment_attach_once (segments[i], p, pseg_create, p,
-        pseg_destroy, &res);
-    if (ps[i] == NULL)
-      return res < 0 ? res : -ENOMEM;
-    bytes += frame->chunks[i].size;
-  }
 
   pthread_mutex_lock (&p->lock);
   if (p->closed) {
     res = -EPIPE;
+    goto out;
+  }
+  if ((res = lookup_psegs (p, frame->n_chunks, segments, ps)) < 0)
+    goto out;
+  if (p->closed) {
+    res = -EPIPE;
+    goto out;
+  }
+  now = pf_monotonic_ns ();
+  if (frame_encode (&msg, frame, ps, p->seq + 1, p->caps_seq, now, &bytes) < 0) {
+    res = -EINVAL;
     goto out;
   }
   /* A released pframe when there is one: no allocation per frame. */
@@ -682,24 +812,16 @@ pf_producer_publish (pf_producer * p, const pf_producer_frame * frame,
     res = -ENOMEM;
     goto out;
   }
-  memset (pf, 0, sizeof (*pf));
-  now = pf_monotonic_ns ();
-  pf_msg_frame_from_published (&f, frame, p->seq + 1, p->caps_seq, now);
-  /* Never send what a receiver must reject: the fields are checked as
-   * pf_msg_parse() checks them, without parsing our own encoding back. */
-  if (pf_msg_frame_check (&f) < 0) {
-    res = -EINVAL;
-    goto out;
-  }
-  len = pf_msg_write_frame (buf, &f);
-  p->seq = f.seq;
-  pf->seq = f.seq;
+  p->seq++;
+  pf->seq = p->seq;
   pf->token = token;
+  pf->holders = 0;
+  pf->prev = NULL;
   for (c = p->clients; c != NULL; c = c->next) {
     if (c->state != CLIENT_ACTIVE)
       continue;
-    count += client_offer_frame (p, c, buf, len, ps, f.n_chunks, pf, bytes,
-        f.buffer_flags, now, &ev);
+    count += client_offer_frame (p, c, (const uint8_t *) &msg, sizeof (msg),
+        ps, frame->n_chunks, pf, bytes, frame->buffer_flags, now, &ev);
     /* the next wait_ready must look at this one */
     if (c->state == CLIENT_ACTIVE &&
         c->info.delivery == PF_DELIVERY_EVERY_FRAME &&
