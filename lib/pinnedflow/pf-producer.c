@@ -704,6 +704,11 @@ frame_encode (struct pf_msg_frame *m, const pf_producer_frame * frame,
   unsigned int i, n = frame->n_chunks, n_planes = 0;
   uint64_t bytes = 0;
 
+  /* unused chunks and planes are zero: all zeroed first (constant sizes,
+   * a few stores), the used ones written over */
+  memset (m->chunks, 0, sizeof (m->chunks));
+  memset (m->plane_offset, 0, sizeof (m->plane_offset));
+  memset (m->plane_stride, 0, sizeof (m->plane_stride));
   for (i = 0; i < n; i++) {
     const pf_frame_chunk *ch = &frame->chunks[i];
 
@@ -716,8 +721,6 @@ frame_encode (struct pf_msg_frame *m, const pf_producer_frame * frame,
     m->chunks[i].offset = ch->offset;
     m->chunks[i].size = ch->size;
   }
-  if (n < PF_MAX_CHUNKS)
-    memset (&m->chunks[n], 0, (PF_MAX_CHUNKS - n) * sizeof (m->chunks[0]));
   if (frame->meta_flags & ~(uint32_t) PF_FRAME_HAS_VIDEO_META)
     return -EINVAL;
   if (frame->meta_flags & PF_FRAME_HAS_VIDEO_META) {
@@ -735,10 +738,6 @@ frame_encode (struct pf_msg_frame *m, const pf_producer_frame * frame,
     m->height = frame->height;
   } else {
     m->width = m->height = 0;
-  }
-  for (i = n_planes; i < PF_MAX_PLANES; i++) {
-    m->plane_offset[i] = 0;
-    m->plane_stride[i] = 0;
   }
   m->n_planes = n_planes;
   m->reserved = 0;
