@@ -151,6 +151,9 @@ struct _GstPinnedShmSink
   gsize copy_pool_size;
 
   gboolean clock_is_monotonic;
+  /* gst_base_sink_get_latency(), cached by start() and at each LATENCY
+   * event (the only thing that changes it): COUNTER_GET/SET */
+  guint64 latency;
   gboolean live;                /* upstream's, as last queried */
   guint64 lock_checked_segment; /* id of the last segment checked for mlock */
   gboolean lock_warned;
@@ -631,6 +634,7 @@ gst_pinned_shm_sink_start (GstBaseSink * bsink)
   g_mutex_unlock (&self->lock);
   self->lock_checked_segment = 0;
   self->lock_warned = FALSE;
+  COUNTER_SET (self->latency, gst_base_sink_get_latency (bsink));
 
   err = pf_producer_new (&config, &producer);
   if (err < 0) {
@@ -870,6 +874,20 @@ gst_pinned_shm_sink_set_clock (GstElement * element, GstClock * clock)
  * non-live stream waits for a buffer: its every-frame consumers release
  * theirs (pf_producer_wait_ready() saw to that), and dropping would lose
  * the frame for them. */
+/* Chains up; caches the latency a LATENCY event gave basesink. */
+static gboolean
+gst_pinned_shm_sink_send_event (GstElement * element, GstEvent * event)
+{
+  GstPinnedShmSink *self = GST_PINNED_SHM_SINK (element);
+  gboolean latency = GST_EVENT_TYPE (event) == GST_EVENT_LATENCY;
+  gboolean res = GST_ELEMENT_CLASS (parent_class)->send_event (element, event);
+
+  if (latency)
+    COUNTER_SET (self->latency,
+        gst_base_sink_get_latency (GST_BASE_SINK (self)));
+  return res;
+}
+
 static GstBuffer *
 copy_to_pool (GstPinnedShmSink * self, GstBuffer * buf, GstFlowReturn * ret)
 {
@@ -976,6 +994,70 @@ check_locked (GstPinnedShmSink * self, pf_segment * seg)
   g_free (what);
 }
 
+/* gst_segment_to_running_time (@seg, GST_FORMAT_TIME, @pts) for a valid
+ * @pts, computed here for a segment of rate 1.0 (every live stream's) as
+ * GStreamer computes it (no call into libgstreamer per frame, issue 13):
+ * NONE outside [start, stop]; pts - (start + offset) + base, or below
+ * start + offset, base - (start + offset - pts) when not negative. */
+static GstClockTime
+running_time (const GstSegment * seg, GstClockTime pts)
+{
+  GstClockTime start;
+
+  if (G_UNLIKELY (seg->rate != 1.0))
+    return gst_segment_to_running_time (seg, GST_FORMAT_TIME, pts);
+  if (pts < seg->start || (seg->stop != GST_CLOCK_TIME_NONE && pts > seg->stop))
+    return GST_CLOCK_TIME_NONE;
+  start = seg->start + seg->offset;
+  if (pts >= start)
+    return pts - start + seg->base;
+  if (seg->base >= start - pts)
+    return seg->base - (start - pts);
+  return GST_CLOCK_TIME_NONE;
+}
+
+/* @buf's PTS as CLOCK_MONOTONIC time (the wire's clock_pts), or
+ * PF_TIME_NONE: its running time + base time + latency, moved from the
+ * pipeline clock to CLOCK_MONOTONIC when they differ. One lock (the
+ * object's, for the clock and base time); the latency is cached. */
+static guint64
+clock_pts (GstPinnedShmSink * self, GstBuffer * buf)
+{
+  GstBaseSink *bsink = GST_BASE_SINK_CAST (self);
+  GstClockTime pts = GST_BUFFER_PTS (buf), rt, t, base;
+  GstClock *clock = NULL;
+  gboolean have_clock;
+
+  if (!GST_CLOCK_TIME_IS_VALID (pts)
+      || bsink->segment.format != GST_FORMAT_TIME)
+    return PF_TIME_NONE;
+  rt = running_time (&bsink->segment, pts);
+  if (!GST_CLOCK_TIME_IS_VALID (rt))
+    return PF_TIME_NONE;
+
+  /* clock and base time in one go; the clock itself (a reference) only
+   * when it must be read: a monotonic clock's time is the wire's already
+   * (every frame comes here) */
+  GST_OBJECT_LOCK (self);
+  have_clock = GST_ELEMENT_CLOCK (self) != NULL;
+  base = GST_ELEMENT_CAST (self)->base_time;
+  if (have_clock && !self->clock_is_monotonic)
+    clock = gst_object_ref (GST_ELEMENT_CLOCK (self));
+  GST_OBJECT_UNLOCK (self);
+  if (!have_clock)
+    return PF_TIME_NONE;
+
+  t = rt + base + COUNTER_GET (self->latency);
+  if (clock != NULL) {
+    GstClockTimeDiff diff = GST_CLOCK_DIFF (gst_clock_get_time (clock),
+        (GstClockTime) pf_monotonic_ns ());
+
+    t = (diff < 0 && (GstClockTime) (-diff) > t) ? 0 : t + diff;
+    gst_object_unref (clock);
+  }
+  return t;
+}
+
 /* Waits until every every-frame client can take the frame: 0, or
  * -ECANCELED when unlocked (flushing), -EPIPE when closed. Clients past the
  * reliable timeout are demoted or disconnected on the way
@@ -1078,8 +1160,7 @@ gst_pinned_shm_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   }
   check_locked (self, segs[0]);
   gst_pinned_shm_frame_set_meta (&frame, buf,
-      self->is_video ? &self->vinfo : NULL,
-      gst_pinned_shm_frame_clock_pts (bsink, self->clock_is_monotonic, buf));
+      self->is_video ? &self->vinfo : NULL, clock_pts (self, buf));
 
   sent = pf_producer_publish (producer, &frame, segs, token);
 
@@ -1296,6 +1377,8 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
       "gst-pinnedflow developers");
 
   element_class->set_clock = GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_set_clock);
+  element_class->send_event =
+      GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_send_event);
 
   bsink_class->start = GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_start);
   bsink_class->stop = GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_stop);
