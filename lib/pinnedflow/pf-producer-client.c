@@ -621,7 +621,7 @@ client_offer_frame (pf_producer * p, struct client *c, const uint8_t * buf,
     struct pframe *f, uint64_t bytes, uint32_t buffer_flags, uint64_t now,
     struct event_list *ev)
 {
-  int reliable = c->info.delivery == PF_DELIVERY_EVERY_FRAME;
+  int reliable = c->stats.delivery == PF_DELIVERY_EVERY_FRAME;
   unsigned int i;
   int res;
 

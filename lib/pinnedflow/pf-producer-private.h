@@ -82,28 +82,33 @@ struct ctlmsg
 
 struct client
 {
-  pf_client_info info;
-  pf_client_stats stats;
-  int fd;
+  /* What publish and a RELEASE touch, first (issue 13: each frame starts
+   * with cold caches, so fewer lines touched is less latency). */
   enum client_state state;
-  uint64_t hello_deadline;      /* CLIENT_HANDSHAKE: monotonic ns */
-  int connected_notified;
-  struct held *held;            /* grows up to max_client_frames */
+  int fd;
+  int need_key;                 /* skips DELTA_UNIT frames until a key frame */
   unsigned int n_held, cap_held;
+  struct held *held;            /* grows up to max_client_frames */
   uint64_t *segs;               /* segment ids announced to this client */
   unsigned int n_segs, cap_segs;
   struct ctlmsg *q_head, *q_tail;
-  unsigned int q_len;
-  int want_out;
-  /* Delivery: info.requested from the HELLO, info.delivery in force. */
-  int demoted;                  /* after the reliable timeout: for good */
-  int need_key;                 /* skips DELTA_UNIT frames until a key frame */
   uint64_t blocked_since;       /* ns a waiter found it full; 0 after a release */
   uint64_t progress_ns;         /* its last release, or when it began to hold */
+  struct client *next;
+  /* stats.delivery mirrors info.delivery (client_update_stream() sets
+   * both): the per-frame paths read it here, next to the counters they
+   * update, and info stays cold */
+  pf_client_stats stats;
+  pf_client_info info;
+  /* Delivery: info.requested from the HELLO, info.delivery in force. */
+  int demoted;                  /* after the reliable timeout: for good */
+  unsigned int q_len;
+  int want_out;
+  uint64_t hello_deadline;      /* CLIENT_HANDSHAKE: monotonic ns */
+  int connected_notified;
   /* Drop reports (rate-limited) */
   uint64_t drops_unreported;
   uint64_t next_drop_report;    /* ns */
-  struct client *next;
 };
 
 /* A segment announced by this producer: attached to the pf_segment. */
@@ -130,10 +135,29 @@ struct pf_producer
 {
   atomic_int refcount;
   pthread_mutex_t lock;
+  /* What publish and wait_ready touch, next to the lock (issue 13: fewer
+   * cache lines per frame). */
+  int closed;
+  unsigned int max_client_frames;
+  /* 1: pf_producer_wait_ready() may return 0 without the lock (not
+   * flushing or closed, no every-frame client at its limit). Set by a
+   * wait_ready that found so under the lock; cleared, under the lock, by
+   * whatever can change it: a publish that filled a client, a delivery
+   * change, flushing, close. Read without the lock. */
+  atomic_int ready_fast;
+  uint32_t caps_seq;
+  struct client *clients;
+  /* publish's last segment and its pseg (lookup_psegs(), pf-producer.c):
+   * an identity key only, cleared by pseg_destroy() */
+  const pf_segment *cached_seg;
+  struct pseg *cached_pseg;
+  struct pframe *frames;
+  struct pframe *spare;         /* released pframes, for reuse */
+  uint64_t seq;
+  uint64_t unsent;
 
   char *path;
   pf_socket_file file;
-  unsigned int max_client_frames;
   unsigned int max_clients;     /* 0: no limit */
   pf_producer_callbacks cb;
   uint64_t session_id;
@@ -143,32 +167,16 @@ struct pf_producer
   uint64_t listen_resume_ns;    /* ... or at this time */
   pthread_t thread;
   int thread_started;
-  int quit, closed;
+  int quit;
 
-  struct client *clients;
   unsigned int n_clients;       /* in the list, any state */
   uint32_t next_client_id;
   struct pseg *segs;
-  /* publish's last segment and its pseg (lookup_psegs(), pf-producer.c):
-   * an identity key only, cleared by pseg_destroy() */
-  const pf_segment *cached_seg;
-  struct pseg *cached_pseg;
-  struct pframe *frames;
-  struct pframe *spare;         /* released pframes, for reuse */
-  uint64_t seq;
-  uint64_t unsent;
   char *caps;
-  uint32_t caps_seq;
 
   /* Delivery */
   pthread_cond_t cond;          /* CLOCK_MONOTONIC: a client may have room */
   unsigned int n_waiters;       /* in pf_producer_wait_ready() */
-  /* 1: pf_producer_wait_ready() may return 0 without the lock (not
-   * flushing or closed, no every-frame client at its limit). Set by a
-   * wait_ready that found so under the lock; cleared, under the lock, by
-   * whatever can change it: a publish that filled a client, a delivery
-   * change, flushing, close. Read without the lock. */
-  atomic_int ready_fast;
   int flushing;
   int live;
   int reliable_timeout_ms;      /* -1: no bound */

@@ -823,7 +823,7 @@ pf_producer_publish (pf_producer * p, const pf_producer_frame * frame,
         ps, frame->n_chunks, pf, bytes, frame->buffer_flags, now, &ev);
     /* the next wait_ready must look at this one */
     if (c->state == CLIENT_ACTIVE &&
-        c->info.delivery == PF_DELIVERY_EVERY_FRAME &&
+        c->stats.delivery == PF_DELIVERY_EVERY_FRAME &&
         c->n_held >= p->max_client_frames)
       atomic_store (&p->ready_fast, 0);
   }
