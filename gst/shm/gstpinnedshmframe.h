@@ -9,13 +9,10 @@
  * pipeline's running time, flags, and a video meta it checked.
  *
  * Threads and lifetimes: plain functions of their arguments, called on an
- * element's streaming thread; nothing is kept, except by the source's
- * buffer pool (its recycled buffers, with the memories of their last frame
- * when they alone held them) and the process-wide free lists of frame
- * loans and memory structs (bounded; a frame is released when its buffer
- * comes back keeping its memories, else when the last memory wrapping it
- * is freed, on whichever thread that happens). The segments written into
- * @segs are borrowed from @buf's memories: valid while @buf is alive.
+ * element's streaming thread; nothing is kept. The segments written into
+ * @segs are borrowed from @buf's memories: valid while @buf is alive. The
+ * source's buffers themselves (wrapping a frame, recycled):
+ * gstpinnedshmframepool.h.
  */
 #ifndef __GST_PINNED_SHM_FRAME_H__
 #define __GST_PINNED_SHM_FRAME_H__
@@ -53,43 +50,6 @@ void gst_pinned_shm_frame_set_meta (pf_producer_frame * frame, GstBuffer * buf,
 G_GNUC_INTERNAL
 guint64 gst_pinned_shm_frame_clock_pts (GstBaseSink * bsink,
     gboolean clock_is_monotonic, GstBuffer * buf);
-
-/* The source's side. Wraps each chunk of @ev's frame in a read-only memory
- * of @allocator (a GstPinnedAllocator) appended to @buf; the frame goes
- * back to @c (pf_consumer_release()) when the last of these memories is
- * freed, on whichever thread frees it. *@total: the frame's bytes. FALSE
- * when a chunk cannot be wrapped (the memories made so far stay in @buf and
- * release the frame when it dies). */
-G_GNUC_INTERNAL
-gboolean gst_pinned_shm_frame_wrap_chunks (GstAllocator * allocator,
-    pf_consumer * c, const pf_event * ev, GstBuffer * buf, guint64 * total);
-
-/* A pool of buffers for pinnedshmsrc, active: gst_buffer_pool_acquire_buffer()
- * gives an empty buffer (a recycled one when there is one, keeping a video
- * meta for gst_pinned_shm_frame_add_video_meta() to fill in), and
- * gst_pinned_shm_frame_pool_wrap() one wrapping a frame; when its last
- * reference drops it is kept for the next frame, with its memories when
- * it alone holds them (see gst_pinned_shm_frame_pool_wrap()). NULL on
- * failure. */
-G_GNUC_INTERNAL
-GstBufferPool *gst_pinned_shm_frame_pool_new (void);
-
-/* @ev's frame in a buffer of @pool (gst_pinned_shm_frame_pool_new()), as
- * gst_pinned_shm_frame_wrap_chunks() makes it: a buffer that came back
- * keeping the memories of the same chunks (segment, offset, size) is given
- * them again, on a loan of this frame, and the frame goes back to @c when
- * the buffer comes back to @pool (or, when something else still holds its
- * memories then, when the last of them is freed). *@out: the buffer, also
- * on failure. Only one thread may call it at a time. */
-G_GNUC_INTERNAL
-gboolean gst_pinned_shm_frame_pool_wrap (GstBufferPool * pool,
-    GstAllocator * allocator, pf_consumer * c, const pf_event * ev,
-    GstBuffer ** out, guint64 * total);
-
-/* Frees @pool's free buffers that keep memories (and their segments
- * mapped): for a new connection or new caps. */
-G_GNUC_INTERNAL
-void gst_pinned_shm_frame_pool_forget (GstBufferPool * pool);
 
 /* Stamps @buf from @f: with @keep_timestamps (a non-live stream) the
  * producer's PTS and DTS as they are; else PTS = the producer's clock_pts in

@@ -57,6 +57,7 @@
 #include "gstpinnedshmcommon.h"
 #include "gstpinnedshmconnect.h"
 #include "gstpinnedshmframe.h"
+#include "gstpinnedshmframepool.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -133,7 +134,7 @@ struct _GstPinnedShmSrc
 
   /* streaming thread (and start/stop) */
   GstAllocator *allocator;
-  GstBufferPool *pool;          /* recycles our buffers; from start to stop */
+  GstPinnedShmFramePool *pool;  /* recycles our buffers; from start to stop */
   GstCaps *caps;                /* current caps from the producer */
   GstVideoInfo vinfo;
   gboolean is_video;
@@ -434,11 +435,8 @@ gst_pinned_shm_src_stop (GstBaseSrc * bsrc)
   drop_connection (self);
   clear_pending (self);
   gst_caps_replace (&self->caps, NULL);
-  if (self->pool != NULL) {
-    /* buffers still out are freed when they come back */
-    gst_buffer_pool_set_active (self->pool, FALSE);
-    gst_clear_object (&self->pool);
-  }
+  /* buffers still out are freed when they come back */
+  g_clear_pointer (&self->pool, gst_pinned_shm_frame_pool_close);
   return TRUE;
 }
 
