@@ -144,19 +144,16 @@ struct _GstPinnedShmSink
   gboolean unlocked;
   guint n_clients;
 
-  /* streaming thread only */
-  GstVideoInfo vinfo;
+  /* streaming thread only; what render reads every frame first, with the
+   * counters it updates (each frame starts with cold caches) */
   gboolean is_video;
-  GstBufferPool *copy_pool;
-  gsize copy_pool_size;
-
   gboolean clock_is_monotonic;
   /* gst_base_sink_get_latency(), cached by start() and at each LATENCY
    * event (the only thing that changes it): COUNTER_GET/SET */
   guint64 latency;
-  gboolean live;                /* upstream's, as last queried */
   guint64 lock_checked_segment; /* id of the last segment checked for mlock */
   gboolean lock_warned;
+  gboolean live;                /* upstream's, as last queried */
 
   /* statistics: written by the streaming thread alone (COUNTER_ADD), read
    * by any (COUNTER_GET), no lock; released by the producer's callbacks
@@ -169,6 +166,13 @@ struct _GstPinnedShmSink
   guint64 drops;
   guint64 published;
   guint64 released;
+
+  /* streaming thread only: the caps (read per frame only for a buffer
+   * without video meta) and the copy path */
+  GstVideoInfo vinfo;
+  GstBufferPool *copy_pool;
+  gsize copy_pool_size;
+
   /* under lock (the client-event callback, any thread) */
   guint64 demotions;
   guint64 refused;
