@@ -347,17 +347,22 @@ gst_pinned_allocator_init (GstPinnedAllocator * self)
    * generic elements should not make one memfd per allocation. */
 }
 
+/* gst_pinned_allocator_get()'s, once made (never freed) */
+static GstAllocator *instance;
+
 GstAllocator *
 gst_pinned_allocator_get (void)
 {
-  static GstAllocator *instance;
   static gsize init = 0;
 
   if (g_once_init_enter (&init)) {
-    instance = g_object_new (GST_TYPE_PINNED_ALLOCATOR, NULL);
-    gst_object_ref_sink (instance);
-    GST_OBJECT_FLAG_SET (instance, GST_OBJECT_FLAG_MAY_BE_LEAKED);
-    gst_allocator_register (GST_ALLOCATOR_PINNED, gst_object_ref (instance));
+    GstAllocator *a = g_object_new (GST_TYPE_PINNED_ALLOCATOR, NULL);
+
+    gst_object_ref_sink (a);
+    GST_OBJECT_FLAG_SET (a, GST_OBJECT_FLAG_MAY_BE_LEAKED);
+    gst_allocator_register (GST_ALLOCATOR_PINNED, gst_object_ref (a));
+    /* atomic: gst_is_pinned_memory() reads it without the once */
+    g_atomic_pointer_set (&instance, a);
     g_once_init_leave (&init, 1);
   }
   return gst_object_ref (instance);
@@ -402,8 +407,11 @@ gst_pinned_allocator_wrap_full (GstAllocator * allocator,
 gboolean
 gst_is_pinned_memory (GstMemory * mem)
 {
+  /* the shared allocator first: no type check (a read of its class) per
+   * frame and per memory (issue 13); another instance is checked */
   return mem != NULL && mem->allocator != NULL &&
-      GST_IS_PINNED_ALLOCATOR (mem->allocator);
+      (mem->allocator == g_atomic_pointer_get (&instance) ||
+      GST_IS_PINNED_ALLOCATOR (mem->allocator));
 }
 
 GstPinnedSegment *
