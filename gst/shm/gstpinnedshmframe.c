@@ -102,45 +102,6 @@ gst_pinned_shm_frame_set_meta (pf_producer_frame * frame, GstBuffer * buf,
     frame->meta_flags |= PF_FRAME_HAS_VIDEO_META;
 }
 
-guint64
-gst_pinned_shm_frame_clock_pts (GstBaseSink * bsink,
-    gboolean clock_is_monotonic, GstBuffer * buf)
-{
-  GstElement *element = GST_ELEMENT_CAST (bsink);
-  GstClockTime pts = GST_BUFFER_PTS (buf), rt, t, base;
-  GstClock *clock = NULL;
-  gboolean have_clock;
-
-  if (!GST_CLOCK_TIME_IS_VALID (pts)
-      || bsink->segment.format != GST_FORMAT_TIME)
-    return PF_TIME_NONE;
-  rt = gst_segment_to_running_time (&bsink->segment, GST_FORMAT_TIME, pts);
-  if (!GST_CLOCK_TIME_IS_VALID (rt))
-    return PF_TIME_NONE;
-
-  /* clock and base time in one go; the clock itself (a reference) only
-   * when it must be read: a monotonic clock's time is the wire's already
-   * (every frame comes here) */
-  GST_OBJECT_LOCK (element);
-  have_clock = GST_ELEMENT_CLOCK (element) != NULL;
-  base = GST_ELEMENT_CAST (element)->base_time;
-  if (have_clock && !clock_is_monotonic)
-    clock = gst_object_ref (GST_ELEMENT_CLOCK (element));
-  GST_OBJECT_UNLOCK (element);
-  if (!have_clock)
-    return PF_TIME_NONE;
-
-  t = rt + base + gst_base_sink_get_latency (bsink);
-  if (clock != NULL) {
-    GstClockTimeDiff diff = GST_CLOCK_DIFF (gst_clock_get_time (clock),
-        (GstClockTime) pf_monotonic_ns ());
-
-    t = (diff < 0 && (GstClockTime) (-diff) > t) ? 0 : t + diff;
-    gst_object_unref (clock);
-  }
-  return t;
-}
-
 /* ---- the source's side: a received frame's timestamps and video meta
  * (its buffer: gstpinnedshmframepool.c) ---- */
 

@@ -38,18 +38,11 @@ gboolean gst_pinned_shm_frame_set_chunks (pf_producer_frame * frame, GstBuffer *
 
 /* Fills @frame's timestamps, offsets, wire flags and video layout from
  * @buf: its GstVideoMeta, else @vinfo (NULL when the caps are not video),
- * else no video layout. @clock_pts: gst_pinned_shm_frame_clock_pts(). */
+ * else no video layout. @clock_pts: the PTS as CLOCK_MONOTONIC time
+ * (pinnedshmsink's clock_pts()), or PF_TIME_NONE. */
 G_GNUC_INTERNAL
 void gst_pinned_shm_frame_set_meta (pf_producer_frame * frame, GstBuffer * buf,
     const GstVideoInfo * vinfo, guint64 clock_pts);
-
-/* The PTS of @buf as CLOCK_MONOTONIC time (the wire's time base) when
- * @bsink renders it: running time + base time + the sink's latency, mapped
- * with the clock's current offset unless @clock_is_monotonic. PF_TIME_NONE
- * without a PTS, a TIME segment or a clock. */
-G_GNUC_INTERNAL
-guint64 gst_pinned_shm_frame_clock_pts (GstBaseSink * bsink,
-    gboolean clock_is_monotonic, GstBuffer * buf);
 
 /* Stamps @buf from @f: with @keep_timestamps (a non-live stream) the
  * producer's PTS and DTS as they are; else PTS = the producer's clock_pts in
