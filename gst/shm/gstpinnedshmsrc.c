@@ -168,7 +168,11 @@ struct _GstPinnedShmSrc
   guint64 qos_pending;
   gint64 qos_last;
 
-  /* lock protects consumer and stats */
+  /* lock protects consumer (written under it; the streaming thread, its
+   * only writer while streaming, reads it without) and the stats, except
+   * those every frame moves: frames, bytes and latency_*, written by the
+   * streaming thread alone (or with it stopped) with relaxed atomic stores
+   * and read with relaxed atomic loads, without the lock */
   GMutex lock;
   pf_consumer *consumer;
   guint64 frames;
@@ -186,6 +190,9 @@ struct _GstPinnedShmSrc
   /* of the current connection, to add the differences to the above */
   guint64 conn_stale, conn_missed;
 };
+
+#define STAT_LOAD(x) __atomic_load_n (&(x), __ATOMIC_RELAXED)
+#define STAT_STORE(x, v) __atomic_store_n (&(x), (v), __ATOMIC_RELAXED)
 
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC,
@@ -245,22 +252,23 @@ gst_pinned_shm_src_on_disconnect_get_type (void)
 static GstStructure *
 gst_pinned_shm_src_get_stats (GstPinnedShmSrc * self)
 {
+  guint64 frames = STAT_LOAD (self->frames);
   GstStructure *s;
 
   g_mutex_lock (&self->lock);
   s = gst_structure_new ("application/x-pinnedshmsrc-stats",
       "connected", G_TYPE_BOOLEAN, self->consumer != NULL,
-      "frames", G_TYPE_UINT64, self->frames,
-      "bytes", G_TYPE_UINT64, self->bytes,
+      "frames", G_TYPE_UINT64, frames,
+      "bytes", G_TYPE_UINT64, STAT_LOAD (self->bytes),
       "held", G_TYPE_UINT,
       self->consumer ? pf_consumer_get_held (self->consumer) : 0,
       "reconnects", G_TYPE_UINT64, self->reconnects,
       "errors", G_TYPE_UINT64, self->errors,
       "gaps", G_TYPE_UINT64, self->gaps,
-      "latency-last", G_TYPE_UINT64, self->latency_last,
+      "latency-last", G_TYPE_UINT64, STAT_LOAD (self->latency_last),
       "latency-mean", G_TYPE_UINT64,
-      self->frames ? self->latency_sum / self->frames : (guint64) 0,
-      "latency-max", G_TYPE_UINT64, self->latency_max,
+      frames ? STAT_LOAD (self->latency_sum) / frames : (guint64) 0,
+      "latency-max", G_TYPE_UINT64, STAT_LOAD (self->latency_max),
       "stale-dropped", G_TYPE_UINT64, self->stale_dropped,
       "missed", G_TYPE_UINT64, self->missed,
       "live", G_TYPE_BOOLEAN, self->live,
@@ -299,7 +307,8 @@ gst_pinned_shm_src_set_property (GObject * object, guint prop_id,
       self->lock_segments = g_value_get_boolean (value);
       break;
     case PROP_BUSY_POLL_US:
-      self->busy_poll_us = g_value_get_uint (value);
+      /* also read without the lock, per frame (wait_for_event ()) */
+      g_atomic_int_set (&self->busy_poll_us, g_value_get_uint (value));
       break;
     case PROP_DELIVERY:
       self->delivery = g_value_get_enum (value);
@@ -666,20 +675,25 @@ note_sequence (GstPinnedShmSrc * self, const pf_consumer_frame * f,
   return gap;
 }
 
+/* The streaming thread is the only writer of these: no lock (see the
+ * struct). */
 static void
 count_frame (GstPinnedShmSrc * self, const pf_consumer_frame * f, guint64 total)
 {
-  guint64 now = pf_monotonic_ns ();
+  guint64 now, lat;
 
-  g_mutex_lock (&self->lock);
-  self->frames++;
-  self->bytes += total;
-  if (f->send_time != PF_TIME_NONE && now >= f->send_time) {
-    self->latency_last = now - f->send_time;
-    self->latency_sum += self->latency_last;
-    self->latency_max = MAX (self->latency_max, self->latency_last);
-  }
-  g_mutex_unlock (&self->lock);
+  STAT_STORE (self->frames, self->frames + 1);
+  STAT_STORE (self->bytes, self->bytes + total);
+  if (f->send_time == PF_TIME_NONE)
+    return;
+  now = pf_monotonic_ns ();
+  if (now < f->send_time)
+    return;
+  lat = now - f->send_time;
+  STAT_STORE (self->latency_last, lat);
+  STAT_STORE (self->latency_sum, self->latency_sum + lat);
+  if (lat > self->latency_max)
+    STAT_STORE (self->latency_max, lat);
 }
 
 /* Posts the frames lost since the last QoS message (the producer skipped
@@ -711,8 +725,8 @@ post_qos (GstPinnedShmSrc * self, GstBuffer * buf, gboolean flush)
       st = gst_segment_to_stream_time (&bsrc->segment, GST_FORMAT_TIME, ts);
     }
   }
+  processed = STAT_LOAD (self->frames);
   g_mutex_lock (&self->lock);
-  processed = self->frames;
   dropped = self->gaps;
   g_mutex_unlock (&self->lock);
 
@@ -821,10 +835,14 @@ probe_producer (GstPinnedShmSrc * self)
   self->qos_pending = 0;
   self->qos_last = 0;
   memset (&self->stream, 0, sizeof (self->stream));
+  STAT_STORE (self->frames, 0);
+  STAT_STORE (self->bytes, 0);
+  STAT_STORE (self->latency_last, 0);
+  STAT_STORE (self->latency_sum, 0);
+  STAT_STORE (self->latency_max, 0);
   g_mutex_lock (&self->lock);
-  self->frames = self->bytes = self->reconnects = self->errors = 0;
-  self->gaps = self->latency_last = self->latency_sum = 0;
-  self->latency_max = self->stale_dropped = self->missed = 0;
+  self->reconnects = self->errors = self->gaps = 0;
+  self->stale_dropped = self->missed = 0;
   self->delivery_in_force = 0;
   self->demoted = FALSE;
   g_mutex_unlock (&self->lock);
@@ -1002,12 +1020,9 @@ handle_disconnect (GstPinnedShmSrc * self, gint res, const gchar * why,
 static gint
 wait_for_event (GstPinnedShmSrc * self, pf_consumer * c)
 {
-  guint busy_us;
+  guint busy_us = (guint) g_atomic_int_get (&self->busy_poll_us);
   gint res = 0;
 
-  GST_OBJECT_LOCK (self);
-  busy_us = self->busy_poll_us;
-  GST_OBJECT_UNLOCK (self);
   if (busy_us > 0) {
     gint64 deadline = g_get_monotonic_time () + busy_us;
 
@@ -1069,9 +1084,10 @@ gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
     pf_event ev;
     int res, type;
 
-    g_mutex_lock (&self->lock);
-    c = self->consumer ? pf_consumer_ref (self->consumer) : NULL;
-    g_mutex_unlock (&self->lock);
+    /* this thread alone sets and drops the connection while streaming:
+     * no lock, and no reference of our own (receive_error () and
+     * handle_disconnect () drop it last) */
+    c = self->consumer;
 
     if (c == NULL) {
       gint timeout;
@@ -1089,7 +1105,6 @@ gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
       continue;
     }
 
-    memset (&ev, 0, sizeof (ev));
     if (self->have_pending_ev) {
       ev = self->pending_ev;
       self->have_pending_ev = FALSE;
@@ -1103,7 +1118,6 @@ gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
     }
     if (res == 0) {
       res = wait_for_event (self, c);
-      pf_consumer_unref (c);
       if (res < 0)
         return GST_FLOW_FLUSHING;
       waited = TRUE;
@@ -1117,16 +1131,13 @@ gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
         gchar *why = g_utf8_make_valid (pf_consumer_get_error (c), -1);
 
         update_counters (self, c);
-        pf_consumer_unref (c);
         ret = handle_disconnect (self, res, why, &retry);
         g_free (why);
         if (retry)
           continue;
         return ret;
       }
-      ret = receive_error (self, c, res);
-      pf_consumer_unref (c);
-      return ret;
+      return receive_error (self, c, res);
     }
 
     type = ev.type;
@@ -1155,7 +1166,6 @@ gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
       update_counters (self, c);
       self->counters_dirty = FALSE;
     }
-    pf_consumer_unref (c);
 
     if (*outbuf != NULL) {
       self->poll_first = waited;

@@ -62,7 +62,9 @@ struct pf_consumer
   atomic_int refcount;
   pthread_mutex_t lock;
   int fd;
-  int broken;                   /* 0, or the negative errno that ended it */
+  /* 0, or the negative errno that ended it: written under the lock
+   * (atomically, with the error text before it), read without it */
+  int broken;
   int write_closed;             /* the producer hung up: no more releases,
                                  * but what it sent before is still read */
   char error[256];
@@ -82,7 +84,12 @@ struct pf_consumer
   int have_seq;
   uint32_t caps_seq;
   char caps[PF_MAX_CAPS_LEN + 1];
-  uint8_t buf[PF_MAX_MSG_SIZE];
+  /* the packet received; a FRAME is read in place (see handle_packet) */
+  union
+  {
+    uint8_t bytes[PF_MAX_MSG_SIZE];
+    struct pf_msg_frame frame;
+  } rbuf;
   struct pf_msg msg;
   pf_stream_info stream;        /* the producer's last STREAM */
   pf_consumer_stats stats;
@@ -218,8 +225,8 @@ set_error_locked (pf_consumer * c, int err, const char *fmt, va_list ap)
 {
   if (c->broken)
     return c->broken;
-  c->broken = err;
   vsnprintf (c->error, sizeof (c->error), fmt, ap);
+  __atomic_store_n (&c->broken, err, __ATOMIC_RELEASE);
   shutdown (c->fd, SHUT_RDWR);
   return err;
 }
@@ -425,7 +432,22 @@ handle_packet (pf_consumer * c, size_t len, int *fds, unsigned int n_fds,
   struct pf_msg *msg = &c->msg;
   int res;
 
-  if ((res = pf_msg_parse (c->buf, len, n_fds, msg)) < 0) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  /* A FRAME, every frame: its wire layout is the host struct here (the
+   * static asserts of pf-protocol.h and pf-protocol.c), so it is checked
+   * in place, as pf_msg_parse() checks it after copying it out. Anything
+   * else, or a FRAME that fails, goes through pf_msg_parse(), which
+   * reports it. */
+  if (len == sizeof (struct pf_msg_frame) && n_fds == 0) {
+    const struct pf_msg_frame *f = &c->rbuf.frame;
+
+    if (f->hdr.type == PF_MSG_FRAME && f->hdr.size == len
+        && f->hdr.n_fds == 0 && f->hdr.reserved == 0
+        && pf_msg_frame_check (f) == 0)
+      return handle_frame (c, f, ev);
+  }
+#endif
+  if ((res = pf_msg_parse (c->rbuf.bytes, len, n_fds, msg)) < 0) {
     pf_socket_close_fds (fds, n_fds);
     return consumer_fail (c, res, "%s", pf_msg_error ());
   }
@@ -509,8 +531,8 @@ recv_packet (pf_consumer * c, int timeout_ms, int cancel_fd, int *fds,
     if (r == 0)
       return -ETIMEDOUT;
   }
-  len = pf_socket_recv (c->fd, c->buf, sizeof (c->buf), MSG_DONTWAIT, fds,
-      n_fds, why);
+  len = pf_socket_recv (c->fd, c->rbuf.bytes, sizeof (c->rbuf), MSG_DONTWAIT,
+      fds, n_fds, why);
   if (len == -EAGAIN && timeout_ms == 0)
     return -ETIMEDOUT;
   return len;
@@ -609,9 +631,8 @@ pf_consumer_receive (pf_consumer * c, int timeout_ms, pf_event * ev)
     clock_gettime (CLOCK_MONOTONIC, &start);
 
   for (;;) {
-    pthread_mutex_lock (&c->lock);
-    res = c->broken;
-    pthread_mutex_unlock (&c->lock);
+    /* set by a release failing on another thread, or by us */
+    res = __atomic_load_n (&c->broken, __ATOMIC_ACQUIRE);
     if (res < 0)
       return res;
 
@@ -649,10 +670,16 @@ pf_consumer_event_clear (pf_event * ev)
 
   if (ev == NULL)
     return;
-  for (i = 0; i < PF_MAX_CHUNKS; i++)
+  /* the references, and what pointed into them; the rest is plain data
+   * (zeroing all of it was a third of the cost, every frame) */
+  for (i = 0; i < PF_MAX_CHUNKS; i++) {
     if (ev->segments[i])
       pf_segment_unref (ev->segments[i]);
-  memset (ev, 0, sizeof (*ev));
+    ev->segments[i] = NULL;
+    ev->data[i] = NULL;
+  }
+  ev->type = 0;
+  ev->caps = NULL;
 }
 
 int
@@ -688,15 +715,17 @@ pf_consumer_release (pf_consumer * c, uint64_t seq)
   } else if (res < 0) {
     /* A producer that stops reading fails the connection (it is not an
      * end of stream): -ETIMEDOUT for the _with() consumers. */
-    c->broken = c->v2 && res == -EAGAIN ? -ETIMEDOUT : -EPIPE;
+    int err = c->v2 && res == -EAGAIN ? -ETIMEDOUT : -EPIPE;
+
     if (res == -EAGAIN)
       snprintf (c->error, sizeof (c->error), "the producer stopped reading: "
           "a RELEASE could not be sent within %d ms", SEND_TIMEOUT_MS);
     else
       snprintf (c->error, sizeof (c->error), "sending a release failed: %s",
           strerror (-res));
+    __atomic_store_n (&c->broken, err, __ATOMIC_RELEASE);
     shutdown (c->fd, SHUT_RDWR);
-    res = c->broken;
+    res = err;
   }
   pthread_mutex_unlock (&c->lock);
   return res;
@@ -733,9 +762,9 @@ handshake (pf_consumer * c, const char *who, int timeout_ms, int cancel_fd)
   int res;
 
   /* A fresh connection has room for 40 bytes: never block here. */
-  n = pf_msg_write_hello_full (c->buf, PF_PROTOCOL_VERSION, PF_ROLE_CONSUMER,
-      0, c->requested, 0);
-  res = pf_socket_send (c->fd, c->buf, n, NULL, 0, MSG_DONTWAIT);
+  n = pf_msg_write_hello_full (c->rbuf.bytes, PF_PROTOCOL_VERSION,
+      PF_ROLE_CONSUMER, 0, c->requested, 0);
+  res = pf_socket_send (c->fd, c->rbuf.bytes, n, NULL, 0, MSG_DONTWAIT);
   if (res == -EPIPE || res == -ECONNRESET)
     return handshake_fail (c, res, "%s closed the connection before its "
         "HELLO", who);
@@ -770,7 +799,7 @@ handshake (pf_consumer * c, const char *who, int timeout_ms, int cancel_fd)
     return handshake_fail (c, (int) len, "waiting for the HELLO of %s: %s",
         who, why ? why : strerror ((int) -len));
 
-  res = pf_msg_parse (c->buf, (size_t) len, n_fds, &c->msg);
+  res = pf_msg_parse (c->rbuf.bytes, (size_t) len, n_fds, &c->msg);
   pf_socket_close_fds (fds, n_fds);     /* a valid HELLO carries none */
   if (res < 0)
     return handshake_fail (c, res, "bad HELLO from %s: %s", who,

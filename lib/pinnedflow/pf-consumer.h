@@ -233,7 +233,8 @@ PF_API int pf_consumer_get_fd (pf_consumer * c);
  */
 PF_API int pf_consumer_receive (pf_consumer * c, int timeout_ms, pf_event * ev);
 
-/* Drops the references a FRAME event holds. Safe on any event. */
+/* Drops the references a FRAME event holds (its segments and data
+ * pointers are NULL after, and its type 0). Safe on any event, and twice. */
 PF_API void pf_consumer_event_clear (pf_event * ev);
 
 /* Releases frame @seq. -ENOENT if not held, -EPIPE if disconnected. */

@@ -120,6 +120,10 @@ size_t pf_msg_write_eos (void *buf);
 void pf_msg_frame_from_published (struct pf_msg_frame *msg,
     const pf_producer_frame *frame, uint64_t seq, uint32_t caps_seq,
     uint64_t send_time);
+/* 0 when pf_msg_parse() accepts a FRAME with these fields (the checks
+ * that need no state), else -EPROTO (pf_msg_error() says why). The
+ * consumer checks a FRAME in place with it (little-endian hosts). */
+int pf_msg_frame_check (const struct pf_msg_frame *f);
 /* What a consumer reports of a parsed FRAME. */
 void pf_msg_frame_to_received (const struct pf_msg_frame *msg,
     pf_consumer_frame *frame);
