@@ -225,7 +225,13 @@ pf_socket_send (int fd, const void *buf, size_t len, const int *fds,
 
   if (n_fds > PF_SOCKET_MAX_RECV_FDS)
     return -EINVAL;
-  if (n_fds > 0) {
+  if (n_fds == 0) {
+    /* every FRAME and RELEASE: send(), no msghdr for the kernel to copy
+     * in and walk (issue 13; what shmsink and the benchmark's floor do) */
+    do {
+      n = send (fd, buf, len, flags | MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+  } else {
     memset (&ctl, 0, sizeof (ctl));
     mh.msg_control = ctl.buf;
     mh.msg_controllen = CMSG_SPACE (sizeof (int) * n_fds);
@@ -234,10 +240,10 @@ pf_socket_send (int fd, const void *buf, size_t len, const int *fds,
     cmsg->cmsg_type = SCM_RIGHTS;
     cmsg->cmsg_len = CMSG_LEN (sizeof (int) * n_fds);
     memcpy (CMSG_DATA (cmsg), fds, sizeof (int) * n_fds);
+    do {
+      n = sendmsg (fd, &mh, flags | MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
   }
-  do {
-    n = sendmsg (fd, &mh, flags | MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
   if (n < 0)
     return -errno;
   /* A SOCK_SEQPACKET packet goes out whole or not at all. */
