@@ -238,15 +238,34 @@ gst_pinned_shm_frame_add_video_meta (const pf_consumer_frame * f,
   gboolean known;
   guint i;
 
+  vmeta = get_video_meta (buf);
   if (!(f->meta_flags & PF_FRAME_HAS_VIDEO_META) || vinfo == NULL) {
     /* a recycled buffer's meta does not describe this frame */
-    vmeta = get_video_meta (buf);
     if (vmeta != NULL)
       gst_buffer_remove_meta (buf, (GstMeta *) vmeta);
     return TRUE;
   }
   /* the same layout as the last frame's: checked then */
   known = checked != NULL && layout_is (checked, f, total, vinfo);
+  if (known && vmeta != NULL
+      && GST_META_FLAG_IS_SET (vmeta, GST_META_FLAG_POOLED)) {
+    /* every frame of a stream: a recycled buffer's meta filled in from the
+     * frame as below, without the copies in between (the planes past
+     * n_planes are 0 on the wire) */
+    G_STATIC_ASSERT (PF_MAX_PLANES == GST_VIDEO_MAX_PLANES);
+    vmeta->flags = GST_VIDEO_FRAME_FLAG_NONE;
+    vmeta->format = GST_VIDEO_INFO_FORMAT (vinfo);
+    vmeta->id = 0;
+    vmeta->width = f->width;
+    vmeta->height = f->height;
+    vmeta->n_planes = f->n_planes;
+    for (i = 0; i < GST_VIDEO_MAX_PLANES; i++) {
+      vmeta->offset[i] = f->plane_offset[i];
+      vmeta->stride[i] = f->plane_stride[i];
+    }
+    memset (&vmeta->alignment, 0, sizeof (vmeta->alignment));
+    return TRUE;
+  }
   if (!known && (f->n_planes != GST_VIDEO_INFO_N_PLANES (vinfo)
           || f->n_planes > PF_MAX_PLANES || f->width == 0 || f->height == 0
           || f->width > G_MAXINT32 || f->height > G_MAXINT32))
@@ -257,7 +276,6 @@ gst_pinned_shm_frame_add_video_meta (const pf_consumer_frame * f,
     offsets[i] = f->plane_offset[i];
     strides[i] = f->plane_stride[i];
   }
-  vmeta = get_video_meta (buf);
   if (vmeta != NULL && GST_META_FLAG_IS_SET (vmeta, GST_META_FLAG_POOLED)) {
     /* a recycled buffer's: filled in as gst_buffer_add_video_meta_full()
      * would (the alignment reset to none) */

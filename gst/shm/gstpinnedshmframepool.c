@@ -174,6 +174,13 @@ gst_pinned_shm_frame_wrap_chunks (GstAllocator * allocator, pf_consumer * c,
 #define FRAME_POOL_MAX 64
 #define FRAME_POOL_KEEP 32
 #define FRAME_POOL_AGE 128
+/* The entry that last wrapped a chunk, by (segment, offset) hashed: the
+ * frame's buffer found without a scan of the pool. A hint (checked; a
+ * collision just misses), so of any size. */
+#define FRAME_POOL_HINTS 64
+/* Every this many acquisitions, the waiting buffers are scanned for one
+ * unused for FRAME_POOL_AGE (the lookup above sees none but its own). */
+#define FRAME_POOL_AGE_SCAN 16
 
 enum
 {
@@ -208,6 +215,7 @@ struct _GstPinnedShmFramePool
   FrameEntry *entries[FRAME_POOL_MAX];
   guint n_entries;
   guint64 tick;                 /* acquisitions */
+  FrameEntry *hints[FRAME_POOL_HINTS];
 };
 
 static GQuark entry_quark;
@@ -222,6 +230,16 @@ pool_unref (GstPinnedShmFramePool * pool)
   for (i = 0; i < pool->n_entries; i++)
     g_free (pool->entries[i]);
   g_free (pool);
+}
+
+static inline guint
+hint_index (gconstpointer seg, guint64 offset)
+{
+  guint64 h = ((guint64) (guintptr) seg >> 4) ^ (offset >> 12) ^ offset;
+
+  h ^= h >> 17;
+  h *= G_GUINT64_CONSTANT (0x9e3779b97f4a7c15);
+  return (guint) (h >> 58) % FRAME_POOL_HINTS;
 }
 
 /* Whether @e keeps memories of exactly @ev's chunks. */
@@ -390,20 +408,35 @@ pool_add_entry (GstPinnedShmFramePool * pool)
   return e;
 }
 
-/* The entry for @ev (BUSY): the one that carried these chunks last, else
- * an empty one, else (enough made) the one unused for longest, else a new
- * one; NULL when FRAME_POOL_MAX are out. */
+/* The entry for @ev (BUSY): the one that carried these chunks last
+ * (*@again TRUE), else an empty one, else (enough made) the one unused for
+ * longest, else a new one; NULL when FRAME_POOL_MAX are out. */
 static FrameEntry *
-pool_take (GstPinnedShmFramePool * pool, const pf_event * ev)
+pool_take (GstPinnedShmFramePool * pool, const pf_event * ev, gboolean * again)
 {
   FrameEntry *take, *match = NULL, *empty = NULL, *oldest = NULL;
   guint i;
 
   pool->tick++;
+  /* the usual case: the buffer of the producer's slot, waiting */
+  match = pool->hints[hint_index (ev->segments[0], ev->frame.chunks[0].offset)];
+  if (match != NULL && g_atomic_int_get (&match->state) == ENTRY_FREE
+      && match->loan != NULL && entry_matches (match, ev)) {
+    *again = TRUE;
+    if (pool->tick % FRAME_POOL_AGE_SCAN != 0) {
+      g_atomic_int_set (&match->state, ENTRY_BUSY);
+      match->last_used = pool->tick;
+      return match;
+    }
+  } else {
+    match = NULL;
+  }
   for (i = 0; i < pool->n_entries; i++) {
     FrameEntry *e = pool->entries[i];
 
     if (g_atomic_int_get (&e->state) != ENTRY_FREE)
+      continue;
+    if (e == match)
       continue;
     if (e->loan == NULL)
       empty = e;
@@ -412,6 +445,7 @@ pool_take (GstPinnedShmFramePool * pool, const pf_event * ev)
     else if (oldest == NULL || e->last_used < oldest->last_used)
       oldest = e;
   }
+  *again = match != NULL;
   if (match != NULL)
     take = match;
   else if (empty != NULL)
@@ -441,10 +475,11 @@ gst_pinned_shm_frame_pool_wrap (GstPinnedShmFramePool * pool,
     GstBuffer ** out, guint64 * total)
 {
   const pf_consumer_frame *f = &ev->frame;
+  gboolean again = FALSE;
   FrameEntry *e;
   guint i;
 
-  e = pool_take (pool, ev);
+  e = pool_take (pool, ev, &again);
   if (G_UNLIKELY (e == NULL)) {
     /* all out: a buffer of its own */
     *out = gst_buffer_new ();
@@ -453,7 +488,7 @@ gst_pinned_shm_frame_pool_wrap (GstPinnedShmFramePool * pool,
   *out = e->buf;
   e->generation = (guint) g_atomic_int_get (&pool->generation);
 
-  if (e->loan != NULL && entry_matches (e, ev)) {
+  if (again) {
     /* the chunks of this buffer's last frame: lent again */
     e->loan->consumer = pf_consumer_ref (c);
     e->loan->seq = f->seq;
@@ -476,6 +511,7 @@ gst_pinned_shm_frame_pool_wrap (GstPinnedShmFramePool * pool,
       e->offset[i] = f->chunks[i].offset;
       e->size[i] = f->chunks[i].size;
     }
+    pool->hints[hint_index (e->seg[0], e->offset[0])] = e;
   }
   g_atomic_int_set (&e->state, ENTRY_OUT);
   return TRUE;
