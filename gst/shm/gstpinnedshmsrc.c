@@ -113,6 +113,7 @@ static GParamSpec *properties[N_PROPERTIES];
 
 /* see GstPinnedShmSrc.poll_first */
 #define POLL_FIRST_PROBE 8
+#define POLL_FIRST_LATE_NS (1000 * 1000)
 
 struct _GstPinnedShmSrc
 {
@@ -142,10 +143,18 @@ struct _GstPinnedShmSrc
   GstPinnedShmLayout layout;
   /* the last frame came after a wait: wait before the next receive too,
    * instead of a receive that finds nothing (one syscall per frame at
-   * paced rates); every POLL_FIRST_PROBE-th frame receives first, so a
-   * stream that catches up goes back to receiving without waiting */
+   * paced rates). A frame that came more than POLL_FIRST_LATE_NS after
+   * its send had waited in the socket: the next is received first, so a
+   * stream that falls behind goes back to receiving without waiting
+   * (issue 13: this replaced a receive first every POLL_FIRST_PROBE-th
+   * frame, 0.12 recvmsg() per frame answering EAGAIN at paced rates);
+   * without a send time from the producer, every POLL_FIRST_PROBE-th
+   * frame still receives first (poll_first_probe). */
   gboolean poll_first;
+  gboolean poll_first_probe;
   guint poll_first_count;
+  /* the last frame's latency (count_frame()), G_MAXUINT64: unknown */
+  guint64 last_latency;
   /* the connection's counters may have moved (a gap): update_counters() */
   gboolean counters_dirty;
   gboolean discont;
@@ -684,12 +693,14 @@ count_frame (GstPinnedShmSrc * self, const pf_consumer_frame * f, guint64 total)
 
   STAT_STORE (self->frames, self->frames + 1);
   STAT_STORE (self->bytes, self->bytes + total);
+  self->last_latency = G_MAXUINT64;
   if (f->send_time == PF_TIME_NONE)
     return;
   now = pf_monotonic_ns ();
   if (now < f->send_time)
     return;
   lat = now - f->send_time;
+  self->last_latency = lat;
   STAT_STORE (self->latency_last, lat);
   STAT_STORE (self->latency_sum, self->latency_sum + lat);
   if (lat > self->latency_max)
@@ -828,7 +839,9 @@ probe_producer (GstPinnedShmSrc * self)
   self->is_video = FALSE;
   gst_pinned_shm_layout_reset (&self->layout);
   self->poll_first = FALSE;
+  self->poll_first_probe = TRUE;
   self->poll_first_count = 0;
+  self->last_latency = G_MAXUINT64;
   self->discont = TRUE;
   self->have_seq = FALSE;
   self->ever_connected = FALSE;
@@ -1109,8 +1122,8 @@ gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
       ev = self->pending_ev;
       self->have_pending_ev = FALSE;
       res = 1;
-    } else if (self->poll_first && !waited
-        && ++self->poll_first_count % POLL_FIRST_PROBE != 0) {
+    } else if (self->poll_first && !waited && (!self->poll_first_probe
+            || ++self->poll_first_count % POLL_FIRST_PROBE != 0)) {
       /* the last frame was waited for: so will this one be, most likely */
       res = 0;
     } else {
@@ -1168,7 +1181,9 @@ gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
     }
 
     if (*outbuf != NULL) {
-      self->poll_first = waited;
+      self->poll_first_probe = self->last_latency == G_MAXUINT64;
+      self->poll_first = waited && (self->poll_first_probe
+          || self->last_latency <= POLL_FIRST_LATE_NS);
       post_qos (self, *outbuf, FALSE);
     } else if (ret == GST_FLOW_EOS)
       post_qos (self, NULL, TRUE);
@@ -1205,6 +1220,8 @@ gst_pinned_shm_src_init (GstPinnedShmSrc * self)
   self->busy_poll_us = DEFAULT_BUSY_POLL_US;
   self->delivery = DEFAULT_DELIVERY;
   self->live = TRUE;
+  self->poll_first_probe = TRUE;
+  self->last_latency = G_MAXUINT64;
   self->cancel_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
   self->allocator = gst_pinned_allocator_get ();
   g_mutex_init (&self->lock);
