@@ -695,7 +695,8 @@ lookup_psegs (pf_producer * p, unsigned int n, pf_segment * const *segments,
  * checks of the fields a publisher sets: the chunks against their
  * segments @ps (whose ids are never 0), the video fields; unused chunks
  * and planes are written zero, the reserved field too, so those rules hold
- * by construction. 0 or -EINVAL (nothing to send). */
+ * by construction (what a caller left in unused entries is not looked
+ * at: pf_producer_frame says to zero it). 0 or -EINVAL (nothing to send). */
 static int
 frame_encode (struct pf_msg_frame *m, const pf_producer_frame * frame,
     struct pseg *const *ps, uint64_t seq, uint32_t caps_seq,
@@ -736,6 +737,8 @@ frame_encode (struct pf_msg_frame *m, const pf_producer_frame * frame,
     }
     m->width = frame->width;
     m->height = frame->height;
+  } else if (frame->n_planes || frame->width || frame->height) {
+    return -EINVAL;             /* video fields without the flag */
   } else {
     m->width = m->height = 0;
   }
