@@ -34,6 +34,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,6 +371,44 @@ held_add_locked (pf_consumer * c, uint64_t seq)
   return 0;
 }
 
+/* A received frame (pf_consumer_frame) is laid out as the FRAME's fields
+ * from seq on, the message's reserved field where the frame has padding:
+ * it is copied from a parsed (host order) FRAME in one piece, instead of
+ * zeroed and filled field by field (issue 13, every frame). */
+#define SAME_AS_MSG(field) PF_STATIC_ASSERT (offsetof (pf_consumer_frame, \
+        field) == offsetof (struct pf_msg_frame, field) - \
+    offsetof (struct pf_msg_frame, seq), "pf_consumer_frame." #field)
+SAME_AS_MSG (seq);
+SAME_AS_MSG (caps_seq);
+SAME_AS_MSG (n_chunks);
+SAME_AS_MSG (chunks);
+SAME_AS_MSG (pts);
+SAME_AS_MSG (dts);
+SAME_AS_MSG (duration);
+SAME_AS_MSG (offset);
+SAME_AS_MSG (offset_end);
+SAME_AS_MSG (clock_pts);
+SAME_AS_MSG (send_time);
+SAME_AS_MSG (buffer_flags);
+SAME_AS_MSG (meta_flags);
+SAME_AS_MSG (width);
+SAME_AS_MSG (height);
+SAME_AS_MSG (n_planes);
+SAME_AS_MSG (plane_offset);
+SAME_AS_MSG (plane_stride);
+PF_STATIC_ASSERT (offsetof (pf_consumer_frame, plane_offset) ==
+    offsetof (pf_consumer_frame, n_planes) + 8, "one hole, for reserved");
+PF_STATIC_ASSERT (sizeof (pf_consumer_frame) == sizeof (struct pf_msg_frame) -
+    offsetof (struct pf_msg_frame, seq), "pf_consumer_frame size");
+PF_STATIC_ASSERT (sizeof (pf_frame_chunk) == sizeof (struct pf_msg_chunk)
+    && offsetof (pf_frame_chunk, segment_id) ==
+    offsetof (struct pf_msg_chunk, segment_id)
+    && offsetof (pf_frame_chunk, offset) ==
+    offsetof (struct pf_msg_chunk, offset)
+    && offsetof (pf_frame_chunk, size) == offsetof (struct pf_msg_chunk, size),
+    "pf_frame_chunk");
+#undef SAME_AS_MSG
+
 static int
 handle_frame (pf_consumer * c, const struct pf_msg_frame *f, pf_event * ev)
 {
@@ -414,7 +453,9 @@ handle_frame (pf_consumer * c, const struct pf_msg_frame *f, pf_event * ev)
   c->last_seq = f->seq;
   c->have_seq = 1;
   ev->type = PF_EVENT_FRAME;
-  pf_msg_frame_to_received (f, &ev->frame);
+  /* pf_msg_frame_to_received (), in one copy (see above); the hole gets
+   * the checked reserved field, 0 */
+  memcpy (&ev->frame, &f->seq, sizeof (ev->frame));
   for (i = 0; i < f->n_chunks; i++) {
     ev->segments[i] = pf_segment_ref (s[i]->seg);
     ev->data[i] = (const uint8_t *) pf_segment_get_base (s[i]->seg) +
