@@ -759,6 +759,12 @@ update_counters (GstPinnedShmSrc * self, pf_consumer * c)
   pf_consumer_stats st;
 
   pf_consumer_get_stats (c, &st);
+  /* every frame under newest-frame delivery: most often nothing moved */
+  if (st.frames_stale_dropped == self->conn_stale
+      && st.frames_missed == self->conn_missed
+      && st.delivery == self->delivery_in_force
+      && (st.demoted != 0) == self->demoted)
+    return;
   g_mutex_lock (&self->lock);
   if (st.frames_stale_dropped >= self->conn_stale)
     self->stale_dropped += st.frames_stale_dropped - self->conn_stale;

@@ -654,8 +654,9 @@ producer_gone (pf_consumer * c)
       "(crashed, killed, or closed mid-stream)");
 }
 
-int
-pf_consumer_receive (pf_consumer * c, int timeout_ms, pf_event * ev)
+/* pf_consumer_receive () on an event whose fields but the frame are zero */
+static int
+receive_event (pf_consumer * c, int timeout_ms, pf_event * ev)
 {
   int fds[PF_SOCKET_MAX_RECV_FDS];
   struct timespec start = { 0, 0 };
@@ -664,9 +665,6 @@ pf_consumer_receive (pf_consumer * c, int timeout_ms, pf_event * ev)
   ssize_t len;
   int res;
 
-  if (c == NULL || ev == NULL)
-    return -EINVAL;
-  memset (ev, 0, sizeof (*ev));
   /* 0 (what is queued) and -1 (forever) need no clock */
   if (timeout_ms > 0)
     clock_gettime (CLOCK_MONOTONIC, &start);
@@ -702,6 +700,27 @@ pf_consumer_receive (pf_consumer * c, int timeout_ms, pf_event * ev)
       skip_stale (c, ev);
     return res;
   }
+}
+
+int
+pf_consumer_receive (pf_consumer * c, int timeout_ms, pf_event * ev)
+{
+  int res;
+
+  if (c == NULL || ev == NULL)
+    return -EINVAL;
+  /* All but the frame: a FRAME event gets it whole (handle_frame ()),
+   * any other outcome zero (issue 13: a FRAME's was zeroed, then copied) */
+  ev->type = 0;
+  ev->caps = NULL;
+  ev->caps_seq = 0;
+  memset (ev->segments, 0, sizeof (ev->segments));
+  memset (ev->data, 0, sizeof (ev->data));
+  memset (&ev->stream, 0, sizeof (ev->stream));
+  res = receive_event (c, timeout_ms, ev);
+  if (res != 1 || ev->type != PF_EVENT_FRAME)
+    memset (&ev->frame, 0, sizeof (ev->frame));
+  return res;
 }
 
 void
