@@ -115,32 +115,26 @@ static GParamSpec *properties[N_PROPERTIES];
 #define POLL_FIRST_PROBE 8
 #define POLL_FIRST_LATE_NS (1000 * 1000)
 
+/* Every frame starts with cold caches at paced rates: what create(), the
+ * frame helpers and the stats touch per frame comes first, together
+ * (issue 13), then what only connections, caps changes, state changes
+ * and the stats query use. */
 struct _GstPinnedShmSrc
 {
   GstPushSrc parent;
 
-  /* properties, under the object lock */
-  gchar *socket_path;
-  GstPinnedShmSrcOnDisconnect on_disconnect;
-  gint connect_timeout;
-  guint64 max_mapped_bytes;
-  guint max_mapped_segments;
-  gboolean lock_segments;
-  guint busy_poll_us;
-  GstPinnedShmSrcDelivery delivery;
-
+  /* ---- per frame ---- */
+  /* streaming thread (and start/stop) */
+  GstPinnedShmFramePool *pool;  /* recycles our buffers; from start to stop */
+  GstAllocator *allocator;
+  /* written under lock (below); the streaming thread, its only writer
+   * while streaming, reads it without */
+  pf_consumer *consumer;
   /* an eventfd, readable between unlock and unlock_stop: every wait of the
    * streaming thread (connecting, the HELLO, the next frame) polls it */
   gint cancel_fd;
-
-  /* streaming thread (and start/stop) */
-  GstAllocator *allocator;
-  GstPinnedShmFramePool *pool;  /* recycles our buffers; from start to stop */
-  GstCaps *caps;                /* current caps from the producer */
-  GstVideoInfo vinfo;
-  gboolean is_video;
-  /* the last frame layout checked against vinfo (reset with the caps) */
-  GstPinnedShmLayout layout;
+  /* property, set under the object lock, read atomically without it */
+  guint busy_poll_us;
   /* the last frame came after a wait: wait before the next receive too,
    * instead of a receive that finds nothing (one syscall per frame at
    * paced rates). A frame that came more than POLL_FIRST_LATE_NS after
@@ -159,39 +153,55 @@ struct _GstPinnedShmSrc
   gboolean counters_dirty;
   gboolean discont;
   gboolean clock_is_monotonic;
-  guint64 last_seq;
-  gboolean have_seq;
-  gboolean ever_connected;
   /* decided going to PAUSED: a live source (clock-mapped timestamps) or
    * not (the producer's timestamps and segment) */
   gboolean live;
-  pf_stream_info stream;        /* the producer's last STREAM */
-  /* what going to PAUSED read before the STREAM: the latest caps, and one
-   * other event (a FRAME or EOS), handled by the first create() */
-  gchar *pending_caps;
-  pf_event pending_ev;
+  guint64 last_seq;
+  gboolean have_seq;
   gboolean have_pending_ev;
-  pf_stream_info pending_stream;
   gboolean have_pending_stream;
+  gboolean is_video;
+  /* what going to PAUSED read before the STREAM: the latest caps (and
+   * see pending_ev below), handled by the first create() */
+  gchar *pending_caps;
   /* QoS: gaps not posted yet, when the last message went */
   guint64 qos_pending;
   gint64 qos_last;
-
-  /* lock protects consumer (written under it; the streaming thread, its
-   * only writer while streaming, reads it without) and the stats, except
-   * those every frame moves: frames, bytes and latency_*, written by the
-   * streaming thread alone (or with it stopped) with relaxed atomic stores
-   * and read with relaxed atomic loads, without the lock */
-  GMutex lock;
-  pf_consumer *consumer;
+  /* stats every frame moves: written by the streaming thread alone (or
+   * with it stopped) with relaxed atomic stores, read with relaxed atomic
+   * loads, without the lock */
   guint64 frames;
   guint64 bytes;
-  guint64 reconnects;
-  guint64 errors;
-  guint64 gaps;
   guint64 latency_last;
   guint64 latency_sum;
   guint64 latency_max;
+  /* the last frame layout checked against vinfo (reset with the caps) */
+  GstPinnedShmLayout layout;
+  pf_stream_info stream;        /* the producer's last STREAM */
+  GstVideoInfo vinfo;
+
+  /* ---- the rest ---- */
+  GstCaps *caps;                /* current caps from the producer */
+  gboolean ever_connected;
+  /* one event going to PAUSED read after the caps (a FRAME or EOS), and
+   * the STREAM */
+  pf_event pending_ev;
+  pf_stream_info pending_stream;
+
+  /* properties, under the object lock (busy_poll_us: above) */
+  gchar *socket_path;
+  GstPinnedShmSrcOnDisconnect on_disconnect;
+  gint connect_timeout;
+  guint64 max_mapped_bytes;
+  guint max_mapped_segments;
+  gboolean lock_segments;
+  GstPinnedShmSrcDelivery delivery;
+
+  /* lock protects consumer (see above) and these stats */
+  GMutex lock;
+  guint64 reconnects;
+  guint64 errors;
+  guint64 gaps;
   guint64 stale_dropped;
   guint64 missed;
   guint delivery_in_force;
