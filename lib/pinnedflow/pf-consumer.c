@@ -3,8 +3,13 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * One thread calls pf_consumer_receive(); it alone touches the segment table
- * and the receive buffer. c->lock guards what pf_consumer_release() shares
- * with it: the held set, the socket for sending, and the error state.
+ * and the receive buffer. What pf_consumer_release(), on any thread, shares
+ * with it: the held set, under c->held_spin (a spinlock held for an insert
+ * or a removal: issue 13, two mutex pairs per frame were ~115
+ * instructions), and the error state (broken, write_closed), written under
+ * c->lock and read atomically without it. RELEASEs are sent without a
+ * lock (a SOCK_SEQPACKET send is atomic), so a release stuck on a full
+ * socket (SO_SNDTIMEO) no longer holds up the receiving thread.
  *
  * Delivery: the STREAM messages of the producer say which delivery is in
  * force (c->stream, receiving thread). With newest frame, a FRAME about to
@@ -32,6 +37,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -71,10 +77,12 @@ struct pf_consumer
    * (atomically, with the error text before it), read without it */
   int broken;
   int write_closed;             /* the producer hung up: no more releases,
-                                 * but what it sent before is still read */
+                                 * but what it sent before is still read;
+                                 * written as broken is */
   pthread_mutex_t lock;
 
-  /* c->lock */
+  /* c->held_spin */
+  atomic_flag held_spin;
   uint64_t *held;
   unsigned int n_held, cap_held;
 
@@ -361,6 +369,29 @@ handle_segment_remove (pf_consumer * c, uint64_t wire_id)
       PRIu64, wire_id);
 }
 
+static inline void
+held_lock (pf_consumer * c)
+{
+  unsigned int spins = 0;
+
+  while (atomic_flag_test_and_set_explicit (&c->held_spin,
+          memory_order_acquire)) {
+    /* the holder may have been preempted: let it run */
+    if (++spins % 64 == 0)
+      sched_yield ();
+#if defined (__x86_64__) || defined (__i386__)
+    else
+      __builtin_ia32_pause ();
+#endif
+  }
+}
+
+static inline void
+held_unlock (pf_consumer * c)
+{
+  atomic_flag_clear_explicit (&c->held_spin, memory_order_release);
+}
+
 static int
 held_add_locked (pf_consumer * c, uint64_t seq)
 {
@@ -442,10 +473,10 @@ handle_frame (pf_consumer * c, const struct pf_msg_frame *f, pf_event * ev)
           pf_segment_get_size (s[i]->seg));
   }
 
-  pthread_mutex_lock (&c->lock);
+  held_lock (c);
   n_held = c->n_held;
   res = n_held >= c->max_held ? -EDQUOT : held_add_locked (c, f->seq);
-  pthread_mutex_unlock (&c->lock);
+  held_unlock (c);
   if (res == -EDQUOT)
     return consumer_fail (c, -EPROTO, "FRAME %" PRIu64 ": producer exceeds "
         "its own limit of %u held frames", f->seq, c->max_held);
@@ -758,27 +789,34 @@ pf_consumer_release (pf_consumer * c, uint64_t seq)
 
   if (c == NULL)
     return -EINVAL;
-  pthread_mutex_lock (&c->lock);
+  held_lock (c);
   for (i = 0; i < c->n_held; i++)
     if (c->held[i] == seq)
       break;
   if (i == c->n_held) {
-    pthread_mutex_unlock (&c->lock);
+    held_unlock (c);
     return -ENOENT;
   }
   c->held[i] = c->held[--c->n_held];
-  if (c->broken || c->write_closed) {
-    pthread_mutex_unlock (&c->lock);
+  held_unlock (c);
+  if (__atomic_load_n (&c->broken, __ATOMIC_ACQUIRE)
+      || __atomic_load_n (&c->write_closed, __ATOMIC_ACQUIRE))
     return -EPIPE;
-  }
   len = pf_msg_write_release (buf, seq);
   res = pf_socket_send (c->fd, buf, len, NULL, 0, 0);
-  if (res == -EPIPE || res == -ECONNRESET) {
+  if (res == 0)
+    return 0;
+
+  pthread_mutex_lock (&c->lock);
+  if (c->broken) {
+    /* failed meanwhile (another release, or the receiving thread) */
+    res = -EPIPE;
+  } else if (res == -EPIPE || res == -ECONNRESET) {
     /* The producer closed: it reclaimed everything. Its last FRAMEs and
      * EOS may still be queued for us: leave the read side alone. */
-    c->write_closed = 1;
+    __atomic_store_n (&c->write_closed, 1, __ATOMIC_RELEASE);
     res = -EPIPE;
-  } else if (res < 0) {
+  } else {
     /* A producer that stops reading fails the connection (it is not an
      * end of stream): -ETIMEDOUT for the _with() consumers. */
     int err = c->v2 && res == -EAGAIN ? -ETIMEDOUT : -EPIPE;
@@ -910,6 +948,7 @@ new_from_fd (int fd, const char *who, int timeout_ms, int cancel_fd,
   }
   atomic_init (&c->refcount, 1);
   pthread_mutex_init (&c->lock, NULL);
+  atomic_flag_clear (&c->held_spin);
   c->fd = fd;
   c->v2 = v2;
   c->requested = options ? options->delivery : PF_DELIVERY_DEFAULT;
@@ -1098,9 +1137,9 @@ pf_consumer_get_held (pf_consumer * c)
 {
   unsigned int n;
 
-  pthread_mutex_lock (&c->lock);
+  held_lock (c);
   n = c->n_held;
-  pthread_mutex_unlock (&c->lock);
+  held_unlock (c);
   return n;
 }
 
