@@ -378,10 +378,14 @@ entry_buffer_dispose (GstMiniObject * obj)
 GstPinnedShmFramePool *
 gst_pinned_shm_frame_pool_new (void)
 {
-  GstPinnedShmFramePool *pool = g_new0 (GstPinnedShmFramePool, 1);
+  static gsize once = 0;
+  GstPinnedShmFramePool *pool;
 
-  if (entry_quark == 0)
+  if (g_once_init_enter (&once)) {
     entry_quark = g_quark_from_static_string ("GstPinnedShmFramePoolEntry");
+    g_once_init_leave (&once, 1);
+  }
+  pool = g_new0 (GstPinnedShmFramePool, 1);
   pool->refcount = 1;
   return pool;
 }
