@@ -6,7 +6,8 @@
  *
  *   shm-bench [--frames N] [--latency-frames N] [--rate FPS] [--csv]
  *             [--cpu-rate FPS] [--busy-poll-us US] [--delivery-only]
- *             [--rounds N] [--appsrc] [--transport NAME [--size WxH]]
+ *             [--rounds N] [--appsrc] [--pool-size N]
+ *             [--transport NAME [--size WxH]]
  *
  * --csv prints the same figures as CSV rows instead of the table (one row
  * per size and transport: size,width,height,bytes,transport,frames_per_s,
@@ -115,6 +116,8 @@ static gchar *opt_transport;
 /* the producer pushes through an appsrc (its queue and streaming thread)
  * instead of from its pacing thread */
 static gboolean opt_appsrc;
+/* pinnedshmsink pool-size = max-client-buffers of the zero-copy runs */
+static gint opt_pool_size = 8;
 static gchar *opt_size;
 
 static GOptionEntry entries[] = {
@@ -139,6 +142,8 @@ static GOptionEntry entries[] = {
   {"transport", 0, 0, G_OPTION_ARG_STRING, &opt_transport,
       "only this transport, paced (pinned, pinned-copy, pinned-busy, shm, "
         "floor), each of --rounds printed", "NAME"},
+  {"pool-size", 0, 0, G_OPTION_ARG_INT, &opt_pool_size,
+      "pinnedshmsink pool-size and max-client-buffers (8)", "N"},
   {"appsrc", 0, 0, G_OPTION_ARG_NONE, &opt_appsrc,
       "the producer pushes through an appsrc (one more thread hop, the "
         "same for every transport) instead of from its pacing thread", NULL},
@@ -325,8 +330,9 @@ run_producer (void)
     sink = gst_element_factory_make ("pinnedshmsink", NULL);
     /* max-client-buffers = pool-size: back-pressure, no frame skipped */
     if (sink)
-      g_object_set (sink, "socket-path", opt_socket, "pool-size", 8,
-          "max-client-buffers", 8, "wait-for-connection", TRUE, NULL);
+      g_object_set (sink, "socket-path", opt_socket, "pool-size",
+          opt_pool_size, "max-client-buffers", opt_pool_size,
+          "wait-for-connection", TRUE, NULL);
   } else {
     sink = gst_element_factory_make ("shmsink", NULL);
     if (sink)
@@ -567,12 +573,14 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
   gchar *nf = g_strdup_printf ("%d", opt_frames);
   gchar *nl = g_strdup_printf ("%d", opt_latency_frames);
   gchar *rate = g_strdup_printf ("%d", fps);
+  gchar *ps = g_strdup_printf ("%d", opt_pool_size);
   gchar *cpu_path = g_strconcat (sock, ".cpu", NULL);
   gchar *cpu_text = NULL;
   gchar *argv[] = { (gchar *) self, (gchar *) "--role", (gchar *) "produce",
     (gchar *) "--impl", (gchar *) impl, (gchar *) "--socket", sock,
     (gchar *) "--width", ws, (gchar *) "--height", hs, (gchar *) "--frames",
     nf, (gchar *) "--latency-frames", nl, (gchar *) "--rate", rate,
+    (gchar *) "--pool-size", ps,
     opt_appsrc ? (gchar *) "--appsrc" : paced ? (gchar *) "--paced" : NULL,
     opt_appsrc && paced ? (gchar *) "--paced" : NULL, NULL
   };
@@ -703,6 +711,7 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
   g_free (nf);
   g_free (nl);
   g_free (rate);
+  g_free (ps);
   return res;
 }
 
