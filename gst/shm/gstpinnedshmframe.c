@@ -226,6 +226,29 @@ layout_set (GstPinnedShmLayout * l, const pf_consumer_frame * f,
   l->valid = TRUE;
 }
 
+/* A recycled buffer's video meta (GST_META_FLAG_POOLED) filled in from
+ * @f as gst_buffer_add_video_meta_full() would: the alignment reset to
+ * none, the planes past n_planes zero. */
+static void
+refill_video_meta (GstVideoMeta * vmeta, const GstVideoInfo * vinfo,
+    const pf_consumer_frame * f)
+{
+  guint i;
+
+  G_STATIC_ASSERT (PF_MAX_PLANES == GST_VIDEO_MAX_PLANES);
+  vmeta->flags = GST_VIDEO_FRAME_FLAG_NONE;
+  vmeta->format = GST_VIDEO_INFO_FORMAT (vinfo);
+  vmeta->id = 0;
+  vmeta->width = f->width;
+  vmeta->height = f->height;
+  vmeta->n_planes = f->n_planes;
+  for (i = 0; i < GST_VIDEO_MAX_PLANES; i++) {
+    vmeta->offset[i] = i < f->n_planes ? f->plane_offset[i] : 0;
+    vmeta->stride[i] = i < f->n_planes ? f->plane_stride[i] : 0;
+  }
+  memset (&vmeta->alignment, 0, sizeof (vmeta->alignment));
+}
+
 gboolean
 gst_pinned_shm_frame_add_video_meta (const pf_consumer_frame * f,
     guint64 total, const GstVideoInfo * vinfo, GstBuffer * buf,
@@ -250,20 +273,8 @@ gst_pinned_shm_frame_add_video_meta (const pf_consumer_frame * f,
   if (known && vmeta != NULL
       && GST_META_FLAG_IS_SET (vmeta, GST_META_FLAG_POOLED)) {
     /* every frame of a stream: a recycled buffer's meta filled in from the
-     * frame as below, without the copies in between (the planes past
-     * n_planes are 0 on the wire) */
-    G_STATIC_ASSERT (PF_MAX_PLANES == GST_VIDEO_MAX_PLANES);
-    vmeta->flags = GST_VIDEO_FRAME_FLAG_NONE;
-    vmeta->format = GST_VIDEO_INFO_FORMAT (vinfo);
-    vmeta->id = 0;
-    vmeta->width = f->width;
-    vmeta->height = f->height;
-    vmeta->n_planes = f->n_planes;
-    for (i = 0; i < GST_VIDEO_MAX_PLANES; i++) {
-      vmeta->offset[i] = f->plane_offset[i];
-      vmeta->stride[i] = f->plane_stride[i];
-    }
-    memset (&vmeta->alignment, 0, sizeof (vmeta->alignment));
+     * frame, without the checks and copies below */
+    refill_video_meta (vmeta, vinfo, f);
     return TRUE;
   }
   if (!known && (f->n_planes != GST_VIDEO_INFO_N_PLANES (vinfo)
@@ -277,19 +288,7 @@ gst_pinned_shm_frame_add_video_meta (const pf_consumer_frame * f,
     strides[i] = f->plane_stride[i];
   }
   if (vmeta != NULL && GST_META_FLAG_IS_SET (vmeta, GST_META_FLAG_POOLED)) {
-    /* a recycled buffer's: filled in as gst_buffer_add_video_meta_full()
-     * would (the alignment reset to none) */
-    vmeta->flags = GST_VIDEO_FRAME_FLAG_NONE;
-    vmeta->format = GST_VIDEO_INFO_FORMAT (vinfo);
-    vmeta->id = 0;
-    vmeta->width = f->width;
-    vmeta->height = f->height;
-    vmeta->n_planes = f->n_planes;
-    for (i = 0; i < GST_VIDEO_MAX_PLANES; i++) {
-      vmeta->offset[i] = offsets[i];
-      vmeta->stride[i] = strides[i];
-    }
-    memset (&vmeta->alignment, 0, sizeof (vmeta->alignment));
+    refill_video_meta (vmeta, vinfo, f);
   } else {
     vmeta = gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
         GST_VIDEO_INFO_FORMAT (vinfo), f->width, f->height,
