@@ -44,7 +44,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -90,6 +93,18 @@ struct pf_consumer
   int v2;                       /* made by a _with() call */
 
   /* receive thread only */
+  /* The frame ring (PF_MSG_FRAME_RING; NULL: FRAMEs on the socket) and
+   * what orders it with the socket: ctl_recvd counts the packets read
+   * from the socket, the HELLO included; a packet read while a ring entry
+   * that precedes it is pending waits in the stash. */
+  const struct pf_frame_ring *ring;
+  const struct pf_msg_frame *ring_entries;
+  uint32_t ring_mask;
+  uint64_t ring_r;
+  int doorbell;                 /* the ring's eventfd, or -1 */
+  unsigned int doorbell_debt;   /* entries taken before their ring */
+  int wait_fd;                  /* what pf_consumer_get_fd() returns */
+  uint32_t ctl_recvd;
   uint64_t last_seq;
   int have_seq;
   uint32_t caps_seq;
@@ -103,6 +118,12 @@ struct pf_consumer
     uint8_t bytes[PF_MAX_MSG_SIZE];
     struct pf_msg_frame frame;
   } rbuf;
+
+  /* a socket packet that a ring entry precedes (rare: see receive_event) */
+  uint8_t *stash;
+  size_t stash_len;
+  int stash_fds[PF_SOCKET_MAX_RECV_FDS];
+  unsigned int stash_n_fds;
 
   /* removed by the producer but still used by frames: they stay mapped, so
    * they count against the budget until the last frame lets go */
@@ -501,6 +522,137 @@ handle_frame (pf_consumer * c, const struct pf_msg_frame *f, pf_event * ev)
   return 1;
 }
 
+#define RING_BYTES(n) (sizeof (struct pf_frame_ring) + \
+    (size_t) (n) * sizeof (struct pf_msg_frame))
+
+/* Maps the producer's frame ring (@fds[0], read-only) and adds its
+ * doorbell (@fds[1]) to the wait set; owns @fds. Once, and only when our
+ * HELLO asked for it. */
+static int
+handle_frame_ring (pf_consumer * c, const struct pf_msg_frame_ring *m, int *fds)
+{
+  struct epoll_event e = {.events = EPOLLIN };
+  const struct pf_frame_ring *h;
+  const char *what = NULL;
+  void *map = MAP_FAILED;
+  struct stat st;
+  int seals, fl;
+
+  if (c->ring != NULL || c->wait_fd == c->fd) {
+    what = c->ring ? "sent twice" : "not asked for";
+    goto fail;
+  }
+  if (fstat (fds[0], &st) < 0 || !S_ISREG (st.st_mode) ||
+      (uint64_t) st.st_size < m->size) {
+    what = "the ring is not a file of the size announced";
+    goto fail;
+  }
+  seals = fcntl (fds[0], F_GET_SEALS);
+  if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
+    what = "the ring is not sealed against shrinking";
+    goto fail;
+  }
+  /* an eventfd is an anonymous inode: no file type */
+  if (fstat (fds[1], &st) < 0 || (st.st_mode & S_IFMT) != 0 ||
+      (fl = fcntl (fds[1], F_GETFL)) < 0 ||
+      fcntl (fds[1], F_SETFL, fl | O_NONBLOCK) < 0) {
+    what = "the doorbell is not an eventfd";
+    goto fail;
+  }
+  map = mmap (NULL, m->size, PROT_READ, MAP_SHARED, fds[0], 0);
+  if (map == MAP_FAILED) {
+    what = "the ring cannot be mapped";
+    goto fail;
+  }
+  h = map;
+  if (h->magic != PF_FRAME_RING_MAGIC || h->n_entries != m->n_entries) {
+    what = "the ring's header does not match";
+    goto fail;
+  }
+  e.data.fd = fds[1];
+  if (epoll_ctl (c->wait_fd, EPOLL_CTL_ADD, fds[1], &e) < 0) {
+    what = "the doorbell cannot be waited on";
+    goto fail;
+  }
+  close (fds[0]);
+  c->ring = h;
+  c->ring_entries = (const struct pf_msg_frame *) (h + 1);
+  c->ring_mask = m->n_entries - 1;
+  c->ring_r = 0;
+  c->doorbell = fds[1];
+  return 0;
+
+fail:
+  if (map != MAP_FAILED)
+    munmap (map, m->size);
+  pf_socket_close_fds (fds, 2);
+  return consumer_fail (c, -EPROTO, "FRAME_RING: %s", what);
+}
+
+/* The next ring entry, unless socket packets come before it: 1, copied
+ * into c->rbuf and counted off the doorbell; 0: none; 2: one is published
+ * but socket packets come first; < 0: the ring is broken. */
+static int
+ring_take (pf_consumer * c)
+{
+  uint64_t w = __atomic_load_n (&c->ring->write_seq, __ATOMIC_ACQUIRE);
+  uint64_t v;
+
+  if (w == c->ring_r)
+    return 0;
+  if (w - c->ring_r > (uint64_t) c->ring_mask + 1)
+    return consumer_fail (c, -EPROTO, "FRAME_RING: %" PRIu64 " entries "
+        "published, %" PRIu64 " read: more than the ring's %u", w, c->ring_r,
+        c->ring_mask + 1);
+  /* copied out before anything is checked: the producer can write it */
+  memcpy (&c->rbuf.frame, &c->ring_entries[c->ring_r & c->ring_mask],
+      sizeof (struct pf_msg_frame));
+  if (c->rbuf.frame.hdr.type != PF_MSG_FRAME)
+    return consumer_fail (c, -EPROTO, "FRAME_RING: entry %" PRIu64 " is a "
+        "message of type %u, not a FRAME", c->ring_r, c->rbuf.frame.hdr.type);
+  if (c->rbuf.frame.hdr.reserved > c->ctl_recvd)
+    return 2;
+  c->rbuf.frame.hdr.reserved = 0;
+  c->ring_r++;
+  /* one per entry (a semaphore eventfd); a doorbell that gives more puts
+   * the rest back; none (the entry seen before its ring) is made up for
+   * by doorbell_drain () */
+  if (read (c->doorbell, &v, sizeof (v)) == sizeof (v) && v > 1) {
+    v--;
+    if (write (c->doorbell, &v, sizeof (v)) < 0) {
+      /* it then wakes us once more than needed: harmless */
+    }
+  }
+  return 1;
+}
+
+/* Nothing to read on the socket: empties the doorbell (a ring it got
+ * after we took its entry, or a forged one, would wake the caller for
+ * ever) and says whether an entry came meanwhile (its ring emptied too). */
+static int
+doorbell_drain (pf_consumer * c)
+{
+  uint64_t v;
+
+  while (read (c->doorbell, &v, sizeof (v)) == sizeof (v));
+  return __atomic_load_n (&c->ring->write_seq, __ATOMIC_ACQUIRE) != c->ring_r;
+}
+
+/* The packet just read from the socket comes after a ring entry that is
+ * now published (it was published before the packet was sent)? */
+static int
+ring_precedes (pf_consumer * c)
+{
+  uint64_t w = __atomic_load_n (&c->ring->write_seq, __ATOMIC_ACQUIRE);
+  uint32_t before;
+
+  if (w == c->ring_r)
+    return 0;
+  before = __atomic_load_n (&c->ring_entries[c->ring_r &
+          c->ring_mask].hdr.reserved, __ATOMIC_RELAXED);
+  return before <= c->ctl_recvd;
+}
+
 /* Handles one received packet; owns @fds. 1: @ev filled; 0: internal
  * message; < 0: the connection failed. */
 static int
@@ -532,6 +684,8 @@ handle_packet (pf_consumer * c, size_t len, int *fds, unsigned int n_fds,
   switch (msg->type) {
     case PF_MSG_SEGMENT_ADD:
       return handle_segment_add (c, &msg->u.segment_add, fds[0]);
+    case PF_MSG_FRAME_RING:
+      return handle_frame_ring (c, &msg->u.frame_ring, fds);
     case PF_MSG_SEGMENT_REMOVE:
       return handle_segment_remove (c, msg->u.segment_remove.segment_id);
     case PF_MSG_CAPS:
@@ -603,7 +757,7 @@ recv_packet (pf_consumer * c, int timeout_ms, int cancel_fd, int *fds,
   *n_fds = 0;
   *why = NULL;
   if (timeout_ms != 0) {
-    r = wait_readable (c->fd, cancel_fd, timeout_ms);
+    r = wait_readable (c->wait_fd, cancel_fd, timeout_ms);
     if (r < 0)
       return r;
     if (r == 0)
@@ -650,6 +804,19 @@ skip_stale (pf_consumer * c, pf_event * ev)
   ssize_t len;
   int res;
 
+  /* with a ring: the newer entries published, up to anything on the
+   * socket before them */
+  while (c->ring != NULL && ring_take (c) == 1) {
+    memset (&next, 0, sizeof (next));
+    if (handle_packet (c, sizeof (struct pf_msg_frame), fds, 0, &next) != 1)
+      return;                   /* failed: reported by the next receive */
+    pf_consumer_release (c, ev->frame.seq);
+    pf_consumer_event_clear (ev);
+    *ev = next;
+    c->stats.frames_stale_dropped++;
+  }
+  if (c->ring != NULL)
+    return;
   for (;;) {
     type = peek_type (c);
     if (type != PF_MSG_FRAME && type != PF_MSG_SEGMENT_ADD &&
@@ -707,17 +874,49 @@ receive_event (pf_consumer * c, int timeout_ms, pf_event * ev)
     clock_gettime (CLOCK_MONOTONIC, &start);
 
   for (;;) {
+    int ring_first = 0;
+
     /* set by a release failing on another thread, or by us */
     res = __atomic_load_n (&c->broken, __ATOMIC_ACQUIRE);
     if (res < 0)
       return res;
 
-    len = recv_packet (c, remaining (timeout_ms, &start), -1, fds, &n_fds,
-        &why);
-    if (len == -ETIMEDOUT)
-      return 0;
-    if (len == -EAGAIN)
+    /* The frame ring, first: a FRAME there is ours unless packets sent on
+     * the socket before it are still to be read. */
+    if (c->ring != NULL) {
+      res = ring_take (c);
+      if (res < 0)
+        return res;
+      if (res == 1) {
+        len = sizeof (struct pf_msg_frame);
+        n_fds = 0;
+        goto handle;
+      }
+      ring_first = res == 2;
+    }
+    if (c->stash_len > 0) {
+      len = (ssize_t) c->stash_len;
+      memcpy (c->rbuf.bytes, c->stash, c->stash_len);
+      n_fds = c->stash_n_fds;
+      memcpy (fds, c->stash_fds, n_fds * sizeof (int));
+      c->stash_len = 0;
+      c->stash_n_fds = 0;
+      c->ctl_recvd++;
+      goto handle;
+    }
+
+    len = recv_packet (c, ring_first ? 0 : remaining (timeout_ms, &start),
+        -1, fds, &n_fds, &why);
+    if (len == -ETIMEDOUT || len == -EAGAIN) {
+      if (ring_first)
+        return consumer_fail (c, -EPROTO, "FRAME_RING: entry %" PRIu64
+            " follows socket messages that never came", c->ring_r);
+      if (c->ring != NULL && doorbell_drain (c))
+        continue;
+      if (len == -ETIMEDOUT)
+        return 0;
       continue;
+    }
     /* A producer that closes with our RELEASEs unread in its queue makes
      * AF_UNIX report ECONNRESET once, BEFORE the packets it sent last
      * (its final FRAMEs and EOS), which stay readable: read on until the
@@ -729,6 +928,20 @@ receive_event (pf_consumer * c, int timeout_ms, pf_event * ev)
     if (len < 0)
       return consumer_fail (c, len == -EPROTO ? -EPROTO : (int) len,
           "receive failed: %s", why ? why : strerror ((int) -len));
+    if (c->ring != NULL && ring_precedes (c)) {
+      /* an entry published before this packet was sent: it goes first */
+      if (c->stash == NULL && (c->stash = malloc (PF_MAX_MSG_SIZE)) == NULL) {
+        pf_socket_close_fds (fds, n_fds);
+        return consumer_fail (c, -ENOMEM, "out of memory");
+      }
+      memcpy (c->stash, c->rbuf.bytes, (size_t) len);
+      c->stash_len = (size_t) len;
+      memcpy (c->stash_fds, fds, n_fds * sizeof (int));
+      c->stash_n_fds = n_fds;
+      continue;
+    }
+    c->ctl_recvd++;
+  handle:
     /* Internal messages: go on while time (or, with 0, data) is left. */
     if ((res = handle_packet (c, (size_t) len, fds, n_fds, ev)) == 0)
       continue;
@@ -867,7 +1080,8 @@ handshake (pf_consumer * c, const char *who, int timeout_ms, int cancel_fd)
 
   /* A fresh connection has room for 40 bytes: never block here. */
   n = pf_msg_write_hello_full (c->rbuf.bytes, PF_PROTOCOL_VERSION,
-      PF_ROLE_CONSUMER, 0, c->requested, 0);
+      PF_ROLE_CONSUMER, 0, c->requested | (c->wait_fd != c->fd ?
+          PF_HELLO_FRAME_RING : 0), 0);
   res = pf_socket_send (c->fd, c->rbuf.bytes, n, NULL, 0, MSG_DONTWAIT);
   if (res == -EPIPE || res == -ECONNRESET)
     return handshake_fail (c, res, "%s closed the connection before its "
@@ -916,6 +1130,7 @@ handshake (pf_consumer * c, const char *who, int timeout_ms, int cancel_fd)
         "producer HELLO (type %u)", who, c->msg.type);
   c->max_held = c->msg.u.hello.max_held;
   c->session_id = c->msg.u.hello.session_id;
+  c->ctl_recvd = 1;
   return 0;
 }
 
@@ -924,6 +1139,16 @@ options_valid (const pf_consumer_options * o)
 {
   return o == NULL || (o->delivery <= PF_DELIVERY_NEWEST_FRAME &&
       o->flags == 0 && o->reserved[0] == 0 && o->reserved[1] == 0);
+}
+
+/* PINNEDFLOW_FRAME_RING=0 in the environment: FRAMEs on the socket (the
+ * benchmark's A/B runs, and tests of the socket path). */
+static int
+frame_ring_wanted (void)
+{
+  const char *v = getenv ("PINNEDFLOW_FRAME_RING");
+
+  return v == NULL || strcmp (v, "0") != 0;
 }
 
 static int
@@ -950,8 +1175,22 @@ new_from_fd (int fd, const char *who, int timeout_ms, int cancel_fd,
   pthread_mutex_init (&c->lock, NULL);
   atomic_flag_clear (&c->held_spin);
   c->fd = fd;
+  c->wait_fd = fd;
+  c->doorbell = -1;
   c->v2 = v2;
   c->requested = options ? options->delivery : PF_DELIVERY_DEFAULT;
+  if (frame_ring_wanted ()) {
+    /* what the caller polls: the socket and, once offered, the ring's
+     * doorbell (one fd for the connection's life) */
+    struct epoll_event e = {.events = EPOLLIN };
+    int ep = epoll_create1 (EPOLL_CLOEXEC);
+
+    e.data.fd = fd;
+    if (ep >= 0 && epoll_ctl (ep, EPOLL_CTL_ADD, fd, &e) == 0)
+      c->wait_fd = ep;
+    else if (ep >= 0)
+      close (ep);
+  }
   budget_fill_defaults (&c->budget);
   setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof (tv));
 
@@ -1120,6 +1359,14 @@ pf_consumer_unref (pf_consumer * c)
   if (c == NULL || atomic_fetch_sub (&c->refcount, 1) != 1)
     return;
   close (c->fd);
+  if (c->wait_fd != c->fd)
+    close (c->wait_fd);
+  if (c->doorbell >= 0)
+    close (c->doorbell);
+  if (c->ring != NULL)
+    munmap ((void *) c->ring, RING_BYTES (c->ring_mask + 1));
+  pf_socket_close_fds (c->stash_fds, c->stash_n_fds);
+  free (c->stash);
   drop_segments (c);
   free (c->held);
   pthread_mutex_destroy (&c->lock);
@@ -1129,7 +1376,7 @@ pf_consumer_unref (pf_consumer * c)
 int
 pf_consumer_get_fd (pf_consumer * c)
 {
-  return c->fd;
+  return c->wait_fd;
 }
 
 unsigned int

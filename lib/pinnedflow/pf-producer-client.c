@@ -39,9 +39,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#define RING_BYTES(n) (sizeof (struct pf_frame_ring) + \
+    (size_t) (n) * sizeof (struct pf_msg_frame))
 
 /* Marks @c dead; the I/O thread (or close) reaps it. The first reason
  * wins. */
@@ -145,8 +151,10 @@ client_send_ctl (pf_producer * p, struct client *c, const void *buf,
   if (c->q_head == NULL) {
     res = pf_socket_send (c->fd, buf, len, fd >= 0 ? &fd : NULL,
         fd >= 0 ? 1 : 0, MSG_DONTWAIT);
-    if (res == 0)
+    if (res == 0) {
+      c->ctl_sent++;
       return 0;
+    }
     if (res != -EAGAIN) {
       client_fail_io (p, c, res, "send");
       return res;
@@ -178,6 +186,7 @@ client_send_ctl (pf_producer * p, struct client *c, const void *buf,
     c->q_head = m;
   c->q_tail = m;
   c->q_len++;
+  c->ctl_sent++;
   update_epoll (p, c, 1);
   return 0;
 }
@@ -266,6 +275,10 @@ client_reap (pf_producer * p, struct client *c, struct event_list *ev)
   if (p->epoll_fd >= 0)
     epoll_ctl (p->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
   close (c->fd);
+  if (c->ring)
+    munmap (c->ring, RING_BYTES (c->ring_mask + 1));
+  if (c->doorbell >= 0)
+    close (c->doorbell);
   for (i = 0; i < c->n_held; i++)
     frame_unhold (p, c->held[i].frame, ev);
   for (m = c->q_head; m != NULL; m = next) {
@@ -292,6 +305,7 @@ client_new (pf_producer * p, int fd)
   if (c == NULL)
     return NULL;
   c->fd = fd;
+  c->doorbell = -1;
   c->state = CLIENT_HANDSHAKE;
   c->hello_deadline = pf_monotonic_ns () + HANDSHAKE_TIMEOUT_NS;
   c->info.client_id = ++p->next_client_id;
@@ -344,6 +358,79 @@ client_refuse (pf_producer * p, struct client *c, struct event_list *ev)
       p->max_clients);
 }
 
+/* Offers @c a frame ring (PF_MSG_FRAME_RING): entries for as many frames
+ * as it may hold, so that an entry is never overwritten before the
+ * consumer read it (it cannot release a frame it has not read). Without
+ * one (no memfd, no eventfd, a limit beyond PF_FRAME_RING_MAX) its FRAMEs
+ * go on the socket, as to a consumer that did not ask. */
+static void
+client_offer_ring (pf_producer * p, struct client *c)
+{
+  uint8_t buf[sizeof (struct pf_msg_frame_ring)];
+  uint32_t n = 1;
+  size_t bytes;
+  void *map;
+  int fds[2];
+
+  while (n < p->max_client_frames && n < PF_FRAME_RING_MAX)
+    n <<= 1;
+  if (n < p->max_client_frames)
+    return;
+  bytes = RING_BYTES (n);
+  fds[0] = memfd_create ("pinnedflow-frame-ring", MFD_CLOEXEC |
+      MFD_ALLOW_SEALING);
+  if (fds[0] < 0)
+    return;
+  if (ftruncate (fds[0], (off_t) bytes) < 0 || fcntl (fds[0], F_ADD_SEALS,
+          F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+    close (fds[0]);
+    return;
+  }
+  map = mmap (NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+  fds[1] = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
+  if (map == MAP_FAILED || fds[1] < 0) {
+    if (map != MAP_FAILED)
+      munmap (map, bytes);
+    if (fds[1] >= 0)
+      close (fds[1]);
+    close (fds[0]);
+    return;
+  }
+  c->ring = map;
+  c->ring->magic = PF_FRAME_RING_MAGIC;
+  c->ring->n_entries = n;
+  /* the socket message that hands it over is sent now, or not at all:
+   * a queued one would hold its fds past a failure */
+  if (c->q_head == NULL && pf_socket_send (c->fd, buf,
+          pf_msg_write_frame_ring (buf, n), fds, 2, MSG_DONTWAIT) == 0) {
+    c->ctl_sent++;
+    c->ring_mask = n - 1;
+    c->doorbell = fds[1];
+  } else {
+    munmap (map, bytes);
+    c->ring = NULL;
+    close (fds[1]);
+  }
+  close (fds[0]);
+}
+
+/* Publishes the encoded FRAME @buf in @c's ring and rings its doorbell. */
+static void
+client_ring_frame (struct client *c, const uint8_t * buf)
+{
+  uint64_t w = c->ring->write_seq;
+  struct pf_msg_frame *e = (struct pf_msg_frame *) ((uint8_t *) c->ring +
+      sizeof (struct pf_frame_ring)) + (w & c->ring_mask);
+  uint64_t one = 1;
+
+  memcpy (e, buf, sizeof (*e));
+  e->hdr.reserved = c->ctl_sent;
+  atomic_store_explicit ((_Atomic uint64_t *) & c->ring->write_seq, w + 1,
+      memory_order_release);
+  /* EAGAIN only if the count would overflow: the entry is there anyway */
+  while (write (c->doorbell, &one, sizeof (one)) < 0 && errno == EINTR);
+}
+
 static void
 client_handle_hello (pf_producer * p, struct client *c,
     const struct pf_msg *msg, struct event_list *ev)
@@ -372,6 +459,8 @@ client_handle_hello (pf_producer * p, struct client *c,
    * segment, every live segment and the current caps, before any frame. */
   client_send_ctl (p, c, buf, pf_msg_write_hello (buf, PF_ROLE_PRODUCER,
           p->max_client_frames, p->session_id), -1);
+  if ((msg->u.hello.flags & PF_HELLO_FRAME_RING) && c->state != CLIENT_DEAD)
+    client_offer_ring (p, c);
   client_update_stream (p, c, 1);
   for (s = p->segs; s != NULL && c->state != CLIENT_DEAD; s = s->next)
     if (s->fd >= 0)
@@ -658,7 +747,11 @@ client_offer_frame (pf_producer * p, struct client *c, const uint8_t * buf,
     c->held = n;
     c->cap_held = cap;
   }
-  if (reliable) {
+  if (c->ring != NULL && c->q_head == NULL) {
+    /* nothing queued before it: through the ring (never full: it has an
+     * entry for every frame the client may hold) */
+    client_ring_frame (c, buf);
+  } else if (reliable) {
     /* sent now, or queued in order: never dropped */
     if (client_send_ctl (p, c, buf, len, -1) < 0)
       return 0;
@@ -672,6 +765,7 @@ client_offer_frame (pf_producer * p, struct client *c, const uint8_t * buf,
       client_fail_io (p, c, res, "send");
       return 0;
     }
+    c->ctl_sent++;
   }
   if (c->n_held == 0)
     c->progress_ns = now;

@@ -92,6 +92,12 @@ struct client
   uint64_t *segs;               /* segment ids announced to this client */
   unsigned int n_segs, cap_segs;
   struct ctlmsg *q_head, *q_tail;
+  /* The frame ring (PF_MSG_FRAME_RING), or NULL: FRAMEs on the socket. */
+  struct pf_frame_ring *ring;
+  uint32_t ring_mask;
+  int doorbell;                 /* the ring's eventfd, or -1 */
+  uint32_t ctl_sent;            /* messages put on the socket (sent or
+                                 * queued), the HELLO included */
   uint64_t blocked_since;       /* ns a waiter found it full; 0 after a release */
   uint64_t progress_ns;         /* its last release, or when it began to hold */
   struct client *next;

@@ -70,6 +70,13 @@ size_t pf_msg_write_hello_full (void *buf, uint16_t version, uint16_t role,
  */
 size_t pf_msg_write_stream (void *buf, const pf_stream_info * info);
 /**
+ * pf_msg_write_frame_ring:
+ *
+ * Writes a FRAME_RING (32 bytes, 2 fds announced) for a ring of
+ * @n_entries. Returns: the size.
+ */
+size_t pf_msg_write_frame_ring (void *buf, uint32_t n_entries);
+/**
  * pf_msg_write_refuse:
  *
  * Writes a REFUSE (24 bytes). Returns: the size.

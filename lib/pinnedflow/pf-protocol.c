@@ -276,6 +276,20 @@ pf_msg_write_refuse (void *buf, uint32_t reason, uint32_t limit)
   return n;
 }
 
+size_t
+pf_msg_write_frame_ring (void *buf, uint32_t n_entries)
+{
+  size_t n = write_header (buf, PF_MSG_FRAME_RING,
+      sizeof (struct pf_msg_frame_ring), 2);
+
+  put32 (buf, OFF (pf_msg_frame_ring, n_entries), n_entries);
+  put32 (buf, OFF (pf_msg_frame_ring, entry_size),
+      sizeof (struct pf_msg_frame));
+  put64 (buf, OFF (pf_msg_frame_ring, size), sizeof (struct pf_frame_ring) +
+      (uint64_t) n_entries * sizeof (struct pf_msg_frame));
+  return n;
+}
+
 void
 pf_msg_stream_to_info (const struct pf_msg_stream *m, pf_stream_info * info)
 {
@@ -441,6 +455,8 @@ type_name (uint32_t type)
       return "STREAM";
     case PF_MSG_REFUSE:
       return "REFUSE";
+    case PF_MSG_FRAME_RING:
+      return "FRAME_RING";
     default:
       return NULL;
   }
@@ -480,10 +496,11 @@ parse_hello (const void *buf, size_t len, struct pf_msg_hello *m)
     return fail (-EPROTO, "HELLO: unknown role %u", m->role);
   if (m->role == PF_ROLE_PRODUCER && m->flags != 0)
     return fail (-EPROTO, "HELLO: producer flags 0x%x, must be 0", m->flags);
-  if (m->role == PF_ROLE_CONSUMER && ((m->flags & ~PF_HELLO_DELIVERY_MASK) ||
+  if (m->role == PF_ROLE_CONSUMER && ((m->flags & ~(PF_HELLO_DELIVERY_MASK |
+                  PF_HELLO_FRAME_RING)) ||
           (m->flags & PF_HELLO_DELIVERY_MASK) > PF_DELIVERY_NEWEST_FRAME))
-    return fail (-EPROTO, "HELLO: consumer flags 0x%x (a delivery 0..2 and "
-        "nothing else)", m->flags);
+    return fail (-EPROTO, "HELLO: consumer flags 0x%x (a delivery 0..2 "
+        "and FRAME_RING, nothing else)", m->flags);
   if (m->role == PF_ROLE_PRODUCER && m->max_held == 0)
     return fail (-EPROTO, "HELLO: producer announces max_held 0");
   if (m->role == PF_ROLE_PRODUCER && m->session_id == 0)
@@ -645,6 +662,8 @@ pf_msg_parse (const void *buf, size_t len, unsigned int n_fds,
     return fail (-EPROTO, "%s: header reserved field not zero", name);
   if (h.type == PF_MSG_SEGMENT_ADD)
     want_fds = 1;
+  else if (h.type == PF_MSG_FRAME_RING)
+    want_fds = 2;
   if (h.n_fds != want_fds)
     return fail (-EPROTO, "%s: header announces %u fds, must be %u", name,
         h.n_fds, want_fds);
@@ -699,6 +718,9 @@ pf_msg_parse (const void *buf, size_t len, unsigned int n_fds,
     case PF_MSG_REFUSE:
       want = sizeof (struct pf_msg_refuse);
       break;
+    case PF_MSG_FRAME_RING:
+      want = sizeof (struct pf_msg_frame_ring);
+      break;
     default:
       return fail (-EPROTO, "unknown message type %u", h.type);
   }
@@ -747,6 +769,26 @@ pf_msg_parse (const void *buf, size_t len, unsigned int n_fds,
         return fail (-EPROTO, "REFUSE: unknown reason %u",
             msg->u.refuse.reason);
       return 0;
+    case PF_MSG_FRAME_RING:{
+      struct pf_msg_frame_ring *m = &msg->u.frame_ring;
+      uint32_t n;
+
+      m->hdr = h;
+      m->n_entries = n = get32 (buf, OFF (pf_msg_frame_ring, n_entries));
+      m->entry_size = get32 (buf, OFF (pf_msg_frame_ring, entry_size));
+      m->size = get64 (buf, OFF (pf_msg_frame_ring, size));
+      if (n == 0 || n > PF_FRAME_RING_MAX || (n & (n - 1)) != 0)
+        return fail (-EPROTO, "FRAME_RING: %u entries (a power of two, "
+            "1..%u)", n, PF_FRAME_RING_MAX);
+      if (m->entry_size != sizeof (struct pf_msg_frame))
+        return fail (-EPROTO, "FRAME_RING: entries of %u bytes, must be %zu",
+            m->entry_size, sizeof (struct pf_msg_frame));
+      if (m->size != sizeof (struct pf_frame_ring) + (uint64_t) n *
+          m->entry_size)
+        return fail (-EPROTO, "FRAME_RING: size %" PRIu64 " does not match "
+            "%u entries", m->size, n);
+      return 0;
+    }
     default:
       return 0;
   }

@@ -29,7 +29,7 @@ extern "C" {
 
 /* PF_MAX_CHUNKS, PF_MAX_PLANES, PF_MAX_CAPS_LEN, PF_TIME_NONE and
  * PF_FRAME_HAS_VIDEO_META: pf-frame.h */
-#define PF_MAX_FDS_PER_MSG 1    /* only SEGMENT_ADD carries an fd */
+#define PF_MAX_FDS_PER_MSG 2    /* SEGMENT_ADD carries 1 fd, FRAME_RING 2 */
 
 enum pf_msg_type {
   PF_MSG_HELLO = 1,             /* both ways, first message */
@@ -41,6 +41,7 @@ enum pf_msg_type {
   PF_MSG_RELEASE = 7,           /* consumer -> producer */
   PF_MSG_STREAM = 8,            /* producer -> consumer (version 2) */
   PF_MSG_REFUSE = 9,            /* producer -> consumer, instead of HELLO (v2) */
+  PF_MSG_FRAME_RING = 10,       /* producer -> consumer, 2 fds (v2, optional) */
 };
 
 /* REFUSE reasons */
@@ -52,6 +53,9 @@ enum pf_refuse_reason {
  * producer's default, 1, 2; 3 is invalid). A producer sends 0: the delivery
  * it grants and its liveness come in the STREAM that follows. */
 #define PF_HELLO_DELIVERY_MASK 0x3u
+/* HELLO flag of a consumer (issue 13): it takes FRAMEs through a frame ring
+ * (PF_MSG_FRAME_RING) if the producer offers one. */
+#define PF_HELLO_FRAME_RING 0x4u
 
 /* STREAM flags: enum pf_stream_flags (pf-frame.h). */
 #define PF_STREAM_FLAGS_ALL (PF_STREAM_LIVE | PF_STREAM_HAS_SEGMENT | \
@@ -142,6 +146,34 @@ struct pf_msg_stream {
   uint64_t seg_position, seg_duration;
 };
 
+/* The frame ring (issue 13), offered right after the producer's HELLO to
+ * a consumer whose HELLO set PF_HELLO_FRAME_RING. fds[0]: a sealed memfd of
+ * @size bytes (struct pf_frame_ring, then @n_entries entries of
+ * @entry_size bytes, each a FRAME message as sent on the socket), which
+ * the consumer maps read-only; fds[1]: the doorbell, an eventfd
+ * (semaphore) the producer adds 1 to after each entry it publishes. A
+ * FRAME in the ring has hdr.reserved = the number of messages the
+ * producer had sent on the socket before it (the HELLO included): the
+ * consumer reads those first, so the two channels keep one order. */
+struct pf_msg_frame_ring {
+  struct pf_msg_header hdr;
+  uint32_t n_entries;           /* a power of two, 1..PF_FRAME_RING_MAX */
+  uint32_t entry_size;          /* sizeof (struct pf_msg_frame) */
+  uint64_t size;                /* bytes of the memfd to map */
+};
+
+#define PF_FRAME_RING_MAGIC 0x474e4952u        /* "RING" */
+#define PF_FRAME_RING_MAX 4096
+
+/* The start of the ring's memfd; the entries follow. */
+struct pf_frame_ring {
+  uint32_t magic;               /* PF_FRAME_RING_MAGIC */
+  uint32_t n_entries;
+  uint64_t write_seq;           /* entries published, written with release
+                                 * order after the entry */
+  uint8_t pad[48];
+};
+
 /* The producer's answer to a HELLO it will not serve; it closes next. */
 struct pf_msg_refuse {
   struct pf_msg_header hdr;
@@ -160,6 +192,8 @@ PF_STATIC_ASSERT (sizeof (struct pf_msg_frame) == 256, "frame size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_release) == 24, "release size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_stream) == 104, "stream size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_refuse) == 24, "refuse size");
+PF_STATIC_ASSERT (sizeof (struct pf_msg_frame_ring) == 32, "frame_ring size");
+PF_STATIC_ASSERT (sizeof (struct pf_frame_ring) == 64, "frame ring header");
 
 /* Largest message on the wire. */
 #define PF_MAX_MSG_SIZE (sizeof (struct pf_msg_caps) + PF_MAX_CAPS_LEN)
@@ -181,6 +215,7 @@ struct pf_msg {
     struct pf_msg_release release;
     struct pf_msg_stream stream;
     struct pf_msg_refuse refuse;
+    struct pf_msg_frame_ring frame_ring;
   } u;
 };
 

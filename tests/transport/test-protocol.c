@@ -222,8 +222,12 @@ test_hello (void)
   len = pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0);
   put32 (28, 3);
   CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTO);
-  put32 (28, 1u << 2);
+  put32 (28, 1u << 3);
   CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTO);
+  /* ... and the frame ring flag (issue 13) */
+  put32 (28, PF_HELLO_FRAME_RING | 2);
+  CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, 0);
+  CHECK_INT (msg.u.hello.flags, ==, PF_HELLO_FRAME_RING | 2);
   /* A producer's flags are 0 (its delivery and liveness: STREAM). */
   len = pf_msg_write_hello (buf, PF_ROLE_PRODUCER, 4, 1);
   put32 (28, 1);
