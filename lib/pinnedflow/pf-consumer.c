@@ -88,6 +88,12 @@ struct pf_consumer
   atomic_flag held_spin;
   uint64_t *held;
   unsigned int n_held, cap_held;
+  /* the release ring (in the frame ring's memfd; set once by the receiving
+   * thread before any frame, so before any release) */
+  struct pf_release_ring *rel;
+  uint64_t *rel_seqs;
+  uint64_t rel_w;               /* releases published, under held_spin */
+  int rel_doorbell;             /* -1 without a ring */
 
   uint32_t max_held;
   int v2;                       /* made by a _with() call */
@@ -522,12 +528,22 @@ handle_frame (pf_consumer * c, const struct pf_msg_frame *f, pf_event * ev)
   return 1;
 }
 
-#define RING_BYTES(n) (sizeof (struct pf_frame_ring) + \
-    (size_t) (n) * sizeof (struct pf_msg_frame))
+/* An eventfd is an anonymous inode (no file type): made non-blocking. */
+static int
+is_eventfd (int fd)
+{
+  struct stat st;
+  int fl;
 
-/* Maps the producer's frame ring (@fds[0], read-only) and adds its
- * doorbell (@fds[1]) to the wait set; owns @fds. Once, and only when our
- * HELLO asked for it. */
+  return fstat (fd, &st) == 0 && (st.st_mode & S_IFMT) == 0 &&
+      (fl = fcntl (fd, F_GETFL)) >= 0 &&
+      fcntl (fd, F_SETFL, fl | O_NONBLOCK) == 0;
+}
+
+/* Maps the producer's frame ring (@fds[0]: its frames, which we only
+ * read, and our releases) and adds its doorbell (@fds[1]) to the wait
+ * set; keeps the release doorbell (@fds[2]); owns @fds. Once, and only
+ * when our HELLO asked for it. */
 static int
 handle_frame_ring (pf_consumer * c, const struct pf_msg_frame_ring *m, int *fds)
 {
@@ -536,7 +552,7 @@ handle_frame_ring (pf_consumer * c, const struct pf_msg_frame_ring *m, int *fds)
   const char *what = NULL;
   void *map = MAP_FAILED;
   struct stat st;
-  int seals, fl;
+  int seals;
 
   if (c->ring != NULL || c->wait_fd == c->fd) {
     what = c->ring ? "sent twice" : "not asked for";
@@ -552,14 +568,11 @@ handle_frame_ring (pf_consumer * c, const struct pf_msg_frame_ring *m, int *fds)
     what = "the ring is not sealed against shrinking";
     goto fail;
   }
-  /* an eventfd is an anonymous inode: no file type */
-  if (fstat (fds[1], &st) < 0 || (st.st_mode & S_IFMT) != 0 ||
-      (fl = fcntl (fds[1], F_GETFL)) < 0 ||
-      fcntl (fds[1], F_SETFL, fl | O_NONBLOCK) < 0) {
-    what = "the doorbell is not an eventfd";
+  if (!is_eventfd (fds[1]) || !is_eventfd (fds[2])) {
+    what = "a doorbell is not an eventfd";
     goto fail;
   }
-  map = mmap (NULL, m->size, PROT_READ, MAP_SHARED, fds[0], 0);
+  map = mmap (NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
   if (map == MAP_FAILED) {
     what = "the ring cannot be mapped";
     goto fail;
@@ -580,12 +593,18 @@ handle_frame_ring (pf_consumer * c, const struct pf_msg_frame_ring *m, int *fds)
   c->ring_mask = m->n_entries - 1;
   c->ring_r = 0;
   c->doorbell = fds[1];
+  held_lock (c);
+  c->rel = (struct pf_release_ring *) ((uint8_t *) map + m->release_offset);
+  c->rel_seqs = (uint64_t *) (c->rel + 1);
+  c->rel_w = 0;
+  c->rel_doorbell = fds[2];
+  held_unlock (c);
   return 0;
 
 fail:
   if (map != MAP_FAILED)
     munmap (map, m->size);
-  pf_socket_close_fds (fds, 2);
+  pf_socket_close_fds (fds, 3);
   return consumer_fail (c, -EPROTO, "FRAME_RING: %s", what);
 }
 
@@ -996,6 +1015,7 @@ int
 pf_consumer_release (pf_consumer * c, uint64_t seq)
 {
   uint8_t buf[sizeof (struct pf_msg_release)];
+  int rel_doorbell = -1;
   unsigned int i;
   size_t len;
   int res;
@@ -1011,10 +1031,29 @@ pf_consumer_release (pf_consumer * c, uint64_t seq)
     return -ENOENT;
   }
   c->held[i] = c->held[--c->n_held];
+  if (c->rel != NULL) {
+    /* through the release ring if it has room (it always has with an
+     * honest producer: what it has not taken it counts as held); a
+     * read_seq ahead of ours reads as full */
+    uint64_t r = __atomic_load_n (&c->rel->read_seq, __ATOMIC_ACQUIRE);
+
+    if (c->rel_w - r <= c->ring_mask) {
+      c->rel_seqs[c->rel_w & c->ring_mask] = seq;
+      __atomic_store_n (&c->rel->write_seq, ++c->rel_w, __ATOMIC_RELEASE);
+      rel_doorbell = c->rel_doorbell;
+    }
+  }
   held_unlock (c);
   if (__atomic_load_n (&c->broken, __ATOMIC_ACQUIRE)
       || __atomic_load_n (&c->write_closed, __ATOMIC_ACQUIRE))
     return -EPIPE;
+  if (rel_doorbell >= 0) {
+    uint64_t one = 1;
+
+    /* only an overflowing count fails: the producer is woken anyway */
+    while (write (rel_doorbell, &one, sizeof (one)) < 0 && errno == EINTR);
+    return 0;
+  }
   len = pf_msg_write_release (buf, seq);
   res = pf_socket_send (c->fd, buf, len, NULL, 0, 0);
   if (res == 0)
@@ -1177,6 +1216,7 @@ new_from_fd (int fd, const char *who, int timeout_ms, int cancel_fd,
   c->fd = fd;
   c->wait_fd = fd;
   c->doorbell = -1;
+  c->rel_doorbell = -1;
   c->v2 = v2;
   c->requested = options ? options->delivery : PF_DELIVERY_DEFAULT;
   if (frame_ring_wanted ()) {
@@ -1363,8 +1403,10 @@ pf_consumer_unref (pf_consumer * c)
     close (c->wait_fd);
   if (c->doorbell >= 0)
     close (c->doorbell);
+  if (c->rel_doorbell >= 0)
+    close (c->rel_doorbell);
   if (c->ring != NULL)
-    munmap ((void *) c->ring, RING_BYTES (c->ring_mask + 1));
+    munmap ((void *) c->ring, PF_FRAME_RING_SIZE (c->ring_mask + 1));
   pf_socket_close_fds (c->stash_fds, c->stash_n_fds);
   free (c->stash);
   drop_segments (c);

@@ -46,9 +46,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define RING_BYTES(n) (sizeof (struct pf_frame_ring) + \
-    (size_t) (n) * sizeof (struct pf_msg_frame))
-
 /* Marks @c dead; the I/O thread (or close) reaps it. The first reason
  * wins. */
 void
@@ -276,9 +273,14 @@ client_reap (pf_producer * p, struct client *c, struct event_list *ev)
     epoll_ctl (p->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
   close (c->fd);
   if (c->ring)
-    munmap (c->ring, RING_BYTES (c->ring_mask + 1));
+    munmap (c->ring, PF_FRAME_RING_SIZE (c->ring_mask + 1));
   if (c->doorbell >= 0)
     close (c->doorbell);
+  if (c->rel_doorbell >= 0) {
+    if (p->epoll_fd >= 0)
+      epoll_ctl (p->epoll_fd, EPOLL_CTL_DEL, c->rel_doorbell, NULL);
+    close (c->rel_doorbell);
+  }
   for (i = 0; i < c->n_held; i++)
     frame_unhold (p, c->held[i].frame, ev);
   for (m = c->q_head; m != NULL; m = next) {
@@ -306,6 +308,7 @@ client_new (pf_producer * p, int fd)
     return NULL;
   c->fd = fd;
   c->doorbell = -1;
+  c->rel_doorbell = -1;
   c->state = CLIENT_HANDSHAKE;
   c->hello_deadline = pf_monotonic_ns () + HANDSHAKE_TIMEOUT_NS;
   c->info.client_id = ++p->next_client_id;
@@ -358,60 +361,96 @@ client_refuse (pf_producer * p, struct client *c, struct event_list *ev)
       p->max_clients);
 }
 
+static void client_handle_release (pf_producer * p, struct client *c,
+    uint64_t seq, struct event_list *ev);
+
 /* Offers @c a frame ring (PF_MSG_FRAME_RING): entries for as many frames
  * as it may hold, so that an entry is never overwritten before the
- * consumer read it (it cannot release a frame it has not read). Without
- * one (no memfd, no eventfd, a limit beyond PF_FRAME_RING_MAX) its FRAMEs
- * go on the socket, as to a consumer that did not ask. */
+ * consumer read it (it cannot release a frame it has not read), and as
+ * many for its releases. Without one (no memfd, no eventfd, a limit beyond
+ * PF_FRAME_RING_MAX) its FRAMEs and RELEASEs go on the socket, as with a
+ * consumer that did not ask. */
 static void
 client_offer_ring (pf_producer * p, struct client *c)
 {
+  struct epoll_event e = {.events = EPOLLIN };
   uint8_t buf[sizeof (struct pf_msg_frame_ring)];
   uint32_t n = 1;
   size_t bytes;
-  void *map;
-  int fds[2];
+  void *map = MAP_FAILED;
+  int fds[3] = { -1, -1, -1 };
 
   while (n < p->max_client_frames && n < PF_FRAME_RING_MAX)
     n <<= 1;
   if (n < p->max_client_frames)
     return;
-  bytes = RING_BYTES (n);
+  bytes = PF_FRAME_RING_SIZE (n);
   fds[0] = memfd_create ("pinnedflow-frame-ring", MFD_CLOEXEC |
       MFD_ALLOW_SEALING);
-  if (fds[0] < 0)
-    return;
-  if (ftruncate (fds[0], (off_t) bytes) < 0 || fcntl (fds[0], F_ADD_SEALS,
-          F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
-    close (fds[0]);
-    return;
-  }
+  if (fds[0] < 0 || ftruncate (fds[0], (off_t) bytes) < 0 ||
+      fcntl (fds[0], F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+          F_SEAL_SEAL) < 0)
+    goto out;
   map = mmap (NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
   fds[1] = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
-  if (map == MAP_FAILED || fds[1] < 0) {
-    if (map != MAP_FAILED)
-      munmap (map, bytes);
-    if (fds[1] >= 0)
-      close (fds[1]);
-    close (fds[0]);
-    return;
-  }
-  c->ring = map;
-  c->ring->magic = PF_FRAME_RING_MAGIC;
-  c->ring->n_entries = n;
+  fds[2] = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (map == MAP_FAILED || fds[1] < 0 || fds[2] < 0)
+    goto out;
+  ((struct pf_frame_ring *) map)->magic = PF_FRAME_RING_MAGIC;
+  ((struct pf_frame_ring *) map)->n_entries = n;
+  e.data.u64 = c->info.client_id | TOKEN_RELEASES;
+  if (epoll_ctl (p->epoll_fd, EPOLL_CTL_ADD, fds[2], &e) < 0)
+    goto out;
   /* the socket message that hands it over is sent now, or not at all:
    * a queued one would hold its fds past a failure */
-  if (c->q_head == NULL && pf_socket_send (c->fd, buf,
-          pf_msg_write_frame_ring (buf, n), fds, 2, MSG_DONTWAIT) == 0) {
-    c->ctl_sent++;
-    c->ring_mask = n - 1;
-    c->doorbell = fds[1];
-  } else {
-    munmap (map, bytes);
-    c->ring = NULL;
-    close (fds[1]);
+  if (c->q_head != NULL || pf_socket_send (c->fd, buf,
+          pf_msg_write_frame_ring (buf, n), fds, 3, MSG_DONTWAIT) < 0) {
+    epoll_ctl (p->epoll_fd, EPOLL_CTL_DEL, fds[2], NULL);
+    goto out;
   }
+  c->ctl_sent++;
+  c->ring = map;
+  c->ring_mask = n - 1;
+  c->doorbell = fds[1];
+  c->rel = (struct pf_release_ring *) ((uint8_t *) map +
+      PF_FRAME_RING_RELEASE_OFFSET (n));
+  c->rel_seqs = (const uint64_t *) (c->rel + 1);
+  c->rel_doorbell = fds[2];
   close (fds[0]);
+  return;
+
+out:
+  if (map != MAP_FAILED)
+    munmap (map, bytes);
+  pf_socket_close_fds (fds, 3);
+}
+
+/* Takes the releases @c published in its release ring, after its doorbell
+ * (read first: a release published after the read rings again). Each is
+ * checked as a RELEASE message is. */
+void
+client_read_releases (pf_producer * p, struct client *c, struct event_list *ev)
+{
+  uint64_t v, w;
+
+  while (read (c->rel_doorbell, &v, sizeof (v)) < 0 && errno == EINTR);
+  w = atomic_load_explicit ((_Atomic uint64_t *) & c->rel->write_seq,
+      memory_order_acquire);
+  if (w - c->rel_r > (uint64_t) c->ring_mask + 1) {
+    client_fail (p, c, -EPROTO, "release ring: %" PRIu64 " releases "
+        "published, %" PRIu64 " taken: more than its %u entries", w,
+        c->rel_r, c->ring_mask + 1);
+    return;
+  }
+  while (c->rel_r != w && c->state != CLIENT_DEAD) {
+    uint64_t seq = atomic_load_explicit ((_Atomic uint64_t *) &
+        c->rel_seqs[c->rel_r & c->ring_mask], memory_order_relaxed);
+
+    c->rel_r++;
+    client_handle_release (p, c, seq, ev);
+  }
+  atomic_store_explicit ((_Atomic uint64_t *) & c->rel->read_seq, c->rel_r,
+      memory_order_release);
 }
 
 /* Publishes the encoded FRAME @buf in @c's ring and rings its doorbell. */

@@ -45,6 +45,8 @@ int pf_msg_frame_check (const struct pf_msg_frame *f);
 
 #define TOKEN_WAKE UINT64_C (0)
 #define TOKEN_LISTEN UINT64_MAX
+/* client id | TOKEN_RELEASES: that client's release doorbell */
+#define TOKEN_RELEASES (UINT64_C (1) << 62)
 
 enum client_state
 {
@@ -96,6 +98,10 @@ struct client
   struct pf_frame_ring *ring;
   uint32_t ring_mask;
   int doorbell;                 /* the ring's eventfd, or -1 */
+  struct pf_release_ring *rel;  /* in the same memfd: the consumer writes */
+  const uint64_t *rel_seqs;
+  uint64_t rel_r;               /* releases taken from it */
+  int rel_doorbell;             /* the consumer rings it, or -1 */
   uint32_t ctl_sent;            /* messages put on the socket (sent or
                                  * queued), the HELLO included */
   uint64_t blocked_since;       /* ns a waiter found it full; 0 after a release */
@@ -222,6 +228,9 @@ void client_forget_seg (pf_producer * p, struct client *c, uint64_t id);
 void client_send_caps (pf_producer * p, struct client *c);
 void client_reap (pf_producer * p, struct client *c, struct event_list *ev);
 void client_read (pf_producer * p, struct client *c, struct event_list *ev);
+/* Takes the releases @c published in its release ring. */
+void client_read_releases (pf_producer * p, struct client *c,
+    struct event_list *ev);
 int client_offer_frame (pf_producer * p, struct client *c,
     const uint8_t * buf, size_t len, struct pseg *const *ps,
     unsigned int n_chunks, struct pframe *f, uint64_t bytes,

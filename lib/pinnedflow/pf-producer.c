@@ -309,6 +309,12 @@ io_thread (void *data)
         accept_clients (p);
         continue;
       }
+      if (token & TOKEN_RELEASES) {
+        c = find_client (p, token & ~TOKEN_RELEASES);
+        if (c != NULL && c->state != CLIENT_DEAD)
+          client_read_releases (p, c, &ev);
+        continue;
+      }
       c = find_client (p, token);
       if (c == NULL || c->state == CLIENT_DEAD)
         continue;

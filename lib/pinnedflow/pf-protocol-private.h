@@ -72,7 +72,7 @@ size_t pf_msg_write_stream (void *buf, const pf_stream_info * info);
 /**
  * pf_msg_write_frame_ring:
  *
- * Writes a FRAME_RING (32 bytes, 2 fds announced) for a ring of
+ * Writes a FRAME_RING (40 bytes, 3 fds announced) for a ring of
  * @n_entries. Returns: the size.
  */
 size_t pf_msg_write_frame_ring (void *buf, uint32_t n_entries);

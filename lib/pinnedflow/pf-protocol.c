@@ -280,13 +280,14 @@ size_t
 pf_msg_write_frame_ring (void *buf, uint32_t n_entries)
 {
   size_t n = write_header (buf, PF_MSG_FRAME_RING,
-      sizeof (struct pf_msg_frame_ring), 2);
+      sizeof (struct pf_msg_frame_ring), 3);
 
   put32 (buf, OFF (pf_msg_frame_ring, n_entries), n_entries);
   put32 (buf, OFF (pf_msg_frame_ring, entry_size),
       sizeof (struct pf_msg_frame));
-  put64 (buf, OFF (pf_msg_frame_ring, size), sizeof (struct pf_frame_ring) +
-      (uint64_t) n_entries * sizeof (struct pf_msg_frame));
+  put64 (buf, OFF (pf_msg_frame_ring, size), PF_FRAME_RING_SIZE (n_entries));
+  put64 (buf, OFF (pf_msg_frame_ring, release_offset),
+      PF_FRAME_RING_RELEASE_OFFSET (n_entries));
   return n;
 }
 
@@ -663,7 +664,7 @@ pf_msg_parse (const void *buf, size_t len, unsigned int n_fds,
   if (h.type == PF_MSG_SEGMENT_ADD)
     want_fds = 1;
   else if (h.type == PF_MSG_FRAME_RING)
-    want_fds = 2;
+    want_fds = 3;
   if (h.n_fds != want_fds)
     return fail (-EPROTO, "%s: header announces %u fds, must be %u", name,
         h.n_fds, want_fds);
@@ -777,16 +778,18 @@ pf_msg_parse (const void *buf, size_t len, unsigned int n_fds,
       m->n_entries = n = get32 (buf, OFF (pf_msg_frame_ring, n_entries));
       m->entry_size = get32 (buf, OFF (pf_msg_frame_ring, entry_size));
       m->size = get64 (buf, OFF (pf_msg_frame_ring, size));
+      m->release_offset = get64 (buf, OFF (pf_msg_frame_ring, release_offset));
       if (n == 0 || n > PF_FRAME_RING_MAX || (n & (n - 1)) != 0)
         return fail (-EPROTO, "FRAME_RING: %u entries (a power of two, "
             "1..%u)", n, PF_FRAME_RING_MAX);
       if (m->entry_size != sizeof (struct pf_msg_frame))
         return fail (-EPROTO, "FRAME_RING: entries of %u bytes, must be %zu",
             m->entry_size, sizeof (struct pf_msg_frame));
-      if (m->size != sizeof (struct pf_frame_ring) + (uint64_t) n *
-          m->entry_size)
-        return fail (-EPROTO, "FRAME_RING: size %" PRIu64 " does not match "
-            "%u entries", m->size, n);
+      if (m->release_offset != PF_FRAME_RING_RELEASE_OFFSET (n) ||
+          m->size != PF_FRAME_RING_SIZE (n))
+        return fail (-EPROTO, "FRAME_RING: size %" PRIu64 " or release "
+            "offset %" PRIu64 " does not match %u entries", m->size,
+            m->release_offset, n);
       return 0;
     }
     default:

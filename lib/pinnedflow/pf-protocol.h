@@ -29,7 +29,7 @@ extern "C" {
 
 /* PF_MAX_CHUNKS, PF_MAX_PLANES, PF_MAX_CAPS_LEN, PF_TIME_NONE and
  * PF_FRAME_HAS_VIDEO_META: pf-frame.h */
-#define PF_MAX_FDS_PER_MSG 2    /* SEGMENT_ADD carries 1 fd, FRAME_RING 2 */
+#define PF_MAX_FDS_PER_MSG 3    /* SEGMENT_ADD carries 1 fd, FRAME_RING 3 */
 
 enum pf_msg_type {
   PF_MSG_HELLO = 1,             /* both ways, first message */
@@ -41,7 +41,7 @@ enum pf_msg_type {
   PF_MSG_RELEASE = 7,           /* consumer -> producer */
   PF_MSG_STREAM = 8,            /* producer -> consumer (version 2) */
   PF_MSG_REFUSE = 9,            /* producer -> consumer, instead of HELLO (v2) */
-  PF_MSG_FRAME_RING = 10,       /* producer -> consumer, 2 fds (v2, optional) */
+  PF_MSG_FRAME_RING = 10,       /* producer -> consumer, 3 fds (v2, optional) */
 };
 
 /* REFUSE reasons */
@@ -148,22 +148,43 @@ struct pf_msg_stream {
 
 /* The frame ring (issue 13), offered right after the producer's HELLO to
  * a consumer whose HELLO set PF_HELLO_FRAME_RING. fds[0]: a sealed memfd of
- * @size bytes (struct pf_frame_ring, then @n_entries entries of
- * @entry_size bytes, each a FRAME message as sent on the socket), which
- * the consumer maps read-only; fds[1]: the doorbell, an eventfd
- * (semaphore) the producer adds 1 to after each entry it publishes. A
- * FRAME in the ring has hdr.reserved = the number of messages the
- * producer had sent on the socket before it (the HELLO included): the
- * consumer reads those first, so the two channels keep one order. */
+ * @size bytes: struct pf_frame_ring, then @n_entries entries of
+ * @entry_size bytes, each a FRAME message as sent on the socket; at
+ * @release_offset the release ring, struct pf_release_ring then
+ * @n_entries uint64_t frame seqs written by the consumer. fds[1]: the frame
+ * doorbell, an eventfd (semaphore) the producer adds 1 to after each entry
+ * it publishes; fds[2]: the release doorbell, an eventfd the consumer adds
+ * 1 to after each release it publishes. A FRAME in the ring has
+ * hdr.reserved = the number of messages the producer had sent on the
+ * socket before it (the HELLO included): the consumer reads those first,
+ * so the two channels keep one order. */
 struct pf_msg_frame_ring {
   struct pf_msg_header hdr;
   uint32_t n_entries;           /* a power of two, 1..PF_FRAME_RING_MAX */
   uint32_t entry_size;          /* sizeof (struct pf_msg_frame) */
   uint64_t size;                /* bytes of the memfd to map */
+  uint64_t release_offset;      /* PF_FRAME_RING_RELEASE_OFFSET (n) */
 };
+
+/* Where the release ring starts and the memfd's size, for n entries. */
+#define PF_FRAME_RING_PAGE 4096u
+#define PF_FRAME_RING_ROUND(x) (((uint64_t) (x) + PF_FRAME_RING_PAGE - 1) & \
+    ~(uint64_t) (PF_FRAME_RING_PAGE - 1))
+#define PF_FRAME_RING_RELEASE_OFFSET(n) PF_FRAME_RING_ROUND (64 + \
+    (uint64_t) (n) * 256)
+#define PF_FRAME_RING_SIZE(n) (PF_FRAME_RING_RELEASE_OFFSET (n) + \
+    PF_FRAME_RING_ROUND (64 + (uint64_t) (n) * 8))
 
 #define PF_FRAME_RING_MAGIC 0x474e4952u        /* "RING" */
 #define PF_FRAME_RING_MAX 4096
+
+/* The start of the release ring; n_entries uint64_t seqs follow. */
+struct pf_release_ring {
+  uint64_t write_seq;           /* consumer: releases published (release
+                                 * order after the entry) */
+  uint64_t read_seq;            /* producer: releases taken */
+  uint8_t pad[48];
+};
 
 /* The start of the ring's memfd; the entries follow. */
 struct pf_frame_ring {
@@ -192,7 +213,8 @@ PF_STATIC_ASSERT (sizeof (struct pf_msg_frame) == 256, "frame size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_release) == 24, "release size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_stream) == 104, "stream size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_refuse) == 24, "refuse size");
-PF_STATIC_ASSERT (sizeof (struct pf_msg_frame_ring) == 32, "frame_ring size");
+PF_STATIC_ASSERT (sizeof (struct pf_msg_frame_ring) == 40, "frame_ring size");
+PF_STATIC_ASSERT (sizeof (struct pf_release_ring) == 64, "release ring header");
 PF_STATIC_ASSERT (sizeof (struct pf_frame_ring) == 64, "frame ring header");
 
 /* Largest message on the wire. */

@@ -663,6 +663,49 @@ test_refuse (void)
   CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTO);
 }
 
+/* FRAME_RING (issue 13): 3 fds, the entry count a power of two, the size
+ * and release offset those of the entry count. */
+static void
+test_frame_ring (void)
+{
+  size_t len = pf_msg_write_frame_ring (buf, 8);
+
+  CHECK_INT (len, ==, 40);
+  CHECK_INT (pf_msg_parse (buf, len, 3, &msg), ==, 0);
+  CHECK_INT (msg.type, ==, PF_MSG_FRAME_RING);
+  CHECK_INT (msg.u.frame_ring.n_entries, ==, 8);
+  CHECK_INT (msg.u.frame_ring.entry_size, ==, 256);
+  /* 64 + 8 x 256 = 2112 -> 4096; 64 + 8 x 8 = 128 -> 4096 */
+  CHECK_INT (msg.u.frame_ring.release_offset, ==, 4096);
+  CHECK_INT (msg.u.frame_ring.size, ==, 8192);
+  len = pf_msg_write_frame_ring (buf, 4096);
+  CHECK_INT (pf_msg_parse (buf, len, 3, &msg), ==, 0);
+  CHECK_INT (msg.u.frame_ring.release_offset, ==, 64 + 4096 * 256 + 4032);
+  /* fds: exactly 3 */
+  len = pf_msg_write_frame_ring (buf, 8);
+  CHECK_INT (pf_msg_parse (buf, len, 2, &msg), ==, -EPROTO);
+  put32 (8, 2);
+  CHECK_INT (pf_msg_parse (buf, len, 2, &msg), ==, -EPROTO);
+  /* entries: a power of two, 1..4096 */
+  len = pf_msg_write_frame_ring (buf, 8);
+  put32 (16, 6);
+  CHECK_INT (pf_msg_parse (buf, len, 3, &msg), ==, -EPROTO);
+  put32 (16, 0);
+  CHECK_INT (pf_msg_parse (buf, len, 3, &msg), ==, -EPROTO);
+  len = pf_msg_write_frame_ring (buf, 8192);
+  CHECK_INT (pf_msg_parse (buf, len, 3, &msg), ==, -EPROTO);
+  /* entry size, size, release offset */
+  len = pf_msg_write_frame_ring (buf, 8);
+  put32 (20, 128);
+  CHECK_INT (pf_msg_parse (buf, len, 3, &msg), ==, -EPROTO);
+  len = pf_msg_write_frame_ring (buf, 8);
+  put64 (24, 4096);
+  CHECK_INT (pf_msg_parse (buf, len, 3, &msg), ==, -EPROTO);
+  len = pf_msg_write_frame_ring (buf, 8);
+  put64 (32, 2112);
+  CHECK_INT (pf_msg_parse (buf, len, 3, &msg), ==, -EPROTO);
+}
+
 static const t_case cases[] = {
   {"roundtrip", test_roundtrip},
   {"header", test_header},
@@ -674,6 +717,7 @@ static const t_case cases[] = {
   {"release", test_release_any_seq},
   {"stream", test_stream},
   {"refuse", test_refuse},
+  {"frame-ring", test_frame_ring},
   {"doc-example", test_doc_example},
   {NULL, NULL}
 };
