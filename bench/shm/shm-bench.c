@@ -11,7 +11,8 @@
  *
  * --csv prints the same figures as CSV rows instead of the table (one row
  * per size and transport: size,width,height,bytes,transport,frames_per_s,
- * p50_us,p99_us,frames; transport is memcpy, pinned, pinned-copy or shm),
+ * p50_us,p99_us,frames; transport is memcpy, pinned, pinned-socket,
+ * pinned-copy, pinned-busy, shm or floor),
  * for bench/plot.py.
  *
  * Every transport is measured the same way: a producer process pushes
@@ -39,6 +40,11 @@
  * and stamps each arrival. No GStreamer on either side: what is left is
  * the kernel's socket path and the wake-up of the receiving thread, which
  * every transport here pays at least once per frame.
+ * "pinned" is the zero copy pair as it runs by default: FRAMEs and
+ * releases through the frame ring and its eventfd doorbells
+ * (docs/protocol.md, section 3.10); "pinned-socket" the same pair with the
+ * consumer not asking for the ring (PINNEDFLOW_FRAME_RING=0 while its
+ * source connects): FRAMEs and RELEASEs as socket messages.
  * "pinned-busy" is the zero copy pair with pinnedshmsrc's busy-poll-us set
  * (by default one frame period plus 1 ms, so that it spins until the next
  * frame: the most the option can do, at the most CPU).
@@ -140,8 +146,8 @@ static GOptionEntry entries[] = {
         "only the delivery section (every-frame vs newest-frame at 1080p)",
       NULL},
   {"transport", 0, 0, G_OPTION_ARG_STRING, &opt_transport,
-      "only this transport, paced (pinned, pinned-copy, pinned-busy, shm, "
-        "floor), each of --rounds printed", "NAME"},
+      "only this transport, paced (pinned, pinned-socket, pinned-copy, "
+        "pinned-busy, shm, " "floor), each of --rounds printed", "NAME"},
   {"pool-size", 0, 0, G_OPTION_ARG_INT, &opt_pool_size,
       "pinnedshmsink pool-size and max-client-buffers (8)", "N"},
   {"appsrc", 0, 0, G_OPTION_ARG_NONE, &opt_appsrc,
@@ -586,6 +592,9 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
   };
   gboolean pinned = g_str_has_prefix (impl, "pinned");
   gboolean floor_ = strcmp (impl, "floor") == 0;
+  /* the zero copy pair without the frame ring: FRAMEs and releases as
+   * socket messages (the consumer reads this when it connects) */
+  gboolean socket_path = strcmp (impl, "pinned-socket") == 0;
   const gchar *delivery = strcmp (impl, "pinned-newest") == 0 ?
       "newest-frame" : strcmp (impl, "pinned-every") == 0 ? "every-frame" :
       "auto";
@@ -630,6 +639,8 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
     desc = g_strdup_printf ("shmsrc name=src socket-path=%s is-live=true ! "
         "fakesink sync=false async=false", sock);
   }
+  if (socket_path)
+    g_setenv ("PINNEDFLOW_FRAME_RING", "0", TRUE);
   if (desc) {
     pipeline = gst_parse_launch (desc, &err);
     g_free (desc);
@@ -686,6 +697,8 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
     gst_object_unref (src);
     gst_object_unref (pipeline);
   }
+  if (socket_path)
+    g_unsetenv ("PINNEDFLOW_FRAME_RING");
 
   res.frames = p.n;
   if (p.n > 1)
@@ -833,14 +846,14 @@ main (int argc, char **argv)
 {
   static const gint sizes[][2] = { {640, 480}, {1920, 1080}, {3840, 2160} };
   static const gchar *impls[] = {
-    "pinned", "pinned-copy", "pinned-busy", "shm", "floor"
+    "pinned", "pinned-socket", "pinned-copy", "pinned-busy", "shm", "floor"
   };
   static const gchar *names[] = {
-    "pinnedshm (zero copy)", "pinnedshm (copy path)",
+    "pinnedshm (zero copy)", "pinnedshm (socket)", "pinnedshm (copy path)",
     "pinnedshm (busy-poll)", "shmsink/shmsrc", "floor (SEQPACKET)"
   };
   enum
-  { PINNED, PINNED_COPY, PINNED_BUSY, SHM, FLOOR, N_IMPLS };
+  { PINNED, PINNED_SOCKET, PINNED_COPY, PINNED_BUSY, SHM, FLOOR, N_IMPLS };
   GOptionContext *ctx = g_option_context_new (NULL);
   GError *err = NULL;
   gchar *self;
@@ -974,7 +987,9 @@ main (int argc, char **argv)
 
   if (!opt_csv) {
     /* CPU per frame at 1080p, paced at --cpu-rate */
-    static const guint cpu_impls[] = { PINNED, PINNED_BUSY, SHM, FLOOR };
+    static const guint cpu_impls[] = { PINNED, PINNED_SOCKET, PINNED_BUSY,
+      SHM, FLOOR
+    };
     Result r[N_IMPLS], rounds[N_IMPLS][MAX_ROUNDS];
     gint k;
 

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -66,6 +67,17 @@ test_in_process (void)
   CHECK_INT (pf_consumer_connect (t_path ("sock"), 5000, &c), ==, 0);
   CHECK_INT (pf_consumer_get_max_held (c), ==, 4);
   CHECK (pf_consumer_get_session_id (c) != 0);
+  {
+    /* the path under test (meson runs this twice): with the frame ring,
+     * what the consumer is polled through is its epoll fd, without it the
+     * socket itself (PINNEDFLOW_FRAME_RING=0, the e2e-socket run) */
+    const char *ring = getenv ("PINNEDFLOW_FRAME_RING");
+    struct stat st;
+
+    CHECK_INT (fstat (pf_consumer_get_fd (c), &st), ==, 0);
+    CHECK_INT (S_ISSOCK (st.st_mode), ==, ring != NULL && strcmp (ring,
+            "0") == 0);
+  }
   CHECK_INT (pf_producer_get_n_clients (tp.p), ==, 1);
 
   /* First the caps. */
