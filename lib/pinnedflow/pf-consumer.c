@@ -528,15 +528,28 @@ handle_frame (pf_consumer * c, const struct pf_msg_frame *f, pf_event * ev)
   return 1;
 }
 
-/* An eventfd is an anonymous inode (no file type): made non-blocking. */
+/* An eventfd: an anonymous inode (no file type) that /proc, where it can
+ * be read, names so; made non-blocking. (Without /proc another anonymous
+ * inode gets through here, and fails at its first read: ring_take (),
+ * doorbell_drain ().) */
 static int
 is_eventfd (int fd)
 {
+  char path[64], target[64];
   struct stat st;
+  ssize_t n;
   int fl;
 
-  return fstat (fd, &st) == 0 && (st.st_mode & S_IFMT) == 0 &&
-      (fl = fcntl (fd, F_GETFL)) >= 0 &&
+  if (fstat (fd, &st) < 0 || (st.st_mode & S_IFMT) != 0)
+    return 0;
+  snprintf (path, sizeof (path), "/proc/self/fd/%d", fd);
+  n = readlink (path, target, sizeof (target) - 1);
+  if (n > 0) {
+    target[n] = '\0';
+    if (strcmp (target, "anon_inode:[eventfd]") != 0)
+      return 0;
+  }
+  return (fl = fcntl (fd, F_GETFL)) >= 0 &&
       fcntl (fd, F_SETFL, fl | O_NONBLOCK) == 0;
 }
 
@@ -616,6 +629,7 @@ ring_take (pf_consumer * c)
 {
   uint64_t w = __atomic_load_n (&c->ring->write_seq, __ATOMIC_ACQUIRE);
   uint64_t v;
+  ssize_t n;
 
   if (w == c->ring_r)
     return 0;
@@ -636,25 +650,49 @@ ring_take (pf_consumer * c)
   /* one per entry (a semaphore eventfd); a doorbell that gives more puts
    * the rest back; none (the entry seen before its ring) is made up for
    * by doorbell_drain () */
-  if (read (c->doorbell, &v, sizeof (v)) == sizeof (v) && v > 1) {
+  n = read (c->doorbell, &v, sizeof (v));
+  if (n == sizeof (v) && v > 1) {
     v--;
     if (write (c->doorbell, &v, sizeof (v)) < 0) {
       /* it then wakes us once more than needed: harmless */
     }
+  } else if (n != sizeof (v) && (n >= 0 || (errno != EAGAIN && errno != EINTR))) {
+    return consumer_fail (c, -EPROTO, "FRAME_RING: the doorbell cannot be "
+        "read (%s)", n < 0 ? strerror (errno) : "short read");
   }
   return 1;
 }
 
+/* A doorbell holds at most one ring per entry not yet taken, plus one per
+ * entry taken before its ring came (a race, made up for at the next
+ * drain): more than this many is a forged count. */
+#define DOORBELL_DRAIN_MAX 1024u
+
 /* Nothing to read on the socket: empties the doorbell (a ring it got
  * after we took its entry, or a forged one, would wake the caller for
- * ever) and says whether an entry came meanwhile (its ring emptied too). */
+ * ever) and says whether an entry came meanwhile (1; its ring may have
+ * been emptied too), or < 0: a doorbell that does not empty. */
 static int
 doorbell_drain (pf_consumer * c)
 {
+  unsigned int i, max = c->ring_mask + 1 + DOORBELL_DRAIN_MAX;
   uint64_t v;
+  ssize_t n;
 
-  while (read (c->doorbell, &v, sizeof (v)) == sizeof (v));
-  return __atomic_load_n (&c->ring->write_seq, __ATOMIC_ACQUIRE) != c->ring_r;
+  for (i = 0; i < max; i++) {
+    n = read (c->doorbell, &v, sizeof (v));
+    if (n == sizeof (v))
+      continue;
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN)
+      return __atomic_load_n (&c->ring->write_seq, __ATOMIC_ACQUIRE) !=
+          c->ring_r;
+    return consumer_fail (c, -EPROTO, "FRAME_RING: the doorbell cannot be "
+        "read (%s)", n < 0 ? strerror (errno) : "short read");
+  }
+  return consumer_fail (c, -EPROTO, "FRAME_RING: the doorbell rang more "
+      "than %u times with nothing in the ring", max);
 }
 
 /* The packet just read from the socket comes after a ring entry that is
@@ -930,8 +968,11 @@ receive_event (pf_consumer * c, int timeout_ms, pf_event * ev)
       if (ring_first)
         return consumer_fail (c, -EPROTO, "FRAME_RING: entry %" PRIu64
             " follows socket messages that never came", c->ring_r);
-      if (c->ring != NULL && doorbell_drain (c))
+      if (c->ring != NULL && (res = doorbell_drain (c)) != 0) {
+        if (res < 0)
+          return res;
         continue;
+      }
       if (len == -ETIMEDOUT)
         return 0;
       continue;
