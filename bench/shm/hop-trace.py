@@ -6,8 +6,9 @@
 #   perf script -F comm,tid,cpu,time,event,trace -i perf.data | hop-trace.py
 #
 # For every frame (the producer's pacing thread leaving clock_nanosleep):
-#   push  pacing thread wakes -> the FRAME's send() starts (stamp, fill,
-#         gst_pad_push, the sink's render up to the send)
+#   push  pacing thread wakes -> the FRAME's send() (or, with a frame
+#         ring, the doorbell's write()) starts (stamp, fill, gst_pad_push,
+#         the sink's render up to the send)
 #   send  the send syscall itself (it wakes the consumer's thread)
 #   wire  send returns -> the consumer's recv returns (the consumer's
 #         wake-up, its poll, the producer's work after the send when both
@@ -21,8 +22,11 @@ import re
 import sys
 
 LINE = re.compile(r'^\s*(\S.*?)\s+(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+(\S+):\s*(.*)$')
-SEND = ('44', '46')      # sendto, sendmsg
-RECV = ('45', '47')      # recvfrom, recvmsg
+# sendto, sendmsg; write: the frame ring's doorbells (an eventfd), which
+# with a ring take the FRAME's and the RELEASE's place
+SEND = ('44', '46', '1')
+# recvfrom, recvmsg; read: the consumer's read of the frame doorbell
+RECV = ('45', '47', '0')
 NANOSLEEP = '230'
 
 

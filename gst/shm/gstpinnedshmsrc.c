@@ -1052,6 +1052,9 @@ wait_for_event (GstPinnedShmSrc * self, pf_consumer * c)
   guint busy_us = (guint) g_atomic_int_get (&self->busy_poll_us);
   gint res = 0;
 
+  /* the frame ring's doorbell, read now rather than on the next frame's
+   * path; a failure shows at the next receive */
+  pf_consumer_prepare_wait (c);
   if (busy_us > 0) {
     gint64 deadline = g_get_monotonic_time () + busy_us;
 

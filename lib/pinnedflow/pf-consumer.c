@@ -108,7 +108,7 @@ struct pf_consumer
   uint32_t ring_mask;
   uint64_t ring_r;
   int doorbell;                 /* the ring's eventfd, or -1 */
-  unsigned int doorbell_debt;   /* entries taken before their ring */
+  unsigned int doorbell_owed;   /* entries taken, their rings not read */
   int wait_fd;                  /* what pf_consumer_get_fd() returns */
   uint32_t ctl_recvd;
   uint64_t last_seq;
@@ -628,8 +628,6 @@ static int
 ring_take (pf_consumer * c)
 {
   uint64_t w = __atomic_load_n (&c->ring->write_seq, __ATOMIC_ACQUIRE);
-  uint64_t v;
-  ssize_t n;
 
   if (w == c->ring_r)
     return 0;
@@ -647,20 +645,44 @@ ring_take (pf_consumer * c)
     return 2;
   c->rbuf.frame.hdr.reserved = 0;
   c->ring_r++;
-  /* one per entry (a semaphore eventfd); a doorbell that gives more puts
-   * the rest back; none (the entry seen before its ring) is made up for
-   * by doorbell_drain () */
-  n = read (c->doorbell, &v, sizeof (v));
-  if (n == sizeof (v) && v > 1) {
-    v--;
-    if (write (c->doorbell, &v, sizeof (v)) < 0) {
-      /* it then wakes us once more than needed: harmless */
+  /* its ring is read later, off the frame's path: doorbell_settle () */
+  c->doorbell_owed++;
+  return 1;
+}
+
+/* Reads the rings of the entries taken (one each from a semaphore
+ * eventfd; a doorbell that gives more puts the rest back). A ring not
+ * there yet (the entry seen before its ring) is left to doorbell_drain ().
+ * Before the caller sleeps (pf_consumer_prepare_wait ()), or when it did
+ * not, before the next receive: the read is not on a frame's path. */
+static int
+doorbell_settle (pf_consumer * c)
+{
+  uint64_t v;
+  ssize_t n;
+
+  while (c->doorbell_owed > 0) {
+    n = read (c->doorbell, &v, sizeof (v));
+    if (n == sizeof (v)) {
+      if (v > c->doorbell_owed) {
+        v -= c->doorbell_owed;
+        if (write (c->doorbell, &v, sizeof (v)) < 0) {
+          /* it then wakes us once more than needed: harmless */
+        }
+        v = c->doorbell_owed;
+      }
+      c->doorbell_owed -= (unsigned int) v;
+      continue;
     }
-  } else if (n != sizeof (v) && (n >= 0 || (errno != EAGAIN && errno != EINTR))) {
+    if (n < 0 && errno == EINTR)
+      continue;
+    c->doorbell_owed = 0;
+    if (n < 0 && errno == EAGAIN)
+      return 0;
     return consumer_fail (c, -EPROTO, "FRAME_RING: the doorbell cannot be "
         "read (%s)", n < 0 ? strerror (errno) : "short read");
   }
-  return 1;
+  return 0;
 }
 
 /* A doorbell holds at most one ring per entry not yet taken, plus one per
@@ -679,6 +701,7 @@ doorbell_drain (pf_consumer * c)
   uint64_t v;
   ssize_t n;
 
+  c->doorbell_owed = 0;         /* read here with the rest */
   for (i = 0; i < max; i++) {
     n = read (c->doorbell, &v, sizeof (v));
     if (n == sizeof (v))
@@ -814,6 +837,8 @@ recv_packet (pf_consumer * c, int timeout_ms, int cancel_fd, int *fds,
   *n_fds = 0;
   *why = NULL;
   if (timeout_ms != 0) {
+    if (c->doorbell_owed > 0 && (r = doorbell_settle (c)) < 0)
+      return r;
     r = wait_readable (c->wait_fd, cancel_fd, timeout_ms);
     if (r < 0)
       return r;
@@ -941,6 +966,11 @@ receive_event (pf_consumer * c, int timeout_ms, pf_event * ev)
     /* The frame ring, first: a FRAME there is ours unless packets sent on
      * the socket before it are still to be read. */
     if (c->ring != NULL) {
+      /* the rings of the entries taken last time, if the caller did not
+       * pf_consumer_prepare_wait (): a doorbell never counts more than
+       * the ring holds */
+      if (c->doorbell_owed > 0 && (res = doorbell_settle (c)) < 0)
+        return res;
       res = ring_take (c);
       if (res < 0)
         return res;
@@ -1460,6 +1490,16 @@ int
 pf_consumer_get_fd (pf_consumer * c)
 {
   return c->wait_fd;
+}
+
+int
+pf_consumer_prepare_wait (pf_consumer * c)
+{
+  if (c == NULL)
+    return -EINVAL;
+  if (c->doorbell_owed > 0)
+    return doorbell_settle (c);
+  return 0;
 }
 
 unsigned int

@@ -208,8 +208,17 @@ PF_API void pf_consumer_get_budget (pf_consumer * c,
 PF_API void pf_consumer_get_mapped (pf_consumer * c, uint64_t * bytes,
     uint32_t * count);
 
-/* The socket: poll it for POLLIN to integrate with any event loop. */
+/* What to poll for POLLIN to integrate with any event loop: the socket,
+ * or, when the consumer asks for a frame ring (the default; see
+ * docs/protocol.md, FRAME_RING), an epoll fd holding the socket and the
+ * ring's doorbell. The same fd for the connection's life. */
 PF_API int pf_consumer_get_fd (pf_consumer * c);
+/* Receiving thread, before it polls pf_consumer_get_fd(): acknowledges
+ * the frames taken from the frame ring (reads their doorbell rings), so
+ * that the fd does not poll readable for them; done here, the read is off
+ * the next frame's path. Optional (pf_consumer_receive() does it when it
+ * was not). 0, or the negative errno that failed the connection. */
+PF_API int pf_consumer_prepare_wait (pf_consumer * c);
 
 /**
  * pf_consumer_receive:

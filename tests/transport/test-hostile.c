@@ -1272,6 +1272,8 @@ test_ring_spurious_doorbell (void)
   fring_publish (&r, &f, v.sent);
   CHECK (consumer_readable (&v));
   expect_frame (&v, &r, 1, 1, 1);
+  /* its ring is read before the next wait, not on the frame's path */
+  CHECK_INT (pf_consumer_prepare_wait (v.c), ==, 0);
   CHECK (!consumer_readable (&v));
 
   fring_drop (&r);
