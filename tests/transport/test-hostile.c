@@ -833,6 +833,18 @@ ring_check_gone (const fring * r, const victim * v)
   CHECK_INT (t_count_fds (), ==, v->fds0);
 }
 
+/* The end of a ring case that did not fail the connection: the ring
+ * dropped on our side, the consumer and its socket closed, nothing of the
+ * ring left mapped or open. */
+static void
+ring_victim_finish (victim * v, fring * r)
+{
+  fring_drop (r);
+  pf_consumer_unref (v->c);
+  close (v->peer);
+  ring_check_gone (r, v);
+}
+
 /* A ring the consumer did not ask for (PINNEDFLOW_FRAME_RING=0). */
 static void
 test_ring_not_asked (void)
@@ -1154,10 +1166,7 @@ test_ring_release_full (void)
     CHECK_INT (recv (v.peer, v.buf, sizeof (v.buf), MSG_DONTWAIT), ==, -1);
   }
 
-  fring_drop (&r);
-  pf_consumer_unref (v.c);
-  close (v.peer);
-  ring_check_gone (&r, &v);
+  ring_victim_finish (&v, &r);
   CHECK_INT (pf_segment_count_live (), ==, v.segs0);
 }
 
@@ -1276,10 +1285,7 @@ test_ring_spurious_doorbell (void)
   CHECK_INT (pf_consumer_prepare_wait (v.c), ==, 0);
   CHECK (!consumer_readable (&v));
 
-  fring_drop (&r);
-  pf_consumer_unref (v.c);
-  close (v.peer);
-  ring_check_gone (&r, &v);
+  ring_victim_finish (&v, &r);
   CHECK_INT (pf_segment_count_live (), ==, v.segs0);
 }
 
