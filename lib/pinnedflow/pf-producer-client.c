@@ -457,7 +457,8 @@ client_read_releases (pf_producer * p, struct client *c, struct event_list *ev)
 static void
 client_ring_frame (struct client *c, const uint8_t * buf)
 {
-  uint64_t w = c->ring->write_seq;
+  /* our own count: the consumer can write the shared one */
+  uint64_t w = c->ring_w++;
   struct pf_msg_frame *e = (struct pf_msg_frame *) ((uint8_t *) c->ring +
       sizeof (struct pf_frame_ring)) + (w & c->ring_mask);
   uint64_t one = 1;

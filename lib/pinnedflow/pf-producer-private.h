@@ -97,6 +97,8 @@ struct client
   /* The frame ring (PF_MSG_FRAME_RING), or NULL: FRAMEs on the socket. */
   struct pf_frame_ring *ring;
   uint32_t ring_mask;
+  uint64_t ring_w;              /* entries published (the shared write_seq
+                                 * is only written, never read back) */
   int doorbell;                 /* the ring's eventfd, or -1 */
   struct pf_release_ring *rel;  /* in the same memfd: the consumer writes */
   const uint64_t *rel_seqs;
