@@ -1044,8 +1044,8 @@ handle_disconnect (GstPinnedShmSrc * self, gint res, const gchar * why,
   }
 }
 
-/* Waits for the socket of @c or unlock, spinning first for busy-poll-us
- * if asked: 1 readable, -1 unlocked. */
+/* Waits for @c's fd (socket, frame doorbell) or unlock, spinning first
+ * for busy-poll-us if asked: 1 readable, -1 unlocked. */
 static gint
 wait_for_event (GstPinnedShmSrc * self, pf_consumer * c)
 {
@@ -1354,7 +1354,8 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
   /**
    * GstPinnedShmSrc:busy-poll-us:
    *
-   * When no frame is queued, poll the socket without sleeping (poll() with
+   * When no frame is queued, poll the connection (the frame ring's
+   * doorbell and the socket) without sleeping (poll() with
    * a zero timeout, in a loop) for up to this many microseconds before
    * sleeping in poll(). 0 (the default) sleeps at once. A frame that
    * arrives within the window is taken without a scheduler wake-up, at the
@@ -1362,7 +1363,7 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
    * helps when frames come closer together than the window.
    */
   properties[PROP_BUSY_POLL_US] = g_param_spec_uint ("busy-poll-us",
-      "Busy poll (us)", "Microseconds to poll the socket without sleeping "
+      "Busy poll (us)", "Microseconds to poll the connection without sleeping "
       "before waiting for the next frame (0: sleep at once; costs CPU)",
       0, G_USEC_PER_SEC, DEFAULT_BUSY_POLL_US,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);

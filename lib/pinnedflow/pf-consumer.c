@@ -7,9 +7,17 @@
  * with it: the held set, under c->held_spin (a spinlock held for an insert
  * or a removal: issue 13, two mutex pairs per frame were ~115
  * instructions), and the error state (broken, write_closed), written under
- * c->lock and read atomically without it. RELEASEs are sent without a
- * lock (a SOCK_SEQPACKET send is atomic), so a release stuck on a full
- * socket (SO_SNDTIMEO) no longer holds up the receiving thread.
+ * c->lock and read atomically without it; with a frame ring, the release
+ * ring's write side, under the same spinlock. RELEASE messages (no ring,
+ * or a full one) are sent without a lock (a SOCK_SEQPACKET send is
+ * atomic), so a release stuck on a full socket (SO_SNDTIMEO) does not hold
+ * up the receiving thread.
+ *
+ * Frame ring (docs/protocol.md, 3.10; design.md, "The frame ring"):
+ * receive_event () takes FRAMEs from it in the producer's order with the
+ * socket's messages (ring_take (), ring_precedes (), the stash); the
+ * doorbell is read off the frame's path (doorbell_settle ()) and emptied,
+ * bounded, when nothing is left (doorbell_drain ()).
  *
  * Delivery: the STREAM messages of the producer say which delivery is in
  * force (c->stream, receiving thread). With newest frame, a FRAME about to
