@@ -90,6 +90,8 @@ static const struct
   {1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
   {2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
   {3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+  {46, "CUDA_ERROR_DEVICES_UNAVAILABLE",
+      "all CUDA-capable devices are busy or unavailable"},
   {100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
   {101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
   {201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
@@ -260,7 +262,7 @@ cuDeviceTotalMem_v2 (size_t *bytes, CUdevice dev)
 
 /* The attributes of an 8.6 device without virtual memory management,
  * memory pools or exportable handles (so GStreamer keeps to plain
- * allocations). Those cudart shares (36, 51, 99, 113: see pfemu.h's
+ * allocations). Those cudart shares (20 compute mode, 36, 51, 99, 113: see pfemu.h's
  * switches) come from the core; any other valid attribute is 0. */
 static int
 device_attribute (int *value, int attr, CUdevice dev)
@@ -282,7 +284,7 @@ device_attribute (int *value, int attr, CUdevice dev)
     return CUDA_ERROR_INVALID_VALUE;
   if ((err = check_device (dev)) != 0)
     return err;
-  if (attr == 36 || attr == 51 || attr == 99 || attr == 113)
+  if (attr == 20 || attr == 36 || attr == 51 || attr == 99 || attr == 113)
     return pfemu_core_DeviceGetAttribute (value, attr, dev);
   if (attr <= 0 || attr >= 140)
     return CUDA_ERROR_INVALID_VALUE;

@@ -45,6 +45,7 @@ enum
   cudaErrorMemoryAllocation = 2,
   cudaErrorInvalidMemcpyDirection = 21,
   cudaErrorInsufficientDriver = 35,
+  cudaErrorDevicesUnavailable = 46,
   cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
   cudaErrorInvalidResourceHandle = 400,
@@ -72,6 +73,11 @@ enum
 #define ATTR_MEMORY_CLOCK_RATE 36
 #define ATTR_TEXTURE_PITCH_ALIGNMENT 51
 #define ATTR_HOST_REGISTER_SUPPORTED 99
+#define ATTR_COMPUTE_MODE 20
+/* cudaStreamLegacy, cudaStreamPerThread (CU_STREAM_LEGACY,
+ * CU_STREAM_PER_THREAD): the legacy default stream, as NULL is (the
+ * per-thread one is emulated by it: one more ordering, never less). */
+#define STREAM_HANDLE(h) ((uintptr_t) (h) <= 2 ? NULL : (h))
 #define PITCH_ALIGN 512
 
 /* The cudart functions emulated (signatures of cuda_runtime_api.h, with
@@ -86,6 +92,10 @@ API cudaError_t cudaSetDevice (int device);
 API cudaError_t cudaGetDevice (int *device);
 API int cuCtxGetCurrent (void **ctx);
 API int cuCtxSetCurrent (void *ctx);
+API int cuCtxPushCurrent_v2 (void *ctx);
+API int cuCtxPopCurrent_v2 (void **ctx);
+API int cuDevicePrimaryCtxRetain (void **ctx, int device);
+API int cuDevicePrimaryCtxRelease_v2 (int device);
 API cudaError_t cudaDeviceGetAttribute (int *value, int attr, int device);
 API cudaError_t cudaMallocPitch (void **dev_ptr, size_t *pitch, size_t width,
     size_t height);
@@ -122,6 +132,7 @@ struct alloc
   char *view;                   /* read-write view, internal */
   size_t size;                  /* mapped: whole pages */
   size_t bytes;                 /* allocated: pitch * height */
+  void *ctx;                    /* the context current when allocated */
   struct alloc *next;
 };
 
@@ -131,6 +142,8 @@ struct reg
   size_t size;
   unsigned int flags;
   int host_alloc;               /* cuMemAllocHost: owned, mmap()ed here */
+  void *ctx;                    /* the context current when registered:
+                                 * its destruction drops the registration */
   struct reg *next;
 };
 
@@ -150,6 +163,7 @@ struct event
   int refs;                     /* handle + queued ops */
   int alive;
   int device;                   /* current device when created */
+  void *ctx;                    /* current context when created */
   unsigned int flags;           /* cudaEventCreateWithFlags() */
   cudaError_t error;            /* its stream faulted before it */
   uint64_t legacy_lseq;         /* last recorded on the legacy stream: the
@@ -183,6 +197,9 @@ struct stream
 {
   unsigned int flags;
   int device;                   /* current device when created */
+  void *ctx;                    /* current context when created (the
+                                 * legacy stream: none, it is every
+                                 * context's) */
   pthread_t thread;
   struct op *head, *tail;
   int pending;                  /* queued or running ops */
@@ -210,6 +227,9 @@ static int device_count = 1;
 static int insufficient_driver;
 static int no_readonly;
 static int no_host_register;
+/* PFEMU_COMPUTE_MODE=exclusive-process: one context per device at a time
+ * (a second one fails with cudaErrorDevicesUnavailable, 46). */
+static int exclusive_process;
 /* Like the real runtime: the device of the context current to the thread
  * (-1: none). A thread with no context that makes a call needing one gets
  * device 0's primary context, initialised then; cudaSetDevice initialises
@@ -301,6 +321,9 @@ static struct
   long ctx_created, ctx_destroyed, primary_retains, primary_releases;
   long driver_inits, stream_syncs, stream_syncs_legacy;
   long host_allocs, copies_h2h;
+  /* contexts: registrations dropped with their context, event records
+   * refused across contexts, contexts refused by EXCLUSIVE_PROCESS */
+  long regs_dropped, cross_context_records, exclusive_refused;
 } ctr;
 
 /* G held. The device of a context handle, -1 when it is none of ours;
@@ -349,12 +372,47 @@ set_top_locked (void *h)
   sync_current_locked ();
 }
 
+/* The calling thread's current context handle, or NULL. */
+static void *
+cur_ctx (void)
+{
+  check_generation ();
+  return ctx_depth > 0 ? ctx_stack[ctx_depth - 1] : NULL;
+}
+
+/* G held. 1 when a context other than @except is alive on @device. */
+static int
+other_context_locked (int device, void *except)
+{
+  if (primary_alive[device] && except != &primary_handle[device])
+    return 1;
+  for (struct ctx * x = contexts; x; x = x->next)
+    if (x->alive && x->device == device && (void *) x != except)
+      return 1;
+  return 0;
+}
+
+/* G held. In EXCLUSIVE_PROCESS compute mode a device takes one context:
+ * creating another fails (CUDA_ERROR_DEVICES_UNAVAILABLE,
+ * cudaErrorDevicesUnavailable: 46, counted). */
+static int
+exclusive_refuses_locked (int device, void *except)
+{
+  if (!exclusive_process || !other_context_locked (device, except))
+    return 0;
+  ctr.exclusive_refused++;
+  return 1;
+}
+
 /* G held. Makes @device's primary context current on the calling thread,
- * initialising it (and counting that) when it is not alive. */
-static void
+ * initialising it (and counting that) when it is not alive. 0, or 46 when
+ * EXCLUSIVE_PROCESS refuses it (nothing changes). */
+static int
 make_current_locked (int device)
 {
   if (device >= 0 && device < MAX_DEVICES && !primary_alive[device]) {
+    if (exclusive_refuses_locked (device, &primary_handle[device]))
+      return 46;
     primary_alive[device] = 1;
     ctr.contexts_created[device]++;
   }
@@ -363,6 +421,28 @@ make_current_locked (int device)
     set_top_locked (&primary_handle[device]);
   }
   driver_initialized = 1;
+  return 0;
+}
+
+/* G held. Drops the registrations made in the context @h (it is being
+ * destroyed): the pages are no longer pinned for anyone, later copies from
+ * them are staged (copies.pageable) and cudaHostUnregister does not know
+ * them (713). */
+static void
+drop_context_registrations_locked (void *h)
+{
+  struct reg **l = &regs;
+
+  while (*l) {
+    struct reg *r = *l;
+    if (r->ctx == h && !r->host_alloc) {
+      *l = r->next;
+      ctr.regs_dropped++;
+      free (r);
+    } else {
+      l = &r->next;
+    }
+  }
 }
 
 static long
@@ -425,6 +505,8 @@ read_env (void)
       && atoi (v) != 0;
   no_readonly = (v = getenv ("PFEMU_NO_READONLY_REGISTER")) && atoi (v) != 0;
   no_host_register = (v = getenv ("PFEMU_NO_HOST_REGISTER")) && atoi (v) != 0;
+  exclusive_process = (v = getenv ("PFEMU_COMPUTE_MODE")) &&
+      (strcmp (v, "exclusive-process") == 0 || strcmp (v, "3") == 0);
   n_fails = 0;
   if ((v = getenv ("PFEMU_FAIL")) != NULL) {
     char *copy = strdup (v), *save = NULL, *tok;
@@ -553,8 +635,8 @@ enter (const char *name, int api)
     needs_context = uses_context (name);
     if (needs_context) {
       if (current_device < 0)
-        make_current_locked (0);
-      if (current_device < MAX_DEVICES)
+        res = make_current_locked (0);
+      if (current_device >= 0 && current_device < MAX_DEVICES)
         ctr.context_calls[current_device]++;
     }
   } else {
@@ -636,6 +718,8 @@ static const struct
       "invalid copy direction for memcpy"},
   {cudaErrorInsufficientDriver, "cudaErrorInsufficientDriver",
       "CUDA driver version is insufficient for CUDA runtime version"},
+  {cudaErrorDevicesUnavailable, "cudaErrorDevicesUnavailable",
+      "CUDA-capable device(s) is/are busy or unavailable"},
   {cudaErrorNoDevice, "cudaErrorNoDevice",
       "no CUDA-capable device is detected"},
   {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
@@ -706,6 +790,8 @@ pfemu_core_GetDeviceCount (int *count)
 static cudaError_t
 pfemu_core_SetDevice (int device)
 {
+  cudaError_t res;
+
   if (device_count <= 0)
     return cudaErrorNoDevice;
   if (device < 0 || device >= device_count)
@@ -713,9 +799,9 @@ pfemu_core_SetDevice (int device)
   pthread_mutex_lock (&G);
   if (device < MAX_DEVICES)
     ctr.set_device[device]++;
-  make_current_locked (device);
+  res = make_current_locked (device);
   pthread_mutex_unlock (&G);
-  return cudaSuccess;
+  return res;
 }
 
 static cudaError_t
@@ -828,6 +914,10 @@ pfemu_core_CtxCreate (void **ctx, unsigned int flags, int device)
     pthread_mutex_unlock (&G);
     return cudaErrorMemoryAllocation;
   }
+  if (exclusive_refuses_locked (device, NULL)) {
+    pthread_mutex_unlock (&G);
+    return 46;
+  }
   x = calloc (1, sizeof *x);
   x->device = device;
   x->alive = 1;
@@ -860,6 +950,7 @@ pfemu_core_CtxDestroy (void *ctx)
   }
   x->alive = 0;
   ctr.ctx_destroyed++;
+  drop_context_registrations_locked (x);
   for (i = j = 0; i < ctx_depth; i++)
     if (ctx_stack[i] != ctx)
       ctx_stack[j++] = ctx_stack[i];
@@ -926,6 +1017,10 @@ pfemu_core_PrimaryCtxRetain (void **ctx, int device)
     return cudaErrorInvalidDevice;
   pthread_mutex_lock (&G);
   if (!primary_alive[device]) {
+    if (exclusive_refuses_locked (device, &primary_handle[device])) {
+      pthread_mutex_unlock (&G);
+      return 46;
+    }
     primary_alive[device] = 1;
     ctr.contexts_created[device]++;
   }
@@ -949,8 +1044,10 @@ pfemu_core_PrimaryCtxRelease (int device)
     res = 201;
   } else {
     ctr.primary_releases++;
-    if (--primary_refs[device] == 0 && !rt_uses[device])
+    if (--primary_refs[device] == 0 && !rt_uses[device]) {
       primary_alive[device] = 0;
+      drop_context_registrations_locked (&primary_handle[device]);
+    }
   }
   pthread_mutex_unlock (&G);
   return res;
@@ -1000,6 +1097,34 @@ cuCtxSetCurrent (void *ctx)
   return pfemu_core_CtxSetCurrent (ctx);
 }
 
+/* The other driver calls pinnedflow's loader takes with those two
+ * (pf-cuda.c): push and pop a context, the primary context's references.
+ * The real ones come from libcuda.so.1; so do these under the driver
+ * stand-in (tests/cuda/emu), the same core either way. */
+EXPORT int
+cuCtxPushCurrent_v2 (void *ctx)
+{
+  return pfemu_core_CtxPushCurrent (ctx);
+}
+
+EXPORT int
+cuCtxPopCurrent_v2 (void **ctx)
+{
+  return pfemu_core_CtxPopCurrent (ctx);
+}
+
+EXPORT int
+cuDevicePrimaryCtxRetain (void **ctx, int device)
+{
+  return pfemu_core_PrimaryCtxRetain (ctx, device);
+}
+
+EXPORT int
+cuDevicePrimaryCtxRelease_v2 (int device)
+{
+  return pfemu_core_PrimaryCtxRelease (device);
+}
+
 PFEMU_CORE cudaError_t
 pfemu_core_DeviceGetAttribute (int *value, int attr, int device)
 {
@@ -1019,6 +1144,10 @@ pfemu_core_DeviceGetAttribute (int *value, int attr, int device)
       return cudaSuccess;
     case ATTR_HOST_REGISTER_SUPPORTED:
       *value = no_host_register ? 0 : 1;
+      return cudaSuccess;
+    case ATTR_COMPUTE_MODE:
+      /* cudaComputeModeExclusiveProcess = 3, Default = 0 */
+      *value = exclusive_process ? 3 : 0;
       return cudaSuccess;
     default:
       return cudaErrorInvalidValue;
@@ -1061,6 +1190,19 @@ find_reg (const void *p, size_t len)
   return NULL;
 }
 
+/* G held. A registration pins its pages for the context that made it, or
+ * for every context with cudaHostRegisterPortable (page-locked host
+ * allocations here are portable). */
+static struct reg *
+find_pinning_reg (const void *p, size_t len)
+{
+  struct reg *r = find_reg (p, len);
+
+  if (r && !(r->flags & REG_PORTABLE) && r->ctx != cur_ctx ())
+    return NULL;
+  return r;
+}
+
 struct event;
 static void demand_event_locked (struct event *e);
 static long fault_pending_locked (const char *lo, const char *hi);
@@ -1099,6 +1241,7 @@ alloc_device (void **dev_ptr, size_t bytes)
   }
   /* Fresh device memory is not zero on a GPU either. */
   memset (a->view, 0xA5, size);
+  a->ctx = cur_ctx ();
   pthread_mutex_lock (&G);
   a->next = allocs;
   allocs = a;
@@ -1229,6 +1372,7 @@ pfemu_core_HostRegister (void *ptr, size_t size, unsigned int flags)
   r->base = c;
   r->size = size;
   r->flags = flags;
+  r->ctx = cur_ctx ();
   r->next = regs;
   regs = r;
   ctr.registrations++;
@@ -1338,6 +1482,7 @@ pfemu_core_HostAlloc (void **ptr, size_t size)
   r->size = size;
   r->flags = REG_PORTABLE | REG_MAPPED;
   r->host_alloc = 1;
+  r->ctx = cur_ctx ();
   pthread_mutex_lock (&G);
   r->next = regs;
   regs = r;
@@ -1561,6 +1706,7 @@ pfemu_core_StreamCreateWithFlags (void **stream, unsigned int flags)
   s = calloc (1, sizeof *s);
   s->flags = flags;
   s->device = current_device;
+  s->ctx = cur_ctx ();
   pthread_cond_init (&s->cond, NULL);
   if (pthread_create (&s->thread, NULL, stream_worker, s) != 0) {
     free (s);
@@ -1609,6 +1755,7 @@ pfemu_core_StreamSynchronize (void *stream)
   struct stream *s;
   cudaError_t err = cudaSuccess;
 
+  stream = STREAM_HANDLE (stream);
   pthread_mutex_lock (&G);
   if (stream == NULL) {
     ctr.stream_syncs++;
@@ -1634,6 +1781,7 @@ pfemu_core_StreamQuery (void *stream)
   struct stream *s;
   cudaError_t err;
 
+  stream = STREAM_HANDLE (stream);
   pthread_mutex_lock (&G);
   s = stream ? find_stream_locked (stream) : legacy_locked ();
   if (!s)
@@ -1661,6 +1809,7 @@ pfemu_core_EventCreateWithFlags (void **event, unsigned int flags)
   e->refs = 1;
   e->alive = 1;
   e->device = current_device;
+  e->ctx = cur_ctx ();
   e->flags = flags;
   pthread_mutex_lock (&G);
   e->next = events;
@@ -1693,6 +1842,7 @@ pfemu_core_EventRecord (void *event, void *stream)
   struct stream *s = NULL;
   struct op *o;
 
+  stream = STREAM_HANDLE (stream);
   pthread_mutex_lock (&G);
   if (!(e = find_event_locked (event)) ||
       (stream && !(s = find_stream_locked (stream)))) {
@@ -1702,6 +1852,14 @@ pfemu_core_EventRecord (void *event, void *stream)
   /* "cudaEventRecord() will fail if the input event and input stream are
    * associated to different devices" (programming guide). */
   if (s && s->device != e->device) {
+    pthread_mutex_unlock (&G);
+    return cudaErrorInvalidResourceHandle;
+  }
+  /* ... or to different contexts: "CUDA_ERROR_INVALID_HANDLE ... if hEvent
+   * and hStream are not from the same context" (cuEventRecord). The legacy
+   * stream is the current context's. */
+  if (e->ctx != (s ? s->ctx : cur_ctx ())) {
+    ctr.cross_context_records++;
     pthread_mutex_unlock (&G);
     return cudaErrorInvalidResourceHandle;
   }
@@ -1781,8 +1939,12 @@ pfemu_core_StreamWaitEvent (void *stream, void *event, unsigned int flags)
   struct stream *s;
   struct op *o;
 
+  /* The event may be of another context than the stream (documented for
+   * cuStreamWaitEvent and cudaStreamWaitEvent): no context check. */
+  stream = STREAM_HANDLE (stream);
   pthread_mutex_lock (&G);
-  if (!(e = find_event_locked (event)) || !(s = find_stream_locked (stream))) {
+  if (!(e = find_event_locked (event)) ||
+      !(s = stream ? find_stream_locked (stream) : legacy_locked ())) {
     pthread_mutex_unlock (&G);
     return cudaErrorInvalidResourceHandle;
   }
@@ -1841,7 +2003,7 @@ resolve_copy (struct op *o, void *dst, size_t dpitch, const void *src,
       return cudaErrorInvalidValue;
     o->dst = a->view + ((const char *) dst - a->dev);
   } else {
-    if (!(r = find_reg (dst, dspan)))
+    if (!(r = find_pinning_reg (dst, dspan)))
       *pinned = 0;
     else if (r->flags & REG_READONLY)
       return cudaErrorInvalidValue;     /* DMA into read-only memory */
@@ -1854,7 +2016,7 @@ resolve_copy (struct op *o, void *dst, size_t dpitch, const void *src,
       return cudaErrorInvalidValue;
     o->src = a->view + ((const char *) src - a->dev);
   } else {
-    if (!find_reg (src, sspan))
+    if (!find_pinning_reg (src, sspan))
       *pinned = 0;
     o->src = src;
     o->host_lo = src;
@@ -1879,6 +2041,7 @@ pfemu_core_Memcpy2DAsync (void *dst, size_t dpitch, const void *src,
   o->fail_err = async_fail;
   o->sticky = async_sticky;
   async_fail = cudaSuccess;
+  stream = STREAM_HANDLE (stream);
   pthread_mutex_lock (&G);
   if (stream && !(s = find_stream_locked (stream))) {
     res = cudaErrorInvalidResourceHandle;
@@ -1992,6 +2155,7 @@ pfemu_core_Memset2D (void *dst, size_t pitch, unsigned int value,
     return cudaSuccess;
   if (!dst || bytes > pitch)
     return cudaErrorInvalidValue;
+  stream = STREAM_HANDLE (stream);
   pthread_mutex_lock (&G);
   if (stream && !(s = find_stream_locked (stream))) {
     pthread_mutex_unlock (&G);
@@ -2281,6 +2445,9 @@ pfemu_query (const char *name)
   C ("host.allocations", ctr.host_allocs);
   C ("live.host.allocations", count_list_regs (1));
   C ("copies.h2h", ctr.copies_h2h);
+  C ("registrations.dropped", ctr.regs_dropped);
+  C ("events.cross_context", ctr.cross_context_records);
+  C ("contexts.refused", ctr.exclusive_refused);
   if (v == -1 && strncmp (name, "calls.cu", 8) == 0) {
     /* calls.<function>: calls made to it (either API), 0 if none */
     v = 0;

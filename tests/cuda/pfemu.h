@@ -31,6 +31,13 @@
  * stays).
  * PFEMU_FAIL names a driver call in full (cuMemcpy2DAsync_v2:1:700); its
  * modes work the same.
+ *   PFEMU_COMPUTE_MODE=exclusive-process  the device is in
+ *                               EXCLUSIVE_PROCESS compute mode (attribute
+ *                               20 reads 3): a second context on it
+ *                               (cuCtxCreate, the primary context's
+ *                               initialisation by cudart or
+ *                               cuDevicePrimaryCtxRetain) fails with 46
+ *                               (CUDA_ERROR_DEVICES_UNAVAILABLE)
  *   PFEMU_LEAK_REPORT=path      at exit, append a leak report to path
  *   PFEMU_LEAK_ABORT=1          at exit, _exit(3) when something is alive
  */
@@ -82,6 +89,19 @@
  * "host.allocations" / "live.host.allocations" (cuMemAllocHost /
  * cuMemHostAlloc: page-locked, counted as pinned in copies),
  * "copies.h2h" (driver copies between two host buffers).
+ *
+ * Contexts: every allocation, registration, stream and event carries the
+ * context current when it was made. cudaEventRecord/cuEventRecord of an
+ * event on a stream of another context fails with 400
+ * (cudaErrorInvalidResourceHandle / CUDA_ERROR_INVALID_HANDLE), counted in
+ * "events.cross_context"; a stream wait on an event of another context is
+ * allowed (documented for both APIs). A registration pins its pages for
+ * its own context, or for all with cudaHostRegisterPortable; destroying
+ * its context (cuCtxDestroy, the primary context's last release) drops it
+ * ("registrations.dropped"): later copies from those pages are staged
+ * (copies.pageable) and cudaHostUnregister answers 713. "contexts.refused":
+ * contexts EXCLUSIVE_PROCESS refused. Stream handles 1 (cudaStreamLegacy)
+ * and 2 (cudaStreamPerThread) are the legacy stream, as NULL is.
  * "calls.<function>" (e.g. "calls.cuStreamSynchronize",
  * "calls.cudaStreamSynchronize", "calls.cuMemcpy2DAsync_v2"): calls made to
  * that function since the last reset, 0 if none.
