@@ -8,28 +8,140 @@
 
 #include "gstpinnedcudacontext.h"
 #include <gst/pinnedcuda/gstpinnedcuda.h>
+#include <gst/pinnedcuda/gstpinnedcudamemory.h>
 
 #include <gst/pinnedflow/pinnedflow.h>
 
 GST_DEBUG_CATEGORY_STATIC (gst_pinned_cuda_context_debug);
 #define GST_CAT_DEFAULT gst_pinned_cuda_context_debug
 
-/* The pipeline's GstCudaContext: the one set on the element, or one found
- * by querying the neighbours or made (and announced) by libgstcuda. Its
- * absence is no error: the element then uses cudart's primary context and
- * offers only its own memory. */
+static gboolean
+has_gst_context (GstPinnedCudaContext * ctx)
+{
+  gboolean res;
+
+  GST_OBJECT_LOCK (ctx->element);
+  res = ctx->gst_ctx != NULL;
+  GST_OBJECT_UNLOCK (ctx->element);
+  return res;
+}
+
+static gboolean
+pad_query (GstElement * element, GstPad * pad, gpointer user_data)
+{
+  /* stop at the first peer that answers */
+  return !gst_pad_peer_query (pad, GST_QUERY_CAST (user_data));
+}
+
+/* A neighbour's gst.cuda.context, as libgstcuda's own lookup finds one: a
+ * context query downstream, then upstream, then a need-context message
+ * (the bin or the application may answer it with set_context). Whatever
+ * is found arrives through gst_element_set_context(), i.e.
+ * gst_pinned_cuda_context_set_gst_context(). */
+static void
+find_neighbour_context (GstPinnedCudaContext * ctx)
+{
+  GstQuery *query = gst_query_new_context (GST_PINNED_CUDA_GST_CONTEXT_TYPE);
+  GstContext *found = NULL;
+
+  if (!gst_element_foreach_src_pad (ctx->element, pad_query, query) ||
+      !gst_element_foreach_sink_pad (ctx->element, pad_query, query)) {
+    gst_query_parse_context (query, &found);
+    if (found)
+      gst_element_set_context (ctx->element, found);
+  }
+  gst_query_unref (query);
+  if (!has_gst_context (ctx))
+    gst_element_post_message (ctx->element,
+        gst_message_new_need_context (GST_OBJECT (ctx->element),
+            GST_PINNED_CUDA_GST_CONTEXT_TYPE));
+}
+
+typedef struct
+{
+  const GstPinnedCudaRuntime *rt;
+  gint device_id;
+} PrimaryRef;
+
+static void
+primary_ref_release (gpointer data)
+{
+  PrimaryRef *ref = data;
+
+  ref->rt->DevicePrimaryCtxRelease (ref->device_id);
+  g_free (ref);
+}
+
+/* The context the pipeline lacks, made as cudart, PyTorch and CuPy make
+ * theirs: the device's primary context, retained for as long as the
+ * GstCudaContext that wraps it lives, so the process keeps one context
+ * per device (libgstcuda's gst_cuda_context_new() would cuCtxCreate a
+ * second one). Announced with have-context, as libgstcuda does. */
+static void
+make_primary_context (GstPinnedCudaContext * ctx)
+{
+  static GQuark quark = 0;
+  const GstPinnedCudaGst *gst = ctx->gst;
+  const GstPinnedCudaRuntime *rt = ctx->rt;
+  PrimaryRef *ref;
+  gpointer cu_ctx = NULL, gst_ctx, old;
+  GstContext *context;
+
+  if (gst->context_new_wrapped == NULL || gst->context_new_cuda_context ==
+      NULL || rt->DevicePrimaryCtxRetain == NULL)
+    return;
+  if (rt->DevicePrimaryCtxRetain (&cu_ctx, ctx->device_id) != 0) {
+    GST_INFO_OBJECT (ctx->element, "cuDevicePrimaryCtxRetain (%d) failed",
+        ctx->device_id);
+    return;
+  }
+  /* CUdevice: cuDeviceGet (&dev, ordinal) gives the ordinal */
+  gst_ctx = gst->context_new_wrapped (cu_ctx, ctx->device_id);
+  if (gst_ctx == NULL) {
+    rt->DevicePrimaryCtxRelease (ctx->device_id);
+    return;
+  }
+  if (g_object_is_floating (gst_ctx))
+    gst_object_ref_sink (gst_ctx);
+  if (quark == 0)
+    quark = g_quark_from_static_string ("pinnedflow-primary-ref");
+  ref = g_new0 (PrimaryRef, 1);
+  ref->rt = rt;
+  ref->device_id = ctx->device_id;
+  g_object_set_qdata_full (G_OBJECT (gst_ctx), quark, ref, primary_ref_release);
+
+  GST_OBJECT_LOCK (ctx->element);
+  old = ctx->gst_ctx;
+  if (old == NULL)
+    ctx->gst_ctx = gst_object_ref (gst_ctx);
+  GST_OBJECT_UNLOCK (ctx->element);
+  if (old == NULL) {
+    context = gst->context_new_cuda_context (gst_ctx);
+    gst_element_post_message (ctx->element,
+        gst_message_new_have_context (GST_OBJECT (ctx->element), context));
+  }
+  gst_object_unref (gst_ctx);
+}
+
+/* The pipeline's GstCudaContext: the one set on the element, or a
+ * neighbour's (query, need-context), or else one made here around the
+ * device's primary context. Its absence is no error: the element then
+ * uses cudart's primary context and offers only its own memory. */
 static void
 bind_gst_context (GstPinnedCudaContext * ctx)
 {
   ctx->gst = gst_pinned_cuda_gst_get ();
   if (ctx->gst == NULL)
     return;
-  /* As nvcodec's elements do: the context set on the element, else one
-   * found by a query of the neighbours or a need-context message (both
-   * answered through gst_pinned_cuda_context_set_gst_context() into
-   * ctx->gst_ctx), else a new one, announced with have-context. */
-  if (!ctx->gst->ensure_element_context (ctx->element, ctx->device_id,
-          &ctx->gst_ctx) || ctx->gst_ctx == NULL) {
+  if (!has_gst_context (ctx))
+    find_neighbour_context (ctx);
+  if (!has_gst_context (ctx))
+    make_primary_context (ctx);
+  /* Without the driver's primary-context calls: libgstcuda's own way
+   * (a context of its own, cuCtxCreate). */
+  if (!has_gst_context (ctx) &&
+      (!ctx->gst->ensure_element_context (ctx->element, ctx->device_id,
+              &ctx->gst_ctx) || ctx->gst_ctx == NULL)) {
     GST_INFO_OBJECT (ctx->element, "no GstCudaContext for device %d "
         "(libgstcuda could not make one): own memory only", ctx->device_id);
     return;
@@ -66,7 +178,10 @@ gst_pinned_cuda_context_open (GstPinnedCudaContext * ctx,
   ctx->element = element;
   ctx->device_id = device_id;
   ctx->stream = NULL;
-  ctx->rt = gst_pinned_cuda_runtime_open_device (device_id, &error);
+  /* No context is made here: the one the element works in is the
+   * pipeline's (bind_gst_context), or without libgstcuda cudart's primary
+   * one, made current when the stream is created. */
+  ctx->rt = gst_pinned_cuda_runtime_find_device (device_id, &error);
   if (ctx->rt == NULL) {
     GstElementFactory *factory = gst_element_get_factory (element);
     GST_ELEMENT_ERROR (element, RESOURCE, NOT_FOUND, ("%s", error->message),
@@ -235,6 +350,12 @@ gst_pinned_cuda_context_register_memory (GstPinnedCudaContext * ctx,
   seg = gst_pinned_memory_get_segment (mem, NULL);
   if (seg == NULL)
     return NULL;
+  /* In the pipeline's context, which the registration then keeps alive
+   * until the segment dies, however long after the pipeline that is. */
+  if (ctx->gst_ctx)
+    return gst_pinned_cuda_segment_register_in (ctx->rt, ctx->device_id, seg,
+        GST_OBJECT (ctx->gst_ctx), ctx->gst->context_get_handle (ctx->gst_ctx),
+        created);
   return gst_pinned_cuda_segment_register (ctx->rt, ctx->device_id, seg,
       created);
 }
@@ -276,6 +397,16 @@ gst_pinned_cuda_transform_caps (GstPadDirection direction, GstCaps * caps,
     res = tmp;
   }
   return res;
+}
+
+GstBufferPool *
+gst_pinned_cuda_context_new_device_pool (GstPinnedCudaContext * ctx)
+{
+  if (ctx->gst_ctx)
+    return gst_pinned_cuda_buffer_pool_new_in_context (ctx->rt,
+        ctx->device_id, GST_OBJECT (ctx->gst_ctx),
+        ctx->gst->context_get_handle (ctx->gst_ctx));
+  return gst_pinned_cuda_buffer_pool_new (ctx->rt, ctx->device_id);
 }
 
 GstBufferPool *

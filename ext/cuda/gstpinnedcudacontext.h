@@ -14,7 +14,17 @@
  * every CUDA call between _enter() and _leave() runs with its CUcontext
  * pushed: cudart uses the context current to the thread, so the stream,
  * the events and the copies live in the one context the pipeline shares.
- * Host registrations are PORTABLE (valid in every context).
+ *
+ * Which context (docs/cuda.md, "The CUDA context"): the one set on the
+ * element or a neighbour's (nvcodec's, found by the gst.cuda.context query
+ * or need-context), else one made here around the device's primary context
+ * (cuDevicePrimaryCtxRetain + gst_cuda_context_new_wrapped, announced with
+ * have-context): one context per device per process, the one cudart uses.
+ * Opening makes no context of its own (no cudaSetDevice before the
+ * GstCudaContext is bound). Device frames (memory:PinnedflowCUDA) and
+ * their events are made in it (gst_pinned_cuda_context_new_device_pool),
+ * host registrations too, PORTABLE, each holding a reference on the
+ * GstCudaContext until its segment dies.
  */
 #ifndef __GST_PINNED_CUDA_CONTEXT_H__
 #define __GST_PINNED_CUDA_CONTEXT_H__
@@ -97,6 +107,10 @@ gboolean gst_pinned_cuda_context_handle_query (GstPinnedCudaContext * ctx,
 GstCaps *gst_pinned_cuda_transform_caps (GstPadDirection direction,
     GstCaps * caps, GstCaps * filter, const gchar * sink_feature,
     const gchar * src_feature, gboolean cuda_memory);
+
+/* A GstPinnedCudaBufferPool (memory:PinnedflowCUDA) whose frames and
+ * events are made in the shared context, when there is one. */
+GstBufferPool *gst_pinned_cuda_context_new_device_pool (GstPinnedCudaContext * ctx);
 
 /* A configured (not active) GstPinnedBufferPool of mlock'ed segments, or
  * NULL if it refused the configuration. */

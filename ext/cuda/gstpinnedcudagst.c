@@ -85,6 +85,8 @@ open_table (void)
   LOOKUP (buffer_pool_new, "gst_cuda_buffer_pool_new", TRUE);
   LOOKUP (is_cuda_memory, "gst_is_cuda_memory", TRUE);
   LOOKUP (memory_init_once, "gst_cuda_memory_init_once", TRUE);
+  LOOKUP (context_new_wrapped, "gst_cuda_context_new_wrapped", FALSE);
+  LOOKUP (context_new_cuda_context, "gst_context_new_cuda_context", FALSE);
 
   LOOKUP (stream_new, "gst_cuda_stream_new", FALSE);
   LOOKUP (stream_get_handle, "gst_cuda_stream_get_handle", FALSE);

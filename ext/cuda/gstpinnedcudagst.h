@@ -55,6 +55,10 @@ typedef struct
   GstBufferPool *(*buffer_pool_new) (gpointer ctx);
   gboolean (*is_cuda_memory) (GstMemory * mem);
   void (*memory_init_once) (void);
+  /* 1.22 too, but optional: without them a context the element must make
+   * is libgstcuda's own (cuCtxCreate), not the wrapped primary one */
+  gpointer (*context_new_wrapped) (gpointer cu_ctx, gint cu_device);
+  GstContext *(*context_new_cuda_context) (gpointer ctx);
 
   /* 1.24+, NULL before */
   gpointer (*stream_new) (gpointer ctx);

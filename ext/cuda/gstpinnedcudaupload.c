@@ -400,8 +400,7 @@ gst_pinned_cuda_upload_decide_allocation (GstBaseTransform * trans,
     /* GstCudaMemory of the shared context, with a GstVideoMeta */
     pool = self->parent.cuda.gst->buffer_pool_new (self->parent.cuda.gst_ctx);
   } else {
-    pool = gst_pinned_cuda_buffer_pool_new (self->parent.cuda.rt,
-        self->parent.cuda.device_id);
+    pool = gst_pinned_cuda_context_new_device_pool (&self->parent.cuda);
   }
   config = gst_buffer_pool_get_config (pool);
   gst_buffer_pool_config_set_params (config, caps,

@@ -12,8 +12,19 @@
  *
  * Teardown: cudaHostUnregister() runs in the attachment's destroy notify
  * when the segment dies, before it is unmapped (pf_segment_unref()), with
- * the registering device made current on whatever thread that is. Users
+ * the registering context pushed on whatever thread that is. Users
  * wait for their copies from the segment before they drop their reference.
+ *
+ * Context: a registration belongs to the context current when it was made
+ * and dies with it (cudaHostRegisterPortable only makes the pages pinned
+ * for every other context meanwhile). So a registration holds the context
+ * it was made in for as long as the segment lives: the caller's
+ * (pf_cuda_segment_register_in(): e.g. the pipeline's GstCudaContext, with
+ * a reference on it), else the device's primary context, retained
+ * (cuDevicePrimaryCtxRetain) and pushed for the register and the
+ * unregister. Without the driver's calls (or where the primary context
+ * cannot be had: EXCLUSIVE_PROCESS with another context alive) it is made
+ * in the thread's current context, as cudart would.
  *
  * Lifecycle: the registration belongs to the segment (no free).
  */
@@ -60,6 +71,36 @@ typedef struct {
  */
 PF_API const pf_cuda_registration *pf_cuda_segment_register (const
     pf_cuda_runtime * rt, int device_id, pf_segment * seg, int *created);
+
+/**
+ * pf_cuda_context_hold:
+ * @ctx: the CUcontext to register in (pushed for the register and the
+ *   unregister)
+ * @ref: (nullable): called on @data once, when a registration keeps @ctx
+ * @unref: (nullable): called on @data when that registration dies (after
+ *   cudaHostUnregister)
+ *
+ * What keeps @ctx alive while the registration lives.
+ */
+typedef struct {
+  void *ctx;
+  void (*ref) (void *data);
+  void (*unref) (void *data);
+  void *data;
+} pf_cuda_context_hold;
+
+/**
+ * pf_cuda_segment_register_in:
+ * @hold: (nullable): the context to register in and what keeps it alive;
+ *   NULL: as pf_cuda_segment_register()
+ *
+ * pf_cuda_segment_register() in the context @hold gives, when this call
+ * makes the registration (an existing one is returned as it is: portable,
+ * it serves every context).
+ */
+PF_API const pf_cuda_registration *pf_cuda_segment_register_in (const
+    pf_cuda_runtime * rt, int device_id, pf_segment * seg,
+    const pf_cuda_context_hold * hold, int *created);
 
 /**
  * pf_cuda_segment_get_registration:

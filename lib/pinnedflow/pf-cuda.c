@@ -81,6 +81,27 @@ find_opened (const char *key)
   return NULL;
 }
 
+/* The push/pop and primary-context calls, from the library that gave
+ * cuCtxGetCurrent: all four or none. */
+static void
+load_context_calls (void *lib, pf_cuda_runtime * rt)
+{
+  *(void **) (&rt->CtxPushCurrent) = dlsym (lib, "cuCtxPushCurrent_v2");
+  *(void **) (&rt->CtxPopCurrent) = dlsym (lib, "cuCtxPopCurrent_v2");
+  *(void **) (&rt->DevicePrimaryCtxRetain) =
+      dlsym (lib, "cuDevicePrimaryCtxRetain");
+  *(void **) (&rt->DevicePrimaryCtxRelease) =
+      dlsym (lib, "cuDevicePrimaryCtxRelease_v2");
+  if (rt->CtxPushCurrent == NULL || rt->CtxPopCurrent == NULL ||
+      rt->DevicePrimaryCtxRetain == NULL
+      || rt->DevicePrimaryCtxRelease == NULL) {
+    rt->CtxPushCurrent = NULL;
+    rt->CtxPopCurrent = NULL;
+    rt->DevicePrimaryCtxRetain = NULL;
+    rt->DevicePrimaryCtxRelease = NULL;
+  }
+}
+
 static void
 load_driver_calls (void *handle, pf_cuda_runtime * rt)
 {
@@ -90,8 +111,10 @@ load_driver_calls (void *handle, pf_cuda_runtime * rt)
    * them itself; the real runtime loads libcuda.so.1, which has them. */
   *(void **) (&rt->CtxGetCurrent) = dlsym (handle, "cuCtxGetCurrent");
   *(void **) (&rt->CtxSetCurrent) = dlsym (handle, "cuCtxSetCurrent");
-  if (rt->CtxGetCurrent != NULL && rt->CtxSetCurrent != NULL)
+  if (rt->CtxGetCurrent != NULL && rt->CtxSetCurrent != NULL) {
+    load_context_calls (handle, rt);
     return;
+  }
   rt->CtxGetCurrent = NULL;
   rt->CtxSetCurrent = NULL;
   driver = dlopen ("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -103,8 +126,10 @@ load_driver_calls (void *handle, pf_cuda_runtime * rt)
     rt->CtxGetCurrent = NULL;
     rt->CtxSetCurrent = NULL;
     dlclose (driver);
+    return;
   }
-  /* else kept open, like the runtime itself */
+  /* kept open, like the runtime itself */
+  load_context_calls (driver, rt);
 }
 
 /* 0, or -ENOSYS with the missing symbol in @why. */
@@ -317,17 +342,28 @@ pf_cuda_device_enter (const pf_cuda_runtime * rt, int device_id)
   return device_enter (rt, device_id, &err);
 }
 
+int
+pf_cuda_context_enter (const pf_cuda_runtime * rt, int device_id, void *ctx)
+{
+  if (ctx != NULL && rt->CtxPushCurrent != NULL &&
+      rt->CtxPushCurrent (ctx) == 0)
+    return PF_CUDA_CONTEXT_PUSHED;
+  return pf_cuda_device_enter (rt, device_id);
+}
+
 void
 pf_cuda_device_leave (const pf_cuda_runtime * rt, int device_id, int previous)
 {
-  if (previous == PF_CUDA_DEVICE_NO_CONTEXT && rt->CtxSetCurrent)
+  if (previous == PF_CUDA_CONTEXT_PUSHED && rt->CtxPopCurrent)
+    rt->CtxPopCurrent (NULL);
+  else if (previous == PF_CUDA_DEVICE_NO_CONTEXT && rt->CtxSetCurrent)
     rt->CtxSetCurrent (NULL);
   else if (previous >= 0 && previous != device_id)
     rt->SetDevice (previous);
 }
 
 int
-pf_cuda_runtime_open_device (int device_id, const pf_cuda_runtime ** out,
+pf_cuda_runtime_find_device (int device_id, const pf_cuda_runtime ** out,
     char *msg, size_t msg_len)
 {
   const pf_cuda_runtime *rt;
@@ -357,6 +393,24 @@ pf_cuda_runtime_open_device (int device_id, const pf_cuda_runtime ** out,
         "%d device(s) (runtime %s)", device_id, count, rt->library);
     return -ENODEV;
   }
+  *out = rt;
+  return 0;
+}
+
+int
+pf_cuda_runtime_open_device (int device_id, const pf_cuda_runtime ** out,
+    char *msg, size_t msg_len)
+{
+  const pf_cuda_runtime *rt;
+  pf_cuda_error err;
+  char desc[256];
+  int res;
+
+  if (out == NULL)
+    return -EINVAL;
+  *out = NULL;
+  if ((res = pf_cuda_runtime_find_device (device_id, &rt, msg, msg_len)) < 0)
+    return res;
   pf_cuda_device_leave (rt, device_id, device_enter (rt, device_id, &err));
   if (err != PF_CUDA_SUCCESS) {
     pf_cuda_error_describe (rt, err, desc, sizeof (desc));

@@ -119,6 +119,13 @@ typedef struct pf_cuda_runtime {
    * neither has them. */
   int (*CtxGetCurrent) (void **ctx);
   int (*CtxSetCurrent) (void *ctx);
+
+  /* cuCtxPushCurrent/cuCtxPopCurrent, cuDevicePrimaryCtxRetain/Release,
+   * from where the two above came; all four or none (NULL). */
+  int (*CtxPushCurrent) (void *ctx);
+  int (*CtxPopCurrent) (void **ctx);
+  int (*DevicePrimaryCtxRetain) (void **ctx, int device);
+  int (*DevicePrimaryCtxRelease) (int device);
 } pf_cuda_runtime;
 
 /**
@@ -152,6 +159,19 @@ PF_API int pf_cuda_runtime_open_device (int device_id,
     const pf_cuda_runtime ** out, char *msg, size_t msg_len);
 
 /**
+ * pf_cuda_runtime_find_device:
+ *
+ * pf_cuda_runtime_open_device() without making the device current: checks
+ * that @device_id exists (cudaGetDeviceCount, which needs no context) and
+ * initialises no context, so a caller that will work in a context of its
+ * own (a GstCudaContext) does not make the primary context as well.
+ *
+ * Returns: 0, -ENOENT, -ENOSYS, -ENODEV.
+ */
+PF_API int pf_cuda_runtime_find_device (int device_id,
+    const pf_cuda_runtime ** out, char *msg, size_t msg_len);
+
+/**
  * pf_cuda_error_describe:
  *
  * Writes "cudaErrorX (N): string" for @err, from the runtime's own
@@ -172,6 +192,15 @@ PF_API char *pf_cuda_error_describe (const pf_cuda_runtime * rt,
 PF_API int pf_cuda_device_enter (const pf_cuda_runtime * rt, int device_id);
 PF_API void pf_cuda_device_leave (const pf_cuda_runtime * rt, int device_id,
     int previous);
+
+/* Makes the driver context @ctx (a CUcontext: a GstCudaContext's, a
+ * retained primary one) current on the calling thread with
+ * cuCtxPushCurrent, so that what follows is made in it; returns
+ * PF_CUDA_CONTEXT_PUSHED, which pf_cuda_device_leave() pops. With @ctx
+ * NULL, or without the driver's calls, it is pf_cuda_device_enter(). */
+#define PF_CUDA_CONTEXT_PUSHED (-3)
+PF_API int pf_cuda_context_enter (const pf_cuda_runtime * rt, int device_id,
+    void *ctx);
 
 /**
  * pf_cuda_take_last_error:

@@ -1,6 +1,12 @@
 /* GStreamer pinnedflow CUDA: bounded pool of pitched device frames
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Context: every frame and its event are made in the pool's CUcontext
+ * (cu_ctx, pushed around the calls, on whichever thread allocates: a
+ * stream made in another context cannot record a frame's event), or with
+ * cu_ctx NULL in the device's primary context. rt, device_id, cu_ctx and
+ * owner (a ref) are set at creation and never change.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -17,6 +23,8 @@ struct _GstPinnedCudaBufferPool
 
   const GstPinnedCudaRuntime *rt;
   gint device_id;
+  gpointer cu_ctx;
+  GstObject *owner;
   GstVideoInfo info;
   GstPinnedCudaLayout layout;
   gsize pitch;
@@ -79,7 +87,8 @@ pool_set_config (GstBufferPool * pool, GstStructure * config)
     return FALSE;
   }
   gst_pinned_cuda_layout_init (&self->layout, &self->info);
-  prev = gst_pinned_cuda_device_enter (self->rt, self->device_id);
+  prev = gst_pinned_cuda_context_push_enter (self->rt, self->device_id,
+      self->cu_ctx);
   probed = gst_pinned_cuda_probe_pitch (self->rt, &self->layout, &self->pitch,
       &err);
   gst_pinned_cuda_device_leave (self->rt, self->device_id, prev);
@@ -108,11 +117,12 @@ pool_alloc_buffer (GstBufferPool * pool, GstBuffer ** buffer,
   gsize pitch;
   int prev;
 
-  /* Allocations and their events belong to the pool's device, whatever
+  /* Allocations and their events belong to the pool's context, whatever
    * the calling thread had current. */
-  prev = gst_pinned_cuda_device_enter (self->rt, self->device_id);
+  prev = gst_pinned_cuda_context_push_enter (self->rt, self->device_id,
+      self->cu_ctx);
   mem = gst_pinned_cuda_memory_alloc (self->rt, self->device_id,
-      &self->layout, &err);
+      &self->layout, self->cu_ctx, self->owner, &err);
   gst_pinned_cuda_device_leave (self->rt, self->device_id, prev);
   if (mem == NULL) {
     set_last_error (self, err);
@@ -155,7 +165,11 @@ pool_start (GstBufferPool * pool)
 static void
 pool_finalize (GObject * object)
 {
-  g_free (GST_PINNED_CUDA_BUFFER_POOL (object)->last_error);
+  GstPinnedCudaBufferPool *self = GST_PINNED_CUDA_BUFFER_POOL (object);
+
+  g_free (self->last_error);
+  if (self->owner)
+    gst_object_unref (self->owner);
   G_OBJECT_CLASS (gst_pinned_cuda_buffer_pool_parent_class)->finalize (object);
 }
 
@@ -187,4 +201,16 @@ gst_pinned_cuda_buffer_pool_new (const GstPinnedCudaRuntime * rt,
   self->rt = rt;
   self->device_id = device_id;
   return GST_BUFFER_POOL (self);
+}
+
+GstBufferPool *
+gst_pinned_cuda_buffer_pool_new_in_context (const GstPinnedCudaRuntime * rt,
+    gint device_id, GstObject * owner, gpointer cu_ctx)
+{
+  GstBufferPool *pool = gst_pinned_cuda_buffer_pool_new (rt, device_id);
+  GstPinnedCudaBufferPool *self = GST_PINNED_CUDA_BUFFER_POOL (pool);
+
+  self->cu_ctx = cu_ctx;
+  self->owner = cu_ctx && owner ? gst_object_ref (owner) : NULL;
+  return pool;
 }

@@ -61,6 +61,11 @@ SAME_FIELD (GetLastError);
 SAME_FIELD (PeekAtLastError);
 SAME_FIELD (CtxGetCurrent);
 SAME_FIELD (CtxSetCurrent);
+SAME_FIELD (CtxPushCurrent);
+SAME_FIELD (CtxPopCurrent);
+SAME_FIELD (DevicePrimaryCtxRetain);
+SAME_FIELD (DevicePrimaryCtxRelease);
+G_STATIC_ASSERT (GST_PINNED_CUDA_CONTEXT_PUSHED == PF_CUDA_CONTEXT_PUSHED);
 G_STATIC_ASSERT (GST_PINNED_CUDA_DEVICE_NO_CONTEXT == PF_CUDA_DEVICE_NO_CONTEXT);
 G_STATIC_ASSERT (GST_PINNED_CUDA_SUCCESS == PF_CUDA_SUCCESS);
 G_STATIC_ASSERT (GST_PINNED_CUDA_ERROR_NOT_READY == PF_CUDA_ERROR_NOT_READY);
@@ -127,6 +132,22 @@ gst_pinned_cuda_runtime_open_device (int device_id, GError ** error)
   return (const GstPinnedCudaRuntime *) rt;
 }
 
+const GstPinnedCudaRuntime *
+gst_pinned_cuda_runtime_find_device (int device_id, GError ** error)
+{
+  const pf_cuda_runtime *rt = NULL;
+  gchar msg[1536];
+  int res;
+
+  res = pf_cuda_runtime_find_device (device_id, &rt, msg, sizeof (msg));
+  if (res < 0) {
+    g_set_error_literal (error, GST_PINNED_CUDA_RUNTIME_ERROR,
+        error_code (res), msg);
+    return NULL;
+  }
+  return (const GstPinnedCudaRuntime *) rt;
+}
+
 gchar *
 gst_pinned_cuda_error_describe (const GstPinnedCudaRuntime * rt,
     GstPinnedCudaError err)
@@ -148,6 +169,14 @@ gst_pinned_cuda_device_leave (const GstPinnedCudaRuntime * rt, int device_id,
     int previous)
 {
   pf_cuda_device_leave ((const pf_cuda_runtime *) rt, device_id, previous);
+}
+
+int
+gst_pinned_cuda_context_push_enter (const GstPinnedCudaRuntime * rt,
+    int device_id, gpointer cu_ctx)
+{
+  return pf_cuda_context_enter ((const pf_cuda_runtime *) rt, device_id,
+      cu_ctx);
 }
 
 gboolean

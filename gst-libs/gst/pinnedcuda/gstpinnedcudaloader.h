@@ -139,6 +139,13 @@ typedef struct
    * (NULL: none), which cudaSetDevice cannot: see device_enter(). */
   int (*CtxGetCurrent) (void **ctx);
   int (*CtxSetCurrent) (void *ctx);
+
+  /* cuCtxPushCurrent/cuCtxPopCurrent, cuDevicePrimaryCtxRetain/Release,
+   * from where the two above came; all four or none (NULL). */
+  int (*CtxPushCurrent) (void *ctx);
+  int (*CtxPopCurrent) (void **ctx);
+  int (*DevicePrimaryCtxRetain) (void **ctx, int device);
+  int (*DevicePrimaryCtxRelease) (int device);
 } GstPinnedCudaRuntime;
 
 #define GST_PINNED_CUDA_RUNTIME_ERROR (gst_pinned_cuda_runtime_error_quark ())
@@ -165,6 +172,12 @@ GST_PINNEDCUDA_API const GstPinnedCudaRuntime *gst_pinned_cuda_runtime_get (GErr
 GST_PINNEDCUDA_API const GstPinnedCudaRuntime *gst_pinned_cuda_runtime_open_device (int device_id,
     GError ** error);
 
+/* The same check without making the device current (no context is
+ * initialised): for a caller that works in a context of its own, a
+ * GstCudaContext. */
+GST_PINNEDCUDA_API const GstPinnedCudaRuntime *gst_pinned_cuda_runtime_find_device (int device_id,
+    GError ** error);
+
 /* "cudaErrorX (N): string" for @err, from the runtime's own strings. */
 GST_PINNEDCUDA_API gchar *gst_pinned_cuda_error_describe (const GstPinnedCudaRuntime * rt, GstPinnedCudaError err);
 
@@ -183,6 +196,14 @@ GST_PINNEDCUDA_API gchar *gst_pinned_cuda_error_describe (const GstPinnedCudaRun
 GST_PINNEDCUDA_API int gst_pinned_cuda_device_enter (const GstPinnedCudaRuntime * rt, int device_id);
 GST_PINNEDCUDA_API void gst_pinned_cuda_device_leave (const GstPinnedCudaRuntime * rt, int device_id,
     int previous);
+
+/* Pushes the driver context @cu_ctx (a CUcontext, e.g. a GstCudaContext's)
+ * on the calling thread, so that what follows is made in it; with @cu_ctx
+ * NULL (or without the driver's calls) gst_pinned_cuda_device_enter().
+ * gst_pinned_cuda_device_leave() undoes either. */
+#define GST_PINNED_CUDA_CONTEXT_PUSHED (-3)
+GST_PINNEDCUDA_API int gst_pinned_cuda_context_push_enter (const GstPinnedCudaRuntime * rt,
+    int device_id, gpointer cu_ctx);
 
 /* After a failure the caller has handled or reported: takes the calling
  * thread's last error (cudaGetLastError), so that CUDA code running on the

@@ -16,9 +16,11 @@ G_BEGIN_DECLS
 GstAllocator *gst_pinned_cuda_allocator_get (void);
 
 /* A device allocation for a frame of @layout on @device_id (cudaMallocPitch
- * + an event). @rt's device must be current. */
+ * + an event), in the context current (@cu_ctx pushed by the caller: it is
+ * recorded in the memory, which takes a ref on @owner). */
 GstMemory *gst_pinned_cuda_memory_alloc (const GstPinnedCudaRuntime * rt,
-    gint device_id, const GstPinnedCudaLayout * layout, GError ** error);
+    gint device_id, const GstPinnedCudaLayout * layout, gpointer cu_ctx,
+    GstObject * owner, GError ** error);
 
 /* Pitch cudaMallocPitch gives for @layout (one probe allocation, freed). */
 gboolean gst_pinned_cuda_probe_pitch (const GstPinnedCudaRuntime * rt,

@@ -75,7 +75,7 @@ allocator_free (GstAllocator * allocator, GstMemory * memory)
   int prev;
 
   /* The last unref can come from any thread. */
-  prev = gst_pinned_cuda_device_enter (rt, mem->device_id);
+  prev = gst_pinned_cuda_context_push_enter (rt, mem->device_id, mem->cu_ctx);
   /* The runtime does not promise that cudaFree waits for the copies into
    * the memory: its event covers them (an error there is the copy's, the
    * memory goes either way). */
@@ -87,6 +87,8 @@ allocator_free (GstAllocator * allocator, GstMemory * memory)
   if ((err = rt->EventDestroy (mem->event)) != GST_PINNED_CUDA_SUCCESS)
     GST_ERROR ("cudaEventDestroy: %s", rt->GetErrorString (err));
   gst_pinned_cuda_device_leave (rt, mem->device_id, prev);
+  if (mem->ctx_owner)
+    gst_object_unref (mem->ctx_owner);
   g_free (mem->shadow);
   g_mutex_clear (&mem->lock);
   g_free (mem);
@@ -107,7 +109,7 @@ mem_map (GstMemory * memory, GstMapInfo * info, gsize maxsize)
   g_mutex_lock (&mem->lock);
   if (mem->map_count == 0) {
     /* The caller's thread keeps its current device. */
-    prev = gst_pinned_cuda_device_enter (rt, mem->device_id);
+    prev = gst_pinned_cuda_context_push_enter (rt, mem->device_id, mem->cu_ctx);
     if (mem->shadow == NULL)
       mem->shadow = g_malloc (size);
     err = rt->EventSynchronize (mem->event);
@@ -140,7 +142,7 @@ mem_unmap (GstMemory * memory, GstMapInfo * info)
 
   g_mutex_lock (&mem->lock);
   if (--mem->map_count == 0 && (mem->map_flags & GST_MAP_WRITE)) {
-    prev = gst_pinned_cuda_device_enter (rt, mem->device_id);
+    prev = gst_pinned_cuda_context_push_enter (rt, mem->device_id, mem->cu_ctx);
     err = rt->Memcpy2D (mem->dev_ptr, mem->pitch, mem->shadow, mem->pitch,
         mem->pitch, mem->layout.total_rows,
         GST_PINNED_CUDA_MEMCPY_HOST_TO_DEVICE);
@@ -217,7 +219,8 @@ gst_pinned_cuda_probe_pitch (const GstPinnedCudaRuntime * rt,
 
 GstMemory *
 gst_pinned_cuda_memory_alloc (const GstPinnedCudaRuntime * rt, gint device_id,
-    const GstPinnedCudaLayout * layout, GError ** error)
+    const GstPinnedCudaLayout * layout, gpointer cu_ctx, GstObject * owner,
+    GError ** error)
 {
   GstPinnedCudaMemory *mem;
   GstAllocator *allocator;
@@ -253,6 +256,8 @@ gst_pinned_cuda_memory_alloc (const GstPinnedCudaRuntime * rt, gint device_id,
   mem->dev_ptr = ptr;
   mem->pitch = pitch;
   mem->event = event;
+  mem->cu_ctx = cu_ctx;
+  mem->ctx_owner = owner ? gst_object_ref (owner) : NULL;
   g_mutex_init (&mem->lock);
   return GST_MEMORY_CAST (mem);
 }
@@ -320,7 +325,8 @@ gst_pinned_cuda_memory_wait (GstMemory * memory, GError ** error)
   }
   /* Called from application threads: no context of another device is
    * initialised on their behalf. */
-  prev = gst_pinned_cuda_device_enter (mem->rt, mem->device_id);
+  prev = gst_pinned_cuda_context_push_enter (mem->rt, mem->device_id,
+      mem->cu_ctx);
   err = mem->rt->EventSynchronize (mem->event);
   gst_pinned_cuda_device_leave (mem->rt, mem->device_id, prev);
   if (err != GST_PINNED_CUDA_SUCCESS) {
@@ -338,7 +344,8 @@ gst_pinned_cuda_memory_is_ready (GstMemory * memory)
   int prev;
 
   g_return_val_if_fail (gst_is_pinned_cuda_memory (memory), FALSE);
-  prev = gst_pinned_cuda_device_enter (mem->rt, mem->device_id);
+  prev = gst_pinned_cuda_context_push_enter (mem->rt, mem->device_id,
+      mem->cu_ctx);
   err = mem->rt->EventQuery (mem->event);
   gst_pinned_cuda_device_leave (mem->rt, mem->device_id, prev);
   return err == GST_PINNED_CUDA_SUCCESS;

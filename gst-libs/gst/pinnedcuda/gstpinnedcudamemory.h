@@ -47,6 +47,13 @@ typedef struct
   guint8 *shadow;               /* host copy while mapped */
   gint map_count;
   GstMapFlags map_flags;
+
+  /* The context the allocation and the event were made in, pushed for
+   * every call on them (NULL: the device's primary context, made current
+   * with cudaSetDevice as needed), and what keeps it alive (a ref, or
+   * NULL). */
+  gpointer cu_ctx;
+  GstObject *ctx_owner;
 } GstPinnedCudaMemory;
 
 #define GST_TYPE_PINNED_CUDA_ALLOCATOR (gst_pinned_cuda_allocator_get_type ())
@@ -63,6 +70,14 @@ G_DECLARE_FINAL_TYPE (GstPinnedCudaBufferPool, gst_pinned_cuda_buffer_pool,
 
 GST_PINNEDCUDA_API GstBufferPool *gst_pinned_cuda_buffer_pool_new (const GstPinnedCudaRuntime * rt,
     gint device_id);
+
+/* A pool whose frames and events are made in the CUcontext @cu_ctx (the
+ * pipeline's GstCudaContext's: pushed for every call on them, whatever
+ * thread makes it) and whose memories hold a reference on @owner (the
+ * GstCudaContext) until they are freed. @cu_ctx NULL: as
+ * gst_pinned_cuda_buffer_pool_new(). */
+GST_PINNEDCUDA_API GstBufferPool *gst_pinned_cuda_buffer_pool_new_in_context (const GstPinnedCudaRuntime * rt,
+    gint device_id, GstObject * owner, gpointer cu_ctx);
 
 /* The CUDA error of the pool's last failed allocation, or NULL (free). */
 GST_PINNEDCUDA_API gchar *gst_pinned_cuda_buffer_pool_get_last_error (GstBufferPool * pool);

@@ -40,12 +40,26 @@ SAME_FIELD (error);
 SAME_FIELD (reason);
 /* *INDENT-ON* */
 
+static void
+hold_ref (void *data)
+{
+  gst_object_ref (data);
+}
+
+static void
+hold_unref (void *data)
+{
+  gst_object_unref (data);
+}
+
 const GstPinnedCudaRegistration *
-gst_pinned_cuda_segment_register (const GstPinnedCudaRuntime * rt,
-    gint device_id, pf_segment * seg, gboolean * created)
+gst_pinned_cuda_segment_register_in (const GstPinnedCudaRuntime * rt,
+    gint device_id, pf_segment * seg, GstObject * owner, gpointer cu_ctx,
+    gboolean * created)
 {
   static gsize init = 0;
   const pf_cuda_registration *reg;
+  pf_cuda_context_hold hold = { cu_ctx, hold_ref, hold_unref, owner };
   int made = 0;
 
   if (g_once_init_enter (&init)) {
@@ -53,14 +67,19 @@ gst_pinned_cuda_segment_register (const GstPinnedCudaRuntime * rt,
         "pinnedcudaregister", 0, "pinnedflow CUDA host registration");
     g_once_init_leave (&init, 1);
   }
-  reg = pf_cuda_segment_register ((const pf_cuda_runtime *) rt, device_id,
-      seg, &made);
+  if (owner == NULL) {
+    hold.ref = NULL;
+    hold.unref = NULL;
+  }
+  reg = pf_cuda_segment_register_in ((const pf_cuda_runtime *) rt, device_id,
+      seg, cu_ctx ? &hold : NULL, &made);
   /* NULL only when calloc failed */
   g_assert (reg != NULL);
   if (made && reg->registered) {
     GST_INFO ("segment %" G_GUINT64_FORMAT ": registered %p + %"
-        G_GSIZE_FORMAT "%s", pf_segment_get_id (seg), reg->base, reg->size,
-        reg->readonly ? " read-only" : "");
+        G_GSIZE_FORMAT "%s in context %p", pf_segment_get_id (seg),
+        reg->base, reg->size, reg->readonly ? " read-only" : "",
+        cu_ctx ? cu_ctx : "(primary)");
   } else if (made) {
     GST_WARNING ("segment %" G_GUINT64_FORMAT ": %p + %" G_GSIZE_FORMAT
         " not registered: %s (%s)", pf_segment_get_id (seg), reg->base,
@@ -69,6 +88,14 @@ gst_pinned_cuda_segment_register (const GstPinnedCudaRuntime * rt,
   if (created)
     *created = made != 0;
   return (const GstPinnedCudaRegistration *) reg;
+}
+
+const GstPinnedCudaRegistration *
+gst_pinned_cuda_segment_register (const GstPinnedCudaRuntime * rt,
+    gint device_id, pf_segment * seg, gboolean * created)
+{
+  return gst_pinned_cuda_segment_register_in (rt, device_id, seg, NULL, NULL,
+      created);
 }
 
 gboolean

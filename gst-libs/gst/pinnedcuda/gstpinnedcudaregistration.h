@@ -48,6 +48,23 @@ typedef struct
 GST_PINNEDCUDA_API const GstPinnedCudaRegistration *gst_pinned_cuda_segment_register (const GstPinnedCudaRuntime * rt,
     gint device_id, pf_segment * seg, gboolean * created);
 
+/**
+ * gst_pinned_cuda_segment_register_in:
+ * @owner: (nullable): what keeps @cu_ctx alive (a GstCudaContext): the
+ *   registration holds a reference on it until the segment dies
+ * @cu_ctx: (nullable): the CUcontext to register in; NULL: as
+ *   gst_pinned_cuda_segment_register() (the device's primary context,
+ *   retained)
+ *
+ * gst_pinned_cuda_segment_register() made in @cu_ctx (pushed) when this
+ * call makes the registration, which then keeps @owner until the segment
+ * dies, so the context outlives the registration however long the segment
+ * outlives the pipeline (pinnedflow/pf-cuda-registration.h).
+ */
+GST_PINNEDCUDA_API const GstPinnedCudaRegistration *gst_pinned_cuda_segment_register_in (const GstPinnedCudaRuntime * rt,
+    gint device_id, pf_segment * seg, GstObject * owner, gpointer cu_ctx,
+    gboolean * created);
+
 /* TRUE when [ptr, ptr + len) lies inside a usable registration of @seg. */
 GST_PINNEDCUDA_API gboolean gst_pinned_cuda_registration_covers (const GstPinnedCudaRegistration * reg,
     const GstPinnedCudaRuntime * rt, const void *ptr, gsize len);
