@@ -41,13 +41,16 @@ typedef struct
   void *data;
 } registration;
 
-/* Takes the context the registration will live in: the caller's (a
- * reference through its hold), else the primary context (retained). */
+/* Takes the context the registration will live in: the caller's hold (a
+ * reference on what keeps it), else the one current on the calling thread
+ * (its owner keeps it alive longer than the segment: e.g. pf_uploader's
+ * bounce segment, freed with the engine, under its element's context),
+ * else the primary context (retained). */
 static void
 take_context (registration * reg, const create_args * args)
 {
   const pf_cuda_runtime *rt = args->rt;
-  void *primary = NULL;
+  void *primary = NULL, *current = NULL;
 
   if (rt->CtxPushCurrent == NULL)
     return;
@@ -57,6 +60,8 @@ take_context (registration * reg, const create_args * args)
       args->hold->ref (args->hold->data);
     reg->unref = args->hold->unref;
     reg->data = args->hold->data;
+  } else if (rt->CtxGetCurrent (&current) == 0 && current != NULL) {
+    reg->ctx = current;
   } else if (rt->DevicePrimaryCtxRetain (&primary, args->device_id) == 0) {
     reg->ctx = primary;
     reg->primary = 1;

@@ -20,11 +20,13 @@
  * for every other context meanwhile). So a registration holds the context
  * it was made in for as long as the segment lives: the caller's
  * (pf_cuda_segment_register_in(): e.g. the pipeline's GstCudaContext, with
- * a reference on it), else the device's primary context, retained
- * (cuDevicePrimaryCtxRetain) and pushed for the register and the
- * unregister. Without the driver's calls (or where the primary context
- * cannot be had: EXCLUSIVE_PROCESS with another context alive) it is made
- * in the thread's current context, as cudart would.
+ * a reference on it), else the context current on the calling thread
+ * (whose owner must keep it alive as long as the segment), else the
+ * device's primary context, retained (cuDevicePrimaryCtxRetain); the
+ * context is pushed for the register and the unregister. Without the
+ * driver's calls (or where the primary context cannot be had:
+ * EXCLUSIVE_PROCESS with another context alive) it is made as cudart
+ * would, in the primary context made current with cudaSetDevice.
  *
  * Lifecycle: the registration belongs to the segment (no free).
  */
