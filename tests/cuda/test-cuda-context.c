@@ -30,6 +30,7 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <gst/gst.h>
 #include <gst/check/gstcheck.h>
 #include <gst/app/gstappsrc.h>
@@ -279,6 +280,177 @@ GST_START_TEST (test_registration_outlives_pipeline)
 
 GST_END_TEST;
 
+/* ------------------------------------------------- the emulator's rules */
+
+/* cudart (the emulator) and the driver (its libcuda.so.1 stand-in): the
+ * calls the rules below need, handles as pointers. */
+static struct
+{
+  int (*SetDevice) (int dev);
+  int (*DeviceGetAttribute) (int *value, int attr, int dev);
+  int (*StreamCreateWithFlags) (void **s, unsigned int flags);
+  int (*StreamDestroy) (void *s);
+  int (*StreamSynchronize) (void *s);
+  int (*StreamWaitEvent) (void *s, void *e, unsigned int flags);
+  int (*EventCreateWithFlags) (void **e, unsigned int flags);
+  int (*EventDestroy) (void *e);
+  int (*EventRecord) (void *e, void *s);
+  int (*MallocPitch) (void **p, size_t *pitch, size_t w, size_t h);
+  int (*Free) (void *p);
+  int (*HostRegister) (void *p, size_t size, unsigned int flags);
+  int (*HostUnregister) (void *p);
+  int (*Memcpy2DAsync) (void *dst, size_t dp, const void *src, size_t sp,
+      size_t w, size_t h, int kind, void *s);
+  int (*cuInit) (unsigned int flags);
+  int (*cuCtxCreate) (void **ctx, unsigned int flags, int dev);
+  int (*cuCtxDestroy) (void *ctx);
+  int (*cuCtxPopCurrent) (void **ctx);
+  int (*cuDevicePrimaryCtxRetain) (void **ctx, int dev);
+  int (*cuDevicePrimaryCtxRelease) (int dev);
+} api;
+
+static void
+load_api (void)
+{
+  void *rt = dlopen (g_getenv ("GST_PINNEDFLOW_CUDART"), RTLD_NOW);
+  void *cu = dlopen ("libcuda.so.1", RTLD_NOW);
+
+  fail_unless (rt != NULL && cu != NULL);
+#define RT(f) fail_unless ((*(void **) (&api.f) = dlsym (rt, "cuda" #f)) != NULL)
+#define CU(f, n) fail_unless ((*(void **) (&api.f) = dlsym (cu, n)) != NULL)
+  RT (SetDevice);
+  RT (DeviceGetAttribute);
+  RT (StreamCreateWithFlags);
+  RT (StreamDestroy);
+  RT (StreamSynchronize);
+  RT (StreamWaitEvent);
+  RT (EventCreateWithFlags);
+  RT (EventDestroy);
+  RT (EventRecord);
+  RT (MallocPitch);
+  RT (Free);
+  RT (HostRegister);
+  RT (HostUnregister);
+  RT (Memcpy2DAsync);
+  CU (cuInit, "cuInit");
+  CU (cuCtxCreate, "cuCtxCreate_v2");
+  CU (cuCtxDestroy, "cuCtxDestroy_v2");
+  CU (cuCtxPopCurrent, "cuCtxPopCurrent_v2");
+  CU (cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+  CU (cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+#undef RT
+#undef CU
+  /* kept open: the emulator is loaded by the plugin anyway */
+}
+
+#define LEGACY ((void *) (guintptr) 1)
+#define PER_THREAD ((void *) (guintptr) 2)
+
+/* An event records only on a stream of its own context (400 otherwise,
+ * the legacy stream being the current context's); a stream may wait on
+ * an event of another context; handles 1 and 2 are the default streams. */
+GST_START_TEST (test_emulator_cross_context)
+{
+  void *ctx = NULL, *ev_primary = NULL, *ev_ctx = NULL, *s_ctx = NULL;
+
+  load_api ();
+  fail_unless_equals_int (api.SetDevice (0), 0);
+  fail_unless_equals_int (api.EventCreateWithFlags (&ev_primary, 2), 0);
+  fail_unless_equals_int (api.cuInit (0), 0);
+  fail_unless_equals_int (api.cuCtxCreate (&ctx, 0, 0), 0);     /* pushed */
+  fail_unless_equals_int (api.StreamCreateWithFlags (&s_ctx, 1), 0);
+  fail_unless_equals_int (api.EventCreateWithFlags (&ev_ctx, 2), 0);
+
+  fail_unless_equals_int (api.EventRecord (ev_primary, s_ctx), 400);
+  fail_unless_equals_int (api.EventRecord (ev_primary, NULL), 400);
+  fail_unless_equals_int (pfemu.query ("events.cross_context"), 2);
+  fail_unless_equals_int (api.EventRecord (ev_ctx, s_ctx), 0);
+  fail_unless_equals_int (api.StreamWaitEvent (s_ctx, ev_primary, 0), 0);
+  /* legacy and per-thread default streams */
+  fail_unless_equals_int (api.EventRecord (ev_ctx, NULL), 0);
+  fail_unless_equals_int (api.EventRecord (ev_ctx, LEGACY), 0);
+  fail_unless_equals_int (api.EventRecord (ev_ctx, PER_THREAD), 0);
+  fail_unless_equals_int (api.StreamWaitEvent (PER_THREAD, ev_ctx, 0), 0);
+  fail_unless_equals_int (api.StreamWaitEvent (LEGACY, ev_ctx, 0), 0);
+  fail_unless_equals_int (api.StreamSynchronize (LEGACY), 0);
+  fail_unless_equals_int (api.StreamSynchronize (PER_THREAD), 0);
+  fail_unless_equals_int (api.StreamSynchronize (s_ctx), 0);
+  fail_unless_equals_int (api.StreamDestroy (LEGACY), 400);
+
+  fail_unless_equals_int (api.EventDestroy (ev_ctx), 0);
+  fail_unless_equals_int (api.StreamDestroy (s_ctx), 0);
+  fail_unless_equals_int (api.cuCtxDestroy (ctx), 0);
+  fail_unless_equals_int (api.EventDestroy (ev_primary), 0);
+}
+
+GST_END_TEST;
+
+/* Destroying a context drops the registrations made in it: copies from
+ * those pages are staged (synchronous, counted pageable) and
+ * cudaHostUnregister no longer knows them (713). */
+GST_START_TEST (test_emulator_destroy_drops_registrations)
+{
+  const gsize size = 64 * 1024;
+  guint8 *host = mmap (NULL, size, PROT_READ | PROT_WRITE,
+      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void *ctx = NULL, *dev = NULL, *s = NULL;
+  size_t pitch = 0;
+
+  fail_unless (host != MAP_FAILED);
+  load_api ();
+  fail_unless_equals_int (api.cuInit (0), 0);
+  fail_unless_equals_int (api.cuCtxCreate (&ctx, 0, 0), 0);
+  fail_unless_equals_int (api.HostRegister (host, size, 0x01), 0);
+  fail_unless_equals_int (pfemu.query ("live.registrations"), 1);
+  fail_unless_equals_int (api.cuCtxDestroy (ctx), 0);
+  fail_unless_equals_int (pfemu.query ("registrations.dropped"), 1);
+  fail_unless_equals_int (pfemu.query ("live.registrations"), 0);
+
+  /* in the primary context now */
+  fail_unless_equals_int (api.SetDevice (0), 0);
+  fail_unless_equals_int (api.MallocPitch (&dev, &pitch, 1024, 16), 0);
+  fail_unless_equals_int (api.StreamCreateWithFlags (&s, 1), 0);
+  fail_unless_equals_int (api.Memcpy2DAsync (dev, pitch, host, 1024, 1024,
+          16, 1, s), 0);
+  fail_unless_equals_int (pfemu.query ("copies.pageable"), 1);
+  fail_unless_equals_int (pfemu.query ("copies.pinned"), 0);
+  fail_unless_equals_int (api.HostUnregister (host), 713);
+  fail_unless_equals_int (api.StreamDestroy (s), 0);
+  fail_unless_equals_int (api.Free (dev), 0);
+  munmap (host, size);
+}
+
+GST_END_TEST;
+
+/* PFEMU_COMPUTE_MODE=exclusive-process: one context on the device, and
+ * attribute 20 (compute mode) reads 3. */
+GST_START_TEST (test_emulator_exclusive_process)
+{
+  void *ctx = NULL, *other = NULL, *primary = NULL;
+  int mode = -1;
+
+  g_setenv ("PFEMU_COMPUTE_MODE", "exclusive-process", TRUE);
+  pfemu.reset ();
+  load_api ();
+  fail_unless_equals_int (api.DeviceGetAttribute (&mode, 20, 0), 0);
+  fail_unless_equals_int (mode, 3);
+  fail_unless_equals_int (api.cuInit (0), 0);
+  fail_unless_equals_int (api.cuCtxCreate (&ctx, 0, 0), 0);
+  fail_unless_equals_int (api.cuCtxCreate (&other, 0, 0), 46);
+  fail_unless_equals_int (api.cuDevicePrimaryCtxRetain (&primary, 0), 46);
+  fail_unless_equals_int (api.cuCtxPopCurrent (NULL), 0);
+  /* cudart on a thread without a context: its primary one, refused */
+  fail_unless_equals_int (api.SetDevice (0), 46);
+  fail_unless_equals_int (pfemu.query ("contexts.refused"), 3);
+  fail_unless_equals_int (pfemu.query ("contexts.device0"), 0);
+  fail_unless_equals_int (api.cuCtxDestroy (ctx), 0);
+  /* the device is free again: the primary context, then no other */
+  fail_unless_equals_int (api.SetDevice (0), 0);
+  fail_unless_equals_int (api.cuCtxCreate (&other, 0, 0), 46);
+}
+
+GST_END_TEST;
+
 static Suite *
 context_suite (void)
 {
@@ -291,6 +463,12 @@ context_suite (void)
   tcase_add_test (tc, test_own_context_is_primary);
   tcase_add_test (tc, test_exclusive_process_nvcodec);
   tcase_add_test (tc, test_registration_outlives_pipeline);
+  suite_add_tcase (s, tc);
+  tc = tcase_create ("emulator");
+  tcase_add_checked_fixture (tc, setup, teardown);
+  tcase_add_test (tc, test_emulator_cross_context);
+  tcase_add_test (tc, test_emulator_destroy_drops_registrations);
+  tcase_add_test (tc, test_emulator_exclusive_process);
   suite_add_tcase (s, tc);
   return s;
 }
