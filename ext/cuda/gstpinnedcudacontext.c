@@ -80,7 +80,6 @@ primary_ref_release (gpointer data)
 static void
 make_primary_context (GstPinnedCudaContext * ctx)
 {
-  static GQuark quark = 0;
   const GstPinnedCudaGst *gst = ctx->gst;
   const GstPinnedCudaRuntime *rt = ctx->rt;
   PrimaryRef *ref;
@@ -103,12 +102,12 @@ make_primary_context (GstPinnedCudaContext * ctx)
   }
   if (g_object_is_floating (gst_ctx))
     gst_object_ref_sink (gst_ctx);
-  if (quark == 0)
-    quark = g_quark_from_static_string ("pinnedflow-primary-ref");
   ref = g_new0 (PrimaryRef, 1);
   ref->rt = rt;
   ref->device_id = ctx->device_id;
-  g_object_set_qdata_full (G_OBJECT (gst_ctx), quark, ref, primary_ref_release);
+  g_object_set_qdata_full (G_OBJECT (gst_ctx),
+      g_quark_from_static_string ("pinnedflow-primary-ref"), ref,
+      primary_ref_release);
 
   GST_OBJECT_LOCK (ctx->element);
   old = ctx->gst_ctx;

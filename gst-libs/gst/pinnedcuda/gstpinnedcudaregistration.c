@@ -77,9 +77,9 @@ gst_pinned_cuda_segment_register_in (const GstPinnedCudaRuntime * rt,
   g_assert (reg != NULL);
   if (made && reg->registered) {
     GST_INFO ("segment %" G_GUINT64_FORMAT ": registered %p + %"
-        G_GSIZE_FORMAT "%s in context %p", pf_segment_get_id (seg),
+        G_GSIZE_FORMAT "%s in %s context %p", pf_segment_get_id (seg),
         reg->base, reg->size, reg->readonly ? " read-only" : "",
-        cu_ctx ? cu_ctx : "(primary)");
+        cu_ctx ? "the caller's" : "the current or primary", cu_ctx);
   } else if (made) {
     GST_WARNING ("segment %" G_GUINT64_FORMAT ": %p + %" G_GSIZE_FORMAT
         " not registered: %s (%s)", pf_segment_get_id (seg), reg->base,
