@@ -422,6 +422,41 @@ GST_START_TEST (test_emulator_destroy_drops_registrations)
 
 GST_END_TEST;
 
+/* A registration pins its pages for the context that made it, for every
+ * context with cudaHostRegisterPortable (what pinnedflow uses). */
+GST_START_TEST (test_emulator_portable_registration)
+{
+  const gsize size = 64 * 1024;
+  guint8 *host = mmap (NULL, 2 * size, PROT_READ | PROT_WRITE,
+      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  guint8 *portable = host + size;
+  void *ctx = NULL, *dev = NULL;
+  size_t pitch = 0;
+
+  fail_unless (host != MAP_FAILED);
+  load_api ();
+  fail_unless_equals_int (api.SetDevice (0), 0);
+  fail_unless_equals_int (api.MallocPitch (&dev, &pitch, 1024, 16), 0);
+  fail_unless_equals_int (api.cuInit (0), 0);
+  fail_unless_equals_int (api.cuCtxCreate (&ctx, 0, 0), 0);
+  fail_unless_equals_int (api.HostRegister (host, size, 0), 0);
+  fail_unless_equals_int (api.HostRegister (portable, size, 0x01), 0);
+  fail_unless_equals_int (api.cuCtxPopCurrent (NULL), 0);
+  /* back in the primary context (the thread's before the push) */
+  fail_unless_equals_int (api.Memcpy2DAsync (dev, pitch, host, 1024, 1024,
+          16, 1, PER_THREAD), 0);
+  fail_unless_equals_int (api.Memcpy2DAsync (dev, pitch, portable, 1024,
+          1024, 16, 1, PER_THREAD), 0);
+  fail_unless_equals_int (pfemu.query ("copies.pageable"), 1);
+  fail_unless_equals_int (pfemu.query ("copies.pinned"), 1);
+  fail_unless_equals_int (api.cuCtxDestroy (ctx), 0);
+  fail_unless_equals_int (pfemu.query ("registrations.dropped"), 2);
+  fail_unless_equals_int (api.Free (dev), 0);
+  munmap (host, 2 * size);
+}
+
+GST_END_TEST;
+
 /* PFEMU_COMPUTE_MODE=exclusive-process: one context on the device, and
  * attribute 20 (compute mode) reads 3. */
 GST_START_TEST (test_emulator_exclusive_process)
@@ -468,6 +503,7 @@ context_suite (void)
   tcase_add_checked_fixture (tc, setup, teardown);
   tcase_add_test (tc, test_emulator_cross_context);
   tcase_add_test (tc, test_emulator_destroy_drops_registrations);
+  tcase_add_test (tc, test_emulator_portable_registration);
   tcase_add_test (tc, test_emulator_exclusive_process);
   suite_add_tcase (s, tc);
   return s;
