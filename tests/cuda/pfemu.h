@@ -82,6 +82,12 @@
  * "host.allocations" / "live.host.allocations" (cuMemAllocHost /
  * cuMemHostAlloc: page-locked, counted as pinned in copies),
  * "copies.h2h" (driver copies between two host buffers).
+ * "stream.syncs.spinning" (cudaStreamSynchronize / cuStreamSynchronize
+ * calls made while the calling thread's current context, or the primary
+ * context it gets, was not made with CU_CTX_SCHED_BLOCKING_SYNC: each
+ * spins a core on a GPU), "syncs.spinning" (every host wait that would
+ * spin: those, the cuCtxSynchronize calls made the same way, and
+ * events.sync.spinning).
  * "calls.<function>" (e.g. "calls.cuStreamSynchronize",
  * "calls.cudaStreamSynchronize", "calls.cuMemcpy2DAsync_v2"): calls made to
  * that function since the last reset, 0 if none.
