@@ -12,10 +12,13 @@
  * by nvcodec's cudaupload, decoders, or pinnedcudaupload; needs libgstcuda
  * at run time, see gstpinnedcudagst.h), into
  * a #GstPinnedBufferPool buffer whose segment is registered with CUDA once,
- * so the copy is a DMA. The copy waits for the event of the input (the
- * upload's copy; for GstCudaMemory with a stream (1.24+) the memory is
- * synchronized first), runs on a non-blocking stream, and is waited for
- * before the buffer is pushed.
+ * so the copy is a DMA. The copy is ordered on the GPU after the input's
+ * writes (cudaStreamWaitEvent on the event of the upload's copy; for
+ * GstCudaMemory with a stream and NEED_SYNC (1.24+), on an event recorded
+ * on that stream: no host synchronize, which would spin a core and wait
+ * for later frames queued there), runs on a non-blocking stream, and the
+ * host waits only for the event recorded after it (blocking sync) before
+ * the buffer is pushed.
  *
  * ## Example launch line
  * |[

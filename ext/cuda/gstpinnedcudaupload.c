@@ -29,9 +29,12 @@
  * are pushed at once too, carrying a GstCudaStream that waits on the copy's
  * event on the GPU and the memory's NEED_SYNC flag (downstream synchronizes
  * that stream or orders its work after it); with 1.22 (no GstCudaStream) a
- * buffer is pushed once its copy completed, while the copies of the next
- * frames are already queued (no host wait on the copy just queued). The
- * input buffer is released only once the copies from it completed.
+ * buffer is pushed as soon as its own copy completed (the streaming thread
+ * sleeps on that frame's blocking-sync event, through the copy engine's
+ * release thread, never on a later frame's), and the LATENCY query answers
+ * upstream's latency plus the longest such wait seen (whole milliseconds;
+ * a LATENCY message is posted when it grows). The input buffer is released
+ * only once the copies from it completed.
  *
  * The CUDA runtime is loaded when the element starts (libcudart.so.13,
  * .12, ..., or GST_PINNEDFLOW_CUDART); without one, or without a device,
