@@ -12,10 +12,13 @@
  * by nvcodec's cudaupload, decoders, or pinnedcudaupload; needs libgstcuda
  * at run time, see gstpinnedcudagst.h), into
  * a #GstPinnedBufferPool buffer whose segment is registered with CUDA once,
- * so the copy is a DMA. The copy waits for the event of the input (the
- * upload's copy; for GstCudaMemory with a stream (1.24+) the memory is
- * synchronized first), runs on a non-blocking stream, and is waited for
- * before the buffer is pushed.
+ * so the copy is a DMA. The copy is ordered on the GPU after the input's
+ * writes (cudaStreamWaitEvent on the event of the upload's copy; for
+ * GstCudaMemory with a stream and NEED_SYNC (1.24+), on an event recorded
+ * on that stream: no host synchronize, which would spin a core and wait
+ * for later frames queued there), runs on a non-blocking stream, and the
+ * host waits only for the event recorded after it (blocking sync) before
+ * the buffer is pushed.
  *
  * ## Example launch line
  * |[
@@ -48,7 +51,10 @@ struct _GstPinnedCudaDownload
 {
   GstPinnedCudaBaseTransform parent;
 
+  /* after our copy of a frame: the host waits for it (blocking sync) */
   GstPinnedCudaEvent event;
+  /* 1.24+: recorded on a GstCudaMemory's stream, our stream waits for it */
+  GstPinnedCudaEvent in_event;
 
   /* stats (object lock) */
   /* (frames, bytes, pinned-copies, registrations: the base class's) */
@@ -71,7 +77,10 @@ gst_pinned_cuda_download_start_cuda (GstPinnedCudaBaseTransform * base)
   GST_OBJECT_UNLOCK (self);
 
   self->event = gst_pinned_cuda_context_new_event (&base->cuda);
-  return self->event != NULL;
+  if (self->event == NULL)
+    return FALSE;
+  self->in_event = gst_pinned_cuda_context_new_event (&base->cuda);
+  return self->in_event != NULL;
 }
 
 /* The stream is still open: the base class drains it, after this, before
@@ -84,6 +93,10 @@ gst_pinned_cuda_download_stop_cuda (GstPinnedCudaBaseTransform * base)
   if (self->event) {
     gst_pinned_cuda_context_free_event (&base->cuda, self->event);
     self->event = NULL;
+  }
+  if (self->in_event) {
+    gst_pinned_cuda_context_free_event (&base->cuda, self->in_event);
+    self->in_event = NULL;
   }
 }
 
@@ -168,11 +181,14 @@ device_frame_from_pinned (GstPinnedCudaDownload * self, GstMemory * mem,
 
 /* GstCudaMemory (memory:CUDAMemory): the device pointer of a GST_MAP_CUDA
  * map, the planes from the GstVideoMeta its pool attaches. On 1.24+ a
- * memory whose copy is still queued on its stream (NEED_SYNC) is waited
- * for with gst_cuda_memory_sync() first. */
+ * memory whose writes may still be queued on its stream (NEED_SYNC) gives
+ * that stream in *@wait_on: our copy is ordered after an event recorded
+ * there (on the GPU), never after a host gst_cuda_memory_sync(), which is a
+ * cuStreamSynchronize that spins a core in libgstcuda's context (made with
+ * CU_CTX_SCHED_AUTO). */
 static gboolean
 device_frame_from_gst (GstPinnedCudaDownload * self, GstBuffer * inbuf,
-    GstPinnedCudaDeviceFrame * f)
+    GstPinnedCudaDeviceFrame * f, GstPinnedCudaStream * wait_on)
 {
   const GstPinnedCudaGst *gst = self->parent.cuda.gst;
   GstMemory *mem = gst_buffer_peek_memory (inbuf, 0);
@@ -191,8 +207,14 @@ device_frame_from_gst (GstPinnedCudaDownload * self, GstBuffer * inbuf,
         ("CUDA memory without a matching GstVideoMeta"), (NULL));
     return FALSE;
   }
-  if (gst->has_stream && gst->memory_get_stream (mem))
-    gst->memory_sync (mem);
+  *wait_on = NULL;
+  if (gst->has_stream && GST_MEMORY_FLAG_IS_SET (mem,
+          GST_PINNED_CUDA_GST_MEMORY_NEED_SYNC)) {
+    gpointer stream = gst->memory_get_stream (mem);
+
+    if (stream)
+      *wait_on = gst->stream_get_handle (stream);
+  }
   if (!gst_pinned_cuda_device_frame_map_gst (f, mem, meta, GST_MAP_READ)) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
         ("Could not map the CUDA memory for the device"), (NULL));
@@ -208,6 +230,7 @@ gst_pinned_cuda_download_transform (GstBaseTransform * trans,
   GstPinnedCudaDownload *self = GST_PINNED_CUDA_DOWNLOAD (trans);
   const GstPinnedCudaRuntime *rt = self->parent.cuda.rt;
   GstPinnedCudaDeviceFrame src = { {NULL}, };
+  GstPinnedCudaStream wait_on = NULL;
   GstVideoFrame frame;
   const gchar *call = "cudaStreamWaitEvent";
   GstPinnedCudaError err = GST_PINNED_CUDA_SUCCESS;
@@ -217,7 +240,7 @@ gst_pinned_cuda_download_transform (GstBaseTransform * trans,
   int prev;
 
   if (self->parent.cuda_memory ?
-      !device_frame_from_gst (self, inbuf, &src) :
+      !device_frame_from_gst (self, inbuf, &src, &wait_on) :
       !device_frame_from_pinned (self, gst_buffer_peek_memory (inbuf, 0),
           &src)) {
     gst_pinned_cuda_device_frame_unmap (&src);
@@ -242,9 +265,18 @@ gst_pinned_cuda_download_transform (GstBaseTransform * trans,
   }
 
   prev = gst_pinned_cuda_context_enter (&self->parent.cuda);
-  /* After the upload's copy into this memory. */
-  if (src.event)
+  /* After the upload's copy into this memory: its event (PinnedflowCUDA),
+   * or (GstCudaMemory, 1.24+) one recorded now on the memory's stream. */
+  if (wait_on) {
+    call = "cudaEventRecord";
+    err = rt->EventRecord (self->in_event, wait_on);
+    if (err == GST_PINNED_CUDA_SUCCESS) {
+      call = "cudaStreamWaitEvent";
+      err = rt->StreamWaitEvent (self->parent.cuda.stream, self->in_event, 0);
+    }
+  } else if (src.event) {
     err = rt->StreamWaitEvent (self->parent.cuda.stream, src.event, 0);
+  }
   for (p = 0;
       p < self->parent.host_layout.n_planes && err == GST_PINNED_CUDA_SUCCESS;
       p++) {

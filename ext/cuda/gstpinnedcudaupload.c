@@ -29,9 +29,12 @@
  * are pushed at once too, carrying a GstCudaStream that waits on the copy's
  * event on the GPU and the memory's NEED_SYNC flag (downstream synchronizes
  * that stream or orders its work after it); with 1.22 (no GstCudaStream) a
- * buffer is pushed once its copy completed, while the copies of the next
- * frames are already queued (no host wait on the copy just queued). The
- * input buffer is released only once the copies from it completed.
+ * buffer is pushed as soon as its own copy completed (the streaming thread
+ * sleeps on that frame's blocking-sync event, through the copy engine's
+ * release thread, never on a later frame's), and the LATENCY query answers
+ * upstream's latency plus the longest such wait seen (whole milliseconds;
+ * a LATENCY message is posted when it grows). The input buffer is released
+ * only once the copies from it completed.
  *
  * The CUDA runtime is loaded when the element starts (libcudart.so.13,
  * .12, ..., or GST_PINNEDFLOW_CUDART); without one, or without a device,
@@ -102,17 +105,21 @@ struct _GstPinnedCudaUpload
   guint n_events;               /* max-inflight while started */
   const void *bounce_reg_seen;  /* the bounce registration counted */
 
-  GMutex lock;                  /* completed_seq */
-  GCond cond;
+  GMutex lock;                  /* completed_seq, latency */
+  GCond cond;                   /* completed_seq grew */
   guint64 queued_seq;           /* frames queued (streaming thread) */
   guint64 completed_seq;        /* frames whose copies completed (lock) */
 
   /* memory:CUDAMemory (streaming thread): the GstCudaStream the memory
-   * carries (1.24+, else NULL); on 1.22 the output buffers whose copies may
-   * still run, pushed in order once completed (defer_push) */
+   * carries (1.24+, else NULL); without one (1.22) the streaming thread
+   * waits for each frame's own copy before the frame goes out
+   * (wait_copy) */
   gpointer gst_stream;
-  gboolean defer_push;
-  GQueue pending_out;           /* of PendingOut */
+  gboolean wait_copy;
+  /* what waiting for the copy adds (lock): the longest wait seen, rounded
+   * up to a millisecond, answered in the LATENCY query; a LATENCY message
+   * is posted when it grows */
+  GstClockTime latency;
 
   /* stats (object lock) */
   /* (frames, bytes, pinned-copies, registrations: the base class's) */
@@ -124,13 +131,6 @@ G_DEFINE_TYPE (GstPinnedCudaUpload, gst_pinned_cuda_upload,
     GST_TYPE_PINNED_CUDA_BASE_TRANSFORM);
 GST_ELEMENT_REGISTER_DEFINE (pinnedcudaupload, "pinnedcudaupload",
     GST_RANK_NONE, GST_TYPE_PINNED_CUDA_UPLOAD);
-
-/* An output buffer held until its copy completed (1.22 path). */
-typedef struct
-{
-  GstBuffer *buf;
-  guint64 seq;
-} PendingOut;
 
 /* ------------------------------------------------------------ release */
 
@@ -198,59 +198,46 @@ wait_inflight (GstPinnedCudaUpload * self)
     pf_uploader_flush (self->up);
 }
 
-/* ------------------------------------------------------------ pending */
+/* ------------------------------------------------------------ 1.22 wait */
 
-/* 1.22 path: the oldest held output whose copy completed, or NULL. */
-static GstBuffer *
-pending_pop_ready (GstPinnedCudaUpload * self)
+/* The 1.22 path (memory:CUDAMemory, no GstCudaStream to carry the copy's
+ * event): waits until the copy of frame @seq completed (the engine's
+ * release thread signals it after a blocking-sync event wait: no core
+ * spins), never for a later frame's. Returns the time waited. */
+static GstClockTime
+wait_frame_copy (GstPinnedCudaUpload * self, guint64 seq)
 {
-  PendingOut *po = g_queue_peek_head (&self->pending_out);
-  GstBuffer *buf;
-  guint64 done;
+  gint64 start = g_get_monotonic_time ();
 
-  if (po == NULL)
-    return NULL;
   g_mutex_lock (&self->lock);
-  done = self->completed_seq;
+  while (self->completed_seq < seq)
+    g_cond_wait (&self->cond, &self->lock);
   g_mutex_unlock (&self->lock);
-  if (po->seq > done)
-    return NULL;
-  g_queue_pop_head (&self->pending_out);
-  buf = po->buf;
-  g_free (po);
-  return buf;
+  return (g_get_monotonic_time () - start) * GST_USECOND;
 }
 
+/* A frame waited @waited before it could go out: the latency this element
+ * adds grows to it (whole milliseconds), and the pipeline is told to ask
+ * again. */
 static void
-pending_drop (GstPinnedCudaUpload * self)
+note_copy_wait (GstPinnedCudaUpload * self, GstClockTime waited)
 {
-  PendingOut *po;
+  GstClockTime rounded = GST_MSECOND *
+      ((waited + GST_MSECOND - 1) / GST_MSECOND);
+  gboolean grew = FALSE;
 
-  while ((po = g_queue_pop_head (&self->pending_out)) != NULL) {
-    gst_buffer_unref (po->buf);
-    g_free (po);
+  g_mutex_lock (&self->lock);
+  if (rounded > self->latency) {
+    self->latency = rounded;
+    grew = TRUE;
   }
-}
-
-/* Every copy waited for, then every held output pushed in order (before a
- * serialized event or new caps overtake them). */
-static GstFlowReturn
-pending_push_all (GstPinnedCudaUpload * self)
-{
-  GstFlowReturn ret = GST_FLOW_OK;
-  GstBuffer *buf;
-
-  if (g_queue_is_empty (&self->pending_out))
-    return GST_FLOW_OK;
-  wait_inflight (self);
-  while ((buf = pending_pop_ready (self)) != NULL) {
-    if (ret == GST_FLOW_OK)
-      ret = gst_pad_push (GST_BASE_TRANSFORM_SRC_PAD (self), buf);
-    else
-      gst_buffer_unref (buf);
+  g_mutex_unlock (&self->lock);
+  if (grew) {
+    GST_INFO_OBJECT (self, "frames wait up to %" GST_TIME_FORMAT " for their "
+        "copy: latency updated", GST_TIME_ARGS (rounded));
+    gst_element_post_message (GST_ELEMENT (self),
+        gst_message_new_latency (GST_OBJECT (self)));
   }
-  pending_drop (self);          /* none left unless a wait failed */
-  return ret;
 }
 
 /* ------------------------------------------------------------ start/stop */
@@ -264,7 +251,6 @@ free_cuda_state (GstPinnedCudaUpload * self)
   g_clear_pointer (&self->up, pf_uploader_free);
   self->bounce_reg_seen = NULL;
   self->n_events = 0;
-  pending_drop (self);
   if (self->gst_stream) {
     self->parent.cuda.gst->stream_unref (self->gst_stream);
     self->gst_stream = NULL;
@@ -285,8 +271,11 @@ gst_pinned_cuda_upload_start_cuda (GstPinnedCudaBaseTransform * base)
   self->staged_copies = self->waits_full = self->inflight_max = 0;
   n_events = self->max_inflight;
   GST_OBJECT_UNLOCK (self);
+  g_mutex_lock (&self->lock);
   self->queued_seq = self->completed_seq = 0;
-  self->defer_push = FALSE;
+  self->latency = 0;
+  g_mutex_unlock (&self->lock);
+  self->wait_copy = FALSE;
 
   /* 1.24+: the stream GstCudaMemory carries; it waits on our events */
   if (base->cuda.gst_ctx && base->cuda.gst->has_stream) {
@@ -324,21 +313,20 @@ gst_pinned_cuda_upload_stop_cuda (GstPinnedCudaBaseTransform * base)
 
 /* ------------------------------------------------------------ caps */
 
-/* New caps: every copy completed and every held output pushed first (the
- * engine grows its bounce segment itself when a frame needs more). */
+/* New caps: every copy completed first (the engine grows its bounce
+ * segment itself when a frame needs more). */
 static gboolean
 gst_pinned_cuda_upload_caps_changed (GstPinnedCudaBaseTransform * base)
 {
   GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (base);
 
   wait_inflight (self);
-  if (pending_push_all (self) != GST_FLOW_OK)
-    GST_DEBUG_OBJECT (self, "downstream refused frames held before new caps");
-  /* memory:CUDAMemory without a GstCudaStream (1.22): pushed when done */
-  self->defer_push = self->parent.cuda_memory && self->gst_stream == NULL;
+  /* memory:CUDAMemory without a GstCudaStream (1.22): pushed once its own
+   * copy completed */
+  self->wait_copy = self->parent.cuda_memory && self->gst_stream == NULL;
   GST_DEBUG_OBJECT (self, "output %s%s", self->parent.cuda_memory ?
       "memory:CUDAMemory" : "memory:PinnedflowCUDA", !self->parent.cuda_memory
-      ? "" : self->defer_push ? ", pushed once the copy completed (1.22)" :
+      ? "" : self->wait_copy ? ", pushed once its copy completed (1.22)" :
       ", with a GstCudaStream and NEED_SYNC (1.24+)");
   return TRUE;
 }
@@ -705,39 +693,13 @@ gst_pinned_cuda_upload_transform (GstBaseTransform * trans, GstBuffer * inbuf,
   prev = gst_pinned_cuda_context_enter (&self->parent.cuda);
   ret = upload_frame (self, inbuf, outbuf);
   gst_pinned_cuda_context_leave (&self->parent.cuda, prev);
-  /* 1.22 path: generate_output() holds it until its copy completed */
-  if (ret == GST_FLOW_OK && self->defer_push)
-    ret = GST_BASE_TRANSFORM_FLOW_DROPPED;
-  return ret;
-}
-
-/* The 1.22 path (memory:CUDAMemory, no GstCudaStream): the frame just
- * queued is held, and the oldest held frames whose copies completed go out
- * (GstBaseTransform calls this again while it returns a buffer). The host
- * never waits here for the copy just queued; wait_inflight() waits only
- * when max-inflight frames are in flight, as on the other paths. */
-static GstFlowReturn
-gst_pinned_cuda_upload_generate_output (GstBaseTransform * trans,
-    GstBuffer ** outbuf)
-{
-  GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (trans);
-  GstFlowReturn ret;
-
-  ret = GST_BASE_TRANSFORM_CLASS (parent_class)->generate_output (trans,
-      outbuf);
-  if (!self->defer_push)
-    return ret;
-  if (ret == GST_BASE_TRANSFORM_FLOW_DROPPED && *outbuf != NULL) {
-    PendingOut *po = g_new0 (PendingOut, 1);
-
-    po->buf = *outbuf;
-    po->seq = self->queued_seq;
-    g_queue_push_tail (&self->pending_out, po);
-    *outbuf = NULL;
-    ret = GST_FLOW_OK;
+  /* 1.22 path: out as soon as this frame's copy completed (a failed wait
+   * is an error, not a stale frame) */
+  if (ret == GST_FLOW_OK && self->wait_copy) {
+    note_copy_wait (self, wait_frame_copy (self, self->queued_seq));
+    if (!check_async_error (self))
+      ret = GST_FLOW_ERROR;
   }
-  if (ret == GST_FLOW_OK && *outbuf == NULL)
-    *outbuf = pending_pop_ready (self);
   return ret;
 }
 
@@ -784,18 +746,40 @@ gst_pinned_cuda_upload_sink_event (GstBaseTransform * trans, GstEvent * event)
   if (GST_EVENT_TYPE (event) == GST_EVENT_EOS && self->parent.cuda.rt != NULL) {
     wait_inflight (self);
     if (!check_async_error (self)) {
-      pending_drop (self);
       gst_event_unref (event);
       return FALSE;
     }
   }
-  /* 1.22 path: held frames go out before any serialized event (a flush
-   * drops them) */
-  if (GST_EVENT_TYPE (event) == GST_EVENT_FLUSH_STOP)
-    pending_drop (self);
-  else if (GST_EVENT_IS_SERIALIZED (event) && self->parent.cuda.rt != NULL)
-    pending_push_all (self);
   return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
+}
+
+/* The LATENCY query (on the src pad): upstream's, plus what waiting for
+ * the copy adds on the 1.22 path (0 on the others: those frames go out
+ * once their copies are queued, their readers wait on the GPU). */
+static gboolean
+gst_pinned_cuda_upload_query (GstBaseTransform * trans,
+    GstPadDirection direction, GstQuery * query)
+{
+  GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (trans);
+  GstClockTime min, max, ours;
+  gboolean live;
+
+  if (!GST_BASE_TRANSFORM_CLASS (parent_class)->query (trans, direction,
+          query))
+    return FALSE;
+  if (GST_QUERY_TYPE (query) != GST_QUERY_LATENCY || direction != GST_PAD_SRC)
+    return TRUE;
+  g_mutex_lock (&self->lock);
+  ours = self->latency;
+  g_mutex_unlock (&self->lock);
+  gst_query_parse_latency (query, &live, &min, &max);
+  min += ours;
+  if (GST_CLOCK_TIME_IS_VALID (max))
+    max += ours;
+  gst_query_set_latency (query, live, min, max);
+  GST_DEBUG_OBJECT (self, "latency: upstream's + %" GST_TIME_FORMAT,
+      GST_TIME_ARGS (ours));
+  return TRUE;
 }
 
 /* ------------------------------------------------------------ GObject */
@@ -916,8 +900,7 @@ gst_pinned_cuda_upload_class_init (GstPinnedCudaUploadClass * klass)
   trans_class->prepare_output_buffer =
       GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_prepare_output_buffer);
   trans_class->transform = GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_transform);
-  trans_class->generate_output =
-      GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_generate_output);
+  trans_class->query = GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_query);
   trans_class->sink_event =
       GST_DEBUG_FUNCPTR (gst_pinned_cuda_upload_sink_event);
 
@@ -931,5 +914,4 @@ gst_pinned_cuda_upload_init (GstPinnedCudaUpload * self)
   self->max_inflight = DEFAULT_MAX_INFLIGHT;
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);
-  g_queue_init (&self->pending_out);
 }

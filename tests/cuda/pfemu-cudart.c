@@ -154,6 +154,7 @@ struct ctx
 {
   int device;
   int alive;
+  unsigned int flags;           /* cuCtxCreate's (CU_CTX_SCHED_*) */
   struct ctx *next;
 };
 
@@ -324,7 +325,36 @@ static struct
   /* contexts: registrations dropped with their context, event records
    * refused across contexts, contexts refused by EXCLUSIVE_PROCESS */
   long regs_dropped, cross_context_records, exclusive_refused;
+  /* host waits that would spin a core on a GPU: stream (and context)
+   * syncs in a context not made with CU_CTX_SCHED_BLOCKING_SYNC */
+  long stream_syncs_spinning, ctx_syncs_spinning;
 } ctr;
+
+/* CU_CTX_SCHED_MASK and CU_CTX_SCHED_BLOCKING_SYNC (cuda.h) */
+#define CTX_SCHED_MASK 0x07u
+#define CTX_SCHED_BLOCKING_SYNC 0x04u
+
+/* G held. Whether a host wait for a stream or the whole context, made by
+ * the calling thread, spins a core on a GPU: it does unless the context
+ * current on the thread was made with CU_CTX_SCHED_BLOCKING_SYNC. The
+ * default, CU_CTX_SCHED_AUTO, spins while the process has fewer active
+ * contexts than cores (always, in practice); SPIN and YIELD poll. Primary
+ * contexts (cudart's, a thread with none current gets one) keep the
+ * default flags here: the emulator has no cudaSetDeviceFlags. */
+static int
+thread_sync_spins_locked (void)
+{
+  void *top;
+
+  check_generation ();
+  if (ctx_depth == 0)
+    return 1;
+  top = ctx_stack[ctx_depth - 1];
+  for (struct ctx * x = contexts; x; x = x->next)
+    if ((void *) x == top)
+      return (x->flags & CTX_SCHED_MASK) != CTX_SCHED_BLOCKING_SYNC;
+  return 1;
+}
 
 /* G held. The device of a context handle, -1 when it is none of ours;
  * *alive tells whether it can be used. */
@@ -921,6 +951,7 @@ pfemu_core_CtxCreate (void **ctx, unsigned int flags, int device)
   x = calloc (1, sizeof *x);
   x->device = device;
   x->alive = 1;
+  x->flags = flags;
   x->next = contexts;
   contexts = x;
   ctr.ctx_created++;
@@ -978,6 +1009,8 @@ pfemu_core_CtxSynchronize (void)
   cudaError_t err = cudaSuccess;
 
   pthread_mutex_lock (&G);
+  if (thread_sync_spins_locked ())
+    ctr.ctx_syncs_spinning++;
   for (struct stream * s = streams; s; s = s->next) {
     drain_locked (s);
     if (s->error && !err)
@@ -1757,6 +1790,9 @@ pfemu_core_StreamSynchronize (void *stream)
 
   stream = STREAM_HANDLE (stream);
   pthread_mutex_lock (&G);
+  if ((stream == NULL || find_stream_locked (stream) != NULL) &&
+      thread_sync_spins_locked ())
+    ctr.stream_syncs_spinning++;
   if (stream == NULL) {
     ctr.stream_syncs++;
     ctr.stream_syncs_legacy++;
@@ -2448,6 +2484,9 @@ pfemu_query (const char *name)
   C ("registrations.dropped", ctr.regs_dropped);
   C ("events.cross_context", ctr.cross_context_records);
   C ("contexts.refused", ctr.exclusive_refused);
+  C ("stream.syncs.spinning", ctr.stream_syncs_spinning);
+  C ("syncs.spinning", ctr.stream_syncs_spinning + ctr.ctx_syncs_spinning +
+      ctr.event_syncs_spinning);
   if (v == -1 && strncmp (name, "calls.cu", 8) == 0) {
     /* calls.<function>: calls made to it (either API), 0 if none */
     v = 0;

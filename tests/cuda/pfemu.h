@@ -88,7 +88,17 @@
  * valid stream), "stream.syncs.legacy" (those on the legacy stream),
  * "host.allocations" / "live.host.allocations" (cuMemAllocHost /
  * cuMemHostAlloc: page-locked, counted as pinned in copies),
- * "copies.h2h" (driver copies between two host buffers).
+ * "copies.h2h" (driver copies between two host buffers),
+ * "stream.syncs.spinning" (cudaStreamSynchronize / cuStreamSynchronize
+ * calls made while the calling thread's current context, or the primary
+ * context it gets, was not made with CU_CTX_SCHED_BLOCKING_SYNC: each
+ * spins a core on a GPU), "syncs.spinning" (every host wait that would
+ * spin: those, the cuCtxSynchronize calls made the same way, and
+ * events.sync.spinning).
+ * "calls.<function>" (e.g. "calls.cuStreamSynchronize",
+ * "calls.cudaStreamSynchronize", "calls.cuMemcpy2DAsync_v2"): calls made to
+ * that function since the last reset, 0 if none.
+ * Returns -1 for an unknown name.
  *
  * Contexts: every allocation, registration, stream and event carries the
  * context current when it was made. cudaEventRecord/cuEventRecord of an
@@ -101,11 +111,7 @@
  * ("registrations.dropped"): later copies from those pages are staged
  * (copies.pageable) and cudaHostUnregister answers 713. "contexts.refused":
  * contexts EXCLUSIVE_PROCESS refused. Stream handles 1 (cudaStreamLegacy)
- * and 2 (cudaStreamPerThread) are the legacy stream, as NULL is.
- * "calls.<function>" (e.g. "calls.cuStreamSynchronize",
- * "calls.cudaStreamSynchronize", "calls.cuMemcpy2DAsync_v2"): calls made to
- * that function since the last reset, 0 if none.
- * Returns -1 for an unknown name. */
+ * and 2 (cudaStreamPerThread) are the legacy stream, as NULL is. */
 long pfemu_query (const char *counter);
 
 /* cudaStreamSynchronize / cuStreamSynchronize calls on @stream (a live

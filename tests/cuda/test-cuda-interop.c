@@ -18,6 +18,19 @@
  *   copies it back with a synchronous cudaMemcpy2D, which does not wait for
  *   our non-blocking stream: with the emulator's late copies
  *   (PFEMU_COPY_DELAY_US) a frame pushed early reads stale.
+ * - a frame goes out of pinnedcudaupload as soon as its own copy completed,
+ *   without waiting for the next input, and the LATENCY query answers what
+ *   the element adds (issue 22, defect 5);
+ * - pinnedcudadownload reading GstCudaMemory never makes a host wait that
+ *   spins a core (the emulator's "syncs.spinning") and never synchronizes
+ *   a whole stream, which would wait for the later frames queued on it
+ *   (issue 22, defect 6).
+ *
+ * The GStreamer version's path: the libgstcuda the plugin loads (1.22 on
+ * this host: no GstCudaStream); cuda-interop-1.24 points the plugin at
+ * libpfemu-gstcuda.so (GST_PINNEDFLOW_GSTCUDA, pfemu-gstcuda.c), which adds
+ * 1.24's stream API to the 1.22 library, and runs the tests that read with
+ * libgstcuda's rules.
  *
  * Run against the emulators (tests/cuda/emu: libcuda.so.1 and libnvcuvid.so.1
  * stand-ins, PINNEDFLOW_CUDA_MODE=emulated) or a real GPU (mode real).
@@ -36,6 +49,7 @@
 #include <gst/gst.h>
 #include <gst/check/gstcheck.h>
 #include <gst/app/gstappsrc.h>
+#include <gst/app/gstappsink.h>
 #include <gst/video/video.h>
 #include <pinnedflow/pf-segment.h>
 
@@ -418,6 +432,174 @@ GST_START_TEST (test_cuda_memory_ready)
 
 GST_END_TEST;
 
+/* Issue 22, defect 5: a live source pushes one frame and nothing after it.
+ * pinnedcudaupload must push it once its copy completed (late here:
+ * PFEMU_COPY_DELAY_US), not when a next input arrives; the frame is
+ * complete for a reader following libgstcuda's rules. The LATENCY query
+ * through the element answers upstream's latency plus what it adds: on
+ * the 1.22 path the wait for the copy (at least the emulated delay, and a
+ * LATENCY message posted when it grew), on 1.24+ nothing (pushed at
+ * once). */
+GST_START_TEST (test_push_one_frame)
+{
+  const gchar *format = "NV12";
+  const GstClockTime up_min = 5 * GST_MSECOND, up_max = 40 * GST_MSECOND;
+  GstElement *pipeline, *sink, *src, *up;
+  GstCaps *caps = cuda_test_make_caps (format, ODD_W, ODD_H);
+  GstVideoInfo info;
+  GstPinnedCudaLayout layout;
+  GstSample *sample;
+  GstBuffer *buf;
+  GstQuery *q;
+  GstPad *pad;
+  GstBus *bus;
+  GstMessage *msg;
+  GstClockTime min = 0, max = 0;
+  gboolean live = FALSE;
+  Checker ck;
+  long delay_us = emulated ? atol (g_getenv ("PFEMU_COPY_DELAY_US") ?
+      g_getenv ("PFEMU_COPY_DELAY_US") : "2000") : 0;
+
+  checker_init (&ck, READ_DEVICE, format);
+  pipeline = gst_parse_launch ("appsrc name=src is-live=true format=time "
+      "min-latency=5000000 max-latency=40000000 ! pinnedcudaupload name=up ! "
+      "video/x-raw(" CAPS_FEATURE_CUDA ") ! appsink name=sink sync=false",
+      NULL);
+  fail_unless (pipeline != NULL);
+  src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
+  sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  up = gst_bin_get_by_name (GST_BIN (pipeline), "up");
+  g_object_set (src, "caps", caps, NULL);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  fail_unless (gst_element_get_state (pipeline, NULL, NULL,
+          10 * GST_SECOND) != GST_STATE_CHANGE_FAILURE);
+
+  gst_video_info_from_caps (&info, caps);
+  gst_pinned_cuda_layout_init (&layout, &info);
+  buf = gst_buffer_new_allocate (NULL, info.size, NULL);
+  gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
+      GST_VIDEO_INFO_FORMAT (&info), ODD_W, ODD_H,
+      GST_VIDEO_INFO_N_PLANES (&info), info.offset, info.stride);
+  fail_unless (cuda_test_fill_buffer (buf, &info, &layout, 0));
+  GST_BUFFER_PTS (buf) = 0;
+  GST_BUFFER_DURATION (buf) = 33 * GST_MSECOND;
+  fail_unless_equals_int (gst_app_src_push_buffer (GST_APP_SRC (src), buf),
+      GST_FLOW_OK);
+
+  /* no second frame, no EOS: it must come out by itself */
+  sample = gst_app_sink_try_pull_sample (GST_APP_SINK (sink), 20 * GST_SECOND);
+  fail_unless (sample != NULL, "the only frame did not come out of "
+      "pinnedcudaupload without a next input (held for the next frame)");
+  fail_unless_equals_int (check_device (&ck, gst_sample_get_buffer (sample),
+          0), 0);
+  fail_unless_equals_int (ck.not_cuda, 0);
+  gst_sample_unref (sample);
+
+  /* what the element adds to upstream's latency */
+  pad = gst_element_get_static_pad (up, "src");
+  q = gst_query_new_latency ();
+  fail_unless (gst_pad_query (pad, q), "LATENCY query not answered");
+  gst_query_parse_latency (q, &live, &min, &max);
+  gst_query_unref (q);
+  gst_object_unref (pad);
+  fail_unless (live);
+  GST_INFO ("latency through pinnedcudaupload: %" GST_TIME_FORMAT " - %"
+      GST_TIME_FORMAT, GST_TIME_ARGS (min), GST_TIME_ARGS (max));
+  bus = gst_element_get_bus (pipeline);
+  msg = gst_bus_pop_filtered (bus, GST_MESSAGE_LATENCY);
+  while (msg && GST_MESSAGE_SRC (msg) != GST_OBJECT (up)) {
+    gst_message_unref (msg);
+    msg = gst_bus_pop_filtered (bus, GST_MESSAGE_LATENCY);
+  }
+  if (cuda_memory_get_stream == NULL) {
+    /* 1.22: held until its copy completed, and said so */
+    fail_unless (min >= up_min + delay_us * GST_USECOND,
+        "min latency %" GST_TIME_FORMAT " does not count the wait for the "
+        "copy (%ld us late)", GST_TIME_ARGS (min), delay_us);
+    fail_unless (max >= up_max + delay_us * GST_USECOND);
+    fail_unless (max - up_max == min - up_min);
+    fail_unless (msg != NULL, "no LATENCY message from pinnedcudaupload");
+  } else {
+    /* 1.24+: pushed at once, the reader waits on the GPU */
+    fail_unless_equals_uint64 (min, up_min);
+    fail_unless_equals_uint64 (max, up_max);
+  }
+  if (msg)
+    gst_message_unref (msg);
+  gst_object_unref (bus);
+
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_caps_unref (caps);
+  gst_object_unref (up);
+  gst_object_unref (src);
+  gst_object_unref (sink);
+  gst_object_unref (pipeline);
+}
+
+GST_END_TEST;
+
+/* Issue 22, defect 6: pinnedcudadownload reading pinnedcudaupload's
+ * GstCudaMemory (on 1.24+ with its GstCudaStream and NEED_SYNC) orders its
+ * copy after the memory's stream on the GPU and waits on the host only for
+ * its own copy's event, made with blocking sync: while the frames flow, no
+ * host wait spins ("syncs.spinning": stream syncs in libgstcuda's
+ * CU_CTX_SCHED_AUTO context, event syncs without blocking sync) and no
+ * stream is synchronized at all (a stream sync waits for every frame
+ * queued on the stream after the one wanted). Byte-exact frames. */
+GST_START_TEST (test_download_no_spin)
+{
+  const gchar *format = formats[__i__];
+  const guint n = 12;
+  GstElement *pipeline, *sink, *src;
+  long spinning, stream_syncs, event_syncs, waits;
+  Checker ck;
+  gchar *err;
+
+  if (!emulated)
+    return;
+  checker_init (&ck, READ_SYSTEM, format);
+  pipeline = gst_parse_launch ("appsrc name=src ! pinnedcudaupload ! "
+      "video/x-raw(" CAPS_FEATURE_CUDA ") ! pinnedcudadownload ! "
+      "appsink name=sink", NULL);
+  fail_unless (pipeline != NULL);
+  sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
+  g_object_set (sink, "emit-signals", TRUE, "sync", FALSE, NULL);
+  g_signal_connect (sink, "new-sample", G_CALLBACK (on_new_sample), &ck);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  push_frames (pipeline, format, n);
+  err = cuda_test_wait_eos_or_error (pipeline);
+  /* at EOS, before the elements stop (a stop drains its stream once) */
+  spinning = pfemu.query ("syncs.spinning");
+  stream_syncs = pfemu.query ("stream.syncs");
+  event_syncs = pfemu.query ("events.sync");
+  waits = pfemu.query ("stream.waits");
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
+  gst_object_unref (src);
+  gst_object_unref (sink);
+  gst_object_unref (pipeline);
+
+  check_intact (&ck, err, format, n);
+  g_free (err);
+  fail_unless (spinning == 0, "%ld host waits that spin a core while %u "
+      "frames went through (%ld stream syncs)", spinning, n, stream_syncs);
+  fail_unless (stream_syncs == 0, "%ld stream synchronizations while the "
+      "frames flowed", stream_syncs);
+  /* the download waited for each frame's own copy on the host */
+  fail_unless (event_syncs >= (long) n, "%ld event waits for %u frames",
+      event_syncs, n);
+  /* 1.24+: on the GPU, the memory's stream waited for each upload's copy
+   * and the download's stream for the memory's stream (1.22: the frames
+   * are complete when pushed, nothing to wait for) */
+  if (cuda_memory_get_stream)
+    fail_unless (waits >= 2 * (long) n, "%ld stream waits for %u frames",
+        waits, n);
+}
+
+GST_END_TEST;
+
 static Suite *
 interop_suite (void)
 {
@@ -431,6 +613,8 @@ interop_suite (void)
       G_N_ELEMENTS (formats));
   tcase_add_loop_test (tc, test_pair_cuda_memory, 0, G_N_ELEMENTS (formats));
   tcase_add_loop_test (tc, test_cuda_memory_ready, 0, G_N_ELEMENTS (formats));
+  tcase_add_test (tc, test_push_one_frame);
+  tcase_add_loop_test (tc, test_download_no_spin, 0, G_N_ELEMENTS (formats));
   suite_add_tcase (s, tc);
   return s;
 }
@@ -448,6 +632,7 @@ skip_reason (void)
   GstPad *pad;
   GstCaps *caps;
   gboolean cuda_memory;
+  const gchar *gstcuda;
   void *lib;
   gboolean (*load_library) (void);
 
@@ -466,9 +651,13 @@ skip_reason (void)
   if (f == NULL)
     return g_strdup ("nvcodec's cudaupload is not registered");
   gst_object_unref (f);
-  lib = dlopen ("libgstcuda-1.0.so.0", RTLD_NOW | RTLD_LOCAL);
+  /* the library the plugin uses (gstpinnedcudagst.c) */
+  gstcuda = g_getenv ("GST_PINNEDFLOW_GSTCUDA");
+  if (gstcuda == NULL || *gstcuda == '\0')
+    gstcuda = "libgstcuda-1.0.so.0";
+  lib = dlopen (gstcuda, RTLD_NOW | RTLD_LOCAL);
   if (lib == NULL)
-    return g_strdup ("libgstcuda-1.0.so.0 not loadable");
+    return g_strdup_printf ("%s not loadable", gstcuda);
   load_library = dlsym (lib, "gst_cuda_load_library");
   if (load_library == NULL || !load_library ())
     return g_strdup ("libgstcuda finds no CUDA driver (libcuda.so.1)");

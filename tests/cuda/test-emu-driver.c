@@ -432,6 +432,64 @@ GST_START_TEST (test_copies_and_syncs)
 
 GST_END_TEST;
 
+/* Rule (issue 22): a host wait that spins a core on a GPU is counted: a
+ * stream or context sync in a context made with CU_CTX_SCHED_AUTO (0, what
+ * libgstcuda's gst_cuda_context_new uses) or SPIN (1), a cudart stream
+ * sync in the primary context (default flags), an event sync on an event
+ * made without blocking sync; a context made with
+ * CU_CTX_SCHED_BLOCKING_SYNC (4) and a blocking-sync event do not spin. */
+GST_START_TEST (test_spinning_syncs)
+{
+  typedef CUresult (*CuEventCreateFn) (void **, unsigned int);
+  typedef CUresult (*CuEventRecordFn) (void *, void *);
+  typedef CUresult (*CuVoidFn) (void);
+  void *ctx = NULL, *stream = NULL, *ev = NULL, *popped = NULL;
+  static const unsigned int sched[] = { 0, 1, 4 };
+  guint i;
+
+  fail_unless_equals_int (CU ("cuInit", CuInitFn) (0), 0);
+  for (i = 0; i < G_N_ELEMENTS (sched); i++) {
+    long before = EMU ("stream.syncs.spinning");
+    long all = EMU ("syncs.spinning");
+    gboolean spins = sched[i] != 4;
+
+    fail_unless_equals_int (CU ("cuCtxCreate_v2", CuCtxCreateFn) (&ctx,
+            sched[i], 0), 0);
+    fail_unless_equals_int (CU ("cuStreamCreate", CuStreamCreateFn) (&stream,
+            1), 0);
+    fail_unless_equals_int (CU ("cuStreamSynchronize", CuStreamFn) (stream), 0);
+    fail_unless_equals_int (EMU ("stream.syncs.spinning"), before + spins);
+    fail_unless_equals_int (CU ("cuCtxSynchronize", CuVoidFn) (), 0);
+    fail_unless_equals_int (EMU ("syncs.spinning"), all + 2 * spins);
+    fail_unless_equals_int (CU ("cuStreamDestroy_v2", CuStreamFn) (stream), 0);
+    fail_unless_equals_int (CU ("cuCtxDestroy_v2", CuCtxHandleFn) (ctx), 0);
+  }
+  fail_unless_equals_int (EMU ("stream.syncs.spinning"), 2);
+
+  /* events: blocking sync (1) does not spin, default (0) does */
+  fail_unless_equals_int (CU ("cuCtxCreate_v2", CuCtxCreateFn) (&ctx, 4, 0), 0);
+  fail_unless_equals_int (CU ("cuEventCreate", CuEventCreateFn) (&ev, 1), 0);
+  fail_unless_equals_int (CU ("cuEventRecord", CuEventRecordFn) (ev, NULL), 0);
+  fail_unless_equals_int (CU ("cuEventSynchronize", CuStreamFn) (ev), 0);
+  fail_unless_equals_int (EMU ("events.sync.spinning"), 0);
+  fail_unless_equals_int (CU ("cuEventDestroy_v2", CuStreamFn) (ev), 0);
+  fail_unless_equals_int (CU ("cuEventCreate", CuEventCreateFn) (&ev, 0), 0);
+  fail_unless_equals_int (CU ("cuEventRecord", CuEventRecordFn) (ev, NULL), 0);
+  fail_unless_equals_int (CU ("cuEventSynchronize", CuStreamFn) (ev), 0);
+  fail_unless_equals_int (EMU ("events.sync.spinning"), 1);
+  fail_unless_equals_int (EMU ("syncs.spinning"), 5);
+  fail_unless_equals_int (CU ("cuEventDestroy_v2", CuStreamFn) (ev), 0);
+  fail_unless_equals_int (CU ("cuCtxDestroy_v2", CuCtxHandleFn) (ctx), 0);
+
+  /* cudart on a thread with no context: the primary one, default flags */
+  fail_unless_equals_int (CU ("cuCtxGetCurrent", CuCtxFn) (&popped), 0);
+  fail_unless (popped == NULL);
+  fail_unless_equals_int (rt_stream_sync (NULL), 0);
+  fail_unless_equals_int (EMU ("stream.syncs.spinning"), 3);
+}
+
+GST_END_TEST;
+
 /* Rule: PFEMU_FAIL names driver calls in full, with the cudart modes: an
  * asynchronous fault lets the call succeed and the stream report it at its
  * next sync; a synchronous one fails the call. */
@@ -639,6 +697,7 @@ emu_driver_suite (gboolean nvcodec)
     tcase_add_test (tc, test_device_memory_faults);
     tcase_add_test (tc, test_copies_and_syncs);
     tcase_add_test (tc, test_fault_injection);
+    tcase_add_test (tc, test_spinning_syncs);
   }
   return s;
 }
