@@ -359,5 +359,5 @@ pf_dlpack_sync_device_frame (const pf_device_frame * frame, intptr_t stream)
    * in cudart; else a cudaStream_t. The frame is lent to the consumer:
    * naming its stream is the one change made to it. */
   return pf_device_frame_read_on ((pf_device_frame *) frame,
-      (pf_cuda_stream) stream);
+      (pf_cuda_stream) stream, 0);
 }

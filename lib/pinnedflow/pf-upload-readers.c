@@ -54,7 +54,8 @@ record_handle (pf_cuda_stream s)
 }
 
 int
-pf_device_frame_read_on (pf_device_frame * frame, pf_cuda_stream stream)
+pf_device_frame_read_on (pf_device_frame * frame, pf_cuda_stream stream,
+    unsigned int flags)
 {
   pool_buf *b = (pool_buf *) frame;
   pf_uploader *up;
@@ -64,7 +65,8 @@ pf_device_frame_read_on (pf_device_frame * frame, pf_cuda_stream stream)
   unsigned int i;
   int res = 0, prev;
 
-  if (frame == NULL || b->owner == NULL)
+  if (frame == NULL || b->owner == NULL
+      || (flags & ~PF_DEVICE_FRAME_READ_NO_WAIT))
     return -EINVAL;
   up = b->owner;
   rt = up->rt;
@@ -85,7 +87,8 @@ pf_device_frame_read_on (pf_device_frame * frame, pf_cuda_stream stream)
     if (err != PF_CUDA_SUCCESS)
       b->reader_event[i] = NULL;
   }
-  if (err == PF_CUDA_SUCCESS && frame->event)
+  if (err == PF_CUDA_SUCCESS && frame->event
+      && !(flags & PF_DEVICE_FRAME_READ_NO_WAIT))
     err = rt->StreamWaitEvent (wait_handle (stream), frame->event, 0);
   if (err != PF_CUDA_SUCCESS) {
     pf_cuda_take_last_error (rt);       /* reported here */

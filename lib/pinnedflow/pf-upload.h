@@ -272,6 +272,13 @@ PF_API void pf_device_frame_release (pf_device_frame * frame);
 /* Streams one device frame can name (pf_device_frame_read_on()). */
 #define PF_DEVICE_FRAME_MAX_READERS 8
 
+enum pf_device_frame_read_flags {
+  /* The consumer orders its reads after the copies itself (the CUDA array
+   * interface: it synchronises with the frame's stream): the stream is
+   * only remembered for the release, not made to wait. */
+  PF_DEVICE_FRAME_READ_NO_WAIT = 1u << 0,
+};
+
 /**
  * pf_device_frame_read_on:
  * @frame: a device frame out of its pool (not released)
@@ -279,10 +286,12 @@ PF_API void pf_device_frame_release (pf_device_frame * frame);
  *   PF_CUDA_STREAM_LEGACY (the legacy default stream), or
  *   PF_CUDA_STREAM_PER_THREAD (the calling thread's per-thread default
  *   stream); it must stay valid until the frame is released
+ * @flags: #pf_device_frame_read_flags
  *
  * Names a stream that reads the frame, both ways: @stream is made to wait
  * for the frame's event (cudaStreamWaitEvent: work queued on it later
- * reads complete bytes, the host does not wait), and at
+ * reads complete bytes, the host does not wait; not with
+ * PF_DEVICE_FRAME_READ_NO_WAIT), and at
  * pf_device_frame_release() an event is recorded on it that the next
  * upload into the buffer waits for on the engine's stream. So the reads
  * queued on @stream before the release complete before the buffer is
@@ -298,7 +307,7 @@ PF_API void pf_device_frame_release (pf_device_frame * frame);
  * CUDA call failed, e.g. a stream of another device: not named).
  */
 PF_API int pf_device_frame_read_on (pf_device_frame * frame,
-    pf_cuda_stream stream);
+    pf_cuda_stream stream, unsigned int flags);
 
 /**
  * pf_device_frame_download:

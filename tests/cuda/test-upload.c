@@ -835,7 +835,8 @@ run_readers (void)
   pf_upload_source src;
   pf_device_frame *d = NULL;
   size_t frame_bytes = (size_t) rgba_rows[0] * rgba_bytes[0];
-  uint8_t *out = calloc (4, frame_bytes);       /* 2 frames, then one of 96 rows */
+  /* two frames of 48 rows, two of 96 */
+  uint8_t *out = calloc (6, frame_bytes);
   uint32_t big_rows[1] = { 96 };
   unsigned int i;
 
@@ -851,13 +852,13 @@ run_readers (void)
   src.segments[0] = seg;
   src.n_segments = 1;
   CHECK_INT (pf_uploader_upload (up, &src, 1000, &d, NULL), ==, 0);
-  CHECK_INT (pf_device_frame_read_on (d, s[0]), ==, 0);
-  CHECK_INT (pf_device_frame_read_on (d, s[1]), ==, 0);
-  CHECK_INT (pf_device_frame_read_on (d, s[0]), ==, 0); /* one reader */
+  CHECK_INT (pf_device_frame_read_on (d, s[0], 0), ==, 0);
+  CHECK_INT (pf_device_frame_read_on (d, s[1], 0), ==, 0);
+  CHECK_INT (pf_device_frame_read_on (d, s[0], 0), ==, 0);      /* one reader */
   read_late (s[0], d, out, 20000);
   read_late (s[1], d, out + frame_bytes, 40000);
   pf_device_frame_release (d);
-  CHECK_INT (pf_device_frame_read_on (d, s[2]), ==, -EINVAL);
+  CHECK_INT (pf_device_frame_read_on (d, s[2], 0), ==, -EINVAL);
   CHECK_INT (pf_uploader_flush (up), ==, 0);
   fill_source (&src, pf_segment_get_base (seg), 1, big_rows, rgba_bytes, 0, 2);
   CHECK_INT (pf_uploader_upload (up, &src, 1000, &d, NULL), ==, 0);
@@ -869,21 +870,35 @@ run_readers (void)
 
   /* at most PF_DEVICE_FRAME_MAX_READERS streams */
   for (i = 0; i < PF_DEVICE_FRAME_MAX_READERS; i++)
-    CHECK_INT (pf_device_frame_read_on (d, s[i]), ==, 0);
-  CHECK_INT (pf_device_frame_read_on (d, s[i]), ==, -ENOSPC);
-  CHECK_INT (pf_device_frame_read_on (d, s[0]), ==, 0);
-  CHECK_INT (pf_device_frame_read_on (NULL, s[0]), ==, -EINVAL);
+    CHECK_INT (pf_device_frame_read_on (d, s[i], 0), ==, 0);
+  CHECK_INT (pf_device_frame_read_on (d, s[i], 0), ==, -ENOSPC);
+  CHECK_INT (pf_device_frame_read_on (d, s[0], 0), ==, 0);
+  CHECK_INT (pf_device_frame_read_on (NULL, s[0], 0), ==, -EINVAL);
   pf_device_frame_release (d);
 
-  /* the next write waits for all eight; then one reader still late when
-   * the engine goes: its buffer is freed after the read */
+  /* the next write waits for all eight; a CUDA-array-interface consumer
+   * (it waited for the frame itself) reads on the legacy stream, named
+   * without a wait */
   fill_source (&src, pf_segment_get_base (seg), 1, big_rows, rgba_bytes, 0, 3);
   CHECK_INT (pf_uploader_upload (up, &src, 1000, &d, NULL), ==, 0);
-  CHECK_INT (pf_device_frame_read_on (d, s[3]), ==, 0);
-  read_late (s[3], d, out + 2 * frame_bytes, 30000);
+  CHECK_INT (rt->EventSynchronize (d->event), ==, PF_CUDA_SUCCESS);
+  CHECK_INT (pf_device_frame_read_on (d, PF_CUDA_STREAM_LEGACY,
+          PF_DEVICE_FRAME_READ_NO_WAIT), ==, 0);
+  CHECK_INT (pf_device_frame_read_on (d, s[0], 0x100), ==, -EINVAL);
+  read_late (NULL, d, out + 2 * frame_bytes, 20000);
+  pf_device_frame_release (d);
+  fill_source (&src, pf_segment_get_base (seg), 1, big_rows, rgba_bytes, 0, 4);
+  CHECK_INT (pf_uploader_upload (up, &src, 1000, &d, NULL), ==, 0);
+  CHECK_INT (rt->StreamSynchronize (NULL), ==, PF_CUDA_SUCCESS);
+  check_read (out + 2 * frame_bytes, 3, 2);
+
+  /* one reader still late when the engine goes: its buffer is freed after
+   * the read */
+  CHECK_INT (pf_device_frame_read_on (d, s[3], 0), ==, 0);
+  read_late (s[3], d, out + 4 * frame_bytes, 30000);
   pf_uploader_get_stats (up, &st);
   /* (the reallocation waited on the host instead) */
-  CHECK_INT (st.reader_waits, ==, 1);
+  CHECK_INT (st.reader_waits, ==, 2);
   CHECK_INT (st.reader_errors, ==, 0);
   pf_uploader_free (up);
   pf_device_frame_release (d);
@@ -891,8 +906,8 @@ run_readers (void)
     CHECK_INT (rt->StreamSynchronize (s[i]), ==, PF_CUDA_SUCCESS);
     CHECK_INT (rt->StreamDestroy (s[i]), ==, PF_CUDA_SUCCESS);
   }
-  check_read (out + 2 * frame_bytes, 3, 2);
-  CHECK_INT (EMU ("reads"), ==, 3);
+  check_read (out + 4 * frame_bytes, 4, 3);
+  CHECK_INT (EMU ("reads"), ==, 4);
   CHECK_INT (EMU ("reads.overwritten"), ==, 0);
   CHECK_INT (EMU ("reads.faulted"), ==, 0);
   CHECK_INT (EMU ("free.pending"), ==, 0);
