@@ -76,7 +76,9 @@ typedef struct {
 /**
  * pf_dlpack_desc_from_frame:
  * @device_type: PF_DLPACK_CPU, or PF_DLPACK_CUDA_HOST where the frame's
- *   segment is registered with CUDA in this process
+ *   segment is registered with CUDA in this process and the consumer asked
+ *   for it (PyTorch and numpy refuse kDLCUDAHost: the Python binding lends
+ *   kDLCPU unless __dlpack__(dl_device=(3, 0)))
  *
  * The tensor view of a received host frame, shaped as the Python binding's
  * Frame.array(): (height, width, channels) uint8 for packed formats (RGBA,
