@@ -35,7 +35,7 @@ typedef struct
    * frame is out, an event recorded on each at release, and the engine's
    * stream made to wait on those before the buffer is written again. */
   pf_cuda_stream reader[PF_DEVICE_FRAME_MAX_READERS];
-  pf_cuda_event reader_event[PF_DEVICE_FRAME_MAX_READERS];  /* lazily made */
+  pf_cuda_event reader_event[PF_DEVICE_FRAME_MAX_READERS];      /* lazily made */
   unsigned int n_readers;       /* named since the frame went out */
   unsigned int n_recorded;      /* events recorded at the last release,
                                  * not waited for yet */

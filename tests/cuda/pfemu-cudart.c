@@ -2113,8 +2113,7 @@ pfemu_stream_read (void *stream, const void *dev, size_t pitch, size_t width,
   struct alloc *a;
   struct op *o;
 
-  if (!dev || !dst || width == 0 || height == 0 || width > pitch ||
-      late_us < 0)
+  if (!dev || !dst || width == 0 || height == 0 || width > pitch || late_us < 0)
     return cudaErrorInvalidValue;
   pthread_mutex_lock (&G);
   s = stream ? find_stream_locked (stream) : legacy_locked ();
