@@ -628,10 +628,33 @@ def case_cuda_reuse():
                         "was rewritten before the consumer's stream read it"
                         % (n, "frame %d" % which[0] if which else
                            "other bytes"))
-        bt.check(emu.pfemu_query(b"reads") - reads0 == n_frames)
+        # The same with a __cuda_array_interface__ consumer working on a
+        # stream of its own, named with read_on().
+        for n in range(n_frames, 2 * n_frames):
+            frame = pair.send(n)
+            with frame, up.upload(frame) as dev:
+                cai = dev.__cuda_array_interface__
+                bt.check(emu.cudaStreamSynchronize(cai["stream"]) == 0)
+                dev.read_on(stream.value)
+                for bad in (0, -2):
+                    try:
+                        dev.read_on(bad)
+                        bt.fail("read_on(%d) accepted" % bad)
+                    except ValueError:
+                        pass
+                bt.check(emu.pfemu_stream_read(
+                    stream, cai["data"][0], cai["strides"][0], row, H,
+                    reads[n - n_frames], 30000) == 0)
+        bt.check(emu.cudaStreamSynchronize(stream) == 0)
+        for n in range(n_frames, 2 * n_frames):
+            bt.check(numpy.array_equal(
+                numpy.frombuffer(reads[n - n_frames].raw, numpy.uint8),
+                bt.pattern(W, H, n).reshape(-1)),
+                "CAI consumer: the read of frame %d saw other bytes" % n)
+        bt.check(emu.pfemu_query(b"reads") - reads0 == 2 * n_frames)
         bt.check(emu.pfemu_query(b"reads.overwritten") == 0)
         st = up.stats
-        bt.check(st["reader_waits"] >= n_frames - 2, str(st))
+        bt.check(st["reader_waits"] >= 2 * n_frames - 2, str(st))
         bt.check(st["reader_errors"] == 0, str(st))
         up.flush()
         up.close()
