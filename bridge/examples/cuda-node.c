@@ -9,8 +9,10 @@
  * uses (pf-node-cuda.h): the producer's segment is registered once, each
  * frame is one DMA per plane on the engine's stream, the host frame goes
  * back to the producer when the copy's event completed. A real node would
- * make its own stream wait for d->event and launch its kernels on
- * d->data[0] (pitch d->pitch); this one, with CHECK = 1, reads every frame
+ * name its stream with pf_device_frame_read_on (d, stream, 0) (the stream
+ * waits for d->event, and the buffer is not rewritten before the kernels
+ * it then queues there ran) and launch them on d->data[0] (pitch
+ * d->pitch); this one, with CHECK = 1, reads every frame
  * back and compares it with pf-camera-node's pattern (x + 2y + 3c + 5n),
  * which is how tests/bridge runs it on the cudart emulator.
  *
@@ -82,8 +84,9 @@ main (int argc, char **argv)
       goto out;
     }
     /* f belongs to the engine now: released once d->event completed.
-     * Here a node makes its stream wait for d->event and queues work on
-     * d->data[0] (d->pitch bytes from row to row). */
+     * Here a node calls pf_device_frame_read_on (d, its_stream, 0) and
+     * queues work on d->data[0] (d->pitch bytes from row to row) there;
+     * it may release d right after. */
     printf ("frame %" PRIu64 " on device %d: %ux%u %s pitch %zu\n", seq,
         d->device_id, d->width, d->height, d->format, d->pitch);
     if (check) {

@@ -8,7 +8,8 @@ The Python side of docs/bridge.md, "Frames onto the GPU": each frame is
 uploaded by pinnedflow.cuda (the segment registered once, one DMA per
 plane, the host frame back to the producer after the copy's event) and
 handed to PyTorch with DLPack, no copy: torch's current stream waits for the
-copy. Where PyTorch has no CUDA (Debian's python3-torch is a CPU build) or
+copy, and the device buffer is not rewritten before the work torch queued
+there on the frame ran (the tensor may die at once). Where PyTorch has no CUDA (Debian's python3-torch is a CPU build) or
 is missing, the frame is read back with DeviceFrame.download() instead and
 its mean printed, so the node runs on the cudart emulator too (tests/bridge
 does so); the line says which path ran.

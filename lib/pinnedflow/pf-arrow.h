@@ -27,10 +27,11 @@
  *   pinnedflow.seq           the producer's frame number
  *   pinnedflow.pts           ns, absent when the frame has none
  *
- * Device type: ARROW_DEVICE_CPU for a host frame, ARROW_DEVICE_CUDA_HOST
- * for a host frame whose segment is registered with CUDA in this process
- * (pinned: cudaMemcpyAsync from it is a DMA), ARROW_DEVICE_CUDA for a
- * device frame (pf-upload.h) with sync_event pointing at its cudaEvent_t:
+ * Device type: ARROW_DEVICE_CPU for a host frame (what the Python binding
+ * exports, registered or not), ARROW_DEVICE_CUDA_HOST where the caller
+ * chooses it for a host frame whose segment is registered with CUDA in
+ * this process (pinned: cudaMemcpyAsync from it is a DMA; a consumer built
+ * without CUDA refuses it), ARROW_DEVICE_CUDA for a device frame (pf-upload.h) with sync_event pointing at its cudaEvent_t:
  * the consumer waits on it before reading.
  *
  * Lifetime: the array holds a reference on the frame's pf_hold from the

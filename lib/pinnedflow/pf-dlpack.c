@@ -349,25 +349,15 @@ pf_dlpack_desc_from_device_frame (const pf_device_frame * frame,
 int
 pf_dlpack_sync_device_frame (const pf_device_frame * frame, intptr_t stream)
 {
-  const pf_cuda_runtime *rt;
-  pf_cuda_stream s;
-  pf_cuda_error err;
-  int res, prev;
-
-  if (frame == NULL || stream == 0)
+  if (frame == NULL || stream == 0 || stream < -1)
     return -EINVAL;
-  if (stream == -1 || frame->event == NULL)
+  /* -1: the consumer synchronises itself (and must be done reading when
+   * it releases the tensor) */
+  if (stream == -1)
     return 0;
-  /* 1: cudaStreamLegacy, the NULL handle of the (non-ptsz) runtime API;
-   * 2: cudaStreamPerThread, whose handle value is 2 */
-  s = stream == 1 ? NULL : (pf_cuda_stream) stream;
-  res = pf_cuda_runtime_get (&rt, NULL, 0);
-  if (res < 0)
-    return res;
-  prev = pf_cuda_device_enter (rt, frame->device_id);
-  err = rt->StreamWaitEvent (s, frame->event, 0);
-  if (err != PF_CUDA_SUCCESS)
-    pf_cuda_take_last_error (rt);       /* reported here: not left behind */
-  pf_cuda_device_leave (rt, frame->device_id, prev);
-  return err == PF_CUDA_SUCCESS ? 0 : -EIO;
+  /* 1: cudaStreamLegacy, 2: cudaStreamPerThread, the same handle values
+   * in cudart; else a cudaStream_t. The frame is lent to the consumer:
+   * naming its stream is the one change made to it. */
+  return pf_device_frame_read_on ((pf_device_frame *) frame,
+      (pf_cuda_stream) stream, 0);
 }

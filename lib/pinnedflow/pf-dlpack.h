@@ -76,7 +76,9 @@ typedef struct {
 /**
  * pf_dlpack_desc_from_frame:
  * @device_type: PF_DLPACK_CPU, or PF_DLPACK_CUDA_HOST where the frame's
- *   segment is registered with CUDA in this process
+ *   segment is registered with CUDA in this process and the consumer asked
+ *   for it (PyTorch and numpy refuse kDLCUDAHost: the Python binding lends
+ *   kDLCPU unless __dlpack__(dl_device=(3, 0)))
  *
  * The tensor view of a received host frame, shaped as the Python binding's
  * Frame.array(): (height, width, channels) uint8 for packed formats (RGBA,
@@ -111,12 +113,17 @@ PF_API int pf_dlpack_desc_from_device_frame (const pf_device_frame * frame,
  *   -1 no synchronisation, 1 the legacy default stream, 2 the per-thread
  *   default stream, else a cudaStream_t value (0 is refused: ambiguous)
  *
- * DLPack's stream rule for a device frame: makes @stream wait for the
- * frame's event (cudaStreamWaitEvent, on the frame's device), so that
- * work the consumer queues on it reads complete bytes; the host does not
- * wait.
+ * DLPack's stream rule for a device frame, both ways
+ * (pf_device_frame_read_on()): @stream waits for the frame's event
+ * (cudaStreamWaitEvent, on the frame's device), so that work the consumer
+ * queues on it reads complete bytes, and it is remembered, so that the
+ * buffer is written again only after the work queued on it before the
+ * frame's release (the tensor's deleter). The host does not wait. With -1
+ * neither happens: the consumer's reads must have completed when it
+ * drops the tensor.
  *
- * Returns: 0, -EINVAL (stream 0), or the runtime's errors (-ENOENT, -EIO).
+ * Returns: 0, -EINVAL (stream 0 or below -1, a released frame), -ENOSPC
+ * (too many streams named), -EIO (a CUDA call failed).
  */
 PF_API int pf_dlpack_sync_device_frame (const pf_device_frame * frame,
     intptr_t stream);

@@ -62,8 +62,12 @@ PF_API int pf_node_frame_to_upload_source (const pf_node_frame * frame,
  * pf_node_frame_cuda_registered:
  *
  * 1 when the frame's segment is registered with CUDA in this process (its
- * host memory is pinned: DLPack kDLCUDAHost, Arrow ARROW_DEVICE_CUDA_HOST),
- * else 0. Loads nothing.
+ * host memory is pinned: a cudaMemcpyAsync from it is a DMA), else 0.
+ * Loads nothing. The Python binding exports host frames as CPU memory
+ * either way (kDLCPU, ARROW_DEVICE_CPU: most consumers refuse the CUDA
+ * host types, and the answer must not change with unrelated uploads);
+ * this is how a consumer that cares learns it, and may then ask for
+ * kDLCUDAHost (pf_dlpack_desc_from_frame()).
  */
 PF_API int pf_node_frame_cuda_registered (const pf_node_frame * frame);
 

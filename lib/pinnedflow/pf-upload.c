@@ -24,12 +24,18 @@
  *   registration goes with it, before its unmap).
  * - Every CUDA call runs with the engine's device current: the release
  *   thread sets it once; other threads enter/leave around their calls.
+ * - A pool buffer is rewritten only after its consumers' streams read it:
+ *   pf-upload-readers.c records an event on each at release
+ *   (put_buf()), and the next upload into it makes the engine's stream
+ *   wait for them before its copies (pf_uploader_upload()).
+ * - The structs are in pf-upload-private.h.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 
 #include "pf-upload.h"
+#include "pf-upload-private.h"
 #include "pf-cuda-registration.h"
 #include "pf-msg-private.h"
 
@@ -44,84 +50,6 @@
 #define DEFAULT_MAX_INFLIGHT 3
 #define MAX_INFLIGHT_LIMIT 64
 #define MAX_POOL_SIZE 256
-
-typedef struct
-{
-  pf_cuda_event event;          /* recorded after the entry's copies */
-  pf_upload_release_func release;       /* NULL once called */
-  void *release_data;
-  pf_upload_release_func done;
-  void *done_data;
-} inflight_entry;
-
-typedef struct
-{
-  pf_device_frame frame;        /* first: pf_device_frame_release() */
-  pf_uploader *owner;
-  int out;                      /* handed to the application */
-  pf_cuda_event ready;          /* the frame's event */
-  void *base;                   /* cudaMallocPitch, or NULL */
-  size_t pitch, width, rows;    /* of base */
-} pool_buf;
-
-struct pf_uploader
-{
-  pthread_mutex_t submit_lock;
-  pthread_mutex_t lock;
-  pthread_cond_t cond;
-  int refs;
-
-  const pf_cuda_runtime *rt;
-  int device_id;
-  pf_uploader_hooks hooks;      /* enter NULL: pf_cuda_device_enter */
-  pf_cuda_stream stream;
-  int own_stream;
-  unsigned int flags, max_inflight, pool_size;
-
-  /* the ring (lock) */
-  inflight_entry *ring;
-  unsigned int head, count;
-  int completing;
-
-  /* release thread */
-  pthread_t thread;
-  int have_thread, stopping;
-
-  /* sticky asynchronous error (lock; never cleared) */
-  int async_err;
-  pf_cuda_error async_cuda_err;
-  char error[512];
-
-  /* bounce slots (submit_lock) */
-  pf_segment *bounce;
-  size_t bounce_slot;
-  const pf_cuda_registration *bounce_reg;
-  char bounce_warning[512];
-
-  /* device pool (lock) */
-  pool_buf *bufs;
-  unsigned int pool_out;
-
-  pf_uploader_stats stats;
-};
-
-/* The engine's device (or the caller's context) made current. */
-static int
-up_enter (pf_uploader * up)
-{
-  if (up->hooks.enter)
-    return up->hooks.enter (up->hooks.data);
-  return pf_cuda_device_enter (up->rt, up->device_id);
-}
-
-static void
-up_leave (pf_uploader * up, int prev)
-{
-  if (up->hooks.enter)
-    up->hooks.leave (up->hooks.data, prev);
-  else
-    pf_cuda_device_leave (up->rt, up->device_id, prev);
-}
 
 /* ------------------------------------------------------------ lifetime */
 
@@ -139,6 +67,8 @@ uploader_destroy (pf_uploader * up)
     /* Nothing may still write it when it is freed. */
     if (b->ready)
       rt->EventSynchronize (b->ready);
+    /* ... nor read it: the consumers' streams of its last release */
+    pf_upload_readers_destroy (up, b);
     if (b->base)
       rt->Free (b->base);
     if (b->ready)
@@ -789,6 +719,8 @@ put_buf (pool_buf * b)
 {
   pf_uploader *up = b->owner;
 
+  /* before it is free: the next upload waits for these */
+  pf_upload_readers_record (up, b);
   pthread_mutex_lock (&up->lock);
   b->out = 0;
   up->pool_out--;
@@ -818,8 +750,10 @@ ensure_buf_memory (pf_uploader * up, pool_buf * b, size_t width, size_t rows,
   if (b->base && b->width >= width && b->rows >= rows)
     return 0;
   if (b->base) {
-    /* copies into it were queued earlier: they complete first */
+    /* copies into it were queued earlier, and reads on the consumers'
+     * streams: they complete first */
     rt->EventSynchronize (b->ready);
+    pf_upload_readers_sync (up, b);
     rt->Free (b->base);
     b->base = NULL;
   }
@@ -868,6 +802,9 @@ pf_uploader_upload (pf_uploader * up, const pf_upload_source * src,
 
   prev = up_enter (up);
   res = ensure_buf_memory (up, b, width, rows, result);
+  /* the consumers of its last frame read before it is written again */
+  if (res == 0)
+    res = pf_upload_readers_wait (up, b, result);
   up_leave (up, prev);
   if (res < 0)
     goto failed;

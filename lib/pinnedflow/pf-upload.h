@@ -140,9 +140,16 @@ typedef struct {
  * application; valid until pf_device_frame_release(). Before reading
  * data[] on another stream, make it wait for @event
  * (cudaStreamWaitEvent(your_stream, event, 0)) or wait on the host
- * (cudaEventSynchronize(event)); @stream is the stream the copies were
- * queued on. The host frame it came from was released by the engine once
- * @event completed.
+ * (cudaEventSynchronize(event)); pf_device_frame_read_on() does the
+ * first and also keeps the buffer from being rewritten under your reads.
+ * @stream is the stream the copies were queued on. The host frame it came
+ * from was released by the engine once @event completed.
+ *
+ * The one rule of reuse: the buffer is written again (by a later upload)
+ * only after the work queued before pf_device_frame_release() on the
+ * engine's stream and on every stream named with
+ * pf_device_frame_read_on(). Work on any other stream must have completed
+ * before the release.
  */
 typedef struct {
   int device_id;
@@ -247,13 +254,60 @@ PF_API int pf_uploader_upload (pf_uploader * up, const pf_upload_source * src,
 /**
  * pf_device_frame_release:
  *
- * Gives the buffer back to its engine's pool. The next upload into it is
- * queued on the engine's stream at once, with no wait on any other stream:
- * release only after your work reading it has completed, or when that work
- * was queued on the engine's own stream (pf_uploader_get_stream(), or the
- * frame's stream field) before the release. NULL ignored.
+ * Gives the buffer back to its engine's pool. An event is recorded on each
+ * stream named with pf_device_frame_read_on() (this thread enters the
+ * engine's device), and the next upload into the buffer makes the
+ * engine's stream wait for those events (cudaStreamWaitEvent: no host
+ * wait) before its copy. Work reading the frame on the engine's stream or
+ * on a named stream may still be queued; work on any other stream must
+ * have completed. NULL ignored.
  */
 PF_API void pf_device_frame_release (pf_device_frame * frame);
+
+/* cudart's handles of the default streams (cudaStreamLegacy,
+ * cudaStreamPerThread), as DLPack's __dlpack__(stream=) numbers them. */
+#define PF_CUDA_STREAM_LEGACY ((pf_cuda_stream) (uintptr_t) 1)
+#define PF_CUDA_STREAM_PER_THREAD ((pf_cuda_stream) (uintptr_t) 2)
+
+/* Streams one device frame can name (pf_device_frame_read_on()). */
+#define PF_DEVICE_FRAME_MAX_READERS 8
+
+enum pf_device_frame_read_flags {
+  /* The consumer orders its reads after the copies itself (the CUDA array
+   * interface: it synchronises with the frame's stream): the stream is
+   * only remembered for the release, not made to wait. */
+  PF_DEVICE_FRAME_READ_NO_WAIT = 1u << 0,
+};
+
+/**
+ * pf_device_frame_read_on:
+ * @frame: a device frame out of its pool (not released)
+ * @stream: the consumer's stream: a cudaStream_t, NULL or
+ *   PF_CUDA_STREAM_LEGACY (the legacy default stream), or
+ *   PF_CUDA_STREAM_PER_THREAD (the calling thread's per-thread default
+ *   stream); it must stay valid until the frame is released
+ * @flags: #pf_device_frame_read_flags
+ *
+ * Names a stream that reads the frame, both ways: @stream is made to wait
+ * for the frame's event (cudaStreamWaitEvent: work queued on it later
+ * reads complete bytes, the host does not wait; not with
+ * PF_DEVICE_FRAME_READ_NO_WAIT), and at
+ * pf_device_frame_release() an event is recorded on it that the next
+ * upload into the buffer waits for on the engine's stream. So the reads
+ * queued on @stream before the release complete before the buffer is
+ * rewritten, however late they run. The per-thread stream is recorded as
+ * the legacy default stream at release (which orders after every blocking
+ * stream's earlier work, that thread's per-thread stream included: the
+ * release may come from another thread). Naming a stream twice is one
+ * reader. __dlpack__(stream=) and the Python binding call it
+ * (pf_dlpack_sync_device_frame()).
+ *
+ * Returns: 0, -EINVAL (no frame, or one already released), -ENOSPC
+ * (PF_DEVICE_FRAME_MAX_READERS other streams are named already), -EIO (a
+ * CUDA call failed, e.g. a stream of another device: not named).
+ */
+PF_API int pf_device_frame_read_on (pf_device_frame * frame,
+    pf_cuda_stream stream, unsigned int flags);
 
 /**
  * pf_device_frame_download:
@@ -306,7 +360,13 @@ typedef struct {
   uint64_t inflight_max;
   uint64_t pool_waits;          /* uploads that waited for a device buffer */
   uint64_t pool_out_max;        /* device frames out at once, at most */
-  uint64_t reserved[6];
+  /* uploads into a buffer whose readers (pf_device_frame_read_on())
+   * were waited for on the engine's stream */
+  uint64_t reader_waits;
+  /* events that could not be recorded on a reader's stream at release (a
+   * stream gone already): the next write does not wait for that one */
+  uint64_t reader_errors;
+  uint64_t reserved[4];
 } pf_uploader_stats;
 
 PF_API void pf_uploader_get_stats (pf_uploader * up, pf_uploader_stats * stats);

@@ -17,7 +17,14 @@
 #     event completed, and the device buffer only after its last borrower.
 #   - the documented GPU nodes (bridge/examples/cuda-node.c, gpu_node.py)
 #     run on the emulator and see the camera's bytes.
-# Usage: test_export.py dlpack|torch|arrow|cuda|nodes|cuda-absent
+#   - a host frame is lent as CPU memory (kDLCPU, ARROW_DEVICE_CPU) even
+#     once an upload registered its segment: torch.from_dlpack takes it
+#     (torch-registered); kDLCUDAHost only when asked for (dl_device);
+#   - a device buffer is rewritten only after the reads queued on the
+#     consumer's stream before its release (cuda-reuse: the documented
+#     loop, a kernel reading late on the emulator).
+# Usage: test_export.py dlpack|torch|arrow|cuda|nodes|cuda-absent|
+#   torch-registered|cuda-reuse
 import ctypes
 import errno
 import gc
@@ -396,14 +403,25 @@ def case_cuda():
         bt.check(up.stream != 0)
         f = pair.send(11)
         bt.check(f.__dlpack_device__() == (1, 0) and not f.cuda_registered)
+        try:
+            f.__dlpack__(dl_device=(3, 0))
+            bt.fail("kDLCUDAHost lent for a segment nobody registered")
+        except BufferError as e:
+            bt.check("not registered" in str(e), str(e))
         dev = up.upload(f)
-        # the segment is registered now: the host frame is pinned memory
-        bt.check(f.cuda_registered and f.__dlpack_device__() == (3, 0))
+        # the segment is registered now: the host frame is pinned memory,
+        # and still exported as CPU memory (issue 22, defect 7), unless
+        # the consumer asks for kDLCUDAHost
+        bt.check(f.cuda_registered and f.__dlpack_device__() == (1, 0))
+        cap_h = f.__dlpack__(dl_device=(3, 0))
+        bt.check((ctypes.c_int32 * 2).from_address(
+            capsule_ptr(cap_h, "dltensor") + 8)[0] == 3)
+        del cap_h
         want = bt.pattern(W, H, 11).tobytes()
-        # and so its Arrow export says ARROW_DEVICE_CUDA_HOST
+        # and its Arrow export says ARROW_DEVICE_CPU
         schema, array = f.__arrow_c_device_array__()
         import_arrow(consumer, schema, array, True, ArrowExpect(
-            device_type=3, width=W, height=H, n_planes=1, format=b"RGBA",
+            device_type=1, width=W, height=H, n_planes=1, format=b"RGBA",
             bytes=want, size=len(want)))
         f.release()
         # Released to the producer only after the copy's event: sample the
@@ -520,6 +538,133 @@ def case_cuda():
                  "a registration outlived its segment")
 
 
+def case_torch_registered():
+    """Issue 22, defect 7: a host frame whose segment an upload in this
+    process registered goes into torch.from_dlpack like any other (PyTorch
+    refuses kDLCUDAHost: "Unsupported device_type")."""
+    import pinnedflow.cuda as pfcuda
+    if not os.environ.get("GST_PINNEDFLOW_CUDART"):
+        print("SKIP: GST_PINNEDFLOW_CUDART (the emulator) not set")
+        sys.exit(SKIP)
+    try:
+        import torch
+    except ImportError:
+        print("SKIP: torch is not installed (Debian: apt-get install "
+              "python3-torch)")
+        sys.exit(SKIP)
+    with bt.Env() as env:
+        pair = Pair(env, n_slots=2)
+        up = pfcuda.Uploader(max_inflight=1, pool_size=1)
+        f = pair.send(3)
+        t0 = torch.from_dlpack(f)           # before any upload: CPU
+        dev = up.upload(f)
+        up.flush()
+        bt.check(f.cuda_registered, "the upload did not register")
+        # the same frame, and the next one in the registered segment
+        t1 = torch.from_dlpack(f)
+        bt.check(t1.device.type == "cpu" and tuple(t1.shape) == (H, W, 4))
+        bt.check(t1.data_ptr() == t0.data_ptr() ==
+                 f.segment.base + f.segment_offset, "torch copied")
+        bt.check(numpy.array_equal(t1.numpy(), bt.pattern(W, H, 3)))
+        dev.release()
+        del t0, t1
+        f.release()
+        gc.collect()
+        g = pair.send(4)
+        bt.check(g.cuda_registered)
+        t = torch.from_dlpack(g)
+        bt.check(numpy.array_equal(t.numpy(), bt.pattern(W, H, 4)))
+        del t
+        g.release()
+        up.close()
+        del dev, f, g
+        gc.collect()
+        bt.check(pair.settled_free() == 2)
+        bt.check(holds() == 0, "%d holds alive" % holds())
+        pair.close()
+
+
+def case_cuda_reuse():
+    """Issue 22, defect 4: the documented loop (pinnedflow.cuda's
+    docstring), with the consumer's kernel reading frame N late on its own
+    stream while frame N+1 is uploaded: every read sees frame N. The tensor
+    is made as torch.from_dlpack makes it (__dlpack__(stream=current)), the
+    kernel is the emulator's late reader (pfemu_stream_read), the tensor
+    and the frames are dropped as soon as the kernel is queued."""
+    import pinnedflow.cuda as pfcuda
+    if not os.environ.get("GST_PINNEDFLOW_CUDART"):
+        print("SKIP: GST_PINNEDFLOW_CUDART (the emulator) not set")
+        sys.exit(SKIP)
+    emu = emulator()
+    emu.pfemu_stream_read.argtypes = [
+        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t,
+        ctypes.c_size_t, ctypes.c_void_p, ctypes.c_long]
+    n_frames, row = 6, W * 4
+    with bt.Env() as env:
+        pair = Pair(env, n_slots=3)
+        up = pfcuda.Uploader(max_inflight=2, pool_size=2)
+        stream = ctypes.c_void_p()      # torch.cuda.Stream(): its own
+        bt.check(emu.cudaStreamCreateWithFlags(ctypes.byref(stream), 1) == 0)
+        reads = [ctypes.create_string_buffer(H * row)
+                 for _ in range(n_frames)]
+        reads0 = emu.pfemu_query(b"reads")
+        for n in range(n_frames):
+            frame = pair.send(n)
+            with frame, up.upload(frame) as dev:
+                cap = dev.__dlpack__(stream=stream.value)
+                # the kernel reading the tensor, late (its stream is busy)
+                bt.check(emu.pfemu_stream_read(
+                    stream, dev.data[0], dev.pitch, row, H, reads[n],
+                    30000) == 0)
+                del cap                 # the tensor dies with the loop
+        bt.check(emu.cudaStreamSynchronize(stream) == 0)
+        for n in range(n_frames):
+            got = numpy.frombuffer(reads[n].raw, numpy.uint8)
+            want = bt.pattern(W, H, n).reshape(-1)
+            if not numpy.array_equal(got, want):
+                which = [k for k in range(n_frames) if numpy.array_equal(
+                    got, bt.pattern(W, H, k).reshape(-1))]
+                bt.fail("the kernel reading frame %d saw %s: its buffer "
+                        "was rewritten before the consumer's stream read it"
+                        % (n, "frame %d" % which[0] if which else
+                           "other bytes"))
+        # The same with a __cuda_array_interface__ consumer working on a
+        # stream of its own, named with read_on().
+        for n in range(n_frames, 2 * n_frames):
+            frame = pair.send(n)
+            with frame, up.upload(frame) as dev:
+                cai = dev.__cuda_array_interface__
+                bt.check(emu.cudaStreamSynchronize(cai["stream"]) == 0)
+                dev.read_on(stream.value)
+                for bad in (0, -2):
+                    try:
+                        dev.read_on(bad)
+                        bt.fail("read_on(%d) accepted" % bad)
+                    except ValueError:
+                        pass
+                bt.check(emu.pfemu_stream_read(
+                    stream, cai["data"][0], cai["strides"][0], row, H,
+                    reads[n - n_frames], 30000) == 0)
+        bt.check(emu.cudaStreamSynchronize(stream) == 0)
+        for n in range(n_frames, 2 * n_frames):
+            bt.check(numpy.array_equal(
+                numpy.frombuffer(reads[n - n_frames].raw, numpy.uint8),
+                bt.pattern(W, H, n).reshape(-1)),
+                "CAI consumer: the read of frame %d saw other bytes" % n)
+        bt.check(emu.pfemu_query(b"reads") - reads0 == 2 * n_frames)
+        bt.check(emu.pfemu_query(b"reads.overwritten") == 0)
+        st = up.stats
+        bt.check(st["reader_waits"] >= 2 * n_frames - 2, str(st))
+        bt.check(st["reader_errors"] == 0, str(st))
+        up.flush()
+        up.close()
+        bt.check(emu.cudaStreamDestroy(stream) == 0)
+        gc.collect()
+        bt.check(pair.settled_free() == 3)
+        bt.check(holds() == 0, "%d holds alive" % holds())
+        pair.close()
+
+
 def case_nodes():
     """The documented GPU nodes (docs/bridge.md) on the emulator, fed by
     pf-camera-node: the C one reads every frame back byte-exact, the Python
@@ -569,4 +714,6 @@ if __name__ == "__main__":
     sys.exit(bt.run_cases({"dlpack": case_dlpack, "torch": case_torch,
                            "arrow": case_arrow, "cuda": case_cuda,
                            "nodes": case_nodes,
+                           "torch-registered": case_torch_registered,
+                           "cuda-reuse": case_cuda_reuse,
                            "cuda-absent": case_cuda_absent}))

@@ -173,7 +173,7 @@ struct event
 };
 
 enum op_type
-{ OP_COPY, OP_RECORD, OP_WAIT };
+{ OP_COPY, OP_RECORD, OP_WAIT, OP_READ };
 
 struct op
 {
@@ -188,6 +188,7 @@ struct op
   int sticky;                   /* fail_err poisons the whole context */
   int owns_src;                 /* src is a staging copy, freed after */
   int h2h;                      /* host to host (driver API only) */
+  long late_us;                 /* OP_READ: how long the reader runs */
   uint64_t lseq;                /* on the legacy stream: its number */
   struct event *ev;
   uint64_t seq;
@@ -1440,7 +1441,7 @@ fault_pending_locked (const char *lo, const char *hi)
     again = 0;
     for (struct stream * s = streams; s; s = s->next)
       for (struct op * o = s->head; o; o = o->next) {
-        if (o->type != OP_COPY || o->fail_err)
+        if ((o->type != OP_COPY && o->type != OP_READ) || o->fail_err)
           continue;
         if (!((o->host_lo < hi && lo < o->host_hi) ||
                 (o->dst < hi && lo < o->dst + o->dpitch * o->height) ||
@@ -1580,6 +1581,8 @@ event_unref_locked (struct event *ev)
   }
 }
 
+static void run_read (struct op *o);
+
 static void *
 stream_worker (void *data)
 {
@@ -1605,6 +1608,8 @@ stream_worker (void *data)
         do_copy (o);
       if (o->owns_src)
         free ((void *) o->src);
+    } else if (o->type == OP_READ) {
+      run_read (o);
     }
     pthread_mutex_lock (&G);
     o->running = 0;
@@ -1621,7 +1626,7 @@ stream_worker (void *data)
     } else if (o->type == OP_RECORD) {
       if (o->ev->completed < o->seq)
         o->ev->completed = o->seq;
-    } else {
+    } else if (o->type == OP_COPY) {
       s->pending_copies--;
     }
     if (o->ev)
@@ -2238,6 +2243,102 @@ pfemu_core_PointerMemoryType (const void *ptr)
   return t;
 }
 
+/* ------------------------------------------------------ late readers */
+
+/* A consumer's kernel that reads device memory late (pfemu_stream_read):
+ * what a GPU does when the consumer's stream is busy, so that the reads
+ * of frame N happen while frame N+1 is being uploaded. Counted under G
+ * (zeroed by pfemu_reset()). */
+static struct
+{
+  long reads, overwritten, faulted;
+} rd;
+
+static void
+read_rows (char *dst, size_t dpitch, const char *src, size_t spitch,
+    size_t width, size_t height)
+{
+  for (size_t row = 0; row < height; row++)
+    memcpy (dst + row * dpitch, src + row * spitch, width);
+}
+
+/* On the stream's worker, without G: the bytes when the reader's turn
+ * came (after every wait queued before it), then, @late_us later, the
+ * bytes it hands back; a difference means the memory was written while a
+ * reader queued before that write was still running. */
+static void
+run_read (struct op *o)
+{
+  size_t n = o->width * o->height;
+  char *first = malloc (n ? n : 1);
+  int running;
+
+  pthread_mutex_lock (&G);
+  running = o->running = !o->fail_err && first != NULL;
+  pthread_mutex_unlock (&G);
+  if (running) {
+    read_rows (first, o->width, o->src, o->spitch, o->width, o->height);
+    sleep_us (o->late_us);
+    read_rows (o->dst, o->dpitch, o->src, o->spitch, o->width, o->height);
+  }
+  pthread_mutex_lock (&G);
+  if (running) {
+    rd.reads++;
+    for (size_t row = 0; row < o->height; row++)
+      if (memcmp (first + row * o->width, o->dst + row * o->dpitch,
+              o->width) != 0) {
+        rd.overwritten++;
+        break;
+      }
+  } else {
+    rd.faulted++;
+  }
+  pthread_mutex_unlock (&G);
+  free (first);
+}
+
+/* Queues a reader of @height rows of @width bytes at @dev (@pitch apart)
+ * on @stream (a live stream, NULL: the legacy stream): when its turn
+ * comes it runs @late_us, then leaves the rows it read at the end in
+ * @dst (packed). @dst is valid once the stream was synchronised. Counters
+ * "reads" (readers run), "reads.overwritten" (readers whose memory
+ * changed while they ran: written too early by a stream not ordered after
+ * them), "reads.faulted" (its memory was freed before it ran: the stream
+ * reports cudaErrorIllegalAddress). */
+EXPORT int
+pfemu_stream_read (void *stream, const void *dev, size_t pitch, size_t width,
+    size_t height, void *dst, long late_us)
+{
+  struct stream *s;
+  struct alloc *a;
+  struct op *o;
+
+  if (!dev || !dst || width == 0 || height == 0 || width > pitch || late_us < 0)
+    return cudaErrorInvalidValue;
+  pthread_mutex_lock (&G);
+  s = stream ? find_stream_locked (stream) : legacy_locked ();
+  if (!s) {
+    pthread_mutex_unlock (&G);
+    return cudaErrorInvalidResourceHandle;
+  }
+  if (!(a = find_alloc (dev, pitch * (height - 1) + width))) {
+    pthread_mutex_unlock (&G);
+    return cudaErrorInvalidValue;
+  }
+  o = calloc (1, sizeof *o);
+  o->type = OP_READ;
+  o->src = a->view + ((const char *) dev - a->dev);
+  o->spitch = pitch;
+  o->dst = dst;
+  o->dpitch = width;
+  o->width = width;
+  o->height = height;
+  o->late_us = late_us;
+  enqueue_locked (s, o);
+  pthread_mutex_unlock (&G);
+  return cudaSuccess;
+}
+
 /* ----------------------------------------------------------- queries */
 
 /* ------------------------------------------------------ last error */
@@ -2451,6 +2552,9 @@ pfemu_query (const char *name)
   C ("injected", ctr.injected);
   C ("events.recorded", ctr.events_recorded);
   C ("stream.waits", ctr.stream_waits);
+  C ("reads", rd.reads);
+  C ("reads.overwritten", rd.overwritten);
+  C ("reads.faulted", rd.faulted);
   C ("calls.device0", ctr.context_calls[0]);
   C ("calls.device1", ctr.context_calls[1]);
   C ("contexts.device0", ctr.contexts_created[0]);
@@ -2505,6 +2609,7 @@ pfemu_reset (void)
   pthread_mutex_lock (&G);
   read_env ();
   memset (&ctr, 0, sizeof ctr);
+  memset (&rd, 0, sizeof rd);
   memset (primary_alive, 0, sizeof primary_alive);
   memset (primary_refs, 0, sizeof primary_refs);
   memset (rt_uses, 0, sizeof rt_uses);

@@ -44,6 +44,8 @@
 #ifndef __PFEMU_H__
 #define __PFEMU_H__
 
+#include <stddef.h>
+
 /* Counters by name: "live.registrations", "live.allocations",
  * "live.streams", "live.events", "registrations", "registrations.readonly",
  * "unregistrations", "allocations", "copies.pinned", "copies.pageable",
@@ -118,6 +120,21 @@ long pfemu_query (const char *counter);
  * stream handle of either API; NULL: the legacy stream) since it was
  * created or the last reset; -1 for a handle that is not a live stream. */
 long pfemu_stream_syncs (void *stream);
+
+/* A consumer's kernel that reads late, for the rule "a device buffer is
+ * written again only after the reads queued before its release": queues
+ * on @stream (a live stream handle, NULL: the legacy stream) a reader of
+ * @height rows of @width bytes at device pointer @dev, @pitch bytes apart.
+ * When its turn comes (after the waits queued before it) it runs for
+ * @late_us, then leaves the rows as it read them at the end in @dst
+ * (packed, valid after a sync of @stream). Counters: "reads" (readers
+ * run), "reads.overwritten" (readers whose memory changed while they ran:
+ * written by work not ordered after them), "reads.faulted" (the memory
+ * was freed before the reader ran: the stream reports
+ * cudaErrorIllegalAddress). Returns a cudaError_t (0, 1 bad arguments or
+ * memory that is not a device allocation, 400 not a stream). */
+int pfemu_stream_read (void *stream, const void *dev, size_t pitch,
+    size_t width, size_t height, void *dst, long late_us);
 
 /* Re-reads the environment and zeroes every counter except live.*. */
 void pfemu_reset (void);

@@ -26,6 +26,18 @@
  *   node       pf_node_frame_upload: a producer node's frames onto the
  *              device byte-exact; the producer gets its slot back only after
  *              the copy, the consumer holds nothing at the end
+ *   reuse      the documented consumer loop (issue 22, defect 4): frame N
+ *              is read late on the consumer's own stream (named as
+ *              __dlpack__(stream=) names it, pf_dlpack_sync_device_frame),
+ *              the device frame released as soon as the read is queued,
+ *              frame N+1 uploaded at once into the same buffer: every read
+ *              returns frame N's bytes and no reader saw its memory change
+ *              (the emulator's late reader, pfemu_stream_read)
+ *   readers    pf_device_frame_read_on: two streams reading one frame,
+ *              both waited for; a reallocation and the engine's end wait
+ *              for the readers before cudaFree (no reader faults); a stream
+ *              named twice is one reader; at most
+ *              PF_DEVICE_FRAME_MAX_READERS; a released frame is refused
  *   errors     GST_PINNEDFLOW_CUDART naming a missing library: -ENOENT and
  *              "Could not load the CUDA runtime"; a runtime answering 35
  *              (no driver): -ENODEV naming cudaErrorInsufficientDriver (35);
@@ -52,6 +64,7 @@
 #include <pinnedflow/pf-cuda-registration.h>
 #include <pinnedflow/pf-node.h>
 #include <pinnedflow/pf-node-cuda.h>
+#include <pinnedflow/pf-dlpack.h>
 #include <pinnedflow/pf-upload.h>
 #include <gst/pinnedcuda/gstpinnedcudaregistration.h>
 
@@ -63,6 +76,8 @@ static long (*emu_query) (const char *);
 static void (*emu_reset) (void);
 static long (*emu_live_total) (void);
 static const char *(*emu_leak_report) (void);
+static int (*emu_stream_read) (void *, const void *, size_t, size_t, size_t,
+    void *, long);
 
 static int
 emulated (void)
@@ -84,6 +99,7 @@ emu_open (void)
   *(void **) (&emu_reset) = dlsym (h, "pfemu_reset");
   *(void **) (&emu_live_total) = dlsym (h, "pfemu_live_total");
   *(void **) (&emu_leak_report) = dlsym (h, "pfemu_leak_report");
+  *(void **) (&emu_stream_read) = dlsym (h, "pfemu_stream_read");
   CHECK (emu_query && emu_reset && emu_live_total && emu_leak_report);
   emu_reset ();
 }
@@ -736,6 +752,170 @@ run_real (void)
   CHECK (up == NULL);
 }
 
+/* Reads @d's plane 0 late on @stream into @out (packed). */
+static void
+read_late (pf_cuda_stream stream, const pf_device_frame * d, uint8_t * out,
+    long late_us)
+{
+  CHECK_MSG (emu_stream_read != NULL, "the emulator has no pfemu_stream_read");
+  CHECK_INT (emu_stream_read (stream, d->data[0], d->pitch,
+          d->plane_row_bytes[0], d->plane_rows[0], out, late_us), ==, 0);
+}
+
+static void
+check_read (const uint8_t * out, unsigned int n, unsigned int frame)
+{
+  unsigned int r, c;
+
+  for (r = 0; r < rgba_rows[0]; r++)
+    for (c = 0; c < rgba_bytes[0]; c++)
+      CHECK_MSG (out[r * rgba_bytes[0] + c] == pattern (0, r, c, n),
+          "read %u: row %u col %u is %u, frame %u's is %u (frame %u's "
+          "%u): the buffer was rewritten before the consumer's stream "
+          "read it", frame, r, c, out[r * rgba_bytes[0] + c], n,
+          pattern (0, r, c, n), n + 1, pattern (0, r, c, n + 1));
+}
+
+#define REUSE_FRAMES 6
+
+static void
+run_reuse (void)
+{
+  pf_uploader *up = new_uploader (2, 2, 0);
+  const pf_cuda_runtime *rt = pf_uploader_get_runtime (up);
+  pf_cuda_stream consumer = NULL;
+  pf_segment *seg;
+  size_t slot = 64 * 1024, frame_bytes = (size_t) rgba_rows[0] * rgba_bytes[0];
+  uint8_t *out = calloc (REUSE_FRAMES, frame_bytes);
+  unsigned int n;
+
+  CHECK (out != NULL);
+  CHECK_INT (rt->StreamCreateWithFlags (&consumer,
+          PF_CUDA_STREAM_NON_BLOCKING), ==, PF_CUDA_SUCCESS);
+  CHECK_INT (pf_segment_new ("test-upload-reuse", slot * REUSE_FRAMES, 0,
+          &seg), ==, 0);
+  for (n = 0; n < REUSE_FRAMES; n++) {
+    pf_upload_source src;
+    pf_device_frame *d = NULL;
+
+    fill_source (&src, (uint8_t *) pf_segment_get_base (seg) + n * slot, 1,
+        rgba_rows, rgba_bytes, 0, n);
+    src.segments[0] = seg;
+    src.n_segments = 1;
+    CHECK_INT (pf_uploader_upload (up, &src, 1000, &d, NULL), ==, 0);
+    /* torch.from_dlpack (dev): __dlpack__ (stream=the current stream) */
+    CHECK_INT (pf_dlpack_sync_device_frame (d, (intptr_t) consumer), ==, 0);
+    /* the kernel reading the tensor runs late (its stream is busy) */
+    read_late (consumer, d, out + n * frame_bytes, 30000);
+    /* the loop goes on: the tensor dies, the frame goes back */
+    pf_device_frame_release (d);
+  }
+  CHECK_INT (rt->StreamSynchronize (consumer), ==, PF_CUDA_SUCCESS);
+  for (n = 0; n < REUSE_FRAMES; n++)
+    check_read (out + n * frame_bytes, n, n);
+  CHECK_INT (EMU ("reads"), ==, REUSE_FRAMES);
+  CHECK_INT (EMU ("reads.overwritten"), ==, 0);
+  CHECK_INT (pf_uploader_flush (up), ==, 0);
+  CHECK_INT (rt->StreamDestroy (consumer), ==, PF_CUDA_SUCCESS);
+  free (out);
+  pf_uploader_free (up);
+  pf_segment_unref (seg);
+  CHECK_INT (EMU ("free.pending"), ==, 0);
+  check_nothing_alive ();
+}
+
+static void
+run_readers (void)
+{
+  pf_uploader *up = new_uploader (2, 1, 0);
+  const pf_cuda_runtime *rt = pf_uploader_get_runtime (up);
+  pf_cuda_stream s[PF_DEVICE_FRAME_MAX_READERS + 1];
+  pf_uploader_stats st;
+  pf_segment *seg;
+  pf_upload_source src;
+  pf_device_frame *d = NULL;
+  size_t frame_bytes = (size_t) rgba_rows[0] * rgba_bytes[0];
+  /* two frames of 48 rows, two of 96 */
+  uint8_t *out = calloc (6, frame_bytes);
+  uint32_t big_rows[1] = { 96 };
+  unsigned int i;
+
+  CHECK (out != NULL);
+  for (i = 0; i < PF_DEVICE_FRAME_MAX_READERS + 1; i++)
+    CHECK_INT (rt->StreamCreateWithFlags (&s[i],
+            PF_CUDA_STREAM_NON_BLOCKING), ==, PF_CUDA_SUCCESS);
+  CHECK_INT (pf_segment_new ("test-upload-readers", 1 << 20, 0, &seg), ==, 0);
+
+  /* two readers of frame 1, one late, one later; then a frame that needs
+   * a bigger buffer: the old one is freed only after both read it */
+  fill_source (&src, pf_segment_get_base (seg), 1, rgba_rows, rgba_bytes, 0, 1);
+  src.segments[0] = seg;
+  src.n_segments = 1;
+  CHECK_INT (pf_uploader_upload (up, &src, 1000, &d, NULL), ==, 0);
+  CHECK_INT (pf_device_frame_read_on (d, s[0], 0), ==, 0);
+  CHECK_INT (pf_device_frame_read_on (d, s[1], 0), ==, 0);
+  CHECK_INT (pf_device_frame_read_on (d, s[0], 0), ==, 0);      /* one reader */
+  read_late (s[0], d, out, 20000);
+  read_late (s[1], d, out + frame_bytes, 40000);
+  pf_device_frame_release (d);
+  CHECK_INT (pf_device_frame_read_on (d, s[2], 0), ==, -EINVAL);
+  CHECK_INT (pf_uploader_flush (up), ==, 0);
+  fill_source (&src, pf_segment_get_base (seg), 1, big_rows, rgba_bytes, 0, 2);
+  CHECK_INT (pf_uploader_upload (up, &src, 1000, &d, NULL), ==, 0);
+  CHECK_INT (rt->StreamSynchronize (s[0]), ==, PF_CUDA_SUCCESS);
+  CHECK_INT (rt->StreamSynchronize (s[1]), ==, PF_CUDA_SUCCESS);
+  check_read (out, 1, 0);
+  check_read (out + frame_bytes, 1, 1);
+  check_device_bytes (d, 2);
+
+  /* at most PF_DEVICE_FRAME_MAX_READERS streams */
+  for (i = 0; i < PF_DEVICE_FRAME_MAX_READERS; i++)
+    CHECK_INT (pf_device_frame_read_on (d, s[i], 0), ==, 0);
+  CHECK_INT (pf_device_frame_read_on (d, s[i], 0), ==, -ENOSPC);
+  CHECK_INT (pf_device_frame_read_on (d, s[0], 0), ==, 0);
+  CHECK_INT (pf_device_frame_read_on (NULL, s[0], 0), ==, -EINVAL);
+  pf_device_frame_release (d);
+
+  /* the next write waits for all eight; a CUDA-array-interface consumer
+   * (it waited for the frame itself) reads on the legacy stream, named
+   * without a wait */
+  fill_source (&src, pf_segment_get_base (seg), 1, big_rows, rgba_bytes, 0, 3);
+  CHECK_INT (pf_uploader_upload (up, &src, 1000, &d, NULL), ==, 0);
+  CHECK_INT (rt->EventSynchronize (d->event), ==, PF_CUDA_SUCCESS);
+  CHECK_INT (pf_device_frame_read_on (d, PF_CUDA_STREAM_LEGACY,
+          PF_DEVICE_FRAME_READ_NO_WAIT), ==, 0);
+  CHECK_INT (pf_device_frame_read_on (d, s[0], 0x100), ==, -EINVAL);
+  read_late (NULL, d, out + 2 * frame_bytes, 20000);
+  pf_device_frame_release (d);
+  fill_source (&src, pf_segment_get_base (seg), 1, big_rows, rgba_bytes, 0, 4);
+  CHECK_INT (pf_uploader_upload (up, &src, 1000, &d, NULL), ==, 0);
+  CHECK_INT (rt->StreamSynchronize (NULL), ==, PF_CUDA_SUCCESS);
+  check_read (out + 2 * frame_bytes, 3, 2);
+
+  /* one reader still late when the engine goes: its buffer is freed after
+   * the read */
+  CHECK_INT (pf_device_frame_read_on (d, s[3], 0), ==, 0);
+  read_late (s[3], d, out + 4 * frame_bytes, 30000);
+  pf_uploader_get_stats (up, &st);
+  /* (the reallocation waited on the host instead) */
+  CHECK_INT (st.reader_waits, ==, 2);
+  CHECK_INT (st.reader_errors, ==, 0);
+  pf_uploader_free (up);
+  pf_device_frame_release (d);
+  for (i = 0; i < PF_DEVICE_FRAME_MAX_READERS + 1; i++) {
+    CHECK_INT (rt->StreamSynchronize (s[i]), ==, PF_CUDA_SUCCESS);
+    CHECK_INT (rt->StreamDestroy (s[i]), ==, PF_CUDA_SUCCESS);
+  }
+  check_read (out + 4 * frame_bytes, 4, 3);
+  CHECK_INT (EMU ("reads"), ==, 4);
+  CHECK_INT (EMU ("reads.overwritten"), ==, 0);
+  CHECK_INT (EMU ("reads.faulted"), ==, 0);
+  CHECK_INT (EMU ("free.pending"), ==, 0);
+  free (out);
+  pf_segment_unref (seg);
+  check_nothing_alive ();
+}
+
 static const struct
 {
   const char *name;
@@ -743,7 +923,8 @@ static const struct
 } cases[] = {
   {"bytes", run_bytes}, {"late", run_late}, {"pool", run_pool},
   {"inflight", run_inflight}, {"staged", run_staged}, {"shared", run_shared},
-  {"sticky", run_sticky}, {"node", run_node}, {"errors", run_errors},
+  {"sticky", run_sticky}, {"node", run_node}, {"reuse", run_reuse},
+  {"readers", run_readers}, {"errors", run_errors},
   {"real", run_real},
 };
 

@@ -214,7 +214,9 @@ class HostFrameExports(object):
     @property
     def cuda_registered(self):
         """True when the frame's segment is registered with CUDA in this
-        process (pinned: DLPack kDLCUDAHost, Arrow ARROW_DEVICE_CUDA_HOST)."""
+        process (pinned host memory). The exports still say CPU memory
+        (kDLCPU, ARROW_DEVICE_CPU): __dlpack__(dl_device=(3, 0)) asks for
+        kDLCUDAHost."""
         return bool(lib.pf_node_frame_cuda_registered(self._frame_ptr()))
 
     def borrow(self):
@@ -242,31 +244,39 @@ class HostFrameExports(object):
         return a
 
     def __dlpack_device__(self):
-        """(kDLCUDAHost 3, 0) when the frame's segment is registered with
-        CUDA in this process, else (kDLCPU 1, 0)."""
-        return (DL_CUDA_HOST if self.cuda_registered else DL_CPU, 0)
+        """(kDLCPU 1, 0): host memory, whether or not an upload in this
+        process registered (pinned) its segment. PyTorch, numpy and most
+        consumers take no kDLCUDAHost (PyTorch: "Unsupported device_type"),
+        and the answer must not change with unrelated uploads; a consumer
+        that wants to know asks cuda_registered, or for kDLCUDAHost with
+        __dlpack__(dl_device=(3, 0)). A released frame raises ValueError."""
+        self._frame_ptr()
+        return (DL_CPU, 0)
 
     def __dlpack__(self, stream=None, max_version=None, dl_device=None,
                    copy=None):
         """A DLPack capsule viewing the frame in place (shape as
         Frame.array()), holding the frame until the consumer's tensor dies
         (or the capsule, if never consumed). Host memory: @stream is not
-        used. @dl_device (1, 0) asks for kDLCPU even where the segment is
-        registered (consumers that take no kDLCUDAHost: PyTorch 1.13).
-        The mapping is read-only: a legacy tensor cannot say so, do not
+        used. The tensor is kDLCPU; @dl_device (3, 0) asks for kDLCUDAHost,
+        given only where the frame's segment is registered with CUDA in
+        this process (else BufferError). The mapping is read-only: a legacy tensor cannot say so, do not
         write into it (a versioned one, max_version >= (1, 0), is flagged
         read-only)."""
         if copy:
             raise BufferError("pinnedflow: frames are lent, not copied "
                               "(copy=True)")
-        dev = self.__dlpack_device__()[0]
+        dev = DL_CPU
         if dl_device is not None:
             want = tuple(dl_device)
-            if want == (DL_CPU, 0) or want == (dev, 0):
-                dev = want[0]
-            else:
+            if want == (DL_CUDA_HOST, 0) and self.cuda_registered:
+                dev = DL_CUDA_HOST
+            elif want != (DL_CPU, 0):
                 raise BufferError("pinnedflow: a host frame cannot be lent "
-                                  "as device %r" % (want,))
+                                  "as device %r%s" % (want, (
+                                      " (its segment is not registered with "
+                                      "CUDA in this process)")
+                                      if want == (DL_CUDA_HOST, 0) else ""))
         desc = DlpackDesc()
         res = lib.pf_dlpack_desc_from_frame(self._frame_ptr(), dev,
                                             ctypes.byref(desc))
@@ -276,9 +286,12 @@ class HostFrameExports(object):
         return dlpack_capsule(desc, self._p, max_version, True)
 
     def _arrow(self, device):
-        dev = ARROW_CUDA_HOST if self.cuda_registered else ARROW_CPU
+        # ARROW_DEVICE_CPU even where the segment is registered: the Arrow
+        # PyCapsule interface has no way to ask, and a consumer built
+        # without CUDA (Debian's pyarrow) would refuse ARROW_DEVICE_CUDA_HOST
+        # for memory it can read as CPU memory (cuda_registered tells).
         desc = ArrowDesc()
-        res = lib.pf_arrow_desc_from_frame(self._frame_ptr(), dev,
+        res = lib.pf_arrow_desc_from_frame(self._frame_ptr(), ARROW_CPU,
                                            ctypes.byref(desc))
         if res < 0:
             raise BufferError("pinnedflow: frame not exportable to Arrow: "
@@ -294,5 +307,5 @@ class HostFrameExports(object):
 
     def __arrow_c_device_array__(self, requested_schema=None, **kwargs):
         """As __arrow_c_array__, as an ArrowDeviceArray: ARROW_DEVICE_CPU,
-        or ARROW_DEVICE_CUDA_HOST where the segment is registered."""
+        also where the segment is registered (pinned: cuda_registered)."""
         return self._arrow(True)

@@ -21,9 +21,20 @@ A DeviceFrame is a __cuda_array_interface__ (version 3, with the copies'
 stream) and a DLPack (kDLCUDA) and Arrow C Device (ARROW_DEVICE_CUDA, the
 copy's event as sync_event) producer. Its device buffer goes back to the
 pool when the DeviceFrame was released and every tensor or array that
-borrowed it is gone: release it only once the work reading it is queued
-(the next upload into that buffer is queued behind it on the engine's
-stream, not on yours).
+borrowed it is gone.
+
+The one rule of reuse: the buffer is written again (by a later upload)
+only after the work queued, before it went back, on the engine's stream
+and on every stream that named itself a reader: the stream given to
+__dlpack__(stream=...) (what torch.from_dlpack passes: the current stream;
+None or 1 the legacy default stream, 2 the per-thread one), the legacy
+default stream for a __cuda_array_interface__ consumer (CuPy, Numba and
+PyTorch read there unless told otherwise), and any stream passed to
+read_on(). An event is recorded on each at release and the engine's stream
+waits for it (cudaStreamWaitEvent), so the loop above may drop the tensor
+while a kernel reading it is still queued. Work on any other stream
+(stream=-1, a consumer's side stream it did not name) must have completed
+before the release. A named stream must stay alive until the release.
 
 Nothing here loads CUDA until an Uploader is made: without a runtime or a
 device, Uploader() raises PinnedflowError (ENOENT "no CUDA runtime",
@@ -46,6 +57,7 @@ u64 = ctypes.c_uint64
 
 UPLOADER_NO_THREAD = 1 << 0
 UPLOADER_NO_BOUNCE = 1 << 1
+READ_NO_WAIT = 1 << 0               # PF_DEVICE_FRAME_READ_NO_WAIT
 
 
 class UploaderConfig(ctypes.Structure):
@@ -87,7 +99,8 @@ class UploaderStats(ctypes.Structure):
     _fields_ = [(n, u64) for n in (
         "frames", "bytes", "pinned_copies", "staged_copies",
         "pageable_copies", "registrations", "waits_full", "inflight_max",
-        "pool_waits", "pool_out_max")] + [("reserved", u64 * 6)]
+        "pool_waits", "pool_out_max", "reader_waits",
+        "reader_errors")] + [("reserved", u64 * 4)]
 
 
 _DFP = ctypes.POINTER(DeviceFrameStruct)
@@ -108,6 +121,7 @@ _protos = {
     "pf_dlpack_desc_from_device_frame": (ctypes.c_int, [
         _DFP, ctypes.POINTER(_x.DlpackDesc)]),
     "pf_dlpack_sync_device_frame": (ctypes.c_int, [_DFP, ctypes.c_ssize_t]),
+    "pf_device_frame_read_on": (ctypes.c_int, [_DFP, P, ctypes.c_uint]),
     "pf_arrow_desc_from_device_frame": (ctypes.c_int, [
         _DFP, ctypes.POINTER(_x.ArrowDesc)]),
 }
@@ -222,6 +236,27 @@ class DeviceFrame(_Handle):
     # array) is gone too.
     release = _Handle.close
 
+    def read_on(self, stream=None):
+        """Names @stream as a reader (DLPack's numbering: None or 1 the
+        legacy default stream, 2 the per-thread one, else a cudaStream_t
+        value; -1 does nothing): it waits for the frame's event, and the
+        buffer is rewritten only after the work queued on it before the
+        release. __dlpack__(stream=) does this itself; call it for a
+        consumer of __cuda_array_interface__ that works on a stream of its
+        own. At most 8 streams per frame."""
+        self._read_on(1 if stream is None else int(stream), 0)
+
+    def _read_on(self, stream, flags):
+        if stream == -1:
+            return
+        if stream == 0 or stream < -1:
+            raise ValueError("pinnedflow: stream %r is not a stream (None, "
+                             "1, 2 or a cudaStream_t)" % (stream,))
+        res = lib.pf_device_frame_read_on(self._d(), stream, flags)
+        if res < 0:
+            raise PinnedflowError(res, "naming stream %r as a reader of the "
+                                  "frame" % (stream,))
+
     def _desc(self):
         desc = _x.DlpackDesc()
         res = lib.pf_dlpack_desc_from_device_frame(self._d(),
@@ -249,7 +284,14 @@ class DeviceFrame(_Handle):
     def __cuda_array_interface__(self):
         """Version 3: shape/strides as the DLPack view, typestr, data
         (pointer, read-only False), and the stream the copies ran on (the
-        consumer's stream waits for it before reading)."""
+        consumer synchronises with it before reading: CAI v3). The
+        interface has no way to name the consumer's stream: the legacy
+        default stream (where CuPy, Numba and PyTorch work unless told
+        otherwise; it also orders after every blocking stream) is named a
+        reader, so the buffer is rewritten only after the work queued there
+        before the release. A consumer on a non-blocking stream of its own
+        calls read_on(its stream)."""
+        self._read_on(1, READ_NO_WAIT)
         d = self._desc()
         item = d.dtype_bits // 8
         n = d.ndim
@@ -270,7 +312,10 @@ class DeviceFrame(_Handle):
         """A kDLCUDA capsule holding the device frame until the consumer's
         tensor dies. @stream is the consumer's (DLPack's rule: None is the
         legacy default stream, 1 legacy, 2 per-thread, -1 no sync, else a
-        cudaStream_t): it is made to wait for the frame's event."""
+        cudaStream_t): it is made to wait for the frame's event, and the
+        buffer is rewritten only after the work queued on it before the
+        frame went back (the tensor's death included); with -1 the
+        consumer's reads must have completed by then."""
         if copy:
             raise BufferError("pinnedflow: device frames are lent, not "
                               "copied (copy=True)")
