@@ -27,12 +27,17 @@
  * held at most), which back-pressures upstream like any sink; a flush or a
  * state change ends the wait, and one that makes it wait longer than
  * #GstPinnedShmSink:reliable-timeout is demoted to newest frame (or
- * disconnected) with a warning. A newest-frame consumer at its limit skips
- * frames; it never blocks the sink or the others. Drops are posted as
+ * disconnected) with a warning. A live upstream is paced by itself, not by
+ * its slowest consumer: render waits for every-frame consumers of a live
+ * stream at most #GstPinnedShmSink:live-max-lag in all (-1: strict
+ * lossless delivery, they pace it). A newest-frame consumer at its limit
+ * skips frames; it never blocks the sink or the others. Drops are posted as
  * `pinnedshmsink-drops` element messages (per consumer, with the reason,
  * at most one per second per consumer). At most #GstPinnedShmSink:max-clients
  * consumers are served and the default pool is sized for them, so stuck
- * consumers can never hold the slots the others need.
+ * consumers can never hold the slots the others need; where the pool
+ * cannot be sized so (capped at 256, a smaller pool-size, max-clients=0)
+ * a warning says so at start.
  *
  * Caps, timestamps (PTS, DTS, duration, the segment; the PTS also as
  * CLOCK_MONOTONIC time), flags (key frames: no DELTA_UNIT), video meta and
@@ -1323,8 +1328,9 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
    * (the default) sizes it for #GstPinnedShmSink:max-clients consumers each
    * holding #GstPinnedShmSink:max-client-buffers frames, plus 2 (one being
    * filled upstream, one being published), at most 256: consumers that stop
-   * releasing never take the slots the others need. A smaller explicit
-   * value gets a warning at start.
+   * releasing never take the slots the others need. Whenever the pool
+   * cannot be that big (a smaller explicit value, the cap of 256,
+   * max-clients=0) a GST_RESOURCE_ERROR_SETTINGS warning says so at start.
    */
   properties[PROP_POOL_SIZE] = g_param_spec_uint ("pool-size", "Pool size",
       "Buffers in the pinned pool proposed upstream (one shared segment, "

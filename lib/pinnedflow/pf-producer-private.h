@@ -4,6 +4,7 @@
  *
  * pf-producer.c: the producer object, its I/O thread, announced segments,
  * the public API. pf-producer-client.c: one consumer's state machine.
+ * pf-producer-pacing.c: a live stream's lag budget and penalties.
  * Not installed. Every struct below is guarded by pf_producer.lock (see
  * pf-producer.c for the lock order); the functions declared here are called
  * with it held unless said otherwise.

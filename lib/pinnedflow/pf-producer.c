@@ -18,7 +18,8 @@
  * have made room (releases, reaped clients, a drained socket), and so do
  * pf_producer_set_flushing(), _set_live(), _set_reliable_timeout() and
  * close. The waiter itself applies the reliable timeout (it knows when it
- * started waiting for whom) and dispatches what that caused after
+ * started waiting for whom) and, in a live stream, the lag budget
+ * (pf-producer-pacing.c), and dispatches what that caused after
  * unlocking, like pf_producer_publish() does with drop reports.
  *
  * Lock order: a segment's own lock (taken by pf_segment_attach_once() while
@@ -30,8 +31,8 @@
  *
  * This file holds the producer object, its I/O thread, the segments it
  * announced and the public API; the per-consumer state machine (handshake,
- * releases, sending) is pf-producer-client.c, the shared structs
- * pf-producer-private.h.
+ * releases, sending) is pf-producer-client.c, the live pacing (lag budget,
+ * penalties) pf-producer-pacing.c, the shared structs pf-producer-private.h.
  */
 #include "pf-producer-private.h"
 
