@@ -39,6 +39,10 @@ def main():
     ap.add_argument("--sink-props", default="")
     ap.add_argument("--no-churn", action="store_true",
                     help="no short-lived consumers: the machine's own noise")
+    ap.add_argument("--idle-churn", action="store_true",
+                    help="the same churn of gst-launch-1.0 processes, but "
+                    "fakesrc ! fakesink, not connected: what the churn's "
+                    "processes cost the machine, without the transport")
     ap.add_argument("--library", default=None,
                     help="libpinnedflow.so for the binding "
                     "(default: BUILD/lib/pinnedflow/libpinnedflow.so)")
@@ -80,10 +84,16 @@ def main():
                 d = rnd.choice(["auto", "every-frame", "newest-frame"])
                 fate = rnd.choice(["exit", "kill", "stop"])
                 n = rnd.randint(5, 60)
+                if a.idle_churn:
+                    line = ["fakesrc", "num-buffers=%d" % (n * 30),
+                            "sizetype=fixed", "datarate=%d" % (30 * 1000),
+                            "!", "fakesink", "sync=true"]
+                else:
+                    line = ["pinnedshmsrc", "socket-path=" + sock,
+                            "delivery=" + d, "num-buffers=%d" % n, "!",
+                            "fakesink"]
                 c = subprocess.Popen(
-                    ["gst-launch-1.0", "-q", "pinnedshmsrc",
-                     "socket-path=" + sock, "delivery=" + d,
-                     "num-buffers=%d" % n, "!", "fakesink"],
+                    ["gst-launch-1.0", "-q"] + line,
                     env=env, stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL)
                 children.append(c)
@@ -178,8 +188,9 @@ def main():
         os.rmdir(tmp)
 
     big = sorted((g for g in gaps if g > 0.2), reverse=True)
-    print("live-soak: %.0f s, %s at 30 fps, sink props [%s]"
-          % (a.seconds, a.size, a.sink_props))
+    print("live-soak: %.0f s, %s at 30 fps, sink props [%s]%s"
+          % (a.seconds, a.size, a.sink_props,
+             " (idle churn: not connected)" if a.idle_churn else ""))
     print("  newest-frame consumer: %d frames (%.1f fps), largest gap %.0f ms,"
           " %d gaps over 200 ms%s" % (
               frames, frames / a.seconds, max(gaps or [0]) * 1000, len(big),
