@@ -27,12 +27,17 @@
  * held at most), which back-pressures upstream like any sink; a flush or a
  * state change ends the wait, and one that makes it wait longer than
  * #GstPinnedShmSink:reliable-timeout is demoted to newest frame (or
- * disconnected) with a warning. A newest-frame consumer at its limit skips
- * frames; it never blocks the sink or the others. Drops are posted as
+ * disconnected) with a warning. A live upstream is paced by itself, not by
+ * its slowest consumer: render waits for every-frame consumers of a live
+ * stream at most #GstPinnedShmSink:live-max-lag in all (-1: strict
+ * lossless delivery, they pace it). A newest-frame consumer at its limit
+ * skips frames; it never blocks the sink or the others. Drops are posted as
  * `pinnedshmsink-drops` element messages (per consumer, with the reason,
  * at most one per second per consumer). At most #GstPinnedShmSink:max-clients
  * consumers are served and the default pool is sized for them, so stuck
- * consumers can never hold the slots the others need.
+ * consumers can never hold the slots the others need; where the pool
+ * cannot be sized so (capped at 256, a smaller pool-size, max-clients=0)
+ * a warning says so at start.
  *
  * Caps, timestamps (PTS, DTS, duration, the segment; the PTS also as
  * CLOCK_MONOTONIC time), flags (key frames: no DELTA_UNIT), video meta and
@@ -80,6 +85,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_pinned_shm_sink_debug);
 #define DEFAULT_MAX_CLIENTS 4
 #define DEFAULT_RELIABLE_TIMEOUT PF_PRODUCER_DEFAULT_RELIABLE_TIMEOUT_MS
 #define DEFAULT_RELIABLE_TIMEOUT_ACTION GST_PINNED_SHM_SINK_TIMEOUT_DEMOTE
+#define DEFAULT_LIVE_MAX_LAG PF_PRODUCER_DEFAULT_LIVE_MAX_LAG_MS
 /* Pool slots beyond what the consumers may hold: one upstream fills while
  * one is published. */
 #define POOL_RESERVE 2
@@ -102,6 +108,7 @@ enum
   PROP_MAX_CLIENTS,
   PROP_RELIABLE_TIMEOUT,
   PROP_RELIABLE_TIMEOUT_ACTION,
+  PROP_LIVE_MAX_LAG,
   PROP_NUM_CLIENTS,
   PROP_STATS,
   N_PROPERTIES
@@ -130,6 +137,7 @@ struct _GstPinnedShmSink
   guint max_clients;
   gint reliable_timeout;
   GstPinnedShmSinkTimeoutAction reliable_timeout_action;
+  gint live_max_lag;
 
   /* lock protects everything below; cond wakes a render waiting for a
    * client. Never held across pf_producer_close() (its callbacks take it).
@@ -450,6 +458,60 @@ pool_count_locked (GstPinnedShmSink * self)
       MAX_POOL_SIZE);
 }
 
+/* Posts a warning when the pool cannot give every consumer
+ * max-client-buffers frames plus POOL_RESERVE (issue 26: limits that bite
+ * speak): an explicit pool-size below that, the automatic one capped at
+ * MAX_POOL_SIZE, or max-clients=0 (no bound at all). Consumers that stop
+ * releasing can then take every slot and stall the others: the promise is
+ * withdrawn, on the bus. */
+static void
+check_pool_fits (GstPinnedShmSink * self)
+{
+  guint count, pool_size, max_clients, mcb;
+  guint64 need;
+
+  GST_OBJECT_LOCK (self);
+  count = pool_count_locked (self);
+  pool_size = self->pool_size;
+  max_clients = self->max_clients;
+  mcb = self->max_client_buffers;
+  GST_OBJECT_UNLOCK (self);
+  need = max_clients * (guint64) mcb + POOL_RESERVE;
+
+  if (max_clients == 0) {
+    GST_DEBUG_OBJECT (self, "max-clients=0: pool of %u buffers, no bound "
+        "on consumers", count);
+    GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
+        ("max-clients=0 (no limit): consumers that stop releasing can take "
+            "every slot of the %u-buffer pool and stall the others", count),
+        ("the pool is sized for %d consumers x max-client-buffers %u + %d; "
+            "set max-clients to keep stuck consumers off the others' "
+            "slots", UNLIMITED_POOL_CLIENTS, mcb, POOL_RESERVE));
+  } else if (count < need && pool_size != 0) {
+    GST_DEBUG_OBJECT (self, "pool-size %u < %" G_GUINT64_FORMAT " needed",
+        pool_size, need);
+    GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
+        ("pool-size %u is too small for max-clients %u: consumers that stop "
+            "releasing can take every slot and stall the others",
+            pool_size, max_clients),
+        ("needs max-clients x max-client-buffers + %d = %" G_GUINT64_FORMAT
+            "; leave pool-size at 0 to size it so (at most %d)",
+            POOL_RESERVE, need, MAX_POOL_SIZE));
+  } else if (count < need) {
+    GST_DEBUG_OBJECT (self, "automatic pool capped at %u < %"
+        G_GUINT64_FORMAT " needed", count, need);
+    GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
+        ("The pool is capped at %u buffers, too few for max-clients %u x "
+            "max-client-buffers %u: consumers that stop releasing can take "
+            "every slot and stall the others", count, max_clients, mcb),
+        ("needs max-clients x max-client-buffers + %d = %" G_GUINT64_FORMAT
+            "; lower max-clients to %u or max-client-buffers to %u to keep "
+            "stuck consumers off the others' slots", POOL_RESERVE, need,
+            (MAX_POOL_SIZE - POOL_RESERVE) / mcb,
+            (MAX_POOL_SIZE - POOL_RESERVE) / max_clients));
+  }
+}
+
 /* Whether upstream is live, by a LATENCY query (FALSE when unanswered). */
 static gboolean
 query_upstream_live (GstPinnedShmSink * self)
@@ -498,6 +560,13 @@ gst_pinned_shm_sink_set_property (GObject * object, guint prop_id,
         pf_producer_set_reliable_timeout (self->producer,
             reliable_timeout_ms (self->reliable_timeout),
             self->reliable_timeout_action);
+      g_mutex_unlock (&self->lock);
+      break;
+    case PROP_LIVE_MAX_LAG:
+      self->live_max_lag = g_value_get_int (value);
+      g_mutex_lock (&self->lock);
+      if (self->producer)
+        pf_producer_set_live_max_lag (self->producer, self->live_max_lag);
       g_mutex_unlock (&self->lock);
       break;
     case PROP_WAIT_FOR_CONNECTION:
@@ -556,6 +625,11 @@ gst_pinned_shm_sink_get_property (GObject * object, guint prop_id,
       g_value_set_enum (value, self->reliable_timeout_action);
       GST_OBJECT_UNLOCK (self);
       break;
+    case PROP_LIVE_MAX_LAG:
+      GST_OBJECT_LOCK (self);
+      g_value_set_int (value, self->live_max_lag);
+      GST_OBJECT_UNLOCK (self);
+      break;
     case PROP_WAIT_FOR_CONNECTION:
       g_mutex_lock (&self->lock);
       g_value_set_boolean (value, self->wait_for_connection);
@@ -579,8 +653,7 @@ gst_pinned_shm_sink_start (GstBaseSink * bsink)
   GstPinnedShmSink *self = GST_PINNED_SHM_SINK (bsink);
   pf_producer_config config = { 0, };
   pf_producer *producer = NULL;
-  guint pool_size, max_clients, need;
-  gboolean small_pool;
+  gint live_max_lag;
   gchar *path;
   int err;
 
@@ -591,20 +664,9 @@ gst_pinned_shm_sink_start (GstBaseSink * bsink)
   config.max_clients = self->max_clients;
   config.reliable_timeout_ms = reliable_timeout_ms (self->reliable_timeout);
   config.reliable_action = self->reliable_timeout_action;
-  small_pool = self->pool_size != 0 && self->max_clients != 0
-      && self->pool_size < self->max_clients * self->max_client_buffers
-      + POOL_RESERVE;
-  pool_size = self->pool_size;
-  max_clients = self->max_clients;
-  need = self->max_clients * self->max_client_buffers + POOL_RESERVE;
+  live_max_lag = self->live_max_lag;
   GST_OBJECT_UNLOCK (self);
-  if (small_pool)
-    GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
-        ("pool-size %u is too small for max-clients %u: consumers that stop "
-            "releasing can take every slot and stall the others",
-            pool_size, max_clients),
-        ("needs max-clients x max-client-buffers + %d = %u; leave pool-size "
-            "at 0 to size it so", POOL_RESERVE, need));
+  check_pool_fits (self);
   /* a consumer may connect before the first SEGMENT tells: ask now (the
    * answer of an upstream in READY, corrected at the SEGMENT) */
   self->live = query_upstream_live (self);
@@ -651,6 +713,7 @@ gst_pinned_shm_sink_start (GstBaseSink * bsink)
   GST_INFO_OBJECT (self, "listening on %s", path);
   g_free (path);
 
+  pf_producer_set_live_max_lag (producer, live_max_lag);
   g_mutex_lock (&self->lock);
   self->producer = producer;
   g_mutex_unlock (&self->lock);
@@ -1214,6 +1277,7 @@ gst_pinned_shm_sink_init (GstPinnedShmSink * self)
   self->max_clients = DEFAULT_MAX_CLIENTS;
   self->reliable_timeout = DEFAULT_RELIABLE_TIMEOUT;
   self->reliable_timeout_action = DEFAULT_RELIABLE_TIMEOUT_ACTION;
+  self->live_max_lag = DEFAULT_LIVE_MAX_LAG;
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);
   gst_video_info_init (&self->vinfo);
@@ -1264,8 +1328,9 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
    * (the default) sizes it for #GstPinnedShmSink:max-clients consumers each
    * holding #GstPinnedShmSink:max-client-buffers frames, plus 2 (one being
    * filled upstream, one being published), at most 256: consumers that stop
-   * releasing never take the slots the others need. A smaller explicit
-   * value gets a warning at start.
+   * releasing never take the slots the others need. Whenever the pool
+   * cannot be that big (a smaller explicit value, the cap of 256,
+   * max-clients=0) a GST_RESOURCE_ERROR_SETTINGS warning says so at start.
    */
   properties[PROP_POOL_SIZE] = g_param_spec_uint ("pool-size", "Pool size",
       "Buffers in the pinned pool proposed upstream (one shared segment, "
@@ -1325,6 +1390,28 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
       "What happens to an every-frame consumer past reliable-timeout",
       GST_TYPE_PINNED_SHM_SINK_TIMEOUT_ACTION,
       DEFAULT_RELIABLE_TIMEOUT_ACTION,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
+  /**
+   * GstPinnedShmSink:live-max-lag:
+   *
+   * A live stream is paced by itself, not by its slowest consumer: the
+   * milliseconds render may wait for every-frame consumers of a live
+   * upstream, all of them together (a budget that refills at 1/32 of real
+   * time). The consumer that overspends it gets
+   * #GstPinnedShmSink:reliable-timeout-action at once, with a warning, and
+   * its process (uid and pid) gets newest-frame delivery on every
+   * connection for 60 s. -1: strict lossless delivery from a live source:
+   * every-frame consumers pace it (each wait bounded by
+   * #GstPinnedShmSink:reliable-timeout only), and every other consumer
+   * loses the frames the source makes meanwhile. No effect on a non-live
+   * stream.
+   */
+  properties[PROP_LIVE_MAX_LAG] = g_param_spec_int ("live-max-lag",
+      "Live max lag", "Milliseconds a live stream may wait for every-frame "
+      "consumers, all together (refilled at 1/32 of real time); the one "
+      "that overspends it is demoted or disconnected (-1: no bound, strict "
+      "lossless delivery: they pace the live source)",
+      -1, G_MAXINT, DEFAULT_LIVE_MAX_LAG,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
   properties[PROP_NUM_CLIENTS] = g_param_spec_uint ("num-clients",
       "Number of clients", "Consumers connected now (notified on change)", 0,

@@ -495,6 +495,13 @@ client_handle_hello (pf_producer * p, struct client *c,
   c->info.requested = msg->u.hello.flags & PF_HELLO_DELIVERY_MASK;
   c->stats.requested = c->info.requested;
   c->need_key = 1;
+  /* demoted in this live stream lately: newest frame again, at once (its
+   * STREAM says DEMOTED), so that reconnecting cannot make the camera
+   * wait again (pf-producer-pacing.c) */
+  if (p->live && pacing_penalized (p, c, pf_monotonic_ns ())) {
+    c->demoted = 1;
+    c->stats.demoted = 1;
+  }
   /* Answer, then bring the consumer up to date: its delivery, liveness and
    * segment, every live segment and the current caps, before any frame. */
   client_send_ctl (p, c, buf, pf_msg_write_hello (buf, PF_ROLE_PRODUCER,
@@ -683,8 +690,12 @@ client_update_stream (pf_producer * p, struct client *c, int force)
 
 void
 client_reliable_timeout (pf_producer * p, struct client *c,
-    uint64_t blocked_ns, struct event_list *ev)
+    uint64_t blocked_ns, int why, struct event_list *ev)
 {
+  const char *cause = why == RELIABLE_LIVE_LAG ? "live lag budget" :
+      "reliable timeout";
+  int bound = why == RELIABLE_LIVE_LAG ? p->live_max_lag_ms :
+      p->reliable_timeout_ms;
   pf_client_event e;
 
   memset (&e, 0, sizeof (e));
@@ -693,16 +704,18 @@ client_reliable_timeout (pf_producer * p, struct client *c,
   e.blocked_ns = blocked_ns;
   e.frames_dropped = c->stats.frames_dropped;
   c->blocked_since = 0;
+  /* in a live stream, its process comes back as newest frame for a while */
+  pacing_penalize (p, c, pf_monotonic_ns ());
   if (p->reliable_action == PF_RELIABLE_TIMEOUT_DISCONNECT) {
     e.type = PF_CLIENT_EVENT_TIMED_OUT;
     e.delivery = c->info.delivery;
     snprintf (e.message, sizeof (e.message), "every-frame consumer %u (pid "
-        "%d) held its %u frames for %" PRIu64 " ms (reliable timeout %d ms): "
+        "%d) held its %u frames for %" PRIu64 " ms (%s %d ms): "
         "disconnected", c->info.client_id, (int) c->info.pid, c->n_held,
-        blocked_ns / 1000000, p->reliable_timeout_ms);
+        blocked_ns / 1000000, cause, bound);
     producer_push_client_event (ev, &e);
-    client_fail (p, c, -ETIMEDOUT, "held its %u frames past the reliable "
-        "timeout of %d ms", c->n_held, p->reliable_timeout_ms);
+    client_fail (p, c, -ETIMEDOUT, "held its %u frames past the %s of %d ms",
+        c->n_held, cause, bound);
     return;
   }
   c->demoted = 1;
@@ -711,9 +724,9 @@ client_reliable_timeout (pf_producer * p, struct client *c,
   e.type = PF_CLIENT_EVENT_DEMOTED;
   e.delivery = c->info.delivery;
   snprintf (e.message, sizeof (e.message), "every-frame consumer %u (pid %d) "
-      "held its %u frames for %" PRIu64 " ms (reliable timeout %d ms): "
+      "held its %u frames for %" PRIu64 " ms (%s %d ms): "
       "demoted to newest frame", c->info.client_id, (int) c->info.pid,
-      c->n_held, blocked_ns / 1000000, p->reliable_timeout_ms);
+      c->n_held, blocked_ns / 1000000, cause, bound);
   producer_push_client_event (ev, &e);
 }
 

@@ -4,6 +4,7 @@
  *
  * pf-producer.c: the producer object, its I/O thread, announced segments,
  * the public API. pf-producer-client.c: one consumer's state machine.
+ * pf-producer-pacing.c: a live stream's lag budget and penalties.
  * Not installed. Every struct below is guarded by pf_producer.lock (see
  * pf-producer.c for the lock order); the functions declared here are called
  * with it held unless said otherwise.
@@ -36,6 +37,23 @@
 #define PF_BUFFER_FLAG_DELTA_UNIT 0x2000u
 /* Drops of one client are reported at most this often (the first at once). */
 #define DROP_REPORT_INTERVAL_NS UINT64_C (1000000000)
+
+/* Live pacing (pf-producer-pacing.c): a live stream's lag budget refills
+ * at 1/2^LAG_REFILL_SHIFT of real time (1/32: about 3 %). */
+#define LAG_REFILL_SHIFT 5
+/* A consumer process (uid and pid) demoted in a live stream gets
+ * newest-frame delivery on every connection for this long after. */
+#define LIVE_PENALTY_NS UINT64_C (60000000000)
+/* ... remembered for at most this many processes (the oldest forgotten) */
+#define MAX_PENALTIES 64
+
+/* A process demoted in a live stream (pf-producer-pacing.c). */
+struct penalty
+{
+  uint32_t uid;
+  int32_t pid;
+  uint64_t until;               /* monotonic ns; 0: a free entry */
+};
 
 /* In pf-protocol.c: 0 when a receiver's pf_msg_parse() accepts a FRAME
  * with these fields, else -EPROTO (logged). Publish applies its rules while
@@ -195,8 +213,21 @@ struct pf_producer
   int live;
   int reliable_timeout_ms;      /* -1: no bound */
   int reliable_action;
+  /* Live pacing (pf-producer-pacing.c): the lag budget of every-frame
+   * consumers in a live stream (-1: none, strict), what is spent of it
+   * (as of lag_at) and the processes demoted lately. */
+  int live_max_lag_ms;
+  uint64_t lag_ns, lag_at;
+  struct penalty penalties[MAX_PENALTIES];
   int have_segment;
   pf_stream_segment segment;
+};
+
+/* Why client_reliable_timeout() is called. */
+enum reliable_why
+{
+  RELIABLE_TIMEOUT,             /* one wait past the reliable timeout */
+  RELIABLE_LIVE_LAG,            /* a live stream's lag budget spent */
 };
 
 struct event_list
@@ -240,13 +271,30 @@ int client_offer_frame (pf_producer * p, struct client *c,
 /* Recomputes the delivery in force; sends a STREAM when it changed or
  * @force. */
 void client_update_stream (pf_producer * p, struct client *c, int force);
-/* The reliable timeout hit @c (blocked for @blocked_ns): demote or
- * disconnect it, as p->reliable_action says. */
+/* The reliable timeout (or, @why RELIABLE_LIVE_LAG, a live stream's lag
+ * budget) hit @c (blocked for @blocked_ns): demote or disconnect it, as
+ * p->reliable_action says; in a live stream its process is penalized
+ * (pacing_penalize()). */
 void client_reliable_timeout (pf_producer * p, struct client *c,
-    uint64_t blocked_ns, struct event_list *ev);
+    uint64_t blocked_ns, int why, struct event_list *ev);
 /* Disconnects @c (holding frames, no release for @stalled_ns) with
  * -ETIMEDOUT, reported as PF_CLIENT_EVENT_TIMED_OUT. */
 void client_evict_stalled (pf_producer * p, struct client *c,
     uint64_t stalled_ns, struct event_list *ev);
+
+/* ---- pf-producer-pacing.c ---- */
+
+/* ns of the live lag budget left at @now; UINT64_MAX when it does not
+ * apply (not live, or no budget: strict). */
+uint64_t pacing_budget_left (pf_producer * p, uint64_t now);
+/* A wait for every-frame consumers in a live stream lasted from @start to
+ * @end: spent from the budget. */
+void pacing_spend (pf_producer * p, uint64_t start, uint64_t end);
+/* @c was demoted or disconnected in a live stream: its process gets
+ * newest-frame delivery for LIVE_PENALTY_NS. */
+void pacing_penalize (pf_producer * p, const struct client *c, uint64_t now);
+/* 1 when @c's process was demoted in a live stream less than
+ * LIVE_PENALTY_NS ago. */
+int pacing_penalized (pf_producer * p, const struct client *c, uint64_t now);
 
 #endif /* __PF_PRODUCER_PRIVATE_H__ */

@@ -18,7 +18,8 @@
  * have made room (releases, reaped clients, a drained socket), and so do
  * pf_producer_set_flushing(), _set_live(), _set_reliable_timeout() and
  * close. The waiter itself applies the reliable timeout (it knows when it
- * started waiting for whom) and dispatches what that caused after
+ * started waiting for whom) and, in a live stream, the lag budget
+ * (pf-producer-pacing.c), and dispatches what that caused after
  * unlocking, like pf_producer_publish() does with drop reports.
  *
  * Lock order: a segment's own lock (taken by pf_segment_attach_once() while
@@ -30,8 +31,8 @@
  *
  * This file holds the producer object, its I/O thread, the segments it
  * announced and the public API; the per-consumer state machine (handshake,
- * releases, sending) is pf-producer-client.c, the shared structs
- * pf-producer-private.h.
+ * releases, sending) is pf-producer-client.c, the live pacing (lag budget,
+ * penalties) pf-producer-pacing.c, the shared structs pf-producer-private.h.
  */
 #include "pf-producer-private.h"
 
@@ -470,6 +471,7 @@ pf_producer_new (const pf_producer_config * config, pf_producer ** out)
   p->reliable_timeout_ms = config->reliable_timeout_ms == 0 ?
       PF_PRODUCER_DEFAULT_RELIABLE_TIMEOUT_MS : config->reliable_timeout_ms;
   p->reliable_action = config->reliable_action;
+  p->live_max_lag_ms = PF_PRODUCER_DEFAULT_LIVE_MAX_LAG_MS;
   p->listen_fd = p->epoll_fd = p->wake_fd = -1;
   p->max_client_frames = config->max_client_frames;
   p->max_clients = config->max_clients;
@@ -1015,13 +1017,14 @@ pf_producer_set_flushing (pf_producer * p, int flushing)
 }
 
 /* With p->lock: 1 when every every-frame client can take a frame. Applies
- * the reliable timeout to those that cannot; *next_ns: the earliest such
- * deadline (UINT64_MAX: none). *@now: the time, read here when a client
- * is blocked and it is still 0 (a publisher that need not wait reads no
- * clock). */
+ * the reliable timeout to those that cannot, and from @live_deadline on
+ * (a live stream's lag budget spent, pf-producer-pacing.c) the same to
+ * every one that cannot; *next_ns: the earliest such deadline (UINT64_MAX:
+ * none). *@now: the time, read here when a client is blocked and it is
+ * still 0 (a publisher that need not wait reads no clock). */
 static int
 reliable_ready (pf_producer * p, uint64_t * now_ns, uint64_t * next_ns,
-    struct event_list *ev)
+    uint64_t live_deadline, struct event_list *ev)
 {
   uint64_t now = *now_ns;
   uint64_t limit = p->reliable_timeout_ms < 0 ? UINT64_MAX :
@@ -1040,12 +1043,20 @@ reliable_ready (pf_producer * p, uint64_t * now_ns, uint64_t * next_ns,
     if (c->blocked_since == 0)
       c->blocked_since = now;
     if (limit != UINT64_MAX && now - c->blocked_since >= limit) {
-      client_reliable_timeout (p, c, now - c->blocked_since, ev);
+      client_reliable_timeout (p, c, now - c->blocked_since,
+          RELIABLE_TIMEOUT, ev);
+      continue;
+    }
+    if (now >= live_deadline) {
+      client_reliable_timeout (p, c, now - c->blocked_since,
+          RELIABLE_LIVE_LAG, ev);
       continue;
     }
     ready = 0;
     if (limit != UINT64_MAX && c->blocked_since + limit < *next_ns)
       *next_ns = c->blocked_since + limit;
+    if (live_deadline < *next_ns)
+      *next_ns = live_deadline;
   }
   return ready;
 }
@@ -1054,7 +1065,9 @@ int
 pf_producer_wait_ready (pf_producer * p, int timeout_ms)
 {
   struct event_list ev = { NULL };
-  uint64_t now, next, deadline;
+  uint64_t now, next, deadline, left;
+  /* a live stream's wait: when it began, when its lag budget runs out */
+  uint64_t wait_start = 0, live_deadline = UINT64_MAX;
   struct timespec ts;
   int res;
 
@@ -1078,12 +1091,25 @@ pf_producer_wait_ready (pf_producer * p, int timeout_ms)
       break;
     }
     now = 0;
-    if (reliable_ready (p, &now, &next, &ev)) {
+    if (reliable_ready (p, &now, &next, live_deadline, &ev)) {
       atomic_store (&p->ready_fast, 1);
       res = 0;
       break;
     }
-    if (deadline != UINT64_MAX && (now ? now : pf_monotonic_ns ()) >= deadline) {
+    /* blocked (so @now is read): a live stream spends its lag budget
+     * from here on; re-read each round (liveness and budget may change) */
+    left = pacing_budget_left (p, wait_start ? wait_start : now);
+    if (left == UINT64_MAX) {
+      live_deadline = UINT64_MAX;
+    } else {
+      if (wait_start == 0)
+        wait_start = now;
+      if (live_deadline != wait_start + left) {
+        live_deadline = wait_start + left;
+        continue;               /* apply it (now, if the budget is spent) */
+      }
+    }
+    if (deadline != UINT64_MAX && now >= deadline) {
       res = -ETIMEDOUT;
       break;
     }
@@ -1097,6 +1123,8 @@ pf_producer_wait_ready (pf_producer * p, int timeout_ms)
       pthread_cond_timedwait (&p->cond, &p->lock, &ts);
     }
   }
+  if (wait_start != 0)
+    pacing_spend (p, wait_start, pf_monotonic_ns ());
   p->n_waiters--;
   pthread_mutex_unlock (&p->lock);
   if (ev.head != NULL)

@@ -19,6 +19,11 @@
  *    One that blocks the wait longer than the reliable timeout is demoted to
  *    newest frame, or disconnected (pf_producer_set_reliable_timeout()),
  *    and reported (client_event). pf_producer_publish() itself never blocks.
+ *  - a live stream is paced by itself, not by its slowest consumer: the
+ *    waits for every-frame consumers spend from a lag budget
+ *    (pf_producer_set_live_max_lag()); the one that overspends it is
+ *    demoted (or disconnected) and its process gets newest-frame delivery
+ *    for 60 s, whenever it reconnects.
  *
  * Lifecycle: pf_producer is refcounted (pf_producer_new/_ref/_unref), and
  * pf_producer_close() stops it while references remain. The frame it
@@ -124,6 +129,7 @@ enum pf_reliable_action {
 };
 
 #define PF_PRODUCER_DEFAULT_RELIABLE_TIMEOUT_MS 5000
+#define PF_PRODUCER_DEFAULT_LIVE_MAX_LAG_MS 100
 
 /* Callbacks run without any producer lock held, on the I/O thread (or in
  * pf_producer_close()'s caller; client_event also on the thread of
@@ -269,13 +275,33 @@ PF_API int pf_producer_set_reliable_timeout (pf_producer * p, int timeout_ms,
     int action);
 
 /**
+ * pf_producer_set_live_max_lag:
+ * @max_lag_ms: -1: no budget (strict lossless delivery from a live
+ *   source); 0: never wait in a live stream; else ms
+ *
+ * The lag budget of a live stream (PF_PRODUCER_DEFAULT_LIVE_MAX_LAG_MS
+ * from pf_producer_new()): what pf_producer_wait_ready() may wait for
+ * every-frame consumers, all of them together, in a live stream; it refills
+ * at 1/32 of real time. The wait that would overspend it demotes (or
+ * disconnects: the reliable timeout's action) the consumers it waits for,
+ * reported as the reliable timeout is (client_event); a process demoted so
+ * gets newest-frame delivery on every connection for the next 60 s (keyed
+ * on its SO_PEERCRED uid and pid). With -1, every-frame consumers pace a
+ * live stream as a non-live one, each wait bounded by the reliable timeout
+ * only: the others lose the frames the source makes meanwhile. Not live:
+ * no effect. Any time, any thread.
+ */
+PF_API int pf_producer_set_live_max_lag (pf_producer * p, int max_lag_ms);
+
+/**
  * pf_producer_wait_ready:
  * @timeout_ms: -1: until ready; 0: check once (and apply the reliable
  *   timeout to consumers overdue); else at most that long
  *
  * Waits until every every-frame consumer can take one more frame (holds
  * fewer than max_client_frames), so that the next pf_producer_publish()
- * skips none. Consumers past the reliable timeout are demoted or
+ * skips none. Consumers past the reliable timeout (or, in a live stream,
+ * the lag budget: pf_producer_set_live_max_lag()) are demoted or
  * disconnected on the way (client_event, dispatched before returning).
  *
  * Returns: 0 ready; -ETIMEDOUT (@timeout_ms passed); -ECANCELED (flushing,
