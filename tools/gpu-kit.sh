@@ -144,8 +144,7 @@ pack () {
     awk '$2 == "=>" { print $1, $3 } $2 ~ /^\(/ { print $1, "" }' | sort -u)
   [ $missing -eq 0 ] || die "pack: unresolved libraries (see above)"
   # symbols only the debugger needs
-  find "$tmp/build" "$tmp/bin" -type f -exec sh -c \
-    'file -b "$1" | grep -q "^ELF" && strip --strip-unneeded "$1"' _ {} \;
+  find "$tmp/build" "$tmp/bin" -type f -exec strip --strip-unneeded {} \;
   find "$tmp/lib" "$tmp/lib-fallback" "$tmp/libexec" -type f \
     -exec strip --strip-debug {} \;
 
@@ -161,11 +160,12 @@ pack () {
     echo "GStreamer: $(pkg-config --modversion gstreamer-1.0)"
     echo "run: ./gpu-kit.sh run [--emulator] [--out DIR]"
     echo "Debian packages the runtime was copied from:"
-    (cd "$tmp" && find lib lib-fallback libexec bin -type f -printf '%f\n') |
-      while read -r name; do
-        p=$(dpkg -S "/$name" "*/$name" 2>/dev/null | head -1 | cut -d: -f1)
-        [ -n "$p" ] && echo "$p $(dpkg-query -W -f='${Version}' "$p")"
-      done | sort -u | sed 's/^/  /'
+    # one dpkg -S for every file (the basenames, as owned paths end)
+    (cd "$tmp" && find lib lib-fallback libexec bin -type f -printf '*/%f\n') |
+      grep -v gpukit-device | xargs dpkg -S 2>/dev/null |
+      grep -E ': (/usr)?/(lib/x86_64-linux-gnu|bin)/' | cut -d: -f1 |
+      tr ',' '\n' | sed 's/^ *//' | sort -u |
+      xargs dpkg-query -W -f='  ${Package} ${Version}\n' 2>/dev/null
   } > "$tmp/KIT-INFO"
 
   size=$(du -sb "$tmp" | cut -f1)
