@@ -32,8 +32,11 @@
 #       python3-numpy only), entered with unshare + chroot, the kit mounted
 #       read-only. Proves that the kit brings what it needs.
 #
-# Runs as root for pack's apt-less host copy and for ci (mounts, chroot);
-# run needs no privileges.
+# ci needs root (mmdebstrap, mounts, chroot); pack and run do not.
+# Environment: GPUKIT_PYTHON (the interpreter of the frames step, default
+# python3), GPUKIT_EMU_DRIVER=all (emulator run: the driver stand-ins under
+# every step, as on a GPU host), GPUKIT_BUDGET_S (the run's budget, 450),
+# PINNEDFLOW_GPUKIT_ROOT (ci's root).
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -297,6 +300,7 @@ run_nvcodec () {
 }
 
 run_nvh264enc () {
+  gst-inspect-1.0 --version || return 1
   if ! gst-inspect-1.0 nvh264enc > /dev/null 2>&1; then
     if [ "$mode" = emulator ]; then
       echo "SKIP: nvh264enc not registered: the emulators have no NVENC"
@@ -514,7 +518,7 @@ run () {
   done
   # 4. the dora #1872 bench (no GStreamer in it)
   env_for cudart
-  STEP_NOTE="latency/CPU per frame per mode below" step dora1872 90 run_dora
+  STEP_NOTE="latency p50/p99, CPU per frame: table above" step dora1872 90 run_dora
   # 5. the GPU tests of tests/cuda
   env_for cudart
   if [ "$mode" = emulator ]; then
@@ -532,7 +536,7 @@ run () {
   step nvh264enc 60 run_nvh264enc
   # 6. H2D throughput and latency per frame size
   env_for cudart
-  STEP_NOTE="GB/s per frame size below" step cuda-bench 120 run_cuda_bench
+  STEP_NOTE="GB/s per frame size: table above" step cuda-bench 120 run_cuda_bench
 
   echo "gpu-kit: run took $(( $(date +%s) - t_start )) s"
   summary
