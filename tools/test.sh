@@ -2,7 +2,8 @@
 # The whole test suite, from a fresh Debian 12 machine (as root):
 # installs what is missing, configures and builds (warnings are errors),
 # runs every suite, then every suite but install and docs again under valgrind
-# (memory errors and definite leaks fail the run).
+# (memory errors and definite leaks fail the run), then packs the GPU kit
+# and runs it on the emulators in a root without GStreamer (tools/gpu-kit.sh ci).
 # Prints "N passed, N failed, N skipped" at the end; exits non-zero on failure.
 set -uo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -15,6 +16,17 @@ meson test -C "$build" --print-errorlogs --num-processes 2 || rc=1
 # The valgrind setup leaves out the suites fuzz-smoke (ASan), install and
 # docs (they run pip, dpkg-buildpackage, gst-launch-1.0: not ours).
 meson test -C "$build" --setup valgrind --print-errorlogs --num-processes 2 || rc=1
+
+# The GPU kit (issue 22, docs/cuda.md "GPU kit"): packed, then run on the
+# emulators inside a Debian minbase root with no GStreamer; its own line.
+gpukit_log="$build/meson-logs/gpu-kit-ci.log"
+if bash "$top/tools/gpu-kit.sh" ci > "$gpukit_log" 2>&1; then
+  grep -E '^gpu-kit: ([0-9]+ passed|emulator run in the root)' "$gpukit_log"
+else
+  rc=1
+  tail -40 "$gpukit_log"
+  echo "gpu-kit ci FAILED (log: $gpukit_log)"
+fi
 
 /usr/bin/python3 - "$build/meson-logs" <<'PY'
 import json, os, sys

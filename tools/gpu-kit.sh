@@ -1,0 +1,613 @@
+#!/usr/bin/env bash
+# The GPU kit (issue 22): everything a bare x86-64 CUDA host needs to run
+# this project's GPU tests and benches, in one folder, and the run that
+# checks the GPU in one go. See docs/cuda.md, "GPU kit".
+#
+#   tools/gpu-kit.sh pack [--kit DIR]
+#       On a Debian 12 build machine: builds the project in its own meson
+#       build dir (build-gpukit/meson, release, relocatable: $ORIGIN
+#       rpaths) and fills DIR (default build-gpukit/kit, git-ignored, at
+#       most 56 MiB) with the build's libraries, plugins, the cuda tests,
+#       cuda-bench, bench-dora1872, the cudart/driver emulators, the Python
+#       binding, and GStreamer 1.22's runtime copied from the host's Debian
+#       packages (core, base, app, videotestsrc, videoconvertscale,
+#       coreelements, nvcodec + libgstcuda, GLib, orc and what they link,
+#       found with ldd; glibc and libstdc++ are the GPU host's).
+#   tools/gpu-kit.sh run [--emulator] [--out DIR] [--kit DIR]
+#   DIR/gpu-kit.sh run [--emulator] [--out DIR]     (the kit's own copy)
+#       On the GPU host (NVIDIA driver, CUDA 13, python3 with numpy, torch,
+#       CuPy; no GStreamer needed): every step with a timeout, all within 8
+#       minutes, one failing step not stopping the others; logs and
+#       summary.md in DIR (default ./gpu-kit-results/<mode>-<UTC time>).
+#       The summary table comes last, then the line
+#         gpu-kit: N passed, N failed, N skipped (<device name>|emulator)
+#       --emulator: the kit's cudart emulator and libcuda.so.1 /
+#       libnvcuvid.so.1 stand-ins in place of the driver; steps that need a
+#       real GPU (torch, CuPy, NVENC) are skipped with the reason.
+#       Exit status 0 when nothing failed.
+#   tools/gpu-kit.sh ci
+#       What tools/test.sh runs: pack, then the emulator run inside a
+#       Debian 12 minbase root with no GStreamer (mmdebstrap, cached in
+#       /var/cache/pinnedflow/gpukit-root-bookworm; python3 and
+#       python3-numpy only), entered with unshare + chroot, the kit mounted
+#       read-only. Proves that the kit brings what it needs.
+#
+# ci needs root (mmdebstrap, mounts, chroot); pack and run do not.
+# Environment: GPUKIT_PYTHON (the interpreter of the frames step, default
+# python3), GPUKIT_EMU_DRIVER=all (emulator run: the driver stand-ins under
+# every step, as on a GPU host), GPUKIT_BUDGET_S (the run's budget, 450),
+# PINNEDFLOW_GPUKIT_ROOT (ci's root).
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [ -f "$here/KIT-INFO" ]; then
+  top=""                         # running from inside a kit
+  default_kit=$here
+else
+  top=$(cd "$here/.." && pwd)
+  default_kit=$top/build-gpukit/kit
+fi
+work=${top:+$top/build-gpukit}
+MAX_KIT_MIB=56
+RUN_BUDGET_S=${GPUKIT_BUDGET_S:-450}  # the whole run, summary included < 8 min
+ROOT_DEFAULT=/var/cache/pinnedflow/gpukit-root-bookworm
+ROOT_STAMP="bookworm minbase python3 python3-numpy v1"
+
+die () {
+  echo "gpu-kit: $*" >&2
+  exit 1
+}
+
+# ------------------------------------------------------------------ pack
+
+# Host libraries every CUDA host has (and must not be shadowed): glibc.
+is_system_lib () {
+  case "$1" in
+    linux-vdso.so.*|ld-linux-x86-64.so.*|libc.so.6|libm.so.6|libdl.so.2|\
+    libpthread.so.0|librt.so.1|libresolv.so.2|libutil.so.1) return 0 ;;
+  esac
+  return 1
+}
+
+# Present on any host with Python and PyTorch, newer there than Debian 12's:
+# packed in lib-fallback/, used only where the host lacks them.
+is_fallback_lib () {
+  case "$1" in
+    libstdc++.so.6|libgcc_s.so.1) return 0 ;;
+  esac
+  return 1
+}
+
+pack () {
+  local kit=$1 b=$work/meson tmp gst_lib plugdir f rel name path size
+  [ -n "$top" ] || die "pack runs from a source tree (tools/gpu-kit.sh)"
+  command -v meson >/dev/null || die "meson missing (tools/setup.sh installs it)"
+  mkdir -p "$work"
+  if [ ! -f "$b/build.ninja" ]; then
+    meson setup "$b" "$top" --buildtype=release -Dwerror=false \
+      -Dtests=enabled -Dbench=enabled -Dcuda=enabled -Dfuzz=disabled \
+      -Dintrospection=disabled || die "meson setup $b failed"
+  fi
+  # only what the kit carries (and what it links, ninja follows)
+  local targets=(gst/shm/libgstpinnedshm.so ext/cuda/libgstpinnedcuda.so
+    tests/cuda/test-cuda tests/cuda/test-cuda-interop tests/cuda/test-upload
+    tests/cuda/test-emu-driver tests/cuda/libpfemu-cudart.so
+    tests/cuda/emu/libcuda.so.1 tests/cuda/emu/libnvcuvid.so.1
+    bench/cuda/cuda-bench bench/bridge/bench-dora1872 bridge/pf-camera-node)
+  ninja -C "$b" "${targets[@]}" || die "ninja -C $b failed"
+
+  tmp=$kit.tmp
+  rm -rf "$tmp"
+  mkdir -p "$tmp"/{bin,libexec,lib/gstreamer-1.0,lib-fallback,build,python,gpu-kit}
+  # the project: the build tree's layout kept, so the $ORIGIN rpaths hold
+  for rel in "${targets[@]}"; do
+    mkdir -p "$tmp/build/$(dirname "$rel")"
+    cp -L "$b/$rel" "$tmp/build/$rel"
+  done
+  cc -O2 -Wall -Werror -o "$tmp/bin/gpukit-device" "$here/gpu-kit/device.c" \
+    -ldl || die "building gpukit-device failed"
+
+  # GStreamer 1.22 from the host's Debian packages
+  gst_lib=$(pkg-config --variable=libdir gstreamer-1.0)
+  plugdir=$(pkg-config --variable=pluginsdir gstreamer-1.0)
+  cp -L /usr/bin/gst-launch-1.0 /usr/bin/gst-inspect-1.0 "$tmp/bin/"
+  cp -L "$(pkg-config --variable=pluginscannerdir gstreamer-1.0)/gst-plugin-scanner" \
+    "$tmp/libexec/" || die "gst-plugin-scanner not found"
+  for f in coreelements app videotestsrc videoconvertscale nvcodec; do
+    cp -L "$plugdir/libgst$f.so" "$tmp/lib/gstreamer-1.0/" ||
+      die "$plugdir/libgst$f.so missing (apt-get install gstreamer1.0-plugins-base gstreamer1.0-plugins-bad)"
+  done
+  # everything those link (one ldd per file gives its whole closure); the
+  # project's own libraries resolve inside the build dir and are copied
+  # there by their soname
+  local missing=0
+  while read -r name path; do
+    [ -n "$name" ] || continue
+    name=${name##*/}
+    is_system_lib "$name" && continue
+    if [ "$path" = "not" ] || [ -z "$path" ]; then
+      echo "gpu-kit: pack: $name not found by ldd" >&2
+      missing=1
+      continue
+    fi
+    case "$path" in
+      "$b"/*)
+        rel=${path#"$b"/}
+        mkdir -p "$tmp/build/$(dirname "$rel")"
+        [ -e "$tmp/build/$rel" ] || cp -L "$path" "$tmp/build/$rel" ;;
+      *)
+        if is_fallback_lib "$name"; then
+          cp -L "$path" "$tmp/lib-fallback/$name"
+        else
+          [ -e "$tmp/lib/$name" ] || cp -L "$path" "$tmp/lib/$name"
+        fi ;;
+    esac
+  done < <( (cd "$b" && ldd "${targets[@]}";
+      find "$tmp/bin" "$tmp/libexec" "$tmp/lib" -type f -exec ldd {} \;) |
+    awk '$2 == "=>" { print $1, $3 } $2 ~ /^\(/ { print $1, "" }' | sort -u)
+  [ $missing -eq 0 ] || die "pack: unresolved libraries (see above)"
+  # symbols only the debugger needs
+  find "$tmp/build" "$tmp/bin" -type f -exec strip --strip-unneeded {} \;
+  find "$tmp/lib" "$tmp/lib-fallback" "$tmp/libexec" -type f \
+    -exec strip --strip-debug {} \;
+
+  cp "$top"/bridge/python/pinnedflow/*.py "$tmp/python/" 2>/dev/null
+  mkdir -p "$tmp/python/pinnedflow"
+  mv "$tmp"/python/*.py "$tmp/python/pinnedflow/"
+  cp "$here/gpu-kit.sh" "$tmp/gpu-kit.sh"
+  cp "$here/gpu-kit/frames.py" "$here/gpu-kit/device.c" "$tmp/gpu-kit/"
+  {
+    echo "gst-pinnedflow GPU kit"
+    echo "source: $(git -C "$top" describe --always --dirty 2>/dev/null || echo unknown)"
+    echo "packed: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release; echo "$PRETTY_NAME")"
+    echo "GStreamer: $(pkg-config --modversion gstreamer-1.0)"
+    echo "run: ./gpu-kit.sh run [--emulator] [--out DIR]"
+    echo "Debian packages the runtime was copied from:"
+    # one dpkg -S for every file (the basenames, as owned paths end)
+    (cd "$tmp" && find lib lib-fallback libexec bin -type f -printf '*/%f\n') |
+      grep -v gpukit-device | xargs dpkg -S 2>/dev/null |
+      grep -E ': (/usr)?/(lib/x86_64-linux-gnu|bin)/' | cut -d: -f1 |
+      tr ',' '\n' | sed 's/^ *//' | sort -u |
+      xargs dpkg-query -W -f='  ${Package} ${Version}\n' 2>/dev/null
+  } > "$tmp/KIT-INFO"
+
+  size=$(du -sb "$tmp" | cut -f1)
+  if [ "$size" -gt $((MAX_KIT_MIB * 1024 * 1024)) ]; then
+    die "pack: $((size / 1048576)) MiB, over the ${MAX_KIT_MIB} MiB limit"
+  fi
+  rm -rf "$kit"
+  mv "$tmp" "$kit"
+  echo "gpu-kit: packed $kit: $(awk -v s="$size" 'BEGIN { printf "%.1f", s / 1048576 }') MiB, $(find "$kit" -type f | wc -l) files"
+}
+
+# ------------------------------------------------------------------- run
+
+declare -a R_NAME R_STATE R_SECS R_NOTE
+deadline=0
+out=""
+
+record () {   # record NAME pass|fail|skip SECONDS NOTE
+  R_NAME+=("$1"); R_STATE+=("$2"); R_SECS+=("$3"); R_NOTE+=("$4")
+  printf 'gpu-kit: %-16s %-4s %6s s  %s\n' "$1" "$2" "$3" "$4"
+}
+
+# The reason a log gives for a skip, else its last line.
+log_reason () {
+  local r
+  r=$(grep -m1 -E '^(SKIP|NO DEVICE|NO CUDA DEVICE)|no usable CUDA device' "$1" 2>/dev/null)
+  [ -n "$r" ] || r=$(grep -v '^[[:space:]]*$' "$1" 2>/dev/null | tail -1)
+  echo "$r" | cut -c1-200
+}
+
+# step NAME TIMEOUT CMD...: runs CMD (log in $out/NAME.log) within its own
+# timeout and what is left of the run's budget; 0 passed, 77 skipped.
+step () {
+  local name=$1 t=$2 left t0 t1 rc secs state note
+  shift 2
+  left=$((deadline - $(date +%s)))
+  if [ "$left" -lt 10 ]; then
+    record "$name" skip 0 "not run: the 8-minute budget is spent"
+    return 77
+  fi
+  [ "$t" -le "$left" ] || t=$left
+  t0=$(date +%s.%N)
+  if [ "$(type -t "$1")" = function ]; then
+    timeout -k 5 "$t" bash -c '"$@"' _ "$@" > "$out/$name.log" 2>&1
+  else
+    timeout -k 5 "$t" "$@" > "$out/$name.log" 2>&1
+  fi
+  rc=$?
+  t1=$(date +%s.%N)
+  secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+  case $rc in
+    0) state=pass; note=${STEP_NOTE:-} ;;
+    77) state=skip; note=$(log_reason "$out/$name.log") ;;
+    124|137) state=fail; note="timed out after ${t} s" ;;
+    *) state=fail; note="exit $rc: $(log_reason "$out/$name.log")" ;;
+  esac
+  STEP_SECS=$secs
+  [ -n "${STEP_QUIET:-}" ] || record "$name" "$state" "$secs" "$note"
+  return $rc
+}
+
+# Emulator runs: each step in the environment its meson test uses. "cudart"
+# = the cudart emulator alone (cuda-emulated, upload-*, the benches' meson
+# env): libgstcuda finds no libcuda.so.1 and binds no GstCudaContext;
+# "driver" = the libcuda.so.1 / libnvcuvid.so.1 stand-ins first on the
+# library path too (cuda-interop, cuda-emu-*), as a GPU host has the driver.
+# Each has its registry (one scanned without the stand-ins caches nvcodec
+# with no elements). GPUKIT_EMU_DRIVER=all runs every step with the
+# stand-ins, the configuration of a GPU host. A GPU run: no-op.
+env_for () {
+  [ "$mode" = emulator ] || return 0
+  if [ "$1" = driver ] || [ "${GPUKIT_EMU_DRIVER:-}" = all ]; then
+    export LD_LIBRARY_PATH="$B/tests/cuda/emu:$gst_ld"
+    export GST_REGISTRY_1_0="$out/registry-emulator-driver.bin"
+  else
+    export LD_LIBRARY_PATH="$gst_ld"
+    export GST_REGISTRY_1_0="$out/registry-emulator-cudart.bin"
+  fi
+}
+
+# Commands run by step (functions: step runs "$@" in this shell's env).
+run_upload_emulated () {
+  local c rc=0
+  for c in bytes late pool inflight staged shared sticky node errors; do
+    echo "== upload $c"
+    "$B/tests/cuda/test-upload" "$c" || { echo "upload $c FAILED"; rc=1; }
+  done
+  return $rc
+}
+
+run_upload_real () {
+  local o rc
+  o=$("$B/tests/cuda/test-upload" real 2>&1)
+  rc=$?
+  echo "$o"
+  [ $rc -eq 0 ] || return $rc
+  # without a device the case checks the error and exits 0: not a GPU pass
+  if echo "$o" | grep -q "no usable real CUDA runtime/device"; then
+    echo "SKIP: no usable CUDA device: the real upload case did not run"
+    return 77
+  fi
+}
+
+run_gst_runtime () {
+  local e rc=0
+  gst-inspect-1.0 --version || return 1
+  for e in fakesink queue appsrc appsink videotestsrc videoconvert \
+      pinnedshmsink pinnedshmsrc pinnedcudaupload pinnedcudadownload; do
+    if gst-inspect-1.0 "$e" > /dev/null 2>&1; then
+      echo "$e: ok"
+    else
+      echo "$e: NOT FOUND"; rc=1
+    fi
+  done
+  return $rc
+}
+
+run_nvcodec () {
+  local e rc=0
+  gst-inspect-1.0 nvcodec || true
+  for e in cudaupload cudadownload; do
+    gst-inspect-1.0 "$e" > /dev/null 2>&1 || { echo "$e: NOT FOUND"; rc=1; }
+  done
+  if [ $rc -ne 0 ] && [ "$have_device" != yes ]; then
+    echo "SKIP: no CUDA device: nvcodec registers no elements"
+    return 77
+  fi
+  return $rc
+}
+
+run_nvh264enc () {
+  gst-inspect-1.0 --version || return 1
+  if ! gst-inspect-1.0 nvh264enc > /dev/null 2>&1; then
+    if [ "$mode" = emulator ]; then
+      echo "SKIP: nvh264enc not registered: the emulators have no NVENC"
+    else
+      echo "SKIP: nvh264enc not registered: NVENC did not load" \
+        "(libnvidia-encode.so.1 missing, or a GPU without NVENC such as H100)"
+    fi
+    return 77
+  fi
+  gst-launch-1.0 -e videotestsrc num-buffers=90 ! \
+    video/x-raw,format=NV12,width=1920,height=1080,framerate=30/1 ! \
+    pinnedcudaupload ! nvh264enc ! fakesink
+}
+
+run_frames () {
+  local py=${GPUKIT_PYTHON:-python3} rc
+  if ! command -v "$py" > /dev/null; then
+    for n in py-upload torch-dlpack cupy; do
+      echo "RESULT $n skip no $py on this host"
+    done
+    return 0
+  fi
+  # the interpreter's own numpy/torch/cupy: the host's library path, not
+  # the kit's (its GLib/zlib must not shadow what torch loads)
+  if [ -n "$orig_ld" ]; then
+    export LD_LIBRARY_PATH=$orig_ld
+  else
+    unset LD_LIBRARY_PATH
+  fi
+  env PYTHONPATH="$kit/python" PYTHONDONTWRITEBYTECODE=1 \
+    PINNEDFLOW_LIBRARY="$B/lib/pinnedflow/libpinnedflow.so.0" \
+    "$py" "$kit/gpu-kit/frames.py"
+}
+
+# A bench's rows reach its log as they are printed, so a bench ended by its
+# timeout leaves what it measured.
+line_buffered () {
+  if command -v stdbuf > /dev/null; then
+    stdbuf -oL "$@"
+  else
+    "$@"
+  fi
+}
+
+run_dora () {
+  local frames=90
+  [ "$mode" = emulator ] && frames=30
+  line_buffered "$B/bench/bridge/bench-dora1872" "$frames" || return $?
+  if grep -q "^NO CUDA DEVICE" "$out/dora1872.log"; then
+    echo "SKIP: no CUDA device: host side only, no device figures"
+    return 77
+  fi
+}
+
+run_cuda_bench () {
+  line_buffered "$B/bench/cuda/cuda-bench" || return $?
+  if grep -q "no usable CUDA device" "$out/cuda-bench.log"; then
+    echo "SKIP: no usable CUDA device: nothing measured"
+    return 77
+  fi
+}
+
+summary () {
+  local i n_pass=0 n_fail=0 n_skip=0 label
+  for i in "${!R_STATE[@]}"; do
+    case ${R_STATE[$i]} in
+      pass) n_pass=$((n_pass + 1)) ;;
+      fail) n_fail=$((n_fail + 1)) ;;
+      *) n_skip=$((n_skip + 1)) ;;
+    esac
+  done
+  if [ "$mode" = emulator ]; then
+    label=emulator
+  else
+    label=$(sed -n 's/^name: //p' "$out/device.txt" 2>/dev/null | head -1)
+    [ -n "$label" ] || label="no CUDA device"
+  fi
+  {
+    echo
+    echo "## GPU kit run: $label, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo
+    echo "Device:"
+    echo
+    grep -E '^(runtime|runtime_version|driver_version|name|memory_mib|compute_capability|compute_mode|host_register_supported|host_register_read_only|emulator|NO DEVICE|nvidia-smi):' \
+      "$out/device.txt" 2>/dev/null | sed 's/^/    /'
+    echo
+    echo "H2D copies (cuda-bench: GB/s, median latency ms, vs raw pinned; per frame size)${tag}:"
+    echo
+    awk 'BEGIN { print "| frame size | path | GB/s | latency ms | vs raw pinned |"
+           print "|---|---|---|---|---|" }
+         /^(1080p|4K) RGBA/ { size = $1 " " $2; sub(/,$/, "", size) }
+         /^  [a-z]/ && !/^  path/ && !/ \/ / {
+           name = substr($0, 3, 27); sub(/ +$/, "", name)
+           rest = substr($0, 30); split(rest, f, " ")
+           if (f[1] == "-") { f[3] = substr(rest, index(rest, "(")) }
+           print "| " size " | " name " | " f[1] " | " f[2] " | " f[3] " |" }' \
+      "$out/cuda-bench.log" 2>/dev/null
+    echo
+    echo "dora #1872, 1080p30 RGBA camera process -> device frame (bench-dora1872)${tag}:"
+    echo
+    grep -E '^(baseline|\| mode|\|---|\| \([abc]\)|latency p50|\(c\) engine)' \
+      "$out/dora1872.log" 2>/dev/null
+    echo
+    echo "| step | result | seconds | note |"
+    echo "|---|---|---|---|"
+    for i in "${!R_NAME[@]}"; do
+      echo "| ${R_NAME[$i]} | ${R_STATE[$i]} | ${R_SECS[$i]} | ${R_NOTE[$i]//|//} |"
+    done
+    echo
+    echo "gpu-kit: $n_pass passed, $n_fail failed, $n_skip skipped ($label)"
+  } | tee "$out/summary.md"
+  [ "$n_fail" -eq 0 ]
+}
+
+run () {
+  local arg t_start
+  kit=$default_kit
+  mode=gpu
+  have_device=no
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --emulator) mode=emulator ;;
+      --out) out=$2; shift ;;
+      --kit) kit=$2; shift ;;
+      *) die "run: unknown argument $1" ;;
+    esac
+    shift
+  done
+  [ -f "$kit/KIT-INFO" ] || die "no kit in $kit (tools/gpu-kit.sh pack first)"
+  kit=$(cd "$kit" && pwd)
+  [ -n "$out" ] || out=$PWD/gpu-kit-results/$mode-$(date -u +%Y%m%dT%H%M%SZ)
+  mkdir -p "$out" || die "cannot create $out"
+  out=$(cd "$out" && pwd)
+  rm -f "$out"/*.log "$out"/summary.md "$out"/device.txt "$out"/registry*.bin
+  t_start=$(date +%s)
+  deadline=$((t_start + RUN_BUDGET_S))
+  B=$kit/build
+  orig_ld=${LD_LIBRARY_PATH:-}
+  export kit B mode out have_device orig_ld
+  export -f line_buffered run_upload_emulated run_upload_real run_gst_runtime run_nvcodec \
+    run_nvh264enc run_frames run_dora run_cuda_bench
+
+  # GStreamer and the project from the kit only; registry in the results
+  local ld="$B/lib/pinnedflow:$kit/lib"
+  if ! { ldconfig -p 2>/dev/null | grep -q 'libstdc++.so.6 '; } &&
+      ! [ -e /usr/lib/x86_64-linux-gnu/libstdc++.so.6 ]; then
+    ld="$ld:$kit/lib-fallback"
+  fi
+  export GST_PLUGIN_SYSTEM_PATH_1_0="$kit/lib/gstreamer-1.0"
+  export GST_PLUGIN_PATH_1_0="$B/gst/shm:$B/ext/cuda"
+  export GST_PLUGIN_SCANNER_1_0="$kit/libexec/gst-plugin-scanner"
+  export GST_REGISTRY_1_0="$out/registry-$mode.bin"
+  export GST_REGISTRY_UPDATE=yes
+  export CK_DEFAULT_TIMEOUT=60
+  # a hung check ends in 60 s (not 120) and its suite goes on
+  export CK_TIMEOUT_MULTIPLIER=0.5
+  export PATH="$kit/bin:$PATH"
+  unset GST_PLUGIN_PATH GST_PLUGIN_SYSTEM_PATH GST_PLUGIN_SCANNER GST_REGISTRY
+  gst_ld="$ld${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  if [ "$mode" = emulator ]; then
+    export GST_PINNEDFLOW_CUDART="$B/tests/cuda/libpfemu-cudart.so"
+    export PINNEDFLOW_CUDA_MODE=emulated
+    export PFEMU_COPY_DELAY_US=2000
+    export PFEMU_LEAK_REPORT="$out/pfemu-leaks.txt"
+    export PFBENCH_ALLOW_EMULATOR=1
+    export PFBENCH_FRAMES=20
+    tag=" [EMULATOR: CPU timings, not GPU performance]"
+  else
+    unset GST_PINNEDFLOW_CUDART PFBENCH_ALLOW_EMULATOR PFBENCH_FRAMES
+    export PINNEDFLOW_CUDA_MODE=real
+    tag=""
+  fi
+  export LD_LIBRARY_PATH="$gst_ld"
+  echo "gpu-kit: $mode run, kit $kit, results in $out, budget ${RUN_BUDGET_S} s"
+
+  # Steps most wanted first (the budget may end a hung run early): the
+  # device, the kit's GStreamer, device frames into torch/CuPy, the dora
+  # bench, the GPU tests, NVENC, the H2D bench.
+  # 1. the device
+  env_for driver
+  (
+    "$kit/bin/gpukit-device"
+    rc=$?
+    if [ "$mode" = gpu ] && command -v nvidia-smi > /dev/null; then
+      echo "nvidia-smi: $(nvidia-smi --query-gpu=name,driver_version,compute_mode,memory.total --format=csv,noheader 2>&1 | head -1)"
+    fi
+    exit $rc
+  ) > "$out/device.txt" 2>&1
+  case $? in
+    0) have_device=yes
+       record device pass 0 "$(sed -n 's/^name: //p' "$out/device.txt"), $(sed -n 's/^driver_version: //p' "$out/device.txt"), compute mode $(sed -n 's/^compute_mode: //p' "$out/device.txt"), read-only registration (attr 113) $(sed -n 's/^host_register_read_only: //p' "$out/device.txt")" ;;
+    77) record device skip 0 "$(log_reason "$out/device.txt")" ;;
+    *) record device fail 0 "$(log_reason "$out/device.txt")" ;;
+  esac
+  cp "$out/device.txt" "$out/device.log"
+
+  # 2. the kit's GStreamer (and the registry scans)
+  env_for cudart
+  step gst-runtime 90 run_gst_runtime
+  env_for driver
+  step nvcodec 60 run_nvcodec
+  # 3. device frames into torch / CuPy (one process, three results)
+  local line n s why
+  STEP_SECS=0
+  STEP_QUIET=1 step frames 90 run_frames
+  for n in py-upload torch-dlpack cupy; do
+    line=$(grep -m1 "^RESULT $n " "$out/frames.log")
+    if [ -z "$line" ]; then
+      record "$n" fail "$STEP_SECS" "no result: $(log_reason "$out/frames.log")"
+      continue
+    fi
+    s=$(echo "$line" | cut -d' ' -f3)
+    why=$(echo "$line" | cut -d' ' -f4- | cut -c1-200)
+    record "$n" "$s" "$STEP_SECS" "$why"
+  done
+  # 4. the dora #1872 bench (no GStreamer in it)
+  env_for cudart
+  STEP_NOTE="latency p50/p99, CPU per frame: table above" step dora1872 90 run_dora
+  # 5. the GPU tests of tests/cuda
+  env_for cudart
+  if [ "$mode" = emulator ]; then
+    step upload 90 run_upload_emulated
+  else
+    step upload 90 run_upload_real
+  fi
+  step cuda 180 "$B/tests/cuda/test-cuda"
+  env_for driver
+  step cuda-interop 120 "$B/tests/cuda/test-cuda-interop"
+  if [ "$mode" = emulator ]; then
+    step emu-driver 90 "$B/tests/cuda/test-emu-driver"
+    step emu-nvcodec 90 "$B/tests/cuda/test-emu-driver" nvcodec
+  fi
+  step nvh264enc 60 run_nvh264enc
+  # 6. H2D throughput and latency per frame size
+  env_for cudart
+  STEP_NOTE="GB/s per frame size: table above" step cuda-bench 120 run_cuda_bench
+
+  echo "gpu-kit: run took $(( $(date +%s) - t_start )) s"
+  summary
+}
+
+# -------------------------------------------------------------------- ci
+
+ci () {
+  local kit=$default_kit root=${PINNEDFLOW_GPUKIT_ROOT:-$ROOT_DEFAULT}
+  local mirror cres t0 rc
+  [ -n "$top" ] || die "ci runs from a source tree"
+  [ "$(id -u)" -eq 0 ] || die "ci needs root (mmdebstrap, mounts, chroot)"
+  if ! command -v mmdebstrap > /dev/null; then
+    echo "gpu-kit: installing mmdebstrap"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+      --no-install-recommends mmdebstrap ||
+    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install \
+      -y -q --no-install-recommends mmdebstrap; } || die "no mmdebstrap"
+  fi
+  t0=$(date +%s)
+  pack "$kit" || return 1
+  echo "gpu-kit: pack took $(( $(date +%s) - t0 )) s"
+
+  if [ "$(cat "$root/.gpukit-root" 2>/dev/null)" != "$ROOT_STAMP" ]; then
+    mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources \
+      2>/dev/null | head -1)
+    mirror=${mirror:-http://deb.debian.org/debian}
+    echo "gpu-kit: making the root $root (mmdebstrap, $mirror)"
+    rm -rf "$root.tmp"
+    mkdir -p "$(dirname "$root")"
+    mmdebstrap --variant=minbase --include=python3,python3-numpy bookworm \
+      "$root.tmp" "$mirror" > "$work/mmdebstrap.log" 2>&1 ||
+      { tail -20 "$work/mmdebstrap.log"; die "mmdebstrap failed"; }
+    echo "$ROOT_STAMP" > "$root.tmp/.gpukit-root"
+    rm -rf "$root"
+    mv "$root.tmp" "$root"
+  fi
+  if ls "$root"/usr/lib/x86_64-linux-gnu/libgst* "$root"/usr/bin/gst-* \
+      > /dev/null 2>&1; then
+    die "the root $root has GStreamer installed: it proves nothing"
+  fi
+  cres=$work/ci-results
+  rm -rf "$cres"
+  mkdir -p "$cres" "$root/opt/gpu-kit" "$root/opt/gpu-kit-results"
+  t0=$(date +%s)
+  # a mount namespace of its own: every mount goes away with it
+  unshare --mount --propagation private --fork /bin/sh -ec '
+    root=$1 kit=$2 cres=$3
+    mount -t proc proc "$root/proc"
+    mount --rbind /dev "$root/dev"
+    mount -t tmpfs tmpfs "$root/tmp"
+    mount --bind "$kit" "$root/opt/gpu-kit"
+    mount -o remount,bind,ro "$root/opt/gpu-kit"
+    mount --bind "$cres" "$root/opt/gpu-kit-results"
+    exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+      HOME=/root LANG=C.UTF-8 TMPDIR=/tmp \
+      /bin/bash /opt/gpu-kit/gpu-kit.sh run --emulator \
+      --out /opt/gpu-kit-results' _ "$root" "$kit" "$cres"
+  rc=$?
+  echo "gpu-kit: emulator run in the root (no GStreamer) took $(( $(date +%s) - t0 )) s, exit $rc"
+  return $rc
+}
+
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+case $cmd in
+  pack)
+    kit=$default_kit
+    [ "${1:-}" = --kit ] && kit=$2
+    pack "$kit" ;;
+  run) run "$@" ;;
+  ci) ci ;;
+  *) sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
