@@ -843,6 +843,13 @@ recv_packet (pf_consumer * c, int timeout_ms, int cancel_fd, int *fds,
   if (timeout_ms != 0) {
     if (c->doorbell_owed > 0 && (r = doorbell_settle (c)) < 0)
       return r;
+    /* A ring read for an entry taken may have been a later entry's (the
+     * producer could not send one: a doorbell full of rings nobody read,
+     * pf_doorbell_ring ()): an entry published is taken before sleeping.
+     * (Not on a frame's path: we only get here with the ring empty.) */
+    if (c->ring != NULL && __atomic_load_n (&c->ring->write_seq,
+            __ATOMIC_ACQUIRE) != c->ring_r)
+      return -EAGAIN;
     r = wait_readable (c->wait_fd, cancel_fd, timeout_ms);
     if (r < 0)
       return r;

@@ -233,17 +233,22 @@ ring_bell (int bell)
   }
 }
 
-/* Takes a ring back if there is one (poll, then read: the read races the
- * producer's, which is the point). */
-static void
-steal_bell (int bell)
+/* RACE: a thread of the attacker that takes every ring of the release
+ * doorbell back: it waits in a blocking read (), woken by the same ring as
+ * the producer's epoll_wait (). When the producer's epoll_wait () checked
+ * the doorbell readable before this read () emptied it, the producer's own
+ * read () that follows waits, with its lock held, until the next ring; and
+ * no more rings come, since the producer, stuck, sends no more frames to
+ * release. It ends where there is nothing to take (a socket end the
+ * producer only reads: end of file). */
+static void *
+steal_thread (void *data)
 {
-  struct pollfd p = {.fd = bell,.events = POLLIN };
+  int bell = *(int *) data;
   uint64_t v;
 
-  if (poll (&p, 1, 0) == 1 && read (bell, &v, sizeof (v)) < 0) {
-    /* lost the race */
-  }
+  while (read (bell, &v, sizeof (v)) > 0);
+  return NULL;
 }
 
 static int
@@ -300,11 +305,17 @@ attacker_main (void *data)
   make_blocking (fd);
   for (i = 0; i < n_fds; i++)
     make_blocking (fds[i]);
+  if (a->mode == ATTACK_RACE) {
+    pthread_t th;
+
+    if (pthread_create (&th, NULL, steal_thread, &relbell) != 0)
+      return 7;
+  }
   if (write (a->ready_fd, "r", 1) != 1)
     return 6;
 
   /* Releases every frame it sees, so that the producer keeps sending it
-   * frames (and ringing); RACE takes each release's ring back. */
+   * frames (and ringing); with RACE, its thread takes each ring back. */
   for (;;) {
     uint64_t w = __atomic_load_n (&ring->write_seq, __ATOMIC_ACQUIRE);
     int any = 0;
@@ -315,8 +326,6 @@ attacker_main (void *data)
       rel_seqs[rel_w % n_entries] = entries[r % n_entries].seq;
       __atomic_store_n (&rel->write_seq, ++rel_w, __ATOMIC_RELEASE);
       ring_bell (relbell);
-      if (a->mode == ATTACK_RACE)
-        steal_bell (relbell);
       any = 1;
     }
     if (!any)
@@ -445,7 +454,7 @@ test_consumer_fills_doorbell (void)
 static void
 test_consumer_races_release_doorbell (void)
 {
-  run_attack (ATTACK_RACE, 3000);
+  run_attack (ATTACK_RACE, 4000);
 }
 
 /* ---- a hostile producer against the consumer (defect 3) ---- */
@@ -566,9 +575,9 @@ test_producer_steals_doorbells (void)
 
   /* the attack: the consumer's ends made blocking (we share them), its
    * release doorbell full, one entry published and its ring taken back */
+  fill_doorbell (relbell_c);
   make_blocking (bell_c);
   make_blocking (relbell_c);
-  fill_doorbell (relbell_c);
   memset (&f, 0, sizeof (f));
   f.seq = 1;
   f.caps_seq = 1;
