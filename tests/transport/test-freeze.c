@@ -421,7 +421,8 @@ run_attack (enum attack mode, int attack_ms)
   /* the attack, then what the honest consumer gets while it goes on */
   count_frames (honest, attack_ms);
   during = count_frames (honest, 1000 * slow);
-  printf ("# frames to the honest consumer in 1 s under attack: %d\n", during);
+  printf ("# frames to the honest consumer in %d ms under attack: %d\n",
+      1000 * slow, during);
   /* a new consumer gets its HELLO (and frames) */
   hello = pf_consumer_connect_with (t_path ("sock"), 2000 * slow, -1, &opts,
       &late);
