@@ -1397,6 +1397,44 @@ test_ring_epoll_doorbell (void)
   ring_check_gone (&r, &v);
 }
 
+/* The producer closes its end of the frame doorbell (issue 26: the
+ * consumer's end reads end of file, and would poll readable for ever): the
+ * consumer drops it from what it polls, and the connection goes on; an
+ * entry published is still taken, socket messages still come. */
+static void
+test_ring_doorbell_closed (void)
+{
+  victim v;
+  fring r;
+  struct pf_msg_frame f;
+  pf_event ev;
+
+  ring_victim_start (&v, &r, 4);
+  fring_offer (&v, &r);
+  ring_stream_start (&v);
+  CHECK_INT (close (r.bell_w), ==, 0);
+  r.bell_w = -1;
+  CHECK (consumer_readable (&v));
+  memset (&ev, 0, sizeof (ev));
+  CHECK_INT (pf_consumer_receive (v.c, 0, &ev), ==, 0);
+  CHECK (!consumer_readable (&v));
+  CHECK_INT (pf_consumer_receive (v.c, 50, &ev), ==, 0);
+  /* its doorbell closed (the socket pair, the epoll fd, the release
+   * doorbell, the segment; ours: the memfd and three doorbell ends) */
+  CHECK_INT (t_count_fds (), ==, v.fds0 + 2 + 1 + 1 + 1 + RING_N_FDS + 1);
+  v.ring_fds = 1;
+
+  frame_init (&f, 1, 1, 0, 4096);
+  f.caps_seq = 1;
+  fring_write (&r, &f, v.sent);
+  __atomic_store_n (&r.h->write_seq, 1, __ATOMIC_RELEASE);
+  send_caps (&v, 2, "video/x-raw,width=2");
+  expect_frame (&v, &r, 1, 1, 1);
+  expect_caps (&v, 2, "video/x-raw,width=2");
+  ring_victim_finish (&v, &r);
+  CHECK_INT (pf_segment_count_live (), ==, v.segs0);
+}
+
 typedef struct
 {
   pf_consumer *c;
@@ -1725,6 +1763,7 @@ static const t_case cases[] = {
   {"ring-spurious-doorbell", test_ring_spurious_doorbell},
   {"ring-epoll-doorbell", test_ring_epoll_doorbell},
   {"ring-doorbell-flood", test_ring_doorbell_flood},
+  {"ring-doorbell-closed", test_ring_doorbell_closed},
   {"producer-drops-bad-clients", test_producer_drops_bad_clients},
   {"producer-bad-handshake", test_producer_bad_handshake},
   {"handshake-timeout", test_handshake_timeout},
