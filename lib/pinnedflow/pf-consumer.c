@@ -19,6 +19,12 @@
  * doorbell is read off the frame's path (doorbell_settle ()) and emptied,
  * bounded, when nothing is left (doorbell_drain ()).
  *
+ * Nothing the producer controls can make us block (issue 26): every read
+ * and write on an fd it shares passes MSG_DONTWAIT (the socket's receives;
+ * the doorbells, socketpair ends of our own, pf-doorbell.h), whatever
+ * flags it sets on its ends; only a release that falls back to the socket
+ * waits, for at most SEND_TIMEOUT_MS, and with no lock held.
+ *
  * Delivery: the STREAM messages of the producer say which delivery is in
  * force (c->stream, receiving thread). With newest frame, a FRAME about to
  * be returned is replaced by a newer one already queued behind it (peeked
@@ -36,6 +42,7 @@
  */
 #include <pinnedflow/pf-consumer.h>
 
+#include "pf-doorbell.h"
 #include "pf-protocol-private.h"
 #include "pf-socket.h"
 
@@ -115,7 +122,8 @@ struct pf_consumer
   const struct pf_msg_frame *ring_entries;
   uint32_t ring_mask;
   uint64_t ring_r;
-  int doorbell;                 /* the ring's eventfd, or -1 */
+  int doorbell;                 /* the ring's doorbell (our end), or -1;
+                                 * closed early if the producer closes its */
   unsigned int doorbell_owed;   /* entries taken, their rings not read */
   int wait_fd;                  /* what pf_consumer_get_fd() returns */
   uint32_t ctl_recvd;
@@ -536,31 +544,6 @@ handle_frame (pf_consumer * c, const struct pf_msg_frame *f, pf_event * ev)
   return 1;
 }
 
-/* An eventfd: an anonymous inode (no file type) that /proc, where it can
- * be read, names so; made non-blocking. (Without /proc another anonymous
- * inode gets through here, and fails at its first read: ring_take (),
- * doorbell_drain ().) */
-static int
-is_eventfd (int fd)
-{
-  char path[64], target[64];
-  struct stat st;
-  ssize_t n;
-  int fl;
-
-  if (fstat (fd, &st) < 0 || (st.st_mode & S_IFMT) != 0)
-    return 0;
-  snprintf (path, sizeof (path), "/proc/self/fd/%d", fd);
-  n = readlink (path, target, sizeof (target) - 1);
-  if (n > 0) {
-    target[n] = '\0';
-    if (strcmp (target, "anon_inode:[eventfd]") != 0)
-      return 0;
-  }
-  return (fl = fcntl (fd, F_GETFL)) >= 0 &&
-      fcntl (fd, F_SETFL, fl | O_NONBLOCK) == 0;
-}
-
 /* Maps the producer's frame ring (@fds[0]: its frames, which we only
  * read, and our releases) and adds its doorbell (@fds[1]) to the wait
  * set; keeps the release doorbell (@fds[2]); owns @fds. Once, and only
@@ -589,8 +572,10 @@ handle_frame_ring (pf_consumer * c, const struct pf_msg_frame_ring *m, int *fds)
     what = "the ring is not sealed against shrinking";
     goto fail;
   }
-  if (!is_eventfd (fds[1]) || !is_eventfd (fds[2])) {
-    what = "a doorbell is not an eventfd";
+  /* sockets of our own: nothing the producer does with its ends can
+   * make a MSG_DONTWAIT send or receive on ours block */
+  if (pf_doorbell_check (fds[1]) < 0 || pf_doorbell_check (fds[2]) < 0) {
+    what = "a doorbell is not a stream socket";
     goto fail;
   }
   map = mmap (NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
@@ -658,38 +643,47 @@ ring_take (pf_consumer * c)
   return 1;
 }
 
-/* Reads the rings of the entries taken (one each from a semaphore
- * eventfd; a doorbell that gives more puts the rest back). A ring not
- * there yet (the entry seen before its ring) is left to doorbell_drain ().
- * Before the caller sleeps (pf_consumer_prepare_wait ()), or when it did
- * not, before the next receive: the read is not on a frame's path. */
+/* The producer closed its end of the doorbell (it closed the connection,
+ * whose socket says so next; or it is hostile): no more rings, and an fd
+ * at end of file would poll readable for ever. Entries are still taken
+ * whenever the socket wakes us. */
+static void
+doorbell_hangup (pf_consumer * c)
+{
+  epoll_ctl (c->wait_fd, EPOLL_CTL_DEL, c->doorbell, NULL);
+  close (c->doorbell);
+  c->doorbell = -1;
+  c->doorbell_owed = 0;
+}
+
+/* Reads the rings of the entries taken (one byte each; never more, so a
+ * ring that came for an entry not taken yet stays). A ring not there yet
+ * (the entry seen before its ring) is left to doorbell_drain (). Before
+ * the caller sleeps (pf_consumer_prepare_wait ()), or when it did not,
+ * before the next receive: the read is not on a frame's path. Never
+ * blocks (pf_doorbell_read ()). */
 static int
 doorbell_settle (pf_consumer * c)
 {
-  uint64_t v;
-  ssize_t n;
+  int n;
 
-  while (c->doorbell_owed > 0) {
-    n = read (c->doorbell, &v, sizeof (v));
-    if (n == sizeof (v)) {
-      if (v > c->doorbell_owed) {
-        v -= c->doorbell_owed;
-        if (write (c->doorbell, &v, sizeof (v)) < 0) {
-          /* it then wakes us once more than needed: harmless */
-        }
-        v = c->doorbell_owed;
-      }
-      c->doorbell_owed -= (unsigned int) v;
+  while (c->doorbell_owed > 0 && c->doorbell >= 0) {
+    n = pf_doorbell_read (c->doorbell, c->doorbell_owed);
+    if (n > 0) {
+      c->doorbell_owed -= (unsigned int) n;
       continue;
     }
-    if (n < 0 && errno == EINTR)
-      continue;
+    if (n == 0) {
+      doorbell_hangup (c);
+      return 0;
+    }
     c->doorbell_owed = 0;
-    if (n < 0 && errno == EAGAIN)
+    if (n == -EAGAIN)
       return 0;
     return consumer_fail (c, -EPROTO, "FRAME_RING: the doorbell cannot be "
-        "read (%s)", n < 0 ? strerror (errno) : "short read");
+        "read (%s)", strerror (-n));
   }
+  c->doorbell_owed = 0;
   return 0;
 }
 
@@ -705,25 +699,27 @@ doorbell_settle (pf_consumer * c)
 static int
 doorbell_drain (pf_consumer * c)
 {
-  unsigned int i, max = c->ring_mask + 1 + DOORBELL_DRAIN_MAX;
-  uint64_t v;
-  ssize_t n;
+  unsigned int got = 0, max = c->ring_mask + 1 + DOORBELL_DRAIN_MAX;
+  int n;
 
   c->doorbell_owed = 0;         /* read here with the rest */
-  for (i = 0; i < max; i++) {
-    n = read (c->doorbell, &v, sizeof (v));
-    if (n == sizeof (v))
-      continue;
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0 && errno == EAGAIN)
-      return __atomic_load_n (&c->ring->write_seq, __ATOMIC_ACQUIRE) !=
-          c->ring_r;
-    return consumer_fail (c, -EPROTO, "FRAME_RING: the doorbell cannot be "
-        "read (%s)", n < 0 ? strerror (errno) : "short read");
+  while (c->doorbell >= 0) {
+    n = pf_doorbell_read (c->doorbell, max + 1 - got);
+    if (n == -EAGAIN)
+      break;
+    if (n == 0) {
+      doorbell_hangup (c);
+      break;
+    }
+    if (n < 0)
+      return consumer_fail (c, -EPROTO, "FRAME_RING: the doorbell cannot be "
+          "read (%s)", strerror (-n));
+    got += (unsigned int) n;
+    if (got > max)
+      return consumer_fail (c, -EPROTO, "FRAME_RING: the doorbell rang more "
+          "than %u times with nothing in the ring", max);
   }
-  return consumer_fail (c, -EPROTO, "FRAME_RING: the doorbell rang more "
-      "than %u times with nothing in the ring", max);
+  return __atomic_load_n (&c->ring->write_seq, __ATOMIC_ACQUIRE) != c->ring_r;
 }
 
 /* The packet just read from the socket comes after a ring entry that is
@@ -847,6 +843,13 @@ recv_packet (pf_consumer * c, int timeout_ms, int cancel_fd, int *fds,
   if (timeout_ms != 0) {
     if (c->doorbell_owed > 0 && (r = doorbell_settle (c)) < 0)
       return r;
+    /* A ring read for an entry taken may have been a later entry's (the
+     * producer could not send one: a doorbell full of rings nobody read,
+     * pf_doorbell_ring ()): an entry published is taken before sleeping.
+     * (Not on a frame's path: we only get here with the ring empty.) */
+    if (c->ring != NULL && __atomic_load_n (&c->ring->write_seq,
+            __ATOMIC_ACQUIRE) != c->ring_r)
+      return -EAGAIN;
     r = wait_readable (c->wait_fd, cancel_fd, timeout_ms);
     if (r < 0)
       return r;
@@ -1127,10 +1130,9 @@ pf_consumer_release (pf_consumer * c, uint64_t seq)
       || __atomic_load_n (&c->write_closed, __ATOMIC_ACQUIRE))
     return -EPIPE;
   if (rel_doorbell >= 0) {
-    uint64_t one = 1;
-
-    /* only an overflowing count fails: the producer is woken anyway */
-    while (write (rel_doorbell, &one, sizeof (one)) < 0 && errno == EINTR);
+    /* never blocks: a full doorbell is rung already, and one the producer
+     * closed changes nothing (the release is in the ring) */
+    (void) pf_doorbell_ring (rel_doorbell);
     return 0;
   }
   len = pf_msg_write_release (buf, seq);

@@ -22,7 +22,10 @@
  *
  * Threads and locks: every function here runs with p->lock held (the
  * producer's one mutex, pf-producer.c), on the I/O thread or in a caller of
- * the public API; none blocks (sockets are non-blocking). Nothing here
+ * the public API; none blocks: every send and receive on an fd a consumer
+ * shares passes MSG_DONTWAIT (the socket, the doorbells of pf-doorbell.h),
+ * so no flag a consumer sets on its end, and nothing it fills or empties,
+ * can make us wait (issue 26). Nothing here
  * calls a user callback: what must be reported is pushed on the caller's
  * event_list and dispatched after unlocking (pf-producer.c).
  *
@@ -31,6 +34,7 @@
  * point at pframes that stay alive while any holder remains.
  */
 #include "pf-producer-private.h"
+#include "pf-doorbell.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -41,7 +45,6 @@
 #include <string.h>
 #include <stdatomic.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -367,9 +370,10 @@ static void client_handle_release (pf_producer * p, struct client *c,
 /* Offers @c a frame ring (PF_MSG_FRAME_RING): entries for as many frames
  * as it may hold, so that an entry is never overwritten before the
  * consumer read it (it cannot release a frame it has not read), and as
- * many for its releases. Without one (no memfd, no eventfd, a limit beyond
- * PF_FRAME_RING_MAX) its FRAMEs and RELEASEs go on the socket, as with a
- * consumer that did not ask. */
+ * many for its releases. Its doorbells are socketpairs (pf-doorbell.h):
+ * the consumer gets its ends, whose flags do not reach ours. Without one
+ * (no memfd or socketpair, a limit beyond PF_FRAME_RING_MAX) its FRAMEs
+ * and RELEASEs go on the socket, as with a consumer that did not ask. */
 static void
 client_offer_ring (pf_producer * p, struct client *c)
 {
@@ -378,7 +382,9 @@ client_offer_ring (pf_producer * p, struct client *c)
   uint32_t n = 1;
   size_t bytes;
   void *map = MAP_FAILED;
+  /* sent: the memfd and the consumer's ends of the doorbells */
   int fds[3] = { -1, -1, -1 };
+  int bell[2] = { -1, -1 }, relbell[2] = { -1, -1 };
 
   while (n < p->max_client_frames && n < PF_FRAME_RING_MAX)
     n <<= 1;
@@ -392,48 +398,64 @@ client_offer_ring (pf_producer * p, struct client *c)
           F_SEAL_SEAL) < 0)
     goto out;
   map = mmap (NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
-  fds[1] = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
-  fds[2] = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (map == MAP_FAILED || fds[1] < 0 || fds[2] < 0)
+  if (map == MAP_FAILED || pf_doorbell_new (PF_DOORBELL_WE_RING, bell) < 0
+      || pf_doorbell_new (PF_DOORBELL_PEER_RINGS, relbell) < 0)
     goto out;
+  fds[1] = bell[1];
+  fds[2] = relbell[1];
+  bell[1] = relbell[1] = -1;
   ((struct pf_frame_ring *) map)->magic = PF_FRAME_RING_MAGIC;
   ((struct pf_frame_ring *) map)->n_entries = n;
   e.data.u64 = c->info.client_id | TOKEN_RELEASES;
-  if (epoll_ctl (p->epoll_fd, EPOLL_CTL_ADD, fds[2], &e) < 0)
+  if (epoll_ctl (p->epoll_fd, EPOLL_CTL_ADD, relbell[0], &e) < 0)
     goto out;
   /* the socket message that hands it over is sent now, or not at all:
    * a queued one would hold its fds past a failure */
   if (c->q_head != NULL || pf_socket_send (c->fd, buf,
           pf_msg_write_frame_ring (buf, n), fds, 3, MSG_DONTWAIT) < 0) {
-    epoll_ctl (p->epoll_fd, EPOLL_CTL_DEL, fds[2], NULL);
+    epoll_ctl (p->epoll_fd, EPOLL_CTL_DEL, relbell[0], NULL);
     goto out;
   }
   c->ctl_sent++;
   c->ring = map;
   c->ring_mask = n - 1;
-  c->doorbell = fds[1];
+  c->doorbell = bell[0];
   c->rel = (struct pf_release_ring *) ((uint8_t *) map +
       PF_FRAME_RING_RELEASE_OFFSET (n));
   c->rel_seqs = (const uint64_t *) (c->rel + 1);
-  c->rel_doorbell = fds[2];
-  close (fds[0]);
+  c->rel_doorbell = relbell[0];
+  pf_socket_close_fds (fds, 3);
   return;
 
 out:
   if (map != MAP_FAILED)
     munmap (map, bytes);
   pf_socket_close_fds (fds, 3);
+  pf_socket_close_fds (bell, 2);
+  pf_socket_close_fds (relbell, 2);
 }
 
 /* Takes the releases @c published in its release ring, after its doorbell
- * (read first: a release published after the read rings again). Each is
- * checked as a RELEASE message is. */
+ * (read first: a release published after the read rings again; one read
+ * of up to 256 rings, never blocking: a consumer that rang more wakes us
+ * again, level-triggered). Each is checked as a RELEASE message is. A
+ * doorbell closed at the other end is a hang-up (else it would stay
+ * readable for ever). */
 void
 client_read_releases (pf_producer * p, struct client *c, struct event_list *ev)
 {
-  uint64_t v, w;
+  uint64_t w;
+  int res;
 
-  while (read (c->rel_doorbell, &v, sizeof (v)) < 0 && errno == EINTR);
+  res = pf_doorbell_read (c->rel_doorbell, (size_t) c->ring_mask + 1);
+  if (res == 0) {
+    client_fail (p, c, 0, "consumer hung up");
+    return;
+  }
+  if (res < 0 && res != -EAGAIN) {
+    client_fail (p, c, res, "release doorbell: %s", strerror (-res));
+    return;
+  }
   w = atomic_load_explicit ((_Atomic uint64_t *) & c->rel->write_seq,
       memory_order_acquire);
   if (w - c->rel_r > (uint64_t) c->ring_mask + 1) {
@@ -461,14 +483,15 @@ client_ring_frame (struct client *c, const uint8_t * buf)
   uint64_t w = c->ring_w++;
   struct pf_msg_frame *e = (struct pf_msg_frame *) ((uint8_t *) c->ring +
       sizeof (struct pf_frame_ring)) + (w & c->ring_mask);
-  uint64_t one = 1;
 
   memcpy (e, buf, sizeof (*e));
   e->hdr.reserved = c->ctl_sent;
   atomic_store_explicit ((_Atomic uint64_t *) & c->ring->write_seq, w + 1,
       memory_order_release);
-  /* EAGAIN only if the count would overflow: the entry is there anyway */
-  while (write (c->doorbell, &one, sizeof (one)) < 0 && errno == EINTR);
+  /* never blocks (MSG_DONTWAIT): -EAGAIN, a full doorbell, is one rung
+   * already; -EPIPE, a consumer that closed its end, is its loss (the
+   * entry is there anyway, the socket tells of the hang-up) */
+  (void) pf_doorbell_ring (c->doorbell);
 }
 
 static void
@@ -506,6 +529,7 @@ client_handle_hello (pf_producer * p, struct client *c,
    * segment, every live segment and the current caps, before any frame. */
   client_send_ctl (p, c, buf, pf_msg_write_hello (buf, PF_ROLE_PRODUCER,
           p->max_client_frames, p->session_id), -1);
+  /* PF_HELLO_FRAME_RING_EVENTFD alone gets no ring (pf-protocol.h) */
   if ((msg->u.hello.flags & PF_HELLO_FRAME_RING) && c->state != CLIENT_DEAD)
     client_offer_ring (p, c);
   client_update_stream (p, c, 1);

@@ -117,11 +117,11 @@ struct client
   uint32_t ring_mask;
   uint64_t ring_w;              /* entries published (the shared write_seq
                                  * is only written, never read back) */
-  int doorbell;                 /* the ring's eventfd, or -1 */
+  int doorbell;                 /* our end of its doorbell (pf-doorbell.h), or -1 */
   struct pf_release_ring *rel;  /* in the same memfd: the consumer writes */
   const uint64_t *rel_seqs;
   uint64_t rel_r;               /* releases taken from it */
-  int rel_doorbell;             /* the consumer rings it, or -1 */
+  int rel_doorbell;             /* our end: the consumer rings it, or -1 */
   uint32_t ctl_sent;            /* messages put on the socket (sent or
                                  * queued), the HELLO included */
   uint64_t blocked_since;       /* ns a waiter found it full; 0 after a release */

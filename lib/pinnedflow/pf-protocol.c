@@ -498,10 +498,10 @@ parse_hello (const void *buf, size_t len, struct pf_msg_hello *m)
   if (m->role == PF_ROLE_PRODUCER && m->flags != 0)
     return fail (-EPROTO, "HELLO: producer flags 0x%x, must be 0", m->flags);
   if (m->role == PF_ROLE_CONSUMER && ((m->flags & ~(PF_HELLO_DELIVERY_MASK |
-                  PF_HELLO_FRAME_RING)) ||
+                  PF_HELLO_FRAME_RING | PF_HELLO_FRAME_RING_EVENTFD)) ||
           (m->flags & PF_HELLO_DELIVERY_MASK) > PF_DELIVERY_NEWEST_FRAME))
     return fail (-EPROTO, "HELLO: consumer flags 0x%x (a delivery 0..2 "
-        "and FRAME_RING, nothing else)", m->flags);
+        "and the FRAME_RING bits, nothing else)", m->flags);
   if (m->role == PF_ROLE_PRODUCER && m->max_held == 0)
     return fail (-EPROTO, "HELLO: producer announces max_held 0");
   if (m->role == PF_ROLE_PRODUCER && m->session_id == 0)

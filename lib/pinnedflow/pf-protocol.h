@@ -53,9 +53,13 @@ enum pf_refuse_reason {
  * producer's default, 1, 2; 3 is invalid). A producer sends 0: the delivery
  * it grants and its liveness come in the STREAM that follows. */
 #define PF_HELLO_DELIVERY_MASK 0x3u
-/* HELLO flag of a consumer (issue 13): it takes FRAMEs through a frame ring
- * (PF_MSG_FRAME_RING) if the producer offers one. */
-#define PF_HELLO_FRAME_RING 0x4u
+/* HELLO flag of a consumer (issue 26): it takes FRAMEs through a frame ring
+ * (PF_MSG_FRAME_RING) with socketpair doorbells if the producer offers one. */
+#define PF_HELLO_FRAME_RING 0x8u
+/* Retired (issue 13's ring, eventfd doorbells a peer could make block,
+ * issue 26): still accepted in a consumer's HELLO, never answered with a
+ * ring: that consumer gets its FRAMEs on the socket. */
+#define PF_HELLO_FRAME_RING_EVENTFD 0x4u
 
 /* STREAM flags: enum pf_stream_flags (pf-frame.h). */
 #define PF_STREAM_FLAGS_ALL (PF_STREAM_LIVE | PF_STREAM_HAS_SEGMENT | \
@@ -152,9 +156,10 @@ struct pf_msg_stream {
  * @entry_size bytes, each a FRAME message as sent on the socket; at
  * @release_offset the release ring, struct pf_release_ring then
  * @n_entries uint64_t frame seqs written by the consumer. fds[1]: the frame
- * doorbell, an eventfd (semaphore) the producer adds 1 to after each entry
- * it publishes; fds[2]: the release doorbell, an eventfd the consumer adds
- * 1 to after each release it publishes. A FRAME in the ring has
+ * doorbell, the consumer's end of an AF_UNIX SOCK_STREAM socketpair, to
+ * which the producer sends 1 byte after each entry it publishes; fds[2]:
+ * the release doorbell, likewise, the consumer sending 1 byte after each
+ * release it publishes (pf-doorbell.h). A FRAME in the ring has
  * hdr.reserved = the number of messages the producer had sent on the
  * socket before it (the HELLO included): the consumer reads those first,
  * so the two channels keep one order. */

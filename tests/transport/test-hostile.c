@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -595,21 +596,26 @@ test_bad_hello (void)
 #define RING_N_FDS 3
 
 /* What a producer keeps of a ring it offers: its copies of the fds and
- * its read-write mapping. */
+ * its read-write mapping. The doorbells are socketpairs (issue 26): @bell
+ * and @relbell are the consumer's ends (sent; we keep our copies, sharing
+ * their open file descriptions as an attacker would), @bell_w and
+ * @relbell_r ours. */
 typedef struct
 {
-  int memfd, bell;
-  int relbell;                  /* the release doorbell */
+  int memfd, bell, bell_w;
+  int relbell, relbell_r;       /* the release doorbell */
   uint32_t n;
   struct pf_frame_ring *h;
   struct stat st;               /* the memfd's, to find its mappings */
 } fring;
 
 /* A valid ring of @n entries: a memfd sealed SHRINK|GROW with its header,
- * and a semaphore eventfd as doorbell. */
+ * and stream socketpairs as doorbells. */
 static void
 fring_make (fring * r, uint32_t n)
 {
+  int sp[2];
+
   r->n = n;
   r->memfd = make_memfd (RING_BYTES (n), 1);
   CHECK_INT (fstat (r->memfd, &r->st), ==, 0);
@@ -618,10 +624,46 @@ fring_make (fring * r, uint32_t n)
   CHECK (r->h != MAP_FAILED);
   r->h->magic = PF_FRAME_RING_MAGIC;
   r->h->n_entries = n;
-  r->bell = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
-  CHECK_INT (r->bell, >=, 0);
-  r->relbell = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
-  CHECK_INT (r->relbell, >=, 0);
+  CHECK_INT (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC |
+          SOCK_NONBLOCK, 0, sp), ==, 0);
+  r->bell_w = sp[0];
+  r->bell = sp[1];
+  CHECK_INT (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC |
+          SOCK_NONBLOCK, 0, sp), ==, 0);
+  r->relbell_r = sp[0];
+  r->relbell = sp[1];
+}
+
+/* Rings @fd's doorbell @n times (n bytes); how many went in. */
+static size_t
+bell_ring (int fd, size_t n)
+{
+  uint8_t b[4096];
+  size_t done = 0;
+  ssize_t k;
+
+  memset (b, 1, sizeof (b));
+  while (done < n) {
+    k = send (fd, b, n - done < sizeof (b) ? n - done : sizeof (b),
+        MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (k <= 0)
+      break;
+    done += (size_t) k;
+  }
+  return done;
+}
+
+/* Rings waiting on @fd (bytes), read without waiting. */
+static size_t
+bell_count (int fd)
+{
+  uint8_t b[4096];
+  size_t n = 0;
+  ssize_t k;
+
+  while ((k = recv (fd, b, sizeof (b), MSG_DONTWAIT)) > 0)
+    n += (size_t) k;
+  return n;
 }
 
 /* Mappings of the ring's memfd in this process, ours included. */
@@ -638,7 +680,9 @@ fring_drop (fring * r)
   munmap (r->h, RING_BYTES (r->n));
   close (r->memfd);
   close (r->bell);
+  close (r->bell_w);
   close (r->relbell);
+  close (r->relbell_r);
 }
 
 /* A FRAME_RING for @n entries with @ring, @bell and @relbell attached (not
@@ -684,8 +728,9 @@ fring_offer (victim * v, fring * r)
   CHECK_INT (pf_consumer_receive (v->c, 0, &ev), ==, 0);
   v->ring_fds = RING_N_FDS - 1;
   /* the socket pair, the epoll fd, the doorbell(s); ours: the memfd and
-   * the eventfd(s) */
-  CHECK_INT (t_count_fds (), ==, v->fds0 + 2 + 1 + v->ring_fds + RING_N_FDS);
+   * both ends of both doorbells */
+  CHECK_INT (t_count_fds (), ==, v->fds0 + 2 + 1 + v->ring_fds + RING_N_FDS +
+      2);
   CHECK_INT (fring_maps (r), ==, 2);
 }
 
@@ -706,10 +751,8 @@ fring_write (fring * r, const struct pf_msg_frame *f, uint32_t reserved)
 static void
 fring_publish_seq (fring * r, uint64_t w)
 {
-  uint64_t one = 1;
-
   __atomic_store_n (&r->h->write_seq, w, __ATOMIC_RELEASE);
-  CHECK_INT (write (r->bell, &one, sizeof (one)), ==, sizeof (one));
+  CHECK_INT (bell_ring (r->bell_w, 1), ==, 1);
 }
 
 /* Publishes @f after @reserved socket messages, as a producer does. */
@@ -750,13 +793,12 @@ release_and_check_take (victim * v, fring * r, uint64_t seq, int take)
   if (r != NULL) {
     struct pf_release_ring *rel = fring_rel (r);
     uint64_t *seqs = (uint64_t *) (rel + 1);
-    uint64_t w = __atomic_load_n (&rel->write_seq, __ATOMIC_ACQUIRE), cnt;
+    uint64_t w = __atomic_load_n (&rel->write_seq, __ATOMIC_ACQUIRE);
 
     CHECK_INT (pf_consumer_release (v->c, seq), ==, 0);
     CHECK_INT (__atomic_load_n (&rel->write_seq, __ATOMIC_ACQUIRE), ==, w + 1);
     CHECK_INT (seqs[w & (r->n - 1)], ==, seq);
-    CHECK_INT (read (r->relbell, &cnt, sizeof (cnt)), ==, sizeof (cnt));
-    CHECK_INT (cnt, ==, 1);
+    CHECK_INT (bell_count (r->relbell_r), ==, 1);
     CHECK_INT (recv (v->peer, v->buf, sizeof (v->buf), MSG_DONTWAIT), ==, -1);
     if (take)
       __atomic_store_n (&rel->read_seq, w + 1, __ATOMIC_RELEASE);
@@ -949,31 +991,55 @@ test_ring_size (void)
   }
 }
 
-/* A doorbell that is not an eventfd: a pipe's end, a regular file; as the
- * frame doorbell and as the release doorbell. */
+/* A doorbell that is not an AF_UNIX stream socket: a pipe's end, a
+ * regular file, an eventfd (issue 13's doorbell, whose flags the producer
+ * shares: issue 26), a datagram socket; as the frame doorbell and as the
+ * release doorbell. */
 static void
 test_ring_bad_doorbell (void)
 {
   int k;
 
-  for (k = 0; k < 6; k++) {
+  for (k = 0; k < 10; k++) {
     victim v;
     fring r;
-    int p[2], fd, bad;
+    int p[2], sp[2], fd, efd, bad;
 
     ring_victim_start (&v, &r, 4);
     CHECK_INT (pipe (p), ==, 0);
+    CHECK_INT (socketpair (AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp), ==, 0);
     fd = make_memfd (4096, 1);
-    bad = k % 3 == 0 ? p[0] : k % 3 == 1 ? p[1] : fd;
-    if (k < 3)
+    efd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
+    CHECK_INT (efd, >=, 0);
+    switch (k % 5) {
+      case 0:
+        bad = p[0];
+        break;
+      case 1:
+        bad = p[1];
+        break;
+      case 2:
+        bad = fd;
+        break;
+      case 3:
+        bad = efd;
+        break;
+      default:
+        bad = sp[1];
+        break;
+    }
+    if (k < 5)
       send_ring_fds (&v, &r, 4, r.memfd, bad);
     else
       send_ring_fds3 (&v, 4, r.memfd, r.bell, bad);
     close (p[0]);
     close (p[1]);
+    close (sp[0]);
+    close (sp[1]);
     close (fd);
+    close (efd);
     fring_drop (&r);
-    victim_expect_fail (&v, -EPROTO, "not an eventfd");
+    victim_expect_fail (&v, -EPROTO, "not a stream socket");
     ring_check_gone (&r, &v);
   }
 }
@@ -1145,12 +1211,14 @@ test_ring_release_full (void)
   }
   CHECK_INT (rel->write_seq, ==, 6);
 
-  /* a release doorbell that cannot count any more: the release is in the
-   * ring all the same, and pf_consumer_release () does not block */
+  /* a release doorbell full to the brim, and made blocking by the
+   * producer, which shares the consumer's end (issue 26): the release is
+   * in the ring all the same, and pf_consumer_release () does not block */
   {
-    uint64_t big = UINT64_MAX - 1, cnt;
+    size_t full = bell_ring (r.relbell, SIZE_MAX);
 
-    CHECK_INT (write (r.relbell, &big, sizeof (big)), ==, sizeof (big));
+    CHECK (full > 0);
+    CHECK_INT (fcntl (r.relbell, F_SETFL, 0), ==, 0);
     frame_init (&f, 9, 1, 0, 4096);
     f.caps_seq = 1;
     fring_publish (&r, &f, v.sent);
@@ -1161,8 +1229,7 @@ test_ring_release_full (void)
     pf_consumer_event_clear (&ev);
     CHECK_INT (rel->write_seq, ==, 7);
     CHECK_INT (((uint64_t *) (rel + 1))[6 & 3], ==, 9);
-    CHECK_INT (read (r.relbell, &cnt, sizeof (cnt)), ==, sizeof (cnt));
-    CHECK (cnt == big);
+    CHECK_INT (bell_count (r.relbell_r), ==, full);
     CHECK_INT (recv (v.peer, v.buf, sizeof (v.buf), MSG_DONTWAIT), ==, -1);
   }
 
@@ -1259,19 +1326,18 @@ test_ring_spurious_doorbell (void)
   fring r;
   struct pf_msg_frame f;
   pf_event ev;
-  uint64_t three = 3;
 
   ring_victim_start (&v, &r, 4);
   fring_offer (&v, &r);
   ring_stream_start (&v);
   CHECK (!consumer_readable (&v));
-  CHECK_INT (write (r.bell, &three, sizeof (three)), ==, sizeof (three));
+  CHECK_INT (bell_ring (r.bell_w, 3), ==, 3);
   CHECK (consumer_readable (&v));
   memset (&ev, 0, sizeof (ev));
   CHECK_INT (pf_consumer_receive (v.c, 0, &ev), ==, 0);
   CHECK (!consumer_readable (&v));
   /* and with a timeout: it waits, without an event */
-  CHECK_INT (write (r.bell, &three, sizeof (three)), ==, sizeof (three));
+  CHECK_INT (bell_ring (r.bell_w, 3), ==, 3);
   CHECK_INT (pf_consumer_receive (v.c, 50, &ev), ==, 0);
   CHECK (!consumer_readable (&v));
 
@@ -1299,8 +1365,9 @@ test_ring_spurious_doorbell (void)
  * Found by this case: is_eventfd () used to check only (st_mode & S_IFMT)
  * == 0, which every anonymous inode passes (epoll, timerfd, signalfd...);
  * the doorbell was taken and receive (c, 500) spun for 0.50 s of CPU. It
- * now asks /proc (anon_inode:[eventfd]); without /proc, the first read of
- * such a doorbell fails the connection (ring_take (), doorbell_drain ()). */
+ * then asked /proc (anon_inode:[eventfd]). Since issue 26 a doorbell is an
+ * AF_UNIX stream socket (pf_doorbell_check ()): the epoll fd is refused on
+ * arrival. */
 static void
 test_ring_epoll_doorbell (void)
 {
@@ -1326,8 +1393,46 @@ test_ring_epoll_doorbell (void)
   res = pf_consumer_receive (v.c, 0, &ev);
   CHECK_INT (res, ==, -EPROTO);
   close (efd);
-  victim_expect_fail (&v, -EPROTO, "not an eventfd");
+  victim_expect_fail (&v, -EPROTO, "not a stream socket");
   ring_check_gone (&r, &v);
+}
+
+/* The producer closes its end of the frame doorbell (issue 26: the
+ * consumer's end reads end of file, and would poll readable for ever): the
+ * consumer drops it from what it polls, and the connection goes on; an
+ * entry published is still taken, socket messages still come. */
+static void
+test_ring_doorbell_closed (void)
+{
+  victim v;
+  fring r;
+  struct pf_msg_frame f;
+  pf_event ev;
+
+  ring_victim_start (&v, &r, 4);
+  fring_offer (&v, &r);
+  ring_stream_start (&v);
+  CHECK_INT (close (r.bell_w), ==, 0);
+  r.bell_w = -1;
+  CHECK (consumer_readable (&v));
+  memset (&ev, 0, sizeof (ev));
+  CHECK_INT (pf_consumer_receive (v.c, 0, &ev), ==, 0);
+  CHECK (!consumer_readable (&v));
+  CHECK_INT (pf_consumer_receive (v.c, 50, &ev), ==, 0);
+  /* its doorbell closed (the socket pair, the epoll fd, the release
+   * doorbell, the segment; ours: the memfd and three doorbell ends) */
+  CHECK_INT (t_count_fds (), ==, v.fds0 + 2 + 1 + 1 + 1 + RING_N_FDS + 1);
+  v.ring_fds = 1;
+
+  frame_init (&f, 1, 1, 0, 4096);
+  f.caps_seq = 1;
+  fring_write (&r, &f, v.sent);
+  __atomic_store_n (&r.h->write_seq, 1, __ATOMIC_RELEASE);
+  send_caps (&v, 2, "video/x-raw,width=2");
+  expect_frame (&v, &r, 1, 1, 1);
+  expect_caps (&v, 2, "video/x-raw,width=2");
+  ring_victim_finish (&v, &r);
+  CHECK_INT (pf_segment_count_live (), ==, v.segs0);
 }
 
 typedef struct
@@ -1365,12 +1470,14 @@ test_ring_doorbell_flood (void)
   fring r;
   receive_job j = {.done = 0 };
   pthread_t th;
-  uint64_t big = UINT64_MAX - 1;
   int i;
 
   ring_victim_start (&v, &r, 4);
   fring_offer (&v, &r);
-  CHECK_INT (write (r.bell, &big, sizeof (big)), ==, sizeof (big));
+  /* as many rings as the socket holds (well over the ring's size + 1024),
+   * the consumer's end made blocking (issue 26) */
+  CHECK (bell_ring (r.bell_w, SIZE_MAX) > 4 + 1024);
+  CHECK_INT (fcntl (r.bell, F_SETFL, 0), ==, 0);
   j.c = v.c;
   CHECK_INT (pthread_create (&th, NULL, receive_thread, &j), ==, 0);
   for (i = 0; i < 5000 && !atomic_load (&j.done); i++)
@@ -1656,6 +1763,7 @@ static const t_case cases[] = {
   {"ring-spurious-doorbell", test_ring_spurious_doorbell},
   {"ring-epoll-doorbell", test_ring_epoll_doorbell},
   {"ring-doorbell-flood", test_ring_doorbell_flood},
+  {"ring-doorbell-closed", test_ring_doorbell_closed},
   {"producer-drops-bad-clients", test_producer_drops_bad_clients},
   {"producer-bad-handshake", test_producer_bad_handshake},
   {"handshake-timeout", test_handshake_timeout},

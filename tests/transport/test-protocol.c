@@ -222,12 +222,18 @@ test_hello (void)
   len = pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0);
   put32 (28, 3);
   CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTO);
-  put32 (28, 1u << 3);
+  put32 (28, 1u << 4);
   CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTO);
-  /* ... and the frame ring flag (issue 13) */
+  /* ... and the frame ring flags: socketpair doorbells (issue 26), and the
+   * retired eventfd ring of issue 13, still accepted (answered without a
+   * ring) */
   put32 (28, PF_HELLO_FRAME_RING | 2);
   CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, 0);
   CHECK_INT (msg.u.hello.flags, ==, PF_HELLO_FRAME_RING | 2);
+  put32 (28, PF_HELLO_FRAME_RING_EVENTFD | 1);
+  CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, 0);
+  CHECK_INT (msg.u.hello.flags, ==, PF_HELLO_FRAME_RING_EVENTFD | 1);
+  CHECK_INT (PF_HELLO_FRAME_RING, ==, 1u << 3);
   /* A producer's flags are 0 (its delivery and liveness: STREAM). */
   len = pf_msg_write_hello (buf, PF_ROLE_PRODUCER, 4, 1);
   put32 (28, 1);
