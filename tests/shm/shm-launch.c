@@ -99,7 +99,8 @@ shm_check_subset (GArray * src, GArray * got, const gchar * who)
 /* As shm_check_subset (); @by_sum: frames found by their bytes (a live
  * source's PTS are its own running time), PTS not compared. */
 gint
-shm_check_frames (GArray * src, GArray * got, gboolean by_sum, const gchar * who)
+shm_check_frames (GArray * src, GArray * got, gboolean by_sum,
+    const gchar * who)
 {
   gint k_first = -1, k_last = -1;
   guint i;
@@ -148,11 +149,12 @@ shm_spawn_launch (const gchar * pipeline, ...)
 /* A producer of @n frames: videotestsrc (is-live=@live) ! CAPS ! tap !
  * pinnedshmsink name=sink @sink_props, waiting in PAUSED for @clients. */
 ShmChild *
-shm_spawn_producer (gint n, gboolean live, guint clients, const gchar * sink_props,
-    const gchar * extra_arg, const gchar * extra_val)
+shm_spawn_producer (gint n, gboolean live, guint clients,
+    const gchar * sink_props, const gchar * extra_arg, const gchar * extra_val)
 {
   gchar *desc = g_strdup_printf ("videotestsrc num-buffers=%d is-live=%s "
-      "pattern=ball ! " SHM_LAUNCH_CAPS " ! identity name=tap ! pinnedshmsink name=sink "
+      "pattern=ball ! " SHM_LAUNCH_CAPS
+      " ! identity name=tap ! pinnedshmsink name=sink "
       "socket-path=@SOCKET@ %s", n, live ? "true" : "false",
       sink_props ? sink_props : "");
   gchar *k = g_strdup_printf ("%u", clients);
@@ -217,4 +219,3 @@ shm_check_got_all (GArray * src, ShmChild * c, const gchar * who)
   shm_check_all_from (src, got, 0, who);
   g_array_unref (got);
 }
-

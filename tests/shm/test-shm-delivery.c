@@ -81,7 +81,8 @@ GST_START_TEST (test_nonlive_every_frame)
     fail_unless_equals_int (shm_count_lines (c[i], "QOS", NULL), 0);
   }
   /* nothing dropped, nothing said about drops */
-  fail_unless_equals_int (shm_count_lines (p, "ELEMENT", "pinnedshmsink-drops"), 0);
+  fail_unless_equals_int (shm_count_lines (p, "ELEMENT", "pinnedshmsink-drops"),
+      0);
   fail_unless_equals_int (shm_child_get (p, "STATS", "drops"), 0);
 }
 
@@ -179,8 +180,8 @@ GST_START_TEST (test_slow_consumer)
             pid) >= 1, "%s", shm_said (p));
   } else {
     shm_check_all_from (src, got, 0, "reliable consumer");
-    fail_unless_equals_int (shm_count_lines (p, "ELEMENT", "pinnedshmsink-drops"),
-        0);
+    fail_unless_equals_int (shm_count_lines (p, "ELEMENT",
+            "pinnedshmsink-drops"), 0);
   }
   g_free (pid);
   g_array_unref (got);
@@ -236,8 +237,8 @@ GST_START_TEST (test_live_stuck_consumers)
             pid) >= 1, "no drops posted for %s:\n%s", pid, shm_said (p));
     g_free (pid);
   }
-  fail_unless (shm_count_lines (p, "WARNING src=sink", "misses frames") >= stuck,
-      "%s", shm_said (p));
+  fail_unless (shm_count_lines (p, "WARNING src=sink",
+          "misses frames") >= stuck, "%s", shm_said (p));
   g_array_unref (src);
 }
 
@@ -308,7 +309,8 @@ GST_START_TEST (test_late_joiner)
 
   p = shm_spawn_producer (N, FALSE, 1, NULL, "--gop", "10");
   pacer = shm_spawn_consumer (NULL, 30000, NULL);
-  fail_unless (shm_child_wait_line (pacer, "FRAME 15 "), "%s", shm_said (pacer));
+  fail_unless (shm_child_wait_line (pacer, "FRAME 15 "), "%s",
+      shm_said (pacer));
   late = shm_spawn_consumer (NULL, 0, NULL);
   src = shm_producer_frames (p, N);
   shm_check_got_all (src, pacer, "first consumer");
@@ -339,8 +341,9 @@ GST_START_TEST (test_producer_crash)
   shm_child_kill (p, SIGKILL);
   fail_unless_equals_int (shm_child_wait (c), 1);
   code = g_strdup_printf ("code=%d ", GST_RESOURCE_ERROR_READ);
-  fail_unless (shm_count_lines (c, "ERROR src=src domain=gst-resource-error-quark",
-          code) == 1, "%s", shm_said (c));
+  fail_unless (shm_count_lines (c,
+          "ERROR src=src domain=gst-resource-error-quark", code) == 1, "%s",
+      shm_said (c));
   fail_unless (shm_count_lines (c, "ERROR", "vanished without EOS") == 1, "%s",
       shm_said (c));
   fail_unless_equals_int (shm_count_lines (c, "EOS", NULL), 0);
@@ -365,17 +368,20 @@ GST_START_TEST (test_max_clients)
   c2 = shm_spawn_consumer (NULL, 0, NULL);
   fail_unless_equals_int (shm_child_wait (c2), 1);
   code = g_strdup_printf ("code=%d ", GST_RESOURCE_ERROR_BUSY);
-  fail_unless (shm_count_lines (c2, "ERROR src=src", code) == 1, "%s", shm_said (c2));
-  fail_unless (shm_count_lines (c2, "ERROR", "refused this consumer") == 1, "%s",
+  fail_unless (shm_count_lines (c2, "ERROR src=src", code) == 1, "%s",
       shm_said (c2));
-  fail_unless (shm_child_wait_line (p, "ELEMENT src=sink "
-          "pinnedshmsink-client-refused"), "%s", shm_said (p));
+  fail_unless (shm_count_lines (c2, "ERROR", "refused this consumer") == 1,
+      "%s", shm_said (c2));
+  fail_unless (shm_child_wait_line (p,
+          "ELEMENT src=sink " "pinnedshmsink-client-refused"), "%s",
+      shm_said (p));
   pid = g_strdup_printf ("pid=(int)%d", c2->pid);
   /* refused going to PAUSED and when streaming: once or twice */
-  fail_unless (shm_count_lines (p, "ELEMENT src=sink pinnedshmsink-client-refused",
-          pid) >= 1, "%s", shm_said (p));
-  fail_unless (shm_count_lines (p, "WARNING src=sink", "Refused a consumer") >= 1,
-      "%s", shm_said (p));
+  fail_unless (shm_count_lines (p,
+          "ELEMENT src=sink pinnedshmsink-client-refused", pid) >= 1, "%s",
+      shm_said (p));
+  fail_unless (shm_count_lines (p, "WARNING src=sink",
+          "Refused a consumer") >= 1, "%s", shm_said (p));
   /* the first one is still served */
   n = shm_count_lines (c1, "FRAME ", NULL);
   next = g_strdup_printf ("FRAME %u ", n + 5);
@@ -416,8 +422,7 @@ nobody_cannot_reach_build (void)
   pid = fork ();
   if (pid == 0) {
     /* the child: a process of uid 65534 asks the kernel itself */
-    if (setgroups (0, NULL) != 0 || setgid (65534) != 0
-        || setuid (65534) != 0)
+    if (setgroups (0, NULL) != 0 || setgid (65534) != 0 || setuid (65534) != 0)
       _exit (100);
     for (i = 0; i < paths->len; i++)
       if (access (g_ptr_array_index (paths, i), R_OK | X_OK) != 0)
@@ -452,7 +457,8 @@ GST_START_TEST (test_pool_not_locked)
   desc = g_strdup_printf ("videotestsrc num-buffers=%d pattern=ball ! " CAPS
       " ! identity name=tap ! pinnedshmsink name=sink socket-path=@SOCKET@ "
       "perms=0666", N);
-  p = shm_spawn_launch (desc, "--clients", "1", "--memlock-limit", "65536", NULL);
+  p = shm_spawn_launch (desc, "--clients", "1", "--memlock-limit", "65536",
+      NULL);
   g_free (desc);
   fail_unless (shm_child_wait_line (p, "PAUSED"), "%s", shm_said (p));
   c = shm_spawn_consumer (NULL, 0, NULL);
@@ -463,9 +469,10 @@ GST_START_TEST (test_pool_not_locked)
   fail_unless_equals_int (src->len, N);
   shm_check_all_from (src, got, 0, "consumer");
   code = g_strdup_printf ("code=%d ", GST_RESOURCE_ERROR_NO_SPACE_LEFT);
-  fail_unless (shm_count_lines (p, "WARNING src=sink", code) == 1, "%s", shm_said (p));
-  fail_unless (shm_count_lines (p, "WARNING src=sink", "Could not page-lock") ==
-      1, "%s", shm_said (p));
+  fail_unless (shm_count_lines (p, "WARNING src=sink", code) == 1, "%s",
+      shm_said (p));
+  fail_unless (shm_count_lines (p, "WARNING src=sink",
+          "Could not page-lock") == 1, "%s", shm_said (p));
   /* the debug text, on the warning's next line */
   fail_unless (shm_count_lines (p, "mlock refused",
           "RLIMIT_MEMLOCK is 65536 bytes") == 1, "%s", shm_said (p));

@@ -240,8 +240,7 @@ GST_START_TEST (test_segment_flag_wire)
       "producer's EOS");
   /* none reached it (no frame came, no segment was pushed) or one
    * without them */
-  fail_unless (flags == -1 || (flags & SEEK_FLAGS) == 0, "flags 0x%x",
-      flags);
+  fail_unless (flags == -1 || (flags & SEEK_FLAGS) == 0, "flags 0x%x", flags);
 
   gst_element_set_state (cons, GST_STATE_NULL);
   gst_object_unref (cons);
@@ -292,8 +291,7 @@ order_suite (void)
 
   tcase_set_timeout (tc, 180);
   tcase_add_checked_fixture (tc, shm_setup, shm_teardown);
-  tcase_add_loop_test (tc, test_consumer_first, 0,
-      G_N_ELEMENTS (first_props));
+  tcase_add_loop_test (tc, test_consumer_first, 0, G_N_ELEMENTS (first_props));
   tcase_add_test (tc, test_min_clients);
   tcase_add_test (tc, test_segment_flag_sink);
   tcase_add_test (tc, test_segment_flag_wire);
