@@ -11,6 +11,7 @@
 #include <gst/gst.h>
 
 G_BEGIN_DECLS
+
 /* GstBufferFlags that travel on the wire (FRAME buffer_flags): the sink
  * sends only these, the source accepts only these. */
 #define GST_PINNED_SHM_WIRE_BUFFER_FLAGS (GST_BUFFER_FLAG_LIVE \
@@ -19,6 +20,7 @@ G_BEGIN_DECLS
     | GST_BUFFER_FLAG_MARKER | GST_BUFFER_FLAG_HEADER | GST_BUFFER_FLAG_GAP \
     | GST_BUFFER_FLAG_DROPPABLE | GST_BUFFER_FLAG_DELTA_UNIT \
     | GST_BUFFER_FLAG_NON_DROPPABLE)
+
 /* GstSegmentFlags that travel in a STREAM's segment: the ones that say
  * what the frames are (trick mode, key units only, no audio). RESET (a
  * flushing seek), SEGMENT (a segment seek: its end becomes SEGMENT_DONE,
@@ -28,18 +30,19 @@ G_BEGIN_DECLS
     | GST_SEGMENT_FLAG_TRICKMODE_KEY_UNITS \
     | GST_SEGMENT_FLAG_TRICKMODE_FORWARD_PREDICTED \
     | GST_SEGMENT_FLAG_TRICKMODE_NO_AUDIO)
+
 /* TRUE when @clock (may be NULL) is a GstSystemClock of type MONOTONIC: its
  * time is CLOCK_MONOTONIC time, the wire's time base, so no offset has to be
  * applied. Both elements call it from their set_clock vfunc. */
-    G_GNUC_INTERNAL
-    gboolean gst_pinned_shm_clock_is_monotonic (GstClock * clock);
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_clock_is_monotonic (GstClock * clock);
 
 /* The name of a pf_delivery (pf-frame.h) as the elements' stats, messages
  * and logs spell it ("every-frame", "newest-frame"); @unset for any other
  * value (a request left to the producer: "auto"; nothing in force yet:
  * "none"). */
 G_GNUC_INTERNAL
-    const gchar *gst_pinned_shm_delivery_name (guint delivery,
+const gchar *gst_pinned_shm_delivery_name (guint delivery,
     const gchar * unset);
 
 G_END_DECLS

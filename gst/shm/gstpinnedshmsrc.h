@@ -9,6 +9,7 @@
 #include <gst/base/gstpushsrc.h>
 
 G_BEGIN_DECLS
+
 /**
  * GstPinnedShmSrcOnDisconnect:
  * @GST_PINNED_SHM_SRC_ON_DISCONNECT_EOS: post a warning and push EOS
@@ -20,7 +21,7 @@ G_BEGIN_DECLS
  *
  * What pinnedshmsrc does when the producer goes away without sending EOS.
  */
-    typedef enum
+typedef enum
 {
   GST_PINNED_SHM_SRC_ON_DISCONNECT_EOS,
   GST_PINNED_SHM_SRC_ON_DISCONNECT_ERROR,
@@ -80,7 +81,8 @@ GType gst_pinned_shm_src_on_disconnect_get_type (void);
 #define GST_TYPE_PINNED_SHM_SRC (gst_pinned_shm_src_get_type ())
 G_DECLARE_FINAL_TYPE (GstPinnedShmSrc, gst_pinned_shm_src, GST,
     PINNED_SHM_SRC, GstPushSrc)
-    GST_ELEMENT_REGISTER_DECLARE (pinnedshmsrc);
+
+GST_ELEMENT_REGISTER_DECLARE (pinnedshmsrc);
 
 G_END_DECLS
 #endif /* __GST_PINNED_SHM_SRC_H__ */

@@ -12,10 +12,12 @@
 #include "shm-proc.h"
 
 G_BEGIN_DECLS
+
 #define SHM_LAUNCH_CAPS \
   "video/x-raw,format=RGBA,width=160,height=120,framerate=30/1"
+
 /* One FRAME line of a launch child. */
-    typedef struct
+typedef struct
 {
   guint64 index;
   gint64 pts, dur;
@@ -46,27 +48,27 @@ void shm_check_all_from (GArray * src, GArray * got, guint from,
 
 /* shm-peer launch --socket shm_sock --pipeline @pipeline (@SOCKET@ in it
  * replaced), then up to 6 more arguments, NULL-ended. */
-ShmChild *
-shm_spawn_launch (const gchar * pipeline, ...)
+ShmChild *shm_spawn_launch (const gchar * pipeline, ...)
     G_GNUC_NULL_TERMINATED;
 /* A producer of @n frames: videotestsrc (is-live=@live) ! CAPS ! tap !
  * pinnedshmsink name=sink @sink_props, waiting in PAUSED for @clients;
  * returns once it printed PAUSED. */
-     ShmChild *shm_spawn_producer (gint n, gboolean live, guint clients,
-    const gchar * sink_props, const gchar * extra_arg, const gchar * extra_val);
+ShmChild *shm_spawn_producer (gint n, gboolean live, guint clients,
+    const gchar * sink_props, const gchar * extra_arg,
+    const gchar * extra_val);
 /* A consumer: pinnedshmsrc name=src connect-timeout=-1 @src_props
  * [! identity sleep-time=@sleep_us] ! fakesink name=tap; @hold: buffers
  * kept at the tap. */
-     ShmChild *shm_spawn_consumer (const gchar * src_props, guint sleep_us,
+ShmChild *shm_spawn_consumer (const gchar * src_props, guint sleep_us,
     const gchar * hold);
 
 /* Reaps @c, which must exit 0 at EOS with no error. */
-     void shm_wait_ok (ShmChild * c, const gchar * who);
+void shm_wait_ok (ShmChild * c, const gchar * who);
 /* Reaps the producer @p (exit 0 at EOS) and returns the @n frames it
  * listed. */
-     GArray *shm_producer_frames (ShmChild * p, gint n);
+GArray *shm_producer_frames (ShmChild * p, gint n);
 /* Reaps the consumer @c (exit 0 at EOS), which got every frame of @src. */
-     void shm_check_got_all (GArray * src, ShmChild * c, const gchar * who);
+void shm_check_got_all (GArray * src, ShmChild * c, const gchar * who);
 
 G_END_DECLS
 #endif
