@@ -418,11 +418,23 @@ GST_START_TEST (test_slow_client)
   /* it got what it may hold, then EOS */
   fail_unless_equals_int (shm_child_get (slow, "RESULT", "frames"), 2);
   fail_unless_equals_int (shm_child_get (slow, "RESULT", "eos"), 1);
-  for (i = 0; i < 3; i++)
-    if (shm_child_get_nth (p, "EOSCLIENT", i, "held") == 2 &&
-        shm_child_get_nth (p, "EOSCLIENT", i, "dropped") == 98)
+  /* the producer's view: it holds 2 for good, every other frame skipped
+   * it. Under load one or two more may have been sent and released unseen
+   * (stale, newest-frame delivery: a newer one was queued behind them):
+   * sent + dropped == 100, released == sent - 2 (issue 25: "sent=2
+   * dropped=98" exactly failed on a loaded machine with sent=3
+   * released=1 dropped=97). */
+  for (i = 0; i < 3; i++) {
+    gint64 sent = shm_child_get_nth (p, "EOSCLIENT", i, "sent");
+    gint64 dropped = shm_child_get_nth (p, "EOSCLIENT", i, "dropped");
+
+    if (shm_child_get_nth (p, "EOSCLIENT", i, "held") == 2
+        && sent + dropped == 100 && dropped >= 90
+        && shm_child_get_nth (p, "EOSCLIENT", i, "released") == sent - 2)
       n_slow++;
-  fail_unless_equals_int (n_slow, 1);
+  }
+  fail_unless (n_slow == 1, "no slow EOSCLIENT (held 2, the rest "
+      "skipped):\n%s", p->out->str);
 
   for (i = 0; i < 2; i++) {
     gint64 frames;
