@@ -34,9 +34,12 @@
  * consumers are served and the default pool is sized for them, so stuck
  * consumers can never hold the slots the others need.
  *
- * Caps, timestamps (PTS, DTS, duration, the segment; the PTS also as
- * CLOCK_MONOTONIC time), flags (key frames: no DELTA_UNIT), video meta and
- * EOS reach the consumers.
+ * Caps, timestamps (PTS, DTS, duration, the segment with only the flags
+ * that mean something in another process; the PTS also as CLOCK_MONOTONIC
+ * time), flags (key frames: no DELTA_UNIT), video meta and EOS reach the
+ * consumers. With #GstPinnedShmSink:wait-for-connection the first frame
+ * waits for #GstPinnedShmSink:min-clients consumers, so several consumers
+ * started before the producer all get every frame.
  *
  * ## Example launch lines
  * |[

@@ -19,12 +19,17 @@
  * (the producer waits for this consumer) and the newest frame (the producer
  * skips it when it lags, and stale queued frames are dropped here); the
  * default follows the producer's liveness. The element asks the producer
- * when it goes to PAUSED: from a non-live producer it is a non-live source
- * and buffers keep the producer's PTS, DTS, duration and segment; from a
- * live one it is a live source and the producer's PTS, sent as
- * CLOCK_MONOTONIC time, becomes running time of this pipeline, so a sink
- * with sync=true renders in step with the producer. With no producer up
- * yet it is live, unless delivery=every-frame. Frames lost on the way are
+ * when it goes to PAUSED (#GstPinnedShmSrc:is-live auto): from a non-live
+ * producer it is a non-live source and buffers keep the producer's PTS,
+ * DTS, duration and segment; from a live one it is a live source and the
+ * producer's PTS, sent as CLOCK_MONOTONIC time, becomes running time of
+ * this pipeline, so a sink with sync=true renders in step with the
+ * producer. With no producer up yet it is live, unless
+ * delivery=every-frame, and a stream that turns out not to be live keeps
+ * its timestamps and segment (the segment's base moved to the running
+ * time it started at), so either start order gives the producer's
+ * timestamps. Only the segment flags that travel are kept (a SEGMENT flag
+ * would keep the stream from ending at EOS). Frames lost on the way are
  * posted as QoS messages (at most one per second). EOS from the producer
  * is pushed downstream; a producer that vanishes without EOS is an error
  * by default (#GstPinnedShmSrc:on-disconnect).
