@@ -673,7 +673,9 @@ test_delivery (void)
   f = next_frame (def);
   CHECK_INT (pf_node_consumer_get_delivery (def), ==, PF_DELIVERY_EVERY_FRAME);
   pf_node_consumer_get_stream (def, &si);
-  CHECK_INT (si.flags, ==, 0);
+  /* not live, and its segment (TIME from 0) says so from the start */
+  CHECK_INT (si.flags, ==, PF_STREAM_HAS_SEGMENT);
+  CHECK_INT (si.segment.format, ==, 3);
   pf_node_frame_release (f);
   f = next_frame (every);
   CHECK_INT (pf_node_consumer_get_delivery (every), ==,
