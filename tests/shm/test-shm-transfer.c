@@ -340,8 +340,7 @@ GST_START_TEST (test_timestamps)
    * ours; a PTS converted wrongly would make the synced appsink wait for
    * ever or fail the exact comparison. A live source (pinnedshmsrc found
    * no producer going to PAUSED) maps the producer's clock time. */
-  c = shm_consumer_new (shm_sock, "connect-timeout=-1", TRUE,
-      ts_live[__i__]);
+  c = shm_consumer_new (shm_sock, "connect-timeout=-1", TRUE, ts_live[__i__]);
   fail_unless (shm_consumer_start (c));
   p = shm_child_spawn ("produce", shm_sock, "--caps",
       "video/x-raw,format=RGBA,width=320,height=240,framerate=30/1",
