@@ -397,48 +397,53 @@ GST_END_TEST;
  * it (run as root): the build tree (the plugin's libraries) and every
  * plugin directory, all of whose parents it must be able to enter (a
  * build inside a 0700 directory, like a home on Debian 12, is out of its
- * reach). NULL when it can (or nobody drops); else why not. */
+ * reach). NULL when it can (or nobody drops); else why not. The kernel is
+ * asked by a shell run as that user (exec'd: under valgrind only this
+ * process is checked). */
+static void
+drop_to_nobody (gpointer user_data)
+{
+  if (setgroups (0, NULL) != 0 || setgid (65534) != 0 || setuid (65534) != 0)
+    _exit (100);
+}
+
 static gchar *
 nobody_cannot_reach_build (void)
 {
   const gchar *root = g_getenv ("PINNEDFLOW_BUILD_ROOT");
   const gchar *plugins = g_getenv ("GST_PLUGIN_PATH_1_0");
-  gchar **dirs;
-  GPtrArray *paths;
-  gchar *why = NULL;
-  pid_t pid;
+  GPtrArray *argv;
+  gchar **dirs, *out = NULL, *why = NULL;
   gint status = 0;
   guint i;
 
   if (geteuid () != 0)
     return NULL;
-  paths = g_ptr_array_new ();
+  argv = g_ptr_array_new ();
+  g_ptr_array_add (argv, (gpointer) "/bin/sh");
+  g_ptr_array_add (argv, (gpointer) "-c");
+  g_ptr_array_add (argv, (gpointer) "for p; do [ -r \"$p\" ] && "
+      "[ -x \"$p\" ] || { printf %s \"$p\"; exit 1; }; done");
+  g_ptr_array_add (argv, (gpointer) "sh");
   if (root)
-    g_ptr_array_add (paths, (gpointer) root);
+    g_ptr_array_add (argv, (gpointer) root);
   dirs = g_strsplit (plugins ? plugins : "", ":", -1);
   for (i = 0; dirs[i]; i++)
     if (dirs[i][0] != '\0')
-      g_ptr_array_add (paths, dirs[i]);
-  pid = fork ();
-  if (pid == 0) {
-    /* the child: a process of uid 65534 asks the kernel itself */
-    if (setgroups (0, NULL) != 0 || setgid (65534) != 0 || setuid (65534) != 0)
-      _exit (100);
-    for (i = 0; i < paths->len; i++)
-      if (access (g_ptr_array_index (paths, i), R_OK | X_OK) != 0)
-        _exit (1 + MIN (i, 98));
-    _exit (0);
-  }
-  if (pid < 0 || waitpid (pid, &status, 0) != pid || !WIFEXITED (status))
-    why = g_strdup ("could not check as uid 65534");
-  else if (WEXITSTATUS (status) == 100)
+      g_ptr_array_add (argv, dirs[i]);
+  g_ptr_array_add (argv, NULL);
+  if (!g_spawn_sync (NULL, (gchar **) argv->pdata, NULL,
+          G_SPAWN_STDERR_TO_DEV_NULL, drop_to_nobody, NULL, &out, NULL,
+          &status, NULL))
+    why = g_strdup ("could not run a check as uid 65534");
+  else if (WIFEXITED (status) && WEXITSTATUS (status) == 100)
     why = g_strdup ("could not drop to uid 65534");
-  else if (WEXITSTATUS (status) != 0)
+  else if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
     why = g_strdup_printf ("uid 65534 cannot read %s (a parent directory "
-        "is closed to others, e.g. mode 0700)",
-        (const gchar *) g_ptr_array_index (paths, WEXITSTATUS (status) - 1));
+        "is closed to others, e.g. mode 0700)", out ? out : "the build");
+  g_free (out);
   g_strfreev (dirs);
-  g_ptr_array_unref (paths);
+  g_ptr_array_unref (argv);
   return why;
 }
 
