@@ -21,6 +21,16 @@ G_BEGIN_DECLS
     | GST_BUFFER_FLAG_DROPPABLE | GST_BUFFER_FLAG_DELTA_UNIT \
     | GST_BUFFER_FLAG_NON_DROPPABLE)
 
+/* GstSegmentFlags that travel in a STREAM's segment: the ones that say
+ * what the frames are (trick mode, key units only, no audio). RESET (a
+ * flushing seek), SEGMENT (a segment seek: its end becomes SEGMENT_DONE,
+ * never EOS) and anything else concern the producer's pipeline alone: the
+ * sink does not send them and the source drops them, with a debug line. */
+#define GST_PINNED_SHM_WIRE_SEGMENT_FLAGS (GST_SEGMENT_FLAG_TRICKMODE \
+    | GST_SEGMENT_FLAG_TRICKMODE_KEY_UNITS \
+    | GST_SEGMENT_FLAG_TRICKMODE_FORWARD_PREDICTED \
+    | GST_SEGMENT_FLAG_TRICKMODE_NO_AUDIO)
+
 /* TRUE when @clock (may be NULL) is a GstSystemClock of type MONOTONIC: its
  * time is CLOCK_MONOTONIC time, the wire's time base, so no offset has to be
  * applied. Both elements call it from their set_clock vfunc. */

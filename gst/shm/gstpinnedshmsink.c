@@ -39,9 +39,12 @@
  * cannot be sized so (capped at 256, a smaller pool-size, max-clients=0)
  * a warning says so at start.
  *
- * Caps, timestamps (PTS, DTS, duration, the segment; the PTS also as
- * CLOCK_MONOTONIC time), flags (key frames: no DELTA_UNIT), video meta and
- * EOS reach the consumers.
+ * Caps, timestamps (PTS, DTS, duration, the segment with only the flags
+ * that mean something in another process; the PTS also as CLOCK_MONOTONIC
+ * time), flags (key frames: no DELTA_UNIT), video meta and EOS reach the
+ * consumers. With #GstPinnedShmSink:wait-for-connection the first frame
+ * waits for #GstPinnedShmSink:min-clients consumers, so several consumers
+ * started before the producer all get every frame.
  *
  * ## Example launch lines
  * |[
@@ -82,6 +85,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_pinned_shm_sink_debug);
 #define DEFAULT_MAX_CLIENT_BUFFERS 4
 #define MAX_MAX_CLIENT_BUFFERS 256
 #define DEFAULT_WAIT_FOR_CONNECTION FALSE
+#define DEFAULT_MIN_CLIENTS 1
 #define DEFAULT_MAX_CLIENTS 4
 #define DEFAULT_RELIABLE_TIMEOUT PF_PRODUCER_DEFAULT_RELIABLE_TIMEOUT_MS
 #define DEFAULT_RELIABLE_TIMEOUT_ACTION GST_PINNED_SHM_SINK_TIMEOUT_DEMOTE
@@ -105,6 +109,7 @@ enum
   PROP_POOL_SIZE,
   PROP_MAX_CLIENT_BUFFERS,
   PROP_WAIT_FOR_CONNECTION,
+  PROP_MIN_CLIENTS,
   PROP_MAX_CLIENTS,
   PROP_RELIABLE_TIMEOUT,
   PROP_RELIABLE_TIMEOUT_ACTION,
@@ -149,8 +154,12 @@ struct _GstPinnedShmSink
   GCond cond;
   pf_producer *producer;
   gboolean wait_for_connection;
+  guint min_clients;            /* the first frame waits for this many */
   gboolean unlocked;
   guint n_clients;
+  /* streaming thread only: the first frame since start() went out (later
+   * frames wait for one client, not min_clients) */
+  gboolean first_sent;
 
   /* streaming thread only; what render reads every frame first, with the
    * counters it updates (each frame starts with cold caches) */
@@ -576,6 +585,12 @@ gst_pinned_shm_sink_set_property (GObject * object, guint prop_id,
       g_cond_broadcast (&self->cond);
       g_mutex_unlock (&self->lock);
       break;
+    case PROP_MIN_CLIENTS:
+      g_mutex_lock (&self->lock);
+      self->min_clients = g_value_get_uint (value);
+      g_cond_broadcast (&self->cond);
+      g_mutex_unlock (&self->lock);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -635,6 +650,11 @@ gst_pinned_shm_sink_get_property (GObject * object, guint prop_id,
       g_value_set_boolean (value, self->wait_for_connection);
       g_mutex_unlock (&self->lock);
       break;
+    case PROP_MIN_CLIENTS:
+      g_mutex_lock (&self->lock);
+      g_value_set_uint (value, self->min_clients);
+      g_mutex_unlock (&self->lock);
+      break;
     case PROP_NUM_CLIENTS:
       g_value_set_uint (value, g_atomic_int_get (&self->n_clients));
       break;
@@ -689,6 +709,7 @@ gst_pinned_shm_sink_start (GstBaseSink * bsink)
   g_mutex_lock (&self->lock);
   g_atomic_int_set (&self->n_clients, 0);
   self->unlocked = FALSE;
+  self->first_sent = FALSE;
   COUNTER_SET (self->frames, 0);
   COUNTER_SET (self->bytes, 0);
   COUNTER_SET (self->zero_copy_frames, 0);
@@ -861,7 +882,11 @@ gst_pinned_shm_sink_event (GstBaseSink * bsink, GstEvent * event)
 
     gst_event_parse_segment (event, &seg);
     ps.format = seg->format;
-    ps.flags = seg->flags;
+    /* only the flags that mean something to another process */
+    ps.flags = seg->flags & GST_PINNED_SHM_WIRE_SEGMENT_FLAGS;
+    if (ps.flags != (guint) seg->flags)
+      GST_DEBUG_OBJECT (self, "segment flags 0x%x not sent (the producer's "
+          "pipeline alone)", seg->flags & ~GST_PINNED_SHM_WIRE_SEGMENT_FLAGS);
     ps.rate = seg->rate;
     ps.applied_rate = seg->applied_rate;
     ps.base = seg->base;
@@ -1140,15 +1165,27 @@ wait_ready (GstPinnedShmSink * self, pf_producer * producer)
   return err;
 }
 
-/* Waits for a client; returns FALSE when unlocked (flushing). Otherwise
- * *@n_clients, under the lock; a frame without clients is counted as
- * dropped here. */
+/* The clients the next frame waits for (wait-for-connection): min-clients
+ * before the first frame, then one. Under the lock. */
+static guint
+clients_needed (GstPinnedShmSink * self)
+{
+  if (!self->wait_for_connection)
+    return 1;
+  return self->first_sent ? 1 : MAX (self->min_clients, 1);
+}
+
+/* Waits for a client (for min-clients before the first frame); returns
+ * FALSE when unlocked (flushing). Otherwise *@n_clients, under the lock; a
+ * frame without clients is counted as dropped here. */
 static gboolean
 wait_for_client (GstPinnedShmSink * self, guint * n_clients)
 {
   g_mutex_lock (&self->lock);
-  while (self->n_clients == 0 && !self->unlocked && self->wait_for_connection) {
-    GST_LOG_OBJECT (self, "waiting for a client");
+  while (self->n_clients < clients_needed (self) && !self->unlocked
+      && self->wait_for_connection) {
+    GST_LOG_OBJECT (self, "waiting for a client (%u of %u connected)",
+        self->n_clients, clients_needed (self));
     g_cond_wait (&self->cond, &self->lock);
   }
   if (self->unlocked) {
@@ -1189,7 +1226,8 @@ gst_pinned_shm_sink_render (GstBaseSink * bsink, GstBuffer * buf)
 
   /* A client is there: no lock (flushing is seen by wait_ready below).
    * Else wait for one, or count the frame dropped. */
-  if (G_UNLIKELY (g_atomic_int_get (&self->n_clients) == 0)) {
+  if (G_UNLIKELY (g_atomic_int_get (&self->n_clients) == 0
+          || !self->first_sent)) {
     while (!wait_for_client (self, &n_clients)) {
       ret = gst_base_sink_wait_preroll (bsink);
       if (ret != GST_FLOW_OK)
@@ -1199,6 +1237,7 @@ gst_pinned_shm_sink_render (GstBaseSink * bsink, GstBuffer * buf)
       GST_LOG_OBJECT (self, "no client, frame dropped");
       return GST_FLOW_OK;
     }
+    self->first_sent = TRUE;
   }
 
   while ((err = wait_ready (self, producer)) < 0) {
@@ -1274,6 +1313,7 @@ gst_pinned_shm_sink_init (GstPinnedShmSink * self)
   self->pool_size = DEFAULT_POOL_SIZE;
   self->max_client_buffers = DEFAULT_MAX_CLIENT_BUFFERS;
   self->wait_for_connection = DEFAULT_WAIT_FOR_CONNECTION;
+  self->min_clients = DEFAULT_MIN_CLIENTS;
   self->max_clients = DEFAULT_MAX_CLIENTS;
   self->reliable_timeout = DEFAULT_RELIABLE_TIMEOUT;
   self->reliable_timeout_action = DEFAULT_RELIABLE_TIMEOUT_ACTION;
@@ -1349,6 +1389,19 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
       ("wait-for-connection", "Wait for connection",
       "Block rendering until a client is connected (FALSE: frames nobody "
       "receives are dropped and counted)", DEFAULT_WAIT_FOR_CONNECTION,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
+  /**
+   * GstPinnedShmSink:min-clients:
+   *
+   * With #GstPinnedShmSink:wait-for-connection, the first frame waits
+   * until this many consumers are connected, so that consumers started
+   * before the producer all get every frame from the first; later frames
+   * wait for one. No effect without wait-for-connection. A consumer that
+   * connects after the first frame still starts at a key frame.
+   */
+  properties[PROP_MIN_CLIENTS] = g_param_spec_uint ("min-clients",
+      "Min clients", "With wait-for-connection: consumers the first frame "
+      "waits for (later frames wait for one)", 1, 1024, DEFAULT_MIN_CLIENTS,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
   /**
    * GstPinnedShmSink:max-clients:

@@ -19,12 +19,17 @@
  * (the producer waits for this consumer) and the newest frame (the producer
  * skips it when it lags, and stale queued frames are dropped here); the
  * default follows the producer's liveness. The element asks the producer
- * when it goes to PAUSED: from a non-live producer it is a non-live source
- * and buffers keep the producer's PTS, DTS, duration and segment; from a
- * live one it is a live source and the producer's PTS, sent as
- * CLOCK_MONOTONIC time, becomes running time of this pipeline, so a sink
- * with sync=true renders in step with the producer. With no producer up
- * yet it is live, unless delivery=every-frame. Frames lost on the way are
+ * when it goes to PAUSED (#GstPinnedShmSrc:is-live auto): from a non-live
+ * producer it is a non-live source and buffers keep the producer's PTS,
+ * DTS, duration and segment; from a live one it is a live source and the
+ * producer's PTS, sent as CLOCK_MONOTONIC time, becomes running time of
+ * this pipeline, so a sink with sync=true renders in step with the
+ * producer. With no producer up yet it is live, unless
+ * delivery=every-frame, and a stream that turns out not to be live keeps
+ * its timestamps and segment (the segment's base moved to the running
+ * time it started at), so either start order gives the producer's
+ * timestamps. Only the segment flags that travel are kept (a SEGMENT flag
+ * would keep the stream from ending at EOS). Frames lost on the way are
  * posted as QoS messages (at most one per second). EOS from the producer
  * is pushed downstream; a producer that vanishes without EOS is an error
  * by default (#GstPinnedShmSrc:on-disconnect).
@@ -76,6 +81,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_pinned_shm_src_debug);
 #define DEFAULT_SOCKET_PATH NULL
 #define DEFAULT_ON_DISCONNECT GST_PINNED_SHM_SRC_ON_DISCONNECT_ERROR
 #define DEFAULT_DELIVERY GST_PINNED_SHM_SRC_DELIVERY_AUTO
+#define DEFAULT_IS_LIVE GST_PINNED_SHM_SRC_IS_LIVE_AUTO
 /* How long going to PAUSED waits, once connected, for a producer's STREAM
  * that knows its liveness (one with a segment; a live producer still in
  * PAUSED has none yet and only guesses). */
@@ -93,6 +99,10 @@ GST_DEBUG_CATEGORY_STATIC (gst_pinned_shm_src_debug);
 /* After a failed handshake (a producer dying while we connect), the next
  * attempt comes this much later. */
 #define CONNECT_RETRY_MS 20
+/* on-disconnect=reconnect: the wait after a refusal (max-clients), doubled
+ * after each one up to the maximum */
+#define REFUSED_RETRY_MIN_MS 100
+#define REFUSED_RETRY_MAX_MS 2000
 
 enum
 {
@@ -105,6 +115,7 @@ enum
   PROP_LOCK_SEGMENTS,
   PROP_BUSY_POLL_US,
   PROP_DELIVERY,
+  PROP_IS_LIVE,
   PROP_STATS,
   N_PROPERTIES
 };
@@ -156,6 +167,14 @@ struct _GstPinnedShmSrc
   /* decided going to PAUSED: a live source (clock-mapped timestamps) or
    * not (the producer's timestamps and segment) */
   gboolean live;
+  /* the producer's timestamps and segment kept (not clock-mapped): a
+   * non-live source, or a live one fed a non-live stream (its liveness
+   * learnt from a STREAM with a segment, after going to PAUSED) */
+  gboolean keep_ts;
+  /* a live source fed a non-live stream: running time of its first
+   * STREAM, added to the segment's base (once per connection) */
+  gboolean have_ts_shift;
+  GstClockTime ts_shift;
   guint64 last_seq;
   gboolean have_seq;
   gboolean have_pending_ev;
@@ -196,6 +215,7 @@ struct _GstPinnedShmSrc
   guint max_mapped_segments;
   gboolean lock_segments;
   GstPinnedShmSrcDelivery delivery;
+  GstPinnedShmSrcIsLive is_live;
 
   /* lock protects consumer (see above) and these stats */
   GMutex lock;
@@ -241,6 +261,26 @@ gst_pinned_shm_src_delivery_get_type (void)
 
   if (g_once_init_enter (&type)) {
     GType t = g_enum_register_static ("GstPinnedShmSrcDelivery", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+GType
+gst_pinned_shm_src_is_live_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_PINNED_SHM_SRC_IS_LIVE_AUTO, "The producer's liveness when it is "
+          "up going to PAUSED, else live (a non-live stream keeps its "
+          "timestamps)", "auto"},
+    {GST_PINNED_SHM_SRC_IS_LIVE_TRUE, "A live source", "true"},
+    {GST_PINNED_SHM_SRC_IS_LIVE_FALSE, "A non-live source", "false"},
+    {0, NULL, NULL},
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstPinnedShmSrcIsLive", values);
     g_once_init_leave (&type, t);
   }
   return type;
@@ -332,6 +372,9 @@ gst_pinned_shm_src_set_property (GObject * object, guint prop_id,
     case PROP_DELIVERY:
       self->delivery = g_value_get_enum (value);
       break;
+    case PROP_IS_LIVE:
+      self->is_live = g_value_get_enum (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -375,6 +418,9 @@ gst_pinned_shm_src_get_property (GObject * object, guint prop_id,
       break;
     case PROP_DELIVERY:
       g_value_set_enum (value, self->delivery);
+      break;
+    case PROP_IS_LIVE:
+      g_value_set_enum (value, self->is_live);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -425,6 +471,7 @@ set_connection (GstPinnedShmSrc * self, pf_consumer * c)
   self->discont = TRUE;
   self->have_seq = FALSE;
   self->ever_connected = TRUE;
+  self->have_ts_shift = FALSE;
   memset (&self->stream, 0, sizeof (self->stream));
 }
 
@@ -582,12 +629,15 @@ connect_producer (GstPinnedShmSrc * self, gint timeout_ms)
   gint64 deadline = -1;
   pf_consumer *c = NULL;
   pf_consumer_options options = { 0, };
+  gboolean reconnect;
+  guint refused = 0, refused_wait_ms = REFUSED_RETRY_MIN_MS;
   gchar *path;
   int err;
 
   GST_OBJECT_LOCK (self);
   path = g_strdup (self->socket_path);
   options.delivery = self->delivery;
+  reconnect = self->on_disconnect == GST_PINNED_SHM_SRC_ON_DISCONNECT_RECONNECT;
   GST_OBJECT_UNLOCK (self);
 
   if (timeout_ms >= 0)
@@ -602,6 +652,31 @@ connect_producer (GstPinnedShmSrc * self, gint timeout_ms)
     err = pf_consumer_connect_with (path, left, self->cancel_fd, &options, &c);
     if (err == 0 || err == -ECANCELED)
       break;
+    if (err == -EUSERS && reconnect) {
+      /* the producer is up but full: try again later, whatever
+       * connect-timeout, with a growing wait; say so once */
+      if (refused++ == 0) {
+        gchar *upath = g_utf8_make_valid (path, -1);
+
+        GST_ELEMENT_WARNING (self, RESOURCE, BUSY,
+            ("The producer on \"%s\" refused this consumer (it serves its "
+                "maximum of consumers); retrying", upath),
+            ("%s (on-disconnect=reconnect: every %u to %u ms until "
+                "accepted)", pf_consumer_connect_error (),
+                REFUSED_RETRY_MIN_MS, REFUSED_RETRY_MAX_MS));
+        g_free (upath);
+      }
+      GST_DEBUG_OBJECT (self, "refused %u times, next try in %u ms", refused,
+          refused_wait_ms);
+      if (wait_or_cancel (self, -1, (gint) refused_wait_ms) < 0) {
+        err = -ECANCELED;
+        break;
+      }
+      refused_wait_ms = MIN (refused_wait_ms * 2, REFUSED_RETRY_MAX_MS);
+      /* a producer is up: as for a lost one, no deadline any more */
+      deadline = -1;
+      continue;
+    }
     if (!gst_pinned_shm_connect_error_is_transient (err)
         || (deadline >= 0 && g_get_monotonic_time () >= deadline)) {
       gst_pinned_shm_post_connect_error (GST_ELEMENT (self), path, err,
@@ -739,7 +814,7 @@ post_qos (GstPinnedShmSrc * self, GstBuffer * buf, gboolean flush)
   if (buf) {
     ts = GST_BUFFER_PTS (buf);
     dur = GST_BUFFER_DURATION (buf);
-    if (self->live) {
+    if (!self->keep_ts) {
       rt = ts;
     } else if (GST_CLOCK_TIME_IS_VALID (ts)) {
       rt = gst_segment_to_running_time (&bsrc->segment, GST_FORMAT_TIME, ts);
@@ -787,7 +862,23 @@ update_counters (GstPinnedShmSrc * self, pf_consumer * c)
   g_mutex_unlock (&self->lock);
 }
 
-/* The producer's STREAM: its liveness, our delivery, its segment. */
+/* The running time of our pipeline now (0 without a clock). */
+static GstClockTime
+now_running_time (GstPinnedShmSrc * self)
+{
+  GstClock *clock = gst_element_get_clock (GST_ELEMENT (self));
+  GstClockTime now, base;
+
+  if (clock == NULL)
+    return 0;
+  now = gst_clock_get_time (clock);
+  base = gst_element_get_base_time (GST_ELEMENT (self));
+  gst_object_unref (clock);
+  return now > base ? now - base : 0;
+}
+
+/* The producer's STREAM: its liveness, our delivery, its segment (with
+ * one: whether its timestamps are kept, keep_ts). */
 static void
 handle_stream (GstPinnedShmSrc * self, const pf_stream_info * info)
 {
@@ -810,12 +901,32 @@ handle_stream (GstPinnedShmSrc * self, const pf_stream_info * info)
             "are skipped for it from now on"));
   }
 
-  if (!self->live && (info->flags & PF_STREAM_HAS_SEGMENT)
-      && info->segment.format == GST_FORMAT_TIME) {
+  if (!(info->flags & PF_STREAM_HAS_SEGMENT))
+    return;
+  if (self->live && (info->flags & PF_STREAM_LIVE)) {
+    if (self->keep_ts) {
+      /* live again after a non-live stream: clock-mapped from now on, in a
+       * segment of running time */
+      GstSegment seg;
+
+      self->keep_ts = FALSE;
+      gst_segment_init (&seg, GST_FORMAT_TIME);
+      gst_base_src_new_segment (GST_BASE_SRC (self), &seg);
+    }
+    return;
+  }
+  /* not live, or a non-live stream: its own timestamps and segment */
+  self->keep_ts = TRUE;
+  if (info->segment.format == GST_FORMAT_TIME) {
     GstSegment seg;
 
     gst_segment_init (&seg, GST_FORMAT_TIME);
-    seg.flags = info->segment.flags;
+    /* a SEGMENT flag would turn the producer's EOS into SEGMENT_DONE and
+     * the stream would never end here: only the flags that travel */
+    seg.flags = info->segment.flags & GST_PINNED_SHM_WIRE_SEGMENT_FLAGS;
+    if (seg.flags != info->segment.flags)
+      GST_DEBUG_OBJECT (self, "producer's segment flags 0x%x dropped",
+          info->segment.flags & ~GST_PINNED_SHM_WIRE_SEGMENT_FLAGS);
     seg.rate = info->segment.rate;
     seg.applied_rate = info->segment.applied_rate;
     seg.base = info->segment.base;
@@ -825,6 +936,18 @@ handle_stream (GstPinnedShmSrc * self, const pf_stream_info * info)
     seg.time = info->segment.time;
     seg.position = info->segment.position;
     seg.duration = info->segment.duration;
+    if (self->live) {
+      /* a live source (it could not know the stream going to PAUSED):
+       * the stream starts now in running time, its timestamps kept */
+      if (!self->have_ts_shift) {
+        self->ts_shift = now_running_time (self);
+        self->have_ts_shift = TRUE;
+      }
+      seg.base += self->ts_shift;
+      GST_INFO_OBJECT (self, "non-live stream in a live source: its "
+          "timestamps kept, segment base moved by %" GST_TIME_FORMAT,
+          GST_TIME_ARGS (self->ts_shift));
+    }
     if (!gst_base_src_new_segment (GST_BASE_SRC (self), &seg))
       GST_WARNING_OBJECT (self, "producer's segment refused: %"
           GST_SEGMENT_FORMAT, &seg);
@@ -843,6 +966,7 @@ probe_producer (GstPinnedShmSrc * self)
 {
   pf_consumer_options options = { 0, };
   pf_consumer *c = NULL;
+  GstPinnedShmSrcIsLive is_live;
   gboolean live, have_path;
   gint64 deadline;
   gchar *path;
@@ -880,10 +1004,14 @@ probe_producer (GstPinnedShmSrc * self)
   path = g_strdup (self->socket_path);
   options.delivery = self->delivery;
   have_path = path != NULL && path[0] != '\0';
+  is_live = self->is_live;
   GST_OBJECT_UNLOCK (self);
   live = options.delivery != GST_PINNED_SHM_SRC_DELIVERY_EVERY_FRAME;
+  if (is_live != GST_PINNED_SHM_SRC_IS_LIVE_AUTO)
+    live = is_live == GST_PINNED_SHM_SRC_IS_LIVE_TRUE;
 
-  if (options.delivery == GST_PINNED_SHM_SRC_DELIVERY_AUTO && have_path
+  if (options.delivery == GST_PINNED_SHM_SRC_DELIVERY_AUTO
+      && is_live == GST_PINNED_SHM_SRC_IS_LIVE_AUTO && have_path
       && self->cancel_fd >= 0 && g_file_test (path, G_FILE_TEST_EXISTS)
       && pf_consumer_connect_with (path, PROBE_CONNECT_MS, self->cancel_fd,
           &options, &c) == 0) {
@@ -935,6 +1063,8 @@ probe_producer (GstPinnedShmSrc * self)
   g_free (path);
 
   self->live = live;
+  self->keep_ts = !live;
+  self->have_ts_shift = FALSE;
   gst_base_src_set_live (GST_BASE_SRC (self), live);
 }
 
@@ -967,7 +1097,7 @@ make_buffer (GstPinnedShmSrc * self, pf_consumer * c, const pf_event * ev,
     goto error;
   }
   gst_pinned_shm_frame_stamp (GST_ELEMENT_CAST (self), self->clock_is_monotonic,
-      !self->live, f, buf);
+      self->keep_ts, f, buf);
   if (note_sequence (self, f, buf))
     self->counters_dirty = TRUE;
   if (!gst_pinned_shm_frame_add_video_meta (f, total,
@@ -989,7 +1119,8 @@ error:
 
 /* The connection ended with @res (pf_consumer_receive()): -ECONNRESET the
  * producer vanished without EOS, -EPIPE it hung up after one, -ETIMEDOUT
- * it stopped reading our releases. @why: the consumer's error text. */
+ * it stopped reading our releases, -ECONNABORTED it disconnected us for
+ * falling behind (and said so). @why: the consumer's error text. */
 static GstFlowReturn
 handle_disconnect (GstPinnedShmSrc * self, gint res, const gchar * why,
     gboolean * retry)
@@ -1018,6 +1149,32 @@ handle_disconnect (GstPinnedShmSrc * self, gint res, const gchar * why,
     GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
         ("The producer stopped reading this consumer's releases"), ("%s", why));
     return GST_FLOW_ERROR;
+  }
+
+  if (res == -ECONNABORTED) {
+    /* the producer said why (REFUSE, fell behind): not a crash */
+    switch (mode) {
+      case GST_PINNED_SHM_SRC_ON_DISCONNECT_EOS:
+        GST_ELEMENT_WARNING (self, RESOURCE, READ,
+            ("The producer disconnected this consumer for falling behind; "
+                "ending the stream"), ("%s (on-disconnect=eos)", why));
+        return GST_FLOW_EOS;
+      case GST_PINNED_SHM_SRC_ON_DISCONNECT_ERROR:
+        GST_ELEMENT_ERROR (self, RESOURCE, READ,
+            ("The producer disconnected this consumer for falling behind"),
+            ("%s (on-disconnect=error)", why));
+        return GST_FLOW_ERROR;
+      case GST_PINNED_SHM_SRC_ON_DISCONNECT_RECONNECT:
+      default:
+        GST_ELEMENT_WARNING (self, RESOURCE, READ,
+            ("The producer disconnected this consumer for falling behind; "
+                "connecting again"), ("%s (on-disconnect=reconnect)", why));
+        g_mutex_lock (&self->lock);
+        self->reconnects++;
+        g_mutex_unlock (&self->lock);
+        *retry = TRUE;
+        return GST_FLOW_OK;
+    }
   }
 
   switch (mode) {
@@ -1159,7 +1316,8 @@ gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
     if (res < 0) {
       gboolean retry = FALSE;
 
-      if (res == -ECONNRESET || res == -EPIPE || res == -ETIMEDOUT) {
+      if (res == -ECONNRESET || res == -EPIPE || res == -ETIMEDOUT
+          || res == -ECONNABORTED) {
         gchar *why = g_utf8_make_valid (pf_consumer_get_error (c), -1);
 
         update_counters (self, c);
@@ -1238,7 +1396,9 @@ gst_pinned_shm_src_init (GstPinnedShmSrc * self)
   self->lock_segments = DEFAULT_LOCK_SEGMENTS;
   self->busy_poll_us = DEFAULT_BUSY_POLL_US;
   self->delivery = DEFAULT_DELIVERY;
+  self->is_live = DEFAULT_IS_LIVE;
   self->live = TRUE;
+  self->keep_ts = FALSE;
   self->poll_first_probe = TRUE;
   self->last_latency = G_MAXUINT64;
   self->cancel_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -1384,6 +1544,24 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
       "liveness)", GST_TYPE_PINNED_SHM_SRC_DELIVERY, DEFAULT_DELIVERY,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
   /**
+   * GstPinnedShmSrc:is-live:
+   *
+   * Whether the element is a live source, decided going to PAUSED.
+   * `auto` (the default): the producer's liveness when it is up then (the
+   * element asks it); when it is not up yet, live (unless
+   * delivery=every-frame), and a stream that turns out not to be live
+   * keeps the producer's PTS, DTS, duration and segment, the segment's
+   * base moved by the running time at which the stream started. `true`: a
+   * live source (a live stream's timestamps clock-mapped, a non-live
+   * stream's kept as for auto). `false`: a non-live source, every stream's
+   * timestamps and segment as the producer sent them.
+   */
+  properties[PROP_IS_LIVE] = g_param_spec_enum ("is-live", "Is live",
+      "Live source: auto (the producer's liveness, live when it is not up "
+      "yet), true, false; a non-live stream keeps its timestamps",
+      GST_TYPE_PINNED_SHM_SRC_IS_LIVE, DEFAULT_IS_LIVE,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  /**
    * GstPinnedShmSrc:stats:
    *
    * A structure with connected (gboolean), frames, bytes, reconnects,
@@ -1423,4 +1601,5 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
 
   gst_type_mark_as_plugin_api (GST_TYPE_PINNED_SHM_SRC_ON_DISCONNECT, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_PINNED_SHM_SRC_DELIVERY, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_PINNED_SHM_SRC_IS_LIVE, 0);
 }

@@ -49,6 +49,27 @@ typedef enum
   GST_PINNED_SHM_SRC_DELIVERY_NEWEST_FRAME = 2,
 } GstPinnedShmSrcDelivery;
 
+/**
+ * GstPinnedShmSrcIsLive:
+ * @GST_PINNED_SHM_SRC_IS_LIVE_AUTO: the producer's liveness when it is up
+ *   going to PAUSED; live otherwise (a non-live stream then keeps its
+ *   timestamps)
+ * @GST_PINNED_SHM_SRC_IS_LIVE_TRUE: always a live source
+ * @GST_PINNED_SHM_SRC_IS_LIVE_FALSE: never a live source
+ *
+ * Whether pinnedshmsrc is a live source.
+ */
+typedef enum
+{
+  GST_PINNED_SHM_SRC_IS_LIVE_AUTO = 0,
+  GST_PINNED_SHM_SRC_IS_LIVE_TRUE = 1,
+  GST_PINNED_SHM_SRC_IS_LIVE_FALSE = 2,
+} GstPinnedShmSrcIsLive;
+
+#define GST_TYPE_PINNED_SHM_SRC_IS_LIVE \
+  (gst_pinned_shm_src_is_live_get_type ())
+GType gst_pinned_shm_src_is_live_get_type (void);
+
 #define GST_TYPE_PINNED_SHM_SRC_DELIVERY \
   (gst_pinned_shm_src_delivery_get_type ())
 GType gst_pinned_shm_src_delivery_get_type (void);

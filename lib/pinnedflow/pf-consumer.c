@@ -800,6 +800,15 @@ handle_packet (pf_consumer * c, size_t len, int *fds, unsigned int n_fds,
       ev->type = PF_EVENT_STREAM;
       ev->stream = c->stream;
       return 1;
+    case PF_MSG_REFUSE:
+      /* mid-stream: the producer says why it is about to close */
+      if (msg->u.refuse.reason == PF_REFUSE_FELL_BEHIND)
+        return consumer_fail (c, -ECONNABORTED, "the producer disconnected "
+            "this consumer for falling behind: it held its frames past the "
+            "producer's reliable timeout (%u ms; 0: while the producer had "
+            "no free frame)", msg->u.refuse.limit);
+      return consumer_fail (c, -EPROTO, "REFUSE (reason %u) after the "
+          "handshake", msg->u.refuse.reason);
     default:
       return consumer_fail (c, -EPROTO, "unexpected message type %u from "
           "the producer", msg->type);
@@ -1242,6 +1251,10 @@ handshake (pf_consumer * c, const char *who, int timeout_ms, int cancel_fd)
   if (res < 0)
     return handshake_fail (c, res, "bad HELLO from %s: %s", who,
         pf_msg_error ());
+  if (c->msg.type == PF_MSG_REFUSE
+      && c->msg.u.refuse.reason != PF_REFUSE_TOO_MANY_CONSUMERS)
+    return handshake_fail (c, -EPROTO, "%s sent REFUSE (reason %u) instead "
+        "of its HELLO", who, c->msg.u.refuse.reason);
   if (c->msg.type == PF_MSG_REFUSE)
     return handshake_fail (c, -EUSERS, "%s refused the connection: it "
         "serves its maximum of %u consumers", who, c->msg.u.refuse.limit);

@@ -54,6 +54,16 @@
 /* While no slot is free, the reliable timeout is applied this often. */
 #define LOAN_SLICE_MS 50
 
+/* The segment every node producer states: TIME from 0, rate 1 (the PTS
+ * the application gives are its stream time). */
+static const pf_stream_segment default_segment = {
+  .format = 3,                  /* GST_FORMAT_TIME */
+  .rate = 1.0,
+  .applied_rate = 1.0,
+  .stop = PF_TIME_NONE,
+  .duration = PF_TIME_NONE,
+};
+
 struct pf_node_producer
 {
   pf_producer *transport;
@@ -172,6 +182,10 @@ pf_node_producer_new (const pf_node_producer_config * config,
     free (p);
     return res;
   }
+  /* A STREAM with a segment says the liveness is known (not live until
+   * pf_node_producer_set_live()): a consumer with delivery auto starts at
+   * once instead of waiting for one (pinnedshmsrc waited 1 s). */
+  pf_producer_set_segment (p->transport, &default_segment);
   *out = p;
   return 0;
 }

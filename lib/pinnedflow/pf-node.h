@@ -394,8 +394,10 @@ PF_API int pf_node_consumer_get_fd (pf_node_consumer * c);
  * -EPROTO every later call fails the same way: free the consumer.
  *
  * Returns: 1 (frame), PF_NODE_EOS, 0 (timeout), -ECONNRESET (the producer
- * went away without EOS: crashed, killed, or closed mid-stream), -EPIPE
- * (it hung up after EOS), -ETIMEDOUT (it stopped reading our releases),
+ * went away without EOS: crashed, killed, or closed mid-stream),
+ * -ECONNABORTED (it disconnected this consumer for falling behind, and
+ * said so), -EPIPE (it hung up after EOS), -ETIMEDOUT (it stopped reading
+ * our releases),
  * -EPROTO (the producer broke the protocol), -EDQUOT (its segments exceed
  * the budget, pf_node_consumer_set_budget()); pf_node_consumer_get_error()
  * says what happened.

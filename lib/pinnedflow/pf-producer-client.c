@@ -712,6 +712,21 @@ client_update_stream (pf_producer * p, struct client *c, int force)
   client_send_ctl (p, c, buf, pf_msg_write_stream (buf, &info), -1);
 }
 
+/* Before disconnecting @c for falling behind: a REFUSE that tells it why
+ * (issue 25: not the words of a crash). Best effort: a full socket
+ * loses it. */
+static void
+client_say_fell_behind (pf_producer * p, struct client *c, uint32_t limit)
+{
+  uint8_t buf[sizeof (struct pf_msg_refuse)];
+
+  /* queued behind others, it would be dropped with them by client_fail */
+  if (c->q_head != NULL)
+    return;
+  client_send_ctl (p, c, buf, pf_msg_write_refuse (buf,
+          PF_REFUSE_FELL_BEHIND, limit), -1);
+}
+
 void
 client_reliable_timeout (pf_producer * p, struct client *c,
     uint64_t blocked_ns, int why, struct event_list *ev)
@@ -738,6 +753,7 @@ client_reliable_timeout (pf_producer * p, struct client *c,
         "disconnected", c->info.client_id, (int) c->info.pid, c->n_held,
         blocked_ns / 1000000, cause, bound);
     producer_push_client_event (ev, &e);
+    client_say_fell_behind (p, c, bound > 0 ? (uint32_t) bound : 0);
     client_fail (p, c, -ETIMEDOUT, "held its %u frames past the %s of %d ms",
         c->n_held, cause, bound);
     return;
@@ -772,6 +788,7 @@ client_evict_stalled (pf_producer * p, struct client *c, uint64_t stalled_ns,
       "no free frame: disconnected", c->info.client_id, (int) c->info.pid,
       c->n_held, stalled_ns / 1000000);
   producer_push_client_event (ev, &e);
+  client_say_fell_behind (p, c, 0);
   client_fail (p, c, -ETIMEDOUT, "held %u frames without releasing any for "
       "%" PRIu64 " ms while the producer had no free frame", c->n_held,
       stalled_ns / 1000000);

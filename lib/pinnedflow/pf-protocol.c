@@ -766,7 +766,8 @@ pf_msg_parse (const void *buf, size_t len, unsigned int n_fds,
       msg->u.refuse.hdr = h;
       msg->u.refuse.reason = get32 (buf, OFF (pf_msg_refuse, reason));
       msg->u.refuse.limit = get32 (buf, OFF (pf_msg_refuse, limit));
-      if (msg->u.refuse.reason != PF_REFUSE_TOO_MANY_CONSUMERS)
+      if (msg->u.refuse.reason != PF_REFUSE_TOO_MANY_CONSUMERS
+          && msg->u.refuse.reason != PF_REFUSE_FELL_BEHIND)
         return fail (-EPROTO, "REFUSE: unknown reason %u",
             msg->u.refuse.reason);
       return 0;

@@ -47,6 +47,11 @@ enum pf_msg_type {
 /* REFUSE reasons */
 enum pf_refuse_reason {
   PF_REFUSE_TOO_MANY_CONSUMERS = 1,     /* limit: the producer's max */
+  /* after the handshake, right before the producer closes the connection:
+   * the consumer fell behind (held its frames past the reliable timeout,
+   * or released none while the producer had no free frame); limit: the
+   * reliable timeout in ms, 0 for the latter */
+  PF_REFUSE_FELL_BEHIND = 2,
 };
 
 /* HELLO flags (version 2): a consumer's requested enum pf_delivery (0: the

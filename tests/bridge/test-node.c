@@ -673,7 +673,9 @@ test_delivery (void)
   f = next_frame (def);
   CHECK_INT (pf_node_consumer_get_delivery (def), ==, PF_DELIVERY_EVERY_FRAME);
   pf_node_consumer_get_stream (def, &si);
-  CHECK_INT (si.flags, ==, 0);
+  /* not live, and its segment (TIME from 0) says so from the start */
+  CHECK_INT (si.flags, ==, PF_STREAM_HAS_SEGMENT);
+  CHECK_INT (si.segment.format, ==, 3);
   pf_node_frame_release (f);
   f = next_frame (every);
   CHECK_INT (pf_node_consumer_get_delivery (every), ==,
@@ -747,7 +749,8 @@ test_delivery (void)
 
 /* The pool is the producer's only memory: consumers holding every slot
  * without releasing are disconnected after the reliable timeout, whatever
- * their delivery, and see the producer as lost (never a clean end). */
+ * their delivery, and are told they fell behind (-ECONNABORTED, issue 25;
+ * never a clean end, nor the words of a crash). */
 static void
 test_stalled_pool (void)
 {
@@ -776,8 +779,9 @@ test_stalled_pool (void)
   CHECK_INT (pf_node_producer_discard (p, &loan), ==, 0);
   CHECK_INT (pf_node_producer_get_n_clients (p), ==, 0);
   res = pf_node_consumer_next (c, 10000, &g);
-  CHECK_MSG (res == -ECONNRESET, "%d (%s)", res,
+  CHECK_MSG (res == -ECONNABORTED, "%d (%s)", res,
       pf_node_consumer_get_error (c));
+  CHECK (strstr (pf_node_consumer_get_error (c), "falling behind") != NULL);
   CHECK (check_rgba (f[1]->data, &f[1]->layout, 1) == 0);
   pf_node_frame_release (f[0]);
   pf_node_frame_release (f[1]);

@@ -72,6 +72,10 @@ IDLE_MS = 1500
 # srtsink drops its connection when stopped: the sender stays up this long
 # after EOS so the receiver's latency window (125 ms) drains
 SRT_LINGER_MS = 1000
+# SRT's buffers (bytes, URI options rcvbuf/sndbuf): at least the stream over
+# the latency window, or a full receiver buffer stalls both ends for ever
+# (libsrt's default 8192 packets; docs/multihost.md, "RTP over SRT")
+SRT_BUF = 32 * 1024 * 1024
 
 
 class Children(object):
@@ -197,14 +201,15 @@ def case_rtp_raw():
 def srt_sender(port, latency=125):
     # mtu=1316: one RTP packet per SRT live-mode message (1316 bytes at most)
     return ("%s ! rtpvrawpay mtu=1316 ! srtsink name=net "
-            "uri=srt://127.0.0.1:%d?mode=caller latency=%d"
-            % (SRC, port, latency))
+            "uri=srt://127.0.0.1:%d?mode=caller&sndbuf=%d latency=%d"
+            % (SRC, port, SRT_BUF, latency))
 
 
 def srt_receiver(port, latency=125):
-    return ("srtsrc uri=srt://127.0.0.1:%d?mode=listener latency=%d ! %s ! "
+    return ("srtsrc uri=srt://127.0.0.1:%d?mode=listener&rcvbuf=%d "
+            "latency=%d ! %s ! "
             "rtpvrawdepay ! pinnedshmsink name=sink socket-path={sock} "
-            "wait-for-connection=true" % (port, latency, RTP_CAPS))
+            "wait-for-connection=true" % (port, SRT_BUF, latency, RTP_CAPS))
 
 
 def case_srt():

@@ -257,6 +257,12 @@ one_disconnected (gpointer data)
 }
 
 static gboolean
+two_connected (gpointer data)
+{
+  return g_atomic_int_get (&((ClientCounts *) data)->connected) >= 2;
+}
+
+static gboolean
 all_disconnected (gpointer data)
 {
   return g_atomic_int_get (&((ClientCounts *) data)->disconnected) >= 2;
@@ -299,6 +305,9 @@ GST_START_TEST (test_kill_consumer_reclaim)
   d[1] = GINT_TO_POINTER (slow->pid);
   wait_until (slow_holds_all, d);
   healthy = shm_child_spawn ("consume", shm_sock, NULL);
+  /* connected before the slow one dies: the 30 frames counted below all
+   * go to it (a loaded machine started it after them: 20 frames) */
+  wait_until (two_connected, &cc);
 
   shm_child_kill (slow, SIGKILL);
   wait_until (one_disconnected, &cc);

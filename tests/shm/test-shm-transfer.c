@@ -324,7 +324,10 @@ GST_START_TEST (test_caps_change)
 GST_END_TEST;
 
 /* A live producer, and a non-live one whose consumer started first (so it
- * could not ask: a live source). */
+ * could not ask: a live source, which keeps a non-live stream's own
+ * timestamps, issue 25: checked exactly in test-shm-order.c; here the
+ * synced appsink must get every frame, which it would not with a wrong
+ * segment base). */
 static const gboolean ts_live[] = { FALSE, TRUE };
 
 GST_START_TEST (test_timestamps)
@@ -337,7 +340,7 @@ GST_START_TEST (test_timestamps)
    * ours; a PTS converted wrongly would make the synced appsink wait for
    * ever or fail the exact comparison. A live source (pinnedshmsrc found
    * no producer going to PAUSED) maps the producer's clock time. */
-  c = shm_consumer_new (shm_sock, "connect-timeout=-1", TRUE, TRUE);
+  c = shm_consumer_new (shm_sock, "connect-timeout=-1", TRUE, ts_live[__i__]);
   fail_unless (shm_consumer_start (c));
   p = shm_child_spawn ("produce", shm_sock, "--caps",
       "video/x-raw,format=RGBA,width=320,height=240,framerate=30/1",
@@ -349,16 +352,16 @@ GST_START_TEST (test_timestamps)
   fail_unless (r->eos);
   fail_unless_equals_int (r->frames, 15);
   fail_unless_equals_int (r->bad, 0);
+  if (!ts_live[__i__])
+    goto done;
   /* the preroll frame is stamped before the producer has a base time */
   fail_unless (r->ts_checked >= 14);
   /* PTS + our base time == the producer's running time + its base time
    * (+ its sink's latency). A live producer's first frame may differ: its
    * sink learns its latency (one frame at 30/s) while that frame waits for
    * its render time, after the stamp was taken. */
-  if (ts_live[__i__])
-    fail_unless (r->ts_bad <= 1, "%u PTS wrong", r->ts_bad);
-  else
-    fail_unless_equals_int (r->ts_bad, 0);
+  fail_unless (r->ts_bad <= 1, "%u PTS wrong", r->ts_bad);
+done:
   shm_consumer_free (c);
   fail_unless_equals_int (shm_child_wait (p), 0);
 }
@@ -414,11 +417,23 @@ GST_START_TEST (test_slow_client)
   /* it got what it may hold, then EOS */
   fail_unless_equals_int (shm_child_get (slow, "RESULT", "frames"), 2);
   fail_unless_equals_int (shm_child_get (slow, "RESULT", "eos"), 1);
-  for (i = 0; i < 3; i++)
-    if (shm_child_get_nth (p, "EOSCLIENT", i, "held") == 2 &&
-        shm_child_get_nth (p, "EOSCLIENT", i, "dropped") == 98)
+  /* the producer's view: it holds 2 for good, every other frame skipped
+   * it. Under load one or two more may have been sent and released unseen
+   * (stale, newest-frame delivery: a newer one was queued behind them):
+   * sent + dropped == 100, released == sent - 2 (issue 25: "sent=2
+   * dropped=98" exactly failed on a loaded machine with sent=3
+   * released=1 dropped=97). */
+  for (i = 0; i < 3; i++) {
+    gint64 sent = shm_child_get_nth (p, "EOSCLIENT", i, "sent");
+    gint64 dropped = shm_child_get_nth (p, "EOSCLIENT", i, "dropped");
+
+    if (shm_child_get_nth (p, "EOSCLIENT", i, "held") == 2
+        && sent + dropped == 100 && dropped >= 90
+        && shm_child_get_nth (p, "EOSCLIENT", i, "released") == sent - 2)
       n_slow++;
-  fail_unless_equals_int (n_slow, 1);
+  }
+  fail_unless (n_slow == 1, "no slow EOSCLIENT (held 2, the rest "
+      "skipped):\n%s", p->out->str);
 
   for (i = 0; i < 2; i++) {
     gint64 frames;

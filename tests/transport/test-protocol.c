@@ -654,7 +654,8 @@ test_stream (void)
   CHECK_INT (parse_stream_bits (&in, 0, 0, 0), ==, -EPROTO);
 }
 
-/* REFUSE: the producer's answer past max_clients. */
+/* REFUSE: the producer's answer past max_clients, or its reason for
+ * disconnecting a consumer that fell behind; other reasons refused. */
 static void
 test_refuse (void)
 {
@@ -665,7 +666,11 @@ test_refuse (void)
   CHECK_INT (msg.type, ==, PF_MSG_REFUSE);
   CHECK_INT (msg.u.refuse.reason, ==, PF_REFUSE_TOO_MANY_CONSUMERS);
   CHECK_INT (msg.u.refuse.limit, ==, 3);
-  put32 (16, 2);
+  /* reason 2 (issue 25): the consumer fell behind, sent mid-stream */
+  put32 (16, PF_REFUSE_FELL_BEHIND);
+  CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, 0);
+  CHECK_INT (msg.u.refuse.reason, ==, PF_REFUSE_FELL_BEHIND);
+  put32 (16, 3);
   CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTO);
 }
 

@@ -74,7 +74,9 @@ class PinnedflowError(OSError):
 class ProducerLost(PinnedflowError, ConnectionResetError):
     """The producer went away without EOS (crashed, killed, or closed
     mid-stream): frames may be missing, this is not an end of stream.
-    errno ECONNRESET; a ConnectionError too."""
+    errno ECONNRESET; a ConnectionError too. Also raised, with errno
+    ECONNABORTED and its own message, when the producer disconnected this
+    consumer for falling behind (it said so first)."""
 
 
 # Consumer(delivery=...) values (docs/protocol.md, section 7.1)
@@ -571,7 +573,7 @@ class Consumer(_Handle):
             return None
         detail = _n.lib.pf_node_consumer_get_error(self._p).decode(
             "utf-8", "replace")
-        if -res == _errno.ECONNRESET:
+        if -res in (_errno.ECONNRESET, _errno.ECONNABORTED):
             raise ProducerLost(res, "next", detail)
         if -res == _errno.EPIPE:
             raise ConnectionError(_errno.EPIPE, "producer gone: " + detail)
