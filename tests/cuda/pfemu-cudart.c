@@ -2298,7 +2298,8 @@ run_read (struct op *o)
 }
 
 /* Queues a reader of @height rows of @width bytes at @dev (@pitch apart)
- * on @stream (a live stream, NULL: the legacy stream): when its turn
+ * on @stream (a live stream; NULL, 1 or 2: the legacy stream, as
+ * STREAM_HANDLE maps cudaStreamLegacy and cudaStreamPerThread): when its turn
  * comes it runs @late_us, then leaves the rows it read at the end in
  * @dst (packed). @dst is valid once the stream was synchronised. Counters
  * "reads" (readers run), "reads.overwritten" (readers whose memory
@@ -2315,6 +2316,7 @@ pfemu_stream_read (void *stream, const void *dev, size_t pitch, size_t width,
 
   if (!dev || !dst || width == 0 || height == 0 || width > pitch || late_us < 0)
     return cudaErrorInvalidValue;
+  stream = STREAM_HANDLE (stream);
   pthread_mutex_lock (&G);
   s = stream ? find_stream_locked (stream) : legacy_locked ();
   if (!s) {

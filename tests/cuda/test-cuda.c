@@ -28,6 +28,7 @@
 #include "cuda-test-util.h"
 
 static gboolean emulated;
+static gboolean cuda_memory;    /* the upload offers memory:CUDAMemory */
 static gchar *cudart_env;       /* GST_PINNEDFLOW_CUDART at start */
 static CudaTestEmu pfemu;       /* when emulated */
 
@@ -188,6 +189,10 @@ typedef struct
   gboolean download;            /* else upload ! fakesink */
   gboolean hold_output;         /* upload ! appsink keeping every frame */
   gint device_id;
+  /* The upload's output caps feature ("memory:PinnedflowCUDA"), or NULL
+   * for what negotiation picks: memory:CUDAMemory where libgstcuda binds
+   * a GstCudaContext (a driver is present) and downstream takes any. */
+  const gchar *memory;
 } RoundTrip;
 
 typedef struct
@@ -226,7 +231,7 @@ run_round_trip (const RoundTrip * rt, RoundTripResult * res)
   GstBufferPool *pool = NULL;
   pf_segment *rw_seg = NULL, *ro_seg = NULL;
   gsize slot = 0;
-  gchar *desc, *tail;
+  gchar *desc, *tail, *filter;
   guint i;
 
   memset (res, 0, sizeof (*res));
@@ -243,9 +248,12 @@ run_round_trip (const RoundTrip * rt, RoundTripResult * res)
     tail = g_strdup ("appsink name=sink sync=false max-buffers=0");
   else
     tail = g_strdup ("fakesink name=sink sync=false");
+  filter = rt->memory ? g_strdup_printf ("video/x-raw(%s) ! ", rt->memory) :
+      g_strdup ("");
   desc = g_strdup_printf ("appsrc name=src format=time ! "
-      "pinnedcudaupload name=up device-id=%d max-inflight=%u ! %s",
-      rt->device_id, rt->max_inflight, tail);
+      "pinnedcudaupload name=up device-id=%d max-inflight=%u ! %s%s",
+      rt->device_id, rt->max_inflight, filter, tail);
+  g_free (filter);
   g_free (tail);
   pipeline = gst_parse_launch (desc, NULL);
   g_free (desc);
@@ -698,11 +706,18 @@ GST_START_TEST (test_insufficient_driver)
 GST_END_TEST;
 
 /* A CUDA call failing mid-stream: an element error with the CUDA error
- * string, then a teardown that releases everything (fixture). */
+ * string, then a teardown that releases everything (fixture). The cases
+ * about our device frames (their pool, the download's wait on their
+ * event) pin memory:PinnedflowCUDA: where a driver is present libgstcuda
+ * binds a GstCudaContext and fakesink / pinnedcudadownload would otherwise
+ * get memory:CUDAMemory (libgstcuda's pool, cuMemAllocPitch; on 1.22 no
+ * event to wait on), and the cudart call injected would never be made. */
+#define PINNED_MEMORY "memory:PinnedflowCUDA"
 static const struct
 {
   const gchar *fail, *expect;
   gboolean download;
+  const gchar *memory;
 } injections[] = {
   {"Memcpy2DAsync:5:700", "an illegal memory access was encountered", TRUE},
   {"EventRecord:6:719", "unspecified launch failure", FALSE},
@@ -710,11 +725,11 @@ static const struct
   /* the release thread's wait for the last frame: reported at EOS */
   {"EventSynchronize:20:719", "CUDA error in cudaEventSynchronize: "
         "cudaErrorLaunchFailure (719)", FALSE},
-  {"StreamWaitEvent:4:400", "invalid resource handle", TRUE},
+  {"StreamWaitEvent:4:400", "invalid resource handle", TRUE, PINNED_MEMORY},
   /* the device frame pool: pitch probe, then its preallocation */
   {"MallocPitch:1:2", "cudaMallocPitch failed: cudaErrorMemoryAllocation",
-      FALSE},
-  {"MallocPitch:3:2", "out of memory", FALSE},
+      FALSE, PINNED_MEMORY},
+  {"MallocPitch:3:2", "out of memory", FALSE, PINNED_MEMORY},
   /* at start */
   {"StreamCreateWithFlags:1:2", "cudaStreamCreateWithFlags", FALSE},
   {"EventCreateWithFlags:2:2", "cudaEventCreateWithFlags", FALSE},
@@ -727,6 +742,7 @@ GST_START_TEST (test_injected_failure)
   };
   RoundTripResult res;
 
+  rt.memory = injections[__i__].memory;
   run_injected (&rt, injections[__i__].fail, &res);
   fail_unless (res.error != NULL, "no error posted for %s",
       injections[__i__].fail);
@@ -742,10 +758,14 @@ GST_END_TEST;
 /* A device frame that cannot be allocated once the stream runs: the pool
  * preallocated max-inflight + 1 frames (pitch probe = cudaMallocPitch call
  * 1, then calls 2-4); downstream keeps every frame, so the 4th frame needs
- * a 5th allocation, which fails. */
+ * a 5th allocation, which fails. (The pool's limit, max-inflight + 3, is
+ * not reached: downstream holding more frames than that blocks the upload
+ * until one comes back, as with any bounded pool.) */
 GST_START_TEST (test_device_frame_alloc_fails_midstream)
 {
-  RoundTrip rt = { "NV12", 96, 64, INPUT_PINNED_POOL, 0, 8, 2, FALSE, TRUE };
+  RoundTrip rt = { "NV12", 96, 64, INPUT_PINNED_POOL, 0, 8, 2, FALSE, TRUE,
+    0, PINNED_MEMORY
+  };
   RoundTripResult res;
 
   run_injected (&rt, "MallocPitch:5:2", &res);
@@ -761,6 +781,31 @@ GST_START_TEST (test_device_frame_alloc_fails_midstream)
   fail_unless_equals_int (EMU ("unregister.pending"), 0);
   round_trip_result_clear (&res);
   /* the fixture checks the leak report and the live segments */
+}
+
+GST_END_TEST;
+
+/* The same on memory:CUDAMemory (only where a GstCudaContext is bound:
+ * the driver stand-in is loaded): the frames come from libgstcuda's pool
+ * of the pipeline's context, each a cuMemAllocPitch_v2 (call 1: the
+ * pool's stride probe in set_config, calls 2-4: its preallocation); the
+ * 4th frame's allocation fails, and the element posts an error instead of
+ * waiting. */
+GST_START_TEST (test_cuda_memory_alloc_fails_midstream)
+{
+  RoundTrip rt = { "NV12", 96, 64, INPUT_PINNED_POOL, 0, 8, 2, FALSE, TRUE,
+    0, "memory:CUDAMemory"
+  };
+  RoundTripResult res;
+
+  run_injected (&rt, "cuMemAllocPitch_v2:5:2", &res);
+  fail_unless_equals_uint64 (get_stat (res.up_stats, "frames"),
+      rt.max_inflight + 1);
+  fail_unless (res.error != NULL, "no error posted");
+  fail_unless (strstr (res.error, "Could not get a CUDA device frame") !=
+      NULL, "%s", res.error);
+  fail_unless_equals_int (EMU ("unregister.pending"), 0);
+  round_trip_result_clear (&res);
 }
 
 GST_END_TEST;
@@ -1259,6 +1304,31 @@ GST_END_TEST;
 
 /* ------------------------------------------------------------ main */
 
+/* Whether pinnedcudaupload offers memory:CUDAMemory first: libgstcuda
+ * found a driver (the libcuda.so.1 stand-in in cuda-emulated-driver, the
+ * real one on a GPU host), so a GstCudaContext gets bound when it starts
+ * and downstream that takes any memory gets GstCudaMemory. */
+static gboolean
+upload_offers_cuda_memory (void)
+{
+  GstElement *up = gst_element_factory_make ("pinnedcudaupload", NULL);
+  GstPad *pad;
+  GstCaps *caps;
+  gboolean yes;
+
+  if (up == NULL)
+    return FALSE;               /* the tests say so */
+  pad = gst_element_get_static_pad (up, "src");
+  caps = gst_pad_query_caps (pad, NULL);
+  yes = !gst_caps_is_empty (caps) &&
+      gst_caps_features_contains (gst_caps_get_features (caps, 0),
+      "memory:CUDAMemory");
+  gst_caps_unref (caps);
+  gst_object_unref (pad);
+  gst_object_unref (up);
+  return yes;
+}
+
 static Suite *
 cuda_suite (void)
 {
@@ -1290,6 +1360,8 @@ cuda_suite (void)
     tcase_add_loop_test (emu, test_injected_failure, 0,
         G_N_ELEMENTS (injections));
     tcase_add_test (emu, test_device_frame_alloc_fails_midstream);
+    if (cuda_memory)
+      tcase_add_test (emu, test_cuda_memory_alloc_fails_midstream);
     tcase_add_test (emu, test_second_device);
     tcase_add_test (emu, test_free_waits_for_copy);
     tcase_add_test (emu, test_registration_failure_handled);
@@ -1321,6 +1393,11 @@ main (int argc, char **argv)
       return 1;
     }
     emulated = TRUE;
+    cuda_memory = upload_offers_cuda_memory ();
+    g_print ("cuda-emulated: %s\n", cuda_memory ?
+        "libgstcuda finds the driver stand-in: a GstCudaContext is bound, "
+        "memory:CUDAMemory offered" : "no driver for libgstcuda: no "
+        "GstCudaContext, memory:PinnedflowCUDA only");
   } else {
     GError *error = NULL;
     if (gst_pinned_cuda_runtime_open_device (0, &error) == NULL) {

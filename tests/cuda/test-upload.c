@@ -38,6 +38,13 @@
  *              for the readers before cudaFree (no reader faults); a stream
  *              named twice is one reader; at most
  *              PF_DEVICE_FRAME_MAX_READERS; a released frame is refused
+ *   defaults   pf_device_frame_read_on with the default streams, each made
+ *              to wait: NULL and PF_CUDA_STREAM_LEGACY (__dlpack__(stream=
+ *              None / 1), torch's and CuPy's default) and
+ *              PF_CUDA_STREAM_PER_THREAD (stream=2); a late read queued
+ *              there, the frame released at once, the next upload into the
+ *              one pool buffer waits for that read (bytes of the read
+ *              frame's, no read overwritten, one reader wait each)
  *   errors     GST_PINNEDFLOW_CUDART naming a missing library: -ENOENT and
  *              "Could not load the CUDA runtime"; a runtime answering 35
  *              (no driver): -ENODEV naming cudaErrorInsufficientDriver (35);
@@ -916,6 +923,67 @@ run_readers (void)
   check_nothing_alive ();
 }
 
+#define DEFAULT_STREAMS 3
+
+static void
+run_defaults (void)
+{
+  static const pf_cuda_stream handle[DEFAULT_STREAMS] = {
+    NULL, PF_CUDA_STREAM_LEGACY, PF_CUDA_STREAM_PER_THREAD
+  };
+  /* one pool buffer: every upload rewrites the frame just released */
+  pf_uploader *up = new_uploader (2, 1, 0);
+  const pf_cuda_runtime *rt = pf_uploader_get_runtime (up);
+  pf_uploader_stats st;
+  pf_segment *seg;
+  size_t slot = 64 * 1024, frame_bytes = (size_t) rgba_rows[0] * rgba_bytes[0];
+  uint8_t *out = calloc (DEFAULT_STREAMS, frame_bytes);
+  void *buffer = NULL;
+  pf_device_frame *d = NULL;
+  pf_upload_source src;
+  unsigned int n;
+
+  CHECK (out != NULL);
+  CHECK_INT (pf_segment_new ("test-upload-defaults",
+          slot * (DEFAULT_STREAMS + 1), 0, &seg), ==, 0);
+  for (n = 0; n <= DEFAULT_STREAMS; n++) {
+    fill_source (&src, (uint8_t *) pf_segment_get_base (seg) + n * slot, 1,
+        rgba_rows, rgba_bytes, 0, n);
+    src.segments[0] = seg;
+    src.n_segments = 1;
+    /* frame n lands where frame n - 1 is still being read */
+    CHECK_INT (pf_uploader_upload (up, &src, 1000, &d, NULL), ==, 0);
+    if (n == 0)
+      buffer = d->data[0];
+    CHECK_MSG (d->data[0] == buffer, "frame %u in another buffer", n);
+    if (n == DEFAULT_STREAMS)
+      break;
+    /* __dlpack__(stream=None / 1 / 2): that stream waits for the copy */
+    CHECK_INT (pf_device_frame_read_on (d, handle[n], 0), ==, 0);
+    /* the consumer's kernel, queued there, runs late */
+    read_late (handle[n], d, out + n * frame_bytes, 30000);
+    pf_device_frame_release (d);
+  }
+  /* every default stream is (or, per-thread, orders after) the legacy one */
+  CHECK_INT (rt->StreamSynchronize (NULL), ==, PF_CUDA_SUCCESS);
+  for (n = 0; n < DEFAULT_STREAMS; n++)
+    check_read (out + n * frame_bytes, n, n);
+  check_device_bytes (d, DEFAULT_STREAMS);
+  pf_device_frame_release (d);
+  pf_uploader_get_stats (up, &st);
+  CHECK_INT (st.reader_waits, ==, DEFAULT_STREAMS);
+  CHECK_INT (st.reader_errors, ==, 0);
+  CHECK_INT (EMU ("reads"), ==, DEFAULT_STREAMS);
+  CHECK_INT (EMU ("reads.overwritten"), ==, 0);
+  CHECK_INT (EMU ("reads.faulted"), ==, 0);
+  CHECK_INT (pf_uploader_flush (up), ==, 0);
+  pf_uploader_free (up);
+  pf_segment_unref (seg);
+  free (out);
+  CHECK_INT (EMU ("free.pending"), ==, 0);
+  check_nothing_alive ();
+}
+
 static const struct
 {
   const char *name;
@@ -924,7 +992,8 @@ static const struct
   {"bytes", run_bytes}, {"late", run_late}, {"pool", run_pool},
   {"inflight", run_inflight}, {"staged", run_staged}, {"shared", run_shared},
   {"sticky", run_sticky}, {"node", run_node}, {"reuse", run_reuse},
-  {"readers", run_readers}, {"errors", run_errors},
+  {"readers", run_readers}, {"defaults", run_defaults},
+  {"errors", run_errors},
   {"real", run_real},
 };
 
