@@ -252,7 +252,8 @@ env_for () {
 # Commands run by step (functions: step runs "$@" in this shell's env).
 run_upload_emulated () {
   local c rc=0
-  for c in bytes late pool inflight staged shared sticky node errors; do
+  for c in bytes late pool inflight staged shared sticky node errors reuse \
+      readers defaults; do
     echo "== upload $c"
     "$B/tests/cuda/test-upload" "$c" || { echo "upload $c FAILED"; rc=1; }
   done
