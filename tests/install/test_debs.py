@@ -26,7 +26,8 @@ CAP_SYS_ADMIN, as here), the root's /usr is then also laid over the real
 gst-inspect-1.0, import pinnedflow and test_gir.py run again with no path
 variable at all, only a fresh GST_REGISTRY_1_0; where it may not, the test
 says so in its output. The build runs with DEB_BUILD_OPTIONS=nocheck (the
-suite runs here already). Everything lives in one temp dir, removed at exit.
+suite runs here already). Everything lives in one temp dir, removed at exit;
+with PINNEDFLOW_DEBS_OUT=DIR the checked .debs are copied to DIR first.
 """
 import glob
 import os
@@ -338,6 +339,11 @@ cons.close()
                   "frame pts %s differs from the copy" % pts)
         print("root pinnedshmsink -> root pinnedflow: %d of 5 frames, each "
               "byte-exact, then EOS" % len(frames))
+        # tools/test-matrix.sh installs the checked packages with apt
+        keep = os.environ.get("PINNEDFLOW_DEBS_OUT")
+        if keep:
+            for deb in debs.values():
+                shutil.copy2(deb, keep)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
