@@ -287,6 +287,20 @@ for suite in "${suites[@]}"; do
   rm -rf "$work"
   trap - EXIT
 done
+# The host's bench (Debian 12, GStreamer 1.22) beside the last root's.
+hostbench=${PINNEDFLOW_BUILD_DIR:-$top/build}/bench/shm/shm-bench
+if [ -f "$top/build/shm-bench-$last.txt" ] && [ -x "$hostbench" ]; then
+  hb=$(dirname "$(dirname "$(dirname "$hostbench")")")
+  t0=$(date +%s)
+  GST_PLUGIN_PATH_1_0=$hb/gst/shm:$hb/ext/cuda \
+    GST_REGISTRY_1_0=$hb/tests/registry.bin \
+    "$hostbench" --rounds "$bench_rounds" >"$top/build/shm-bench-host.txt" 2>&1 ||
+    { cat "$top/build/shm-bench-host.txt"; rc=1; }
+  echo "matrix-time bench-host $(($(date +%s) - t0))"
+  /usr/bin/python3 "$top/tools/bench-side-by-side.py" \
+    "host $(pkg-config --modversion gstreamer-1.0)=$top/build/shm-bench-host.txt" \
+    "$last=$top/build/shm-bench-$last.txt" || rc=1
+fi
 echo "=== test-matrix summaries ==="
 printf '%s\n' "${summaries[@]}"
 exit $rc
