@@ -19,7 +19,10 @@
 # PINNEDFLOW_MATRIX_REFRESH=1). Each run works on an overlay of the cached
 # root in a private mount namespace: the cache is never written, and the
 # mounts and processes go away with the namespace.
-# PINNEDFLOW_MATRIX_BENCH_ROUNDS (default 1; 0 = no bench).
+# PINNEDFLOW_MATRIX_BENCH_ROUNDS (default 1; 0 = no bench);
+# PINNEDFLOW_MATRIX_KEEP=1 keeps each run's overlay (/var/tmp/pf-matrix-*);
+# PINNEDFLOW_MATRIX_TESTS="NAME..." runs only those tests (for debugging:
+# the checks that need the others then fail).
 set -uo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -45,8 +48,9 @@ inside() {
   t0=$(date +%s)
   # PINNEDFLOW_DEBS_OUT: tests/install/test_debs.py leaves its .debs there
   mkdir -p /tmp/debs
+  # shellcheck disable=SC2086
   PINNEDFLOW_DEBS_OUT=/tmp/debs meson test -C build --print-errorlogs \
-    --num-processes 2 || rc=1
+    --num-processes 2 ${MATRIX_TESTS:-} || rc=1
   echo "matrix-time suite $(($(date +%s) - t0))"
 
   # The interop tests with nvcodec's own elements must have run (no skip)
@@ -57,8 +61,8 @@ counts = {"passed": 0, "failed": 0, "skipped": 0}
 tests = {}
 for line in open(sys.argv[1]):
     t = json.loads(line)
-    # "proj:name" in newer meson's log, "name" in 1.0's
-    tests[t["name"].split(":")[-1]] = t
+    # "proj:suite / name" (meson 1.0, 1.7) or "proj:name" (1.10)
+    tests[t["name"].split(":")[-1].split(" / ")[-1]] = t
     r = t.get("result", "")
     if r in ("OK", "EXPECTEDFAIL"):
         counts["passed"] += 1
@@ -94,7 +98,8 @@ PY
   fi
   if [ "${BENCH_ROUNDS:-0}" -gt 0 ]; then
     t0=$(date +%s)
-    build/bench/shm/shm-bench --rounds "$BENCH_ROUNDS" >bench.txt 2>&1 || {
+    GST_PLUGIN_PATH_1_0=/src/build/gst/shm GST_REGISTRY_1_0=/tmp/bench.bin \
+      build/bench/shm/shm-bench --rounds "$BENCH_ROUNDS" >bench.txt 2>&1 || {
       cat bench.txt
       echo "matrix: shm-bench failed"
       rc=1
@@ -114,7 +119,7 @@ installed_debs() {
     echo "matrix: no .debs from the install suite (debian-packages)"
     return 1
   fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-download \
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
     --no-install-recommends "${debs[@]}" >/tmp/debs/apt.log 2>&1 || {
     tail -20 /tmp/debs/apt.log
     return 1
@@ -124,11 +129,16 @@ installed_debs() {
   env -u GST_PLUGIN_PATH GST_REGISTRY_1_0=$d/registry.bin \
     gst-inspect-1.0 pinnedshmsink >inspect.txt 2>&1 &&
     grep -q "Filename *$lib/gstreamer-1.0/libgstpinnedshm.so" inspect.txt || {
+    echo "matrix: gst-inspect-1.0 pinnedshmsink of the installed package:"
     cat inspect.txt
     return 1
   }
-  python3 -c 'import pinnedflow, sys; sys.exit(pinnedflow.__file__ !=
-"/usr/lib/python3/dist-packages/pinnedflow/__init__.py")' || return 1
+  python3 -c 'import pinnedflow; print(pinnedflow.__file__)' >py.txt 2>&1
+  grep -q -x /usr/lib/python3/dist-packages/pinnedflow/__init__.py py.txt || {
+    echo "matrix: import pinnedflow:"
+    cat py.txt
+    return 1
+  }
   cat >pc.c <<'EOF'
 #include <gst/pinnedflow/pinnedflow.h>
 int main (int argc, char **argv) {
@@ -143,16 +153,25 @@ int main (int argc, char **argv) {
 EOF
   # shellcheck disable=SC2046
   cc -Wall -Werror -o pc pc.c $(pkg-config --cflags --libs \
-    gstreamer-pinnedflow-1.0) && ./pc || return 1
+    gstreamer-pinnedflow-1.0) && ./pc || {
+    echo "matrix: the pkg-config program failed"
+    return 1
+  }
   local caps="video/x-raw,format=GRAY8,width=64,height=48,framerate=30/1"
   export GST_REGISTRY_1_0=$d/registry.bin
   gst-launch-1.0 -q videotestsrc num-buffers=10 pattern=ball ! "$caps" ! \
-    filesink location=ref.raw || return 1
+    filesink location=ref.raw || {
+    echo "matrix: gst-launch-1.0 videotestsrc failed"
+    return 1
+  }
   gst-launch-1.0 -q videotestsrc num-buffers=10 pattern=ball ! "$caps" ! \
     pinnedshmsink socket-path=$d/s.sock wait-for-connection=true &
   local prod=$!
+  # unbuffered: filesink's default buffering keeps 64 KiB of buffers, more
+  # frames than max-client-buffers, and the producer demotes the consumer
   timeout 60 gst-launch-1.0 -q pinnedshmsrc socket-path=$d/s.sock \
-    connect-timeout=-1 delivery=every-frame ! filesink location=out.raw
+    connect-timeout=-1 delivery=every-frame ! \
+    filesink buffer-mode=unbuffered location=out.raw
   local crc=$?
   wait $prod || crc=1
   if [ $crc -ne 0 ] || ! cmp ref.raw out.raw; then
@@ -251,9 +270,10 @@ run_root() {
     mount --bind $ccache $m/root/.ccache
     cp /etc/resolv.conf $m/etc/resolv.conf 2>/dev/null || true
     exec chroot $m /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-      HOME=/root LANG=C.UTF-8 TERM=dumb BENCH_ROUNDS=$4 \
+      HOME=/root LANG=C.UTF-8 TERM=dumb BENCH_ROUNDS=$4 MATRIX_TESTS="$5" \
       bash /src/tools/test-matrix.sh --inside' \
-    sh "$root" "$work" "$cache/ccache-$suite" "$3"
+    sh "$root" "$work" "$cache/ccache-$suite" "$3" \
+    "${PINNEDFLOW_MATRIX_TESTS:-}"
 }
 
 rc=0
@@ -267,10 +287,11 @@ for suite in "${suites[@]}"; do
   }
 done
 last=${suites[$((${#suites[@]} - 1))]}
+rm -f "$top"/build/shm-bench-*.txt
 for suite in "${suites[@]}"; do
   [ -d "$cache/$suite/usr" ] || continue
   work=$(mktemp -d /var/tmp/pf-matrix-"$suite".XXXXXX)
-  trap 'rm -rf "$work"' EXIT
+  [ -n "${PINNEDFLOW_MATRIX_KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
   gstver=$(chroot "$cache/$suite" dpkg-query -W -f '${Version}' \
     libgstreamer1.0-0 2>/dev/null)
   echo "=== test-matrix: $suite (GStreamer $gstver) ==="
@@ -288,7 +309,7 @@ for suite in "${suites[@]}"; do
     echo "--- shm-bench in $suite (GStreamer $gstver), --rounds $rounds ---"
     cat "$work/upper/src/bench.txt"
   fi
-  rm -rf "$work"
+  [ -n "${PINNEDFLOW_MATRIX_KEEP:-}" ] || rm -rf "$work"
   trap - EXIT
 done
 # The host's bench (Debian 12, GStreamer 1.22) beside the last root's.
