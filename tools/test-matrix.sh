@@ -324,7 +324,7 @@ if [ -f "$top/build/shm-bench-$last.txt" ] && [ -x "$hostbench" ]; then
   echo "matrix-time bench-host $(($(date +%s) - t0))"
   /usr/bin/python3 "$top/tools/bench-side-by-side.py" \
     "host $(pkg-config --modversion gstreamer-1.0)=$top/build/shm-bench-host.txt" \
-    "$last=$top/build/shm-bench-$last.txt" || rc=1
+    "$last $(chroot "$cache/$last" dpkg-query -W -f '${Version}' libgstreamer1.0-0 2>/dev/null)=$top/build/shm-bench-$last.txt" || rc=1
 fi
 echo "=== test-matrix summaries ==="
 printf '%s\n' "${summaries[@]}"

@@ -1026,7 +1026,7 @@ main (int argc, char **argv)
         "%" G_GSIZE_FORMAT "-byte SOCK_SEQPACKET message (the FRAME "
         "message), same pacing; cpu = user+sys of both processes per frame "
         "in the paced run\n", WARMUP, sizeof (struct pf_msg_frame));
-    printf ("GStreamer %s; %s\n\n", gst_version_string (), have_unixfd ?
+    printf ("%s; %s\n\n", gst_version_string (), have_unixfd ?
         "unixfd = unixfdsink -> unixfdsrc, memfd buffers of a pool on the "
         "sink's allocator" : "unixfdsink/unixfdsrc not registered (GStreamer "
         "1.24+, gst-plugins-bad): no unixfd rows");
