@@ -4,7 +4,9 @@
 # runs every suite, then every suite but install and docs again under valgrind
 # (memory errors and definite leaks fail the run), then packs the GPU kit
 # and runs it on the emulators in a root without GStreamer (tools/gpu-kit.sh ci).
-# Prints "N passed, N failed, N skipped" at the end; exits non-zero on failure.
+# Prints "N passed, N failed, N skipped" for the host; then the same build
+# and suite in Debian 13 and unstable roots (tools/test-matrix.sh), one
+# such line per root. Exits non-zero on failure.
 set -uo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${PINNEDFLOW_BUILD_DIR:-$top/build}
@@ -45,4 +47,11 @@ for name in ("testlog.json", "testlog-valgrind.json"):
             counts["failed"] += 1
 print("%(passed)d passed, %(failed)d failed, %(skipped)d skipped" % counts)
 PY
+
+# GStreamer 1.26 (Debian 13) and 1.28 (Debian unstable): the build and the
+# whole suite again in mmdebstrap roots, one summary line per root
+# (tools/test-matrix.sh; PINNEDFLOW_MATRIX=0 leaves it out).
+if [ "${PINNEDFLOW_MATRIX:-1}" != 0 ]; then
+  bash "$top/tools/test-matrix.sh" || rc=1
+fi
 exit $rc

@@ -12,7 +12,7 @@
  * --csv prints the same figures as CSV rows instead of the table (one row
  * per size and transport: size,width,height,bytes,transport,frames_per_s,
  * p50_us,p99_us,frames; transport is memcpy, pinned, pinned-socket,
- * pinned-copy, pinned-busy, shm or floor),
+ * pinned-copy, pinned-busy, shm, floor or unixfd),
  * for bench/plot.py.
  *
  * Every transport is measured the same way: a producer process pushes
@@ -32,6 +32,17 @@
  * most 6 frames in flight, reading the sink's stats, since the copy path
  * skips frames instead of blocking).
  * shmsrc never sees EOS on 1.22: every consumer stops after N frames.
+ *
+ * "unixfd" (issue 23) is GStreamer's own fd-passing pair, unixfdsink ->
+ * unixfdsrc (1.24+, gst-plugins-bad): one fd per memory per buffer on the
+ * socket, the source mapping each one it receives. The producer writes into
+ * buffers of a pool (8 buffers, as pinnedshmsink's pool-size) on the
+ * allocator unixfdsink proposes (GstShmAllocator: memfd), so nothing is
+ * copied and a memory is sent again once every client released it; the
+ * consumer's pipeline connects, then writes SOCKET.ready, and the producer
+ * starts its clock when that file exists (unixfdsink has no signal for a
+ * client; wait-for-connection covers the accept). Where the plugin is
+ * absent (1.22) its rows are left out with a note.
  *
  * The floor ("floor"): the producer process listens on a SOCK_SEQPACKET
  * socket and, paced the same way, sends one message of
@@ -114,6 +125,8 @@ static gchar *opt_socket;
 static gint opt_width, opt_height;
 static gboolean opt_paced;
 static gboolean opt_csv;
+/* unixfdsink and unixfdsrc are registered (GStreamer 1.24+) */
+static gboolean have_unixfd;
 static gboolean opt_delivery_only;
 /* paced runs per transport and size, interleaved (issue 13) */
 static gint opt_rounds = 1;
@@ -148,8 +161,9 @@ static GOptionEntry entries[] = {
         "only the delivery section (every-frame vs newest-frame at 1080p)",
       NULL},
   {"transport", 0, 0, G_OPTION_ARG_STRING, &opt_transport,
-      "only this transport, paced (pinned, pinned-socket, pinned-copy, "
-        "pinned-busy, shm, " "floor), each of --rounds printed", "NAME"},
+        "only this transport, paced (pinned, pinned-socket, pinned-copy, "
+        "pinned-busy, shm, " "floor, unixfd), each of --rounds printed",
+      "NAME"},
   {"pool-size", 0, 0, G_OPTION_ARG_INT, &opt_pool_size,
       "pinnedshmsink pool-size and max-client-buffers (8)", "N"},
   {"appsrc", 0, 0, G_OPTION_ARG_NONE, &opt_appsrc,
@@ -317,6 +331,7 @@ run_producer (void)
 {
   gboolean pinned = g_str_has_prefix (opt_impl, "pinned");
   gboolean copy = g_str_has_suffix (opt_impl, "copy");
+  gboolean unixfd = strcmp (opt_impl, "unixfd") == 0;
   gsize size = (gsize) opt_width * opt_height * 4;
   GstElement *pipeline, *src = NULL, *sink;
   GstCaps *caps;
@@ -341,6 +356,11 @@ run_producer (void)
       g_object_set (sink, "socket-path", opt_socket, "pool-size",
           opt_pool_size, "max-client-buffers", opt_pool_size,
           "wait-for-connection", TRUE, NULL);
+  } else if (unixfd) {
+    sink = gst_element_factory_make ("unixfdsink", NULL);
+    if (sink)
+      g_object_set (sink, "socket-path", opt_socket, "wait-for-connection",
+          TRUE, NULL);
   } else {
     sink = gst_element_factory_make ("shmsink", NULL);
     if (sink)
@@ -350,8 +370,9 @@ run_producer (void)
   if (sink == NULL)
     g_error ("no sink for %s", opt_impl);
   g_object_set (sink, "sync", FALSE, "async", FALSE, NULL);
-  g_signal_connect (sink, "client-connected", pinned ?
-      G_CALLBACK (on_pinned_client) : G_CALLBACK (on_shm_client), NULL);
+  if (!unixfd)
+    g_signal_connect (sink, "client-connected", pinned ?
+        G_CALLBACK (on_pinned_client) : G_CALLBACK (on_shm_client), NULL);
   gst_bin_add (GST_BIN (pipeline), sink);
   if (opt_appsrc) {
     src = gst_element_factory_make ("appsrc", NULL);
@@ -391,12 +412,35 @@ run_producer (void)
       g_error ("no system memory pool");
   }
   if (!pinned && !copy && allocator == NULL)
-    g_error ("shmsink proposed no allocator");
+    g_error ("%s proposed no allocator", opt_impl);
+  if (unixfd && pool == NULL) {
+    /* buffers of the proposed (memfd) allocator, recycled by a pool as
+     * GstShmAllocator's documentation asks: a new memfd per frame would
+     * be the producer's cost, not the transport's */
+    GstStructure *config;
+
+    pool = gst_buffer_pool_new ();
+    config = gst_buffer_pool_get_config (pool);
+    gst_buffer_pool_config_set_params (config, caps, size, opt_pool_size,
+        opt_pool_size);
+    gst_buffer_pool_config_set_allocator (config, allocator, &params);
+    if (!gst_buffer_pool_set_config (pool, config)
+        || !gst_buffer_pool_set_active (pool, TRUE))
+      g_error ("no pool on unixfdsink's allocator");
+  }
   gst_allocation_params_init (&params);
 
   /* start the clock once the consumer is there */
-  while (g_atomic_int_get (&clients) == 0)
-    g_usleep (1000);
+  if (unixfd) {
+    gchar *ready = g_strconcat (opt_socket, ".ready", NULL);
+
+    while (!g_file_test (ready, G_FILE_TEST_EXISTS))
+      g_usleep (1000);
+    g_free (ready);
+  } else {
+    while (g_atomic_int_get (&clients) == 0)
+      g_usleep (1000);
+  }
 
   cpu0 = cpu_ns ();
   t0 = now_ns () + 100 * 1000000u;
@@ -596,6 +640,8 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
   };
   gboolean pinned = g_str_has_prefix (impl, "pinned");
   gboolean floor_ = strcmp (impl, "floor") == 0;
+  gboolean unixfd = strcmp (impl, "unixfd") == 0;
+  gchar *ready_path = g_strconcat (sock, ".ready", NULL);
   /* the zero copy pair without the frame ring: FRAMEs and releases as
    * socket messages (the consumer reads this when it connects) */
   gboolean socket_path = strcmp (impl, "pinned-socket") == 0;
@@ -637,10 +683,12 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
         "connect-timeout=-1 busy-poll-us=%d delivery=%s ! fakesink "
         "sync=false async=false", sock, busy, delivery);
   } else {
-    /* shmsrc needs the socket to exist when it starts */
+    /* shmsrc and unixfdsrc need the socket to exist when they start */
     if (!wait_socket (sock, pid))
-      g_error ("shmsink did not start");
-    desc = g_strdup_printf ("shmsrc name=src socket-path=%s is-live=true ! "
+      g_error ("%s did not start", unixfd ? "unixfdsink" : "shmsink");
+    desc = unixfd ? g_strdup_printf ("unixfdsrc name=src socket-path=%s ! "
+        "fakesink sync=false async=false", sock) :
+        g_strdup_printf ("shmsrc name=src socket-path=%s is-live=true ! "
         "fakesink sync=false async=false", sock);
   }
   if (socket_path)
@@ -655,6 +703,10 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
     gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, on_buffer, &p, NULL);
     gst_object_unref (pad);
     gst_element_set_state (pipeline, GST_STATE_PLAYING);
+    /* unixfdsrc connected in its start (READY -> PAUSED): tell the
+     * producer, which has no signal for it */
+    if (unixfd)
+      g_file_set_contents (ready_path, "", 0, NULL);
   }
 
   /* shmsrc never ends by itself on 1.22, and a transport may skip frames:
@@ -721,6 +773,8 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
   g_free (p.lat);
   g_mutex_clear (&p.lock);
   g_cond_clear (&p.cond);
+  g_unlink (ready_path);
+  g_free (ready_path);
   g_unlink (sock);
   g_rmdir (dir);
   g_free (sock);
@@ -823,6 +877,23 @@ print_cpu (const gchar * name, const Result * r, const Result * shm,
       flr->cpu_prod_us >= 0 && flr_tot > 0 ? tot / flr_tot : 0);
 }
 
+/* The zero-copy pair against unixfdsink/unixfdsrc at one size: the
+ * ratios of frames/s, p50, p99 and CPU per frame (< 1: pinnedshm is
+ * faster or cheaper). */
+static void
+print_vs_unixfd (const gchar * size, const Result * tp, const Result * lt,
+    const Result * utp, const Result * ult)
+{
+  double cpu = lt->cpu_prod_us + lt->cpu_cons_us;
+  double ucpu = ult->cpu_prod_us + ult->cpu_cons_us;
+
+  printf ("%-10s %-22s %9.2f %10.2f %10.2f %39s %9.2f\n", size,
+      "pinnedshm / unixfd", utp->fps > 0 ? tp->fps / utp->fps : 0,
+      ult->p50_us > 0 ? lt->p50_us / ult->p50_us : 0,
+      ult->p99_us > 0 ? lt->p99_us / ult->p99_us : 0, "",
+      ult->cpu_prod_us >= 0 && ucpu > 0 ? cpu / ucpu : 0);
+}
+
 /* Reliable (every-frame) against leaky (newest-frame) delivery, zero
  * copy at 1920x1080, in this run. */
 static void
@@ -864,14 +935,18 @@ main (int argc, char **argv)
 {
   static const gint sizes[][2] = { {640, 480}, {1920, 1080}, {3840, 2160} };
   static const gchar *impls[] = {
-    "pinned", "pinned-socket", "pinned-copy", "pinned-busy", "shm", "floor"
+    "pinned", "pinned-socket", "pinned-copy", "pinned-busy", "shm", "floor",
+    "unixfd"
   };
   static const gchar *names[] = {
     "pinnedshm (zero copy)", "pinnedshm (socket)", "pinnedshm (copy path)",
-    "pinnedshm (busy-poll)", "shmsink/shmsrc", "floor (SEQPACKET)"
+    "pinnedshm (busy-poll)", "shmsink/shmsrc", "floor (SEQPACKET)",
+    "unixfdsink/unixfdsrc"
   };
   enum
-  { PINNED, PINNED_SOCKET, PINNED_COPY, PINNED_BUSY, SHM, FLOOR, N_IMPLS };
+  { PINNED, PINNED_SOCKET, PINNED_COPY, PINNED_BUSY, SHM, FLOOR, UNIXFD,
+    N_IMPLS
+  };
   GOptionContext *ctx = g_option_context_new (NULL);
   GError *err = NULL;
   gchar *self;
@@ -898,6 +973,8 @@ main (int argc, char **argv)
   if (gst_element_factory_find ("pinnedshmsink") == NULL
       || gst_element_factory_find ("shmsink") == NULL)
     g_error ("pinnedshmsink or shmsink missing (GST_PLUGIN_PATH?)");
+  have_unixfd = gst_element_factory_find ("unixfdsink") != NULL
+      && gst_element_factory_find ("unixfdsrc") != NULL;
 
   if (opt_transport) {
     gint w = 1920, h = 1080, r;
@@ -948,7 +1025,11 @@ main (int argc, char **argv)
         "of the frame, in process (frames/s from its median); floor = one "
         "%" G_GSIZE_FORMAT "-byte SOCK_SEQPACKET message (the FRAME "
         "message), same pacing; cpu = user+sys of both processes per frame "
-        "in the paced run\n\n", WARMUP, sizeof (struct pf_msg_frame));
+        "in the paced run\n", WARMUP, sizeof (struct pf_msg_frame));
+    printf ("%s; %s\n\n", gst_version_string (), have_unixfd ?
+        "unixfd = unixfdsink -> unixfdsrc, memfd buffers of a pool on the "
+        "sink's allocator" : "unixfdsink/unixfdsrc not registered (GStreamer "
+        "1.24+, gst-plugins-bad): no unixfd rows");
     printf ("%-10s %-22s %9s %10s %10s %9s %9s %9s %9s %9s\n", "size",
         "transport", "frames/s", "p50 us", "p99 us", "fps/shm", "p50/shm",
         "p50/flr", "p50/cpy", "cpu us/f");
@@ -957,7 +1038,8 @@ main (int argc, char **argv)
   /* warm-up, not reported: loads the plugins and pages in the code of
    * both processes */
   for (i = 0; i < N_IMPLS; i++)
-    run_transport (self, impls[i], 320, 240, FALSE, opt_rate, NULL);
+    if (i != UNIXFD || have_unixfd)
+      run_transport (self, impls[i], 320, 240, FALSE, opt_rate, NULL);
 
   for (s = 0; s < G_N_ELEMENTS (sizes); s++) {
     gint w = sizes[s][0], h = sizes[s][1];
@@ -966,19 +1048,20 @@ main (int argc, char **argv)
     Result mc = run_memcpy (w, h);
     gchar *size = g_strdup_printf ("%dx%d", w, h);
     Result *shm = &tp[SHM], *shml = &lt[SHM], *flr = &lt[FLOOR];
+    guint n_impls = have_unixfd ? N_IMPLS : UNIXFD;
     gint r;
 
-    for (i = 0; i < N_IMPLS; i++)
+    for (i = 0; i < n_impls; i++)
       tp[i] = run_transport (self, impls[i], w, h, FALSE, opt_rate, NULL);
     /* paced: the transports take turns, round after round, so that a
      * burst of load on the shared machine does not fall on one of them */
-    for (i = 0; i < N_IMPLS; i++)
+    for (i = 0; i < n_impls; i++)
       pooled[i] = g_array_new (FALSE, FALSE, sizeof (guint64));
     for (r = 0; r < opt_rounds; r++)
-      for (i = 0; i < N_IMPLS; i++)
+      for (i = 0; i < n_impls; i++)
         rounds[i][r] = run_transport (self, impls[i], w, h, TRUE, opt_rate,
             pooled[i]);
-    for (i = 0; i < N_IMPLS; i++) {
+    for (i = 0; i < n_impls; i++) {
       lt[i] = median_round (rounds[i], opt_rounds, FALSE);
       /* p99 over the frames of every round: in one round of 120 frames
        * it is the second-worst frame, a matter of luck */
@@ -991,7 +1074,7 @@ main (int argc, char **argv)
 
       printf ("%s,%d,%d,%" G_GSIZE_FORMAT ",memcpy,%.1f,%.2f,%.2f,%u,\n",
           size, w, h, bytes, mc.fps, mc.p50_us, mc.p99_us, mc.frames);
-      for (i = 0; i < N_IMPLS; i++)
+      for (i = 0; i < n_impls; i++)
         printf ("%s,%d,%d,%" G_GSIZE_FORMAT ",%s,%.1f,%.2f,%.2f,%u,%.1f\n",
             size, w, h, bytes, impls[i], tp[i].fps, lt[i].p50_us,
             lt[i].p99_us, tp[i].frames, lt[i].cpu_prod_us + lt[i].cpu_cons_us);
@@ -1001,7 +1084,7 @@ main (int argc, char **argv)
     }
     printf ("%-10s %-22s %9.0f %10.1f %10.1f %9s %9s %9s %9s\n", size,
         "memcpy (1 copy)", mc.fps, mc.p50_us, mc.p99_us, "", "", "", "1.00");
-    for (i = 0; i < N_IMPLS; i++) {
+    for (i = 0; i < n_impls; i++) {
       printf ("%-10s %-22s %9.0f %10.1f %10.1f %9.2f %9.2f %9.2f %9.2f "
           "%9.1f%s\n", size, names[i], tp[i].fps, lt[i].p50_us, lt[i].p99_us,
           shm->fps > 0 ? tp[i].fps / shm->fps : 0,
@@ -1011,6 +1094,9 @@ main (int argc, char **argv)
           lt[i].cpu_prod_us + lt[i].cpu_cons_us,
           tp[i].frames < (guint) opt_frames ? "  (frames skipped)" : "");
     }
+    if (have_unixfd)
+      print_vs_unixfd (size, &tp[PINNED], &lt[PINNED], &tp[UNIXFD],
+          &lt[UNIXFD]);
     fflush (stdout);
     g_free (size);
   }
@@ -1018,16 +1104,17 @@ main (int argc, char **argv)
   if (!opt_csv) {
     /* CPU per frame at 1080p, paced at --cpu-rate */
     static const guint cpu_impls[] = { PINNED, PINNED_SOCKET, PINNED_BUSY,
-      SHM, FLOOR
+      SHM, FLOOR, UNIXFD
     };
     Result r[N_IMPLS], rounds[N_IMPLS][MAX_ROUNDS];
+    guint n_cpu = G_N_ELEMENTS (cpu_impls) - (have_unixfd ? 0 : 1);
     gint k;
 
     for (k = 0; k < opt_rounds; k++)
-      for (i = 0; i < G_N_ELEMENTS (cpu_impls); i++)
+      for (i = 0; i < n_cpu; i++)
         rounds[cpu_impls[i]][k] = run_transport (self, impls[cpu_impls[i]],
             1920, 1080, TRUE, opt_cpu_rate, NULL);
-    for (i = 0; i < G_N_ELEMENTS (cpu_impls); i++)
+    for (i = 0; i < n_cpu; i++)
       r[cpu_impls[i]] = median_round (rounds[cpu_impls[i]], opt_rounds, TRUE);
     printf ("\nCPU per frame, 1920x1080 RGBA at %d/s, %d frames (getrusage "
         "user+sys; producer from connection to the last frame received, "
@@ -1035,8 +1122,13 @@ main (int argc, char **argv)
         opt_latency_frames);
     printf ("%-22s %10s %10s %10s %10s %9s %9s\n", "transport", "p50 us",
         "prod us/f", "cons us/f", "total us/f", "cpu/shm", "cpu/flr");
-    for (i = 0; i < G_N_ELEMENTS (cpu_impls); i++)
+    for (i = 0; i < n_cpu; i++)
       print_cpu (names[cpu_impls[i]], &r[cpu_impls[i]], &r[SHM], &r[FLOOR]);
+    if (have_unixfd && r[PINNED].cpu_prod_us >= 0 && r[UNIXFD].cpu_prod_us > 0)
+      printf ("%-22s %10.2f %10s %10s %10.2f\n", "pinnedshm / unixfd",
+          r[UNIXFD].p50_us > 0 ? r[PINNED].p50_us / r[UNIXFD].p50_us : 0,
+          "", "", (r[PINNED].cpu_prod_us + r[PINNED].cpu_cons_us) /
+          (r[UNIXFD].cpu_prod_us + r[UNIXFD].cpu_cons_us));
     print_delivery (self);
   }
   g_free (self);

@@ -192,7 +192,10 @@ def case_dlpack():
                  f.segment.base + f.segment_offset)
         if sys.version_info >= (3, 12):
             mv2 = memoryview(f)
-            bt.check(len(mv2) == f.size)
+            bt.check(mv2.nbytes == f.size and mv2.shape == (H, W, 4)
+                     and mv2.readonly)
+            bt.check(numpy.asarray(mv2).__array_interface__["data"][0] ==
+                     f.segment.base + f.segment_offset)
             del mv2
         f.release()
         del arr

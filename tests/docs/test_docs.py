@@ -33,6 +33,7 @@ The lines use fixed paths in /tmp (/tmp/cam.sock, ...): an flock on
 """
 import fcntl
 import glob
+import json
 import os
 import re
 import shutil
@@ -293,11 +294,14 @@ def case_counts():
                     claims.append((os.path.relpath(path, SOURCE), m.group(1),
                                    int(m.group(2))))
     assert claims, "no test count in the docs"
-    listed = subprocess.run(["meson", "test", "-C", BUILD, "--list",
-                             "--no-rebuild"], check=True, capture_output=True,
-                            text=True).stdout.splitlines()
+    # the introspection data, not `meson test --list`, whose format
+    # changed ("proj:suite / name" in 1.0, "suite - proj:name" later)
+    listed = json.loads(subprocess.run(
+        ["meson", "introspect", "--tests", BUILD], check=True,
+        capture_output=True, text=True).stdout)
     for doc, suite, n in claims:
-        have = sum(1 for l in listed if re.search(r":%s / " % suite, l))
+        have = sum(1 for t in listed
+                   if any(s.split(":")[-1] == suite for s in t["suite"]))
         assert have == n, "%s says suite %s has %d tests, it has %d" % (
             doc, suite, n, have)
         print("ok   %s: suite %s has %d tests" % (doc, suite, n))

@@ -232,7 +232,10 @@ class HostFrameExports(object):
         import inspect
         if flags & inspect.BufferFlags.WRITABLE:
             raise BufferError("a received frame is read-only")
-        return self.borrow()
+        # shaped as numpy.asarray(frame): numpy takes the buffer protocol
+        # before __array__, so on 3.12+ a flat view here made
+        # numpy.asarray(frame) 1-D (issue 23, Debian 13 and unstable)
+        return memoryview(self.__array__())
 
     def __array__(self, dtype=None, copy=None):
         """numpy.asarray(frame): the read-only view of Frame.array(), but
