@@ -31,6 +31,9 @@
 #       /var/cache/pinnedflow/gpukit-root-bookworm; python3 and
 #       python3-numpy only), entered with unshare + chroot, the kit mounted
 #       read-only. Proves that the kit brings what it needs.
+#   tools/gpu-kit.sh root
+#       Only makes (or keeps) ci's root: tools/test.sh runs it in the
+#       background while the host suites run.
 #
 # ci needs root (mmdebstrap, mounts, chroot); pack and run do not.
 # Environment: GPUKIT_PYTHON (the interpreter of the frames step, default
@@ -545,6 +548,26 @@ run () {
 
 # -------------------------------------------------------------------- ci
 
+# The Debian 12 minbase root the emulator run goes in (python3 and numpy,
+# no GStreamer), made once and kept while its stamp matches.
+make_root () {
+  local root=$1 mirror
+  if [ "$(cat "$root/.gpukit-root" 2>/dev/null)" != "$ROOT_STAMP" ]; then
+    mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources \
+      2>/dev/null | head -1)
+    mirror=${mirror:-http://deb.debian.org/debian}
+    echo "gpu-kit: making the root $root (mmdebstrap, $mirror)"
+    rm -rf "$root.tmp"
+    mkdir -p "$(dirname "$root")"
+    mmdebstrap --variant=minbase --include=python3,python3-numpy bookworm \
+      "$root.tmp" "$mirror" > "$root.log" 2>&1 ||
+      { tail -20 "$root.log"; echo "gpu-kit: mmdebstrap failed"; return 1; }
+    echo "$ROOT_STAMP" > "$root.tmp/.gpukit-root"
+    rm -rf "$root"
+    mv "$root.tmp" "$root"
+  fi
+}
+
 ci () {
   local kit=$default_kit root=${PINNEDFLOW_GPUKIT_ROOT:-$ROOT_DEFAULT}
   local mirror cres t0 rc
@@ -561,20 +584,7 @@ ci () {
   pack "$kit" || return 1
   echo "gpu-kit: pack took $(( $(date +%s) - t0 )) s"
 
-  if [ "$(cat "$root/.gpukit-root" 2>/dev/null)" != "$ROOT_STAMP" ]; then
-    mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources \
-      2>/dev/null | head -1)
-    mirror=${mirror:-http://deb.debian.org/debian}
-    echo "gpu-kit: making the root $root (mmdebstrap, $mirror)"
-    rm -rf "$root.tmp"
-    mkdir -p "$(dirname "$root")"
-    mmdebstrap --variant=minbase --include=python3,python3-numpy bookworm \
-      "$root.tmp" "$mirror" > "$work/mmdebstrap.log" 2>&1 ||
-      { tail -20 "$work/mmdebstrap.log"; die "mmdebstrap failed"; }
-    echo "$ROOT_STAMP" > "$root.tmp/.gpukit-root"
-    rm -rf "$root"
-    mv "$root.tmp" "$root"
-  fi
+  make_root "$root" || return 1
   if ls "$root"/usr/lib/x86_64-linux-gnu/libgst* "$root"/usr/bin/gst-* \
       > /dev/null 2>&1; then
     die "the root $root has GStreamer installed: it proves nothing"
@@ -610,5 +620,8 @@ case $cmd in
     pack "$kit" ;;
   run) run "$@" ;;
   ci) ci ;;
+  root)
+    [ "$(id -u)" -eq 0 ] || die "root needs root (mmdebstrap)"
+    make_root "${PINNEDFLOW_GPUKIT_ROOT:-$ROOT_DEFAULT}" ;;
   *) sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -13,6 +13,8 @@
 # non-zero when anything failed.
 #
 # Usage: tools/test-matrix.sh [SUITE...]      (default: trixie sid)
+#        tools/test-matrix.sh --roots-only [SUITE...]   (only make the roots:
+#        tools/test.sh does this in the background while the host suites run)
 # Roots are cached in $PINNEDFLOW_MATRIX_CACHE (default
 # /var/cache/pinnedflow/roots), one directory per suite, and made again only
 # when the package list or the options below change (or
@@ -197,6 +199,11 @@ if [ "$(id -u)" != 0 ]; then
 fi
 cache=${PINNEDFLOW_MATRIX_CACHE:-/var/cache/pinnedflow/roots}
 bench_rounds=${PINNEDFLOW_MATRIX_BENCH_ROUNDS:-1}
+roots_only=
+if [ "${1:-}" = --roots-only ]; then
+  roots_only=1
+  shift
+fi
 suites=("$@")
 [ ${#suites[@]} -gt 0 ] || suites=(trixie sid)
 mirror=${PINNEDFLOW_MATRIX_MIRROR:-$(sed -n 's/^URIs: *//p' \
@@ -286,6 +293,7 @@ for suite in "${suites[@]}"; do
     continue
   }
 done
+[ -z "$roots_only" ] || exit $rc
 last=${suites[$((${#suites[@]} - 1))]}
 rm -f "$top"/build/shm-bench-*.txt
 for suite in "${suites[@]}"; do

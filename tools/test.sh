@@ -13,6 +13,27 @@ build=${PINNEDFLOW_BUILD_DIR:-$top/build}
 
 bash "$top/tools/setup.sh" "$build" || exit 1
 
+# The roots of the GPU kit's run and of the matrix (mmdebstrap: downloads
+# and unpacking, minutes when not cached) are made in the background while
+# the host suites run; the steps below wait for them.
+if ! command -v mmdebstrap > /dev/null; then
+  { DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+    --no-install-recommends mmdebstrap ||
+    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install \
+      -y -q --no-install-recommends mmdebstrap; }; } > /dev/null ||
+    echo "tools/test.sh: could not install mmdebstrap"
+fi
+roots_log="$build/meson-logs/roots.log"
+mkdir -p "$build/meson-logs"
+(
+  bash "$top/tools/gpu-kit.sh" root &
+  if [ "${PINNEDFLOW_MATRIX:-1}" != 0 ]; then
+    bash "$top/tools/test-matrix.sh" --roots-only &
+  fi
+  wait
+) > "$roots_log" 2>&1 &
+roots_pid=$!
+
 rc=0
 meson test -C "$build" --print-errorlogs --num-processes 2 || rc=1
 # The valgrind setup leaves out the suites fuzz-smoke (ASan), install and
@@ -22,6 +43,8 @@ meson test -C "$build" --setup valgrind --print-errorlogs --num-processes 2 || r
 # The GPU kit (issue 22, docs/cuda.md "GPU kit"): packed, then run on the
 # emulators inside a Debian minbase root with no GStreamer; its own line.
 gpukit_log="$build/meson-logs/gpu-kit-ci.log"
+wait "$roots_pid"
+grep -E '^(matrix-time|gpu-kit:)' "$roots_log"
 if bash "$top/tools/gpu-kit.sh" ci > "$gpukit_log" 2>&1; then
   grep -E '^gpu-kit: ([0-9]+ passed|emulator run in the root)' "$gpukit_log"
 else
