@@ -52,7 +52,7 @@
  * the kernel's socket path and the wake-up of the receiving thread, which
  * every transport here pays at least once per frame.
  * "pinned" is the zero copy pair as it runs by default: FRAMEs and
- * releases through the frame ring and its eventfd doorbells
+ * releases through the frame ring and its socketpair doorbells
  * (docs/protocol.md, section 3.10); "pinned-socket" the same pair with the
  * consumer not asking for the ring (PINNEDFLOW_FRAME_RING=0 while its
  * source connects): FRAMEs and RELEASEs as socket messages.
