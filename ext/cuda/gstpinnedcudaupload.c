@@ -111,9 +111,10 @@ struct _GstPinnedCudaUpload
   guint64 completed_seq;        /* frames whose copies completed (lock) */
 
   /* memory:CUDAMemory (streaming thread): the GstCudaStream the memory
-   * carries (1.24+, else NULL); without one (1.22) the streaming thread
-   * waits for each frame's own copy before the frame goes out
-   * (wait_copy) */
+   * carries (1.24+, else NULL; made by caps_changed on the first
+   * memory:CUDAMemory caps, freed at stop); without one (1.22) the
+   * streaming thread waits for each frame's own copy before the frame
+   * goes out (wait_copy) */
   gpointer gst_stream;
   gboolean wait_copy;
   /* what waiting for the copy adds (lock): the longest wait seen, rounded
@@ -277,14 +278,6 @@ gst_pinned_cuda_upload_start_cuda (GstPinnedCudaBaseTransform * base)
   g_mutex_unlock (&self->lock);
   self->wait_copy = FALSE;
 
-  /* 1.24+: the stream GstCudaMemory carries; it waits on our events */
-  if (base->cuda.gst_ctx && base->cuda.gst->has_stream) {
-    self->gst_stream = base->cuda.gst->stream_new (base->cuda.gst_ctx);
-    if (self->gst_stream == NULL)
-      GST_WARNING_OBJECT (self, "gst_cuda_stream_new failed: CUDA memory "
-          "frames are pushed once their copy completed");
-  }
-
   /* the engine queues on our stream, in our (shared) context */
   cfg.device_id = base->cuda.device_id;
   cfg.stream = (pf_cuda_stream) base->cuda.stream;
@@ -321,6 +314,18 @@ gst_pinned_cuda_upload_caps_changed (GstPinnedCudaBaseTransform * base)
   GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (base);
 
   wait_inflight (self);
+  /* 1.24+, memory:CUDAMemory only: the stream the memory carries, which
+   * waits on our events. Made on the first such caps, kept until stop:
+   * libgstcuda makes it with CU_STREAM_DEFAULT (a blocking stream, ordered
+   * with the legacy default stream), so the memory:PinnedflowCUDA path
+   * makes none. */
+  if (self->parent.cuda_memory && self->gst_stream == NULL &&
+      base->cuda.gst_ctx && base->cuda.gst->has_stream) {
+    self->gst_stream = base->cuda.gst->stream_new (base->cuda.gst_ctx);
+    if (self->gst_stream == NULL)
+      GST_WARNING_OBJECT (self, "gst_cuda_stream_new failed: CUDA memory "
+          "frames are pushed once their copy completed");
+  }
   /* memory:CUDAMemory without a GstCudaStream (1.22): pushed once its own
    * copy completed */
   self->wait_copy = self->parent.cuda_memory && self->gst_stream == NULL;
@@ -764,8 +769,7 @@ gst_pinned_cuda_upload_query (GstBaseTransform * trans,
   GstClockTime min, max, ours;
   gboolean live;
 
-  if (!GST_BASE_TRANSFORM_CLASS (parent_class)->query (trans, direction,
-          query))
+  if (!GST_BASE_TRANSFORM_CLASS (parent_class)->query (trans, direction, query))
     return FALSE;
   if (GST_QUERY_TYPE (query) != GST_QUERY_LATENCY || direction != GST_PAD_SRC)
     return TRUE;

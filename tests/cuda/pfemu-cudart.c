@@ -310,6 +310,9 @@ static struct
   long registrations, registrations_readonly, unregistrations, allocations;
   long copies_pinned, copies_pageable, copies_sync, copies_d2d;
   long streams_blocking, pending_max, unregister_pending, injected;
+  /* blocking streams made through cudart (pinnedflow's own; libgstcuda
+   * and nvcodec make theirs through the driver API) */
+  long streams_blocking_runtime;
   long events_recorded, stream_waits;
   long event_syncs, event_syncs_spinning, event_syncs_spun, free_pending;
   long sticky_calls, copies_sync_late;
@@ -1753,8 +1756,11 @@ pfemu_core_StreamCreateWithFlags (void **stream, unsigned int flags)
   pthread_mutex_lock (&G);
   s->next = streams;
   streams = s;
-  if (!(flags & STREAM_NON_BLOCKING))
+  if (!(flags & STREAM_NON_BLOCKING)) {
     ctr.streams_blocking++;
+    if (!driver_call)
+      ctr.streams_blocking_runtime++;
+  }
   pthread_mutex_unlock (&G);
   *stream = s;
   return cudaSuccess;
@@ -2549,6 +2555,7 @@ pfemu_query (const char *name)
   C ("copies.sync", ctr.copies_sync);
   C ("copies.d2d", ctr.copies_d2d);
   C ("streams.blocking", ctr.streams_blocking);
+  C ("streams.blocking.runtime", ctr.streams_blocking_runtime);
   C ("pending.max", ctr.pending_max);
   C ("unregister.pending", ctr.unregister_pending);
   C ("injected", ctr.injected);

@@ -12,12 +12,15 @@
  *   libgstcuda-1.0.so.0 (contexts, context sharing, GstCudaBufferPool,
  *   GstCudaMemory); gst_cuda_load_library is defined here, so the plugin
  *   reads no 1.22 version from the file name of the library behind it;
- * - gst_cuda_stream_new/_get_handle/_ref/_unref: a non-blocking CUstream
- *   made with the GstCudaContext pushed, as 1.24 does;
+ * - gst_cuda_stream_new/_get_handle/_ref/_unref: a CUstream made with
+ *   flags 0 (CU_STREAM_DEFAULT: a blocking stream, ordered with the legacy
+ *   default stream) with the GstCudaContext pushed, as 1.24-1.28 do;
  * - gst_buffer_pool_config_set_cuda_stream: the stream a GstCudaBufferPool
  *   gives every memory it allocates (1.22's pool class gets its set_config
  *   and alloc_buffer wrapped, once per process: pools without a stream are
- *   unchanged);
+ *   unchanged); a set_config with a stream synchronizes that stream once
+ *   (cuStreamSynchronize, its context pushed), as 1.26.2's does when it
+ *   frees the memory it allocated to read the layout;
  * - gst_cuda_memory_get_stream, and gst_cuda_memory_sync as 1.24 does it:
  *   with NEED_SYNC set, the flag cleared and cuStreamSynchronize on the
  *   memory's stream with its context pushed (a context libgstcuda made
@@ -38,8 +41,8 @@
 
 /* gstcudamemory.h (1.24): GST_CUDA_MEMORY_TRANSFER_NEED_SYNC */
 #define NEED_SYNC (GST_MEMORY_FLAG_LAST << 2)
-/* cuda.h: CU_STREAM_NON_BLOCKING */
-#define STREAM_NON_BLOCKING 0x1
+/* cuda.h: CU_STREAM_DEFAULT, what gstcudastream.cpp passes */
+#define STREAM_DEFAULT 0x0
 
 typedef struct
 {
@@ -187,7 +190,7 @@ gst_cuda_stream_new (gpointer context)
 
   if (!ready () || !real.context_push (context))
     return NULL;
-  err = real.StreamCreate (&handle, STREAM_NON_BLOCKING);
+  err = real.StreamCreate (&handle, STREAM_DEFAULT);
   real.context_pop (NULL);
   if (err != 0)
     return NULL;
@@ -235,19 +238,25 @@ static gboolean (*pool_set_config) (GstBufferPool * pool,
 static GstFlowReturn (*pool_alloc_buffer) (GstBufferPool * pool,
     GstBuffer ** buffer, GstBufferPoolAcquireParams * params);
 
-/* The stream the config names (a reference) goes with the pool. */
+/* The stream the config names (a reference) goes with the pool; it is
+ * synchronized once, as 1.26's set_config does (its probe memory, which
+ * carries the stream, is freed with a cuStreamSynchronize). */
 static gboolean
 wrapped_set_config (GstBufferPool * pool, GstStructure * config)
 {
-  gpointer stream = NULL;
+  PfemuCudaStream *stream = NULL;
 
   if (!pool_set_config (pool, config))
     return FALSE;
   if (gst_structure_get (config, CONFIG_FIELD, G_TYPE_POINTER, &stream,
-          NULL) && stream)
+          NULL) && stream) {
     g_object_set_qdata_full (G_OBJECT (pool), stream_quark,
         gst_cuda_stream_ref (stream), gst_cuda_stream_unref);
-  else
+    if (real.context_push (stream->context)) {
+      real.StreamSynchronize (stream->handle);
+      real.context_pop (NULL);
+    }
+  } else
     g_object_set_qdata (G_OBJECT (pool), stream_quark, NULL);
   return TRUE;
 }

@@ -423,7 +423,13 @@ GST_START_TEST (test_round_trip_pinned_pool)
     fail_unless_equals_int (EMU ("unregistrations"), 2);
     fail_unless_equals_int (EMU ("copies.pageable"), 0);
     fail_unless (EMU ("copies.pinned") > 0);
-    fail_unless_equals_int (EMU ("streams.blocking"), 0);
+    /* every stream pinnedflow makes is non-blocking; the one blocking
+     * stream allowed is libgstcuda's GstCudaStream (1.24+, made with
+     * CU_STREAM_DEFAULT through the driver API), which the upload asks
+     * for only when it outputs memory:CUDAMemory */
+    fail_unless_equals_int (EMU ("streams.blocking.runtime"), 0);
+    fail_unless (EMU ("streams.blocking") <= (cuda_memory ? 1 : 0),
+        "%ld blocking streams", EMU ("streams.blocking"));
     fail_unless_equals_int (EMU ("unregister.pending"), 0);
     /* every wait on a frame's event blocks the thread instead of spinning
      * a core (cudaEventBlockingSync) */
@@ -435,6 +441,28 @@ GST_START_TEST (test_round_trip_pinned_pool)
         "%ld device allocations for %u frames", EMU ("allocations"),
         rt.n_frames);
   }
+  round_trip_result_clear (&res);
+}
+
+GST_END_TEST;
+
+/* memory:PinnedflowCUDA pinned downstream: no GstCudaStream is asked of
+ * libgstcuda (on 1.24+ it makes one with CU_STREAM_DEFAULT, a blocking
+ * stream: only the memory:CUDAMemory path needs one), so no blocking
+ * stream at all, whatever libgstcuda is loaded. */
+GST_START_TEST (test_round_trip_pinned_memory_streams)
+{
+  RoundTrip rt = { "NV12", 66, 34, INPUT_PINNED_POOL, 0, 6, 2, TRUE,
+    FALSE, 0, "memory:PinnedflowCUDA"
+  };
+  RoundTripResult res;
+
+  if (!emulated)
+    return;
+  run_round_trip (&rt, &res);
+  assert_intact (&rt, &res);
+  fail_unless_equals_int (EMU ("streams.blocking"), 0);
+  fail_unless_equals_int (EMU ("calls.cuStreamCreate"), 0);
   round_trip_result_clear (&res);
 }
 
@@ -1340,6 +1368,7 @@ cuda_suite (void)
   suite_add_tcase (s, tc);
   tcase_add_loop_test (tc, test_round_trip_pinned_pool, 0,
       G_N_ELEMENTS (shapes));
+  tcase_add_test (tc, test_round_trip_pinned_memory_streams);
   tcase_add_loop_test (tc, test_round_trip_sysmem_strided, 0,
       G_N_ELEMENTS (shapes));
   tcase_add_test (tc, test_readonly_segment_registered);
