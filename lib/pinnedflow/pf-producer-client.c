@@ -27,7 +27,12 @@
  * so no flag a consumer sets on its end, and nothing it fills or empties,
  * can make us wait (issue 26). Nothing here
  * calls a user callback: what must be reported is pushed on the caller's
- * event_list and dispatched after unlocking (pf-producer.c).
+ * event_list and dispatched after unlocking (pf-producer-io.c).
+ *
+ * Calls go one way: pf-producer.c and pf-producer-io.c call this file; it
+ * calls only pf-producer-pacing.c and the inline helpers of
+ * pf-producer-private.h (producer_push_event(),
+ * producer_push_client_event(), producer_wake()), never back up.
  *
  * Lifetimes: a client is owned by p->clients from client_new() to
  * client_reap(), which closes its socket and frees it; its held[] entries

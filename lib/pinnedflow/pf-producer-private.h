@@ -1,10 +1,15 @@
-/* pinnedflow: the producer's internals, shared by its two files
+/* pinnedflow: the producer's internals, shared by its files
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * pf-producer.c: the producer object, its I/O thread, announced segments,
- * the public API. pf-producer-client.c: one consumer's state machine.
+ * pf-producer.c: the producer object, announced segments, the public API.
+ * pf-producer-io.c: its I/O thread, the deferred callbacks and its end
+ * (close, free). pf-producer-client.c: one consumer's state machine.
  * pf-producer-pacing.c: a live stream's lag budget and penalties.
+ * Calls go one way only, down this list (a file calls those below it,
+ * never one above): pf-producer.c -> pf-producer-io.c ->
+ * pf-producer-client.c -> pf-producer-pacing.c; what a lower file needs of
+ * the producer (the event lists, the wake-up) is inline here.
  * Not installed. Every struct below is guarded by pf_producer.lock (see
  * pf-producer.c for the lock order); the functions declared here are called
  * with it held unless said otherwise.
@@ -20,6 +25,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 /* Control messages (never dropped) waiting for a full socket to drain. A
  * consumer that lets this many pile up is disconnected. */
@@ -236,16 +243,68 @@ struct event_list
   struct pframe *released, *released_tail;      /* in release order */
 };
 
-/* ---- pf-producer.c ---- */
+/* ---- event lists and the wake-up: inline, so that the files below
+ * pf-producer.c (pf-producer-io.c, pf-producer-client.c) need not call
+ * back up into it ---- */
 
 /* Queues a client_connected/_disconnected callback for after unlocking. */
-void producer_push_event (struct event_list *l, int type,
-    const pf_client_info * info);
+static inline void
+producer_push_event (struct event_list *l, int type,
+    const pf_client_info * info)
+{
+  struct event *e = calloc (1, sizeof (*e));
+
+  if (e == NULL)
+    return;                     /* out of memory: the notification is lost */
+  e->type = type;
+  e->info = *info;
+  if (l->tail)
+    l->tail->next = e;
+  else
+    l->head = e;
+  l->tail = e;
+}
+
 /* Queues a client_event callback. */
-void producer_push_client_event (struct event_list *l,
-    const pf_client_event * cev);
+static inline void
+producer_push_client_event (struct event_list *l, const pf_client_event * cev)
+{
+  struct event *e = calloc (1, sizeof (*e));
+
+  if (e == NULL)
+    return;                     /* out of memory: the notification is lost */
+  e->type = EV_CLIENT_EVENT;
+  e->cev = *cev;
+  if (l->tail)
+    l->tail->next = e;
+  else
+    l->head = e;
+  l->tail = e;
+}
+
 /* Wakes the I/O thread (it reaps dead clients, re-reads deadlines). */
-void producer_wake (pf_producer * p);
+static inline void
+producer_wake (pf_producer * p)
+{
+  uint64_t one = 1;
+  ssize_t r;
+
+  if (p->wake_fd >= 0)
+    r = write (p->wake_fd, &one, sizeof (one));
+  (void) r;
+}
+
+/* ---- pf-producer-io.c ---- */
+
+/* The I/O thread (pthread_create() argument: @data is the producer); it
+ * takes p->lock itself. */
+void *io_thread (void *data);
+/* Without p->lock: runs the callbacks collected in @l, then gives the
+ * released pframes back to p->spare (under the lock). */
+void io_dispatch_events (pf_producer * p, struct event_list *l);
+/* Without p->lock, on the last reference: pf_producer_close(), then frees
+ * @p. */
+void io_producer_free (pf_producer * p);
 
 /* ---- pf-producer-client.c ---- */
 

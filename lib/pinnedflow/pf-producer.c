@@ -29,10 +29,14 @@
  * Nothing is keyed on fd numbers: epoll carries the client id, segments are
  * found by the pf_segment attachment keyed on the producer.
  *
- * This file holds the producer object, its I/O thread, the segments it
- * announced and the public API; the per-consumer state machine (handshake,
- * releases, sending) is pf-producer-client.c, the live pacing (lag budget,
- * penalties) pf-producer-pacing.c, the shared structs pf-producer-private.h.
+ * This file holds the producer object, the segments it announced and the
+ * public API; its I/O thread (poll loop, accept, per-client dispatch), the
+ * deferred callbacks and its end (pf_producer_close(), the free on the last
+ * reference) are pf-producer-io.c, the per-consumer state machine
+ * (handshake, releases, sending) pf-producer-client.c, the live pacing (lag
+ * budget, penalties) pf-producer-pacing.c, the shared structs
+ * pf-producer-private.h. Calls go one way: this file calls those three;
+ * none of them calls a function of this file.
  */
 #include "pf-producer-private.h"
 
@@ -50,312 +54,6 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-
-static void producer_free (pf_producer * p);
-
-/* ---- events ------------------------------------------------------------ */
-
-void
-producer_push_event (struct event_list *l, int type,
-    const pf_client_info * info)
-{
-  struct event *e = calloc (1, sizeof (*e));
-
-  if (e == NULL)
-    return;                     /* out of memory: the notification is lost */
-  e->type = type;
-  e->info = *info;
-  if (l->tail)
-    l->tail->next = e;
-  else
-    l->head = e;
-  l->tail = e;
-}
-
-void
-producer_push_client_event (struct event_list *l, const pf_client_event * cev)
-{
-  struct event *e = calloc (1, sizeof (*e));
-
-  if (e == NULL)
-    return;                     /* out of memory: the notification is lost */
-  e->type = EV_CLIENT_EVENT;
-  e->cev = *cev;
-  if (l->tail)
-    l->tail->next = e;
-  else
-    l->head = e;
-  l->tail = e;
-}
-
-/* Runs the callbacks collected in @l, without p->lock. Releases come
- * first, so a consumer's frames are given back before its disconnection is
- * reported. The released pframes stay on @l for spares_return_locked(). */
-static void
-run_callbacks (pf_producer * p, struct event_list *l)
-{
-  struct event *e, *next;
-  struct pframe *f;
-
-  for (f = l->released; f != NULL; f = f->next)
-    if (p->cb.frame_released)
-      p->cb.frame_released (p->cb.user_data, f->token);
-  for (e = l->head; e != NULL; e = next) {
-    next = e->next;
-    switch (e->type) {
-      case EV_CONNECTED:
-        if (p->cb.client_connected)
-          p->cb.client_connected (p->cb.user_data, &e->info);
-        break;
-      case EV_DISCONNECTED:
-        if (p->cb.client_disconnected)
-          p->cb.client_disconnected (p->cb.user_data, &e->info);
-        break;
-      case EV_CLIENT_EVENT:
-        if (p->cb.client_event)
-          p->cb.client_event (p->cb.user_data, &e->cev);
-        break;
-    }
-    free (e);
-  }
-  l->head = l->tail = NULL;
-}
-
-/* With p->lock: the released pframes of @l become spares. */
-static void
-spares_return_locked (pf_producer * p, struct event_list *l)
-{
-  if (l->released == NULL)
-    return;
-  l->released_tail->next = p->spare;
-  p->spare = l->released;
-  l->released = l->released_tail = NULL;
-}
-
-/* run_callbacks(), then the spares back under p->lock. */
-static void
-dispatch_events (pf_producer * p, struct event_list *l)
-{
-  run_callbacks (p, l);
-  if (l->released != NULL) {
-    pthread_mutex_lock (&p->lock);
-    spares_return_locked (p, l);
-    pthread_mutex_unlock (&p->lock);
-  }
-}
-
-void
-producer_wake (pf_producer * p)
-{
-  uint64_t one = 1;
-  ssize_t r;
-
-  if (p->wake_fd >= 0)
-    r = write (p->wake_fd, &one, sizeof (one));
-  (void) r;
-}
-
-static void
-listen_pause (pf_producer * p, int pause)
-{
-  struct epoll_event e = {.events = pause ? 0 : EPOLLIN,
-    .data.u64 = TOKEN_LISTEN
-  };
-
-  if (p->listen_paused == pause || p->listen_fd < 0 || p->epoll_fd < 0)
-    return;
-  if (epoll_ctl (p->epoll_fd, EPOLL_CTL_MOD, p->listen_fd, &e) == 0)
-    p->listen_paused = pause;
-  if (pause)
-    p->listen_resume_ns = pf_monotonic_ns () + UINT64_C (500000000);
-}
-
-static void
-reap_dead (pf_producer * p, struct event_list *ev)
-{
-  struct client *c, *next;
-  int reaped = 0;
-
-  for (c = p->clients; c != NULL; c = next) {
-    next = c->next;
-    if (c->state == CLIENT_DEAD) {
-      client_reap (p, c, ev);
-      reaped = 1;
-    }
-  }
-  if (reaped)
-    listen_pause (p, 0);
-}
-
-static struct client *
-find_client (pf_producer * p, uint64_t id)
-{
-  struct client *c;
-
-  for (c = p->clients; c != NULL; c = c->next)
-    if (c->info.client_id == id)
-      return c;
-  return NULL;
-}
-
-/* ---- I/O thread --------------------------------------------------------- */
-
-static void
-accept_clients (pf_producer * p)
-{
-  for (;;) {
-    int fd;
-
-    fd = accept4 (p->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED)
-        continue;
-      /* Out of fds or memory: a level-triggered listen socket would wake
-       * us in a loop; accept again once a client went away. */
-      if (errno != EAGAIN)
-        listen_pause (p, 1);
-      return;
-    }
-    if (p->n_clients >= MAX_CLIENTS || client_new (p, fd) == NULL)
-      close (fd);
-  }
-}
-
-/* Drops our reference; returns 1 if it was the last (p is gone). */
-static int
-thread_unref (pf_producer * p)
-{
-  if (atomic_fetch_sub (&p->refcount, 1) != 1)
-    return 0;
-  producer_free (p);
-  return 1;
-}
-
-static int
-ms_until (uint64_t now, uint64_t deadline, int timeout)
-{
-  int ms = (int) ((deadline - now) / 1000000) + 1;
-
-  return timeout < 0 || ms < timeout ? ms : timeout;
-}
-
-/* With p->lock: resumes accepting (paused for lack of fds) after half a
- * second, fails connections past their HELLO deadline; returns how long
- * epoll may wait (-1: no deadline). O(clients). */
-static int
-io_timeout (pf_producer * p)
-{
-  uint64_t now = 0;
-  struct client *c;
-  int timeout = -1;
-
-  /* the clock is read only when something has a deadline (not for the
-   * wake-ups of a stream's releases) */
-  if (p->listen_paused) {
-    now = pf_monotonic_ns ();
-    if (now >= p->listen_resume_ns)
-      listen_pause (p, 0);
-    else
-      timeout = ms_until (now, p->listen_resume_ns, timeout);
-  }
-  for (c = p->clients; c != NULL; c = c->next) {
-    if (c->state != CLIENT_HANDSHAKE)
-      continue;
-    if (now == 0)
-      now = pf_monotonic_ns ();
-    if (now >= c->hello_deadline)
-      client_fail (p, c, -ETIMEDOUT, "no HELLO within %u s",
-          (unsigned int) (HANDSHAKE_TIMEOUT_NS / UINT64_C (1000000000)));
-    else
-      timeout = ms_until (now, c->hello_deadline, timeout);
-  }
-  return timeout;
-}
-
-/* The loop holds p->lock except in epoll_wait() and the callbacks: one
- * lock round per wake-up without callbacks, two with (a RELEASE's). */
-static void *
-io_thread (void *data)
-{
-  pf_producer *p = data;
-  struct epoll_event evs[16];
-  struct event_list ev = { NULL };
-  int i, n, timeout, err;
-
-  pthread_mutex_lock (&p->lock);
-  for (;;) {
-    if (p->quit)
-      break;
-    timeout = io_timeout (p);
-    pthread_mutex_unlock (&p->lock);
-
-    n = epoll_wait (p->epoll_fd, evs, 16, timeout);
-    err = n < 0 ? errno : 0;
-    pthread_mutex_lock (&p->lock);
-    if (n < 0 && err != EINTR)
-      break;
-    if (p->quit)
-      break;
-    for (i = 0; i < n; i++) {
-      uint64_t token = evs[i].data.u64;
-      struct client *c;
-
-      if (token == TOKEN_WAKE) {
-        uint64_t v;
-        ssize_t r = read (p->wake_fd, &v, sizeof (v));
-        (void) r;
-        continue;
-      }
-      if (token == TOKEN_LISTEN) {
-        accept_clients (p);
-        continue;
-      }
-      if (token & TOKEN_RELEASES) {
-        c = find_client (p, token & ~TOKEN_RELEASES);
-        if (c != NULL && c->state != CLIENT_DEAD)
-          client_read_releases (p, c, &ev);
-        continue;
-      }
-      c = find_client (p, token);
-      if (c == NULL || c->state == CLIENT_DEAD)
-        continue;
-      if (evs[i].events & EPOLLOUT)
-        client_flush (p, c);
-      if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
-        client_read (p, c, &ev);
-    }
-    reap_dead (p, &ev);
-    /* releases, reaps and drained sockets may have made room */
-    if (p->n_waiters > 0)
-      pthread_cond_broadcast (&p->cond);
-    if (ev.head == NULL && ev.released == NULL)
-      continue;
-    /* Callbacks run unlocked, with a reference of ours so that a callback
-     * dropping the last user reference cannot free p under our feet. */
-    atomic_fetch_add (&p->refcount, 1);
-    pthread_mutex_unlock (&p->lock);
-    run_callbacks (p, &ev);
-    pthread_mutex_lock (&p->lock);
-    spares_return_locked (p, &ev);
-    if (p->quit) {
-      /* A callback closed the producer: this thread may be detached and
-       * nobody waits for it; p must not be touched after our unref. */
-      pthread_mutex_unlock (&p->lock);
-      thread_unref (p);
-      return NULL;
-    }
-    /* Not closed, so not detached: whoever drops the last reference
-     * after ours closes p, which joins us. If ours is the last, a
-     * callback dropped the user's: p goes now. */
-    if (atomic_fetch_sub (&p->refcount, 1) == 1) {
-      pthread_mutex_unlock (&p->lock);
-      producer_free (p);
-      return NULL;
-    }
-  }
-  pthread_mutex_unlock (&p->lock);
-  return NULL;
-}
 
 /* ---- segments ----------------------------------------------------------- */
 
@@ -534,7 +232,7 @@ pf_producer_new (const pf_producer_config * config, pf_producer ** out)
 error_unlink:
   pf_socket_unlink (p->path, &p->file);
 error:
-  producer_free (p);
+  io_producer_free (p);
   return res;
 }
 
@@ -545,89 +243,12 @@ pf_producer_ref (pf_producer * p)
   return p;
 }
 
-static void
-producer_free (pf_producer * p)
-{
-  struct pframe *f, *next;
-
-  pf_producer_close (p);
-  /* Segments hold references, so none is left here; frames neither (close
-   * released them), but be thorough. */
-  for (f = p->frames; f != NULL; f = next) {
-    next = f->next;
-    free (f);
-  }
-  for (f = p->spare; f != NULL; f = next) {
-    next = f->next;
-    free (f);
-  }
-  free (p->caps);
-  free (p->path);
-  pthread_cond_destroy (&p->cond);
-  pthread_mutex_destroy (&p->lock);
-  free (p);
-}
-
 void
 pf_producer_unref (pf_producer * p)
 {
   if (p == NULL || atomic_fetch_sub (&p->refcount, 1) != 1)
     return;
-  producer_free (p);
-}
-
-void
-pf_producer_close (pf_producer * p)
-{
-  struct event_list ev = { NULL };
-  struct client *c;
-  struct pseg *s;
-  int join;
-
-  pthread_mutex_lock (&p->lock);
-  if (p->quit) {
-    pthread_mutex_unlock (&p->lock);
-    return;
-  }
-  p->quit = 1;
-  p->closed = 1;
-  atomic_store (&p->ready_fast, 0);
-  pthread_cond_broadcast (&p->cond);
-  producer_wake (p);
-  join = p->thread_started;
-  pthread_mutex_unlock (&p->lock);
-
-  if (join) {
-    if (pthread_equal (pthread_self (), p->thread))
-      pthread_detach (p->thread);       /* called from a callback */
-    else
-      pthread_join (p->thread, NULL);
-  }
-
-  pthread_mutex_lock (&p->lock);
-  for (c = p->clients; c != NULL; c = c->next)
-    client_fail (p, c, 0, "producer closed");
-  reap_dead (p, &ev);
-  if (p->listen_fd >= 0) {
-    close (p->listen_fd);
-    p->listen_fd = -1;
-    pf_socket_unlink (p->path, &p->file);
-  }
-  if (p->epoll_fd >= 0)
-    close (p->epoll_fd);
-  if (p->wake_fd >= 0)
-    close (p->wake_fd);
-  p->epoll_fd = p->wake_fd = -1;
-  /* Segments outlive us; their notify only needs the list. Give their fds
-   * back now. */
-  for (s = p->segs; s != NULL; s = s->next) {
-    if (s->fd >= 0)
-      close (s->fd);
-    s->fd = -1;
-  }
-  pthread_mutex_unlock (&p->lock);
-
-  dispatch_events (p, &ev);
+  io_producer_free (p);
 }
 
 int
@@ -857,7 +478,7 @@ out:
   pthread_mutex_unlock (&p->lock);
   /* drop reports, on the caller's thread (it holds a reference) */
   if (ev.head != NULL)
-    dispatch_events (p, &ev);
+    io_dispatch_events (p, &ev);
   return res;
 }
 
@@ -1128,7 +749,7 @@ pf_producer_wait_ready (pf_producer * p, int timeout_ms)
   p->n_waiters--;
   pthread_mutex_unlock (&p->lock);
   if (ev.head != NULL)
-    dispatch_events (p, &ev);
+    io_dispatch_events (p, &ev);
   return res;
 }
 
@@ -1157,6 +778,6 @@ pf_producer_reclaim_stalled (pf_producer * p)
   }
   pthread_mutex_unlock (&p->lock);
   if (ev.head != NULL)
-    dispatch_events (p, &ev);
+    io_dispatch_events (p, &ev);
   return n;
 }
