@@ -472,9 +472,23 @@ read_header (const void *buf, struct pf_msg_header *h)
   h->reserved = get32 (buf, OFF (pf_msg_header, reserved));
 }
 
+/* A fixed-size message of the wrong size. */
 static int
-parse_hello (const void *buf, size_t len, struct pf_msg_hello *m)
+wrong_size (const char *name, size_t len, size_t want)
 {
+  return fail (-EPROTO, "%s: size %zu, want %zu", name, len, want);
+}
+
+/* Each parse_<type>() below gets a packet whose header pf_msg_parse()
+ * checked (@h: type, size = @len, fd count, reserved field), checks the
+ * rest and fills in its member of struct pf_msg: 0, or a negative errno
+ * with pf_msg_error() set. */
+
+static int
+parse_hello (const void *buf, size_t len, const struct pf_msg_header *h,
+    struct pf_msg_hello *m)
+{
+  m->hdr = *h;
   if (len < OFF (pf_msg_hello, role) + 2)
     return fail (-EPROTO, "HELLO: %zu bytes, too short", len);
   m->magic = get32 (buf, OFF (pf_msg_hello, magic));
@@ -521,10 +535,95 @@ is_rate (uint64_t bits)
 }
 
 static int
-parse_stream (const void *buf, struct pf_msg_stream *m)
+parse_segment_add (const void *buf, size_t len,
+    const struct pf_msg_header *h, struct pf_msg_segment_add *m)
+{
+  if (len != sizeof (struct pf_msg_segment_add))
+    return wrong_size ("SEGMENT_ADD", len, sizeof (struct pf_msg_segment_add));
+  m->hdr = *h;
+  m->segment_id = get64 (buf, OFF (pf_msg_segment_add, segment_id));
+  m->size = get64 (buf, OFF (pf_msg_segment_add, size));
+  m->flags = get32 (buf, OFF (pf_msg_segment_add, flags));
+  m->reserved = get32 (buf, OFF (pf_msg_segment_add, reserved));
+  if (m->segment_id == 0)
+    return fail (-EPROTO, "SEGMENT_ADD: segment id 0");
+  if (m->size == 0)
+    return fail (-EPROTO, "SEGMENT_ADD: size 0");
+  if (m->flags != 0 || m->reserved != 0)
+    return fail (-EPROTO, "SEGMENT_ADD: flags/reserved not zero");
+  return 0;
+}
+
+static int
+parse_segment_remove (const void *buf, size_t len,
+    const struct pf_msg_header *h, struct pf_msg_segment_remove *m)
+{
+  if (len != sizeof (struct pf_msg_segment_remove))
+    return wrong_size ("SEGMENT_REMOVE", len,
+        sizeof (struct pf_msg_segment_remove));
+  m->hdr = *h;
+  m->segment_id = get64 (buf, OFF (pf_msg_segment_remove, segment_id));
+  if (m->segment_id == 0)
+    return fail (-EPROTO, "SEGMENT_REMOVE: segment id 0");
+  return 0;
+}
+
+/* The only message of variable size: the caps text follows the struct. */
+static int
+parse_caps (const void *buf, size_t len, struct pf_msg *msg)
+{
+  uint32_t length;
+  const char *text;
+
+  if (len < sizeof (struct pf_msg_caps))
+    return fail (-EPROTO, "CAPS: %zu bytes, too short", len);
+  msg->u.caps.caps_seq = get32 (buf, OFF (pf_msg_caps, caps_seq));
+  length = get32 (buf, OFF (pf_msg_caps, length));
+  if (length == 0 || length > PF_MAX_CAPS_LEN)
+    return fail (-EPROTO, "CAPS: length %u (1..%u allowed)", length,
+        PF_MAX_CAPS_LEN);
+  if (len != sizeof (struct pf_msg_caps) + length)
+    return fail (-EPROTO, "CAPS: length %u does not match size %zu",
+        length, len);
+  text = (const char *) buf + sizeof (struct pf_msg_caps);
+  if (memchr (text, '\0', length) != NULL)
+    return fail (-EPROTO, "CAPS: NUL byte inside the caps text");
+  msg->u.caps.length = length;
+  memcpy (msg->u.caps.text, text, length);
+  msg->u.caps.text[length] = '\0';
+  return 0;
+}
+
+/* A header alone: nothing to fill in. */
+static int
+parse_eos (size_t len)
+{
+  if (len != sizeof (struct pf_msg_header))
+    return wrong_size ("EOS", len, sizeof (struct pf_msg_header));
+  return 0;
+}
+
+/* Any seq: whether the consumer holds it is the producer's to check. */
+static int
+parse_release (const void *buf, size_t len, const struct pf_msg_header *h,
+    struct pf_msg_release *m)
+{
+  if (len != sizeof (struct pf_msg_release))
+    return wrong_size ("RELEASE", len, sizeof (struct pf_msg_release));
+  m->hdr = *h;
+  m->seq = get64 (buf, OFF (pf_msg_release, seq));
+  return 0;
+}
+
+static int
+parse_stream (const void *buf, size_t len, const struct pf_msg_header *h,
+    struct pf_msg_stream *m)
 {
   size_t i;
 
+  if (len != sizeof (struct pf_msg_stream))
+    return wrong_size ("STREAM", len, sizeof (struct pf_msg_stream));
+  m->hdr = *h;
   m->flags = get32 (buf, OFF (pf_msg_stream, flags));
   m->delivery = get32 (buf, OFF (pf_msg_stream, delivery));
   m->seg_format = get32 (buf, OFF (pf_msg_stream, seg_format));
@@ -628,10 +727,56 @@ pf_msg_frame_check (const struct pf_msg_frame *f)
 }
 
 static int
-parse_frame (const void *buf, struct pf_msg_frame *f)
+parse_frame (const void *buf, size_t len, const struct pf_msg_header *h,
+    struct pf_msg_frame *f)
 {
+  if (len != sizeof (struct pf_msg_frame))
+    return wrong_size ("FRAME", len, sizeof (struct pf_msg_frame));
+  f->hdr = *h;
   frame_fields_copy (f, buf);
   return pf_msg_frame_check (f);
+}
+
+static int
+parse_refuse (const void *buf, size_t len, const struct pf_msg_header *h,
+    struct pf_msg_refuse *m)
+{
+  if (len != sizeof (struct pf_msg_refuse))
+    return wrong_size ("REFUSE", len, sizeof (struct pf_msg_refuse));
+  m->hdr = *h;
+  m->reason = get32 (buf, OFF (pf_msg_refuse, reason));
+  m->limit = get32 (buf, OFF (pf_msg_refuse, limit));
+  if (m->reason != PF_REFUSE_TOO_MANY_CONSUMERS
+      && m->reason != PF_REFUSE_FELL_BEHIND)
+    return fail (-EPROTO, "REFUSE: unknown reason %u", m->reason);
+  return 0;
+}
+
+static int
+parse_frame_ring (const void *buf, size_t len, const struct pf_msg_header *h,
+    struct pf_msg_frame_ring *m)
+{
+  uint32_t n;
+
+  if (len != sizeof (struct pf_msg_frame_ring))
+    return wrong_size ("FRAME_RING", len, sizeof (struct pf_msg_frame_ring));
+  m->hdr = *h;
+  m->n_entries = n = get32 (buf, OFF (pf_msg_frame_ring, n_entries));
+  m->entry_size = get32 (buf, OFF (pf_msg_frame_ring, entry_size));
+  m->size = get64 (buf, OFF (pf_msg_frame_ring, size));
+  m->release_offset = get64 (buf, OFF (pf_msg_frame_ring, release_offset));
+  if (n == 0 || n > PF_FRAME_RING_MAX || (n & (n - 1)) != 0)
+    return fail (-EPROTO, "FRAME_RING: %u entries (a power of two, "
+        "1..%u)", n, PF_FRAME_RING_MAX);
+  if (m->entry_size != sizeof (struct pf_msg_frame))
+    return fail (-EPROTO, "FRAME_RING: entries of %u bytes, must be %zu",
+        m->entry_size, sizeof (struct pf_msg_frame));
+  if (m->release_offset != PF_FRAME_RING_RELEASE_OFFSET (n) ||
+      m->size != PF_FRAME_RING_SIZE (n))
+    return fail (-EPROTO, "FRAME_RING: size %" PRIu64 " or release "
+        "offset %" PRIu64 " does not match %u entries", m->size,
+        m->release_offset, n);
+  return 0;
 }
 
 int
@@ -640,7 +785,6 @@ pf_msg_parse (const void *buf, size_t len, unsigned int n_fds,
 {
   struct pf_msg_header h;
   const char *name;
-  size_t want;
   uint32_t want_fds = 0;
 
   last_error[0] = '\0';
@@ -674,126 +818,26 @@ pf_msg_parse (const void *buf, size_t len, unsigned int n_fds,
 
   switch (h.type) {
     case PF_MSG_HELLO:
-      msg->u.hello.hdr = h;
-      return parse_hello (buf, len, &msg->u.hello);
+      return parse_hello (buf, len, &h, &msg->u.hello);
     case PF_MSG_SEGMENT_ADD:
-      want = sizeof (struct pf_msg_segment_add);
-      break;
+      return parse_segment_add (buf, len, &h, &msg->u.segment_add);
     case PF_MSG_SEGMENT_REMOVE:
-      want = sizeof (struct pf_msg_segment_remove);
-      break;
-    case PF_MSG_CAPS:{
-      uint32_t length;
-      const char *text;
-
-      if (len < sizeof (struct pf_msg_caps))
-        return fail (-EPROTO, "CAPS: %zu bytes, too short", len);
-      msg->u.caps.caps_seq = get32 (buf, OFF (pf_msg_caps, caps_seq));
-      length = get32 (buf, OFF (pf_msg_caps, length));
-      if (length == 0 || length > PF_MAX_CAPS_LEN)
-        return fail (-EPROTO, "CAPS: length %u (1..%u allowed)", length,
-            PF_MAX_CAPS_LEN);
-      if (len != sizeof (struct pf_msg_caps) + length)
-        return fail (-EPROTO, "CAPS: length %u does not match size %zu",
-            length, len);
-      text = (const char *) buf + sizeof (struct pf_msg_caps);
-      if (memchr (text, '\0', length) != NULL)
-        return fail (-EPROTO, "CAPS: NUL byte inside the caps text");
-      msg->u.caps.length = length;
-      memcpy (msg->u.caps.text, text, length);
-      msg->u.caps.text[length] = '\0';
-      return 0;
-    }
+      return parse_segment_remove (buf, len, &h, &msg->u.segment_remove);
+    case PF_MSG_CAPS:
+      return parse_caps (buf, len, msg);
     case PF_MSG_FRAME:
-      want = sizeof (struct pf_msg_frame);
-      break;
+      return parse_frame (buf, len, &h, &msg->u.frame);
     case PF_MSG_EOS:
-      want = sizeof (struct pf_msg_header);
-      break;
+      return parse_eos (len);
     case PF_MSG_RELEASE:
-      want = sizeof (struct pf_msg_release);
-      break;
+      return parse_release (buf, len, &h, &msg->u.release);
     case PF_MSG_STREAM:
-      want = sizeof (struct pf_msg_stream);
-      break;
+      return parse_stream (buf, len, &h, &msg->u.stream);
     case PF_MSG_REFUSE:
-      want = sizeof (struct pf_msg_refuse);
-      break;
+      return parse_refuse (buf, len, &h, &msg->u.refuse);
     case PF_MSG_FRAME_RING:
-      want = sizeof (struct pf_msg_frame_ring);
-      break;
+      return parse_frame_ring (buf, len, &h, &msg->u.frame_ring);
     default:
       return fail (-EPROTO, "unknown message type %u", h.type);
-  }
-  if (len != want)
-    return fail (-EPROTO, "%s: size %zu, want %zu", name, len, want);
-
-  switch (h.type) {
-    case PF_MSG_SEGMENT_ADD:{
-      struct pf_msg_segment_add *m = &msg->u.segment_add;
-
-      m->hdr = h;
-      m->segment_id = get64 (buf, OFF (pf_msg_segment_add, segment_id));
-      m->size = get64 (buf, OFF (pf_msg_segment_add, size));
-      m->flags = get32 (buf, OFF (pf_msg_segment_add, flags));
-      m->reserved = get32 (buf, OFF (pf_msg_segment_add, reserved));
-      if (m->segment_id == 0)
-        return fail (-EPROTO, "SEGMENT_ADD: segment id 0");
-      if (m->size == 0)
-        return fail (-EPROTO, "SEGMENT_ADD: size 0");
-      if (m->flags != 0 || m->reserved != 0)
-        return fail (-EPROTO, "SEGMENT_ADD: flags/reserved not zero");
-      return 0;
-    }
-    case PF_MSG_SEGMENT_REMOVE:
-      msg->u.segment_remove.hdr = h;
-      msg->u.segment_remove.segment_id =
-          get64 (buf, OFF (pf_msg_segment_remove, segment_id));
-      if (msg->u.segment_remove.segment_id == 0)
-        return fail (-EPROTO, "SEGMENT_REMOVE: segment id 0");
-      return 0;
-    case PF_MSG_FRAME:
-      msg->u.frame.hdr = h;
-      return parse_frame (buf, &msg->u.frame);
-    case PF_MSG_RELEASE:
-      msg->u.release.hdr = h;
-      msg->u.release.seq = get64 (buf, OFF (pf_msg_release, seq));
-      return 0;
-    case PF_MSG_STREAM:
-      msg->u.stream.hdr = h;
-      return parse_stream (buf, &msg->u.stream);
-    case PF_MSG_REFUSE:
-      msg->u.refuse.hdr = h;
-      msg->u.refuse.reason = get32 (buf, OFF (pf_msg_refuse, reason));
-      msg->u.refuse.limit = get32 (buf, OFF (pf_msg_refuse, limit));
-      if (msg->u.refuse.reason != PF_REFUSE_TOO_MANY_CONSUMERS
-          && msg->u.refuse.reason != PF_REFUSE_FELL_BEHIND)
-        return fail (-EPROTO, "REFUSE: unknown reason %u",
-            msg->u.refuse.reason);
-      return 0;
-    case PF_MSG_FRAME_RING:{
-      struct pf_msg_frame_ring *m = &msg->u.frame_ring;
-      uint32_t n;
-
-      m->hdr = h;
-      m->n_entries = n = get32 (buf, OFF (pf_msg_frame_ring, n_entries));
-      m->entry_size = get32 (buf, OFF (pf_msg_frame_ring, entry_size));
-      m->size = get64 (buf, OFF (pf_msg_frame_ring, size));
-      m->release_offset = get64 (buf, OFF (pf_msg_frame_ring, release_offset));
-      if (n == 0 || n > PF_FRAME_RING_MAX || (n & (n - 1)) != 0)
-        return fail (-EPROTO, "FRAME_RING: %u entries (a power of two, "
-            "1..%u)", n, PF_FRAME_RING_MAX);
-      if (m->entry_size != sizeof (struct pf_msg_frame))
-        return fail (-EPROTO, "FRAME_RING: entries of %u bytes, must be %zu",
-            m->entry_size, sizeof (struct pf_msg_frame));
-      if (m->release_offset != PF_FRAME_RING_RELEASE_OFFSET (n) ||
-          m->size != PF_FRAME_RING_SIZE (n))
-        return fail (-EPROTO, "FRAME_RING: size %" PRIu64 " or release "
-            "offset %" PRIu64 " does not match %u entries", m->size,
-            m->release_offset, n);
-      return 0;
-    }
-    default:
-      return 0;
   }
 }
