@@ -100,6 +100,13 @@ up_leave (pf_uploader * up, int prev)
     pf_cuda_device_leave (up->rt, up->device_id, prev);
 }
 
+/* pf-upload.c, for pf-upload-frames.c. Drops one engine reference; the
+ * last one destroys it (device current or not). */
+void pf_upload_unref (pf_uploader * up);
+
+/* 0, or -EINVAL where @src's planes or segments are not usable. */
+int pf_upload_check_source (const pf_upload_source * src);
+
 /* pf-upload-readers.c. @b is the caller's: out (taken by an upload, or
  * being released), so no other thread writes its buffer. */
 

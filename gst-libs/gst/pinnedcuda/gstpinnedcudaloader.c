@@ -100,20 +100,28 @@ error_code (int res)
   }
 }
 
-const GstPinnedCudaRuntime *
-gst_pinned_cuda_runtime_get (GError ** error)
+/* The façade's answer to one of pf-cuda's three lookups: the runtime, or
+ * NULL with @error set from the negative errno and its reason. */
+static const GstPinnedCudaRuntime *
+runtime_result (int res, const pf_cuda_runtime * rt, const gchar * msg,
+    GError ** error)
 {
-  const pf_cuda_runtime *rt = NULL;
-  gchar msg[1536];
-  int res;
-
-  res = pf_cuda_runtime_get (&rt, msg, sizeof (msg));
   if (res < 0) {
     g_set_error_literal (error, GST_PINNED_CUDA_RUNTIME_ERROR,
         error_code (res), msg);
     return NULL;
   }
   return (const GstPinnedCudaRuntime *) rt;
+}
+
+const GstPinnedCudaRuntime *
+gst_pinned_cuda_runtime_get (GError ** error)
+{
+  const pf_cuda_runtime *rt = NULL;
+  gchar msg[1536];
+  int res = pf_cuda_runtime_get (&rt, msg, sizeof (msg));
+
+  return runtime_result (res, rt, msg, error);
 }
 
 const GstPinnedCudaRuntime *
@@ -121,15 +129,9 @@ gst_pinned_cuda_runtime_open_device (int device_id, GError ** error)
 {
   const pf_cuda_runtime *rt = NULL;
   gchar msg[1536];
-  int res;
+  int res = pf_cuda_runtime_open_device (device_id, &rt, msg, sizeof (msg));
 
-  res = pf_cuda_runtime_open_device (device_id, &rt, msg, sizeof (msg));
-  if (res < 0) {
-    g_set_error_literal (error, GST_PINNED_CUDA_RUNTIME_ERROR,
-        error_code (res), msg);
-    return NULL;
-  }
-  return (const GstPinnedCudaRuntime *) rt;
+  return runtime_result (res, rt, msg, error);
 }
 
 const GstPinnedCudaRuntime *
@@ -137,15 +139,9 @@ gst_pinned_cuda_runtime_find_device (int device_id, GError ** error)
 {
   const pf_cuda_runtime *rt = NULL;
   gchar msg[1536];
-  int res;
+  int res = pf_cuda_runtime_find_device (device_id, &rt, msg, sizeof (msg));
 
-  res = pf_cuda_runtime_find_device (device_id, &rt, msg, sizeof (msg));
-  if (res < 0) {
-    g_set_error_literal (error, GST_PINNED_CUDA_RUNTIME_ERROR,
-        error_code (res), msg);
-    return NULL;
-  }
-  return (const GstPinnedCudaRuntime *) rt;
+  return runtime_result (res, rt, msg, error);
 }
 
 gchar *
