@@ -29,23 +29,6 @@
 
 #include <pinnedflow/pf-consumer.h>
 
-#define GST_CAT_DEFAULT gst_pinned_shm_src_debug
-
-/* How long going to PAUSED waits, once connected, for a producer's STREAM
- * that knows its liveness (one with a segment; a live producer still in
- * PAUSED has none yet and only guesses). */
-#define PROBE_STREAM_MS 1000
-/* How long going to PAUSED tries to connect to a producer whose socket
- * file exists (a producer answers its HELLO in microseconds) */
-#define PROBE_CONNECT_MS 500
-/* After a failed handshake (a producer dying while we connect), the next
- * attempt comes this much later. */
-#define CONNECT_RETRY_MS 20
-/* on-disconnect=reconnect: the wait after a refusal (max-clients), doubled
- * after each one up to the maximum */
-#define REFUSED_RETRY_MIN_MS 100
-#define REFUSED_RETRY_MAX_MS 2000
-
 /* Posts why connecting failed for good: nobody listening, a peer that
  * accepted and stayed silent, or anything else. Texts from the socket
  * layer are made valid UTF-8 (a socket path may not be). */
@@ -95,6 +78,27 @@ gst_pinned_shm_connect_error_is_transient (gint err)
   return err == -ENOENT || err == -ECONNREFUSED || err == -ETIMEDOUT
       || err == -EAGAIN || err == -ECONNRESET || err == -EPIPE;
 }
+
+/* ---- the source's connection (its instance: gstpinnedshmsrc-private.h);
+ * the two functions above log to the default category, as they always
+ * did, the ones below to pinnedshmsrc's ---- */
+
+#define GST_CAT_DEFAULT gst_pinned_shm_src_debug
+
+/* How long going to PAUSED waits, once connected, for a producer's STREAM
+ * that knows its liveness (one with a segment; a live producer still in
+ * PAUSED has none yet and only guesses). */
+#define PROBE_STREAM_MS 1000
+/* How long going to PAUSED tries to connect to a producer whose socket
+ * file exists (a producer answers its HELLO in microseconds) */
+#define PROBE_CONNECT_MS 500
+/* After a failed handshake (a producer dying while we connect), the next
+ * attempt comes this much later. */
+#define CONNECT_RETRY_MS 20
+/* on-disconnect=reconnect: the wait after a refusal (max-clients), doubled
+ * after each one up to the maximum */
+#define REFUSED_RETRY_MIN_MS 100
+#define REFUSED_RETRY_MAX_MS 2000
 
 /* Waits until @fd (if >= 0) is readable (1), @timeout_ms passed (0) or the
  * element is unlocked (-1). */
