@@ -10,17 +10,6 @@
 
 #include <pinnedflow/pf-frame.h>
 
-gboolean
-gst_pinned_shm_clock_is_monotonic (GstClock * clock)
-{
-  GstClockType type;
-
-  if (clock == NULL || G_OBJECT_TYPE (clock) != GST_TYPE_SYSTEM_CLOCK)
-    return FALSE;
-  g_object_get (clock, "clock-type", &type, NULL);
-  return type == GST_CLOCK_TYPE_MONOTONIC;
-}
-
 const gchar *
 gst_pinned_shm_delivery_name (guint delivery, const gchar * unset)
 {

@@ -31,12 +31,6 @@ G_BEGIN_DECLS
     | GST_SEGMENT_FLAG_TRICKMODE_FORWARD_PREDICTED \
     | GST_SEGMENT_FLAG_TRICKMODE_NO_AUDIO)
 
-/* TRUE when @clock (may be NULL) is a GstSystemClock of type MONOTONIC: its
- * time is CLOCK_MONOTONIC time, the wire's time base, so no offset has to be
- * applied. Both elements call it from their set_clock vfunc. */
-G_GNUC_INTERNAL
-gboolean gst_pinned_shm_clock_is_monotonic (GstClock * clock);
-
 /* The name of a pf_delivery (pf-frame.h) as the elements' stats, messages
  * and logs spell it ("every-frame", "newest-frame"); @unset for any other
  * value (a request left to the producer: "auto"; nothing in force yet:

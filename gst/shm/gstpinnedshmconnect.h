@@ -1,8 +1,9 @@
-/* GStreamer pinnedflow: what a failed connection to a producer means
+/* GStreamer pinnedflow: pinnedshmsrc's connection to a producer
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * See gstpinnedshmconnect.c. Used by pinnedshmsrc on its streaming thread.
+ * See gstpinnedshmconnect.c. Used by pinnedshmsrc on its streaming thread;
+ * the functions on the element itself: gstpinnedshmsrc-private.h.
  */
 #ifndef __GST_PINNED_SHM_CONNECT_H__
 #define __GST_PINNED_SHM_CONNECT_H__

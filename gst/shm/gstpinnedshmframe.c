@@ -14,6 +14,7 @@
 
 #include "gstpinnedshmframe.h"
 #include "gstpinnedshmcommon.h"
+#include "gstpinnedshmtime.h"
 
 #include <gst/pinnedflow/gstpinnedallocator.h>
 #include <pinnedflow/pf-consumer.h>
@@ -105,28 +106,6 @@ gst_pinned_shm_frame_set_meta (pf_producer_frame * frame, GstBuffer * buf,
 /* ---- the source's side: a received frame's timestamps and video meta
  * (its buffer: gstpinnedshmframepool.c) ---- */
 
-/* Producer CLOCK_MONOTONIC time to running time of @element's pipeline. */
-static GstClockTime
-running_time_of (GstElement * element, gboolean clock_is_monotonic,
-    guint64 clock_pts)
-{
-  GstClockTime base = gst_element_get_base_time (element);
-  GstClockTime t = clock_pts;
-
-  if (!clock_is_monotonic) {
-    GstClock *clock = gst_element_get_clock (element);
-    GstClockTimeDiff diff;
-
-    if (clock == NULL)
-      return GST_CLOCK_TIME_NONE;
-    diff = GST_CLOCK_DIFF ((GstClockTime) pf_monotonic_ns (),
-        gst_clock_get_time (clock));
-    gst_object_unref (clock);
-    t = (diff < 0 && (GstClockTime) (-diff) > t) ? 0 : t + diff;
-  }
-  return t > base ? t - base : 0;
-}
-
 void
 gst_pinned_shm_frame_stamp (GstElement * element, gboolean clock_is_monotonic,
     gboolean keep_timestamps, const pf_consumer_frame * f, GstBuffer * buf)
@@ -136,7 +115,8 @@ gst_pinned_shm_frame_stamp (GstElement * element, gboolean clock_is_monotonic,
     GST_BUFFER_PTS (buf) = f->pts;
     GST_BUFFER_DTS (buf) = f->dts;
   } else if (f->clock_pts != PF_TIME_NONE) {
-    GST_BUFFER_PTS (buf) = running_time_of (element, clock_is_monotonic,
+    GST_BUFFER_PTS (buf) =
+        gst_pinned_shm_time_from_wire (element, clock_is_monotonic,
         f->clock_pts);
     if (f->dts != PF_TIME_NONE && f->pts != PF_TIME_NONE
         && GST_BUFFER_PTS_IS_VALID (buf)) {

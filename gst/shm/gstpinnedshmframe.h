@@ -4,9 +4,10 @@
  *
  * What of a GstBuffer pinnedshmsink publishes, and how: its pinned
  * memories as chunks (segment id, offset, size), its timestamps, offsets,
- * wire flags and video layout, and its PTS on the wire's time base; and
- * what pinnedshmsrc makes of a received frame: timestamps in its own
- * pipeline's running time, flags, and a video meta it checked.
+ * wire flags and video layout; and what pinnedshmsrc makes of a received
+ * frame: timestamps (in its own pipeline's running time for a live
+ * stream), flags, and a video meta it checked. The wire's time base, both
+ * directions: gstpinnedshmtime.h.
  *
  * Threads and lifetimes: plain functions of their arguments, called on an
  * element's streaming thread; nothing is kept. The segments written into
@@ -39,7 +40,7 @@ gboolean gst_pinned_shm_frame_set_chunks (pf_producer_frame * frame, GstBuffer *
 /* Fills @frame's timestamps, offsets, wire flags and video layout from
  * @buf: its GstVideoMeta, else @vinfo (NULL when the caps are not video),
  * else no video layout. @clock_pts: the PTS as CLOCK_MONOTONIC time
- * (pinnedshmsink's clock_pts()), or PF_TIME_NONE. */
+ * (gst_pinned_shm_time_to_wire()), or PF_TIME_NONE. */
 G_GNUC_INTERNAL
 void gst_pinned_shm_frame_set_meta (pf_producer_frame * frame, GstBuffer * buf,
     const GstVideoInfo * vinfo, guint64 clock_pts);

@@ -1,6 +1,12 @@
 /* GStreamer pinnedflow: receive frames from another process
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The pinnedshmsrc element itself: its properties, states, unlocking,
+ * queries and the clock. Receiving (create()): gstpinnedshmsrcreceive.c;
+ * the connection (probe, connect, disconnect): gstpinnedshmconnect.c;
+ * stats and QoS: gstpinnedshmstats.c; the instance struct:
+ * gstpinnedshmsrc-private.h.
  */
 
 /**
@@ -58,51 +64,28 @@
 #include "config.h"
 #endif
 
-#include "gstpinnedshmsrc.h"
-#include "gstpinnedshmcommon.h"
-#include "gstpinnedshmconnect.h"
-#include "gstpinnedshmframe.h"
-#include "gstpinnedshmframepool.h"
+#include "gstpinnedshmsrc-private.h"
+#include "gstpinnedshmtime.h"
 
 #include <errno.h>
-#include <poll.h>
-#include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
+#include <sys/eventfd.h>
 
 #include <gst/video/video.h>
 #include <gst/pinnedflow/gstpinnedallocator.h>
 
-#include <pinnedflow/pf-consumer.h>
-
-GST_DEBUG_CATEGORY_STATIC (gst_pinned_shm_src_debug);
+GST_DEBUG_CATEGORY (gst_pinned_shm_src_debug);
 #define GST_CAT_DEFAULT gst_pinned_shm_src_debug
 
 #define DEFAULT_SOCKET_PATH NULL
 #define DEFAULT_ON_DISCONNECT GST_PINNED_SHM_SRC_ON_DISCONNECT_ERROR
 #define DEFAULT_DELIVERY GST_PINNED_SHM_SRC_DELIVERY_AUTO
 #define DEFAULT_IS_LIVE GST_PINNED_SHM_SRC_IS_LIVE_AUTO
-/* How long going to PAUSED waits, once connected, for a producer's STREAM
- * that knows its liveness (one with a segment; a live producer still in
- * PAUSED has none yet and only guesses). */
-#define PROBE_STREAM_MS 1000
-/* How long going to PAUSED tries to connect to a producer whose socket
- * file exists (a producer answers its HELLO in microseconds) */
-#define PROBE_CONNECT_MS 500
-/* At most one QoS message per this many microseconds */
-#define QOS_INTERVAL_US G_USEC_PER_SEC
 #define DEFAULT_CONNECT_TIMEOUT 0
 #define DEFAULT_MAX_MAPPED_BYTES PF_CONSUMER_DEFAULT_MAX_BYTES
 #define DEFAULT_MAX_MAPPED_SEGMENTS PF_CONSUMER_DEFAULT_MAX_SEGMENTS
 #define DEFAULT_LOCK_SEGMENTS FALSE
 #define DEFAULT_BUSY_POLL_US 0
-/* After a failed handshake (a producer dying while we connect), the next
- * attempt comes this much later. */
-#define CONNECT_RETRY_MS 20
-/* on-disconnect=reconnect: the wait after a refusal (max-clients), doubled
- * after each one up to the maximum */
-#define REFUSED_RETRY_MIN_MS 100
-#define REFUSED_RETRY_MAX_MS 2000
 
 enum
 {
@@ -121,117 +104,6 @@ enum
 };
 
 static GParamSpec *properties[N_PROPERTIES];
-
-/* see GstPinnedShmSrc.poll_first */
-#define POLL_FIRST_PROBE 8
-#define POLL_FIRST_LATE_NS (1000 * 1000)
-
-/* Every frame starts with cold caches at paced rates: what create(), the
- * frame helpers and the stats touch per frame comes first, together
- * (issue 13), then what only connections, caps changes, state changes
- * and the stats query use. */
-struct _GstPinnedShmSrc
-{
-  GstPushSrc parent;
-
-  /* ---- per frame ---- */
-  /* streaming thread (and start/stop) */
-  GstPinnedShmFramePool *pool;  /* recycles our buffers; from start to stop */
-  GstAllocator *allocator;
-  /* written under lock (below); the streaming thread, its only writer
-   * while streaming, reads it without */
-  pf_consumer *consumer;
-  /* an eventfd, readable between unlock and unlock_stop: every wait of the
-   * streaming thread (connecting, the HELLO, the next frame) polls it */
-  gint cancel_fd;
-  /* property, set under the object lock, read atomically without it */
-  guint busy_poll_us;
-  /* the last frame came after a wait: wait before the next receive too,
-   * instead of a receive that finds nothing (one syscall per frame at
-   * paced rates). A frame that came more than POLL_FIRST_LATE_NS after
-   * its send had waited in the socket: the next is received first, so a
-   * stream that falls behind goes back to receiving without waiting
-   * (issue 13: this replaced a receive first every POLL_FIRST_PROBE-th
-   * frame, 0.12 recvmsg() per frame answering EAGAIN at paced rates);
-   * without a send time from the producer, every POLL_FIRST_PROBE-th
-   * frame still receives first (poll_first_probe). */
-  gboolean poll_first;
-  gboolean poll_first_probe;
-  guint poll_first_count;
-  /* the last frame's latency (count_frame()), G_MAXUINT64: unknown */
-  guint64 last_latency;
-  /* the connection's counters may have moved (a gap): update_counters() */
-  gboolean counters_dirty;
-  gboolean discont;
-  gboolean clock_is_monotonic;
-  /* decided going to PAUSED: a live source (clock-mapped timestamps) or
-   * not (the producer's timestamps and segment) */
-  gboolean live;
-  /* the producer's timestamps and segment kept (not clock-mapped): a
-   * non-live source, or a live one fed a non-live stream (its liveness
-   * learnt from a STREAM with a segment, after going to PAUSED) */
-  gboolean keep_ts;
-  /* a live source fed a non-live stream: running time of its first
-   * STREAM, added to the segment's base (once per connection) */
-  gboolean have_ts_shift;
-  GstClockTime ts_shift;
-  guint64 last_seq;
-  gboolean have_seq;
-  gboolean have_pending_ev;
-  gboolean have_pending_stream;
-  gboolean is_video;
-  /* what going to PAUSED read before the STREAM: the latest caps (and
-   * see pending_ev below), handled by the first create() */
-  gchar *pending_caps;
-  /* QoS: gaps not posted yet, when the last message went */
-  guint64 qos_pending;
-  gint64 qos_last;
-  /* stats every frame moves: written by the streaming thread alone (or
-   * with it stopped) with relaxed atomic stores, read with relaxed atomic
-   * loads, without the lock */
-  guint64 frames;
-  guint64 bytes;
-  guint64 latency_last;
-  guint64 latency_sum;
-  guint64 latency_max;
-  /* the last frame layout checked against vinfo (reset with the caps) */
-  GstPinnedShmLayout layout;
-  pf_stream_info stream;        /* the producer's last STREAM */
-  GstVideoInfo vinfo;
-
-  /* ---- the rest ---- */
-  GstCaps *caps;                /* current caps from the producer */
-  gboolean ever_connected;
-  /* one event going to PAUSED read after the caps (a FRAME or EOS), and
-   * the STREAM */
-  pf_event pending_ev;
-  pf_stream_info pending_stream;
-
-  /* properties, under the object lock (busy_poll_us: above) */
-  gchar *socket_path;
-  GstPinnedShmSrcOnDisconnect on_disconnect;
-  gint connect_timeout;
-  guint64 max_mapped_bytes;
-  guint max_mapped_segments;
-  gboolean lock_segments;
-  GstPinnedShmSrcDelivery delivery;
-  GstPinnedShmSrcIsLive is_live;
-
-  /* lock protects consumer (see above) and these stats */
-  GMutex lock;
-  guint64 reconnects;
-  guint64 errors;
-  guint64 gaps;
-  guint64 stale_dropped;
-  guint64 missed;
-  guint delivery_in_force;
-  gboolean demoted;
-  /* of the current connection, to add the differences to the above */
-  guint64 conn_stale, conn_missed;
-};
-
-#define STAT_LOAD(x) __atomic_load_n (&(x), __ATOMIC_RELAXED)
-#define STAT_STORE(x, v) __atomic_store_n (&(x), (v), __ATOMIC_RELAXED)
 
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC,
@@ -304,38 +176,6 @@ gst_pinned_shm_src_on_disconnect_get_type (void)
     g_once_init_leave (&type, t);
   }
   return type;
-}
-
-/* ------------------------------------------------------------------------ */
-
-static GstStructure *
-gst_pinned_shm_src_get_stats (GstPinnedShmSrc * self)
-{
-  guint64 frames = STAT_LOAD (self->frames);
-  GstStructure *s;
-
-  g_mutex_lock (&self->lock);
-  s = gst_structure_new ("application/x-pinnedshmsrc-stats",
-      "connected", G_TYPE_BOOLEAN, self->consumer != NULL,
-      "frames", G_TYPE_UINT64, frames,
-      "bytes", G_TYPE_UINT64, STAT_LOAD (self->bytes),
-      "held", G_TYPE_UINT,
-      self->consumer ? pf_consumer_get_held (self->consumer) : 0,
-      "reconnects", G_TYPE_UINT64, self->reconnects,
-      "errors", G_TYPE_UINT64, self->errors,
-      "gaps", G_TYPE_UINT64, self->gaps,
-      "latency-last", G_TYPE_UINT64, STAT_LOAD (self->latency_last),
-      "latency-mean", G_TYPE_UINT64,
-      frames ? STAT_LOAD (self->latency_sum) / frames : (guint64) 0,
-      "latency-max", G_TYPE_UINT64, STAT_LOAD (self->latency_max),
-      "stale-dropped", G_TYPE_UINT64, self->stale_dropped,
-      "missed", G_TYPE_UINT64, self->missed,
-      "live", G_TYPE_BOOLEAN, self->live,
-      "delivery", G_TYPE_STRING,
-      gst_pinned_shm_delivery_name (self->delivery_in_force, "none"), "demoted",
-      G_TYPE_BOOLEAN, self->demoted, NULL);
-  g_mutex_unlock (&self->lock);
-  return s;
 }
 
 static void
@@ -429,52 +269,6 @@ gst_pinned_shm_src_get_property (GObject * object, guint prop_id,
   GST_OBJECT_UNLOCK (self);
 }
 
-static void
-drop_connection (GstPinnedShmSrc * self)
-{
-  pf_consumer *c;
-
-  g_mutex_lock (&self->lock);
-  c = self->consumer;
-  self->consumer = NULL;
-  g_mutex_unlock (&self->lock);
-
-  /* Frames still out keep their own reference; the socket closes when the
-   * last of them is freed. */
-  if (c)
-    pf_consumer_unref (c);
-}
-
-/* Drops what going to PAUSED read ahead and create() did not take. */
-static void
-clear_pending (GstPinnedShmSrc * self)
-{
-  g_clear_pointer (&self->pending_caps, g_free);
-  self->have_pending_stream = FALSE;
-  if (self->have_pending_ev)
-    pf_consumer_event_clear (&self->pending_ev);
-  self->have_pending_ev = FALSE;
-}
-
-/* A new connection @c: counters of the old one forgotten. */
-static void
-set_connection (GstPinnedShmSrc * self, pf_consumer * c)
-{
-  g_mutex_lock (&self->lock);
-  self->consumer = c;
-  self->conn_stale = self->conn_missed = 0;
-  g_mutex_unlock (&self->lock);
-
-  /* buffers keeping the last connection's memories let them go */
-  if (self->pool != NULL)
-    gst_pinned_shm_frame_pool_forget (self->pool);
-  self->discont = TRUE;
-  self->have_seq = FALSE;
-  self->ever_connected = TRUE;
-  self->have_ts_shift = FALSE;
-  memset (&self->stream, 0, sizeof (self->stream));
-}
-
 static gboolean
 gst_pinned_shm_src_start (GstBaseSrc * bsrc)
 {
@@ -496,7 +290,7 @@ gst_pinned_shm_src_start (GstBaseSrc * bsrc)
   }
 
   /* the connection state was reset, and a connection maybe made, going
-   * to PAUSED (probe_producer ()) */
+   * to PAUSED (gst_pinned_shm_src_probe ()) */
   if (self->pool == NULL)
     self->pool = gst_pinned_shm_frame_pool_new ();
   return TRUE;
@@ -507,8 +301,8 @@ gst_pinned_shm_src_stop (GstBaseSrc * bsrc)
 {
   GstPinnedShmSrc *self = GST_PINNED_SHM_SRC (bsrc);
 
-  drop_connection (self);
-  clear_pending (self);
+  gst_pinned_shm_src_drop_connection (self);
+  gst_pinned_shm_src_clear_pending (self);
   gst_caps_replace (&self->caps, NULL);
   /* buffers still out are freed when they come back */
   g_clear_pointer (&self->pool, gst_pinned_shm_frame_pool_close);
@@ -541,29 +335,6 @@ gst_pinned_shm_src_unlock_stop (GstBaseSrc * bsrc)
       && read (self->cancel_fd, &count, sizeof (count)) < 0 && errno != EAGAIN)
     GST_WARNING_OBJECT (self, "eventfd read: %s", g_strerror (errno));
   return TRUE;
-}
-
-/* Waits until @fd (if >= 0) is readable (1), @timeout_ms passed (0) or the
- * element is unlocked (-1). */
-static gint
-wait_or_cancel (GstPinnedShmSrc * self, gint fd, gint timeout_ms)
-{
-  struct pollfd pfd[2] = {
-    {.fd = self->cancel_fd,.events = POLLIN},
-    {.fd = fd,.events = POLLIN},
-  };
-  gint r;
-
-  do {
-    r = poll (pfd, 2, timeout_ms);
-  } while (r < 0 && errno == EINTR);
-  if (r < 0) {
-    GST_WARNING_OBJECT (self, "poll: %s", g_strerror (errno));
-    return -1;
-  }
-  if (pfd[0].revents)
-    return -1;
-  return r > 0 ? 1 : 0;
 }
 
 static gboolean
@@ -602,472 +373,6 @@ gst_pinned_shm_src_decide_allocation (GstBaseSrc * bsrc, GstQuery * query)
   return TRUE;
 }
 
-/* The budget of the properties, for a new connection. */
-static void
-apply_budget (GstPinnedShmSrc * self, pf_consumer * c)
-{
-  pf_consumer_budget budget = { 0, };
-
-  GST_OBJECT_LOCK (self);
-  budget.max_bytes = self->max_mapped_bytes;
-  budget.max_segments = self->max_mapped_segments;
-  budget.flags = self->lock_segments ? PF_CONSUMER_LOCK : 0;
-  GST_OBJECT_UNLOCK (self);
-  /* before the first receive: the producer's segments wait in the socket */
-  pf_consumer_set_budget (c, &budget);
-}
-
-/* Connects, retrying until @timeout_ms (-1: forever) while nobody listens
- * or the producer dies during the handshake; the producer's HELLO must come
- * before the deadline too. Every wait is interrupted by unlock. Returns
- * GST_FLOW_OK, GST_FLOW_FLUSHING (unlocked) or GST_FLOW_ERROR (error
- * posted). */
-static GstFlowReturn
-connect_producer (GstPinnedShmSrc * self, gint timeout_ms)
-{
-  GstFlowReturn ret = GST_FLOW_OK;
-  gint64 deadline = -1;
-  pf_consumer *c = NULL;
-  pf_consumer_options options = { 0, };
-  gboolean reconnect;
-  guint refused = 0, refused_wait_ms = REFUSED_RETRY_MIN_MS;
-  gchar *path;
-  int err;
-
-  GST_OBJECT_LOCK (self);
-  path = g_strdup (self->socket_path);
-  options.delivery = self->delivery;
-  reconnect = self->on_disconnect == GST_PINNED_SHM_SRC_ON_DISCONNECT_RECONNECT;
-  GST_OBJECT_UNLOCK (self);
-
-  if (timeout_ms >= 0)
-    deadline = g_get_monotonic_time () + (gint64) timeout_ms *1000;
-
-  for (;;) {
-    gint left = -1;
-
-    if (deadline >= 0)
-      left = (gint) CLAMP ((deadline - g_get_monotonic_time ()) / 1000, 0,
-          G_MAXINT);
-    err = pf_consumer_connect_with (path, left, self->cancel_fd, &options, &c);
-    if (err == 0 || err == -ECANCELED)
-      break;
-    if (err == -EUSERS && reconnect) {
-      /* the producer is up but full: try again later, whatever
-       * connect-timeout, with a growing wait; say so once */
-      if (refused++ == 0) {
-        gchar *upath = g_utf8_make_valid (path, -1);
-
-        GST_ELEMENT_WARNING (self, RESOURCE, BUSY,
-            ("The producer on \"%s\" refused this consumer (it serves its "
-                "maximum of consumers); retrying", upath),
-            ("%s (on-disconnect=reconnect: every %u to %u ms until "
-                "accepted)", pf_consumer_connect_error (),
-                REFUSED_RETRY_MIN_MS, REFUSED_RETRY_MAX_MS));
-        g_free (upath);
-      }
-      GST_DEBUG_OBJECT (self, "refused %u times, next try in %u ms", refused,
-          refused_wait_ms);
-      if (wait_or_cancel (self, -1, (gint) refused_wait_ms) < 0) {
-        err = -ECANCELED;
-        break;
-      }
-      refused_wait_ms = MIN (refused_wait_ms * 2, REFUSED_RETRY_MAX_MS);
-      /* a producer is up: as for a lost one, no deadline any more */
-      deadline = -1;
-      continue;
-    }
-    if (!gst_pinned_shm_connect_error_is_transient (err)
-        || (deadline >= 0 && g_get_monotonic_time () >= deadline)) {
-      gst_pinned_shm_post_connect_error (GST_ELEMENT (self), path, err,
-          timeout_ms);
-      ret = GST_FLOW_ERROR;
-      goto done;
-    }
-    GST_DEBUG_OBJECT (self, "connect failed (%s), retrying",
-        pf_consumer_connect_error ());
-    if (wait_or_cancel (self, -1, CONNECT_RETRY_MS) < 0) {
-      err = -ECANCELED;
-      break;
-    }
-  }
-  if (err == -ECANCELED) {
-    GST_DEBUG_OBJECT (self, "connecting interrupted");
-    ret = GST_FLOW_FLUSHING;
-    goto done;
-  }
-
-  GST_INFO_OBJECT (self, "connected to %s (session %" G_GINT64_MODIFIER
-      "x, max held %u)", path, (guint64) pf_consumer_get_session_id (c),
-      pf_consumer_get_max_held (c));
-  apply_budget (self, c);
-  set_connection (self, c);
-
-done:
-  g_free (path);
-  return ret;
-}
-
-static GstFlowReturn
-handle_caps (GstPinnedShmSrc * self, const gchar * str)
-{
-  GstCaps *caps = gst_caps_from_string (str);
-
-  if (caps == NULL || !gst_caps_is_fixed (caps)) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Producer sent invalid caps"),
-        ("caps \"%s\"", str));
-    gst_clear_caps (&caps);
-    return GST_FLOW_ERROR;
-  }
-
-  GST_DEBUG_OBJECT (self, "caps %" GST_PTR_FORMAT, caps);
-  if (self->pool != NULL)
-    gst_pinned_shm_frame_pool_forget (self->pool);
-  self->is_video = FALSE;
-  gst_pinned_shm_layout_reset (&self->layout);
-  if (gst_structure_has_name (gst_caps_get_structure (caps, 0), "video/x-raw")
-      && gst_video_info_from_caps (&self->vinfo, caps))
-    self->is_video = TRUE;
-
-  if (self->caps == NULL || !gst_caps_is_equal (self->caps, caps)) {
-    if (!gst_base_src_set_caps (GST_BASE_SRC (self), caps)) {
-      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-          ("Downstream refused the producer's caps"),
-          ("caps %" GST_PTR_FORMAT, caps));
-      gst_caps_unref (caps);
-      return GST_FLOW_NOT_NEGOTIATED;
-    }
-  }
-  gst_caps_take (&self->caps, caps);
-  return GST_FLOW_OK;
-}
-
-/* Counts the frames the producer skipped for us; DISCONT after a gap or a
- * (re)connection. TRUE after a gap. */
-static gboolean
-note_sequence (GstPinnedShmSrc * self, const pf_consumer_frame * f,
-    GstBuffer * buf)
-{
-  gboolean gap = FALSE;
-
-  if (self->have_seq && f->seq > self->last_seq + 1) {
-    guint64 missed = f->seq - self->last_seq - 1;
-
-    g_mutex_lock (&self->lock);
-    self->gaps += missed;
-    g_mutex_unlock (&self->lock);
-    self->qos_pending += missed;
-    self->discont = TRUE;
-    gap = TRUE;
-  }
-  self->last_seq = f->seq;
-  self->have_seq = TRUE;
-  if (self->discont) {
-    GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
-    self->discont = FALSE;
-  }
-  return gap;
-}
-
-/* The streaming thread is the only writer of these: no lock (see the
- * struct). */
-static void
-count_frame (GstPinnedShmSrc * self, const pf_consumer_frame * f, guint64 total)
-{
-  guint64 now, lat;
-
-  STAT_STORE (self->frames, self->frames + 1);
-  STAT_STORE (self->bytes, self->bytes + total);
-  self->last_latency = G_MAXUINT64;
-  if (f->send_time == PF_TIME_NONE)
-    return;
-  now = pf_monotonic_ns ();
-  if (now < f->send_time)
-    return;
-  lat = now - f->send_time;
-  self->last_latency = lat;
-  STAT_STORE (self->latency_last, lat);
-  STAT_STORE (self->latency_sum, self->latency_sum + lat);
-  if (lat > self->latency_max)
-    STAT_STORE (self->latency_max, lat);
-}
-
-/* Posts the frames lost since the last QoS message (the producer skipped
- * them, or they were dropped here as stale) when a second passed since it,
- * or at once with @flush; @buf: the frame that showed the loss, or NULL. */
-static void
-post_qos (GstPinnedShmSrc * self, GstBuffer * buf, gboolean flush)
-{
-  GstBaseSrc *bsrc = GST_BASE_SRC_CAST (self);
-  GstClockTime ts = GST_CLOCK_TIME_NONE, dur = GST_CLOCK_TIME_NONE;
-  GstClockTime rt = GST_CLOCK_TIME_NONE, st = GST_CLOCK_TIME_NONE;
-  guint64 processed, dropped;
-  gint64 now;
-  GstMessage *msg;
-
-  /* nothing lost: no clock read either (every frame comes here) */
-  if (self->qos_pending == 0)
-    return;
-  now = g_get_monotonic_time ();
-  if (!flush && self->qos_last != 0 && now - self->qos_last < QOS_INTERVAL_US)
-    return;
-  if (buf) {
-    ts = GST_BUFFER_PTS (buf);
-    dur = GST_BUFFER_DURATION (buf);
-    if (!self->keep_ts) {
-      rt = ts;
-    } else if (GST_CLOCK_TIME_IS_VALID (ts)) {
-      rt = gst_segment_to_running_time (&bsrc->segment, GST_FORMAT_TIME, ts);
-      st = gst_segment_to_stream_time (&bsrc->segment, GST_FORMAT_TIME, ts);
-    }
-  }
-  processed = STAT_LOAD (self->frames);
-  g_mutex_lock (&self->lock);
-  dropped = self->gaps;
-  g_mutex_unlock (&self->lock);
-
-  GST_INFO_OBJECT (self, "%" G_GUINT64_FORMAT " frames lost (%"
-      G_GUINT64_FORMAT " in all, %" G_GUINT64_FORMAT " received)",
-      self->qos_pending, dropped, processed);
-  msg = gst_message_new_qos (GST_OBJECT (self), self->live, rt, st, ts, dur);
-  gst_message_set_qos_values (msg, 0, 1.0, 1000000);
-  gst_message_set_qos_stats (msg, GST_FORMAT_BUFFERS, processed, dropped);
-  gst_element_post_message (GST_ELEMENT (self), msg);
-  self->qos_pending = 0;
-  self->qos_last = now;
-}
-
-/* The connection's counters into ours (receiving thread only). */
-static void
-update_counters (GstPinnedShmSrc * self, pf_consumer * c)
-{
-  pf_consumer_stats st;
-
-  pf_consumer_get_stats (c, &st);
-  /* every frame under newest-frame delivery: most often nothing moved */
-  if (st.frames_stale_dropped == self->conn_stale
-      && st.frames_missed == self->conn_missed
-      && st.delivery == self->delivery_in_force
-      && (st.demoted != 0) == self->demoted)
-    return;
-  g_mutex_lock (&self->lock);
-  if (st.frames_stale_dropped >= self->conn_stale)
-    self->stale_dropped += st.frames_stale_dropped - self->conn_stale;
-  if (st.frames_missed >= self->conn_missed)
-    self->missed += st.frames_missed - self->conn_missed;
-  self->conn_stale = st.frames_stale_dropped;
-  self->conn_missed = st.frames_missed;
-  self->delivery_in_force = st.delivery;
-  self->demoted = st.demoted != 0;
-  g_mutex_unlock (&self->lock);
-}
-
-/* The running time of our pipeline now (0 without a clock). */
-static GstClockTime
-now_running_time (GstPinnedShmSrc * self)
-{
-  GstClock *clock = gst_element_get_clock (GST_ELEMENT (self));
-  GstClockTime now, base;
-
-  if (clock == NULL)
-    return 0;
-  now = gst_clock_get_time (clock);
-  base = gst_element_get_base_time (GST_ELEMENT (self));
-  gst_object_unref (clock);
-  return now > base ? now - base : 0;
-}
-
-/* The producer's STREAM: its liveness, our delivery, its segment (with
- * one: whether its timestamps are kept, keep_ts). */
-static void
-handle_stream (GstPinnedShmSrc * self, const pf_stream_info * info)
-{
-  gboolean was_demoted = (self->stream.flags & PF_STREAM_DEMOTED) != 0;
-
-  GST_DEBUG_OBJECT (self, "stream: %s, delivery %s%s",
-      (info->flags & PF_STREAM_LIVE) ? "live" : "not live",
-      gst_pinned_shm_delivery_name (info->delivery, "none"),
-      (info->flags & PF_STREAM_DEMOTED) ? " (demoted)" : "");
-  self->stream = *info;
-  g_mutex_lock (&self->lock);
-  self->delivery_in_force = info->delivery;
-  self->demoted = (info->flags & PF_STREAM_DEMOTED) != 0;
-  g_mutex_unlock (&self->lock);
-
-  if (!was_demoted && (info->flags & PF_STREAM_DEMOTED)) {
-    GST_ELEMENT_WARNING (self, RESOURCE, READ,
-        ("The producer demoted this consumer to newest-frame delivery"),
-        ("it held its frames past the producer's reliable-timeout; frames "
-            "are skipped for it from now on"));
-  }
-
-  if (!(info->flags & PF_STREAM_HAS_SEGMENT))
-    return;
-  if (self->live && (info->flags & PF_STREAM_LIVE)) {
-    if (self->keep_ts) {
-      /* live again after a non-live stream: clock-mapped from now on, in a
-       * segment of running time */
-      GstSegment seg;
-
-      self->keep_ts = FALSE;
-      gst_segment_init (&seg, GST_FORMAT_TIME);
-      gst_base_src_new_segment (GST_BASE_SRC (self), &seg);
-    }
-    return;
-  }
-  /* not live, or a non-live stream: its own timestamps and segment */
-  self->keep_ts = TRUE;
-  if (info->segment.format == GST_FORMAT_TIME) {
-    GstSegment seg;
-
-    gst_segment_init (&seg, GST_FORMAT_TIME);
-    /* a SEGMENT flag would turn the producer's EOS into SEGMENT_DONE and
-     * the stream would never end here: only the flags that travel */
-    seg.flags = info->segment.flags & GST_PINNED_SHM_WIRE_SEGMENT_FLAGS;
-    if (seg.flags != info->segment.flags)
-      GST_DEBUG_OBJECT (self, "producer's segment flags 0x%x dropped",
-          info->segment.flags & ~GST_PINNED_SHM_WIRE_SEGMENT_FLAGS);
-    seg.rate = info->segment.rate;
-    seg.applied_rate = info->segment.applied_rate;
-    seg.base = info->segment.base;
-    seg.offset = info->segment.offset;
-    seg.start = info->segment.start;
-    seg.stop = info->segment.stop;
-    seg.time = info->segment.time;
-    seg.position = info->segment.position;
-    seg.duration = info->segment.duration;
-    if (self->live) {
-      /* a live source (it could not know the stream going to PAUSED):
-       * the stream starts now in running time, its timestamps kept */
-      if (!self->have_ts_shift) {
-        self->ts_shift = now_running_time (self);
-        self->have_ts_shift = TRUE;
-      }
-      seg.base += self->ts_shift;
-      GST_INFO_OBJECT (self, "non-live stream in a live source: its "
-          "timestamps kept, segment base moved by %" GST_TIME_FORMAT,
-          GST_TIME_ARGS (self->ts_shift));
-    }
-    if (!gst_base_src_new_segment (GST_BASE_SRC (self), &seg))
-      GST_WARNING_OBJECT (self, "producer's segment refused: %"
-          GST_SEGMENT_FORMAT, &seg);
-  }
-}
-
-/* Going to PAUSED: whether to be a live source (GstBaseSrc reads it
- * before start()). delivery=every-frame: not live, newest-frame: live;
- * auto: when the socket file exists, one bounded attempt (PROBE_CONNECT_MS,
- * HELLO included) to connect and read the producer's STREAM, which says
- * whether it is live; CAPS read on the way and one other event wait for the
- * first create(). With no producer up, or any failure (create() connects
- * again and reports it), live. */
-static void
-probe_producer (GstPinnedShmSrc * self)
-{
-  pf_consumer_options options = { 0, };
-  pf_consumer *c = NULL;
-  GstPinnedShmSrcIsLive is_live;
-  gboolean live, have_path;
-  gint64 deadline;
-  gchar *path;
-  int err;
-
-  /* a connection left by a start that failed after the last probe */
-  drop_connection (self);
-  clear_pending (self);
-  gst_caps_replace (&self->caps, NULL);
-  self->is_video = FALSE;
-  gst_pinned_shm_layout_reset (&self->layout);
-  self->poll_first = FALSE;
-  self->poll_first_probe = TRUE;
-  self->poll_first_count = 0;
-  self->last_latency = G_MAXUINT64;
-  self->discont = TRUE;
-  self->have_seq = FALSE;
-  self->ever_connected = FALSE;
-  self->qos_pending = 0;
-  self->qos_last = 0;
-  memset (&self->stream, 0, sizeof (self->stream));
-  STAT_STORE (self->frames, 0);
-  STAT_STORE (self->bytes, 0);
-  STAT_STORE (self->latency_last, 0);
-  STAT_STORE (self->latency_sum, 0);
-  STAT_STORE (self->latency_max, 0);
-  g_mutex_lock (&self->lock);
-  self->reconnects = self->errors = self->gaps = 0;
-  self->stale_dropped = self->missed = 0;
-  self->delivery_in_force = 0;
-  self->demoted = FALSE;
-  g_mutex_unlock (&self->lock);
-
-  GST_OBJECT_LOCK (self);
-  path = g_strdup (self->socket_path);
-  options.delivery = self->delivery;
-  have_path = path != NULL && path[0] != '\0';
-  is_live = self->is_live;
-  GST_OBJECT_UNLOCK (self);
-  live = options.delivery != GST_PINNED_SHM_SRC_DELIVERY_EVERY_FRAME;
-  if (is_live != GST_PINNED_SHM_SRC_IS_LIVE_AUTO)
-    live = is_live == GST_PINNED_SHM_SRC_IS_LIVE_TRUE;
-
-  if (options.delivery == GST_PINNED_SHM_SRC_DELIVERY_AUTO
-      && is_live == GST_PINNED_SHM_SRC_IS_LIVE_AUTO && have_path
-      && self->cancel_fd >= 0 && g_file_test (path, G_FILE_TEST_EXISTS)
-      && pf_consumer_connect_with (path, PROBE_CONNECT_MS, self->cancel_fd,
-          &options, &c) == 0) {
-    apply_budget (self, c);
-    deadline = g_get_monotonic_time () + PROBE_STREAM_MS * 1000;
-    for (;;) {
-      gint left = (gint) MAX ((deadline - g_get_monotonic_time ()) / 1000, 0);
-      pf_event ev;
-
-      memset (&ev, 0, sizeof (ev));
-      err = pf_consumer_receive (c, left, &ev);
-      if (err <= 0) {
-        GST_DEBUG_OBJECT (self, "no STREAM from the producer: %s",
-            err == 0 ? "timeout" : pf_consumer_get_error (c));
-        break;
-      }
-      if (ev.type == PF_EVENT_CAPS) {
-        g_free (self->pending_caps);
-        self->pending_caps = g_strdup (ev.caps);
-        pf_consumer_event_clear (&ev);
-        continue;
-      }
-      if (ev.type == PF_EVENT_STREAM) {
-        live = (ev.stream.flags & PF_STREAM_LIVE) != 0;
-        self->stream = ev.stream;
-        self->pending_stream = ev.stream;
-        self->have_pending_stream = TRUE;
-        pf_consumer_event_clear (&ev);
-        /* a producer whose upstream sent no SEGMENT yet (a live one still
-         * in PAUSED) only guessed its liveness: wait for the next */
-        if (self->stream.flags & PF_STREAM_HAS_SEGMENT)
-          break;
-        continue;
-      }
-      self->pending_ev = ev;
-      self->have_pending_ev = TRUE;
-      break;
-    }
-    GST_INFO_OBJECT (self, "connected to %s going to PAUSED: producer %s",
-        path, self->stream.delivery == 0 ? "did not say whether it is live"
-        : live ? "live" : "not live");
-    /* also clears self->stream: handle_stream () compares with the STREAM
-     * before, and the first create () hands it the pending one */
-    set_connection (self, c);
-  } else {
-    GST_INFO_OBJECT (self, "%s source (delivery %d, producer on %s not "
-        "asked or not up)", live ? "live" : "non-live", options.delivery, path);
-  }
-  g_free (path);
-
-  self->live = live;
-  self->keep_ts = !live;
-  self->have_ts_shift = FALSE;
-  gst_base_src_set_live (GST_BASE_SRC (self), live);
-}
-
 static GstStateChangeReturn
 gst_pinned_shm_src_change_state (GstElement * element,
     GstStateChange transition)
@@ -1075,298 +380,8 @@ gst_pinned_shm_src_change_state (GstElement * element,
   GstPinnedShmSrc *self = GST_PINNED_SHM_SRC (element);
 
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED)
-    probe_producer (self);
+    gst_pinned_shm_src_probe (self);
   return GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
-}
-
-/* The FRAME event as a buffer of read-only memories on loan. */
-static GstFlowReturn
-make_buffer (GstPinnedShmSrc * self, pf_consumer * c, const pf_event * ev,
-    GstBuffer ** outbuf)
-{
-  const pf_consumer_frame *f = &ev->frame;
-  GstBuffer *buf = NULL;
-  const gchar *invalid;
-  guint64 total = 0;
-
-  if (self->pool != NULL ? !gst_pinned_shm_frame_pool_wrap (self->pool,
-          self->allocator, c, ev, &buf, &total)
-      : !gst_pinned_shm_frame_wrap_chunks (self->allocator, c, ev,
-          (buf = gst_buffer_new ()), &total)) {
-    invalid = "chunk outside its segment";
-    goto error;
-  }
-  gst_pinned_shm_frame_stamp (GST_ELEMENT_CAST (self), self->clock_is_monotonic,
-      self->keep_ts, f, buf);
-  if (note_sequence (self, f, buf))
-    self->counters_dirty = TRUE;
-  if (!gst_pinned_shm_frame_add_video_meta (f, total,
-          self->is_video ? &self->vinfo : NULL, buf, &self->layout)) {
-    invalid = "video meta does not match the caps, or a plane is not inside "
-        "one chunk of the frame";
-    goto error;
-  }
-  count_frame (self, f, total);
-  *outbuf = buf;
-  return GST_FLOW_OK;
-
-error:
-  gst_buffer_unref (buf);
-  GST_ELEMENT_ERROR (self, STREAM, DECODE, ("Invalid frame from producer"),
-      ("frame %" G_GUINT64_FORMAT ": %s", (guint64) f->seq, invalid));
-  return GST_FLOW_ERROR;
-}
-
-/* The connection ended with @res (pf_consumer_receive()): -ECONNRESET the
- * producer vanished without EOS, -EPIPE it hung up after one, -ETIMEDOUT
- * it stopped reading our releases, -ECONNABORTED it disconnected us for
- * falling behind (and said so). @why: the consumer's error text. */
-static GstFlowReturn
-handle_disconnect (GstPinnedShmSrc * self, gint res, const gchar * why,
-    gboolean * retry)
-{
-  GstPinnedShmSrcOnDisconnect mode;
-
-  GST_OBJECT_LOCK (self);
-  mode = self->on_disconnect;
-  GST_OBJECT_UNLOCK (self);
-
-  drop_connection (self);
-  post_qos (self, NULL, TRUE);
-  *retry = FALSE;
-  if (res == -EPIPE) {
-    /* a clean end after EOS: what the EOS meant already happened */
-    if (mode == GST_PINNED_SHM_SRC_ON_DISCONNECT_RECONNECT) {
-      GST_INFO_OBJECT (self, "producer hung up after EOS, waiting for a new "
-          "one");
-      *retry = TRUE;
-      return GST_FLOW_OK;
-    }
-    GST_INFO_OBJECT (self, "producer hung up after EOS");
-    return GST_FLOW_EOS;
-  }
-  if (res == -ETIMEDOUT) {
-    GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
-        ("The producer stopped reading this consumer's releases"), ("%s", why));
-    return GST_FLOW_ERROR;
-  }
-
-  if (res == -ECONNABORTED) {
-    /* the producer said why (REFUSE, fell behind): not a crash */
-    switch (mode) {
-      case GST_PINNED_SHM_SRC_ON_DISCONNECT_EOS:
-        GST_ELEMENT_WARNING (self, RESOURCE, READ,
-            ("The producer disconnected this consumer for falling behind; "
-                "ending the stream"), ("%s (on-disconnect=eos)", why));
-        return GST_FLOW_EOS;
-      case GST_PINNED_SHM_SRC_ON_DISCONNECT_ERROR:
-        GST_ELEMENT_ERROR (self, RESOURCE, READ,
-            ("The producer disconnected this consumer for falling behind"),
-            ("%s (on-disconnect=error)", why));
-        return GST_FLOW_ERROR;
-      case GST_PINNED_SHM_SRC_ON_DISCONNECT_RECONNECT:
-      default:
-        GST_ELEMENT_WARNING (self, RESOURCE, READ,
-            ("The producer disconnected this consumer for falling behind; "
-                "connecting again"), ("%s (on-disconnect=reconnect)", why));
-        g_mutex_lock (&self->lock);
-        self->reconnects++;
-        g_mutex_unlock (&self->lock);
-        *retry = TRUE;
-        return GST_FLOW_OK;
-    }
-  }
-
-  switch (mode) {
-    case GST_PINNED_SHM_SRC_ON_DISCONNECT_EOS:
-      GST_ELEMENT_WARNING (self, RESOURCE, READ,
-          ("The producer vanished without EOS; ending the stream"),
-          ("%s (on-disconnect=eos)", why));
-      return GST_FLOW_EOS;
-    case GST_PINNED_SHM_SRC_ON_DISCONNECT_ERROR:
-      GST_ELEMENT_ERROR (self, RESOURCE, READ,
-          ("The producer vanished without EOS"),
-          ("%s (crashed or killed; on-disconnect=error)", why));
-      return GST_FLOW_ERROR;
-    case GST_PINNED_SHM_SRC_ON_DISCONNECT_RECONNECT:
-    default:
-      GST_ELEMENT_WARNING (self, RESOURCE, READ,
-          ("The producer vanished without EOS; waiting for a new one"),
-          ("%s (on-disconnect=reconnect)", why));
-      g_mutex_lock (&self->lock);
-      self->reconnects++;
-      g_mutex_unlock (&self->lock);
-      *retry = TRUE;
-      return GST_FLOW_OK;
-  }
-}
-
-/* Waits for @c's fd (socket, frame doorbell) or unlock, spinning first
- * for busy-poll-us if asked: 1 readable, -1 unlocked. */
-static gint
-wait_for_event (GstPinnedShmSrc * self, pf_consumer * c)
-{
-  guint busy_us = (guint) g_atomic_int_get (&self->busy_poll_us);
-  gint res = 0;
-
-  /* the frame ring's doorbell, read now rather than on the next frame's
-   * path; a failure shows at the next receive */
-  pf_consumer_prepare_wait (c);
-  if (busy_us > 0) {
-    gint64 deadline = g_get_monotonic_time () + busy_us;
-
-    do {
-      res = wait_or_cancel (self, pf_consumer_get_fd (c), 0);
-    } while (res == 0 && g_get_monotonic_time () < deadline);
-  }
-  if (res == 0)
-    res = wait_or_cancel (self, pf_consumer_get_fd (c), -1);
-  return res;
-}
-
-/* A receive error other than the end of the connection. */
-static GstFlowReturn
-receive_error (GstPinnedShmSrc * self, pf_consumer * c, gint res)
-{
-  g_mutex_lock (&self->lock);
-  self->errors++;
-  g_mutex_unlock (&self->lock);
-  if (res == -EDQUOT)
-    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-        ("The producer's shared memory exceeds the budget"),
-        ("%s (max-mapped-bytes, max-mapped-segments)",
-            pf_consumer_get_error (c)));
-  else
-    GST_ELEMENT_ERROR (self, STREAM, DECODE,
-        ("Protocol error from the producer"), ("%s (%s)",
-            pf_consumer_get_error (c), g_strerror (-res)));
-  drop_connection (self);
-  return GST_FLOW_ERROR;
-}
-
-static GstFlowReturn
-gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
-{
-  /* unchecked: the base class calls us with ourselves, every frame */
-  GstPinnedShmSrc *self = (GstPinnedShmSrc *) psrc;
-  GstFlowReturn ret = GST_FLOW_OK;
-  gboolean waited = FALSE;
-
-  *outbuf = NULL;
-  if (self->pending_caps) {
-    /* read going to PAUSED, before the STREAM */
-    gchar *caps = self->pending_caps;
-
-    self->pending_caps = NULL;
-    ret = handle_caps (self, caps);
-    g_free (caps);
-    if (ret != GST_FLOW_OK)
-      return ret;
-  }
-  if (self->have_pending_stream) {
-    self->have_pending_stream = FALSE;
-    handle_stream (self, &self->pending_stream);
-  }
-
-  for (;;) {
-    pf_consumer *c;
-    pf_event ev;
-    int res, type;
-
-    /* this thread alone sets and drops the connection while streaming:
-     * no lock, and no reference of our own (receive_error () and
-     * handle_disconnect () drop it last) */
-    c = self->consumer;
-
-    if (c == NULL) {
-      gint timeout;
-
-      clear_pending (self);
-      GST_OBJECT_LOCK (self);
-      timeout = self->connect_timeout;
-      GST_OBJECT_UNLOCK (self);
-      /* a lost producer is awaited forever (reconnect mode) */
-      if (self->ever_connected)
-        timeout = -1;
-      ret = connect_producer (self, timeout);
-      if (ret != GST_FLOW_OK)
-        return ret;
-      continue;
-    }
-
-    if (self->have_pending_ev) {
-      ev = self->pending_ev;
-      self->have_pending_ev = FALSE;
-      res = 1;
-    } else if (self->poll_first && !waited && (!self->poll_first_probe
-            || ++self->poll_first_count % POLL_FIRST_PROBE != 0)) {
-      /* the last frame was waited for: so will this one be, most likely */
-      res = 0;
-    } else {
-      res = pf_consumer_receive (c, 0, &ev);
-    }
-    if (res == 0) {
-      res = wait_for_event (self, c);
-      if (res < 0)
-        return GST_FLOW_FLUSHING;
-      waited = TRUE;
-      continue;
-    }
-
-    if (res < 0) {
-      gboolean retry = FALSE;
-
-      if (res == -ECONNRESET || res == -EPIPE || res == -ETIMEDOUT
-          || res == -ECONNABORTED) {
-        gchar *why = g_utf8_make_valid (pf_consumer_get_error (c), -1);
-
-        update_counters (self, c);
-        ret = handle_disconnect (self, res, why, &retry);
-        g_free (why);
-        if (retry)
-          continue;
-        return ret;
-      }
-      return receive_error (self, c, res);
-    }
-
-    type = ev.type;
-    switch (ev.type) {
-      case PF_EVENT_CAPS:
-        ret = handle_caps (self, ev.caps);
-        break;
-      case PF_EVENT_STREAM:
-        handle_stream (self, &ev.stream);
-        break;
-      case PF_EVENT_FRAME:
-        ret = make_buffer (self, c, &ev, outbuf);
-        break;
-      case PF_EVENT_EOS:
-        GST_INFO_OBJECT (self, "EOS from the producer");
-        ret = GST_FLOW_EOS;
-        break;
-      default:
-        break;
-    }
-    pf_consumer_event_clear (&ev);
-    /* a frame moves the connection's counters only after a gap, or when
-     * stale frames may be dropped for it (newest-frame) */
-    if (type != PF_EVENT_FRAME || self->counters_dirty
-        || self->stream.delivery != PF_DELIVERY_EVERY_FRAME) {
-      update_counters (self, c);
-      self->counters_dirty = FALSE;
-    }
-
-    if (*outbuf != NULL) {
-      self->poll_first_probe = self->last_latency == G_MAXUINT64;
-      self->poll_first = waited && (self->poll_first_probe
-          || self->last_latency <= POLL_FIRST_LATE_NS);
-      post_qos (self, *outbuf, FALSE);
-    } else if (ret == GST_FLOW_EOS)
-      post_qos (self, NULL, TRUE);
-    if (ret != GST_FLOW_OK || *outbuf != NULL)
-      return ret;
-  }
 }
 
 static void
@@ -1376,8 +391,8 @@ gst_pinned_shm_src_finalize (GObject * object)
 
   g_free (self->socket_path);
   gst_caps_replace (&self->caps, NULL);
-  clear_pending (self);
-  drop_connection (self);
+  gst_pinned_shm_src_clear_pending (self);
+  gst_pinned_shm_src_drop_connection (self);
   if (self->cancel_fd >= 0)
     close (self->cancel_fd);
   gst_object_unref (self->allocator);

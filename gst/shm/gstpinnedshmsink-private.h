@@ -1,0 +1,141 @@
+/* GStreamer pinnedflow: pinnedshmsink's insides, shared by its files
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The instance struct of pinnedshmsink and the functions its files call
+ * in one another: the element (gstpinnedshmsink.c: properties, states,
+ * events, signals), its pools (gstpinnedshmsinkpool.c), publishing a frame
+ * (gstpinnedshmsinkrender.c), the producer's callbacks
+ * (gstpinnedshmsinkbus.c) and its stats (gstpinnedshmstats.c). Private to
+ * the plugin: the public header is gstpinnedshmsink.h.
+ */
+#ifndef __GST_PINNED_SHM_SINK_PRIVATE_H__
+#define __GST_PINNED_SHM_SINK_PRIVATE_H__
+
+#include "gstpinnedshmsink.h"
+#include "gstpinnedshmcounter.h"
+
+#include <gst/video/video.h>
+
+#include <pinnedflow/pf-producer.h>
+
+G_BEGIN_DECLS
+
+GST_DEBUG_CATEGORY_EXTERN (gst_pinned_shm_sink_debug);
+
+#define MAX_POOL_SIZE 256
+/* Pool slots beyond what the consumers may hold: one upstream fills while
+ * one is published. */
+#define POOL_RESERVE 2
+/* max-clients=0 (no limit) sizes an auto pool as if for this many */
+#define UNLIMITED_POOL_CLIENTS 4
+
+struct _GstPinnedShmSink
+{
+  GstBaseSink parent;
+
+  /* properties, under the object lock */
+  gchar *socket_path;
+  guint perms;
+  guint pool_size;
+  guint max_client_buffers;
+  guint max_clients;
+  gint reliable_timeout;
+  GstPinnedShmSinkTimeoutAction reliable_timeout_action;
+  gint live_max_lag;
+
+  /* lock protects everything below; cond wakes a render waiting for a
+   * client. Never held across pf_producer_close() (its callbacks take it).
+   * producer is set by start() and cleared by stop(), when no render runs
+   * (the sink pad is inactive in READY): render reads it without the lock.
+   * n_clients is also read without it (atomically): a render that finds a
+   * client takes no lock (issue 13). */
+  GMutex lock;
+  GCond cond;
+  pf_producer *producer;
+  gboolean wait_for_connection;
+  guint min_clients;            /* the first frame waits for this many */
+  gboolean unlocked;
+  guint n_clients;
+  /* streaming thread only: the first frame since start() went out (later
+   * frames wait for one client, not min_clients) */
+  gboolean first_sent;
+
+  /* streaming thread only; what render reads every frame first, with the
+   * counters it updates (each frame starts with cold caches) */
+  gboolean is_video;
+  gboolean clock_is_monotonic;
+  /* gst_base_sink_get_latency(), cached by start() and at each LATENCY
+   * event (the only thing that changes it): COUNTER_GET/SET */
+  guint64 latency;
+  guint64 lock_checked_segment; /* id of the last segment checked for mlock */
+  gboolean lock_warned;
+  gboolean live;                /* upstream's, as last queried */
+
+  /* statistics: written by the streaming thread alone (COUNTER_ADD), read
+   * by any (COUNTER_GET), no lock; released by the producer's callbacks
+   * (one thread at a time: its I/O thread, then close()'s caller). in-flight
+   * is published - released. Reset by start(). */
+  guint64 frames;
+  guint64 bytes;
+  guint64 zero_copy_frames;
+  guint64 copies;
+  guint64 drops;
+  guint64 published;
+  guint64 released;
+
+  /* streaming thread only: the caps (read per frame only for a buffer
+   * without video meta) and the copy path */
+  GstVideoInfo vinfo;
+  GstBufferPool *copy_pool;
+  gsize copy_pool_size;
+
+  /* under lock (the client-event callback, any thread) */
+  guint64 demotions;
+  guint64 refused;
+};
+
+/* gstpinnedshmsink.c: emits client-connected (@connected) or
+ * client-disconnected for @info, then notifies num-clients. */
+G_GNUC_INTERNAL
+void gst_pinned_shm_sink_client_changed (GstPinnedShmSink * self,
+    gboolean connected, const pf_client_info * info);
+
+/* gstpinnedshmsinkbus.c: the producer's callbacks of @self (frames
+ * released, clients connected and gone, drops, demotions, refusals) into
+ * @callbacks. */
+G_GNUC_INTERNAL
+void gst_pinned_shm_sink_set_callbacks (GstPinnedShmSink * self,
+    pf_producer_callbacks * callbacks);
+
+/* gstpinnedshmsinkpool.c: the pools' slots (object lock held), the warning
+ * when they cannot serve every consumer, the copy pool, the ALLOCATION
+ * answer, the copy path and the mlock check. */
+G_GNUC_INTERNAL
+guint gst_pinned_shm_sink_pool_count_locked (GstPinnedShmSink * self);
+G_GNUC_INTERNAL
+void gst_pinned_shm_sink_check_pool_fits (GstPinnedShmSink * self);
+G_GNUC_INTERNAL
+void gst_pinned_shm_sink_set_copy_pool (GstPinnedShmSink * self,
+    GstBufferPool * pool);
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_propose_allocation (GstBaseSink * bsink,
+    GstQuery * query);
+G_GNUC_INTERNAL
+GstBuffer *gst_pinned_shm_sink_copy_to_pool (GstPinnedShmSink * self,
+    GstBuffer * buf, GstFlowReturn * ret);
+G_GNUC_INTERNAL
+void gst_pinned_shm_sink_check_locked (GstPinnedShmSink * self,
+    pf_segment * seg);
+
+/* gstpinnedshmsinkrender.c: the render vfunc. */
+G_GNUC_INTERNAL
+GstFlowReturn gst_pinned_shm_sink_render (GstBaseSink * bsink,
+    GstBuffer * buf);
+
+/* gstpinnedshmstats.c: the stats property's structure. */
+G_GNUC_INTERNAL
+GstStructure *gst_pinned_shm_sink_get_stats (GstPinnedShmSink * self);
+
+G_END_DECLS
+#endif /* __GST_PINNED_SHM_SINK_PRIVATE_H__ */
