@@ -4,6 +4,7 @@
  *   shm-peer produce --socket P [--caps C] [--frames N] [--copy] [--multi]
  *       [--caps2 C --switch-at K] [--wait] [--clients K] [--live] [--sync]
  *       [--pool-size N] [--max-client-buffers N] [--pinned-chunks N]
+ *       [--sink-props "live-max-lag=-1 ..."]
  *   shm-peer relay --socket P --out Q [--pool-size N]
  *       [--max-client-buffers N]
  *   shm-peer consume --socket P [--count N] [--hold K] [--sync]
@@ -72,6 +73,7 @@ static gint opt_hold = 0;
 static gint opt_count = 0;
 static gboolean opt_check_ts;
 static gchar *opt_src_props;
+static gchar *opt_sink_props;
 static gint opt_pinned_chunks = 0;
 static gchar *opt_out;
 static gchar *opt_pipeline;
@@ -100,6 +102,8 @@ static GOptionEntry entries[] = {
   {"hold", 0, 0, G_OPTION_ARG_INT, &opt_hold, "frames never released", NULL},
   {"check-ts", 0, 0, G_OPTION_ARG_NONE, &opt_check_ts, "check PTS", NULL},
   {"src-props", 0, 0, G_OPTION_ARG_STRING, &opt_src_props, "src props", NULL},
+  {"sink-props", 0, 0, G_OPTION_ARG_STRING, &opt_sink_props,
+      "produce: more pinnedshmsink properties, name=value ...", NULL},
   {"pinned-chunks", 0, 0, G_OPTION_ARG_INT, &opt_pinned_chunks,
       "buffers of N pinned memories", NULL},
   {"out", 0, 0, G_OPTION_ARG_STRING, &opt_out, "relay: socket to publish on",
@@ -375,6 +379,27 @@ done:
   return NULL;
 }
 
+/* "name=value name=value": each set on @obj as gst-launch-1.0 would. */
+static void
+set_props (GstElement * obj, const gchar * props)
+{
+  gchar **kv;
+  guint i;
+
+  if (props == NULL)
+    return;
+  kv = g_strsplit (props, " ", -1);
+  for (i = 0; kv[i]; i++) {
+    gchar *eq = strchr (kv[i], '=');
+
+    if (eq == NULL)
+      continue;
+    *eq = '\0';
+    gst_util_set_object_arg (G_OBJECT (obj), kv[i], eq + 1);
+  }
+  g_strfreev (kv);
+}
+
 static int
 produce (void)
 {
@@ -399,6 +424,7 @@ produce (void)
   g_object_set (sink, "socket-path", opt_socket, "sync", opt_sync,
       "wait-for-connection", opt_wait, "pool-size", opt_pool_size,
       "max-client-buffers", opt_max_client_buffers, NULL);
+  set_props (sink, opt_sink_props);
   if (video && opt_pinned_chunks == 0) {
     src = gst_element_factory_make ("videotestsrc", "src");
     g_object_set (src, "num-buffers", opt_frames, "is-live", opt_live,
