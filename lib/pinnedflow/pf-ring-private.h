@@ -66,10 +66,10 @@ void pf_ring_unmap (const void *map, uint32_t n_entries);
  * a negative errno with nothing left open. */
 int pf_ring_create (uint32_t n_entries, int *memfd, void **map);
 
-/* Publishes the encoded FRAME @frame (sizeof (struct pf_msg_frame)
- * bytes, as on the wire) as entry *@w (our own count, then
- * advanced), stamped with @sent_before, the messages sent on the socket
- * before it. The caller rings the doorbell next. Never full: see pf-ring.c. */
+/* Publishes the encoded FRAME @frame (sizeof (struct pf_msg_frame) bytes,
+ * as sent on the socket) as entry *@w (our own count, then advanced),
+ * stamped with @sent_before, the messages sent on the socket before it.
+ * The caller rings the doorbell next. Never full: see pf-ring.c. */
 void pf_ring_publish (struct pf_frame_ring *ring, uint32_t mask, uint64_t * w,
     const void *frame, uint32_t sent_before);
 
