@@ -31,20 +31,26 @@
  * w, and the consumer reads entries in order, so with entry w unread the n
  * entries w .. w + n - 1 are unread, their n frames unreleased (an honest
  * consumer cannot release a frame it has not read), and the producer sends
- * no client more than max_held <= n (pf_ring_entries_for ()) frames. The
- * producer never reads write_seq back (its count is its own), so a consumer
- * that writes it changes nothing on the producer's side.
+ * no client more than max_held <= n (pf_ring_entries_for ()) frames. And
+ * the consumer's copy of entry w happens before its release of that frame,
+ * which happens before the producer takes the release (the release ring's
+ * RELEASE store and ACQUIRE load below, or a RELEASE message's send and
+ * receive) and so before it writes the slot again. The producer never
+ * reads write_seq back (its count is its own), so a consumer that writes
+ * it changes nothing on the producer's side.
  *
  * Releases, the other way round. The consumer (writers serialized by its
  * held spinlock) loads read_seq with ACQUIRE order: every slot before it
  * was read by the producer before the producer's RELEASE store of it, so
- * the slots up to read_seq + n are free. It writes the seq into slot w mod
+ * the indexes below read_seq + n are free. It writes the seq into slot w mod
  * n, then stores write_seq = w + 1 with RELEASE order
  * (pf_ring_release_push ()). The producer (its I/O thread, under p->lock)
  * loads write_seq with ACQUIRE order, reads the seqs before it, then
  * stores read_seq with RELEASE order (pf_ring_releases_published (),
  * pf_ring_release_get (), pf_ring_releases_taken ()): the slot is free
- * only after it was read.
+ * only after it was read. Here too each side keeps its own count: the
+ * consumer never reads the release ring's write_seq back, the producer
+ * never reads its read_seq back.
  *
  * The doorbells (pf-doorbell.h) only wake the other side: no ordering
  * rests on them. A ring is rung after the index store, and the woken side
