@@ -13,11 +13,13 @@
  * atomic), so a release stuck on a full socket (SO_SNDTIMEO) does not hold
  * up the receiving thread.
  *
- * Frame ring (docs/protocol.md, 3.10; design.md, "The frame ring"):
+ * Frame ring (docs/protocol.md, 3.10; design.md, "The frame ring"; its
+ * shared memory and the order of its index updates: pf-ring.c):
  * receive_event () takes FRAMEs from it in the producer's order with the
- * socket's messages (ring_take (), ring_precedes (), the stash); the
+ * socket's messages (ring_take (), pf_ring_precedes (), the stash); the
  * doorbell is read off the frame's path (doorbell_settle ()) and emptied,
- * bounded, when nothing is left (doorbell_drain ()).
+ * bounded, when nothing is left (doorbell_drain ()); pf_consumer_release ()
+ * publishes through its release ring (pf_ring_release_push ()).
  *
  * Nothing the producer controls can make us block (issue 26): every read
  * and write on an fd it shares passes MSG_DONTWAIT (the socket's receives;
@@ -39,378 +41,33 @@
  * everything at once) but its fd stays open until the last unref, so the
  * number returned by pf_consumer_get_fd() is never reused behind the user's
  * back.
+ *
+ * This file holds receiving (the packets, the frame ring's consumer half,
+ * delivery), releasing and the getters; the segment table and
+ * consumer_fail () are pf-consumer-segments.c, connecting, the handshake
+ * and the last unref pf-consumer-connect.c, struct pf_consumer
+ * pf-consumer-private.h. It calls pf-consumer-segments.c, never
+ * pf-consumer-connect.c (pf-consumer-private.h).
  */
-#include <pinnedflow/pf-consumer.h>
-
+#include "pf-consumer-private.h"
 #include "pf-doorbell.h"
-#include "pf-protocol-private.h"
-#include "pf-socket.h"
+#include "pf-ring-private.h"
 
 #include <endian.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
-
-/* The wait for the producer's HELLO after the single connect attempt of
- * a timeout of 0; any other timeout bounds the HELLO too. */
-#define HELLO_WAIT_ONCE_MS 5000
-/* A release that cannot be sent for this long means a stuck producer. */
-#define SEND_TIMEOUT_MS 5000
-/* While nobody listens, connecting is retried this often. */
-#define CONNECT_RETRY_MS 20
-
-struct cseg
-{
-  uint64_t wire_id;
-  pf_segment *seg;
-  struct cseg *next;
-};
-
-/* The fields every frame touches come first, together (issue 13: every
- * frame starts with cold caches at paced rates; they were spread over
- * five places in ~13 KiB, between the error text, the caps and the parsed
- * message), then the receive buffer, whose first 256 bytes a FRAME
- * fills, then what only the handshake, errors, caps and segments use. */
-struct pf_consumer
-{
-  atomic_int refcount;
-  int fd;
-  /* 0, or the negative errno that ended it: written under the lock
-   * (atomically, with the error text before it), read without it */
-  int broken;
-  int write_closed;             /* the producer hung up: no more releases,
-                                 * but what it sent before is still read;
-                                 * written as broken is */
-  pthread_mutex_t lock;
-
-  /* c->held_spin */
-  atomic_flag held_spin;
-  uint64_t *held;
-  unsigned int n_held, cap_held;
-  /* the release ring (in the frame ring's memfd; set once by the receiving
-   * thread before any frame, so before any release) */
-  struct pf_release_ring *rel;
-  uint64_t *rel_seqs;
-  uint64_t rel_w;               /* releases published, under held_spin */
-  int rel_doorbell;             /* -1 without a ring */
-
-  uint32_t max_held;
-  int v2;                       /* made by a _with() call */
-
-  /* receive thread only */
-  /* The frame ring (PF_MSG_FRAME_RING; NULL: FRAMEs on the socket) and
-   * what orders it with the socket: ctl_recvd counts the packets read
-   * from the socket, the HELLO included; a packet read while a ring entry
-   * that precedes it is pending waits in the stash. */
-  const struct pf_frame_ring *ring;
-  const struct pf_msg_frame *ring_entries;
-  uint32_t ring_mask;
-  uint64_t ring_r;
-  int doorbell;                 /* the ring's doorbell (our end), or -1;
-                                 * closed early if the producer closes its */
-  unsigned int doorbell_owed;   /* entries taken, their rings not read */
-  int wait_fd;                  /* what pf_consumer_get_fd() returns */
-  uint32_t ctl_recvd;
-  uint64_t last_seq;
-  int have_seq;
-  uint32_t caps_seq;
-  int eos_seen;                 /* EOS was the last stream message */
-  struct cseg *segs;
-  pf_consumer_stats stats;
-  pf_stream_info stream;        /* the producer's last STREAM */
-  /* the packet received; a FRAME is read in place (see handle_packet) */
-  union
-  {
-    uint8_t bytes[PF_MAX_MSG_SIZE];
-    struct pf_msg_frame frame;
-  } rbuf;
-
-  /* a socket packet that a ring entry precedes (rare: see receive_event) */
-  uint8_t *stash;
-  size_t stash_len;
-  int stash_fds[PF_SOCKET_MAX_RECV_FDS];
-  unsigned int stash_n_fds;
-
-  /* removed by the producer but still used by frames: they stay mapped, so
-   * they count against the budget until the last frame lets go */
-  struct cseg *retired;
-  pf_consumer_budget budget;    /* with the defaults filled in */
-  uint64_t session_id;
-  uint32_t requested;           /* enum pf_delivery asked in our HELLO */
-  char error[256];
-  char caps[PF_MAX_CAPS_LEN + 1];
-  struct pf_msg msg;
-};
-
-static __thread char connect_error[256];
-
-const char *
-pf_consumer_connect_error (void)
-{
-  return connect_error;
-}
-
-static int
-now_ms_since (const struct timespec *start)
-{
-  struct timespec now;
-
-  clock_gettime (CLOCK_MONOTONIC, &now);
-  return (int) ((now.tv_sec - start->tv_sec) * 1000 +
-      (now.tv_nsec - start->tv_nsec) / 1000000);
-}
-
-/* Remaining ms of @timeout_ms since @start; -1 means forever. */
-static int
-remaining (int timeout_ms, const struct timespec *start)
-{
-  int left;
-
-  if (timeout_ms <= 0)
-    return timeout_ms < 0 ? -1 : 0;
-  left = timeout_ms - now_ms_since (start);
-  return left > 0 ? left : 0;
-}
-
-static void
-free_list (struct cseg **list)
-{
-  struct cseg *s, *next;
-
-  for (s = *list; s != NULL; s = next) {
-    next = s->next;
-    pf_segment_unref (s->seg);
-    free (s);
-  }
-  *list = NULL;
-}
-
-static void
-drop_segments (pf_consumer * c)
-{
-  free_list (&c->segs);
-  free_list (&c->retired);
-}
-
-/* What this connection keeps mapped: the announced segments, and the
- * removed ones that frames still use. Retired segments only we hold are
- * dropped on the way (nobody else can take a reference to them). */
-static void
-mapped_total (pf_consumer * c, uint64_t * bytes, uint32_t * count)
-{
-  struct cseg **l, *s;
-
-  *bytes = 0;
-  *count = 0;
-  for (l = &c->retired; (s = *l) != NULL;) {
-    if (pf_segment_get_refcount (s->seg) == 1) {
-      *l = s->next;
-      pf_segment_unref (s->seg);
-      free (s);
-      continue;
-    }
-    *bytes += pf_segment_get_size (s->seg);
-    (*count)++;
-    l = &s->next;
-  }
-  for (s = c->segs; s != NULL; s = s->next) {
-    *bytes += pf_segment_get_size (s->seg);
-    (*count)++;
-  }
-}
-
-static void
-budget_fill_defaults (pf_consumer_budget * b)
-{
-  if (b->max_bytes == 0)
-    b->max_bytes = PF_CONSUMER_DEFAULT_MAX_BYTES;
-  if (b->max_segments == 0)
-    b->max_segments = PF_CONSUMER_DEFAULT_MAX_SEGMENTS;
-}
-
-int
-pf_consumer_set_budget (pf_consumer * c, const pf_consumer_budget * budget)
-{
-  if (c == NULL || budget == NULL
-      || (budget->flags & ~(PF_CONSUMER_PREFAULT | PF_CONSUMER_LOCK)))
-    return -EINVAL;
-  c->budget = *budget;
-  budget_fill_defaults (&c->budget);
-  return 0;
-}
-
-void
-pf_consumer_get_budget (pf_consumer * c, pf_consumer_budget * budget)
-{
-  *budget = c->budget;
-}
-
-void
-pf_consumer_get_mapped (pf_consumer * c, uint64_t * bytes, uint32_t * count)
-{
-  uint64_t b;
-  uint32_t n;
-
-  mapped_total (c, &b, &n);
-  if (bytes)
-    *bytes = b;
-  if (count)
-    *count = n;
-}
-
-static int
-set_error_locked (pf_consumer * c, int err, const char *fmt, va_list ap)
-    __attribute__((format (printf, 3, 0)));
-
-static int
-set_error_locked (pf_consumer * c, int err, const char *fmt, va_list ap)
-{
-  if (c->broken)
-    return c->broken;
-  vsnprintf (c->error, sizeof (c->error), fmt, ap);
-  __atomic_store_n (&c->broken, err, __ATOMIC_RELEASE);
-  shutdown (c->fd, SHUT_RDWR);
-  return err;
-}
-
-static int consumer_fail (pf_consumer * c, int err, const char *fmt, ...)
-    __attribute__((format (printf, 3, 4)));
-
-/* Ends the connection (receive thread). Returns the error to report. */
-static int
-consumer_fail (pf_consumer * c, int err, const char *fmt, ...)
-{
-  va_list ap;
-  int res;
-
-  va_start (ap, fmt);
-  pthread_mutex_lock (&c->lock);
-  res = set_error_locked (c, err, fmt, ap);
-  pthread_mutex_unlock (&c->lock);
-  va_end (ap);
-  /* Frames out keep their own segment references. */
-  drop_segments (c);
-  return res;
-}
-
-static struct cseg *
-find_seg (pf_consumer * c, uint64_t wire_id)
-{
-  struct cseg *s;
-
-  for (s = c->segs; s != NULL; s = s->next)
-    if (s->wire_id == wire_id)
-      return s;
-  return NULL;
-}
-
-/* Checked before anything is mapped: the segment must fit the budget next
- * to everything this connection keeps mapped. */
-static int
-check_budget (pf_consumer * c, const struct pf_msg_segment_add *m)
-{
-  const pf_consumer_budget *b = &c->budget;
-  uint64_t bytes;
-  uint32_t count;
-
-  mapped_total (c, &bytes, &count);
-  if (count >= b->max_segments)
-    return consumer_fail (c, -EDQUOT, "SEGMENT_ADD: segment %" PRIu64
-        " (%" PRIu64 " bytes) refused: %" PRIu32 " segments are mapped "
-        "already, the budget is %" PRIu32 " segments", m->segment_id,
-        m->size, count, b->max_segments);
-  if (m->size > b->max_bytes || bytes > b->max_bytes - m->size)
-    return consumer_fail (c, -EDQUOT, "SEGMENT_ADD: segment %" PRIu64
-        " (%" PRIu64 " bytes) refused: with the %" PRIu64 " bytes mapped "
-        "already it exceeds the budget of %" PRIu64 " bytes", m->segment_id,
-        m->size, bytes, b->max_bytes);
-  return 0;
-}
-
-static unsigned int
-import_flags (const pf_consumer * c)
-{
-  unsigned int flags = PF_SEGMENT_IMPORT_READONLY;
-
-  if (c->budget.flags & PF_CONSUMER_PREFAULT)
-    flags |= PF_SEGMENT_IMPORT_PREFAULT;
-  if (c->budget.flags & PF_CONSUMER_LOCK)
-    flags |= PF_SEGMENT_IMPORT_LOCK;
-  return flags;
-}
-
-static int
-handle_segment_add (pf_consumer * c, const struct pf_msg_segment_add *m, int fd)
-{
-  struct cseg *s;
-  pf_segment *seg;
-  int res;
-
-  if (find_seg (c, m->segment_id)) {
-    close (fd);
-    return consumer_fail (c, -EPROTO, "SEGMENT_ADD: segment %" PRIu64
-        " announced twice", m->segment_id);
-  }
-  if ((res = check_budget (c, m)) < 0) {
-    close (fd);
-    return res;
-  }
-  if ((res = pf_segment_import (fd, m->size, import_flags (c), &seg)) < 0) {
-    close (fd);
-    return consumer_fail (c, -EPROTO, "SEGMENT_ADD: segment %" PRIu64
-        " (%" PRIu64 " bytes) rejected: %s", m->segment_id, m->size,
-        pf_segment_import_strerror (res));
-  }
-  if ((s = calloc (1, sizeof (*s))) == NULL) {
-    pf_segment_unref (seg);
-    return consumer_fail (c, -ENOMEM, "out of memory");
-  }
-  s->wire_id = m->segment_id;
-  s->seg = seg;
-  s->next = c->segs;
-  c->segs = s;
-  return 0;
-}
-
-static int
-handle_segment_remove (pf_consumer * c, uint64_t wire_id)
-{
-  struct cseg **l, *s;
-
-  for (l = &c->segs; *l != NULL; l = &(*l)->next) {
-    if ((*l)->wire_id == wire_id) {
-      s = *l;
-      *l = s->next;
-      if (pf_segment_get_refcount (s->seg) == 1) {
-        pf_segment_unref (s->seg);
-        free (s);
-      } else {
-        /* frames still use it: keep counting it while they do */
-        s->next = c->retired;
-        c->retired = s;
-      }
-      return 0;
-    }
-  }
-  return consumer_fail (c, -EPROTO, "SEGMENT_REMOVE: unknown segment %"
-      PRIu64, wire_id);
-}
 
 static inline void
 held_lock (pf_consumer * c)
@@ -506,7 +163,7 @@ handle_frame (pf_consumer * c, const struct pf_msg_frame *f, pf_event * ev)
   for (i = 0; i < f->n_chunks; i++) {
     const struct pf_msg_chunk *ch = &f->chunks[i];
 
-    if ((s[i] = find_seg (c, ch->segment_id)) == NULL)
+    if ((s[i] = consumer_find_seg (c, ch->segment_id)) == NULL)
       return consumer_fail (c, -EPROTO, "FRAME %" PRIu64 ": chunk %u in "
           "unknown segment %" PRIu64, f->seq, i, ch->segment_id);
     if (!pf_segment_contains (s[i]->seg, ch->offset, ch->size))
@@ -552,64 +209,36 @@ static int
 handle_frame_ring (pf_consumer * c, const struct pf_msg_frame_ring *m, int *fds)
 {
   struct epoll_event e = {.events = EPOLLIN };
-  const struct pf_frame_ring *h;
   const char *what = NULL;
-  void *map = MAP_FAILED;
-  struct stat st;
-  int seals;
+  void *map = NULL;
 
   if (c->ring != NULL || c->wait_fd == c->fd) {
     what = c->ring ? "sent twice" : "not asked for";
     goto fail;
   }
-  if (fstat (fds[0], &st) < 0 || !S_ISREG (st.st_mode) ||
-      (uint64_t) st.st_size < m->size) {
-    what = "the ring is not a file of the size announced";
+  /* the memfd (its type, size and seals), the doorbells, the header */
+  if (pf_ring_attach (m, fds, &map, &what) < 0)
     goto fail;
-  }
-  seals = fcntl (fds[0], F_GET_SEALS);
-  if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
-    what = "the ring is not sealed against shrinking";
-    goto fail;
-  }
-  /* sockets of our own: nothing the producer does with its ends can
-   * make a MSG_DONTWAIT send or receive on ours block */
-  if (pf_doorbell_check (fds[1]) < 0 || pf_doorbell_check (fds[2]) < 0) {
-    what = "a doorbell is not a stream socket";
-    goto fail;
-  }
-  map = mmap (NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
-  if (map == MAP_FAILED) {
-    what = "the ring cannot be mapped";
-    goto fail;
-  }
-  h = map;
-  if (h->magic != PF_FRAME_RING_MAGIC || h->n_entries != m->n_entries) {
-    what = "the ring's header does not match";
-    goto fail;
-  }
   e.data.fd = fds[1];
   if (epoll_ctl (c->wait_fd, EPOLL_CTL_ADD, fds[1], &e) < 0) {
     what = "the doorbell cannot be waited on";
     goto fail;
   }
   close (fds[0]);
-  c->ring = h;
-  c->ring_entries = (const struct pf_msg_frame *) (h + 1);
+  c->ring = map;
   c->ring_mask = m->n_entries - 1;
   c->ring_r = 0;
   c->doorbell = fds[1];
   held_lock (c);
-  c->rel = (struct pf_release_ring *) ((uint8_t *) map + m->release_offset);
-  c->rel_seqs = (uint64_t *) (c->rel + 1);
+  c->rel = pf_ring_release_ring (map, m->n_entries);
   c->rel_w = 0;
   c->rel_doorbell = fds[2];
   held_unlock (c);
   return 0;
 
 fail:
-  if (map != MAP_FAILED)
-    munmap (map, m->size);
+  if (map != NULL)
+    pf_ring_unmap (map, m->n_entries);
   pf_socket_close_fds (fds, 3);
   return consumer_fail (c, -EPROTO, "FRAME_RING: %s", what);
 }
@@ -620,27 +249,26 @@ fail:
 static int
 ring_take (pf_consumer * c)
 {
-  uint64_t w = __atomic_load_n (&c->ring->write_seq, __ATOMIC_ACQUIRE);
+  uint64_t w;
 
-  if (w == c->ring_r)
-    return 0;
-  if (w - c->ring_r > (uint64_t) c->ring_mask + 1)
-    return consumer_fail (c, -EPROTO, "FRAME_RING: %" PRIu64 " entries "
-        "published, %" PRIu64 " read: more than the ring's %u", w, c->ring_r,
-        c->ring_mask + 1);
-  /* copied out before anything is checked: the producer can write it */
-  memcpy (&c->rbuf.frame, &c->ring_entries[c->ring_r & c->ring_mask],
-      sizeof (struct pf_msg_frame));
-  if (c->rbuf.frame.hdr.type != PF_MSG_FRAME)
-    return consumer_fail (c, -EPROTO, "FRAME_RING: entry %" PRIu64 " is a "
-        "message of type %u, not a FRAME", c->ring_r, c->rbuf.frame.hdr.type);
-  if (c->rbuf.frame.hdr.reserved > c->ctl_recvd)
-    return 2;
-  c->rbuf.frame.hdr.reserved = 0;
-  c->ring_r++;
-  /* its ring is read later, off the frame's path: doorbell_settle () */
-  c->doorbell_owed++;
-  return 1;
+  switch (pf_ring_take (c->ring, c->ring_mask, &c->ring_r, c->ctl_recvd,
+          &c->rbuf.frame, &w)) {
+    case PF_RING_EMPTY:
+      return 0;
+    case PF_RING_SOCKET_FIRST:
+      return 2;
+    case PF_RING_OVERRUN:
+      return consumer_fail (c, -EPROTO, "FRAME_RING: %" PRIu64 " entries "
+          "published, %" PRIu64 " read: more than the ring's %u", w,
+          c->ring_r, c->ring_mask + 1);
+    case PF_RING_NOT_FRAME:
+      return consumer_fail (c, -EPROTO, "FRAME_RING: entry %" PRIu64 " is a "
+          "message of type %u, not a FRAME", c->ring_r, c->rbuf.frame.hdr.type);
+    default:
+      /* its ring is read later, off the frame's path: doorbell_settle () */
+      c->doorbell_owed++;
+      return 1;
+  }
 }
 
 /* The producer closed its end of the doorbell (it closed the connection,
@@ -719,22 +347,7 @@ doorbell_drain (pf_consumer * c)
       return consumer_fail (c, -EPROTO, "FRAME_RING: the doorbell rang more "
           "than %u times with nothing in the ring", max);
   }
-  return __atomic_load_n (&c->ring->write_seq, __ATOMIC_ACQUIRE) != c->ring_r;
-}
-
-/* The packet just read from the socket comes after a ring entry that is
- * now published (it was published before the packet was sent)? */
-static int
-ring_precedes (pf_consumer * c)
-{
-  uint64_t w = __atomic_load_n (&c->ring->write_seq, __ATOMIC_ACQUIRE);
-  uint32_t before;
-
-  if (w == c->ring_r)
-    return 0;
-  before = __atomic_load_n (&c->ring_entries[c->ring_r &
-          c->ring_mask].hdr.reserved, __ATOMIC_RELAXED);
-  return before <= c->ctl_recvd;
+  return pf_ring_pending (c->ring, c->ring_r);
 }
 
 /* Handles one received packet; owns @fds. 1: @ev filled; 0: internal
@@ -767,11 +380,12 @@ handle_packet (pf_consumer * c, size_t len, int *fds, unsigned int n_fds,
   }
   switch (msg->type) {
     case PF_MSG_SEGMENT_ADD:
-      return handle_segment_add (c, &msg->u.segment_add, fds[0]);
+      return consumer_handle_segment_add (c, &msg->u.segment_add, fds[0]);
     case PF_MSG_FRAME_RING:
       return handle_frame_ring (c, &msg->u.frame_ring, fds);
     case PF_MSG_SEGMENT_REMOVE:
-      return handle_segment_remove (c, msg->u.segment_remove.segment_id);
+      return consumer_handle_segment_remove (c,
+          msg->u.segment_remove.segment_id);
     case PF_MSG_CAPS:
       if (msg->u.caps.caps_seq == 0 || msg->u.caps.caps_seq <= c->caps_seq)
         return consumer_fail (c, -EPROTO, "CAPS: sequence %u after %u must "
@@ -815,10 +429,9 @@ handle_packet (pf_consumer * c, size_t len, int *fds, unsigned int n_fds,
   }
 }
 
-/* Waits until @fd is readable (1), @timeout_ms passed (0), or @cancel_fd
- * (if >= 0) became readable (-ECANCELED). */
-static int
-wait_readable (int fd, int cancel_fd, int timeout_ms)
+/* pf-consumer-private.h */
+int
+consumer_wait_readable (int fd, int cancel_fd, int timeout_ms)
 {
   struct pollfd pfd[2] = {
     {.fd = fd,.events = POLLIN},
@@ -837,11 +450,10 @@ wait_readable (int fd, int cancel_fd, int timeout_ms)
   return r > 0 ? 1 : 0;
 }
 
-/* One packet, waiting up to @timeout_ms (0: only what is queued, with a
- * single recvmsg and no poll). -ETIMEDOUT when nothing came. */
-static ssize_t
-recv_packet (pf_consumer * c, int timeout_ms, int cancel_fd, int *fds,
-    unsigned int *n_fds, const char **why)
+/* pf-consumer-private.h */
+ssize_t
+consumer_recv_packet (pf_consumer * c, int timeout_ms, int cancel_fd,
+    int *fds, unsigned int *n_fds, const char **why)
 {
   ssize_t len;
   int r;
@@ -856,10 +468,9 @@ recv_packet (pf_consumer * c, int timeout_ms, int cancel_fd, int *fds,
      * producer could not send one: a doorbell full of rings nobody read,
      * pf_doorbell_ring ()): an entry published is taken before sleeping.
      * (Not on a frame's path: we only get here with the ring empty.) */
-    if (c->ring != NULL && __atomic_load_n (&c->ring->write_seq,
-            __ATOMIC_ACQUIRE) != c->ring_r)
+    if (c->ring != NULL && pf_ring_pending (c->ring, c->ring_r))
       return -EAGAIN;
-    r = wait_readable (c->wait_fd, cancel_fd, timeout_ms);
+    r = consumer_wait_readable (c->wait_fd, cancel_fd, timeout_ms);
     if (r < 0)
       return r;
     if (r == 0)
@@ -924,7 +535,7 @@ skip_stale (pf_consumer * c, pf_event * ev)
     if (type != PF_MSG_FRAME && type != PF_MSG_SEGMENT_ADD &&
         type != PF_MSG_SEGMENT_REMOVE)
       return;
-    len = recv_packet (c, 0, -1, fds, &n_fds, &why);
+    len = consumer_recv_packet (c, 0, -1, fds, &n_fds, &why);
     /* end of file (it stays), nothing after all, or a reset reported once
      * before what is still queued: the next receive sees to them */
     if (len == 0 || len == -ETIMEDOUT || len == -EAGAIN || len == -ECONNRESET
@@ -1012,8 +623,8 @@ receive_event (pf_consumer * c, int timeout_ms, pf_event * ev)
       goto handle;
     }
 
-    len = recv_packet (c, ring_first ? 0 : remaining (timeout_ms, &start),
-        -1, fds, &n_fds, &why);
+    len = consumer_recv_packet (c, ring_first ? 0 : remaining (timeout_ms,
+            &start), -1, fds, &n_fds, &why);
     if (len == -ETIMEDOUT || len == -EAGAIN) {
       if (ring_first)
         return consumer_fail (c, -EPROTO, "FRAME_RING: entry %" PRIu64
@@ -1038,7 +649,8 @@ receive_event (pf_consumer * c, int timeout_ms, pf_event * ev)
     if (len < 0)
       return consumer_fail (c, len == -EPROTO ? -EPROTO : (int) len,
           "receive failed: %s", why ? why : strerror ((int) -len));
-    if (c->ring != NULL && ring_precedes (c)) {
+    if (c->ring != NULL && pf_ring_precedes (c->ring, c->ring_mask,
+            c->ring_r, c->ctl_recvd)) {
       /* an entry published before this packet was sent: it goes first */
       if (c->stash == NULL && (c->stash = malloc (PF_MAX_MSG_SIZE)) == NULL) {
         pf_socket_close_fds (fds, n_fds);
@@ -1122,18 +734,11 @@ pf_consumer_release (pf_consumer * c, uint64_t seq)
     return -ENOENT;
   }
   c->held[i] = c->held[--c->n_held];
-  if (c->rel != NULL) {
-    /* through the release ring if it has room (it always has with an
-     * honest producer: what it has not taken it counts as held); a
-     * read_seq ahead of ours reads as full */
-    uint64_t r = __atomic_load_n (&c->rel->read_seq, __ATOMIC_ACQUIRE);
-
-    if (c->rel_w - r <= c->ring_mask) {
-      c->rel_seqs[c->rel_w & c->ring_mask] = seq;
-      __atomic_store_n (&c->rel->write_seq, ++c->rel_w, __ATOMIC_RELEASE);
-      rel_doorbell = c->rel_doorbell;
-    }
-  }
+  /* through the release ring if it has room (it always has with an
+   * honest producer), else a RELEASE message */
+  if (c->rel != NULL && pf_ring_release_push (c->rel, c->ring_mask,
+          &c->rel_w, seq))
+    rel_doorbell = c->rel_doorbell;
   held_unlock (c);
   if (__atomic_load_n (&c->broken, __ATOMIC_ACQUIRE)
       || __atomic_load_n (&c->write_closed, __ATOMIC_ACQUIRE))
@@ -1175,338 +780,6 @@ pf_consumer_release (pf_consumer * c, uint64_t seq)
   }
   pthread_mutex_unlock (&c->lock);
   return res;
-}
-
-static int handshake_fail (pf_consumer * c, int err, const char *fmt, ...)
-    __attribute__((format (printf, 3, 4)));
-
-/* Records why the handshake failed; returns @err. */
-static int
-handshake_fail (pf_consumer * c, int err, const char *fmt, ...)
-{
-  va_list ap;
-
-  va_start (ap, fmt);
-  vsnprintf (c->error, sizeof (c->error), fmt, ap);
-  va_end (ap);
-  return err;
-}
-
-/* Sends our HELLO and waits up to @timeout_ms (-1: forever, 0: only what
- * is queued) for the producer's. @who names the peer in messages
- * ("the producer at PATH"). Every outcome leaves a sentence in c->error
- * made only of what this function set. */
-static int
-handshake (pf_consumer * c, const char *who, int timeout_ms, int cancel_fd)
-{
-  int fds[PF_SOCKET_MAX_RECV_FDS];
-  struct timespec start;
-  unsigned int n_fds = 0;
-  const char *why = NULL;
-  ssize_t len;
-  size_t n;
-  int res;
-
-  /* A fresh connection has room for 40 bytes: never block here. */
-  n = pf_msg_write_hello_full (c->rbuf.bytes, PF_PROTOCOL_VERSION,
-      PF_ROLE_CONSUMER, 0, c->requested | (c->wait_fd != c->fd ?
-          PF_HELLO_FRAME_RING : 0), 0);
-  res = pf_socket_send (c->fd, c->rbuf.bytes, n, NULL, 0, MSG_DONTWAIT);
-  if (res == -EPIPE || res == -ECONNRESET)
-    return handshake_fail (c, res, "%s closed the connection before its "
-        "HELLO", who);
-  if (res < 0)
-    return handshake_fail (c, res, "sending our HELLO to %s failed: %s", who,
-        strerror (-res));
-
-  clock_gettime (CLOCK_MONOTONIC, &start);
-  do {
-    len = recv_packet (c, remaining (timeout_ms, &start), cancel_fd, fds,
-        &n_fds, &why);
-  } while (len == -EAGAIN);
-
-  switch (len) {
-    case -ETIMEDOUT:
-      return handshake_fail (c, -ETIME, "%s accepted the connection but "
-          "sent no HELLO within %d ms", who, timeout_ms);
-    case -ECANCELED:
-      return handshake_fail (c, -ECANCELED, "cancelled while waiting for "
-          "the HELLO of %s", who);
-    case 0:
-      return handshake_fail (c, -EPIPE, "%s closed the connection before "
-          "its HELLO", who);
-    case -EPIPE:
-    case -ECONNRESET:
-      return handshake_fail (c, (int) len, "%s reset the connection before "
-          "its HELLO", who);
-    default:
-      break;
-  }
-  if (len < 0)
-    return handshake_fail (c, (int) len, "waiting for the HELLO of %s: %s",
-        who, why ? why : strerror ((int) -len));
-
-  res = pf_msg_parse (c->rbuf.bytes, (size_t) len, n_fds, &c->msg);
-  pf_socket_close_fds (fds, n_fds);     /* a valid HELLO carries none */
-  if (res < 0)
-    return handshake_fail (c, res, "bad HELLO from %s: %s", who,
-        pf_msg_error ());
-  if (c->msg.type == PF_MSG_REFUSE
-      && c->msg.u.refuse.reason != PF_REFUSE_TOO_MANY_CONSUMERS)
-    return handshake_fail (c, -EPROTO, "%s sent REFUSE (reason %u) instead "
-        "of its HELLO", who, c->msg.u.refuse.reason);
-  if (c->msg.type == PF_MSG_REFUSE)
-    return handshake_fail (c, -EUSERS, "%s refused the connection: it "
-        "serves its maximum of %u consumers", who, c->msg.u.refuse.limit);
-  if (c->msg.type != PF_MSG_HELLO || c->msg.u.hello.role != PF_ROLE_PRODUCER)
-    return handshake_fail (c, -EPROTO, "the first message from %s is not a "
-        "producer HELLO (type %u)", who, c->msg.type);
-  c->max_held = c->msg.u.hello.max_held;
-  c->session_id = c->msg.u.hello.session_id;
-  c->ctl_recvd = 1;
-  return 0;
-}
-
-static int
-options_valid (const pf_consumer_options * o)
-{
-  return o == NULL || (o->delivery <= PF_DELIVERY_NEWEST_FRAME &&
-      o->flags == 0 && o->reserved[0] == 0 && o->reserved[1] == 0);
-}
-
-/* PINNEDFLOW_FRAME_RING=0 in the environment: FRAMEs on the socket (the
- * benchmark's A/B runs, and tests of the socket path). */
-static int
-frame_ring_wanted (void)
-{
-  const char *v = getenv ("PINNEDFLOW_FRAME_RING");
-
-  return v == NULL || strcmp (v, "0") != 0;
-}
-
-static int
-new_from_fd (int fd, const char *who, int timeout_ms, int cancel_fd,
-    const pf_consumer_options * options, int v2, pf_consumer ** out)
-{
-  struct timeval tv = {.tv_sec = SEND_TIMEOUT_MS / 1000,
-    .tv_usec = (SEND_TIMEOUT_MS % 1000) * 1000
-  };
-  pf_consumer *c;
-  int res;
-
-  if (out == NULL || fd < 0) {
-    if (fd >= 0)
-      close (fd);
-    return -EINVAL;
-  }
-  *out = NULL;
-  if ((c = calloc (1, sizeof (*c))) == NULL) {
-    close (fd);
-    return -ENOMEM;
-  }
-  atomic_init (&c->refcount, 1);
-  pthread_mutex_init (&c->lock, NULL);
-  atomic_flag_clear (&c->held_spin);
-  c->fd = fd;
-  c->wait_fd = fd;
-  c->doorbell = -1;
-  c->rel_doorbell = -1;
-  c->v2 = v2;
-  c->requested = options ? options->delivery : PF_DELIVERY_DEFAULT;
-  if (frame_ring_wanted ()) {
-    /* what the caller polls: the socket and, once offered, the ring's
-     * doorbell (one fd for the connection's life) */
-    struct epoll_event e = {.events = EPOLLIN };
-    int ep = epoll_create1 (EPOLL_CLOEXEC);
-
-    e.data.fd = fd;
-    if (ep >= 0 && epoll_ctl (ep, EPOLL_CTL_ADD, fd, &e) == 0)
-      c->wait_fd = ep;
-    else if (ep >= 0)
-      close (ep);
-  }
-  budget_fill_defaults (&c->budget);
-  setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof (tv));
-
-  if ((res = handshake (c, who, timeout_ms, cancel_fd)) < 0) {
-    snprintf (connect_error, sizeof (connect_error), "%s", c->error);
-    pf_consumer_unref (c);
-    return res;
-  }
-  *out = c;
-  return 0;
-}
-
-int
-pf_consumer_new_from_fd (int fd, int timeout_ms, pf_consumer ** out)
-{
-  connect_error[0] = '\0';
-  return new_from_fd (fd, "the producer", timeout_ms, -1, NULL, 0, out);
-}
-
-int
-pf_consumer_new_from_fd_with (int fd, int timeout_ms,
-    const pf_consumer_options * options, pf_consumer ** out)
-{
-  connect_error[0] = '\0';
-  if (!options_valid (options)) {
-    if (fd >= 0)
-      close (fd);
-    snprintf (connect_error, sizeof (connect_error), "invalid options");
-    if (out)
-      *out = NULL;
-    return -EINVAL;
-  }
-  return new_from_fd (fd, "the producer", timeout_ms, -1, options, 1, out);
-}
-
-/* One non-blocking connect attempt: a full backlog says -EAGAIN instead of
- * blocking (a blocking connect could not be cancelled). The socket is
- * switched back to blocking mode (releases are sent with SO_SNDTIMEO). */
-static int
-connect_once (const char *path)
-{
-  struct sockaddr_un addr;
-  size_t len;
-  int fd, flags, res;
-
-  /* an empty path would be an abstract (or autobound) socket */
-  if (path[0] == '\0')
-    return -EINVAL;
-  len = strlen (path);
-  if (len >= sizeof (addr.sun_path))
-    return -ENAMETOOLONG;
-  memset (&addr, 0, sizeof (addr));
-  addr.sun_family = AF_UNIX;
-  memcpy (addr.sun_path, path, len + 1);
-
-  fd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0)
-    return -errno;
-  if (connect (fd, (struct sockaddr *) &addr, sizeof (addr)) < 0) {
-    res = -errno;
-    goto fail;
-  }
-  if ((flags = fcntl (fd, F_GETFL)) < 0
-      || fcntl (fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
-    res = -errno;
-    goto fail;
-  }
-  return fd;
-
-fail:
-  close (fd);
-  /* AF_UNIX reports a full backlog of a non-blocking connect as EAGAIN;
-   * EINPROGRESS is not expected, treat it the same */
-  return res == -EINPROGRESS ? -EAGAIN : res;
-}
-
-static int
-connect_path (const char *socket_path, int timeout_ms, int cancel_fd,
-    const pf_consumer_options * options, int v2, pf_consumer ** out)
-{
-  char who[sizeof (((struct sockaddr_un *) 0)->sun_path) + 32];
-  struct timespec start;
-  int fd, left, hs, res;
-
-  connect_error[0] = '\0';
-  if (out == NULL || socket_path == NULL)
-    return -EINVAL;
-  *out = NULL;
-  clock_gettime (CLOCK_MONOTONIC, &start);
-  for (;;) {
-    /* a cancellation that came before we even started counts */
-    if (cancel_fd >= 0 && wait_readable (-1, cancel_fd, 0) == -ECANCELED) {
-      snprintf (connect_error, sizeof (connect_error), "connecting to %s "
-          "cancelled", socket_path);
-      return -ECANCELED;
-    }
-    fd = connect_once (socket_path);
-    if (fd >= 0)
-      break;
-    /* Producer not up yet (no file, or a stale one), or its backlog is
-     * full: retry until the deadline. */
-    if (fd != -ENOENT && fd != -ECONNREFUSED && fd != -EAGAIN) {
-      snprintf (connect_error, sizeof (connect_error), "connect to %s: %s",
-          socket_path, strerror (-fd));
-      return fd;
-    }
-    left = remaining (timeout_ms, &start);
-    if (left == 0) {
-      snprintf (connect_error, sizeof (connect_error), "no producer at %s "
-          "after %d ms: %s", socket_path, timeout_ms, strerror (-fd));
-      return -ETIMEDOUT;
-    }
-    /* sleep until the next attempt, or until cancelled */
-    res = wait_readable (-1, cancel_fd, left < 0
-        || left > CONNECT_RETRY_MS ? CONNECT_RETRY_MS : left);
-    if (res == -ECANCELED) {
-      snprintf (connect_error, sizeof (connect_error), "connecting to %s "
-          "cancelled", socket_path);
-      return -ECANCELED;
-    }
-  }
-  /* The deadline covers the HELLO too (-1: for ever, interruptible
-   * through @cancel_fd); 0 meant one connect attempt, not no HELLO. */
-  hs = timeout_ms == 0 ? HELLO_WAIT_ONCE_MS : remaining (timeout_ms, &start);
-  snprintf (who, sizeof (who), "the producer at %s", socket_path);
-  return new_from_fd (fd, who, hs, cancel_fd, options, v2, out);
-}
-
-int
-pf_consumer_connect_cancellable (const char *socket_path, int timeout_ms,
-    int cancel_fd, pf_consumer ** out)
-{
-  return connect_path (socket_path, timeout_ms, cancel_fd, NULL, 0, out);
-}
-
-int
-pf_consumer_connect_with (const char *socket_path, int timeout_ms,
-    int cancel_fd, const pf_consumer_options * options, pf_consumer ** out)
-{
-  if (!options_valid (options)) {
-    snprintf (connect_error, sizeof (connect_error), "invalid options");
-    if (out)
-      *out = NULL;
-    return -EINVAL;
-  }
-  return connect_path (socket_path, timeout_ms, cancel_fd, options, 1, out);
-}
-
-int
-pf_consumer_connect (const char *socket_path, int timeout_ms,
-    pf_consumer ** out)
-{
-  return pf_consumer_connect_cancellable (socket_path, timeout_ms, -1, out);
-}
-
-pf_consumer *
-pf_consumer_ref (pf_consumer * c)
-{
-  atomic_fetch_add (&c->refcount, 1);
-  return c;
-}
-
-void
-pf_consumer_unref (pf_consumer * c)
-{
-  if (c == NULL || atomic_fetch_sub (&c->refcount, 1) != 1)
-    return;
-  close (c->fd);
-  if (c->wait_fd != c->fd)
-    close (c->wait_fd);
-  if (c->doorbell >= 0)
-    close (c->doorbell);
-  if (c->rel_doorbell >= 0)
-    close (c->rel_doorbell);
-  if (c->ring != NULL)
-    munmap ((void *) c->ring, PF_FRAME_RING_SIZE (c->ring_mask + 1));
-  pf_socket_close_fds (c->stash_fds, c->stash_n_fds);
-  free (c->stash);
-  drop_segments (c);
-  free (c->held);
-  pthread_mutex_destroy (&c->lock);
-  free (c);
 }
 
 int

@@ -40,6 +40,7 @@
  */
 #include "pf-producer-private.h"
 #include "pf-doorbell.h"
+#include "pf-ring-private.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -384,33 +385,21 @@ client_offer_ring (pf_producer * p, struct client *c)
 {
   struct epoll_event e = {.events = EPOLLIN };
   uint8_t buf[sizeof (struct pf_msg_frame_ring)];
-  uint32_t n = 1;
-  size_t bytes;
-  void *map = MAP_FAILED;
+  uint32_t n = pf_ring_entries_for (p->max_client_frames);
+  void *map = NULL;
   /* sent: the memfd and the consumer's ends of the doorbells */
   int fds[3] = { -1, -1, -1 };
   int bell[2] = { -1, -1 }, relbell[2] = { -1, -1 };
 
-  while (n < p->max_client_frames && n < PF_FRAME_RING_MAX)
-    n <<= 1;
-  if (n < p->max_client_frames)
+  if (n == 0)
     return;
-  bytes = PF_FRAME_RING_SIZE (n);
-  fds[0] = memfd_create ("pinnedflow-frame-ring", MFD_CLOEXEC |
-      MFD_ALLOW_SEALING);
-  if (fds[0] < 0 || ftruncate (fds[0], (off_t) bytes) < 0 ||
-      fcntl (fds[0], F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
-          F_SEAL_SEAL) < 0)
-    goto out;
-  map = mmap (NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
-  if (map == MAP_FAILED || pf_doorbell_new (PF_DOORBELL_WE_RING, bell) < 0
+  if (pf_ring_create (n, &fds[0], &map) < 0
+      || pf_doorbell_new (PF_DOORBELL_WE_RING, bell) < 0
       || pf_doorbell_new (PF_DOORBELL_PEER_RINGS, relbell) < 0)
     goto out;
   fds[1] = bell[1];
   fds[2] = relbell[1];
   bell[1] = relbell[1] = -1;
-  ((struct pf_frame_ring *) map)->magic = PF_FRAME_RING_MAGIC;
-  ((struct pf_frame_ring *) map)->n_entries = n;
   e.data.u64 = c->info.client_id | TOKEN_RELEASES;
   if (epoll_ctl (p->epoll_fd, EPOLL_CTL_ADD, relbell[0], &e) < 0)
     goto out;
@@ -425,16 +414,14 @@ client_offer_ring (pf_producer * p, struct client *c)
   c->ring = map;
   c->ring_mask = n - 1;
   c->doorbell = bell[0];
-  c->rel = (struct pf_release_ring *) ((uint8_t *) map +
-      PF_FRAME_RING_RELEASE_OFFSET (n));
-  c->rel_seqs = (const uint64_t *) (c->rel + 1);
+  c->rel = pf_ring_release_ring (map, n);
   c->rel_doorbell = relbell[0];
   pf_socket_close_fds (fds, 3);
   return;
 
 out:
-  if (map != MAP_FAILED)
-    munmap (map, bytes);
+  if (map != NULL)
+    pf_ring_unmap (map, n);
   pf_socket_close_fds (fds, 3);
   pf_socket_close_fds (bell, 2);
   pf_socket_close_fds (relbell, 2);
@@ -461,38 +448,26 @@ client_read_releases (pf_producer * p, struct client *c, struct event_list *ev)
     client_fail (p, c, res, "release doorbell: %s", strerror (-res));
     return;
   }
-  w = atomic_load_explicit ((_Atomic uint64_t *) & c->rel->write_seq,
-      memory_order_acquire);
-  if (w - c->rel_r > (uint64_t) c->ring_mask + 1) {
+  if (pf_ring_releases_published (c->rel, c->ring_mask, c->rel_r, &w) < 0) {
     client_fail (p, c, -EPROTO, "release ring: %" PRIu64 " releases "
         "published, %" PRIu64 " taken: more than its %u entries", w,
         c->rel_r, c->ring_mask + 1);
     return;
   }
   while (c->rel_r != w && c->state != CLIENT_DEAD) {
-    uint64_t seq = atomic_load_explicit ((_Atomic uint64_t *) &
-        c->rel_seqs[c->rel_r & c->ring_mask], memory_order_relaxed);
+    uint64_t seq = pf_ring_release_get (c->rel, c->ring_mask, c->rel_r);
 
     c->rel_r++;
     client_handle_release (p, c, seq, ev);
   }
-  atomic_store_explicit ((_Atomic uint64_t *) & c->rel->read_seq, c->rel_r,
-      memory_order_release);
+  pf_ring_releases_taken (c->rel, c->rel_r);
 }
 
 /* Publishes the encoded FRAME @buf in @c's ring and rings its doorbell. */
 static void
 client_ring_frame (struct client *c, const uint8_t * buf)
 {
-  /* our own count: the consumer can write the shared one */
-  uint64_t w = c->ring_w++;
-  struct pf_msg_frame *e = (struct pf_msg_frame *) ((uint8_t *) c->ring +
-      sizeof (struct pf_frame_ring)) + (w & c->ring_mask);
-
-  memcpy (e, buf, sizeof (*e));
-  e->hdr.reserved = c->ctl_sent;
-  atomic_store_explicit ((_Atomic uint64_t *) & c->ring->write_seq, w + 1,
-      memory_order_release);
+  pf_ring_publish (c->ring, c->ring_mask, &c->ring_w, buf, c->ctl_sent);
   /* never blocks (MSG_DONTWAIT): -EAGAIN, a full doorbell, is one rung
    * already; -EPIPE, a consumer that closed its end, is its loss (the
    * entry is there anyway, the socket tells of the hang-up) */

@@ -1,0 +1,252 @@
+/* pinnedflow: the consumer's segment table and how a connection fails
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The segments a producer announced (SEGMENT_ADD: imported read-only from
+ * the fd it sent, pf_segment_import ()) and removed (SEGMENT_REMOVE), with
+ * the removed ones that frames still use (c->retired: they stay mapped, so
+ * they count against the budget until the last frame lets go). Every
+ * segment is checked against the budget (pf_consumer_set_budget ()) before
+ * anything is mapped. Receive thread only (the budget calls too, as
+ * pf-consumer.h says).
+ *
+ * consumer_fail () ends a connection: the first error wins (written under
+ * c->lock, read atomically without it by pf_consumer_release ()), the
+ * socket is shut down (so the producer reclaims everything at once; the fd
+ * stays open until the last unref) and the table is dropped (frames out
+ * keep their own segment references).
+ *
+ * The bottom of the consumer's three files: it calls neither of the others
+ * (pf-consumer-private.h).
+ */
+#include "pf-consumer-private.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static void
+free_list (struct cseg **list)
+{
+  struct cseg *s, *next;
+
+  for (s = *list; s != NULL; s = next) {
+    next = s->next;
+    pf_segment_unref (s->seg);
+    free (s);
+  }
+  *list = NULL;
+}
+
+void
+consumer_drop_segments (pf_consumer * c)
+{
+  free_list (&c->segs);
+  free_list (&c->retired);
+}
+
+/* What this connection keeps mapped: the announced segments, and the
+ * removed ones that frames still use. Retired segments only we hold are
+ * dropped on the way (nobody else can take a reference to them). */
+static void
+mapped_total (pf_consumer * c, uint64_t * bytes, uint32_t * count)
+{
+  struct cseg **l, *s;
+
+  *bytes = 0;
+  *count = 0;
+  for (l = &c->retired; (s = *l) != NULL;) {
+    if (pf_segment_get_refcount (s->seg) == 1) {
+      *l = s->next;
+      pf_segment_unref (s->seg);
+      free (s);
+      continue;
+    }
+    *bytes += pf_segment_get_size (s->seg);
+    (*count)++;
+    l = &s->next;
+  }
+  for (s = c->segs; s != NULL; s = s->next) {
+    *bytes += pf_segment_get_size (s->seg);
+    (*count)++;
+  }
+}
+
+void
+consumer_budget_fill_defaults (pf_consumer_budget * b)
+{
+  if (b->max_bytes == 0)
+    b->max_bytes = PF_CONSUMER_DEFAULT_MAX_BYTES;
+  if (b->max_segments == 0)
+    b->max_segments = PF_CONSUMER_DEFAULT_MAX_SEGMENTS;
+}
+
+int
+pf_consumer_set_budget (pf_consumer * c, const pf_consumer_budget * budget)
+{
+  if (c == NULL || budget == NULL
+      || (budget->flags & ~(PF_CONSUMER_PREFAULT | PF_CONSUMER_LOCK)))
+    return -EINVAL;
+  c->budget = *budget;
+  consumer_budget_fill_defaults (&c->budget);
+  return 0;
+}
+
+void
+pf_consumer_get_budget (pf_consumer * c, pf_consumer_budget * budget)
+{
+  *budget = c->budget;
+}
+
+void
+pf_consumer_get_mapped (pf_consumer * c, uint64_t * bytes, uint32_t * count)
+{
+  uint64_t b;
+  uint32_t n;
+
+  mapped_total (c, &b, &n);
+  if (bytes)
+    *bytes = b;
+  if (count)
+    *count = n;
+}
+
+static int
+set_error_locked (pf_consumer * c, int err, const char *fmt, va_list ap)
+    __attribute__((format (printf, 3, 0)));
+
+static int
+set_error_locked (pf_consumer * c, int err, const char *fmt, va_list ap)
+{
+  if (c->broken)
+    return c->broken;
+  vsnprintf (c->error, sizeof (c->error), fmt, ap);
+  __atomic_store_n (&c->broken, err, __ATOMIC_RELEASE);
+  shutdown (c->fd, SHUT_RDWR);
+  return err;
+}
+
+/* Ends the connection (receive thread). Returns the error to report. */
+int
+consumer_fail (pf_consumer * c, int err, const char *fmt, ...)
+{
+  va_list ap;
+  int res;
+
+  va_start (ap, fmt);
+  pthread_mutex_lock (&c->lock);
+  res = set_error_locked (c, err, fmt, ap);
+  pthread_mutex_unlock (&c->lock);
+  va_end (ap);
+  /* Frames out keep their own segment references. */
+  consumer_drop_segments (c);
+  return res;
+}
+
+struct cseg *
+consumer_find_seg (pf_consumer * c, uint64_t wire_id)
+{
+  struct cseg *s;
+
+  for (s = c->segs; s != NULL; s = s->next)
+    if (s->wire_id == wire_id)
+      return s;
+  return NULL;
+}
+
+/* Checked before anything is mapped: the segment must fit the budget next
+ * to everything this connection keeps mapped. */
+static int
+check_budget (pf_consumer * c, const struct pf_msg_segment_add *m)
+{
+  const pf_consumer_budget *b = &c->budget;
+  uint64_t bytes;
+  uint32_t count;
+
+  mapped_total (c, &bytes, &count);
+  if (count >= b->max_segments)
+    return consumer_fail (c, -EDQUOT, "SEGMENT_ADD: segment %" PRIu64
+        " (%" PRIu64 " bytes) refused: %" PRIu32 " segments are mapped "
+        "already, the budget is %" PRIu32 " segments", m->segment_id,
+        m->size, count, b->max_segments);
+  if (m->size > b->max_bytes || bytes > b->max_bytes - m->size)
+    return consumer_fail (c, -EDQUOT, "SEGMENT_ADD: segment %" PRIu64
+        " (%" PRIu64 " bytes) refused: with the %" PRIu64 " bytes mapped "
+        "already it exceeds the budget of %" PRIu64 " bytes", m->segment_id,
+        m->size, bytes, b->max_bytes);
+  return 0;
+}
+
+static unsigned int
+import_flags (const pf_consumer * c)
+{
+  unsigned int flags = PF_SEGMENT_IMPORT_READONLY;
+
+  if (c->budget.flags & PF_CONSUMER_PREFAULT)
+    flags |= PF_SEGMENT_IMPORT_PREFAULT;
+  if (c->budget.flags & PF_CONSUMER_LOCK)
+    flags |= PF_SEGMENT_IMPORT_LOCK;
+  return flags;
+}
+
+int
+consumer_handle_segment_add (pf_consumer * c,
+    const struct pf_msg_segment_add *m, int fd)
+{
+  struct cseg *s;
+  pf_segment *seg;
+  int res;
+
+  if (consumer_find_seg (c, m->segment_id)) {
+    close (fd);
+    return consumer_fail (c, -EPROTO, "SEGMENT_ADD: segment %" PRIu64
+        " announced twice", m->segment_id);
+  }
+  if ((res = check_budget (c, m)) < 0) {
+    close (fd);
+    return res;
+  }
+  if ((res = pf_segment_import (fd, m->size, import_flags (c), &seg)) < 0) {
+    close (fd);
+    return consumer_fail (c, -EPROTO, "SEGMENT_ADD: segment %" PRIu64
+        " (%" PRIu64 " bytes) rejected: %s", m->segment_id, m->size,
+        pf_segment_import_strerror (res));
+  }
+  if ((s = calloc (1, sizeof (*s))) == NULL) {
+    pf_segment_unref (seg);
+    return consumer_fail (c, -ENOMEM, "out of memory");
+  }
+  s->wire_id = m->segment_id;
+  s->seg = seg;
+  s->next = c->segs;
+  c->segs = s;
+  return 0;
+}
+
+int
+consumer_handle_segment_remove (pf_consumer * c, uint64_t wire_id)
+{
+  struct cseg **l, *s;
+
+  for (l = &c->segs; *l != NULL; l = &(*l)->next) {
+    if ((*l)->wire_id == wire_id) {
+      s = *l;
+      *l = s->next;
+      if (pf_segment_get_refcount (s->seg) == 1) {
+        pf_segment_unref (s->seg);
+        free (s);
+      } else {
+        /* frames still use it: keep counting it while they do */
+        s->next = c->retired;
+        c->retired = s;
+      }
+      return 0;
+    }
+  }
+  return consumer_fail (c, -EPROTO, "SEGMENT_REMOVE: unknown segment %"
+      PRIu64, wire_id);
+}

@@ -1,0 +1,295 @@
+/* pinnedflow: the frame ring, both halves (plain C, no GLib)
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The shared memory of one producer-consumer pair and every access to it:
+ * the layout, publishing and taking FRAMEs (producer -> consumer),
+ * publishing and taking releases (consumer -> producer), and the order of
+ * the index updates. The callers (pf-producer-client.c, pf-consumer.c) keep
+ * their counters, locks, doorbells, fds and error messages;
+ * pf-ring-private.h says which side calls what.
+ *
+ * Atomics: the GCC/Clang __atomic builtins, and only them. The indexes are
+ * plain uint64_t fields of a wire layout (struct pf_frame_ring and struct
+ * pf_release_ring, pf-protocol.h) that two processes map; the builtins are
+ * defined on such plain objects, where C11's atomic_* functions want
+ * objects declared _Atomic (a cast of a uint64_t * to _Atomic uint64_t * is
+ * outside what the standard promises). Both processes must see one and the
+ * same lock-free instruction: an atomic emulated with a lock (libatomic)
+ * would take a lock of our process only, hence the assertion below.
+ *
+ * The ordering argument (the rings are single-producer, single-consumer):
+ *
+ * Frames. The producer (under p->lock: one writer) copies the FRAME into
+ * entry w mod n, stamps it, then stores write_seq = w + 1 with RELEASE
+ * order (pf_ring_publish ()). The consumer (its receiving thread: one
+ * reader) loads write_seq with ACQUIRE order, then copies entry r mod n
+ * (pf_ring_take ()). The load that sees w + 1 synchronizes with the store
+ * of w + 1, so every byte of entry w written before that store is visible:
+ * an honest producer's entry is never seen torn. Its slot is not written
+ * again before the consumer read it: entry w + n shares the slot of entry
+ * w, and the consumer reads entries in order, so with entry w unread the n
+ * entries w .. w + n - 1 are unread, their n frames unreleased (an honest
+ * consumer cannot release a frame it has not read), and the producer sends
+ * no client more than max_held <= n (pf_ring_entries_for ()) frames. And
+ * the consumer's copy of entry w happens before its release of that frame,
+ * which happens before the producer takes the release (the release ring's
+ * RELEASE store and ACQUIRE load below, or a RELEASE message's send and
+ * receive) and so before it writes the slot again. The producer never
+ * reads write_seq back (its count is its own), so a consumer that writes
+ * it changes nothing on the producer's side.
+ *
+ * Releases, the other way round. The consumer (writers serialized by its
+ * held spinlock) loads read_seq with ACQUIRE order: every slot before it
+ * was read by the producer before the producer's RELEASE store of it, so
+ * the indexes below read_seq + n are free. It writes the seq into slot w mod
+ * n, then stores write_seq = w + 1 with RELEASE order
+ * (pf_ring_release_push ()). The producer (its I/O thread, under p->lock)
+ * loads write_seq with ACQUIRE order, reads the seqs before it, then
+ * stores read_seq with RELEASE order (pf_ring_releases_published (),
+ * pf_ring_release_get (), pf_ring_releases_taken ()): the slot is free
+ * only after it was read. Here too each side keeps its own count: the
+ * consumer never reads the release ring's write_seq back, the producer
+ * never reads its read_seq back.
+ *
+ * The doorbells (pf-doorbell.h) only wake the other side: no ordering
+ * rests on them. A ring is rung after the index store, and the woken side
+ * reads the index; a ring lost (a full doorbell) or early (the entry taken
+ * before its byte came) is made up for by the callers (the consumer's
+ * doorbell_settle () and doorbell_drain (), the producer's level-triggered
+ * epoll).
+ *
+ * A hostile peer writes what it likes, whenever it likes, into the whole
+ * mapping; the memfd is sealed against shrinking, so it cannot take the
+ * pages away (SIGBUS) either: the producer seals its own memfd
+ * (pf_ring_create ()) and the consumer checks the seal (pf_ring_attach ()).
+ * What the other values can do:
+ * - An index that went back, or jumped more than n ahead: w - r, unsigned,
+ *   is then over n; the frame side fails the connection (PF_RING_OVERRUN),
+ *   the release side too (-EPROTO); the consumer reads a read_seq ahead of
+ *   its own count as a full ring and sends a RELEASE message instead.
+ * - A slot written while it is read: the consumer copies the entry out
+ *   first and checks only its copy (the type here, the rest as a socket
+ *   FRAME is, handle_packet () in pf-consumer.c): a torn or forged entry
+ *   is a FRAME that fails a check or points into segments that were
+ *   announced and into their bounds, and nothing can change between the
+ *   check and the use. The producer loads each release seq once (a
+ *   relaxed atomic load: a defined value, whatever the consumer does
+ *   meanwhile) and checks it as a RELEASE message (it must be a frame the
+ *   consumer holds).
+ * - The stamp (hdr.reserved, the socket messages sent before the entry):
+ *   read twice by the consumer, once in place, relaxed, only to decide
+ *   whether a socket packet waits in the stash (pf_ring_precedes ()), and
+ *   once in the copy, which decides (pf_ring_take ()); one that claims
+ *   more messages than ever come fails the connection (pf-consumer.c).
+ * Neither side ever blocks on, or spins on, a value the other wrote.
+ */
+#include "pf-ring-private.h"
+
+#include "pf-doorbell.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+PF_STATIC_ASSERT (__atomic_always_lock_free (sizeof (uint64_t), 0),
+    "the ring's indexes need lock-free 64-bit atomics");
+
+/* ---- layout ---- */
+
+uint32_t
+pf_ring_entries_for (unsigned int max_frames)
+{
+  uint32_t n = 1;
+
+  while (n < max_frames && n < PF_FRAME_RING_MAX)
+    n <<= 1;
+  return n < max_frames ? 0 : n;
+}
+
+void
+pf_ring_unmap (const void *map, uint32_t n_entries)
+{
+  munmap ((void *) map, PF_FRAME_RING_SIZE (n_entries));
+}
+
+/* ---- the producer ---- */
+
+int
+pf_ring_create (uint32_t n_entries, int *memfd, void **map)
+{
+  size_t bytes = PF_FRAME_RING_SIZE (n_entries);
+  struct pf_frame_ring *h;
+  void *m;
+  int fd, res;
+
+  *memfd = -1;
+  *map = NULL;
+  fd = memfd_create ("pinnedflow-frame-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0)
+    return -errno;
+  if (ftruncate (fd, (off_t) bytes) < 0 ||
+      fcntl (fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+    res = -errno;
+    close (fd);
+    return res;
+  }
+  m = mmap (NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED) {
+    res = -errno;
+    close (fd);
+    return res;
+  }
+  h = m;
+  h->magic = PF_FRAME_RING_MAGIC;
+  h->n_entries = n_entries;
+  *memfd = fd;
+  *map = m;
+  return 0;
+}
+
+void
+pf_ring_publish (struct pf_frame_ring *ring, uint32_t mask, uint64_t * w,
+    const void *frame, uint32_t sent_before)
+{
+  /* our own count: the consumer can write the shared one */
+  uint64_t i = (*w)++;
+  struct pf_msg_frame *e = pf_ring_entry (ring, mask, i);
+
+  memcpy (e, frame, sizeof (*e));
+  e->hdr.reserved = sent_before;
+  /* the entry, then the index that publishes it */
+  __atomic_store_n (&ring->write_seq, i + 1, __ATOMIC_RELEASE);
+}
+
+int
+pf_ring_releases_published (const struct pf_release_ring *rel, uint32_t mask,
+    uint64_t r, uint64_t * w)
+{
+  *w = __atomic_load_n (&rel->write_seq, __ATOMIC_ACQUIRE);
+  if (*w - r > (uint64_t) mask + 1)
+    return -EPROTO;
+  return 0;
+}
+
+uint64_t
+pf_ring_release_get (const struct pf_release_ring *rel, uint32_t mask,
+    uint64_t i)
+{
+  const uint64_t *seqs = (const uint64_t *) (const void *) (rel + 1);
+
+  return __atomic_load_n (&seqs[i & mask], __ATOMIC_RELAXED);
+}
+
+void
+pf_ring_releases_taken (struct pf_release_ring *rel, uint64_t r)
+{
+  /* the seqs before @r were read: their slots are free */
+  __atomic_store_n (&rel->read_seq, r, __ATOMIC_RELEASE);
+}
+
+/* ---- the consumer ---- */
+
+int
+pf_ring_attach (const struct pf_msg_frame_ring *m, const int fds[3],
+    void **map, const char **what)
+{
+  const struct pf_frame_ring *h;
+  struct stat st;
+  void *p;
+  int seals;
+
+  *map = NULL;
+  /* (pf_msg_parse () checked n_entries, entry_size, size and
+   * release_offset against each other) */
+  if (fstat (fds[0], &st) < 0 || !S_ISREG (st.st_mode) ||
+      (uint64_t) st.st_size < m->size) {
+    *what = "the ring is not a file of the size announced";
+    return -EPROTO;
+  }
+  seals = fcntl (fds[0], F_GET_SEALS);
+  if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
+    *what = "the ring is not sealed against shrinking";
+    return -EPROTO;
+  }
+  /* sockets of our own: nothing the producer does with its ends can
+   * make a MSG_DONTWAIT send or receive on ours block */
+  if (pf_doorbell_check (fds[1]) < 0 || pf_doorbell_check (fds[2]) < 0) {
+    *what = "a doorbell is not a stream socket";
+    return -EPROTO;
+  }
+  p = mmap (NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+  if (p == MAP_FAILED) {
+    *what = "the ring cannot be mapped";
+    return -EPROTO;
+  }
+  h = p;
+  if (h->magic != PF_FRAME_RING_MAGIC || h->n_entries != m->n_entries) {
+    munmap (p, m->size);
+    *what = "the ring's header does not match";
+    return -EPROTO;
+  }
+  *map = p;
+  return 0;
+}
+
+int
+pf_ring_take (const struct pf_frame_ring *ring, uint32_t mask, uint64_t * r,
+    uint32_t recvd, struct pf_msg_frame *out, uint64_t * w)
+{
+  *w = __atomic_load_n (&ring->write_seq, __ATOMIC_ACQUIRE);
+  if (*w == *r)
+    return PF_RING_EMPTY;
+  if (*w - *r > (uint64_t) mask + 1)
+    return PF_RING_OVERRUN;
+  /* copied out before anything is checked: the producer can write it */
+  memcpy (out, pf_ring_entry (ring, mask, *r), sizeof (*out));
+  if (out->hdr.type != PF_MSG_FRAME)
+    return PF_RING_NOT_FRAME;
+  if (out->hdr.reserved > recvd)
+    return PF_RING_SOCKET_FIRST;
+  /* what a socket FRAME has there (handle_packet () checks it) */
+  out->hdr.reserved = 0;
+  (*r)++;
+  return PF_RING_TAKEN;
+}
+
+int
+pf_ring_pending (const struct pf_frame_ring *ring, uint64_t r)
+{
+  return __atomic_load_n (&ring->write_seq, __ATOMIC_ACQUIRE) != r;
+}
+
+int
+pf_ring_precedes (const struct pf_frame_ring *ring, uint32_t mask,
+    uint64_t r, uint32_t recvd)
+{
+  uint64_t w = __atomic_load_n (&ring->write_seq, __ATOMIC_ACQUIRE);
+  uint32_t before;
+
+  if (w == r)
+    return 0;
+  before = __atomic_load_n (&pf_ring_entry (ring, mask, r)->hdr.reserved,
+      __ATOMIC_RELAXED);
+  return before <= recvd;
+}
+
+int
+pf_ring_release_push (struct pf_release_ring *rel, uint32_t mask,
+    uint64_t * w, uint64_t seq)
+{
+  /* room if it has (it always has with an honest producer: what it has
+   * not taken it counts as held); a read_seq ahead of ours reads as full */
+  uint64_t r = __atomic_load_n (&rel->read_seq, __ATOMIC_ACQUIRE);
+  uint64_t *seqs = (uint64_t *) (void *) (rel + 1);
+
+  if (*w - r > mask)
+    return 0;
+  seqs[*w & mask] = seq;
+  /* the seq, then the index that publishes it */
+  __atomic_store_n (&rel->write_seq, ++*w, __ATOMIC_RELEASE);
+  return 1;
+}
