@@ -51,7 +51,6 @@
 #include <string.h>
 #include <stdatomic.h>
 #include <sys/epoll.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -282,7 +281,7 @@ client_reap (pf_producer * p, struct client *c, struct event_list *ev)
     epoll_ctl (p->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
   close (c->fd);
   if (c->ring)
-    munmap (c->ring, PF_FRAME_RING_SIZE (c->ring_mask + 1));
+    pf_ring_unmap (c->ring, c->ring_mask + 1);
   if (c->doorbell >= 0)
     close (c->doorbell);
   if (c->rel_doorbell >= 0) {

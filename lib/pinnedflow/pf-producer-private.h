@@ -126,7 +126,6 @@ struct client
                                  * is only written, never read back) */
   int doorbell;                 /* our end of its doorbell (pf-doorbell.h), or -1 */
   struct pf_release_ring *rel;  /* in the same memfd: the consumer writes */
-  const uint64_t *rel_seqs;
   uint64_t rel_r;               /* releases taken from it */
   int rel_doorbell;             /* our end: the consumer rings it, or -1 */
   uint32_t ctl_sent;            /* messages put on the socket (sent or
