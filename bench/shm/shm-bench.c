@@ -109,7 +109,7 @@
 #include <glib/gstdio.h>
 
 /* the wire FRAME message, for the size of the floor's message */
-#include <pinnedflow/pf-protocol.h>
+#include <pinnedflow/pf-wire-private.h>
 
 static gint opt_frames = 300;
 static gint opt_latency_frames = 130;

@@ -27,7 +27,7 @@
 #include <pinnedflow/pf-consumer.h>
 
 #include "pf-protocol-private.h"
-#include "pf-socket.h"
+#include "pf-socket-private.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

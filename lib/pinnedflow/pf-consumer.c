@@ -23,7 +23,7 @@
  *
  * Nothing the producer controls can make us block (issue 26): every read
  * and write on an fd it shares passes MSG_DONTWAIT (the socket's receives;
- * the doorbells, socketpair ends of our own, pf-doorbell.h), whatever
+ * the doorbells, socketpair ends of our own, pf-doorbell-private.h), whatever
  * flags it sets on its ends; only a release that falls back to the socket
  * waits, for at most SEND_TIMEOUT_MS, and with no lock held.
  *
@@ -50,7 +50,7 @@
  * pf-consumer-connect.c (pf-consumer-private.h).
  */
 #include "pf-consumer-private.h"
-#include "pf-doorbell.h"
+#include "pf-doorbell-private.h"
 #include "pf-ring-private.h"
 
 #include <endian.h>
@@ -361,7 +361,7 @@ handle_packet (pf_consumer * c, size_t len, int *fds, unsigned int n_fds,
 
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   /* A FRAME, every frame: its wire layout is the host struct here (the
-   * static asserts of pf-protocol.h and pf-protocol.c), so it is checked
+   * static asserts of pf-wire-private.h and pf-protocol.c), so it is checked
    * in place, as pf_msg_parse() checks it after copying it out. Anything
    * else, or a FRAME that fails, goes through pf_msg_parse(), which
    * reports it. */

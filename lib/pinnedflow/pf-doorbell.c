@@ -10,9 +10,9 @@
  * separate descriptions but raises SIGPIPE when the reader is gone, and
  * write () has no per-call non-blocking flag. A stream socketpair has both:
  * separate ends, and send ()/recv () with MSG_DONTWAIT | MSG_NOSIGNAL.
- * No state here; see pf-doorbell.h.
+ * No state here; see pf-doorbell-private.h.
  */
-#include "pf-doorbell.h"
+#include "pf-doorbell-private.h"
 
 #include <errno.h>
 #include <stdint.h>

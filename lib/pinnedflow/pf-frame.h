@@ -13,7 +13,7 @@
  *    PF_EVENT_FRAME: the same fields as the producer set them, plus the
  *    producer's seq, caps_seq and send_time.
  *
- * Neither is the wire struct (struct pf_msg_frame in pf-protocol.h, which is
+ * Neither is the wire struct (struct pf_msg_frame in pf-wire-private.h, which is
  * internal): pf-producer.c and pf-consumer.c convert, so the wire layout can
  * change without changing this API. The node API (pf-node.h) has its own,
  * richer frame types (pf_node_loan to publish, pf_node_frame received).

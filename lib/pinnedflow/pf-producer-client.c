@@ -23,7 +23,7 @@
  * Threads and locks: every function here runs with p->lock held (the
  * producer's one mutex, pf-producer.c), on the I/O thread or in a caller of
  * the public API; none blocks: every send and receive on an fd a consumer
- * shares passes MSG_DONTWAIT (the socket, the doorbells of pf-doorbell.h),
+ * shares passes MSG_DONTWAIT (the socket, the doorbells of pf-doorbell-private.h),
  * so no flag a consumer sets on its end, and nothing it fills or empties,
  * can make us wait (issue 26). Nothing here
  * calls a user callback: what must be reported is pushed on the caller's
@@ -39,7 +39,7 @@
  * point at pframes that stay alive while any holder remains.
  */
 #include "pf-producer-private.h"
-#include "pf-doorbell.h"
+#include "pf-doorbell-private.h"
 #include "pf-ring-private.h"
 
 #include <errno.h>
@@ -375,7 +375,7 @@ static void client_handle_release (pf_producer * p, struct client *c,
 /* Offers @c a frame ring (PF_MSG_FRAME_RING): entries for as many frames
  * as it may hold, so that an entry is never overwritten before the
  * consumer read it (it cannot release a frame it has not read), and as
- * many for its releases. Its doorbells are socketpairs (pf-doorbell.h):
+ * many for its releases. Its doorbells are socketpairs (pf-doorbell-private.h):
  * the consumer gets its ends, whose flags do not reach ours. Without one
  * (no memfd or socketpair, a limit beyond PF_FRAME_RING_MAX) its FRAMEs
  * and RELEASEs go on the socket, as with a consumer that did not ask. */
@@ -508,7 +508,7 @@ client_handle_hello (pf_producer * p, struct client *c,
    * segment, every live segment and the current caps, before any frame. */
   client_send_ctl (p, c, buf, pf_msg_write_hello (buf, PF_ROLE_PRODUCER,
           p->max_client_frames, p->session_id), -1);
-  /* PF_HELLO_FRAME_RING_EVENTFD alone gets no ring (pf-protocol.h) */
+  /* PF_HELLO_FRAME_RING_EVENTFD alone gets no ring (pf-wire-private.h) */
   if ((msg->u.hello.flags & PF_HELLO_FRAME_RING) && c->state != CLIENT_DEAD)
     client_offer_ring (p, c);
   client_update_stream (p, c, 1);

@@ -20,7 +20,7 @@
 #include <pinnedflow/pf-producer.h>
 
 #include "pf-protocol-private.h"
-#include "pf-socket.h"
+#include "pf-socket-private.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -124,7 +124,7 @@ struct client
   uint32_t ring_mask;
   uint64_t ring_w;              /* entries published (the shared write_seq
                                  * is only written, never read back) */
-  int doorbell;                 /* our end of its doorbell (pf-doorbell.h), or -1 */
+  int doorbell;                 /* our end of its doorbell (pf-doorbell-private.h), or -1 */
   struct pf_release_ring *rel;  /* in the same memfd: the consumer writes */
   uint64_t rel_r;               /* releases taken from it */
   int rel_doorbell;             /* our end: the consumer rings it, or -1 */

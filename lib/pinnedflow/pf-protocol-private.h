@@ -2,7 +2,7 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * The encoders and the parser of the messages of pf-protocol.h. They are not
+ * The encoders and the parser of the messages of pf-wire-private.h. They are not
  * part of libpinnedflow's ABI (the library is built with hidden visibility
  * and nothing here says PF_API): the producer and consumer use them inside
  * the library, and the test suites that forge or parse raw packets link the
@@ -14,7 +14,7 @@
 #ifndef __PF_PROTOCOL_PRIVATE_H__
 #define __PF_PROTOCOL_PRIVATE_H__
 
-#include <pinnedflow/pf-protocol.h>
+#include <pinnedflow/pf-wire-private.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -17,7 +17,7 @@
  *
  * What stays with the callers: their counters (each side keeps its own
  * index and never trusts the peer's copy), their locks (pf-producer.c's
- * p->lock, pf-consumer.c's held spinlock), the doorbells (pf-doorbell.h,
+ * p->lock, pf-consumer.c's held spinlock), the doorbells (pf-doorbell-private.h,
  * rung and read by the callers), the fds, epoll and the socket, and the
  * words of every error. Nothing here blocks, allocates (but the memfd and
  * its mapping) or takes a lock. Callers: pf-producer-client.c,

@@ -11,7 +11,7 @@
  *
  * Atomics: the GCC/Clang __atomic builtins, and only them. The indexes are
  * plain uint64_t fields of a wire layout (struct pf_frame_ring and struct
- * pf_release_ring, pf-protocol.h) that two processes map; the builtins are
+ * pf_release_ring, pf-wire-private.h) that two processes map; the builtins are
  * defined on such plain objects, where C11's atomic_* functions want
  * objects declared _Atomic (a cast of a uint64_t * to _Atomic uint64_t * is
  * outside what the standard promises). Both processes must see one and the
@@ -52,7 +52,7 @@
  * consumer never reads the release ring's write_seq back, the producer
  * never reads its read_seq back.
  *
- * The doorbells (pf-doorbell.h) only wake the other side: no ordering
+ * The doorbells (pf-doorbell-private.h) only wake the other side: no ordering
  * rests on them. A ring is rung after the index store, and the woken side
  * reads the index; a ring lost (a full doorbell) or early (the entry taken
  * before its byte came) is made up for by the callers (the consumer's
@@ -86,7 +86,7 @@
  */
 #include "pf-ring-private.h"
 
-#include "pf-doorbell.h"
+#include "pf-doorbell-private.h"
 
 #include <errno.h>
 #include <fcntl.h>

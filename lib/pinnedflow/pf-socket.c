@@ -2,7 +2,7 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
-#include "pf-socket.h"
+#include "pf-socket-private.h"
 
 #include <errno.h>
 #include <fcntl.h>

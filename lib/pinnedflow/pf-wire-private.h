@@ -12,8 +12,8 @@
  * The library and the test suites (which forge and parse raw packets)
  * include it from the source tree.
  */
-#ifndef __PF_PROTOCOL_H__
-#define __PF_PROTOCOL_H__
+#ifndef __PF_WIRE_PRIVATE_H__
+#define __PF_WIRE_PRIVATE_H__
 
 #include <stddef.h>
 #include <stdint.h>
@@ -164,7 +164,7 @@ struct pf_msg_stream {
  * doorbell, the consumer's end of an AF_UNIX SOCK_STREAM socketpair, to
  * which the producer sends 1 byte after each entry it publishes; fds[2]:
  * the release doorbell, likewise, the consumer sending 1 byte after each
- * release it publishes (pf-doorbell.h). A FRAME in the ring has
+ * release it publishes (pf-doorbell-private.h). A FRAME in the ring has
  * hdr.reserved = the number of messages the producer had sent on the
  * socket before it (the HELLO included): the consumer reads those first,
  * so the two channels keep one order. */
@@ -254,4 +254,4 @@ struct pf_msg {
 #ifdef __cplusplus
 }
 #endif
-#endif /* __PF_PROTOCOL_H__ */
+#endif /* __PF_WIRE_PRIVATE_H__ */

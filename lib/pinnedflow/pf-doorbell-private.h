@@ -11,8 +11,8 @@
  * A ring is one byte; a full socket means the bell is rung already.
  * Stateless: any thread, no locks.
  */
-#ifndef __PF_DOORBELL_H__
-#define __PF_DOORBELL_H__
+#ifndef __PF_DOORBELL_PRIVATE_H__
+#define __PF_DOORBELL_PRIVATE_H__
 
 #include <stddef.h>
 
@@ -47,4 +47,4 @@ int pf_doorbell_check (int fd);
 #ifdef __cplusplus
 }
 #endif
-#endif /* __PF_DOORBELL_H__ */
+#endif /* __PF_DOORBELL_PRIVATE_H__ */

@@ -7,8 +7,8 @@
  * docs/protocol.md (every fd received is either returned or closed, never
  * leaked), and SO_PEERCRED.
  */
-#ifndef __PF_SOCKET_H__
-#define __PF_SOCKET_H__
+#ifndef __PF_SOCKET_PRIVATE_H__
+#define __PF_SOCKET_PRIVATE_H__
 
 #include <stddef.h>
 #include <stdint.h>
@@ -85,4 +85,4 @@ void pf_socket_close_fds (int *fds, unsigned int n);
 #ifdef __cplusplus
 }
 #endif
-#endif /* __PF_SOCKET_H__ */
+#endif /* __PF_SOCKET_PRIVATE_H__ */
