@@ -2,7 +2,7 @@
  * specification alone: https://arrow.apache.org/docs/format/CDataInterface.html
  * and .../CDeviceDataInterface.html. It includes nothing of pinnedflow:
  * the structs are declared here, as the specification prints them, so
- * that the export in lib/pinnedflow/pf-arrow.c is checked against the
+ * that the export in lib/pinnedflow/export/pf-arrow.c is checked against the
  * document, not against itself.
  *
  * It imports what a producer handed over the way a real consumer does:

@@ -62,12 +62,6 @@ struct penalty
   uint64_t until;               /* monotonic ns; 0: a free entry */
 };
 
-/* In pf-protocol.c: 0 when a receiver's pf_msg_parse() accepts a FRAME
- * with these fields, else -EPROTO (logged). Publish applies its rules while
- * it encodes a frame (frame_encode(), pf-producer.c), and calls it on
- * big-endian hosts. */
-int pf_msg_frame_check (const struct pf_msg_frame *f);
-
 #define TOKEN_WAKE UINT64_C (0)
 #define TOKEN_LISTEN UINT64_MAX
 /* client id | TOKEN_RELEASES: that client's release doorbell */

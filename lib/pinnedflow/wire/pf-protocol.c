@@ -8,8 +8,6 @@
  * code does not depend on the host byte order or on alignment of @buf.
  */
 #include "pf-protocol-private.h"
-/* pf_msg_frame_check(), for the producer */
-#include "pf-producer-private.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -659,7 +657,7 @@ parse_stream (const void *buf, size_t len, const struct pf_msg_header *h,
 }
 
 /* What a receiver requires of a FRAME's fields (declared in
- * pf-producer-private.h): the producer checks the fields it is about to
+ * pf-protocol-private.h): the producer checks the fields it is about to
  * encode with it, instead of parsing its own encoding back (the encoding
  * round-trips exactly: tests/transport/test-protocol and tests/fuzz). */
 int
