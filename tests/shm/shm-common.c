@@ -2,6 +2,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include "shm-common.h"
+#include "shm-proc.h"
 
 #include <string.h>
 #include <time.h>
@@ -136,6 +137,7 @@ shm_consumer_new (const gchar * socket, const gchar * extra, gboolean sync,
   g_free (desc);
   c->src = gst_bin_get_by_name (GST_BIN (c->pipeline), "src");
   c->sink = gst_bin_get_by_name (GST_BIN (c->pipeline), "sink");
+  shm_track_pipeline (c->pipeline);
   c->check_ts = check_ts;
   c->held = g_ptr_array_new_with_free_func ((GDestroyNotify) gst_sample_unref);
   return c;
@@ -418,6 +420,7 @@ shm_result_to_string (const ShmResult * r)
 void
 shm_consumer_free (ShmConsumer * c)
 {
+  shm_untrack_pipeline (c->pipeline);
   gst_element_set_state (c->pipeline, GST_STATE_NULL);
   g_ptr_array_unref (c->held);
   gst_caps_replace (&c->caps, NULL);

@@ -232,9 +232,38 @@ shm_setup (void)
   shm_sock = g_build_filename (shm_dir, "pf.sock", NULL);
 }
 
+static GPtrArray *shm_tracked;
+
+void
+shm_track_pipeline (GstElement * pipeline)
+{
+  if (shm_tracked == NULL)
+    shm_tracked = g_ptr_array_new ();
+  g_ptr_array_add (shm_tracked, pipeline);
+}
+
+void
+shm_untrack_pipeline (GstElement * pipeline)
+{
+  if (shm_tracked != NULL)
+    g_ptr_array_remove (shm_tracked, pipeline);
+}
+
 void
 shm_teardown (void)
 {
+  guint i;
+
+  /* what a failed test left running: stopped (no reference is dropped:
+   * the test's own may still be in use by its other objects) */
+  for (i = 0; shm_tracked != NULL && i < shm_tracked->len; i++) {
+    GstElement *pipeline = g_ptr_array_index (shm_tracked, i);
+
+    GST_WARNING ("test left %" GST_PTR_FORMAT " running: stopped", pipeline);
+    gst_element_set_state (pipeline, GST_STATE_NULL);
+  }
+  if (shm_tracked != NULL)
+    g_ptr_array_set_size (shm_tracked, 0);
   shm_proc_cleanup ();
   g_clear_pointer (&shm_sock, g_free);
   g_clear_pointer (&shm_dir, g_free);

@@ -7,6 +7,7 @@
 #define __SHM_PROC_H__
 
 #include <glib.h>
+#include <gst/gst.h>
 
 G_BEGIN_DECLS
 
@@ -30,6 +31,15 @@ extern gchar *shm_dir;
 extern gchar *shm_sock;
 void shm_setup (void);
 void shm_teardown (void);
+
+/* A pipeline of the test process that a failed assertion would leave
+ * running: the teardown sets each one still tracked to NULL. (With
+ * CK_FORK=no, as under valgrind, a failure jumps out of the test; a
+ * source's task left paused then hangs the next gst_task_cleanup_all(),
+ * and the failure would show only as the suite's timeout.) Untrack it
+ * where the test ends it itself. Takes no reference. */
+void shm_track_pipeline (GstElement * pipeline);
+void shm_untrack_pipeline (GstElement * pipeline);
 
 /* Spawns the helper "shm-peer @mode --socket @socket ARGS...", NULL-ended. */
 ShmChild *shm_child_spawn (const gchar * mode, const gchar * socket, ...)

@@ -288,6 +288,7 @@ GST_START_TEST (test_kill_consumer_reclaim)
   pipeline = gst_parse_launch (desc, NULL);
   g_free (desc);
   fail_unless (pipeline != NULL);
+  shm_track_pipeline (pipeline);
   sink = gst_bin_get_by_name (GST_BIN (pipeline), "sink");
   src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
   shm_stamp_sink (sink);
@@ -357,6 +358,7 @@ GST_START_TEST (test_kill_consumer_reclaim)
     gst_buffer_unref (bufs[i]);
   gst_object_unref (pool);
 
+  shm_untrack_pipeline (pipeline);
   gst_element_set_state (pipeline, GST_STATE_NULL);
   gst_object_unref (src);
   gst_object_unref (sink);
