@@ -157,6 +157,19 @@ gst_pinned_cuda_base_transform_set_caps (GstBaseTransform * trans,
   return klass->caps_changed == NULL || klass->caps_changed (self);
 }
 
+gboolean
+gst_pinned_cuda_base_transform_parse_allocation (GstQuery * query,
+    GstCaps ** caps, guint * down_min)
+{
+  *down_min = 0;
+  gst_query_parse_allocation (query, caps, NULL);
+  if (*caps == NULL)
+    return FALSE;
+  if (gst_query_get_n_allocation_pools (query) > 0)
+    gst_query_parse_nth_allocation_pool (query, 0, NULL, NULL, down_min, NULL);
+  return TRUE;
+}
+
 void
 gst_pinned_cuda_base_transform_put_pool (GstQuery * query,
     GstBufferPool * pool, guint size, guint min, guint max)

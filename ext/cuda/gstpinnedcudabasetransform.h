@@ -97,6 +97,11 @@ void gst_pinned_cuda_base_transform_class_set_features
     (GstPinnedCudaBaseTransformClass * klass, const gchar * sink_feature,
     const gchar * src_feature);
 
+/* In decide_allocation: the query's caps (FALSE when it has none) and the
+ * min-buffers of downstream's first pool (0 when none). */
+gboolean gst_pinned_cuda_base_transform_parse_allocation (GstQuery * query,
+    GstCaps ** caps, guint * down_min);
+
 /* In decide/propose_allocation: @pool (consumed) as the query's first pool,
  * replacing the one there or added. */
 void gst_pinned_cuda_base_transform_put_pool (GstQuery * query,

@@ -119,19 +119,15 @@ gst_pinned_cuda_download_decide_allocation (GstBaseTransform * trans,
   GstCaps *caps;
   GstBufferPool *pool;
   GstStructure *config;
-  guint min = 2, max, size = GST_VIDEO_INFO_SIZE (&self->parent.out_info);
+  guint min, max, down_min, size = GST_VIDEO_INFO_SIZE (&self->parent.out_info);
   gboolean video_meta;
 
-  gst_query_parse_allocation (query, &caps, NULL);
-  if (caps == NULL)
+  if (!gst_pinned_cuda_base_transform_parse_allocation (query, &caps,
+          &down_min))
     return FALSE;
   video_meta = gst_query_find_allocation_meta (query, GST_VIDEO_META_API_TYPE,
       NULL);
-  if (gst_query_get_n_allocation_pools (query) > 0) {
-    guint down_min = 0;
-    gst_query_parse_nth_allocation_pool (query, 0, NULL, NULL, &down_min, NULL);
-    min = MAX (min, down_min);
-  }
+  min = MAX (2, down_min);
   max = min + 2;
 
   pool = gst_pinned_cuda_host_pool_new (caps, size, min, max, video_meta);

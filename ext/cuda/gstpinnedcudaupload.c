@@ -239,13 +239,11 @@ gst_pinned_cuda_upload_decide_allocation (GstBaseTransform * trans,
   GstCaps *caps;
   GstBufferPool *pool;
   GstStructure *config;
-  guint down_min = 0, size = 0, min, max;
+  guint down_min, size = 0, min, max;
 
-  gst_query_parse_allocation (query, &caps, NULL);
-  if (caps == NULL)
+  if (!gst_pinned_cuda_base_transform_parse_allocation (query, &caps,
+          &down_min))
     return FALSE;
-  if (gst_query_get_n_allocation_pools (query) > 0)
-    gst_query_parse_nth_allocation_pool (query, 0, NULL, NULL, &down_min, NULL);
   min = self->n_events + 1;
   max = min + down_min + 2;
 

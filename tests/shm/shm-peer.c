@@ -440,7 +440,7 @@ produce (void)
     gst_bin_add_many (GST_BIN (pipeline), src, sink, NULL);
     gst_element_link (src, sink);
   }
-  pp.src = GST_APP_SRC (src);
+  pp.src = GST_IS_APP_SRC (src) ? GST_APP_SRC (src) : NULL;
   pp.caps = caps;
 
   pad = gst_element_get_static_pad (sink, "sink");

@@ -609,6 +609,17 @@ client_read (pf_producer * p, struct client *c, struct event_list *ev)
   client_handle_release (p, c, msg.u.release.seq, ev);
 }
 
+/* @e cleared and naming @c: its type, client id, pid and delivery. */
+static void
+client_event_init (const struct client *c, pf_client_event * e, int type)
+{
+  memset (e, 0, sizeof (*e));
+  e->type = type;
+  e->client_id = c->info.client_id;
+  e->pid = c->info.pid;
+  e->delivery = c->info.delivery;
+}
+
 /* Counts a drop of frame @seq for @c and reports it, at most once per
  * DROP_REPORT_INTERVAL_NS (the first at once). The client then waits for a
  * key frame: a delta frame after a gap would not decode. */
@@ -643,11 +654,7 @@ client_drop (pf_producer * p, struct client *c, int reason, uint64_t seq,
   if (now < c->next_drop_report)
     return;
   c->next_drop_report = now + DROP_REPORT_INTERVAL_NS;
-  memset (&e, 0, sizeof (e));
-  e.type = PF_CLIENT_EVENT_DROPPED;
-  e.client_id = c->info.client_id;
-  e.pid = c->info.pid;
-  e.delivery = c->info.delivery;
+  client_event_init (c, &e, PF_CLIENT_EVENT_DROPPED);
   e.reason = reason;
   e.dropped = c->drops_unreported;
   e.frames_dropped = c->stats.frames_dropped;
@@ -755,11 +762,7 @@ client_evict_stalled (pf_producer * p, struct client *c, uint64_t stalled_ns,
 {
   pf_client_event e;
 
-  memset (&e, 0, sizeof (e));
-  e.type = PF_CLIENT_EVENT_TIMED_OUT;
-  e.client_id = c->info.client_id;
-  e.pid = c->info.pid;
-  e.delivery = c->info.delivery;
+  client_event_init (c, &e, PF_CLIENT_EVENT_TIMED_OUT);
   e.blocked_ns = stalled_ns;
   e.frames_dropped = c->stats.frames_dropped;
   snprintf (e.message, sizeof (e.message), "consumer %u (pid %d) held %u "

@@ -240,39 +240,43 @@ struct event_list
  * pf-producer.c (pf-producer-io.c, pf-producer-client.c) need not call
  * back up into it ---- */
 
-/* Queues a client_connected/_disconnected callback for after unlocking. */
-static inline void
-producer_push_event (struct event_list *l, int type,
-    const pf_client_info * info)
+/* A new entry at the end of @l, or NULL (out of memory: the notification
+ * is lost). */
+static inline struct event *
+producer_append_event (struct event_list *l, int type)
 {
   struct event *e = calloc (1, sizeof (*e));
 
   if (e == NULL)
-    return;                     /* out of memory: the notification is lost */
+    return NULL;
   e->type = type;
-  e->info = *info;
   if (l->tail)
     l->tail->next = e;
   else
     l->head = e;
   l->tail = e;
+  return e;
+}
+
+/* Queues a client_connected/_disconnected callback for after unlocking. */
+static inline void
+producer_push_event (struct event_list *l, int type,
+    const pf_client_info * info)
+{
+  struct event *e = producer_append_event (l, type);
+
+  if (e != NULL)
+    e->info = *info;
 }
 
 /* Queues a client_event callback. */
 static inline void
 producer_push_client_event (struct event_list *l, const pf_client_event * cev)
 {
-  struct event *e = calloc (1, sizeof (*e));
+  struct event *e = producer_append_event (l, EV_CLIENT_EVENT);
 
-  if (e == NULL)
-    return;                     /* out of memory: the notification is lost */
-  e->type = EV_CLIENT_EVENT;
-  e->cev = *cev;
-  if (l->tail)
-    l->tail->next = e;
-  else
-    l->head = e;
-  l->tail = e;
+  if (e != NULL)
+    e->cev = *cev;
 }
 
 /* Wakes the I/O thread (it reaps dead clients, re-reads deadlines). */
