@@ -95,12 +95,6 @@ struct _GstPinnedShmSink
   guint64 refused;
 };
 
-/* gstpinnedshmsink.c: emits client-connected (@connected) or
- * client-disconnected for @info, then notifies num-clients. */
-G_GNUC_INTERNAL
-void gst_pinned_shm_sink_client_changed (GstPinnedShmSink * self,
-    gboolean connected, const pf_client_info * info);
-
 /* gstpinnedshmsinkbus.c: the producer's callbacks of @self (frames
  * released, clients connected and gone, drops, demotions, refusals) into
  * @callbacks. */

@@ -149,18 +149,6 @@ gst_pinned_shm_sink_timeout_action_get_type (void)
   return type;
 }
 
-/* The producer's callbacks (gstpinnedshmsinkbus.c) report a client here:
- * the signals and num-clients are the element's. */
-void
-gst_pinned_shm_sink_client_changed (GstPinnedShmSink * self,
-    gboolean connected, const pf_client_info * info)
-{
-  g_signal_emit (self, signals[connected ? SIGNAL_CLIENT_CONNECTED :
-          SIGNAL_CLIENT_DISCONNECTED], 0, (guint) info->client_id,
-      (gint) info->pid, (guint) info->uid);
-  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_NUM_CLIENTS]);
-}
-
 /* The reliable-timeout property (-1: no bound, 0: never wait) in the
  * library's terms (-1: no bound, 0: its default, else ms). */
 static int

@@ -40,6 +40,19 @@ drop_reason_name (gint reason)
 
 /* Producer callbacks: run on the transport's I/O thread or in close(). */
 
+/* A client came or went: the element's signal and num-clients, by name
+ * (once per connection; the element file keeps its signal and property
+ * tables to itself, and this file calls nothing in it). */
+static void
+client_changed (GstPinnedShmSink * self, gboolean connected,
+    const pf_client_info * info)
+{
+  g_signal_emit_by_name (self, connected ? "client-connected" :
+      "client-disconnected", (guint) info->client_id, (gint) info->pid,
+      (guint) info->uid);
+  g_object_notify (G_OBJECT (self), "num-clients");
+}
+
 static void
 on_frame_released (void *user_data, void *frame_token)
 {
@@ -61,7 +74,7 @@ on_client_connected (void *user_data, const pf_client_info * info)
   g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
 
-  gst_pinned_shm_sink_client_changed (self, TRUE, info);
+  client_changed (self, TRUE, info);
 }
 
 /* Drops, demotions, reliable timeouts: on the publishing (streaming)
@@ -149,7 +162,7 @@ on_client_disconnected (void *user_data, const pf_client_info * info)
     g_atomic_int_add (&self->n_clients, -1);
   g_mutex_unlock (&self->lock);
 
-  gst_pinned_shm_sink_client_changed (self, FALSE, info);
+  client_changed (self, FALSE, info);
 }
 
 void
