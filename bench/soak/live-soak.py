@@ -6,7 +6,10 @@
 # random delivery: auto, every-frame or newest-frame) that exit, are killed,
 # or are stopped with SIGSTOP for up to 3 s, one after another, as a
 # debugger or an overloaded host does. Prints the largest gap, the gaps over
-# 200 ms, and what the churn did. No assertion: a measurement.
+# 200 ms (each with the frames published meanwhile, by the producer's frame
+# numbers, and the camera's PTS step: 0 published means the camera or the
+# producer's render was late, not the delivery), and what the churn did.
+# No assertion: a measurement.
 #
 #   bench/soak/live-soak.py BUILD_DIR [SECONDS] [--size WxH] [--seed N]
 #       [--sink-props "live-max-lag=-1 ..."]
@@ -124,6 +127,8 @@ def main():
 
     cons = None
     gaps = []
+    big_info = []
+    last_seq = last_pts = None
     frames = 0
     churn_pid = None
     rfd = None
@@ -156,11 +161,20 @@ def main():
                 continue
             if f is pinnedflow.EOS:
                 break
+            seq, pts = f.seq, f.pts
             f.release()
             frames += 1
             if last is not None:
                 gaps.append(now - last)
-            last = now
+                if now - last > 0.2:
+                    # which side was late: frames published meanwhile
+                    # (seq delta > 1: the delivery) or none (1: the camera
+                    # or the producer's render), and the camera's own
+                    # clock between the two (pts delta)
+                    big_info.append((now - last, seq - last_seq,
+                                     (pts - last_pts) if pts is not None and
+                                     last_pts is not None else None))
+            last, last_seq, last_pts = now, seq, pts
     finally:
         if churn_pid:
             os.kill(churn_pid, signal.SIGTERM)
@@ -196,6 +210,10 @@ def main():
               frames, frames / a.seconds, max(gaps or [0]) * 1000, len(big),
               (" (largest: %s ms)" % ", ".join(
                   "%.0f" % (g * 1000) for g in big[:8])) if big else ""))
+    for gap, dseq, dpts in sorted(big_info, reverse=True)[:8]:
+        print("    gap %.0f ms: %s frames published meanwhile, camera clock "
+              "+%s ms" % (gap * 1000, dseq - 1,
+                          "?" if dpts is None else "%.0f" % (dpts / 1e6)))
     print("  churn: %(spawned)d consumers (auto %(auto)d, every-frame "
           "%(every-frame)d, newest-frame %(newest-frame)d): %(exited)d "
           "exited, %(stopped)d stopped (SIGSTOP up to 3 s), %(killed)d "
