@@ -111,14 +111,8 @@ enum
 
 static GParamSpec *properties[N_PROPERTIES];
 
-enum
-{
-  SIGNAL_CLIENT_CONNECTED,
-  SIGNAL_CLIENT_DISCONNECTED,
-  N_SIGNALS
-};
-
-static guint signals[N_SIGNALS];
+/* The signals (client-connected, client-disconnected) are emitted by name
+ * in gstpinnedshmsinkbus.c, once per connection: no id table is kept. */
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK,
@@ -743,7 +737,7 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
    *
    * Emitted from the transport's I/O thread when a consumer connects.
    */
-  signals[SIGNAL_CLIENT_CONNECTED] = g_signal_new ("client-connected",
+  g_signal_new ("client-connected",
       G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
       G_TYPE_NONE, 3, G_TYPE_UINT, G_TYPE_INT, G_TYPE_UINT);
   /**
@@ -755,7 +749,7 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
    *
    * Emitted when a consumer goes away; every frame it held is back.
    */
-  signals[SIGNAL_CLIENT_DISCONNECTED] = g_signal_new ("client-disconnected",
+  g_signal_new ("client-disconnected",
       G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
       G_TYPE_NONE, 3, G_TYPE_UINT, G_TYPE_INT, G_TYPE_UINT);
 
