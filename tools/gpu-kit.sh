@@ -188,29 +188,39 @@ pack () {
 declare -a R_NAME R_STATE R_SECS R_NOTE
 deadline=0
 out=""
+run_done=no
 
-record () {   # record NAME pass|fail|skip SECONDS NOTE
+# The summary is written again after every step, so a run killed from
+# outside (its lease ended) leaves the rows of every step that ended.
+record () {   # record NAME pass|fail|skip|TIMEOUT SECONDS NOTE
   R_NAME+=("$1"); R_STATE+=("$2"); R_SECS+=("$3"); R_NOTE+=("$4")
-  printf 'gpu-kit: %-16s %-4s %6s s  %s\n' "$1" "$2" "$3" "$4"
+  printf 'gpu-kit: %-16s %-7s %6s s  %s\n' "$1" "$2" "$3" "$4"
+  summary > /dev/null
 }
 
 # The reason a log gives for a skip, else its last line.
 log_reason () {
   local r
-  r=$(grep -m1 -E '^(SKIP|NO DEVICE|NO CUDA DEVICE)|no usable CUDA device' "$1" 2>/dev/null)
+  r=$(grep -m1 -E '^(SKIP|NO DEVICE|NO CUDA DEVICE|BROKEN)|no usable (real )?CUDA (runtime|device)' "$1" 2>/dev/null)
   [ -n "$r" ] || r=$(grep -v '^[[:space:]]*$' "$1" 2>/dev/null | tail -1)
-  echo "$r" | cut -c1-200
+  echo "$r" | tr -d '|' | cut -c1-240
+}
+
+# A GPU run that finds no device has failed: the reason is the row's note.
+no_device_note () {
+  echo "$1" | grep -qiE 'no (usable )?(real )?CUDA (device|runtime)|NO DEVICE|cudaErrorInsufficientDriver|cudaErrorNoDevice|sees no CUDA device'
 }
 
 # step NAME TIMEOUT CMD...: runs CMD (log in $out/NAME.log) within its own
-# timeout and what is left of the run's budget; 0 passed, 77 skipped.
+# timeout and what is left of the run's budget; 0 passed, 77 skipped; a
+# step ended by its timeout is TIMEOUT (a failure).
 step () {
   local name=$1 t=$2 left t0 t1 rc secs state note
   shift 2
   left=$((deadline - $(date +%s)))
   if [ "$left" -lt 10 ]; then
-    record "$name" skip 0 "not run: the 8-minute budget is spent"
-    return 77
+    record "$name" fail 0 "not run: the run's ${RUN_BUDGET_S} s budget is spent"
+    return 1
   fi
   [ "$t" -le "$left" ] || t=$left
   t0=$(date +%s.%N)
@@ -225,9 +235,12 @@ step () {
   case $rc in
     0) state=pass; note=${STEP_NOTE:-} ;;
     77) state=skip; note=$(log_reason "$out/$name.log") ;;
-    124|137) state=fail; note="timed out after ${t} s" ;;
+    124|137) state=TIMEOUT; note="killed at its ${t} s bound: $(log_reason "$out/$name.log")" ;;
     *) state=fail; note="exit $rc: $(log_reason "$out/$name.log")" ;;
   esac
+  if [ "$mode" = gpu ] && [ "$state" = skip ] && no_device_note "$note"; then
+    state=fail
+  fi
   STEP_SECS=$secs
   [ -n "${STEP_QUIET:-}" ] || record "$name" "$state" "$secs" "$note"
   return $rc
@@ -240,19 +253,50 @@ step () {
 # library path too (cuda-interop, cuda-emu-*), as a GPU host has the driver.
 # Each has its registry (one scanned without the stand-ins caches nvcodec
 # with no elements). GPUKIT_EMU_DRIVER=all runs every step with the
-# stand-ins, the configuration of a GPU host. A GPU run: no-op.
+# stand-ins, the configuration of a GPU host. "gst126" = Debian 13's
+# GStreamer 1.26 (core, base, libgstcuda, nvcodec) in place of the kit's
+# 1.22, for the interop step of the second API generation.
 env_for () {
-  [ "$mode" = emulator ] || return 0
-  if [ "$1" = driver ] || [ "${GPUKIT_EMU_DRIVER:-}" = all ]; then
-    export LD_LIBRARY_PATH="$B/tests/cuda/emu:$gst_ld"
-    export GST_REGISTRY_1_0="$out/registry-emulator-driver.bin"
+  local g=$gst_ld plugins=$kit/lib/gstreamer-1.0 scanner=$kit/libexec
+  local reg=$mode
+  if [ "${2:-}" = gst126 ]; then
+    g="$B/lib/pinnedflow:$kit/gst126/lib:$kit/lib${orig_ld:+:$orig_ld}"
+    plugins=$kit/gst126/lib/gstreamer-1.0
+    scanner=$kit/gst126/libexec
+    reg=$mode-gst126
+  fi
+  export GST_PLUGIN_SYSTEM_PATH_1_0=$plugins
+  export GST_PLUGIN_SCANNER_1_0=$scanner/gst-plugin-scanner
+  if [ "$mode" != emulator ]; then
+    export LD_LIBRARY_PATH=$g
+    export GST_REGISTRY_1_0="$out/registry-$reg.bin"
+  elif [ "$1" = driver ] || [ "${GPUKIT_EMU_DRIVER:-}" = all ]; then
+    export LD_LIBRARY_PATH="$B/tests/cuda/emu:$g"
+    export GST_REGISTRY_1_0="$out/registry-$reg-driver.bin"
   else
-    export LD_LIBRARY_PATH="$gst_ld"
-    export GST_REGISTRY_1_0="$out/registry-emulator-cudart.bin"
+    export LD_LIBRARY_PATH="$g"
+    export GST_REGISTRY_1_0="$out/registry-$reg-cudart.bin"
   fi
 }
 
 # Commands run by step (functions: step runs "$@" in this shell's env).
+run_device () {
+  local rc
+  echo "kernel: $(uname -r)"
+  echo "proc_version: $(cat /proc/version 2>/dev/null)"
+  echo "ck_fork: ${CK_FORK:-yes, the default}"
+  "$kit/bin/gpukit-device" "$B/lib/pinnedflow/libpinnedflow.so.0"
+  rc=$?
+  if [ "$mode" = gpu ]; then
+    if command -v nvidia-smi > /dev/null; then
+      echo "nvidia-smi: $(nvidia-smi --query-gpu=name,uuid,driver_version,compute_mode,memory.total --format=csv,noheader 2>&1 | head -1)"
+    else
+      echo "nvidia-smi: not installed"
+    fi
+  fi
+  return $rc
+}
+
 run_upload_emulated () {
   local c rc=0
   for c in bytes late pool inflight staged shared sticky node errors reuse \
@@ -263,6 +307,7 @@ run_upload_emulated () {
   return $rc
 }
 
+# test-upload's real case: every case it selects on the device.
 run_upload_real () {
   local o rc
   o=$("$B/tests/cuda/test-upload" real 2>&1)
@@ -271,7 +316,7 @@ run_upload_real () {
   [ $rc -eq 0 ] || return $rc
   # without a device the case checks the error and exits 0: not a GPU pass
   if echo "$o" | grep -q "no usable real CUDA runtime/device"; then
-    echo "SKIP: no usable CUDA device: the real upload case did not run"
+    echo "SKIP: no usable CUDA device: the real upload cases did not run"
     return 77
   fi
 }
@@ -292,15 +337,35 @@ run_gst_runtime () {
 
 run_nvcodec () {
   local e rc=0
-  gst-inspect-1.0 nvcodec || true
+  "$kit/bin/gst-inspect-1.0" nvcodec || true
   for e in cudaupload cudadownload; do
-    gst-inspect-1.0 "$e" > /dev/null 2>&1 || { echo "$e: NOT FOUND"; rc=1; }
+    "$kit/bin/gst-inspect-1.0" "$e" > /dev/null 2>&1 ||
+      { echo "$e: NOT FOUND"; rc=1; }
   done
   if [ $rc -ne 0 ] && [ "$have_device" != yes ]; then
     echo "SKIP: no CUDA device: nvcodec registers no elements"
     return 77
   fi
   return $rc
+}
+
+# The interop test on Debian 13's GStreamer 1.26 (the 1.24+ API: the
+# download that waits on the device, no host spin), where the host's glibc
+# runs it.
+run_interop_126 () {
+  local need have
+  if [ ! -d "$kit/gst126/lib" ]; then
+    echo "SKIP: this kit carries no GStreamer 1.26 (packed without the Debian 13 root)"
+    return 77
+  fi
+  need=$(cat "$kit/gst126/GLIBC" 2>/dev/null || echo 0)
+  have=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{ print $2 }')
+  if [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -1)" != "$need" ]; then
+    echo "SKIP: Debian 13's GStreamer needs glibc $need, this host has $have"
+    return 77
+  fi
+  "$kit/gst126/bin/gst-inspect-1.0" --version | head -2
+  "$B/tests/cuda/test-cuda-interop"
 }
 
 run_nvh264enc () {
@@ -310,7 +375,7 @@ run_nvh264enc () {
       echo "SKIP: nvh264enc not registered: the emulators have no NVENC"
     else
       echo "SKIP: nvh264enc not registered: NVENC did not load" \
-        "(libnvidia-encode.so.1 missing, or a GPU without NVENC such as H100)"
+        "(libnvidia-encode.so.1 missing, or a GPU without NVENC such as H100/H200)"
     fi
     return 77
   fi
@@ -320,9 +385,9 @@ run_nvh264enc () {
 }
 
 run_frames () {
-  local py=${GPUKIT_PYTHON:-python3} rc
+  local py=${GPUKIT_PYTHON:-python3}
   if ! command -v "$py" > /dev/null; then
-    for n in py-upload torch-dlpack cupy; do
+    for n in py-upload torch-dlpack cupy cudart; do
       echo "RESULT $n skip no $py on this host"
     done
     return 0
@@ -334,7 +399,7 @@ run_frames () {
   else
     unset LD_LIBRARY_PATH
   fi
-  env PYTHONPATH="$kit/python" PYTHONDONTWRITEBYTECODE=1 \
+  env PYTHONPATH="$kit/python" PYTHONDONTWRITEBYTECODE=1 GPUKIT_MODE="$mode" \
     PINNEDFLOW_LIBRARY="$B/lib/pinnedflow/libpinnedflow.so.0" \
     "$py" "$kit/gpu-kit/frames.py"
 }
@@ -367,29 +432,36 @@ run_cuda_bench () {
   fi
 }
 
+# summary.md from what has ended so far (each step calls it); the last
+# call, after every step, also prints it.
 summary () {
   local i n_pass=0 n_fail=0 n_skip=0 label
   for i in "${!R_STATE[@]}"; do
     case ${R_STATE[$i]} in
       pass) n_pass=$((n_pass + 1)) ;;
-      fail) n_fail=$((n_fail + 1)) ;;
-      *) n_skip=$((n_skip + 1)) ;;
+      skip) n_skip=$((n_skip + 1)) ;;
+      *) n_fail=$((n_fail + 1)) ;;
     esac
   done
   if [ "$mode" = emulator ]; then
     label=emulator
   else
-    label=$(sed -n 's/^name: //p' "$out/device.txt" 2>/dev/null | head -1)
-    [ -n "$label" ] || label="no CUDA device"
+    label=$(sed -n 's/^name: //p' "$out/device.log" 2>/dev/null | head -1)
+    [ -n "$label" ] || label="NO CUDA DEVICE: $(sed -n 's/^NO DEVICE: //p' "$out/device.log" 2>/dev/null | head -1 | cut -c1-200)"
   fi
   {
     echo
     echo "## GPU kit run: $label, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo
-    echo "Device:"
+    [ "$run_done" = yes ] ||
+      echo "**Run not finished: the rows below are the steps that ended.**"
     echo
-    grep -E '^(runtime|runtime_version|driver_version|name|memory_mib|compute_capability|compute_mode|host_register_supported|host_register_read_only|emulator|NO DEVICE|nvidia-smi):' \
-      "$out/device.txt" 2>/dev/null | sed 's/^/    /'
+    echo "Device and environment (device.log):"
+    echo
+    grep -E '^(kernel|proc_version|ck_fork|lookup|runtime|runtime_version|driver_version|devices|name|uuid|memory_mib|compute_capability|compute_mode|host_register_supported|host_register_read_only|copies|loaded_cudart|loaded_cuda|emulator|NO DEVICE|BROKEN|nvidia-smi):' \
+      "$out/device.log" 2>/dev/null | sed 's/^/    /'
+    grep -E "^pinnedflow's runtime|^uploader:" "$out/frames.log" 2>/dev/null |
+      sed 's/^/    frames: /'
     echo
     echo "H2D copies (cuda-bench: GB/s, median latency ms, vs raw pinned; per frame size)${tag}:"
     echo
@@ -415,20 +487,20 @@ summary () {
     done
     echo
     echo "gpu-kit: $n_pass passed, $n_fail failed, $n_skip skipped ($label)"
-  } | tee "$out/summary.md"
+  } > "$out/summary.md.tmp" && mv "$out/summary.md.tmp" "$out/summary.md"
   [ "$n_fail" -eq 0 ]
 }
 
 run () {
-  local arg t_start
+  local t_start rc
   kit=$default_kit
   mode=gpu
   have_device=no
   while [ $# -gt 0 ]; do
     case $1 in
       --emulator) mode=emulator ;;
-      --out) out=$2; shift ;;
-      --kit) kit=$2; shift ;;
+      --out) [ $# -ge 2 ] || die "run: --out needs a folder"; out=$2; shift ;;
+      --kit) [ $# -ge 2 ] || die "run: --kit needs a folder"; kit=$2; shift ;;
       *) die "run: unknown argument $1" ;;
     esac
     shift
@@ -438,14 +510,19 @@ run () {
   [ -n "$out" ] || out=$PWD/gpu-kit-results/$mode-$(date -u +%Y%m%dT%H%M%SZ)
   mkdir -p "$out" || die "cannot create $out"
   out=$(cd "$out" && pwd)
-  rm -f "$out"/*.log "$out"/summary.md "$out"/device.txt "$out"/registry*.bin
+  rm -rf "$out"/*.log "$out"/summary.md "$out"/registry*.bin "$out/tmp"
+  # everything a step writes stays under $out: temporary files, caches
+  mkdir -p "$out/tmp"
+  export TMPDIR="$out/tmp" XDG_CACHE_HOME="$out/tmp/cache" \
+    CUPY_CACHE_DIR="$out/tmp/cupy" PYTHONDONTWRITEBYTECODE=1
   t_start=$(date +%s)
   deadline=$((t_start + RUN_BUDGET_S))
   B=$kit/build
   orig_ld=${LD_LIBRARY_PATH:-}
   export kit B mode out have_device orig_ld
-  export -f line_buffered run_upload_emulated run_upload_real run_gst_runtime run_nvcodec \
-    run_nvh264enc run_frames run_dora run_cuda_bench
+  export -f line_buffered run_device run_upload_emulated run_upload_real \
+    run_gst_runtime run_nvcodec run_interop_126 run_nvh264enc run_frames \
+    run_dora run_cuda_bench
 
   # GStreamer and the project from the kit only; registry in the results
   local ld="$B/lib/pinnedflow:$kit/lib"
@@ -453,14 +530,19 @@ run () {
       ! [ -e /usr/lib/x86_64-linux-gnu/libstdc++.so.6 ]; then
     ld="$ld:$kit/lib-fallback"
   fi
-  export GST_PLUGIN_SYSTEM_PATH_1_0="$kit/lib/gstreamer-1.0"
   export GST_PLUGIN_PATH_1_0="$B/gst/shm:$B/ext/cuda"
-  export GST_PLUGIN_SCANNER_1_0="$kit/libexec/gst-plugin-scanner"
-  export GST_REGISTRY_1_0="$out/registry-$mode.bin"
   export GST_REGISTRY_UPDATE=yes
   export CK_DEFAULT_TIMEOUT=60
   # a hung check ends in 60 s (not 120) and its suite goes on
   export CK_TIMEOUT_MULTIPLIER=0.5
+  # check forks a child per test (each test initialises CUDA itself, which
+  # the emulators' fork rule checks); GPUKIT_CK_FORK=no runs them in one
+  # process instead
+  if [ -n "${GPUKIT_CK_FORK:-}" ]; then
+    export CK_FORK=$GPUKIT_CK_FORK
+  else
+    unset CK_FORK
+  fi
   export PATH="$kit/bin:$PATH"
   unset GST_PLUGIN_PATH GST_PLUGIN_SYSTEM_PATH GST_PLUGIN_SCANNER GST_REGISTRY
   gst_ld="$ld${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -473,77 +555,82 @@ run () {
     export PFBENCH_FRAMES=20
     tag=" [EMULATOR: CPU timings, not GPU performance]"
   else
-    unset GST_PINNEDFLOW_CUDART PFBENCH_ALLOW_EMULATOR PFBENCH_FRAMES
+    # GST_PINNEDFLOW_CUDART, when the caller set it, is honoured (the
+    # library's lookup, which the device step prints)
+    unset PFBENCH_ALLOW_EMULATOR PFBENCH_FRAMES
     export PINNEDFLOW_CUDA_MODE=real
     tag=""
+    # the runtime a Python CUDA package installed (PyTorch's): the
+    # interpreter's site folders, last in the library's lookup
+    if [ -z "${GST_PINNEDFLOW_CUDART_PATH:-}" ] &&
+        command -v "${GPUKIT_PYTHON:-python3}" > /dev/null; then
+      GST_PINNEDFLOW_CUDART_PATH=$(env -u LD_LIBRARY_PATH \
+        "${GPUKIT_PYTHON:-python3}" -c 'import os, sys
+print(":".join(p for p in sys.path if p and os.path.isdir(p)))' 2>/dev/null)
+      export GST_PINNEDFLOW_CUDART_PATH
+    fi
   fi
-  export LD_LIBRARY_PATH="$gst_ld"
   echo "gpu-kit: $mode run, kit $kit, results in $out, budget ${RUN_BUDGET_S} s"
 
-  # Steps most wanted first (the budget may end a hung run early): the
-  # device, the kit's GStreamer, device frames into torch/CuPy, the dora
-  # bench, the GPU tests, NVENC, the H2D bench.
-  # 1. the device
+  # Steps most valuable first (a lease may end the run early): the device,
+  # H2D per frame size, camera -> device frame (#1872), device frames into
+  # torch/CuPy, the GPU tests, the 1.26 interop, NVENC, the kit's GStreamer.
   env_for driver
-  (
-    "$kit/bin/gpukit-device"
-    rc=$?
-    if [ "$mode" = gpu ] && command -v nvidia-smi > /dev/null; then
-      echo "nvidia-smi: $(nvidia-smi --query-gpu=name,driver_version,compute_mode,memory.total --format=csv,noheader 2>&1 | head -1)"
-    fi
-    exit $rc
-  ) > "$out/device.txt" 2>&1
-  case $? in
-    0) have_device=yes
-       record device pass 0 "$(sed -n 's/^name: //p' "$out/device.txt"), $(sed -n 's/^driver_version: //p' "$out/device.txt"), compute mode $(sed -n 's/^compute_mode: //p' "$out/device.txt"), read-only registration (attr 113) $(sed -n 's/^host_register_read_only: //p' "$out/device.txt")" ;;
-    77) record device skip 0 "$(log_reason "$out/device.txt")" ;;
-    *) record device fail 0 "$(log_reason "$out/device.txt")" ;;
-  esac
-  cp "$out/device.txt" "$out/device.log"
-
-  # 2. the kit's GStreamer (and the registry scans)
+  step device 30 run_device
+  rc=$?
+  [ $rc -eq 0 ] && have_device=yes
+  export have_device
   env_for cudart
-  step gst-runtime 90 run_gst_runtime
-  env_for driver
-  step nvcodec 60 run_nvcodec
-  # 3. device frames into torch / CuPy (one process, three results)
+  STEP_NOTE="GB/s per frame size: table above" step cuda-bench 90 run_cuda_bench
+  STEP_NOTE="latency p50/p99, CPU per frame: table above" step dora1872 60 run_dora
+  # device frames into torch / CuPy (one process, four results)
   local line n s why
   STEP_SECS=0
   STEP_QUIET=1 step frames 90 run_frames
-  for n in py-upload torch-dlpack cupy; do
+  rc=$?
+  for n in py-upload torch-dlpack cupy cudart; do
     line=$(grep -m1 "^RESULT $n " "$out/frames.log")
     if [ -z "$line" ]; then
-      record "$n" fail "$STEP_SECS" "no result: $(log_reason "$out/frames.log")"
+      if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+        record "$n" TIMEOUT "$STEP_SECS" "frames killed at its bound: $(log_reason "$out/frames.log")"
+      else
+        record "$n" fail "$STEP_SECS" "no result: $(log_reason "$out/frames.log")"
+      fi
       continue
     fi
     s=$(echo "$line" | cut -d' ' -f3)
-    why=$(echo "$line" | cut -d' ' -f4- | cut -c1-200)
+    why=$(echo "$line" | cut -d' ' -f4- | tr -d '|' | cut -c1-240)
     record "$n" "$s" "$STEP_SECS" "$why"
   done
-  # 4. the dora #1872 bench (no GStreamer in it)
-  env_for cudart
-  STEP_NOTE="latency p50/p99, CPU per frame: table above" step dora1872 90 run_dora
-  # 5. the GPU tests of tests/cuda
   env_for cudart
   if [ "$mode" = emulator ]; then
-    step upload 90 run_upload_emulated
+    step upload 60 run_upload_emulated
   else
-    step upload 90 run_upload_real
+    step upload 60 run_upload_real
   fi
-  step cuda 180 "$B/tests/cuda/test-cuda"
+  step cuda 90 "$B/tests/cuda/test-cuda"
   env_for driver
-  step cuda-interop 120 "$B/tests/cuda/test-cuda-interop"
+  step cuda-interop 60 "$B/tests/cuda/test-cuda-interop"
+  env_for driver gst126
+  step cuda-interop-1.26 60 run_interop_126
+  env_for driver
   if [ "$mode" = emulator ]; then
-    step emu-driver 90 "$B/tests/cuda/test-emu-driver"
-    step emu-nvcodec 90 "$B/tests/cuda/test-emu-driver" nvcodec
+    step emu-driver 45 "$B/tests/cuda/test-emu-driver"
+    step emu-nvcodec 45 "$B/tests/cuda/test-emu-driver" nvcodec
   fi
-  step nvh264enc 60 run_nvh264enc
-  # 6. H2D throughput and latency per frame size
+  step nvh264enc 45 run_nvh264enc
   env_for cudart
-  STEP_NOTE="GB/s per frame size: table above" step cuda-bench 120 run_cuda_bench
+  step gst-runtime 45 run_gst_runtime
+  env_for driver
+  step nvcodec 30 run_nvcodec
 
   echo "gpu-kit: run took $(( $(date +%s) - t_start )) s"
+  run_done=yes
+  rm -rf "$out/tmp"
   summary
+  rc=$?
+  cat "$out/summary.md"
+  return $rc
 }
 
 # -------------------------------------------------------------------- ci
