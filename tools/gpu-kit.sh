@@ -52,9 +52,13 @@ else
 fi
 work=${top:+$top/build-gpukit}
 MAX_KIT_MIB=56
-RUN_BUDGET_S=${GPUKIT_BUDGET_S:-450}  # the whole run, summary included < 8 min
+RUN_BUDGET_S=${GPUKIT_BUDGET_S:-270}  # the whole run, summary included < 5 min
 ROOT_DEFAULT=/var/cache/pinnedflow/gpukit-root-bookworm
 ROOT_STAMP="bookworm minbase python3 python3-numpy v1"
+# the second rehearsal root: Debian 13, numpy 2.x, Python 3.13
+ROOT_TRIXIE_DEFAULT=/var/cache/pinnedflow/gpukit-root-trixie
+GST126_ROOT=${GPUKIT_GST126_ROOT:-/var/cache/pinnedflow/roots/trixie}
+SCRUBBED_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 die () {
   echo "gpu-kit: $*" >&2
@@ -174,13 +178,76 @@ pack () {
       xargs dpkg-query -W -f='  ${Package} ${Version}\n' 2>/dev/null
   } > "$tmp/KIT-INFO"
 
+  pack_gst126 "$tmp" || die "pack: copying GStreamer 1.26 from $GST126_ROOT failed"
+
   size=$(du -sb "$tmp" | cut -f1)
   if [ "$size" -gt $((MAX_KIT_MIB * 1024 * 1024)) ]; then
     die "pack: $((size / 1048576)) MiB, over the ${MAX_KIT_MIB} MiB limit"
   fi
+  echo "gpu-kit: pack: $(awk -v s="$size" 'BEGIN { printf "%.1f", s / 1048576 }') MiB, $(find "$tmp" -type f | wc -l) files; checking it on the emulators"
+  # the kit's own emulator run on what was made, in a scrubbed environment,
+  # before it replaces the last kit
+  rm -rf "$work/pack-check"
+  if ! env -i PATH="$SCRUBBED_PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 \
+      bash "$tmp/gpu-kit.sh" run --emulator --kit "$tmp" \
+      --out "$work/pack-check" > "$work/pack-check.log" 2>&1; then
+    tail -25 "$work/pack-check.log" >&2
+    rm -rf "$kit.rejected"
+    mv "$tmp" "$kit.rejected"
+    die "pack: the kit's emulator run failed (kit left in $kit.rejected, log $work/pack-check.log)"
+  fi
+  grep '^gpu-kit: [0-9]* passed' "$work/pack-check.log"
   rm -rf "$kit"
   mv "$tmp" "$kit"
   echo "gpu-kit: packed $kit: $(awk -v s="$size" 'BEGIN { printf "%.1f", s / 1048576 }') MiB, $(find "$kit" -type f | wc -l) files"
+}
+
+# Debian 13's GStreamer 1.26 (core, base, app, check, libgstcuda, the
+# plugins the interop test uses, gst-inspect-1.0, the scanner and what they
+# link), copied from a Debian 13 root (the test matrix's) into KIT/gst126
+# for the interop step on the 1.24+ API. gst126/GLIBC: the newest glibc
+# symbol version those files need (the run skips the step on an older
+# glibc, e.g. in the bookworm rehearsal root). No root: no gst126, said.
+pack_gst126 () {
+  local tmp=$1 r=$GST126_ROOT d=/usr/lib/x86_64-linux-gnu name path f
+  local g=$tmp/gst126
+  if [ ! -x "$r/usr/bin/gst-inspect-1.0" ] ||
+      [ ! -e "$r$d/gstreamer-1.0/libgstnvcodec.so" ]; then
+    echo "gpu-kit: pack: no GStreamer with nvcodec in $GST126_ROOT: the kit carries only 1.22 (its cuda-interop-1.26 step will skip)"
+    return 0
+  fi
+  [ "$(id -u)" -eq 0 ] || die "pack: reading $r's libraries needs root (chroot ldd)"
+  mkdir -p "$g"/{bin,libexec,lib/gstreamer-1.0}
+  cp -L "$r/usr/bin/gst-inspect-1.0" "$g/bin/" || return 1
+  cp -L "$r$d/gstreamer1.0/gstreamer-1.0/gst-plugin-scanner" "$g/libexec/" ||
+    return 1
+  for f in coreelements app videotestsrc videoconvertscale nvcodec; do
+    cp -L "$r$d/gstreamer-1.0/libgst$f.so" "$g/lib/gstreamer-1.0/" || return 1
+  done
+  # the interop test's GStreamer libraries and libgstcuda (dlopened), and
+  # everything those link, resolved inside the root
+  while read -r name path; do
+    [ -n "$name" ] || continue
+    name=${name##*/}
+    is_system_lib "$name" && continue
+    [ -n "$path" ] && [ "$path" != not ] || { echo "gpu-kit: pack: gst126: $name not found" >&2; return 1; }
+    [ -e "$g/lib/$name" ] || cp -L "$r$path" "$g/lib/$name" || return 1
+  done < <(chroot "$r" /bin/sh -c "cd $d && ldd /usr/bin/gst-inspect-1.0 \
+      gstreamer1.0/gstreamer-1.0/gst-plugin-scanner gstreamer-1.0/libgstcoreelements.so \
+      gstreamer-1.0/libgstapp.so gstreamer-1.0/libgstvideotestsrc.so \
+      gstreamer-1.0/libgstvideoconvertscale.so gstreamer-1.0/libgstnvcodec.so \
+      libgstcuda-1.0.so.0 libgstcheck-1.0.so.0 libgstallocators-1.0.so.0 \
+      libgstapp-1.0.so.0 libgstvideo-1.0.so.0" |
+    awk '$2 == "=>" { print $1, $3 } $2 ~ /^\(/ { print $1, "" }' | sort -u)
+  for f in libgstcuda-1.0.so.0 libgstcheck-1.0.so.0 libgstallocators-1.0.so.0 \
+      libgstapp-1.0.so.0 libgstvideo-1.0.so.0; do
+    [ -e "$g/lib/$f" ] || cp -L "$r$d/$f" "$g/lib/$f" || return 1
+  done
+  find "$g" -type f -exec strip --strip-debug {} \;
+  find "$g" -type f -exec objdump -T {} \; 2>/dev/null |
+    grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1 > "$g/GLIBC"
+  echo "GStreamer $(chroot "$r" gst-inspect-1.0 --version | sed -n 's/^GStreamer //p'), from $r, needs glibc $(cat "$g/GLIBC")" > "$g/VERSION"
+  echo "gpu-kit: pack: gst126: $(cat "$g/VERSION"), $(du -sh "$g" | cut -f1)"
 }
 
 # ------------------------------------------------------------------- run
@@ -700,6 +767,20 @@ ci () {
 
 cmd=${1:-}
 [ $# -gt 0 ] && shift
+
+# pack and ci make the same kit whatever the caller's shell (inside `meson
+# devenv`, LD_LIBRARY_PATH or GST_* pointing at another build): they run
+# again in an environment of only these variables.
+if [ -n "$top" ] && { [ "$cmd" = pack ] || [ "$cmd" = ci ]; } &&
+    [ -z "${GPUKIT_SCRUBBED:-}" ]; then
+  keep=()
+  for v in HOME TERM CCACHE_DIR CCACHE_BASEDIR GPUKIT_GST126_ROOT \
+      PINNEDFLOW_GPUKIT_ROOT PINNEDFLOW_GPUKIT_ROOT_TRIXIE; do
+    [ -n "${!v:-}" ] && keep+=("$v=${!v}")
+  done
+  exec env -i GPUKIT_SCRUBBED=1 PATH="$SCRUBBED_PATH" LANG=C.UTF-8 \
+    "${keep[@]}" bash "$here/gpu-kit.sh" "$cmd" "$@"
+fi
 case $cmd in
   pack)
     kit=$default_kit

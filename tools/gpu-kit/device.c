@@ -213,8 +213,7 @@ main (int argc, char **argv)
   /* the same library, already open: its handle */
   rt = dlopen (head->library, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
   if (rt == NULL) {
-    printf ("runtime: %s\nBROKEN: not open in this process\n",
-        head->library);
+    printf ("runtime: %s\nBROKEN: not open in this process\n", head->library);
     return 1;
   }
   count = (rt_int_fn) dlsym (rt, "cudaGetDeviceCount");
@@ -236,8 +235,9 @@ main (int argc, char **argv)
   if (err == 0 && v > 0)
     printf ("driver_version: CUDA %d.%d\n", v / 1000, (v % 1000) / 10);
   else
-    printf ("driver_version: none (cudaDriverGetVersion: %d, %s %d)\n", v,
-        ename (err), err);
+    printf
+        ("driver_version: none (cudaDriverGetVersion gives %d, %s %d: no NVIDIA driver)\n",
+        v, ename (err), err);
   err = count (&n);
   if (err != 0 || n <= 0) {
     printf ("devices: 0\nNO DEVICE: cudaGetDeviceCount: %s (%d), %d "
