@@ -54,7 +54,6 @@ work=${top:+$top/build-gpukit}
 MAX_KIT_MIB=56
 RUN_BUDGET_S=${GPUKIT_BUDGET_S:-270}  # the whole run, summary included < 5 min
 ROOT_DEFAULT=/var/cache/pinnedflow/gpukit-root-bookworm
-ROOT_STAMP="bookworm minbase python3 python3-numpy v1"
 # the second rehearsal root: Debian 13, numpy 2.x, Python 3.13
 ROOT_TRIXIE_DEFAULT=/var/cache/pinnedflow/gpukit-root-trixie
 GST126_ROOT=${GPUKIT_GST126_ROOT:-/var/cache/pinnedflow/roots/trixie}
@@ -300,7 +299,8 @@ step () {
   t1=$(date +%s.%N)
   secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
   case $rc in
-    0) state=pass; note=${STEP_NOTE:-} ;;
+    0) state=pass
+       note=${STEP_NOTE:-$(sed -n 's/^NOTE: //p' "$out/$name.log" | head -1 | tr -d '|' | cut -c1-240)} ;;
     77) state=skip; note=$(log_reason "$out/$name.log") ;;
     124|137) state=TIMEOUT; note="killed at its ${t} s bound: $(log_reason "$out/$name.log")" ;;
     *) state=fail; note="exit $rc: $(log_reason "$out/$name.log")" ;;
@@ -352,8 +352,12 @@ run_device () {
   echo "kernel: $(uname -r)"
   echo "proc_version: $(cat /proc/version 2>/dev/null)"
   echo "ck_fork: ${CK_FORK:-yes, the default}"
-  "$kit/bin/gpukit-device" "$B/lib/pinnedflow/libpinnedflow.so.0"
+  "$kit/bin/gpukit-device" "$B/lib/pinnedflow/libpinnedflow.so.0" \
+    > "$out/device.txt" 2>&1
   rc=$?
+  cat "$out/device.txt"
+  [ $rc -eq 0 ] && echo "NOTE: $(sed -n 's/^name: //p' "$out/device.txt"), $(sed -n 's/^driver_version: //p' "$out/device.txt"), runtime $(sed -n 's/^runtime: //p' "$out/device.txt"), compute mode $(sed -n 's/^compute_mode: //p' "$out/device.txt"), attr 113 $(sed -n 's/^host_register_read_only: //p' "$out/device.txt" | cut -d' ' -f1), copies $(sed -n 's/^copies: //p' "$out/device.txt" | cut -d' ' -f1)"
+  rm -f "$out/device.txt"
   if [ "$mode" = gpu ]; then
     if command -v nvidia-smi > /dev/null; then
       echo "nvidia-smi: $(nvidia-smi --query-gpu=name,uuid,driver_version,compute_mode,memory.total --format=csv,noheader 2>&1 | head -1)"
@@ -704,46 +708,46 @@ print(":".join(p for p in sys.path if p and os.path.isdir(p)))' 2>/dev/null)
 
 # The Debian 12 minbase root the emulator run goes in (python3 and numpy,
 # no GStreamer), made once and kept while its stamp matches.
+# make_root ROOT SUITE: a Debian minbase root of SUITE (bookworm: Python
+# 3.11, numpy 1.24; trixie: Python 3.13, numpy 2.x) with python3 and
+# python3-numpy only, made once and kept while its stamp matches.
 make_root () {
-  local root=$1 mirror
-  if [ "$(cat "$root/.gpukit-root" 2>/dev/null)" != "$ROOT_STAMP" ]; then
+  local root=$1 suite=$2 mirror stamp
+  stamp="$suite minbase python3 python3-numpy v1"
+  if [ "$(cat "$root/.gpukit-root" 2>/dev/null)" != "$stamp" ]; then
     mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources \
       2>/dev/null | head -1)
     mirror=${mirror:-http://deb.debian.org/debian}
-    echo "gpu-kit: making the root $root (mmdebstrap, $mirror)"
+    echo "gpu-kit: making the root $root ($suite, mmdebstrap, $mirror)"
     rm -rf "$root.tmp"
     mkdir -p "$(dirname "$root")"
-    mmdebstrap --variant=minbase --include=python3,python3-numpy bookworm \
+    mmdebstrap --variant=minbase --include=python3,python3-numpy "$suite" \
       "$root.tmp" "$mirror" > "$root.log" 2>&1 ||
       { tail -20 "$root.log"; echo "gpu-kit: mmdebstrap failed"; return 1; }
-    echo "$ROOT_STAMP" > "$root.tmp/.gpukit-root"
+    echo "$stamp" > "$root.tmp/.gpukit-root"
     rm -rf "$root"
     mv "$root.tmp" "$root"
   fi
 }
 
-ci () {
-  local kit=$default_kit root=${PINNEDFLOW_GPUKIT_ROOT:-$ROOT_DEFAULT}
-  local mirror cres t0 rc
-  [ -n "$top" ] || die "ci runs from a source tree"
-  [ "$(id -u)" -eq 0 ] || die "ci needs root (mmdebstrap, mounts, chroot)"
-  if ! command -v mmdebstrap > /dev/null; then
-    echo "gpu-kit: installing mmdebstrap"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-      --no-install-recommends mmdebstrap ||
-    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install \
-      -y -q --no-install-recommends mmdebstrap; } || die "no mmdebstrap"
-  fi
-  t0=$(date +%s)
-  pack "$kit" || return 1
-  echo "gpu-kit: pack took $(( $(date +%s) - t0 )) s"
+make_roots () {
+  local rc=0
+  make_root "${PINNEDFLOW_GPUKIT_ROOT:-$ROOT_DEFAULT}" bookworm || rc=1
+  make_root "${PINNEDFLOW_GPUKIT_ROOT_TRIXIE:-$ROOT_TRIXIE_DEFAULT}" trixie ||
+    rc=1
+  return $rc
+}
 
-  make_root "$root" || return 1
+# run_in_root ROOT RESULTS: the kit's emulator run inside ROOT (no
+# GStreamer there, checked), the kit mounted read-only, its results in
+# RESULTS.
+run_in_root () {
+  local root=$1 cres=$2 kit=$default_kit t0 rc
   if ls "$root"/usr/lib/x86_64-linux-gnu/libgst* "$root"/usr/bin/gst-* \
       > /dev/null 2>&1; then
-    die "the root $root has GStreamer installed: it proves nothing"
+    echo "gpu-kit: the root $root has GStreamer installed: it proves nothing"
+    return 1
   fi
-  cres=$work/ci-results
   rm -rf "$cres"
   mkdir -p "$cres" "$root/opt/gpu-kit" "$root/opt/gpu-kit-results"
   t0=$(date +%s)
@@ -759,9 +763,51 @@ ci () {
     exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
       HOME=/root LANG=C.UTF-8 TMPDIR=/tmp \
       /bin/bash /opt/gpu-kit/gpu-kit.sh run --emulator \
-      --out /opt/gpu-kit-results' _ "$root" "$kit" "$cres"
+      --out /opt/gpu-kit-results' _ "$root" "$kit" "$cres" \
+    > "$cres.log" 2>&1
   rc=$?
-  echo "gpu-kit: emulator run in the root (no GStreamer) took $(( $(date +%s) - t0 )) s, exit $rc"
+  grep '^gpu-kit: [0-9]* passed' "$cres.log"
+  [ $rc -eq 0 ] || tail -30 "$cres.log"
+  echo "gpu-kit: emulator run in $root ($(. "$root/etc/os-release"; echo "$VERSION_CODENAME"), python $(chroot "$root" python3 -c 'import sys, numpy; print(sys.version.split()[0] + ", numpy " + numpy.__version__)'), no GStreamer) took $(( $(date +%s) - t0 )) s, exit $rc"
+  return $rc
+}
+
+ci () {
+  local kit=$default_kit t0 rc=0 r
+  [ -n "$top" ] || die "ci runs from a source tree"
+  [ "$(id -u)" -eq 0 ] || die "ci needs root (mmdebstrap, mounts, chroot)"
+  if ! command -v mmdebstrap > /dev/null; then
+    echo "gpu-kit: installing mmdebstrap"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+      --no-install-recommends mmdebstrap ||
+    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install \
+      -y -q --no-install-recommends mmdebstrap; } || die "no mmdebstrap"
+  fi
+  t0=$(date +%s)
+  pack "$kit" || return 1
+  echo "gpu-kit: pack took $(( $(date +%s) - t0 )) s"
+
+  make_roots || return 1
+  run_in_root "${PINNEDFLOW_GPUKIT_ROOT:-$ROOT_DEFAULT}" \
+    "$work/ci-results-bookworm" || rc=1
+  run_in_root "${PINNEDFLOW_GPUKIT_ROOT_TRIXIE:-$ROOT_TRIXIE_DEFAULT}" \
+    "$work/ci-results-trixie" || rc=1
+  # a GPU run on this machine (no GPU) must fail and say why
+  t0=$(date +%s)
+  r=$work/ci-results-gpu-mode
+  rm -rf "$r"
+  if env -i PATH="$SCRUBBED_PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 \
+      bash "$kit/gpu-kit.sh" run --out "$r" > "$r.log" 2>&1; then
+    echo "gpu-kit: FAILED: a GPU run without a GPU exited 0"
+    rc=1
+  elif ! grep -qE '^gpu-kit: [0-9]+ passed, [1-9][0-9]* failed, .*NO CUDA DEVICE: ' \
+      "$r/summary.md"; then
+    echo "gpu-kit: FAILED: a GPU run without a GPU does not end with a failure and its reason:"
+    tail -3 "$r.log"
+    rc=1
+  else
+    echo "gpu-kit: GPU-mode run without a GPU fails as it must ($(( $(date +%s) - t0 )) s): $(tail -1 "$r/summary.md")"
+  fi
   return $rc
 }
 
@@ -790,6 +836,6 @@ case $cmd in
   ci) ci ;;
   root)
     [ "$(id -u)" -eq 0 ] || die "root needs root (mmdebstrap)"
-    make_root "${PINNEDFLOW_GPUKIT_ROOT:-$ROOT_DEFAULT}" ;;
+    make_roots ;;
   *) sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
