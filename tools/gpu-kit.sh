@@ -38,7 +38,9 @@
 # ci needs root (mmdebstrap, mounts, chroot); pack and run do not.
 # Environment: GPUKIT_PYTHON (the interpreter of the frames step, default
 # python3), GPUKIT_EMU_DRIVER=all (emulator run: the driver stand-ins under
-# every step, as on a GPU host), GPUKIT_BUDGET_S (the run's budget, 450),
+# every step, as on a GPU host), GPUKIT_BUDGET_S (the run's budget, 270),
+# GPUKIT_STEP_BOUND_S (caps every step's own bound: to rehearse timeouts),
+# GPUKIT_CK_FORK (CK_FORK for the check-based tests; unset: they fork),
 # PINNEDFLOW_GPUKIT_ROOT (ci's root).
 set -uo pipefail
 
@@ -289,13 +291,21 @@ step () {
     return 1
   fi
   [ "$t" -le "$left" ] || t=$left
-  t0=$(date +%s.%N)
-  if [ "$(type -t "$1")" = function ]; then
-    timeout -k 5 "$t" bash -c '"$@"' _ "$@" > "$out/$name.log" 2>&1
-  else
-    timeout -k 5 "$t" "$@" > "$out/$name.log" 2>&1
+  if [ -n "${GPUKIT_STEP_BOUND_S:-}" ] && [ "$t" -gt "$GPUKIT_STEP_BOUND_S" ]; then
+    t=$GPUKIT_STEP_BOUND_S
   fi
+  t0=$(date +%s.%N)
+  # in the background and waited for, so that a run killed from outside
+  # (run_killed) still writes this step's row
+  if [ "$(type -t "$1")" = function ]; then
+    timeout -k 5 "$t" bash -c '"$@"' _ "$@" > "$out/$name.log" 2>&1 &
+  else
+    timeout -k 5 "$t" "$@" > "$out/$name.log" 2>&1 &
+  fi
+  cur_pid=$! cur_name=$name cur_t0=$t0
+  wait "$cur_pid"
   rc=$?
+  cur_pid=""
   t1=$(date +%s.%N)
   secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
   case $rc in
@@ -562,6 +572,20 @@ summary () {
   [ "$n_fail" -eq 0 ]
 }
 
+# The run itself killed (SIGTERM, SIGINT, SIGHUP: a lease ending): the step
+# under way ends as TIMEOUT, the summary is written, exit 124.
+run_killed () {
+  local secs
+  trap - TERM INT HUP
+  if [ -n "${cur_pid:-}" ]; then
+    kill -TERM "$cur_pid" 2> /dev/null
+    secs=$(awk -v a="$cur_t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+    record "$cur_name" TIMEOUT "$secs" "the run was killed during this step: $(log_reason "$out/$cur_name.log")"
+  fi
+  echo "gpu-kit: the run was killed; summary in $out/summary.md" >&2
+  exit 124
+}
+
 run () {
   local t_start rc
   kit=$default_kit
@@ -642,6 +666,8 @@ print(":".join(p for p in sys.path if p and os.path.isdir(p)))' 2>/dev/null)
     fi
   fi
   echo "gpu-kit: $mode run, kit $kit, results in $out, budget ${RUN_BUDGET_S} s"
+  cur_pid=""
+  trap run_killed TERM INT HUP
 
   # Steps most valuable first (a lease may end the run early): the device,
   # H2D per frame size, camera -> device frame (#1872), device frames into
