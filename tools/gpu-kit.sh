@@ -582,6 +582,7 @@ run_killed () {
     secs=$(awk -v a="$cur_t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
     record "$cur_name" TIMEOUT "$secs" "the run was killed during this step: $(log_reason "$out/$cur_name.log")"
   fi
+  rm -rf "$run_tmp"
   echo "gpu-kit: the run was killed; summary in $out/summary.md" >&2
   exit 124
 }
@@ -606,10 +607,16 @@ run () {
   mkdir -p "$out" || die "cannot create $out"
   out=$(cd "$out" && pwd)
   rm -rf "$out"/*.log "$out"/summary.md "$out"/registry*.bin "$out/tmp"
-  # everything a step writes stays under $out: temporary files, caches
-  mkdir -p "$out/tmp"
-  export TMPDIR="$out/tmp" XDG_CACHE_HOME="$out/tmp/cache" \
-    CUPY_CACHE_DIR="$out/tmp/cupy" PYTHONDONTWRITEBYTECODE=1
+  # everything a step writes stays under $out: temporary files, caches;
+  # where $out is too long for the tests' socket paths (108 bytes), the
+  # temporary files go to a folder of /tmp instead, removed at the end
+  run_tmp=$out/tmp
+  if [ ${#run_tmp} -gt 60 ]; then
+    run_tmp=$(mktemp -d /tmp/gpukit.XXXXXX) || die "mktemp failed"
+  fi
+  mkdir -p "$run_tmp"
+  export TMPDIR="$run_tmp" XDG_CACHE_HOME="$out/cache" \
+    CUPY_CACHE_DIR="$out/cache/cupy" PYTHONDONTWRITEBYTECODE=1
   t_start=$(date +%s)
   deadline=$((t_start + RUN_BUDGET_S))
   B=$kit/build
@@ -723,7 +730,7 @@ print(":".join(p for p in sys.path if p and os.path.isdir(p)))' 2>/dev/null)
 
   echo "gpu-kit: run took $(( $(date +%s) - t_start )) s"
   run_done=yes
-  rm -rf "$out/tmp"
+  rm -rf "$run_tmp" "$out/cache"
   summary
   rc=$?
   cat "$out/summary.md"

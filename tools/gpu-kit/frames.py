@@ -192,7 +192,10 @@ def main():
     rts = mapped_cudarts()
     print("pinnedflow's runtime: %s; libcudart mapped: %s" % (
         pinnedflow_runtime(), ", ".join(rts) or "none"), flush=True)
-    if skip["torch"]:
+    if skip["torch"] and skip["torch"].startswith("FAIL "):
+        report("cudart", "fail", "%s; mapped: %s"
+               % (skip["torch"][5:], ", ".join(rts)))
+    elif skip["torch"]:
         report("cudart", "skip", "torch not in use (%s); mapped: %s"
                % (skip["torch"], ", ".join(rts)))
     elif len(rts) == 1:
