@@ -750,111 +750,7 @@ print(":".join(p for p in sys.path if p and os.path.isdir(p)))' 2>/dev/null)
 }
 
 # -------------------------------------------------------------------- ci
-
-# The Debian 12 minbase root the emulator run goes in (python3 and numpy,
-# no GStreamer), made once and kept while its stamp matches.
-# make_root ROOT SUITE: a Debian minbase root of SUITE (bookworm: Python
-# 3.11, numpy 1.24; trixie: Python 3.13, numpy 2.x) with python3 and
-# python3-numpy only, made once and kept while its stamp matches.
-make_root () {
-  local root=$1 suite=$2 mirror stamp
-  stamp="$suite minbase python3 python3-numpy v1"
-  if [ "$(cat "$root/.gpukit-root" 2>/dev/null)" != "$stamp" ]; then
-    mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources \
-      2>/dev/null | head -1)
-    mirror=${mirror:-http://deb.debian.org/debian}
-    echo "gpu-kit: making the root $root ($suite, mmdebstrap, $mirror)"
-    rm -rf "$root.tmp"
-    mkdir -p "$(dirname "$root")"
-    mmdebstrap --variant=minbase --include=python3,python3-numpy "$suite" \
-      "$root.tmp" "$mirror" > "$root.log" 2>&1 ||
-      { tail -20 "$root.log"; echo "gpu-kit: mmdebstrap failed"; return 1; }
-    echo "$stamp" > "$root.tmp/.gpukit-root"
-    rm -rf "$root"
-    mv "$root.tmp" "$root"
-  fi
-}
-
-make_roots () {
-  local rc=0
-  make_root "${PINNEDFLOW_GPUKIT_ROOT:-$ROOT_DEFAULT}" bookworm || rc=1
-  make_root "${PINNEDFLOW_GPUKIT_ROOT_TRIXIE:-$ROOT_TRIXIE_DEFAULT}" trixie ||
-    rc=1
-  return $rc
-}
-
-# run_in_root ROOT RESULTS: the kit's emulator run inside ROOT (no
-# GStreamer there, checked), the kit mounted read-only, its results in
-# RESULTS.
-run_in_root () {
-  local root=$1 cres=$2 kit=$default_kit t0 rc
-  if ls "$root"/usr/lib/x86_64-linux-gnu/libgst* "$root"/usr/bin/gst-* \
-      > /dev/null 2>&1; then
-    echo "gpu-kit: the root $root has GStreamer installed: it proves nothing"
-    return 1
-  fi
-  rm -rf "$cres"
-  mkdir -p "$cres" "$root/opt/gpu-kit" "$root/opt/gpu-kit-results"
-  t0=$(date +%s)
-  # a mount namespace of its own: every mount goes away with it
-  unshare --mount --propagation private --fork /bin/sh -ec '
-    root=$1 kit=$2 cres=$3
-    mount -t proc proc "$root/proc"
-    mount --rbind /dev "$root/dev"
-    mount -t tmpfs tmpfs "$root/tmp"
-    mount --bind "$kit" "$root/opt/gpu-kit"
-    mount -o remount,bind,ro "$root/opt/gpu-kit"
-    mount --bind "$cres" "$root/opt/gpu-kit-results"
-    exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-      HOME=/root LANG=C.UTF-8 TMPDIR=/tmp \
-      /bin/bash /opt/gpu-kit/gpu-kit.sh run --emulator \
-      --out /opt/gpu-kit-results' _ "$root" "$kit" "$cres" \
-    > "$cres.log" 2>&1
-  rc=$?
-  grep '^gpu-kit: [0-9]* passed' "$cres.log"
-  [ $rc -eq 0 ] || tail -30 "$cres.log"
-  echo "gpu-kit: emulator run in $root ($(. "$root/etc/os-release"; echo "$VERSION_CODENAME"), python $(chroot "$root" python3 -c 'import sys, numpy; print(sys.version.split()[0] + ", numpy " + numpy.__version__)'), no GStreamer) took $(( $(date +%s) - t0 )) s, exit $rc"
-  return $rc
-}
-
-ci () {
-  local kit=$default_kit t0 rc=0 r
-  [ -n "$top" ] || die "ci runs from a source tree"
-  [ "$(id -u)" -eq 0 ] || die "ci needs root (mmdebstrap, mounts, chroot)"
-  if ! command -v mmdebstrap > /dev/null; then
-    echo "gpu-kit: installing mmdebstrap"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-      --no-install-recommends mmdebstrap ||
-    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install \
-      -y -q --no-install-recommends mmdebstrap; } || die "no mmdebstrap"
-  fi
-  t0=$(date +%s)
-  pack "$kit" || return 1
-  echo "gpu-kit: pack took $(( $(date +%s) - t0 )) s"
-
-  make_roots || return 1
-  run_in_root "${PINNEDFLOW_GPUKIT_ROOT:-$ROOT_DEFAULT}" \
-    "$work/ci-results-bookworm" || rc=1
-  run_in_root "${PINNEDFLOW_GPUKIT_ROOT_TRIXIE:-$ROOT_TRIXIE_DEFAULT}" \
-    "$work/ci-results-trixie" || rc=1
-  # a GPU run on this machine (no GPU) must fail and say why
-  t0=$(date +%s)
-  r=$work/ci-results-gpu-mode
-  rm -rf "$r"
-  if env -i PATH="$SCRUBBED_PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 \
-      bash "$kit/gpu-kit.sh" run --out "$r" > "$r.log" 2>&1; then
-    echo "gpu-kit: FAILED: a GPU run without a GPU exited 0"
-    rc=1
-  elif ! grep -qE '^gpu-kit: [0-9]+ passed, [1-9][0-9]* failed, .*NO CUDA DEVICE: ' \
-      "$r/summary.md"; then
-    echo "gpu-kit: FAILED: a GPU run without a GPU does not end with a failure and its reason:"
-    tail -3 "$r.log"
-    rc=1
-  else
-    echo "gpu-kit: GPU-mode run without a GPU fails as it must ($(( $(date +%s) - t0 )) s): $(tail -1 "$r/summary.md")"
-  fi
-  return $rc
-}
+# make_root, make_roots, ci: tools/gpu-kit/ci.sh (a source tree only)
 
 cmd=${1:-}
 [ $# -gt 0 ] && shift
@@ -878,9 +774,12 @@ case $cmd in
     [ "${1:-}" = --kit ] && kit=$2
     pack "$kit" ;;
   run) run "$@" ;;
-  ci) ci ;;
+  ci)
+    . "$here/gpu-kit/ci.sh"
+    ci ;;
   root)
     [ "$(id -u)" -eq 0 ] || die "root needs root (mmdebstrap)"
+    . "$here/gpu-kit/ci.sh"
     make_roots ;;
   *) sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
