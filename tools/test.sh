@@ -47,7 +47,7 @@ gpukit_log="$build/meson-logs/gpu-kit-ci.log"
 wait "$roots_pid"
 grep -E '^(matrix-time|gpu-kit:)' "$roots_log"
 if bash "$top/tools/gpu-kit.sh" ci > "$gpukit_log" 2>&1; then
-  grep -E '^gpu-kit: ([0-9]+ passed|emulator run in |GPU-mode run|packed )' "$gpukit_log"
+  grep -E '^gpu-kit: ([0-9]+ passed|emulator run in |GPU-mode run|lookup: |packed )' "$gpukit_log"
 else
   rc=1
   tail -40 "$gpukit_log"
