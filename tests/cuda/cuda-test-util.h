@@ -58,6 +58,22 @@ typedef struct
  * missing. */
 gboolean cuda_test_emu_load (CudaTestEmu * emu, const gchar * path);
 
+/* ---- CUDA's process rule ---- */
+
+/* gst-check forks a child per test (unless CK_FORK=no), and a process
+ * forked after CUDA was initialised in its parent cannot use CUDA: a test
+ * main() must not initialise it. What main() must learn from CUDA (is
+ * there a device, what does the element offer) it asks here: @probe runs
+ * in a child process of its own, which exits after it. Returns FALSE (with
+ * *@answer the reason) when the child could not run or died; else TRUE and
+ * *@answer what @probe returned (NULL or a string, to g_free). */
+gboolean cuda_test_probe_in_child (gchar * (*probe) (void), gchar ** answer);
+/* Loads each plugin feature named in @names (NULL-terminated) that is
+ * registered, in this process: what a plugin_init does with CUDA (nvcodec
+ * probes each device) happens then, in the test's own process (a checked
+ * fixture's setup runs in the test's child), before counters are reset. */
+void cuda_test_load_features (const gchar * const *names);
+
 /* ---- the producer process ---- */
 
 /* Starts this binary again as a producer (see cuda_test_producer_main):

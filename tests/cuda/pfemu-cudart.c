@@ -1172,19 +1172,24 @@ pfemu_core_Init (unsigned int flags)
   return cudaSuccess;
 }
 
+/* In a child forked after initialisation, 3 (CUDA_ERROR_NOT_INITIALIZED)
+ * instead of the call. */
+#define FORK_CHECK(call) (forked_after_init ?                   \
+    (__atomic_add_fetch (&fork_refused, 1, __ATOMIC_RELAXED), 3) : (call))
+
 /* The runtime's own two driver calls (the plugin saves and restores a
  * thread's context with them, from this library): CUresult, 0 =
  * CUDA_SUCCESS, 201 = CUDA_ERROR_INVALID_CONTEXT; no cuInit needed. */
 EXPORT int
 cuCtxGetCurrent (void **ctx)
 {
-  return pfemu_core_CtxGetCurrent (ctx);
+  return FORK_CHECK (pfemu_core_CtxGetCurrent (ctx));
 }
 
 EXPORT int
 cuCtxSetCurrent (void *ctx)
 {
-  return pfemu_core_CtxSetCurrent (ctx);
+  return FORK_CHECK (pfemu_core_CtxSetCurrent (ctx));
 }
 
 /* The other driver calls pinnedflow's loader takes with those two
@@ -1194,25 +1199,25 @@ cuCtxSetCurrent (void *ctx)
 EXPORT int
 cuCtxPushCurrent_v2 (void *ctx)
 {
-  return pfemu_core_CtxPushCurrent (ctx);
+  return FORK_CHECK (pfemu_core_CtxPushCurrent (ctx));
 }
 
 EXPORT int
 cuCtxPopCurrent_v2 (void **ctx)
 {
-  return pfemu_core_CtxPopCurrent (ctx);
+  return FORK_CHECK (pfemu_core_CtxPopCurrent (ctx));
 }
 
 EXPORT int
 cuDevicePrimaryCtxRetain (void **ctx, int device)
 {
-  return pfemu_core_PrimaryCtxRetain (ctx, device);
+  return FORK_CHECK (pfemu_core_PrimaryCtxRetain (ctx, device));
 }
 
 EXPORT int
 cuDevicePrimaryCtxRelease_v2 (int device)
 {
-  return pfemu_core_PrimaryCtxRelease (device);
+  return FORK_CHECK (pfemu_core_PrimaryCtxRelease (device));
 }
 
 PFEMU_CORE cudaError_t

@@ -1404,17 +1404,56 @@ cuda_suite (void)
   return s;
 }
 
+/* In a child process (cuda_test_probe_in_child): NULL when device 0 is
+ * usable; else "SKIP: ..." (no device, and pinnedcudaupload says so
+ * clearly) or "FAIL: ...". */
+static gchar *
+probe_real_device (void)
+{
+  GError *error = NULL;
+  gchar *err, *res;
+  gboolean ok;
+
+  if (gst_pinned_cuda_runtime_open_device (0, &error) != NULL)
+    return NULL;
+  /* No usable device: the element must say so clearly; nothing else can
+   * be checked on this machine. */
+  err = start_error ();
+  ok = err != NULL && (strstr (err, "cudaGetDeviceCount") ||
+      strstr (err, "Could not load the CUDA runtime"));
+  if (!ok)
+    res = g_strdup_printf ("FAIL: starting pinnedcudaupload without a usable "
+        "CUDA device did not post the expected error (%s)",
+        err ? err : "none posted");
+  else
+    res = g_strdup_printf ("SKIP: no usable CUDA device (%s); the GPU tests "
+        "of the cuda suite did not run (the emulated run covers them on the "
+        "CPU); element error without a device: %s", error->message, err);
+  g_free (err);
+  g_error_free (error);
+  return res;
+}
+
+static gchar *
+probe_cuda_memory (void)
+{
+  return upload_offers_cuda_memory ()? g_strdup ("yes") : NULL;
+}
+
 int
 main (int argc, char **argv)
 {
   const gchar *mode = g_getenv ("PINNEDFLOW_CUDA_MODE");
   int producer = cuda_test_producer_main (argc, argv);
+  gchar *answer = NULL;
 
   if (producer >= 0)
     return producer;
   gst_check_init (&argc, &argv);
   cudart_env = g_strdup (g_getenv ("GST_PINNEDFLOW_CUDART"));
 
+  /* CUDA is never initialised here: the suite forks a child per test
+   * (cuda_test_probe_in_child) */
   if (g_strcmp0 (mode, "emulated") == 0) {
     if (cudart_env == NULL || !cuda_test_emu_load (&pfemu, cudart_env)) {
       g_printerr ("cuda-emulated: cannot load the emulator from "
@@ -1422,31 +1461,36 @@ main (int argc, char **argv)
       return 1;
     }
     emulated = TRUE;
-    cuda_memory = upload_offers_cuda_memory ();
+    if (!cuda_test_probe_in_child (probe_cuda_memory, &answer)) {
+      g_printerr ("cuda-emulated: %s\n", answer);
+      return 1;
+    }
+    cuda_memory = answer != NULL;
+    g_free (answer);
     g_print ("cuda-emulated: %s\n", cuda_memory ?
         "libgstcuda finds the driver stand-in: a GstCudaContext is bound, "
         "memory:CUDAMemory offered" : "no driver for libgstcuda: no "
         "GstCudaContext, memory:PinnedflowCUDA only");
+    if (pfemu.query ("driver.initialized") != 0) {
+      g_printerr ("FAIL: CUDA was initialised in main(), before the suite "
+          "forks its tests: they could not use it\n");
+      return 1;
+    }
   } else {
-    GError *error = NULL;
-    if (gst_pinned_cuda_runtime_open_device (0, &error) == NULL) {
-      /* No usable device: the element must say so clearly; nothing else
-       * can be checked on this machine. */
-      gchar *err = start_error ();
-      gboolean ok = err != NULL && (strstr (err, "cudaGetDeviceCount") ||
-          strstr (err, "Could not load the CUDA runtime"));
-      g_print ("element error without a device: %s\n", err ? err : "(none)");
-      g_free (err);
-      if (!ok) {
-        g_printerr ("FAIL: starting pinnedcudaupload without a usable CUDA "
-            "device did not post the expected error\n");
-        return 1;
-      }
-      g_print ("SKIP: no usable CUDA device (%s); the GPU tests of the cuda "
-          "suite did not run (the emulated run covers them on the CPU)\n",
-          error->message);
-      g_error_free (error);
-      return 77;
+    if (!cuda_test_probe_in_child (probe_real_device, &answer)) {
+      g_printerr ("FAIL: probing the CUDA device: %s\n", answer);
+      g_free (answer);
+      return 1;
+    }
+    if (answer != NULL) {
+      gboolean skip = g_str_has_prefix (answer, "SKIP");
+
+      if (skip)
+        g_print ("%s\n", answer);
+      else
+        g_printerr ("%s\n", answer);
+      g_free (answer);
+      return skip ? 77 : 1;
     }
   }
   return gst_check_run_suite (cuda_suite (), "cuda", __FILE__);
