@@ -652,6 +652,63 @@ GST_START_TEST (test_propose_pool_and_api)
 
 GST_END_TEST;
 
+/* gst_pinned_cuda_memory_is_ready asks cudaEventQuery, which answers
+ * cudaErrorNotReady while the copy is pending and (as upstream reports of
+ * the runtime say; the emulator does) leaves it in the calling thread's
+ * last-error slot: an application checking cudaGetLastError after its own
+ * work (PyTorch does) would take our "not ready" for its failure. Nothing
+ * is left there, pending or not (issue 30). */
+GST_START_TEST (test_is_ready_leaves_no_error)
+{
+  GstHarness *h = gst_harness_new ("pinnedcudaupload");
+  GstCaps *caps = cuda_test_make_caps ("NV12", 64, 32);
+  const GstPinnedCudaRuntime *rt;
+  GstVideoInfo info;
+  GstPinnedCudaLayout layout;
+  GstBuffer *in, *out;
+  GstMemory *mem;
+  gboolean ready;
+
+  if (emulated) {
+    /* the copy lands 300 ms after it was queued */
+    g_setenv ("PFEMU_COPY_DELAY_US", "300000", TRUE);
+    pfemu.reset ();
+  }
+  rt = gst_pinned_cuda_runtime_open_device (0, NULL);
+  fail_unless (rt != NULL);
+  gst_video_info_from_caps (&info, caps);
+  gst_pinned_cuda_layout_init (&layout, &info);
+  gst_harness_set_src_caps (h, gst_caps_ref (caps));
+  gst_harness_set_sink_caps_str (h, "video/x-raw(memory:PinnedflowCUDA),"
+      "format=NV12,width=64,height=32,framerate=30/1");
+  in = gst_buffer_new_allocate (NULL, GST_VIDEO_INFO_SIZE (&info), NULL);
+  fail_unless (cuda_test_fill_buffer (in, &info, &layout, 3));
+  out = gst_harness_push_and_pull (h, in);
+  fail_unless (out != NULL);
+  mem = gst_buffer_peek_memory (out, 0);
+  fail_unless (gst_is_pinned_cuda_memory (mem));
+
+  fail_unless_equals_int (rt->GetLastError (), GST_PINNED_CUDA_SUCCESS);
+  ready = gst_pinned_cuda_memory_is_ready (mem);
+  if (emulated)
+    fail_if (ready, "the copy, 300 ms late, was reported complete");
+  fail_unless (rt->PeekAtLastError () == GST_PINNED_CUDA_SUCCESS,
+      "gst_pinned_cuda_memory_is_ready (%s) left %s in the caller's "
+      "last-error slot", ready ? "ready" : "not ready",
+      rt->GetErrorName (rt->PeekAtLastError ()));
+  fail_unless (gst_pinned_cuda_buffer_wait (out, NULL));
+  fail_unless (gst_pinned_cuda_memory_is_ready (mem));
+  fail_unless_equals_int (rt->PeekAtLastError (), GST_PINNED_CUDA_SUCCESS);
+  if (emulated)
+    fail_unless_equals_int (EMU ("lasterror.set"), 0);
+  gst_buffer_unref (out);
+  gst_harness_teardown (h);
+  gst_caps_unref (caps);
+  g_unsetenv ("PFEMU_COPY_DELAY_US");
+}
+
+GST_END_TEST;
+
 /* Starts "videotestsrc ! pinnedcudaupload ! fakesink"; returns the error. */
 static gchar *
 start_error (void)
@@ -1373,6 +1430,7 @@ cuda_suite (void)
       G_N_ELEMENTS (shapes));
   tcase_add_test (tc, test_readonly_segment_registered);
   tcase_add_test (tc, test_propose_pool_and_api);
+  tcase_add_test (tc, test_is_ready_leaves_no_error);
   tcase_add_test (tc, test_write_back_ordered);
   tcase_add_test (tc, test_no_runtime);
   tcase_add_test (tc, test_runtime_error_domain);
