@@ -2166,8 +2166,8 @@ pfemu_core_Memcpy2DAsync (void *dst, size_t dpitch, const void *src,
     ctr.copies_pinned++;
   else
     ctr.copies_pageable++;
-  if (!s || !pinned) {
-    /* Pageable (or the legacy stream): staged, done before returning. */
+  if (!pinned) {
+    /* Pageable: staged, done before returning. */
     if (s) {
       drain_locked (s);
     } else {
@@ -2184,6 +2184,12 @@ pfemu_core_Memcpy2DAsync (void *dst, size_t dpitch, const void *src,
     do_copy (o);
     free (o);
     return cudaSuccess;
+  }
+  if (!s) {
+    /* The legacy default stream: after the blocking streams' work, queued
+     * behind what it has, landing when something waits for it. */
+    drain_blocking_locked ();
+    s = legacy_locked ();
   }
   enqueue_locked (s, o);
   pthread_mutex_unlock (&G);
@@ -2595,10 +2601,15 @@ launch_host_func (void *stream, void (*fn) (void *), void *data)
     return cudaErrorInvalidValue;
   stream = STREAM_HANDLE (stream);
   pthread_mutex_lock (&G);
-  s = stream ? find_stream_locked (stream) : legacy_locked ();
-  if (!s) {
+  s = stream ? find_stream_locked (stream) : NULL;
+  if (stream && !s) {
     pthread_mutex_unlock (&G);
     return cudaErrorInvalidResourceHandle;
+  }
+  if (!s) {
+    /* the legacy stream: after the blocking streams' work */
+    drain_blocking_locked ();
+    s = legacy_locked ();
   }
   o = calloc (1, sizeof *o);
   o->type = OP_HOST;
