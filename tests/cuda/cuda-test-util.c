@@ -207,6 +207,30 @@ cuda_test_probe_in_child (gchar * (*probe) (void), gchar ** answer)
   return ok;
 }
 
+gboolean
+cuda_test_check_fork (const gchar * suite, const CudaTestEmu * emu)
+{
+  gchar *maps = NULL;
+
+  if (emu != NULL) {
+    if (emu->query ("driver.initialized") == 0)
+      return TRUE;
+    g_printerr ("FAIL: %s: CUDA was initialised in main(), before the "
+        "suite forks its tests: they could not use it\n", suite);
+    return FALSE;
+  }
+  if (g_file_get_contents ("/proc/self/maps", &maps, NULL, NULL) &&
+      strstr (maps, "/libcuda.so") != NULL &&
+      g_strcmp0 (g_getenv ("CK_FORK"), "no") != 0) {
+    g_print ("%s: libcuda.so is loaded in the main process (CUDA may be "
+        "initialised: a registry scan without the plugin scanner?): the "
+        "tests run without forking (CK_FORK=no)\n", suite);
+    g_setenv ("CK_FORK", "no", TRUE);
+  }
+  g_free (maps);
+  return TRUE;
+}
+
 void
 cuda_test_load_features (const gchar * const *names)
 {

@@ -68,6 +68,14 @@ gboolean cuda_test_emu_load (CudaTestEmu * emu, const gchar * path);
  * *@answer the reason) when the child could not run or died; else TRUE and
  * *@answer what @probe returned (NULL or a string, to g_free). */
 gboolean cuda_test_probe_in_child (gchar * (*probe) (void), gchar ** answer);
+/* Call just before gst_check_run_suite: TRUE when the suite may fork its
+ * tests. With the emulator (@emu not NULL), FALSE (said on stderr) when
+ * it says CUDA was initialised in this process: a test main() did what it
+ * must not. On a real runtime, where nothing says so, libcuda.so mapped in
+ * this process (a registry scan in-process loaded nvcodec, which calls
+ * cuInit) makes the suite run without forking (CK_FORK=no, said on
+ * stdout), the one way its tests can still use CUDA; TRUE. */
+gboolean cuda_test_check_fork (const gchar * suite, const CudaTestEmu * emu);
 /* Loads each plugin feature named in @names (NULL-terminated) that is
  * registered, in this process: what a plugin_init does with CUDA (nvcodec
  * probes each device) happens then, in the test's own process (a checked

@@ -574,10 +574,7 @@ main (int argc, char **argv)
     g_free (why);
     return 77;
   }
-  if (pfemu.query ("driver.initialized") != 0) {
-    g_printerr ("FAIL: CUDA was initialised in main(), before the suite "
-        "forks its tests: they could not use it\n");
+  if (!cuda_test_check_fork ("cuda-context", &pfemu))
     return 1;
-  }
   return gst_check_run_suite (context_suite (), "cuda-context", __FILE__);
 }

@@ -59,6 +59,8 @@
  *              without a driver -ENODEV with error 35 (or -ENOENT where no
  *              libcudart is installed); with a device, 'bytes', 'staged'
  *              and the three *-hostfunc cases on it, unchanged
+ *              (UPLOAD_REAL_CUDART=path: that runtime instead of the
+ *              default, as upload-real-rehearsal runs it on the emulator)
  * Every emulated case ends with nothing of the emulator's alive (no
  * registration, allocation, stream or event leaked).
  */
@@ -751,7 +753,12 @@ run_real (void)
   char msg[2048] = "";
   int res;
 
-  unsetenv ("GST_PINNEDFLOW_CUDART");
+  /* the default runtime; UPLOAD_REAL_CUDART names another (meson's
+   * upload-real-rehearsal: the emulator, read as a real runtime) */
+  if (getenv ("UPLOAD_REAL_CUDART"))
+    setenv ("GST_PINNEDFLOW_CUDART", getenv ("UPLOAD_REAL_CUDART"), 1);
+  else
+    unsetenv ("GST_PINNEDFLOW_CUDART");
   res = pf_uploader_new (&cfg, &up, msg, sizeof (msg));
   if (res == 0) {
     pf_uploader_free (up);
