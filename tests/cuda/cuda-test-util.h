@@ -66,8 +66,12 @@ gboolean cuda_test_emu_load (CudaTestEmu * emu, const gchar * path);
  * there a device, what does the element offer) it asks here: @probe runs
  * in a child process of its own, which exits after it. Returns FALSE (with
  * *@answer the reason) when the child could not run or died; else TRUE and
- * *@answer what @probe returned (NULL or a string, to g_free). */
-gboolean cuda_test_probe_in_child (gchar * (*probe) (void), gchar ** answer);
+ * *@answer what @probe returned (NULL or a string, to g_free). On a real
+ * runtime (@emu NULL) where libcuda.so is already loaded in this process
+ * (CUDA may be initialised: a child could not use it), @probe runs here,
+ * and cuda_test_check_fork() then keeps the suite from forking. */
+gboolean cuda_test_probe_in_child (gchar * (*probe) (void),
+    const CudaTestEmu * emu, gchar ** answer);
 /* Call just before gst_check_run_suite: TRUE when the suite may fork its
  * tests. With the emulator (@emu not NULL), FALSE (said on stderr) when
  * it says CUDA was initialised in this process: a test main() did what it

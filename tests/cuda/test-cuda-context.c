@@ -564,7 +564,7 @@ main (int argc, char **argv)
   }
   /* in a child: loading nvcodec initialises CUDA, and the suite forks a
    * child per test */
-  if (!cuda_test_probe_in_child (skip_reason, &why)) {
+  if (!cuda_test_probe_in_child (skip_reason, &pfemu, &why)) {
     g_printerr ("FAIL: probing nvcodec: %s\n", why);
     g_free (why);
     return 1;

@@ -785,7 +785,8 @@ main (int argc, char **argv)
     }
     emulated = TRUE;
   } else {
-    if (!cuda_test_probe_in_child (probe_real_device, &why)) {
+    if (!cuda_test_probe_in_child (probe_real_device, emulated ? &pfemu : NULL,
+            &why)) {
       g_printerr ("FAIL: probing the CUDA device: %s\n", why);
       g_free (why);
       return 1;
@@ -796,7 +797,7 @@ main (int argc, char **argv)
       return 77;
     }
   }
-  if (!cuda_test_probe_in_child (skip_reason, &why)) {
+  if (!cuda_test_probe_in_child (skip_reason, emulated ? &pfemu : NULL, &why)) {
     g_printerr ("FAIL: probing nvcodec: %s\n", why);
     g_free (why);
     return 1;

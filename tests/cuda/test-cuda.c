@@ -1563,7 +1563,8 @@ main (int argc, char **argv)
       return 1;
     }
     emulated = TRUE;
-    if (!cuda_test_probe_in_child (probe_cuda_memory, &answer)) {
+    if (!cuda_test_probe_in_child (probe_cuda_memory, emulated ? &pfemu : NULL,
+            &answer)) {
       g_printerr ("cuda-emulated: %s\n", answer);
       return 1;
     }
@@ -1574,7 +1575,8 @@ main (int argc, char **argv)
         "memory:CUDAMemory offered" : "no driver for libgstcuda: no "
         "GstCudaContext, memory:PinnedflowCUDA only");
   } else {
-    if (!cuda_test_probe_in_child (probe_real_device, &answer)) {
+    if (!cuda_test_probe_in_child (probe_real_device, emulated ? &pfemu : NULL,
+            &answer)) {
       g_printerr ("FAIL: probing the CUDA device: %s\n", answer);
       g_free (answer);
       return 1;
