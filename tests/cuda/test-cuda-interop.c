@@ -555,6 +555,9 @@ typedef struct
 static void
 sync_counts_read (SyncCounts * c)
 {
+  memset (c, 0, sizeof (*c));
+  if (!emulated)
+    return;                     /* nothing counts them on a GPU */
   c->spinning = pfemu.query ("syncs.spinning");
   c->stream_syncs = pfemu.query ("stream.syncs");
   c->event_syncs = pfemu.query ("events.sync");
@@ -597,8 +600,6 @@ GST_START_TEST (test_download_no_spin)
   Checker ck;
   gchar *err;
 
-  if (!emulated)
-    return;
   checker_init (&ck, READ_SYSTEM, format);
   pipeline = gst_parse_launch ("appsrc name=src ! pinnedcudaupload ! "
       "video/x-raw(" CAPS_FEATURE_CUDA ") ! pinnedcudadownload name=down ! "
@@ -634,6 +635,13 @@ GST_START_TEST (test_download_no_spin)
 
   check_intact (&ck, err, format, n);
   g_free (err);
+  if (!emulated) {
+    /* the frames went through on the device, byte-exact */
+    g_print ("SKIP (part of test_download_no_spin, %s): spinning host waits "
+        "are counted only by the emulator; %u frames checked byte-exact\n",
+        format, n);
+    return;
+  }
   fail_unless (spinning == 0, "%ld host waits that spin a core while %u "
       "frames went through (%ld stream syncs)", spinning, n, stream_syncs);
   fail_unless (stream_syncs == 0, "%ld stream synchronizations while the "

@@ -457,10 +457,15 @@ GST_START_TEST (test_round_trip_pinned_memory_streams)
   };
   RoundTripResult res;
 
-  if (!emulated)
-    return;
   run_round_trip (&rt, &res);
   assert_intact (&rt, &res);
+  if (!emulated) {
+    g_print ("SKIP (part of test_round_trip_pinned_memory_streams): the "
+        "streams made are counted only by the emulator; the frames were "
+        "checked byte-exact\n");
+    round_trip_result_clear (&res);
+    return;
+  }
   fail_unless_equals_int (EMU ("streams.blocking"), 0);
   fail_unless_equals_int (EMU ("calls.cuStreamCreate"), 0);
   round_trip_result_clear (&res);
