@@ -26,8 +26,8 @@ THREE = {
 }
 CHAIN = dict(THREE, **{"c.c": "void\nc_fn (void)\n{\n}\n"})
 TWO = {
-    "x.c": "void y_fn(void);\nvoid x_fn(void) { y_fn(); }\n",
-    "y.c": "void x_fn(void);\nvoid y_fn(void) { x_fn(); }\n",
+    "x.c": "void b_fn(void);\nvoid a_fn(void) { b_fn(); }\n",
+    "y.c": "void a_fn(void);\nvoid b_fn(void) { a_fn(); }\n",
 }
 # no edge back: each defines its own static helper of one name; q reads
 # p's data only (data makes no call edge), p calls q
