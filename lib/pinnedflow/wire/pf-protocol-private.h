@@ -111,7 +111,9 @@ size_t pf_msg_write_caps (void *buf, uint32_t caps_seq, const char *caps);
  * @frame: a filled struct in host order; its header is ignored and written
  *   here
  *
- * Writes a FRAME (256 bytes). Returns: the size.
+ * Writes a FRAME (256 bytes) of any fields, unchecked: for tests that forge
+ * what a peer may send. The library encodes with pf_msg_frame_encode().
+ * Returns: the size.
  */
 size_t pf_msg_write_frame (void *buf, const struct pf_msg_frame *frame);
 /**
@@ -121,19 +123,39 @@ size_t pf_msg_write_frame (void *buf, const struct pf_msg_frame *frame);
  */
 size_t pf_msg_write_eos (void *buf);
 
-/* The FRAME message of a published @frame, with the producer's @seq,
- * @caps_seq and @send_time (header left zero: pf_msg_write_frame() writes
- * it). */
-void pf_msg_frame_from_published (struct pf_msg_frame *msg,
-    const pf_producer_frame *frame, uint64_t seq, uint32_t caps_seq,
+/**
+ * pf_msg_frame_encode:
+ * @out: the FRAME, written whole (on a little-endian host the struct is the
+ *   bytes sent; send @out as sizeof (*@out) bytes)
+ * @frame: what the publisher set; entries past n_chunks and n_planes are
+ *   not read
+ *
+ * The FRAME of @frame with the producer's @seq, @caps_seq and @send_time,
+ * checked as a receiver checks it (pf_msg_frame_decode()) before anything
+ * is sent. What needs the producer's state (the chunks within the
+ * segments they name) is the producer's to check.
+ *
+ * Returns: 0, or -EINVAL: the frame breaks a FRAME's rules
+ * (pf_msg_error() says which, in the receiver's words).
+ */
+int pf_msg_frame_encode (struct pf_msg_frame *out,
+    const pf_producer_frame * frame, uint64_t seq, uint32_t caps_seq,
     uint64_t send_time);
-/* 0 when pf_msg_parse() accepts a FRAME with these fields (the checks
- * that need no state), else -EPROTO (pf_msg_error() says why). The
- * consumer checks a FRAME in place with it (little-endian hosts). */
-int pf_msg_frame_check (const struct pf_msg_frame *f);
-/* What a consumer reports of a parsed FRAME. */
-void pf_msg_frame_to_received (const struct pf_msg_frame *msg,
-    pf_consumer_frame *frame);
+/**
+ * pf_msg_frame_decode:
+ * @buf: one received packet of @len bytes, @n_fds fds attached: the
+ *   caller's own copy (it is checked, then copied out)
+ * @frame: (out): the frame, on success
+ *
+ * Decodes a FRAME: its header and fields checked as pf_msg_parse() checks
+ * them (the same code), the fields copied into @frame (on a little-endian
+ * host: checked in place, one copy).
+ *
+ * Returns: 0; -ENOMSG when the packet is not a FRAME (parse it with
+ * pf_msg_parse()); -EPROTO (pf_msg_error() says why).
+ */
+int pf_msg_frame_decode (const void *buf, size_t len, unsigned int n_fds,
+    pf_consumer_frame * frame);
 /**
  * pf_msg_write_release:
  *

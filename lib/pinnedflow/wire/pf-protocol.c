@@ -2,10 +2,19 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Encoders and the stateless, bounds-checked parser. Every field is read and
- * written through the little-endian helpers below at the offset the struct
- * gives it (the structs have no padding: their sizes are asserted), so the
- * code does not depend on the host byte order or on alignment of @buf.
+ * Encoders and the stateless, bounds-checked parser, and the FRAME's own
+ * pair: pf_msg_frame_encode() (a pf_producer_frame to the wire) beside
+ * pf_msg_frame_decode() (the wire to a pf_consumer_frame), both applying
+ * the one statement of a FRAME's rules, frame_check(). Every field is read
+ * and written through the little-endian helpers below at the offset the
+ * struct gives it (the structs have no padding: their sizes are asserted),
+ * so the code does not depend on the host byte order or on alignment of
+ * @buf; a FRAME, every frame, is the host struct on a little-endian host
+ * and is encoded and checked in place there (frame_fields_copy ()).
+ *
+ * Threads: any. The encoders and the decoders are pure but for the error
+ * text, which each failing call leaves in the calling thread
+ * (pf_msg_error ()).
  */
 #include "pf-protocol-private.h"
 
@@ -13,6 +22,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -140,12 +151,16 @@ PF_STATIC_ASSERT (OFF (pf_msg_frame, plane_stride) + PF_MAX_PLANES * 4 ==
 
 /* Copies the FRAME fields from @src to @dst, swapping each between host
  * and little-endian order (the same operation both ways): encodes when @dst
- * is the wire buffer, decodes when @src is. */
+ * is the wire buffer, decodes when @src is. @dst may be @src (in place). */
 static void
 frame_fields_copy (void *dst, const void *src)
 {
   size_t r;
 
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (dst == src)
+    return;                     /* host order is the wire's */
+#endif
   for (r = 0; r < sizeof (frame_fields) / sizeof (frame_fields[0]); r++) {
     const struct field_run *f = &frame_fields[r];
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -181,14 +196,21 @@ frame_fields_copy (void *dst, const void *src)
   }
 }
 
-static size_t
-write_header (void *buf, uint32_t type, size_t size, uint32_t n_fds)
+/* The header alone, over whatever @buf holds. */
+static void
+put_header (void *buf, uint32_t type, size_t size, uint32_t n_fds)
 {
-  memset (buf, 0, size);
   put32 (buf, OFF (pf_msg_header, type), type);
   put32 (buf, OFF (pf_msg_header, size), (uint32_t) size);
   put32 (buf, OFF (pf_msg_header, n_fds), n_fds);
   put32 (buf, OFF (pf_msg_header, reserved), 0);
+}
+
+static size_t
+write_header (void *buf, uint32_t type, size_t size, uint32_t n_fds)
+{
+  memset (buf, 0, size);
+  put_header (buf, type, size, n_fds);
   return size;
 }
 
@@ -346,16 +368,6 @@ pf_msg_write_caps (void *buf, uint32_t caps_seq, const char *caps)
 }
 
 size_t
-pf_msg_write_frame (void *buf, const struct pf_msg_frame *f)
-{
-  size_t n = write_header (buf, PF_MSG_FRAME, sizeof (struct pf_msg_frame),
-      0);
-
-  frame_fields_copy (buf, f);
-  return n;
-}
-
-size_t
 pf_msg_write_eos (void *buf)
 {
   return write_header (buf, PF_MSG_EOS, sizeof (struct pf_msg_header), 0);
@@ -369,58 +381,6 @@ pf_msg_write_release (void *buf, uint64_t seq)
 
   put64 (buf, OFF (pf_msg_release, seq), seq);
   return n;
-}
-
-/* The fields a publisher sets: named alike in pf_producer_frame,
- * struct pf_msg_frame and pf_consumer_frame. */
-/* *INDENT-OFF* */
-#define COPY_PUBLISHED_FIELDS(dst, src) do {                            \
-    unsigned int i_;                                                    \
-    (dst)->n_chunks = (src)->n_chunks;                                  \
-    for (i_ = 0; i_ < PF_MAX_CHUNKS; i_++) {                            \
-      (dst)->chunks[i_].segment_id = (src)->chunks[i_].segment_id;      \
-      (dst)->chunks[i_].offset = (src)->chunks[i_].offset;              \
-      (dst)->chunks[i_].size = (src)->chunks[i_].size;                  \
-    }                                                                   \
-    (dst)->pts = (src)->pts;                                            \
-    (dst)->dts = (src)->dts;                                            \
-    (dst)->duration = (src)->duration;                                  \
-    (dst)->offset = (src)->offset;                                      \
-    (dst)->offset_end = (src)->offset_end;                              \
-    (dst)->clock_pts = (src)->clock_pts;                                \
-    (dst)->buffer_flags = (src)->buffer_flags;                          \
-    (dst)->meta_flags = (src)->meta_flags;                              \
-    (dst)->width = (src)->width;                                        \
-    (dst)->height = (src)->height;                                      \
-    (dst)->n_planes = (src)->n_planes;                                  \
-    for (i_ = 0; i_ < PF_MAX_PLANES; i_++) {                            \
-      (dst)->plane_offset[i_] = (src)->plane_offset[i_];                \
-      (dst)->plane_stride[i_] = (src)->plane_stride[i_];                \
-    }                                                                   \
-  } while (0)
-/* *INDENT-ON* */
-
-void
-pf_msg_frame_from_published (struct pf_msg_frame *msg,
-    const pf_producer_frame * frame, uint64_t seq, uint32_t caps_seq,
-    uint64_t send_time)
-{
-  memset (msg, 0, sizeof (*msg));
-  COPY_PUBLISHED_FIELDS (msg, frame);
-  msg->seq = seq;
-  msg->caps_seq = caps_seq;
-  msg->send_time = send_time;
-}
-
-void
-pf_msg_frame_to_received (const struct pf_msg_frame *msg,
-    pf_consumer_frame * frame)
-{
-  memset (frame, 0, sizeof (*frame));
-  COPY_PUBLISHED_FIELDS (frame, msg);
-  frame->seq = msg->seq;
-  frame->caps_seq = msg->caps_seq;
-  frame->send_time = msg->send_time;
 }
 
 uint64_t
@@ -656,12 +616,138 @@ parse_stream (const void *buf, size_t len, const struct pf_msg_header *h,
   return 0;
 }
 
-/* What a receiver requires of a FRAME's fields (declared in
- * pf-protocol-private.h): the producer checks the fields it is about to
- * encode with it, instead of parsing its own encoding back (the encoding
- * round-trips exactly: tests/transport/test-protocol and tests/fuzz). */
-int
-pf_msg_frame_check (const struct pf_msg_frame *f)
+static int
+parse_refuse (const void *buf, size_t len, const struct pf_msg_header *h,
+    struct pf_msg_refuse *m)
+{
+  if (len != sizeof (struct pf_msg_refuse))
+    return wrong_size ("REFUSE", len, sizeof (struct pf_msg_refuse));
+  m->hdr = *h;
+  m->reason = get32 (buf, OFF (pf_msg_refuse, reason));
+  m->limit = get32 (buf, OFF (pf_msg_refuse, limit));
+  if (m->reason != PF_REFUSE_TOO_MANY_CONSUMERS
+      && m->reason != PF_REFUSE_FELL_BEHIND)
+    return fail (-EPROTO, "REFUSE: unknown reason %u", m->reason);
+  return 0;
+}
+
+static int
+parse_frame_ring (const void *buf, size_t len, const struct pf_msg_header *h,
+    struct pf_msg_frame_ring *m)
+{
+  uint32_t n;
+
+  if (len != sizeof (struct pf_msg_frame_ring))
+    return wrong_size ("FRAME_RING", len, sizeof (struct pf_msg_frame_ring));
+  m->hdr = *h;
+  m->n_entries = n = get32 (buf, OFF (pf_msg_frame_ring, n_entries));
+  m->entry_size = get32 (buf, OFF (pf_msg_frame_ring, entry_size));
+  m->size = get64 (buf, OFF (pf_msg_frame_ring, size));
+  m->release_offset = get64 (buf, OFF (pf_msg_frame_ring, release_offset));
+  if (n == 0 || n > PF_FRAME_RING_MAX || (n & (n - 1)) != 0)
+    return fail (-EPROTO, "FRAME_RING: %u entries (a power of two, "
+        "1..%u)", n, PF_FRAME_RING_MAX);
+  if (m->entry_size != sizeof (struct pf_msg_frame))
+    return fail (-EPROTO, "FRAME_RING: entries of %u bytes, must be %zu",
+        m->entry_size, sizeof (struct pf_msg_frame));
+  if (m->release_offset != PF_FRAME_RING_RELEASE_OFFSET (n) ||
+      m->size != PF_FRAME_RING_SIZE (n))
+    return fail (-EPROTO, "FRAME_RING: size %" PRIu64 " or release "
+        "offset %" PRIu64 " does not match %u entries", m->size,
+        m->release_offset, n);
+  return 0;
+}
+
+/* The header of a packet of @len bytes with @n_fds fds attached: a known
+ * type, the size the packet has, no reserved bits, the fds its type
+ * carries. 0 with @h filled, or -EPROTO. */
+static int
+check_header (const void *buf, size_t len, unsigned int n_fds,
+    struct pf_msg_header *h)
+{
+  const char *name;
+  uint32_t want_fds = 0;
+
+  if (len < sizeof (struct pf_msg_header))
+    return fail (-EPROTO, "message of %zu bytes, shorter than a header", len);
+  if (len > PF_MAX_MSG_SIZE)
+    return fail (-EPROTO, "message of %zu bytes, larger than %zu", len,
+        (size_t) PF_MAX_MSG_SIZE);
+  read_header (buf, h);
+  if ((name = type_name (h->type)) == NULL)
+    return fail (-EPROTO, "unknown message type %u", h->type);
+  if (h->size != len)
+    return fail (-EPROTO, "%s: header says %u bytes, packet has %zu", name,
+        h->size, len);
+  if (h->reserved != 0)
+    return fail (-EPROTO, "%s: header reserved field not zero", name);
+  if (h->type == PF_MSG_SEGMENT_ADD)
+    want_fds = 1;
+  else if (h->type == PF_MSG_FRAME_RING)
+    want_fds = 3;
+  if (h->n_fds != want_fds)
+    return fail (-EPROTO, "%s: header announces %u fds, must be %u", name,
+        h->n_fds, want_fds);
+  if (n_fds != want_fds)
+    return fail (-EPROTO, "%s: %u fds attached, must be %u", name, n_fds,
+        want_fds);
+  return 0;
+}
+
+/* ---- FRAME: the encoder, the rules, the decoder -------------------------
+ * One FRAME per frame each way, so these three are the frame's path
+ * (docs/design.md, "The path of one frame", steps 4 and 6): the producer
+ * encodes with pf_msg_frame_encode(), the consumer decodes with
+ * pf_msg_frame_decode(), and both apply frame_check(), the one statement
+ * of what a FRAME's fields must be. pf_msg_parse() reads a FRAME with the
+ * same two pieces (tests and fuzzers use it); pf_msg_write_frame() writes
+ * any fields unchecked, for tests that forge what a hostile peer sends. */
+
+/* A received frame (pf_consumer_frame) is laid out as the FRAME's fields
+ * from seq on, the message's reserved field where the frame has padding:
+ * the decoder copies a checked (host order) FRAME into it in one piece,
+ * instead of filling it field by field (issue 13, every frame). */
+#define SAME_AS_MSG(field) PF_STATIC_ASSERT (offsetof (pf_consumer_frame, \
+        field) == offsetof (struct pf_msg_frame, field) - \
+    offsetof (struct pf_msg_frame, seq), "pf_consumer_frame." #field)
+SAME_AS_MSG (seq);
+SAME_AS_MSG (caps_seq);
+SAME_AS_MSG (n_chunks);
+SAME_AS_MSG (chunks);
+SAME_AS_MSG (pts);
+SAME_AS_MSG (dts);
+SAME_AS_MSG (duration);
+SAME_AS_MSG (offset);
+SAME_AS_MSG (offset_end);
+SAME_AS_MSG (clock_pts);
+SAME_AS_MSG (send_time);
+SAME_AS_MSG (buffer_flags);
+SAME_AS_MSG (meta_flags);
+SAME_AS_MSG (width);
+SAME_AS_MSG (height);
+SAME_AS_MSG (n_planes);
+SAME_AS_MSG (plane_offset);
+SAME_AS_MSG (plane_stride);
+PF_STATIC_ASSERT (offsetof (pf_consumer_frame, plane_offset) ==
+    offsetof (pf_consumer_frame, n_planes) + 8, "one hole, for reserved");
+PF_STATIC_ASSERT (sizeof (pf_consumer_frame) == sizeof (struct pf_msg_frame) -
+    offsetof (struct pf_msg_frame, seq), "pf_consumer_frame size");
+PF_STATIC_ASSERT (sizeof (pf_frame_chunk) == sizeof (struct pf_msg_chunk)
+    && offsetof (pf_frame_chunk, segment_id) ==
+    offsetof (struct pf_msg_chunk, segment_id)
+    && offsetof (pf_frame_chunk, offset) ==
+    offsetof (struct pf_msg_chunk, offset)
+    && offsetof (pf_frame_chunk, size) == offsetof (struct pf_msg_chunk, size),
+    "pf_frame_chunk");
+#undef SAME_AS_MSG
+
+/* What a receiver requires of a FRAME's fields (@f in host order), the
+ * checks that need no state: 0, or -EPROTO with pf_msg_error() set. The
+ * encoder applies it to what it is about to send, so a producer never
+ * sends what its consumers would refuse, with the receiver's words for
+ * why. */
+static int
+frame_check (const struct pf_msg_frame *f)
 {
   uint64_t total = 0;
   unsigned int i;
@@ -724,6 +810,63 @@ pf_msg_frame_check (const struct pf_msg_frame *f)
   return 0;
 }
 
+size_t
+pf_msg_write_frame (void *buf, const struct pf_msg_frame *f)
+{
+  size_t n = write_header (buf, PF_MSG_FRAME, sizeof (struct pf_msg_frame),
+      0);
+
+  frame_fields_copy (buf, f);
+  return n;
+}
+
+int
+pf_msg_frame_encode (struct pf_msg_frame *m, const pf_producer_frame * frame,
+    uint64_t seq, uint32_t caps_seq, uint64_t send_time)
+{
+  unsigned int i;
+
+  last_error[0] = '\0';
+  /* unused chunks and planes, and reserved, are zero: all zeroed first
+   * (a constant size), the used ones written over; what a caller left in
+   * unused entries is not looked at (pf_producer_frame says to zero it) */
+  memset (m, 0, sizeof (*m));
+  m->seq = seq;
+  m->caps_seq = caps_seq;
+  m->n_chunks = frame->n_chunks;
+  for (i = 0; i < frame->n_chunks && i < PF_MAX_CHUNKS; i++) {
+    m->chunks[i].segment_id = frame->chunks[i].segment_id;
+    m->chunks[i].offset = frame->chunks[i].offset;
+    m->chunks[i].size = frame->chunks[i].size;
+  }
+  m->pts = frame->pts;
+  m->dts = frame->dts;
+  m->duration = frame->duration;
+  m->offset = frame->offset;
+  m->offset_end = frame->offset_end;
+  m->clock_pts = frame->clock_pts;
+  m->send_time = send_time;
+  m->buffer_flags = frame->buffer_flags;
+  m->meta_flags = frame->meta_flags;
+  m->width = frame->width;
+  m->height = frame->height;
+  m->n_planes = frame->n_planes;
+  if (frame->meta_flags & PF_FRAME_HAS_VIDEO_META) {
+    for (i = 0; i < frame->n_planes && i < PF_MAX_PLANES; i++) {
+      m->plane_offset[i] = frame->plane_offset[i];
+      m->plane_stride[i] = frame->plane_stride[i];
+    }
+  }
+  if (frame_check (m) < 0)
+    return -EINVAL;
+  /* to the wire's order in place: nothing to do on a little-endian host,
+   * where the struct is the bytes sent (issue 13: the only copy of the
+   * frame's fields, made straight into what is sent) */
+  put_header (m, PF_MSG_FRAME, sizeof (*m), 0);
+  frame_fields_copy (m, m);
+  return 0;
+}
+
 static int
 parse_frame (const void *buf, size_t len, const struct pf_msg_header *h,
     struct pf_msg_frame *f)
@@ -732,48 +875,40 @@ parse_frame (const void *buf, size_t len, const struct pf_msg_header *h,
     return wrong_size ("FRAME", len, sizeof (struct pf_msg_frame));
   f->hdr = *h;
   frame_fields_copy (f, buf);
-  return pf_msg_frame_check (f);
+  return frame_check (f);
 }
 
-static int
-parse_refuse (const void *buf, size_t len, const struct pf_msg_header *h,
-    struct pf_msg_refuse *m)
+int
+pf_msg_frame_decode (const void *buf, size_t len, unsigned int n_fds,
+    pf_consumer_frame * frame)
 {
-  if (len != sizeof (struct pf_msg_refuse))
-    return wrong_size ("REFUSE", len, sizeof (struct pf_msg_refuse));
-  m->hdr = *h;
-  m->reason = get32 (buf, OFF (pf_msg_refuse, reason));
-  m->limit = get32 (buf, OFF (pf_msg_refuse, limit));
-  if (m->reason != PF_REFUSE_TOO_MANY_CONSUMERS
-      && m->reason != PF_REFUSE_FELL_BEHIND)
-    return fail (-EPROTO, "REFUSE: unknown reason %u", m->reason);
-  return 0;
-}
+  struct pf_msg_header h;
+  struct pf_msg_frame copy;
+  const struct pf_msg_frame *f = &copy;
+  int res;
 
-static int
-parse_frame_ring (const void *buf, size_t len, const struct pf_msg_header *h,
-    struct pf_msg_frame_ring *m)
-{
-  uint32_t n;
-
-  if (len != sizeof (struct pf_msg_frame_ring))
-    return wrong_size ("FRAME_RING", len, sizeof (struct pf_msg_frame_ring));
-  m->hdr = *h;
-  m->n_entries = n = get32 (buf, OFF (pf_msg_frame_ring, n_entries));
-  m->entry_size = get32 (buf, OFF (pf_msg_frame_ring, entry_size));
-  m->size = get64 (buf, OFF (pf_msg_frame_ring, size));
-  m->release_offset = get64 (buf, OFF (pf_msg_frame_ring, release_offset));
-  if (n == 0 || n > PF_FRAME_RING_MAX || (n & (n - 1)) != 0)
-    return fail (-EPROTO, "FRAME_RING: %u entries (a power of two, "
-        "1..%u)", n, PF_FRAME_RING_MAX);
-  if (m->entry_size != sizeof (struct pf_msg_frame))
-    return fail (-EPROTO, "FRAME_RING: entries of %u bytes, must be %zu",
-        m->entry_size, sizeof (struct pf_msg_frame));
-  if (m->release_offset != PF_FRAME_RING_RELEASE_OFFSET (n) ||
-      m->size != PF_FRAME_RING_SIZE (n))
-    return fail (-EPROTO, "FRAME_RING: size %" PRIu64 " or release "
-        "offset %" PRIu64 " does not match %u entries", m->size,
-        m->release_offset, n);
+  last_error[0] = '\0';
+  if (buf == NULL || len < sizeof (struct pf_msg_header) ||
+      get32 (buf, OFF (pf_msg_header, type)) != PF_MSG_FRAME)
+    return -ENOMSG;
+  if ((res = check_header (buf, len, n_fds, &h)) < 0)
+    return res;
+  if (len != sizeof (struct pf_msg_frame))
+    return wrong_size ("FRAME", len, sizeof (struct pf_msg_frame));
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  /* the packet is the host struct (the caller's own copy, not shared
+   * memory): checked in place, copied once, into @frame */
+  if ((uintptr_t) buf % _Alignof (struct pf_msg_frame) == 0)
+    f = buf;
+  else
+#endif
+  {
+    copy.hdr = h;
+    frame_fields_copy (&copy, buf);
+  }
+  if ((res = frame_check (f)) < 0)
+    return res;
+  memcpy (frame, &f->seq, sizeof (*frame));
   return 0;
 }
 
@@ -782,37 +917,16 @@ pf_msg_parse (const void *buf, size_t len, unsigned int n_fds,
     struct pf_msg *msg)
 {
   struct pf_msg_header h;
-  const char *name;
-  uint32_t want_fds = 0;
+  int res;
 
   last_error[0] = '\0';
   if (buf == NULL || msg == NULL)
     return fail (-EINVAL, "no buffer");
   memset (msg, 0, offsetof (struct pf_msg, u));
-  if (len < sizeof (struct pf_msg_header))
-    return fail (-EPROTO, "message of %zu bytes, shorter than a header", len);
-  if (len > PF_MAX_MSG_SIZE)
-    return fail (-EPROTO, "message of %zu bytes, larger than %zu", len,
-        (size_t) PF_MAX_MSG_SIZE);
-  read_header (buf, &h);
-  msg->type = h.type;
-  if ((name = type_name (h.type)) == NULL)
-    return fail (-EPROTO, "unknown message type %u", h.type);
-  if (h.size != len)
-    return fail (-EPROTO, "%s: header says %u bytes, packet has %zu", name,
-        h.size, len);
-  if (h.reserved != 0)
-    return fail (-EPROTO, "%s: header reserved field not zero", name);
-  if (h.type == PF_MSG_SEGMENT_ADD)
-    want_fds = 1;
-  else if (h.type == PF_MSG_FRAME_RING)
-    want_fds = 3;
-  if (h.n_fds != want_fds)
-    return fail (-EPROTO, "%s: header announces %u fds, must be %u", name,
-        h.n_fds, want_fds);
-  if (n_fds != want_fds)
-    return fail (-EPROTO, "%s: %u fds attached, must be %u", name, n_fds,
-        want_fds);
+  if (len >= sizeof (struct pf_msg_header))
+    msg->type = get32 (buf, OFF (pf_msg_header, type));
+  if ((res = check_header (buf, len, n_fds, &h)) < 0)
+    return res;
 
   switch (h.type) {
     case PF_MSG_HELLO:
