@@ -6,7 +6,7 @@
  * in one another: the element (gstpinnedshmsink.c: properties, states,
  * events, signals), its pools (gstpinnedshmsinkpool.c), publishing a frame
  * (gstpinnedshmsinkrender.c), the producer's callbacks
- * (gstpinnedshmsinkbus.c) and its stats (gstpinnedshmstats.c). Private to
+ * (gstpinnedshmsinkbus.c) and its stats (gstpinnedshmsinkstats.c). Private to
  * the plugin: the public header is gstpinnedshmsink.h.
  */
 #ifndef __GST_PINNED_SHM_SINK_PRIVATE_H__
@@ -127,7 +127,7 @@ G_GNUC_INTERNAL
 GstFlowReturn gst_pinned_shm_sink_render (GstBaseSink * bsink,
     GstBuffer * buf);
 
-/* gstpinnedshmstats.c: the stats property's structure. */
+/* gstpinnedshmsinkstats.c: the stats property's structure. */
 G_GNUC_INTERNAL
 GstStructure *gst_pinned_shm_sink_get_stats (GstPinnedShmSink * self);
 

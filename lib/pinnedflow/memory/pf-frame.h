@@ -14,8 +14,9 @@
  *    producer's seq, caps_seq and send_time.
  *
  * Neither is the wire struct (struct pf_msg_frame in pf-wire-private.h, which is
- * internal): pf-producer.c and pf-consumer.c convert, so the wire layout can
- * change without changing this API. The node API (pf-node.h) has its own,
+ * internal): the wire layer converts (pf_msg_frame_encode() and
+ * pf_msg_frame_decode(), wire/pf-protocol.c), so the wire layout can change
+ * without changing this API. The node API (pf-node.h) has its own,
  * richer frame types (pf_node_loan to publish, pf_node_frame received).
  *
  * Lifecycle: plain values, owned by whoever declared them; nothing to free.
