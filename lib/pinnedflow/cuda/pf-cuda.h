@@ -40,9 +40,13 @@ extern "C" {
 #endif
 
 /* Handle types, declared opaque (cudaStream_t, cudaEvent_t are pointers to
- * opaque structs in the real headers). */
+ * opaque structs in the real headers).
+ * Since: 0.1
+ */
 typedef int pf_cuda_error;              /* enum cudaError */
+/* Since: 0.1 */
 typedef struct pf_cuda_stream_st *pf_cuda_stream;       /* cudaStream_t */
+/* Since: 0.1 */
 typedef struct pf_cuda_event_st *pf_cuda_event; /* cudaEvent_t */
 
 /* enum cudaError values pinnedflow looks at (driver_types.h) */
@@ -73,6 +77,8 @@ typedef struct pf_cuda_event_st *pf_cuda_event; /* cudaEvent_t */
  * The function table ("cuda" + field name, looked up with dlsym()).
  * Layout fixed: libgstpinnedflowcuda's GstPinnedCudaRuntime is the same
  * struct (do not reorder; append only, in both).
+ *
+ * Since: 0.1
  */
 typedef struct pf_cuda_runtime {
   char *library;                /* what was opened (name or path) */
@@ -140,6 +146,8 @@ typedef struct pf_cuda_runtime {
  *
  * Returns: 0, -ENOENT (none could be opened), -ENOSYS (a function is
  * missing).
+ *
+ * Since: 0.1
  */
 PF_API int pf_cuda_runtime_get (const pf_cuda_runtime ** out, char *msg,
     size_t msg_len);
@@ -154,6 +162,8 @@ PF_API int pf_cuda_runtime_get (const pf_cuda_runtime ** out, char *msg,
  * Returns: 0, -ENOENT, -ENOSYS, -ENODEV ("No usable CUDA device:
  * cudaGetDeviceCount failed with cudaErrorInsufficientDriver (35) ..." or
  * "No CUDA device N ..."), -EIO (cudaSetDevice failed).
+ *
+ * Since: 0.1
  */
 PF_API int pf_cuda_runtime_open_device (int device_id,
     const pf_cuda_runtime ** out, char *msg, size_t msg_len);
@@ -167,6 +177,8 @@ PF_API int pf_cuda_runtime_open_device (int device_id,
  * own (a GstCudaContext) does not make the primary context as well.
  *
  * Returns: 0, -ENOENT, -ENOSYS, -ENODEV.
+ *
+ * Since: 0.1
  */
 PF_API int pf_cuda_runtime_find_device (int device_id,
     const pf_cuda_runtime ** out, char *msg, size_t msg_len);
@@ -176,6 +188,8 @@ PF_API int pf_cuda_runtime_find_device (int device_id,
  *
  * Writes "cudaErrorX (N): string" for @err, from the runtime's own
  * strings, into @buf. Returns @buf.
+ *
+ * Since: 0.1
  */
 PF_API char *pf_cuda_error_describe (const pf_cuda_runtime * rt,
     pf_cuda_error err, char *buf, size_t len);
@@ -189,7 +203,9 @@ PF_API char *pf_cuda_error_describe (const pf_cuda_runtime * rt,
  * current again. Without the driver's two calls, a thread without a
  * context is left on @device_id rather than switched to device 0. */
 #define PF_CUDA_DEVICE_NO_CONTEXT (-2)
+/* Since: 0.1 */
 PF_API int pf_cuda_device_enter (const pf_cuda_runtime * rt, int device_id);
+/* Since: 0.1 */
 PF_API void pf_cuda_device_leave (const pf_cuda_runtime * rt, int device_id,
     int previous);
 
@@ -199,6 +215,7 @@ PF_API void pf_cuda_device_leave (const pf_cuda_runtime * rt, int device_id,
  * PF_CUDA_CONTEXT_PUSHED, which pf_cuda_device_leave() pops. With @ctx
  * NULL, or without the driver's calls, it is pf_cuda_device_enter(). */
 #define PF_CUDA_CONTEXT_PUSHED (-3)
+/* Since: 0.1 */
 PF_API int pf_cuda_context_enter (const pf_cuda_runtime * rt, int device_id,
     void *ctx);
 
@@ -209,6 +226,8 @@ PF_API int pf_cuda_context_enter (const pf_cuda_runtime * rt, int device_id,
  * thread's last error (cudaGetLastError). Returns 1 when the error is
  * sticky (a second cudaGetLastError still returns it: the device's context
  * is unusable until the process exits), else 0.
+ *
+ * Since: 0.1
  */
 PF_API int pf_cuda_take_last_error (const pf_cuda_runtime * rt);
 
