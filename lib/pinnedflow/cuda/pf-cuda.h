@@ -137,12 +137,14 @@ typedef struct pf_cuda_runtime {
 /**
  * pf_cuda_runtime_get:
  * @out: (out): the table
- * @msg: (nullable): receives a one-line reason on failure
+ * @msg: (nullable): deprecated, pass NULL (and @msg_len 0): a copy of
+ *   pf_cuda_runtime_error()'s text on failure
  *
  * The runtime for the current value of GST_PINNEDFLOW_CUDART (or the
  * default names: libcudart.so.13, .12, .11.0, libcudart.so, then the same
  * in /usr/local/cuda/lib64 and lib). A library that failed is tried again
- * on the next call. The message names every library tried.
+ * on the next call. On failure pf_cuda_runtime_error() names every library
+ * tried.
  *
  * Returns: 0, -ENOENT (none could be opened), -ENOSYS (a function is
  * missing).
@@ -159,9 +161,11 @@ PF_API int pf_cuda_runtime_get (const pf_cuda_runtime ** out, char *msg,
  * made current (cudaSetDevice, which initialises its primary context); the
  * calling thread's context is restored as pf_cuda_device_enter/leave do.
  *
- * Returns: 0, -ENOENT, -ENOSYS, -ENODEV ("No usable CUDA device:
- * cudaGetDeviceCount failed with cudaErrorInsufficientDriver (35) ..." or
- * "No CUDA device N ..."), -EIO (cudaSetDevice failed).
+ * Returns: 0, -ENOENT, -ENOSYS, -ENODEV (pf_cuda_runtime_error(): "No
+ * usable CUDA device: cudaGetDeviceCount failed with
+ * cudaErrorInsufficientDriver (35) ..." or "No CUDA device N ..."), -EIO
+ * (cudaSetDevice failed). @msg, @msg_len: deprecated, as for
+ * pf_cuda_runtime_get().
  *
  * Since: 0.1
  */
@@ -176,12 +180,25 @@ PF_API int pf_cuda_runtime_open_device (int device_id,
  * initialises no context, so a caller that will work in a context of its
  * own (a GstCudaContext) does not make the primary context as well.
  *
- * Returns: 0, -ENOENT, -ENOSYS, -ENODEV.
+ * Returns: 0, -ENOENT, -ENOSYS, -ENODEV (pf_cuda_runtime_error() says
+ * why). @msg, @msg_len: deprecated, as for pf_cuda_runtime_get().
  *
  * Since: 0.1
  */
 PF_API int pf_cuda_runtime_find_device (int device_id,
     const pf_cuda_runtime ** out, char *msg, size_t msg_len);
+
+/**
+ * pf_cuda_runtime_error:
+ *
+ * Why the last pf_cuda_runtime_get(), _open_device(), _find_device(),
+ * pf_uploader_new() or pf_uploader_new_with_hooks() of the calling thread
+ * failed: those fail before there is an object to ask (docs/design.md,
+ * "Error text"). Valid until the thread's next such failure.
+ *
+ * Since: 0.1
+ */
+PF_API const char *pf_cuda_runtime_error (void);
 
 /**
  * pf_cuda_error_describe:

@@ -12,7 +12,7 @@
  *
  *   pf_uploader *up;
  *   pf_uploader_config cfg = { 0 };
- *   pf_uploader_new (&cfg, &up, msg, sizeof msg);      // -ENOENT / -ENODEV
+ *   pf_uploader_new (&cfg, &up, NULL, 0);   // -ENOENT / -ENODEV: pf_cuda_runtime_error ()
  *   while (pf_node_consumer_next (c, -1, &f) == 1) {
  *     pf_device_frame *d;
  *     if (pf_node_frame_upload (up, f, -1, &d) < 0) { ... f still yours }

@@ -189,14 +189,16 @@ typedef struct {
 
 /**
  * pf_uploader_new:
- * @msg: (nullable): receives a one-line reason on failure
+ * @msg: (nullable): deprecated, pass NULL (and @msg_len 0): a copy of
+ *   pf_cuda_runtime_error()'s text on failure
  *
  * Loads the runtime, opens the device (pf_cuda_runtime_open_device()),
  * creates the stream (unless given), the events and the release thread.
  *
  * Returns: 0, -EINVAL, -ENOMEM, or the errors of
  * pf_cuda_runtime_open_device(): -ENOENT "no CUDA runtime", -ENOSYS,
- * -ENODEV "no CUDA device", -EIO.
+ * -ENODEV "no CUDA device", -EIO. There is no uploader to ask then:
+ * pf_cuda_runtime_error() says why (once made, pf_uploader_get_error()).
  *
  * Since: 0.1
  */
@@ -221,7 +223,8 @@ typedef struct {
  * @hooks: (nullable): copied
  *
  * pf_uploader_new() with the caller's context switching. The caller has
- * opened the device (only the runtime's table is looked up here).
+ * opened the device (only the runtime's table is looked up here). Errors
+ * as pf_uploader_new().
  *
  * Since: 0.1
  */
