@@ -2,14 +2,16 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * The encoders and the parser of the messages of pf-wire-private.h. They are not
+ * The encoders and the parser of the messages of pf-wire-private.h
+ * (pf-protocol.c: the FRAME's encoder and decoder, the error text;
+ * pf-protocol-control.c: the other messages, pf_msg_parse()). They are not
  * part of libpinnedflow's ABI (the library is built with hidden visibility
  * and nothing here says PF_API): the producer and consumer use them inside
  * the library, and the test suites that forge or parse raw packets link the
  * static helper library pinnedflow-protocol (lib/pinnedflow/meson.build),
- * which holds its own copy of pf-protocol.c. That copy has no state shared
+ * which holds its own copy of both files. That copy has no state shared
  * with the library's: the encoders are pure and pf_msg_error() reports the
- * last pf_msg_parse() of the same copy in the same thread.
+ * last failure of the same copy in the same thread.
  */
 #ifndef __PF_PROTOCOL_PRIVATE_H__
 #define __PF_PROTOCOL_PRIVATE_H__
@@ -39,8 +41,9 @@ int pf_msg_parse (const void *buf, size_t len, unsigned int n_fds,
 /**
  * pf_msg_error:
  *
- * Returns: a description of the last pf_msg_parse() failure in this thread
- * ("" after a success).
+ * Returns: a description of the last pf_msg_parse(), pf_msg_frame_encode()
+ * or pf_msg_frame_decode() failure in this thread ("" after a success of
+ * one of them).
  */
 const char *pf_msg_error (void);
 
