@@ -441,7 +441,9 @@ pf_msg_parse (const void *buf, size_t len, unsigned int n_fds,
   if (buf == NULL || msg == NULL)
     return pf_msg_fail (-EINVAL, "no buffer");
   memset (msg, 0, offsetof (struct pf_msg, u));
-  if (len >= sizeof (struct pf_msg_header))
+  /* the type of any packet of a possible size, even one refused below
+   * (a producer tells a HELLO of another version by it) */
+  if (len >= sizeof (struct pf_msg_header) && len <= PF_MAX_MSG_SIZE)
     msg->type = get32 (buf, OFF (pf_msg_header, type));
   if ((res = pf_msg_check_header (buf, len, n_fds, &h)) < 0)
     return res;
