@@ -320,10 +320,11 @@ lookup_psegs (pf_producer * p, unsigned int n, pf_segment * const *segments,
 /* The chunks of @frame against the segments they name (@ps, whose ids are
  * never 0): each a range inside its segment, what only the producer can
  * check (the FRAME's own rules are the codec's, pf_msg_frame_encode ()).
- * 0 with *@total the frame's bytes, or -EINVAL. */
+ * 0 with *@total the frame's bytes, or -EINVAL with p->error set. Under
+ * p->lock. */
 static int
-chunks_check (const pf_producer_frame * frame, struct pseg *const *ps,
-    uint64_t * total)
+chunks_check (pf_producer * p, const pf_producer_frame * frame,
+    struct pseg *const *ps, uint64_t * total)
 {
   unsigned int i;
   uint64_t bytes = 0;
@@ -331,14 +332,29 @@ chunks_check (const pf_producer_frame * frame, struct pseg *const *ps,
   for (i = 0; i < frame->n_chunks; i++) {
     const pf_frame_chunk *ch = &frame->chunks[i];
 
-    if (ch->segment_id != ps[i]->id || ch->offset > ps[i]->size ||
-        ch->size > ps[i]->size - ch->offset)
+    if (ch->segment_id != ps[i]->id) {
+      snprintf (p->error, sizeof (p->error), "chunk %u names segment %"
+          PRIu64 ", not the segment given for it (%" PRIu64 ")", i,
+          ch->segment_id, ps[i]->id);
       return -EINVAL;
+    }
+    if (ch->offset > ps[i]->size || ch->size > ps[i]->size - ch->offset) {
+      snprintf (p->error, sizeof (p->error), "chunk %u (offset %" PRIu64
+          ", size %" PRIu64 ") outside segment %" PRIu64 " (%" PRIu64
+          " bytes)", i, ch->offset, ch->size, ch->segment_id, ps[i]->size);
+      return -EINVAL;
+    }
     /* each is within a segment (< 2^40 bytes): the sum cannot wrap */
     bytes += ch->size;
   }
   *total = bytes;
   return 0;
+}
+
+const char *
+pf_producer_get_error (pf_producer * p)
+{
+  return p != NULL ? p->error : "";
 }
 
 int
@@ -369,8 +385,13 @@ pf_producer_publish (pf_producer * p, const pf_producer_frame * frame,
     goto out;
   }
   now = pf_monotonic_ns ();
-  if (chunks_check (frame, ps, &bytes) < 0 ||
-      pf_msg_frame_encode (&msg, frame, p->seq + 1, p->caps_seq, now) < 0) {
+  if (chunks_check (p, frame, ps, &bytes) < 0) {
+    res = -EINVAL;
+    goto out;
+  }
+  if (pf_msg_frame_encode (&msg, frame, p->seq + 1, p->caps_seq, now) < 0) {
+    /* the receiver's words: what a consumer would have refused */
+    snprintf (p->error, sizeof (p->error), "%s", pf_msg_error ());
     res = -EINVAL;
     goto out;
   }

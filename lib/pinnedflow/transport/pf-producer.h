@@ -252,13 +252,28 @@ PF_API int pf_producer_set_caps (pf_producer * p, const char *caps);
  * this thread.
  *
  * Returns: how many consumers got the frame (frame_released follows later
- * iff > 0), or a negative errno (-EINVAL: chunk outside its segment).
+ * iff > 0), or a negative errno: -EINVAL, the frame breaks a rule (a chunk
+ * outside its segment, or a FRAME's rules, docs/protocol.md: chunks,
+ * planes, video fields; pf_producer_get_error() says which), -EPIPE
+ * (closed), -ENOMEM.
  *
  * Since: 0.1
  */
 PF_API int pf_producer_publish (pf_producer * p,
     const pf_producer_frame * frame,
     pf_segment * const *segments, void *token);
+
+/**
+ * pf_producer_get_error:
+ *
+ * Why pf_producer_publish() last refused a frame with -EINVAL, in the
+ * words a consumer would have used ("" if it never did; docs/design.md,
+ * "Error text"). Read it on the thread that publishes, before its next
+ * publish.
+ *
+ * Since: 0.1
+ */
+PF_API const char *pf_producer_get_error (pf_producer * p);
 
 /**
  * pf_producer_send_eos:
