@@ -243,7 +243,6 @@ static int
 device_setup (consumer_ctx * cx)
 {
   pf_uploader_config cfg = { 0 };
-  char msg[512];
 
   if (rt->MallocPitch (&cx->dev, &cx->pitch, (size_t) W * BPP, H) != 0
       || posix_memalign ((void **) &cx->pinned, 4096, FRAME_BYTES) != 0)
@@ -258,8 +257,8 @@ device_setup (consumer_ctx * cx)
     return -1;
   cfg.max_inflight = 2;
   cfg.pool_size = 2;
-  if (pf_uploader_new (&cfg, &cx->up, msg, sizeof (msg)) < 0) {
-    fprintf (stderr, "pf_uploader_new: %s\n", msg);
+  if (pf_uploader_new (&cfg, &cx->up, NULL, 0) < 0) {
+    fprintf (stderr, "pf_uploader_new: %s\n", pf_cuda_runtime_error ());
     return -1;
   }
   return 0;
@@ -322,9 +321,10 @@ main (int argc, char **argv)
     perror ("mkdtemp");
     return 1;
   }
-  r = pf_cuda_runtime_open_device (0, &rt, msg, sizeof (msg));
+  r = pf_cuda_runtime_open_device (0, &rt, NULL, 0);
   if (r < 0) {
     rt = NULL;
+    snprintf (msg, sizeof (msg), "%s", pf_cuda_runtime_error ());
   } else if (strstr (rt->library, "pfemu") != NULL) {
     if (allow == NULL || strcmp (allow, "1") != 0) {
       snprintf (msg, sizeof (msg), "GST_PINNEDFLOW_CUDART names the cudart "

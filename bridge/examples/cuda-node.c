@@ -52,7 +52,6 @@ main (int argc, char **argv)
   pf_device_frame *d;
   uint64_t count = 0, max = UINT64_MAX, bad = 0;
   uint8_t *host = NULL;
-  char msg[256];
   int res, check = 0, rc = 1;
 
   if (argc < 2) {
@@ -65,8 +64,9 @@ main (int argc, char **argv)
     check = atoi (argv[3]);
   setvbuf (stdout, NULL, _IOLBF, 0);
 
-  if ((res = pf_uploader_new (&ucfg, &up, msg, sizeof (msg))) < 0) {
-    fprintf (stderr, "no upload engine: %s\n", msg);    /* no runtime/device */
+  if ((res = pf_uploader_new (&ucfg, &up, NULL, 0)) < 0) {
+    /* no runtime/device */
+    fprintf (stderr, "no upload engine: %s\n", pf_cuda_runtime_error ());
     return 1;
   }
   if ((res = pf_node_consumer_new (argv[1], 10000, &cons)) < 0) {

@@ -124,7 +124,6 @@ gst_pinned_cuda_upload_start_cuda (GstPinnedCudaBaseTransform * base)
   GstPinnedCudaUpload *self = GST_PINNED_CUDA_UPLOAD (base);
   pf_uploader_config cfg = { 0, };
   pf_uploader_hooks hooks = { engine_enter, engine_leave, &base->cuda };
-  gchar msg[1024] = "";
   guint n_events;
   int res;
 
@@ -142,10 +141,10 @@ gst_pinned_cuda_upload_start_cuda (GstPinnedCudaBaseTransform * base)
   cfg.device_id = base->cuda.device_id;
   cfg.stream = (pf_cuda_stream) base->cuda.stream;
   cfg.max_inflight = n_events;
-  res = pf_uploader_new_with_hooks (&cfg, &hooks, &self->up, msg, sizeof (msg));
+  res = pf_uploader_new_with_hooks (&cfg, &hooks, &self->up, NULL, 0);
   if (res < 0) {
     GST_ELEMENT_ERROR (self, RESOURCE, FAILED,
-        ("Could not start the CUDA copy engine: %s", msg),
+        ("Could not start the CUDA copy engine: %s", pf_cuda_runtime_error ()),
         ("pf_uploader_new: %s", g_strerror (-res)));
     return FALSE;
   }

@@ -6,8 +6,34 @@
  * in one another: the element (gstpinnedshmsink.c: properties, states,
  * events, signals), its pools (gstpinnedshmsinkpool.c), publishing a frame
  * (gstpinnedshmsinkrender.c), the producer's callbacks
- * (gstpinnedshmsinkbus.c) and its stats (gstpinnedshmstats.c). Private to
+ * (gstpinnedshmsinkbus.c) and its stats (gstpinnedshmsinkstats.c). Private to
  * the plugin: the public header is gstpinnedshmsink.h.
+ *
+ * Lock order, outermost first: a thread that holds one lock takes only
+ * locks further down this list, never one above it.
+ *  1. The base class's preroll lock (GST_BASE_SINK_PREROLL_LOCK), held by
+ *     render (gstpinnedshmsinkrender.c) while it takes 3 to wait for a
+ *     client. unlock() runs without it and takes 3 to wake that render.
+ *  2. The object lock (GST_OBJECT_LOCK): the properties. set_property
+ *     holds it across its whole switch, and inside it takes
+ *       3 for reliable-timeout, reliable-timeout-action and live-max-lag
+ *         (to pass them to the producer, which takes 4),
+ *       3 for wait-for-connection and min-clients (to wake a render
+ *         waiting in wait_for_client ()).
+ *     start() and gst_pinned_shm_sink_check_pool_fits () take it alone.
+ *  3. self->lock (with self->cond): the state below it in the struct.
+ *     Under it: the producer's calls that take 4 (set_reliable_timeout,
+ *     set_live_max_lag, set_live, set_segment, set_caps, send_eos,
+ *     set_flushing) and the copy pool's own lock
+ *     (gst_buffer_pool_set_flushing () in unlock() and
+ *     gst_pinned_shm_sink_set_copy_pool ()).
+ *  4. The producer's lock (inside libpinnedflow, pf-producer.c), and the
+ *     copy pool's.
+ * Nothing takes them the other way round: the producer runs its callbacks
+ * (gstpinnedshmsinkbus.c) with its lock released, and they take 3 alone,
+ * posting their messages and warnings outside it; nothing takes 2 while it
+ * holds 3. pf_producer_close () is never called with 3 held (stop(): its
+ * callbacks take 3).
  */
 #ifndef __GST_PINNED_SHM_SINK_PRIVATE_H__
 #define __GST_PINNED_SHM_SINK_PRIVATE_H__
@@ -127,7 +153,7 @@ G_GNUC_INTERNAL
 GstFlowReturn gst_pinned_shm_sink_render (GstBaseSink * bsink,
     GstBuffer * buf);
 
-/* gstpinnedshmstats.c: the stats property's structure. */
+/* gstpinnedshmsinkstats.c: the stats property's structure. */
 G_GNUC_INTERNAL
 GstStructure *gst_pinned_shm_sink_get_stats (GstPinnedShmSink * self);
 

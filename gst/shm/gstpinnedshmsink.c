@@ -6,7 +6,7 @@
  * producer's life (start, stop), caps, events, flushing and the clock.
  * Publishing a frame: gstpinnedshmsinkrender.c; its pools:
  * gstpinnedshmsinkpool.c; the producer's callbacks: gstpinnedshmsinkbus.c;
- * stats: gstpinnedshmstats.c; the instance struct:
+ * stats: gstpinnedshmsinkstats.c; the instance struct:
  * gstpinnedshmsink-private.h.
  */
 

@@ -162,7 +162,9 @@ gst_pinned_shm_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   gst_buffer_unref (token);
   if (sent < 0) {
     GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("Could not publish frame"),
-        ("pf_producer_publish: %s", g_strerror (-sent)));
+        ("pf_producer_publish: %s%s%s", g_strerror (-sent),
+            sent == -EINVAL ? ": " : "",
+            sent == -EINVAL ? pf_producer_get_error (producer) : ""));
     return GST_FLOW_ERROR;
   }
   GST_LOG_OBJECT (self, "frame of %" G_GSIZE_FORMAT " bytes to no client%s",

@@ -6,7 +6,7 @@
  * one another: the element (gstpinnedshmsrc.c: properties, states,
  * queries), receiving (gstpinnedshmsrcreceive.c: create() and the events
  * it handles), the connection's life (gstpinnedshmconnect.c: probe,
- * connect, disconnect) and its stats and QoS (gstpinnedshmstats.c).
+ * connect, disconnect) and its stats and QoS (gstpinnedshmsrcstats.c).
  * Private to the plugin: the public header is gstpinnedshmsrc.h.
  */
 #ifndef __GST_PINNED_SHM_SRC_PRIVATE_H__
@@ -170,7 +170,7 @@ G_GNUC_INTERNAL
 GstFlowReturn gst_pinned_shm_src_create (GstPushSrc * psrc,
     GstBuffer ** outbuf);
 
-/* gstpinnedshmstats.c: the stats property's structure, the counters
+/* gstpinnedshmsrcstats.c: the stats property's structure, the counters
  * (reset going to PAUSED; per frame; the connection's) and QoS. */
 G_GNUC_INTERNAL
 GstStructure *gst_pinned_shm_src_get_stats (GstPinnedShmSrc * self);

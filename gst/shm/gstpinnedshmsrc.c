@@ -5,7 +5,7 @@
  * The pinnedshmsrc element itself: its properties, states, unlocking,
  * queries and the clock. Receiving (create()): gstpinnedshmsrcreceive.c;
  * the connection (probe, connect, disconnect): gstpinnedshmconnect.c;
- * stats and QoS: gstpinnedshmstats.c; the instance struct:
+ * stats and QoS: gstpinnedshmsrcstats.c; the instance struct:
  * gstpinnedshmsrc-private.h.
  */
 

@@ -4,6 +4,8 @@
 # installed header marks with the library's export macro is exported, and a
 # plugin exports only its descriptor (gst_plugin_NAME_get_desc/_register),
 # and the Python binding's ctypes prototypes name only exported functions.
+# Every declaration an installed header marks with the export macro says in
+# the comment right above it which release gave it (`Since:`, issue 31).
 #
 # Usage (tests/core/meson.build):
 #   abi.py --lib LIB.so MACRO HEADER... [--lib ...] [--plugin PLUGIN.so ...]
@@ -68,6 +70,26 @@ def declared(headers, macro):
     return names, marked
 
 
+def undated(headers, macro):
+    """'header:line' of each declaration marked with macro whose comment
+    right above (no blank line between) says no `Since:`."""
+    bad = []
+    for h in headers:
+        lines = open(h, encoding='utf-8').read().split('\n')
+        for n, line in enumerate(lines):
+            if not re.match(r'%s\b' % macro, line):
+                continue
+            k = n - 1
+            if k < 0 or not lines[k].rstrip().endswith('*/'):
+                bad.append('%s:%d' % (h, n + 1))
+                continue
+            while k > 0 and '/*' not in lines[k]:
+                k -= 1
+            if 'Since:' not in '\n'.join(lines[k:n]):
+                bad.append('%s:%d' % (h, n + 1))
+    return bad
+
+
 def main(argv):
     failures = []
     i = 0
@@ -89,6 +111,9 @@ def main(argv):
             for s in sorted(marked - syms):
                 failures.append('%s does not export %s, which an installed '
                                 'header marks %s' % (lib, s, macro))
+            for where in undated(headers, macro):
+                failures.append('%s: a %s declaration without Since: in the '
+                                'comment above it' % (where, macro))
             print('%s: %d exported, %d declared %s' % (lib, len(syms),
                                                      len(marked), macro))
             if not syms:

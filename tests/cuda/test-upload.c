@@ -714,6 +714,13 @@ run_errors (void)
   CHECK_MSG (strstr (msg, "Could not load the CUDA runtime "
           "GST_PINNEDFLOW_CUDART=/nonexistent/libcudart.so.12") != NULL, "%s",
       msg);
+  /* the text is the calling thread's (docs/design.md, "Error text"); the
+   * deprecated @msg gets a copy, and without it nothing is lost */
+  CHECK_MSG (strcmp (pf_cuda_runtime_error (), msg) == 0, "%s",
+      pf_cuda_runtime_error ());
+  memset (msg, 0, sizeof (msg));
+  CHECK_INT (pf_uploader_new (&cfg, &up, NULL, 0), ==, -ENOENT);
+  CHECK (strstr (pf_cuda_runtime_error (), "/nonexistent/libcudart.so.12"));
   setenv ("GST_PINNEDFLOW_CUDART", emu, 1);
 
   setenv ("PFEMU_INSUFFICIENT_DRIVER", "1", 1);

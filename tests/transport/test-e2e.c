@@ -605,15 +605,23 @@ test_multi_chunk_video (void)
   CHECK_INT (pf_consumer_release (c, ev.frame.seq), ==, 0);
   pf_consumer_event_clear (&ev);
 
-  /* Invalid frames are refused before anything is sent. */
+  /* Invalid frames are refused before anything is sent, the producer
+   * saying why (a consumer's words for the FRAME's rules). */
+  CHECK_INT (pf_producer_get_error (tp.p)[0], ==, '\0');
   f.plane_offset[1] = 640 * 72;
   CHECK_INT (pf_producer_publish (tp.p, &f, seg, NULL), ==, -EINVAL);
+  CHECK_MSG (strstr (pf_producer_get_error (tp.p), "plane 1 offset 46080 "
+          "outside the frame") != NULL, "%s", pf_producer_get_error (tp.p));
   f.plane_offset[1] = 0;
   f.chunks[1].offset = 65536 - 10;
   CHECK_INT (pf_producer_publish (tp.p, &f, seg, NULL), ==, -EINVAL);
+  CHECK_MSG (strstr (pf_producer_get_error (tp.p), "chunk 1 (offset 65526")
+      != NULL, "%s", pf_producer_get_error (tp.p));
   f.chunks[1].offset = 0;
   f.chunks[1].segment_id = pf_segment_get_id (seg[0]);
   CHECK_INT (pf_producer_publish (tp.p, &f, seg, NULL), ==, -EINVAL);
+  CHECK_MSG (strstr (pf_producer_get_error (tp.p), "not the segment given")
+      != NULL, "%s", pf_producer_get_error (tp.p));
   f.n_chunks = 0;
   CHECK_INT (pf_producer_publish (tp.p, &f, seg, NULL), ==, -EINVAL);
   CHECK_INT (pf_producer_set_caps (tp.p, ""), ==, -EINVAL);

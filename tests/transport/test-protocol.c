@@ -717,6 +717,94 @@ test_frame_ring (void)
   CHECK_INT (pf_msg_parse (buf, len, 3, &msg), ==, -EPROTO);
 }
 
+/* The FRAME's pair (pf_msg_frame_encode () / pf_msg_frame_decode ()): a
+ * publisher's frame goes out byte for byte as pf_msg_write_frame () writes
+ * those fields and comes back as the same frame; what a receiver refuses
+ * is refused before it is sent, with the receiver's words; the decoder
+ * hands anything not a FRAME back to pf_msg_parse (). */
+static void
+test_frame_codec (void)
+{
+  pf_producer_frame pf;
+  pf_consumer_frame cf;
+  struct pf_msg_frame f, m;
+  uint8_t wire[256];
+
+  fill_frame (&f);
+  memset (&pf, 0, sizeof (pf));
+  pf.n_chunks = f.n_chunks;
+  memcpy (pf.chunks, f.chunks, sizeof (pf.chunks));
+  pf.pts = f.pts;
+  pf.dts = f.dts;
+  pf.duration = f.duration;
+  pf.offset = f.offset;
+  pf.offset_end = f.offset_end;
+  pf.clock_pts = f.clock_pts;
+  pf.buffer_flags = f.buffer_flags;
+  pf.meta_flags = f.meta_flags;
+  pf.width = f.width;
+  pf.height = f.height;
+  pf.n_planes = f.n_planes;
+  memcpy (pf.plane_offset, f.plane_offset, sizeof (pf.plane_offset));
+  memcpy (pf.plane_stride, f.plane_stride, sizeof (pf.plane_stride));
+  /* entries past n_chunks and n_planes are not read */
+  pf.chunks[3].size = 77;
+  pf.plane_stride[3] = 5;
+
+  CHECK_INT (pf_msg_frame_encode (&m, &pf, f.seq, f.caps_seq, f.send_time),
+      ==, 0);
+  CHECK_INT (pf_msg_write_frame (wire, &f), ==, 256);
+  CHECK (memcmp (&m, wire, sizeof (wire)) == 0);
+  CHECK_INT (pf_msg_parse (&m, sizeof (m), 0, &msg), ==, 0);
+
+  memset (&cf, 0xa5, sizeof (cf));
+  CHECK_INT (pf_msg_frame_decode (&m, sizeof (m), 0, &cf), ==, 0);
+  CHECK (cf.seq == 7 && cf.caps_seq == 2 && cf.n_chunks == 2);
+  CHECK (cf.chunks[1].segment_id == 12 && cf.chunks[1].size == 500);
+  CHECK (cf.chunks[3].size == 0 && cf.plane_stride[3] == 0);
+  CHECK (cf.dts == PF_TIME_NONE && cf.send_time == 8);
+  CHECK (cf.plane_offset[1] == 1000 && cf.plane_stride[1] == -32);
+  /* unaligned: the same frame */
+  memcpy (buf + 1, wire, sizeof (wire));
+  memset (&cf, 0, sizeof (cf));
+  CHECK_INT (pf_msg_frame_decode (buf + 1, sizeof (wire), 0, &cf), ==, 0);
+  CHECK (cf.seq == 7 && cf.plane_stride[1] == -32);
+
+  /* refused as a receiver would, in its words */
+  pf.chunks[1].size = 0;
+  CHECK_INT (pf_msg_frame_encode (&m, &pf, 9, 2, 1), ==, -EINVAL);
+  CHECK (strstr (pf_msg_error (), "FRAME 9: chunk 1 is empty") != NULL);
+  pf.chunks[1].size = 500;
+  pf.n_chunks = 5;
+  CHECK_INT (pf_msg_frame_encode (&m, &pf, 9, 2, 1), ==, -EINVAL);
+  CHECK (strstr (pf_msg_error (), "5 chunks") != NULL);
+  pf.n_chunks = 2;
+  pf.meta_flags = 0;
+  CHECK_INT (pf_msg_frame_encode (&m, &pf, 9, 2, 1), ==, -EINVAL);
+  CHECK (strstr (pf_msg_error (), "without video meta") != NULL);
+  pf.meta_flags = PF_FRAME_HAS_VIDEO_META;
+  pf.plane_offset[1] = 1500;
+  CHECK_INT (pf_msg_frame_encode (&m, &pf, 9, 2, 1), ==, -EINVAL);
+  CHECK (strstr (pf_msg_error (), "outside the frame") != NULL);
+  pf.plane_offset[1] = 1000;
+  CHECK_INT (pf_msg_frame_encode (&m, &pf, 9, 2, 1), ==, 0);
+  CHECK_INT (pf_msg_error ()[0], ==, '\0');
+
+  /* the decoder: the parser's rules, header included */
+  f.chunks[0].segment_id = 0;
+  pf_msg_write_frame (wire, &f);
+  CHECK_INT (pf_msg_frame_decode (wire, sizeof (wire), 0, &cf), ==, -EPROTO);
+  CHECK (strstr (pf_msg_error (), "segment id 0") != NULL);
+  fill_frame (&f);
+  pf_msg_write_frame (wire, &f);
+  CHECK_INT (pf_msg_frame_decode (wire, sizeof (wire), 1, &cf), ==, -EPROTO);
+  CHECK_INT (pf_msg_frame_decode (wire, sizeof (wire) - 8, 0, &cf), ==,
+      -EPROTO);
+  CHECK_INT (pf_msg_write_eos (wire), ==, 16);
+  CHECK_INT (pf_msg_frame_decode (wire, 16, 0, &cf), ==, -ENOMSG);
+  CHECK_INT (pf_msg_frame_decode (wire, 3, 0, &cf), ==, -ENOMSG);
+}
+
 static const t_case cases[] = {
   {"roundtrip", test_roundtrip},
   {"header", test_header},
@@ -725,6 +813,7 @@ static const t_case cases[] = {
   {"segment", test_segment},
   {"caps", test_caps},
   {"frame", test_frame},
+  {"frame-codec", test_frame_codec},
   {"release", test_release_any_seq},
   {"stream", test_stream},
   {"refuse", test_refuse},

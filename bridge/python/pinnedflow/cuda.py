@@ -107,6 +107,7 @@ _DFP = ctypes.POINTER(DeviceFrameStruct)
 _protos = {
     "pf_uploader_new": (ctypes.c_int, [ctypes.POINTER(UploaderConfig), PP,
                                        ctypes.c_char_p, ctypes.c_size_t]),
+    "pf_cuda_runtime_error": (ctypes.c_char_p, []),
     "pf_uploader_free": (None, [P]),
     "pf_uploader_flush": (ctypes.c_int, [P]),
     "pf_uploader_get_stream": (P, [P]),
@@ -150,11 +151,12 @@ class Uploader(_Handle):
         cfg.max_inflight = max_inflight
         cfg.pool_size = pool_size
         out = ctypes.c_void_p()
-        msg = ctypes.create_string_buffer(512)
-        _check(lib.pf_uploader_new(ctypes.byref(cfg), ctypes.byref(out),
-                                   msg, len(msg)),
-               "Uploader(device %d)" % device_id,
-               msg.value.decode("utf-8", "replace") or None)
+        res = lib.pf_uploader_new(ctypes.byref(cfg), ctypes.byref(out),
+                                  None, 0)
+        # no uploader to ask: the text is this thread's (same OS thread)
+        why = lib.pf_cuda_runtime_error() if res < 0 else None
+        _check(res, "Uploader(device %d)" % device_id,
+               why.decode("utf-8", "replace") if why else None)
         self._ptr = out
 
     def upload(self, frame, timeout_ms=-1):

@@ -30,11 +30,15 @@ G_BEGIN_DECLS
 /* GstMemory.allocator->mem_type of that memory. */
 #define GST_PINNED_CUDA_MEMORY_TYPE "PinnedflowCUDA"
 
+/* Since: 0.1 */
 GST_PINNEDCUDA_API gboolean gst_is_pinned_cuda_memory (GstMemory * mem);
 
-/* The CUDA device ordinal the memory lives on. */
+/* The CUDA device ordinal the memory lives on.
+ * Since: 0.1
+ */
 GST_PINNEDCUDA_API gint gst_pinned_cuda_memory_get_device_id (GstMemory * mem);
 
+/* Since: 0.1 */
 GST_PINNEDCUDA_API guint gst_pinned_cuda_memory_get_n_planes (GstMemory * mem);
 
 /**
@@ -48,6 +52,8 @@ GST_PINNEDCUDA_API guint gst_pinned_cuda_memory_get_n_planes (GstMemory * mem);
  * Returns: FALSE if @mem is not pinnedflow CUDA memory or @plane is out of
  * range. The pointer is valid as long as @mem is; its content is valid
  * once the memory's event has completed.
+ *
+ * Since: 0.1
  */
 GST_PINNEDCUDA_API gboolean gst_pinned_cuda_memory_get_plane (GstMemory * mem, guint plane,
     gpointer * dev_ptr, gsize * pitch, gsize * width_bytes, gsize * rows);
@@ -57,18 +63,27 @@ GST_PINNEDCUDA_API gboolean gst_pinned_cuda_memory_get_plane (GstMemory * mem, g
  *
  * Returns: (transfer none): the cudaEvent_t recorded after the last copy
  * into @mem (make a stream wait on it with cudaStreamWaitEvent()), or NULL.
+ *
+ * Since: 0.1
  */
 GST_PINNEDCUDA_API gpointer gst_pinned_cuda_memory_get_event (GstMemory * mem);
 
-/* Blocks until the copy into @mem has completed (cudaEventSynchronize). */
+/* Blocks until the copy into @mem has completed (cudaEventSynchronize).
+ * Since: 0.1
+ */
 GST_PINNEDCUDA_API gboolean gst_pinned_cuda_memory_wait (GstMemory * mem, GError ** error);
 
-/* TRUE when the copy has completed (cudaEventQuery), without blocking. */
+/* TRUE when the copy has completed (cudaEventQuery), without blocking.
+ * Since: 0.1
+ */
 GST_PINNEDCUDA_API gboolean gst_pinned_cuda_memory_is_ready (GstMemory * mem);
 
-/* Same, for the first memory of @buffer. */
+/* Same, for the first memory of @buffer.
+ * Since: 0.1
+ */
 GST_PINNEDCUDA_API gboolean gst_pinned_cuda_buffer_get_plane (GstBuffer * buffer, guint plane,
     gpointer * dev_ptr, gsize * pitch);
+/* Since: 0.1 */
 GST_PINNEDCUDA_API gboolean gst_pinned_cuda_buffer_wait (GstBuffer * buffer, GError ** error);
 
 G_END_DECLS

@@ -101,14 +101,14 @@ error_code (int res)
 }
 
 /* The façade's answer to one of pf-cuda's three lookups: the runtime, or
- * NULL with @error set from the negative errno and its reason. */
+ * NULL with @error set from the negative errno and its reason (the calling
+ * thread's pf_cuda_runtime_error ()). */
 static const GstPinnedCudaRuntime *
-runtime_result (int res, const pf_cuda_runtime * rt, const gchar * msg,
-    GError ** error)
+runtime_result (int res, const pf_cuda_runtime * rt, GError ** error)
 {
   if (res < 0) {
     g_set_error_literal (error, GST_PINNED_CUDA_RUNTIME_ERROR,
-        error_code (res), msg);
+        error_code (res), pf_cuda_runtime_error ());
     return NULL;
   }
   return (const GstPinnedCudaRuntime *) rt;
@@ -118,30 +118,27 @@ const GstPinnedCudaRuntime *
 gst_pinned_cuda_runtime_get (GError ** error)
 {
   const pf_cuda_runtime *rt = NULL;
-  gchar msg[1536];
-  int res = pf_cuda_runtime_get (&rt, msg, sizeof (msg));
+  int res = pf_cuda_runtime_get (&rt, NULL, 0);
 
-  return runtime_result (res, rt, msg, error);
+  return runtime_result (res, rt, error);
 }
 
 const GstPinnedCudaRuntime *
 gst_pinned_cuda_runtime_open_device (int device_id, GError ** error)
 {
   const pf_cuda_runtime *rt = NULL;
-  gchar msg[1536];
-  int res = pf_cuda_runtime_open_device (device_id, &rt, msg, sizeof (msg));
+  int res = pf_cuda_runtime_open_device (device_id, &rt, NULL, 0);
 
-  return runtime_result (res, rt, msg, error);
+  return runtime_result (res, rt, error);
 }
 
 const GstPinnedCudaRuntime *
 gst_pinned_cuda_runtime_find_device (int device_id, GError ** error)
 {
   const pf_cuda_runtime *rt = NULL;
-  gchar msg[1536];
-  int res = pf_cuda_runtime_find_device (device_id, &rt, msg, sizeof (msg));
+  int res = pf_cuda_runtime_find_device (device_id, &rt, NULL, 0);
 
-  return runtime_result (res, rt, msg, error);
+  return runtime_result (res, rt, error);
 }
 
 gchar *

@@ -26,16 +26,26 @@ G_BEGIN_DECLS
  * cuda_runtime_api.h: the table below is then spelled with the real types,
  * and each of its function pointers is checked against the real function. */
 #ifdef GST_PINNED_CUDA_ABI_CHECK
+/* Since: 0.1 */
 typedef cudaError_t GstPinnedCudaError;
+/* Since: 0.1 */
 typedef cudaStream_t GstPinnedCudaStream;
+/* Since: 0.1 */
 typedef cudaEvent_t GstPinnedCudaEvent;
+/* Since: 0.1 */
 typedef enum cudaMemcpyKind GstPinnedCudaMemcpyKind;
+/* Since: 0.1 */
 typedef enum cudaDeviceAttr GstPinnedCudaDeviceAttr;
 #else
+/* Since: 0.1 */
 typedef int GstPinnedCudaError;        /* enum cudaError */
+/* Since: 0.1 */
 typedef struct GstPinnedCudaStream_st *GstPinnedCudaStream;   /* cudaStream_t */
+/* Since: 0.1 */
 typedef struct GstPinnedCudaEvent_st *GstPinnedCudaEvent;     /* cudaEvent_t */
+/* Since: 0.1 */
 typedef int GstPinnedCudaMemcpyKind;   /* enum cudaMemcpyKind */
+/* Since: 0.1 */
 typedef int GstPinnedCudaDeviceAttr;   /* enum cudaDeviceAttr */
 #endif
 
@@ -90,6 +100,8 @@ enum
  * The function table. Valid for the life of the process once returned by
  * gst_pinned_cuda_runtime_get() (the library is never closed: host registrations
  * cached on segments are released through it when the segments die).
+ *
+ * Since: 0.1
  */
 typedef struct
 {
@@ -149,8 +161,10 @@ typedef struct
 } GstPinnedCudaRuntime;
 
 #define GST_PINNED_CUDA_RUNTIME_ERROR (gst_pinned_cuda_runtime_error_quark ())
+/* Since: 0.1 */
 GST_PINNEDCUDA_API GQuark gst_pinned_cuda_runtime_error_quark (void);
 
+/* Since: 0.1 */
 typedef enum
 {
   GST_PINNED_CUDA_RUNTIME_ERROR_NOT_FOUND,      /* no library could be opened */
@@ -161,24 +175,32 @@ typedef enum
 
 /* The runtime for the current value of GST_PINNEDFLOW_CUDART (or the
  * default names). Thread-safe; a library that failed is tried again on the
- * next call. The error message names every library tried. */
+ * next call. The error message names every library tried.
+ * Since: 0.1
+ */
 GST_PINNEDCUDA_API const GstPinnedCudaRuntime *gst_pinned_cuda_runtime_get (GError ** error);
 
 /* Loads the runtime and checks that @device_id exists and can be made
  * current (cudaSetDevice, which initialises its primary context); the
  * calling thread's context is restored as device_enter/leave do. The error
  * names the library and gives the error string of
- * cudaGetDeviceCount()/cudaSetDevice(). */
+ * cudaGetDeviceCount()/cudaSetDevice().
+ * Since: 0.1
+ */
 GST_PINNEDCUDA_API const GstPinnedCudaRuntime *gst_pinned_cuda_runtime_open_device (int device_id,
     GError ** error);
 
 /* The same check without making the device current (no context is
  * initialised): for a caller that works in a context of its own, a
- * GstCudaContext. */
+ * GstCudaContext.
+ * Since: 0.1
+ */
 GST_PINNEDCUDA_API const GstPinnedCudaRuntime *gst_pinned_cuda_runtime_find_device (int device_id,
     GError ** error);
 
-/* "cudaErrorX (N): string" for @err, from the runtime's own strings. */
+/* "cudaErrorX (N): string" for @err, from the runtime's own strings.
+ * Since: 0.1
+ */
 GST_PINNEDCUDA_API gchar *gst_pinned_cuda_error_describe (const GstPinnedCudaRuntime * rt, GstPinnedCudaError err);
 
 /* Makes @device_id current on the calling thread (cudaSetDevice, only when
@@ -193,7 +215,9 @@ GST_PINNEDCUDA_API gchar *gst_pinned_cuda_error_describe (const GstPinnedCudaRun
  * the driver's two calls, a thread without a context is left on
  * @device_id rather than switched to device 0. */
 #define GST_PINNED_CUDA_DEVICE_NO_CONTEXT (-2)
+/* Since: 0.1 */
 GST_PINNEDCUDA_API int gst_pinned_cuda_device_enter (const GstPinnedCudaRuntime * rt, int device_id);
+/* Since: 0.1 */
 GST_PINNEDCUDA_API void gst_pinned_cuda_device_leave (const GstPinnedCudaRuntime * rt, int device_id,
     int previous);
 
@@ -202,6 +226,7 @@ GST_PINNEDCUDA_API void gst_pinned_cuda_device_leave (const GstPinnedCudaRuntime
  * NULL (or without the driver's calls) gst_pinned_cuda_device_enter().
  * gst_pinned_cuda_device_leave() undoes either. */
 #define GST_PINNED_CUDA_CONTEXT_PUSHED (-3)
+/* Since: 0.1 */
 GST_PINNEDCUDA_API int gst_pinned_cuda_context_push_enter (const GstPinnedCudaRuntime * rt,
     int device_id, gpointer cu_ctx);
 
@@ -209,7 +234,9 @@ GST_PINNEDCUDA_API int gst_pinned_cuda_context_push_enter (const GstPinnedCudaRu
  * thread's last error (cudaGetLastError), so that CUDA code running on the
  * thread later does not find it. Returns TRUE when the error is sticky (a
  * second cudaGetLastError still returns it): the device's context is
- * unusable until the process exits. */
+ * unusable until the process exits.
+ * Since: 0.1
+ */
 GST_PINNEDCUDA_API gboolean gst_pinned_cuda_take_last_error (const GstPinnedCudaRuntime * rt);
 
 G_END_DECLS

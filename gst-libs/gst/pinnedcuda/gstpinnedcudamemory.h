@@ -19,7 +19,9 @@
 
 G_BEGIN_DECLS
 
-/* Bytes per row and rows of each plane of @info (no padding). */
+/* Bytes per row and rows of each plane of @info (no padding).
+ * Since: 0.1
+ */
 typedef struct
 {
   guint n_planes;
@@ -29,9 +31,11 @@ typedef struct
   gsize max_width_bytes, total_rows;
 } GstPinnedCudaLayout;
 
+/* Since: 0.1 */
 GST_PINNEDCUDA_API void gst_pinned_cuda_layout_init (GstPinnedCudaLayout * layout,
     const GstVideoInfo * info);
 
+/* Since: 0.1 */
 typedef struct
 {
   GstMemory mem;
@@ -57,6 +61,7 @@ typedef struct
 } GstPinnedCudaMemory;
 
 #define GST_TYPE_PINNED_CUDA_ALLOCATOR (gst_pinned_cuda_allocator_get_type ())
+/* Since: 0.1 */
 GST_PINNEDCUDA_API
 G_DECLARE_FINAL_TYPE (GstPinnedCudaAllocator, gst_pinned_cuda_allocator,
     GST, PINNED_CUDA_ALLOCATOR, GstAllocator)
@@ -64,10 +69,12 @@ G_DECLARE_FINAL_TYPE (GstPinnedCudaAllocator, gst_pinned_cuda_allocator,
 /* Device buffer pool: bounded, recycled, every buffer one
  * GstPinnedCudaMemory with a GstVideoMeta giving offsets and pitch. */
 #define GST_TYPE_PINNED_CUDA_BUFFER_POOL (gst_pinned_cuda_buffer_pool_get_type ())
+/* Since: 0.1 */
 GST_PINNEDCUDA_API
 G_DECLARE_FINAL_TYPE (GstPinnedCudaBufferPool, gst_pinned_cuda_buffer_pool,
     GST, PINNED_CUDA_BUFFER_POOL, GstBufferPool)
 
+/* Since: 0.1 */
 GST_PINNEDCUDA_API GstBufferPool *gst_pinned_cuda_buffer_pool_new (const GstPinnedCudaRuntime * rt,
     gint device_id);
 
@@ -75,11 +82,15 @@ GST_PINNEDCUDA_API GstBufferPool *gst_pinned_cuda_buffer_pool_new (const GstPinn
  * pipeline's GstCudaContext's: pushed for every call on them, whatever
  * thread makes it) and whose memories hold a reference on @owner (the
  * GstCudaContext) until they are freed. @cu_ctx NULL: as
- * gst_pinned_cuda_buffer_pool_new(). */
+ * gst_pinned_cuda_buffer_pool_new().
+ * Since: 0.1
+ */
 GST_PINNEDCUDA_API GstBufferPool *gst_pinned_cuda_buffer_pool_new_in_context (const GstPinnedCudaRuntime * rt,
     gint device_id, GstObject * owner, gpointer cu_ctx);
 
-/* The CUDA error of the pool's last failed allocation, or NULL (free). */
+/* The CUDA error of the pool's last failed allocation, or NULL (free).
+ * Since: 0.1
+ */
 GST_PINNEDCUDA_API gchar *gst_pinned_cuda_buffer_pool_get_last_error (GstBufferPool * pool);
 
 G_END_DECLS

@@ -23,6 +23,8 @@ G_BEGIN_DECLS
  * outcome, so a segment that cannot be registered is not retried per frame.
  * cudaHostUnregister() runs in the attachment's destroy notify, when the
  * segment dies, before it is unmapped.
+ *
+ * Since: 0.1
  */
 typedef struct
 {
@@ -44,6 +46,8 @@ typedef struct
  * (PF_SEGMENT_STATE_READONLY) are registered with cudaHostRegisterReadOnly
  * where cudaDevAttrHostRegisterReadOnlySupported is set on @device_id, and
  * not at all where it is not (the caller stages those copies).
+ *
+ * Since: 0.1
  */
 GST_PINNEDCUDA_API const GstPinnedCudaRegistration *gst_pinned_cuda_segment_register (const GstPinnedCudaRuntime * rt,
     gint device_id, pf_segment * seg, gboolean * created);
@@ -60,12 +64,16 @@ GST_PINNEDCUDA_API const GstPinnedCudaRegistration *gst_pinned_cuda_segment_regi
  * call makes the registration, which then keeps @owner until the segment
  * dies, so the context outlives the registration however long the segment
  * outlives the pipeline (pinnedflow/pf-cuda-registration.h).
+ *
+ * Since: 0.1
  */
 GST_PINNEDCUDA_API const GstPinnedCudaRegistration *gst_pinned_cuda_segment_register_in (const GstPinnedCudaRuntime * rt,
     gint device_id, pf_segment * seg, GstObject * owner, gpointer cu_ctx,
     gboolean * created);
 
-/* TRUE when [ptr, ptr + len) lies inside a usable registration of @seg. */
+/* TRUE when [ptr, ptr + len) lies inside a usable registration of @seg.
+ * Since: 0.1
+ */
 GST_PINNEDCUDA_API gboolean gst_pinned_cuda_registration_covers (const GstPinnedCudaRegistration * reg,
     const GstPinnedCudaRuntime * rt, const void *ptr, gsize len);
 

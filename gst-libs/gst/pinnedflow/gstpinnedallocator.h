@@ -15,6 +15,7 @@ G_BEGIN_DECLS
 #define GST_ALLOCATOR_PINNED "pinnedflow"
 
 #define GST_TYPE_PINNED_ALLOCATOR (gst_pinned_allocator_get_type ())
+/* Since: 0.1 */
 GST_PINNEDFLOW_API
 G_DECLARE_FINAL_TYPE (GstPinnedAllocator, gst_pinned_allocator, GST,
     PINNED_ALLOCATOR, GstFdAllocator)
@@ -25,6 +26,8 @@ G_DECLARE_FINAL_TYPE (GstPinnedAllocator, gst_pinned_allocator, GST,
  * Returns: (transfer full): the process-wide #GstPinnedAllocator, also
  * registered as %GST_ALLOCATOR_PINNED ("pinnedflow") with
  * gst_allocator_register().
+ *
+ * Since: 0.1
  */
 GST_PINNEDFLOW_API GstAllocator *gst_pinned_allocator_get (void);
 
@@ -40,6 +43,8 @@ GST_PINNEDFLOW_API GstAllocator *gst_pinned_allocator_get (void);
  * memories flagged GST_MEMORY_FLAG_READONLY.
  *
  * Returns: (transfer full) (nullable): NULL if the slice is outside.
+ *
+ * Since: 0.1
  */
 GST_PINNEDFLOW_API GstMemory *gst_pinned_allocator_wrap (GstAllocator * allocator,
     GstPinnedSegment * segment, gsize offset, gsize size);
@@ -59,6 +64,8 @@ GST_PINNEDFLOW_API GstMemory *gst_pinned_allocator_wrap (GstAllocator * allocato
  * free list: wrapping allocates nothing at steady state.
  *
  * Returns: (transfer full) (nullable): NULL if the slice is outside.
+ *
+ * Since: 0.1
  */
 GST_PINNEDFLOW_API GstMemory *gst_pinned_allocator_wrap_full (GstAllocator * allocator,
     GstPinnedSegment * segment, gsize offset, gsize size, gpointer user_data,
@@ -70,6 +77,8 @@ GST_PINNEDFLOW_API GstMemory *gst_pinned_allocator_wrap_full (GstAllocator * all
  *
  * Returns: TRUE if @mem was made by a #GstPinnedAllocator (it is then also
  * fd memory: gst_is_fd_memory() holds).
+ *
+ * Since: 0.1
  */
 GST_PINNEDFLOW_API gboolean gst_is_pinned_memory (GstMemory * mem);
 
@@ -80,6 +89,8 @@ GST_PINNEDFLOW_API gboolean gst_is_pinned_memory (GstMemory * mem);
  *
  * Returns: (transfer none) (nullable): the segment of @mem, NULL if @mem is
  * not pinned memory.
+ *
+ * Since: 0.1
  */
 GST_PINNEDFLOW_API GstPinnedSegment *gst_pinned_memory_get_segment (GstMemory * mem,
     gsize * offset);

@@ -13,6 +13,7 @@
 G_BEGIN_DECLS
 
 #define GST_TYPE_PINNED_BUFFER_POOL (gst_pinned_buffer_pool_get_type ())
+/* Since: 0.1 */
 GST_PINNEDFLOW_API
 G_DECLARE_FINAL_TYPE (GstPinnedBufferPool, gst_pinned_buffer_pool, GST,
     PINNED_BUFFER_POOL, GstBufferPool)
@@ -49,6 +50,8 @@ G_DECLARE_FINAL_TYPE (GstPinnedBufferPool, gst_pinned_buffer_pool, GST,
  * GstBuffer) keeps its slot busy.
  *
  * Returns: (transfer full): a new pool
+ *
+ * Since: 0.1
  */
 GST_PINNEDFLOW_API GstBufferPool *gst_pinned_buffer_pool_new (void);
 
@@ -64,6 +67,8 @@ GST_PINNEDFLOW_API GstBufferPool *gst_pinned_buffer_pool_new (void);
  *
  * Returns: (transfer full) (nullable): a configured, inactive pool, or
  * NULL if the pool refused the configuration (e.g. max_buffers 0).
+ *
+ * Since: 0.1
  */
 GST_PINNEDFLOW_API GstBufferPool *gst_pinned_buffer_pool_new_configured
     (GstCaps * caps, guint size, guint min_buffers, guint max_buffers,
@@ -76,6 +81,8 @@ GST_PINNEDFLOW_API GstBufferPool *gst_pinned_buffer_pool_new_configured
  *   mlock, seal-writers)
  *
  * Stores @flags in @config.
+ *
+ * Since: 0.1
  */
 GST_PINNEDFLOW_API void gst_pinned_buffer_pool_config_set_segment_flags (GstStructure * config,
     GstPinnedSegmentFlags flags);
@@ -85,6 +92,8 @@ GST_PINNEDFLOW_API void gst_pinned_buffer_pool_config_set_segment_flags (GstStru
  *
  * Returns: the flags stored in @config, or
  * %GST_PINNED_BUFFER_POOL_DEFAULT_SEGMENT_FLAGS.
+ *
+ * Since: 0.1
  */
 GST_PINNEDFLOW_API GstPinnedSegmentFlags
 gst_pinned_buffer_pool_config_get_segment_flags (GstStructure * config);
@@ -93,6 +102,8 @@ gst_pinned_buffer_pool_config_get_segment_flags (GstStructure * config);
  * gst_pinned_buffer_pool_get_segment:
  *
  * Returns: (transfer full) (nullable): the segment of the active pool
+ *
+ * Since: 0.1
  */
 GST_PINNEDFLOW_API GstPinnedSegment *gst_pinned_buffer_pool_get_segment (GstBufferPool * pool);
 
@@ -105,6 +116,8 @@ GST_PINNEDFLOW_API GstPinnedSegment *gst_pinned_buffer_pool_get_segment (GstBuff
  * Slot i lies at offset i * @slot_stride in the segment.
  *
  * Returns: FALSE if @pool is not configured.
+ *
+ * Since: 0.1
  */
 GST_PINNEDFLOW_API gboolean gst_pinned_buffer_pool_get_slot_layout (GstBufferPool * pool,
     guint * n_slots, gsize * slot_stride, gsize * slot_size);

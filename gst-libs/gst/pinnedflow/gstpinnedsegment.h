@@ -17,6 +17,8 @@ G_BEGIN_DECLS
  * A sealed memfd, its size and its single mapping; see pf-segment.h. This is
  * the same object as #pf_segment, given a boxed #GType and #GError-returning
  * constructors. Reference counting is pf_segment_ref()/pf_segment_unref().
+ *
+ * Since: 0.1
  */
 typedef struct pf_segment GstPinnedSegment;
 
@@ -25,6 +27,8 @@ typedef struct pf_segment GstPinnedSegment;
  * gst_pinned_segment_get_type:
  *
  * Returns: the boxed #GType of #GstPinnedSegment (copy = ref, free = unref).
+ *
+ * Since: 0.1
  */
 GST_PINNEDFLOW_API GType gst_pinned_segment_get_type (void);
 
@@ -34,6 +38,8 @@ GST_PINNEDFLOW_API GType gst_pinned_segment_get_type (void);
  * @GST_PINNED_SEGMENT_FLAG_HUGEPAGES: try huge pages, fall back
  * @GST_PINNED_SEGMENT_FLAG_LOCK: try mlock(), fall back
  * @GST_PINNED_SEGMENT_FLAG_SEAL_WRITERS: later mappings are read-only
+ *
+ * Since: 0.1
  */
 typedef enum
 {
@@ -48,6 +54,8 @@ typedef enum
  * gst_pinned_segment_error_quark:
  *
  * Returns: the #GError domain of #GstPinnedSegmentError.
+ *
+ * Since: 0.1
  */
 GST_PINNEDFLOW_API GQuark gst_pinned_segment_error_quark (void);
 
@@ -59,6 +67,8 @@ GST_PINNEDFLOW_API GQuark gst_pinned_segment_error_quark (void);
  * @GST_PINNED_SEGMENT_ERROR_TOO_SMALL: the file is smaller than claimed
  * @GST_PINNED_SEGMENT_ERROR_INVALID: bad fd or bad size
  * @GST_PINNED_SEGMENT_ERROR_ACCESS: writable import of a write-sealed memfd
+ *
+ * Since: 0.1
  */
 typedef enum
 {
@@ -75,6 +85,8 @@ typedef enum
  * gst_pinned_segment_flags_get_type:
  *
  * Returns: the flags #GType of #GstPinnedSegmentFlags.
+ *
+ * Since: 0.1
  */
 GST_PINNEDFLOW_API GType gst_pinned_segment_flags_get_type (void);
 
@@ -86,6 +98,8 @@ GST_PINNEDFLOW_API GType gst_pinned_segment_flags_get_type (void);
  *
  * Returns: (transfer full) (nullable): a new segment, or NULL with
  * GST_PINNED_SEGMENT_ERROR_FAILED set.
+ *
+ * Since: 0.1
  */
 GST_PINNEDFLOW_API GstPinnedSegment *gst_pinned_segment_new (gsize size,
     GstPinnedSegmentFlags flags, GError ** error);
@@ -101,6 +115,8 @@ GST_PINNEDFLOW_API GstPinnedSegment *gst_pinned_segment_new (gsize size,
  * gst_pinned_segment_new() with a name.
  *
  * Returns: (transfer full) (nullable): a new segment, or NULL with @error set.
+ *
+ * Since: 0.1
  */
 GST_PINNEDFLOW_API GstPinnedSegment *gst_pinned_segment_new_full (const gchar * name,
     gsize size, GstPinnedSegmentFlags flags, GError ** error);
@@ -112,6 +128,8 @@ GST_PINNEDFLOW_API GstPinnedSegment *gst_pinned_segment_new_full (const gchar * 
  * Returns: the #GstPinnedSegmentError for @err (-ENOTTY: NOT_SEALABLE,
  * -EPERM: NOT_SEALED, -ERANGE: TOO_SMALL, -EBADF/-EINVAL/-EOVERFLOW: INVALID,
  * -EACCES: ACCESS, anything else: FAILED).
+ *
+ * Since: 0.1
  */
 GST_PINNEDFLOW_API GstPinnedSegmentError gst_pinned_segment_error_from_errno (int err);
 
@@ -120,6 +138,8 @@ GST_PINNEDFLOW_API GstPinnedSegmentError gst_pinned_segment_error_from_errno (in
  * @state: pf_segment_get_state() bits
  *
  * Returns: (transfer full): e.g. "locked, hugepages refused, write-sealed"
+ *
+ * Since: 0.1
  */
 GST_PINNEDFLOW_API gchar *gst_pinned_segment_describe_state (guint state);
 
@@ -137,6 +157,8 @@ GST_PINNEDFLOW_API gchar *gst_pinned_segment_describe_state (guint state);
  * @error says which rule was broken (#GstPinnedSegmentError).
  *
  * Returns: (transfer full) (nullable): the segment, or NULL with @error set.
+ *
+ * Since: 0.1
  */
 GST_PINNEDFLOW_API GstPinnedSegment *gst_pinned_segment_import (gint fd, gsize size,
     gboolean writable, GError ** error);

@@ -48,6 +48,8 @@ extern "C" {
  *
  * Layout fixed: libgstpinnedflowcuda's GstPinnedCudaRegistration is the
  * same struct.
+ *
+ * Since: 0.1
  */
 typedef struct {
   const pf_cuda_runtime *rt;
@@ -70,6 +72,8 @@ typedef struct {
  * cudaDevAttrHostRegisterReadOnlySupported is set on @device_id, and not
  * at all where it is not (callers stage those copies). A failed
  * cudaHostRegister leaves nothing in the thread's last-error slot.
+ *
+ * Since: 0.1
  */
 PF_API const pf_cuda_registration *pf_cuda_segment_register (const
     pf_cuda_runtime * rt, int device_id, pf_segment * seg, int *created);
@@ -83,6 +87,8 @@ PF_API const pf_cuda_registration *pf_cuda_segment_register (const
  *   cudaHostUnregister)
  *
  * What keeps @ctx alive while the registration lives.
+ *
+ * Since: 0.1
  */
 typedef struct {
   void *ctx;
@@ -99,6 +105,8 @@ typedef struct {
  * pf_cuda_segment_register() in the context @hold gives, when this call
  * makes the registration (an existing one is returned as it is: portable,
  * it serves every context).
+ *
+ * Since: 0.1
  */
 PF_API const pf_cuda_registration *pf_cuda_segment_register_in (const
     pf_cuda_runtime * rt, int device_id, pf_segment * seg,
@@ -109,12 +117,16 @@ PF_API const pf_cuda_registration *pf_cuda_segment_register_in (const
  *
  * The registration of @seg made earlier in this process, or NULL (nothing
  * is attempted).
+ *
+ * Since: 0.1
  */
 PF_API const pf_cuda_registration *pf_cuda_segment_get_registration
     (pf_segment * seg);
 
 /* 1 when [ptr, ptr + len) lies inside a usable registration of @seg made
- * with @rt. */
+ * with @rt.
+ * Since: 0.1
+ */
 PF_API int pf_cuda_registration_covers (const pf_cuda_registration * reg,
     const pf_cuda_runtime * rt, const void *ptr, size_t len);
 

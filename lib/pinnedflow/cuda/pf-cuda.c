@@ -476,3 +476,13 @@ pf_cuda_take_last_error (const pf_cuda_runtime * rt)
     return 0;
   return rt->GetLastError () != PF_CUDA_SUCCESS;
 }
+
+/* The text of the last failed runtime lookup or uploader construction of
+ * each thread (pf-msg-private.h). */
+__thread char pf_cuda_thread_error[PF_CUDA_THREAD_ERROR_LEN];
+
+const char *
+pf_cuda_runtime_error (void)
+{
+  return pf_cuda_thread_error;
+}

@@ -40,9 +40,13 @@ extern "C" {
 #endif
 
 /* Handle types, declared opaque (cudaStream_t, cudaEvent_t are pointers to
- * opaque structs in the real headers). */
+ * opaque structs in the real headers).
+ * Since: 0.1
+ */
 typedef int pf_cuda_error;              /* enum cudaError */
+/* Since: 0.1 */
 typedef struct pf_cuda_stream_st *pf_cuda_stream;       /* cudaStream_t */
+/* Since: 0.1 */
 typedef struct pf_cuda_event_st *pf_cuda_event; /* cudaEvent_t */
 
 /* enum cudaError values pinnedflow looks at (driver_types.h) */
@@ -73,6 +77,8 @@ typedef struct pf_cuda_event_st *pf_cuda_event; /* cudaEvent_t */
  * The function table ("cuda" + field name, looked up with dlsym()).
  * Layout fixed: libgstpinnedflowcuda's GstPinnedCudaRuntime is the same
  * struct (do not reorder; append only, in both).
+ *
+ * Since: 0.1
  */
 typedef struct pf_cuda_runtime {
   char *library;                /* what was opened (name or path) */
@@ -131,7 +137,8 @@ typedef struct pf_cuda_runtime {
 /**
  * pf_cuda_runtime_get:
  * @out: (out): the table
- * @msg: (nullable): receives a one-line reason on failure
+ * @msg: (nullable): deprecated, pass NULL (and @msg_len 0): a copy of
+ *   pf_cuda_runtime_error()'s text on failure
  *
  * The runtime for the current value of GST_PINNEDFLOW_CUDART (one name or
  * path), else the first found of: libcudart.so.13, .12, .11.0, libcudart.so
@@ -141,10 +148,13 @@ typedef struct pf_cuda_runtime {
  * (':'-separated) and its nvidia/cu13/lib and nvidia/cuda_runtime/lib (where
  * a Python CUDA package puts the runtime). Once a default runtime is
  * opened, later calls return it. A library that failed is tried again on
- * the next call. The message names every library tried.
+ * the next call. On failure pf_cuda_runtime_error() names every library
+ * tried.
  *
  * Returns: 0, -ENOENT (none could be opened), -ENOSYS (a function is
  * missing).
+ *
+ * Since: 0.1
  */
 PF_API int pf_cuda_runtime_get (const pf_cuda_runtime ** out, char *msg,
     size_t msg_len);
@@ -156,9 +166,13 @@ PF_API int pf_cuda_runtime_get (const pf_cuda_runtime ** out, char *msg,
  * made current (cudaSetDevice, which initialises its primary context); the
  * calling thread's context is restored as pf_cuda_device_enter/leave do.
  *
- * Returns: 0, -ENOENT, -ENOSYS, -ENODEV ("No usable CUDA device:
- * cudaGetDeviceCount failed with cudaErrorInsufficientDriver (35) ..." or
- * "No CUDA device N ..."), -EIO (cudaSetDevice failed).
+ * Returns: 0, -ENOENT, -ENOSYS, -ENODEV (pf_cuda_runtime_error(): "No
+ * usable CUDA device: cudaGetDeviceCount failed with
+ * cudaErrorInsufficientDriver (35) ..." or "No CUDA device N ..."), -EIO
+ * (cudaSetDevice failed). @msg, @msg_len: deprecated, as for
+ * pf_cuda_runtime_get().
+ *
+ * Since: 0.1
  */
 PF_API int pf_cuda_runtime_open_device (int device_id,
     const pf_cuda_runtime ** out, char *msg, size_t msg_len);
@@ -171,16 +185,33 @@ PF_API int pf_cuda_runtime_open_device (int device_id,
  * initialises no context, so a caller that will work in a context of its
  * own (a GstCudaContext) does not make the primary context as well.
  *
- * Returns: 0, -ENOENT, -ENOSYS, -ENODEV.
+ * Returns: 0, -ENOENT, -ENOSYS, -ENODEV (pf_cuda_runtime_error() says
+ * why). @msg, @msg_len: deprecated, as for pf_cuda_runtime_get().
+ *
+ * Since: 0.1
  */
 PF_API int pf_cuda_runtime_find_device (int device_id,
     const pf_cuda_runtime ** out, char *msg, size_t msg_len);
+
+/**
+ * pf_cuda_runtime_error:
+ *
+ * Why the last pf_cuda_runtime_get(), _open_device(), _find_device(),
+ * pf_uploader_new() or pf_uploader_new_with_hooks() of the calling thread
+ * failed: those fail before there is an object to ask (docs/design.md,
+ * "Error text"). Valid until the thread's next such failure.
+ *
+ * Since: 0.1
+ */
+PF_API const char *pf_cuda_runtime_error (void);
 
 /**
  * pf_cuda_error_describe:
  *
  * Writes "cudaErrorX (N): string" for @err, from the runtime's own
  * strings, into @buf. Returns @buf.
+ *
+ * Since: 0.1
  */
 PF_API char *pf_cuda_error_describe (const pf_cuda_runtime * rt,
     pf_cuda_error err, char *buf, size_t len);
@@ -194,7 +225,9 @@ PF_API char *pf_cuda_error_describe (const pf_cuda_runtime * rt,
  * current again. Without the driver's two calls, a thread without a
  * context is left on @device_id rather than switched to device 0. */
 #define PF_CUDA_DEVICE_NO_CONTEXT (-2)
+/* Since: 0.1 */
 PF_API int pf_cuda_device_enter (const pf_cuda_runtime * rt, int device_id);
+/* Since: 0.1 */
 PF_API void pf_cuda_device_leave (const pf_cuda_runtime * rt, int device_id,
     int previous);
 
@@ -204,6 +237,7 @@ PF_API void pf_cuda_device_leave (const pf_cuda_runtime * rt, int device_id,
  * PF_CUDA_CONTEXT_PUSHED, which pf_cuda_device_leave() pops. With @ctx
  * NULL, or without the driver's calls, it is pf_cuda_device_enter(). */
 #define PF_CUDA_CONTEXT_PUSHED (-3)
+/* Since: 0.1 */
 PF_API int pf_cuda_context_enter (const pf_cuda_runtime * rt, int device_id,
     void *ctx);
 
@@ -214,6 +248,8 @@ PF_API int pf_cuda_context_enter (const pf_cuda_runtime * rt, int device_id,
  * thread's last error (cudaGetLastError). Returns 1 when the error is
  * sticky (a second cudaGetLastError still returns it: the device's context
  * is unusable until the process exits), else 0.
+ *
+ * Since: 0.1
  */
 PF_API int pf_cuda_take_last_error (const pf_cuda_runtime * rt);
 

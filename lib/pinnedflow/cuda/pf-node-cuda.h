@@ -12,7 +12,7 @@
  *
  *   pf_uploader *up;
  *   pf_uploader_config cfg = { 0 };
- *   pf_uploader_new (&cfg, &up, msg, sizeof msg);      // -ENOENT / -ENODEV
+ *   pf_uploader_new (&cfg, &up, NULL, 0);   // -ENOENT / -ENODEV: pf_cuda_runtime_error ()
  *   while (pf_node_consumer_next (c, -1, &f) == 1) {
  *     pf_device_frame *d;
  *     if (pf_node_frame_upload (up, f, -1, &d) < 0) { ... f still yours }
@@ -45,6 +45,8 @@ extern "C" {
  *
  * Returns: 0, -ENOTSUP (several chunks), -EINVAL, or
  * pf_uploader_upload()'s errors; on failure @frame is still the caller's.
+ *
+ * Since: 0.1
  */
 PF_API int pf_node_frame_upload (pf_uploader * up, pf_node_frame * frame,
     int timeout_ms, pf_device_frame ** out);
@@ -54,6 +56,8 @@ PF_API int pf_node_frame_upload (pf_uploader * up, pf_node_frame * frame,
  *
  * Fills @src from @frame (planes from its layout, its segment); the
  * release callback is left NULL. Returns 0, -ENOTSUP, -EINVAL.
+ *
+ * Since: 0.1
  */
 PF_API int pf_node_frame_to_upload_source (const pf_node_frame * frame,
     pf_upload_source * src);
@@ -68,6 +72,8 @@ PF_API int pf_node_frame_to_upload_source (const pf_node_frame * frame,
  * host types, and the answer must not change with unrelated uploads);
  * this is how a consumer that cares learns it, and may then ask for
  * kDLCUDAHost (pf_dlpack_desc_from_frame()).
+ *
+ * Since: 0.1
  */
 PF_API int pf_node_frame_cuda_registered (const pf_node_frame * frame);
 

@@ -52,8 +52,10 @@
 extern "C" {
 #endif
 
+/* Since: 0.1 */
 typedef struct pf_uploader pf_uploader;
 
+/* Since: 0.1 */
 enum pf_uploader_flags {
   /* No release thread: host frames go back in pf_uploader_poll(). */
   PF_UPLOADER_NO_THREAD = 1u << 0,
@@ -63,7 +65,9 @@ enum pf_uploader_flags {
   PF_UPLOADER_NO_BOUNCE = 1u << 1,
 };
 
-/* Zero-initialise, then set what you need. */
+/* Zero-initialise, then set what you need.
+ * Since: 0.1
+ */
 typedef struct {
   int device_id;
   /* cudaStream_t to queue on (the caller keeps it alive longer than the
@@ -81,10 +85,14 @@ typedef struct {
 /* Called once per submitted frame when no copy reads the host memory any
  * more (its event completed, or a copy failed and the stream was
  * synchronised): the host frame may go back to its producer. @status is 0,
- * or the negative errno of a failed wait (the bytes may be incomplete). */
+ * or the negative errno of a failed wait (the bytes may be incomplete).
+ * Since: 0.1
+ */
 typedef void (*pf_upload_release_func) (void *user_data, int status);
 
-/* A host frame: up to PF_MAX_PLANES planes of rows. */
+/* A host frame: up to PF_MAX_PLANES planes of rows.
+ * Since: 0.1
+ */
 typedef struct {
   uint32_t n_planes;
   uint32_t reserved0;
@@ -106,7 +114,9 @@ typedef struct {
   void *done_data;
 } pf_upload_source;
 
-/* Device memory the caller owns, one pointer and pitch per plane. */
+/* Device memory the caller owns, one pointer and pitch per plane.
+ * Since: 0.1
+ */
 typedef struct {
   void *plane_ptr[PF_MAX_PLANES];
   size_t plane_pitch[PF_MAX_PLANES];
@@ -120,7 +130,9 @@ typedef struct {
   void *reserved[2];
 } pf_upload_dest;
 
-/* What one submit did. */
+/* What one submit did.
+ * Since: 0.1
+ */
 typedef struct {
   int staged;                   /* copied through a bounce slot first */
   int registered_now;           /* a segment was registered by this submit */
@@ -150,6 +162,8 @@ typedef struct {
  * engine's stream and on every stream named with
  * pf_device_frame_read_on(). Work on any other stream must have completed
  * before the release.
+ *
+ * Since: 0.1
  */
 typedef struct {
   int device_id;
@@ -175,14 +189,18 @@ typedef struct {
 
 /**
  * pf_uploader_new:
- * @msg: (nullable): receives a one-line reason on failure
+ * @msg: (nullable): deprecated, pass NULL (and @msg_len 0): a copy of
+ *   pf_cuda_runtime_error()'s text on failure
  *
  * Loads the runtime, opens the device (pf_cuda_runtime_open_device()),
  * creates the stream (unless given), the events and the release thread.
  *
  * Returns: 0, -EINVAL, -ENOMEM, or the errors of
  * pf_cuda_runtime_open_device(): -ENOENT "no CUDA runtime", -ENOSYS,
- * -ENODEV "no CUDA device", -EIO.
+ * -ENODEV "no CUDA device", -EIO. There is no uploader to ask then:
+ * pf_cuda_runtime_error() says why (once made, pf_uploader_get_error()).
+ *
+ * Since: 0.1
  */
 PF_API int pf_uploader_new (const pf_uploader_config * config,
     pf_uploader ** out, char *msg, size_t msg_len);
@@ -191,7 +209,9 @@ PF_API int pf_uploader_new (const pf_uploader_config * config,
  * GStreamer element pushes its shared CUcontext. @enter returns what
  * @leave needs. Without hooks: pf_cuda_device_enter/leave. The release
  * thread enters once for its life. @data must stay valid until the engine
- * is gone (pf_uploader_free() and every device frame released). */
+ * is gone (pf_uploader_free() and every device frame released).
+ * Since: 0.1
+ */
 typedef struct {
   int (*enter) (void *data);
   void (*leave) (void *data, int previous);
@@ -203,7 +223,10 @@ typedef struct {
  * @hooks: (nullable): copied
  *
  * pf_uploader_new() with the caller's context switching. The caller has
- * opened the device (only the runtime's table is looked up here).
+ * opened the device (only the runtime's table is looked up here). Errors
+ * as pf_uploader_new().
+ *
+ * Since: 0.1
  */
 PF_API int pf_uploader_new_with_hooks (const pf_uploader_config * config,
     const pf_uploader_hooks * hooks, pf_uploader ** out, char *msg,
@@ -215,6 +238,8 @@ PF_API int pf_uploader_new_with_hooks (const pf_uploader_config * config,
  * Waits for every copy, releases every host frame still held (release
  * callbacks run in this thread), stops the release thread. Device frames
  * still out stay valid; the pool goes with the last of them. NULL ignored.
+ *
+ * Since: 0.1
  */
 PF_API void pf_uploader_free (pf_uploader * up);
 
@@ -230,6 +255,8 @@ PF_API void pf_uploader_free (pf_uploader * up);
  *
  * Returns: 0, -EINVAL (bad plane description), -EIO (a CUDA call failed,
  * or a sticky earlier failure), -ENOMEM.
+ *
+ * Since: 0.1
  */
 PF_API int pf_uploader_submit (pf_uploader * up, const pf_upload_source * src,
     const pf_upload_dest * dest, pf_upload_result * result);
@@ -247,6 +274,8 @@ PF_API int pf_uploader_submit (pf_uploader * up, const pf_upload_source * src,
  *
  * Returns: 0, -ETIMEDOUT (every buffer is out), or pf_uploader_submit()'s
  * errors (-EIO with @result naming the CUDA call, also for cudaMallocPitch).
+ *
+ * Since: 0.1
  */
 PF_API int pf_uploader_upload (pf_uploader * up, const pf_upload_source * src,
     int timeout_ms, pf_device_frame ** out, pf_upload_result * result);
@@ -261,6 +290,8 @@ PF_API int pf_uploader_upload (pf_uploader * up, const pf_upload_source * src,
  * wait) before its copy. Work reading the frame on the engine's stream or
  * on a named stream may still be queued; work on any other stream must
  * have completed. NULL ignored.
+ *
+ * Since: 0.1
  */
 PF_API void pf_device_frame_release (pf_device_frame * frame);
 
@@ -272,6 +303,7 @@ PF_API void pf_device_frame_release (pf_device_frame * frame);
 /* Streams one device frame can name (pf_device_frame_read_on()). */
 #define PF_DEVICE_FRAME_MAX_READERS 8
 
+/* Since: 0.1 */
 enum pf_device_frame_read_flags {
   /* The consumer orders its reads after the copies itself (the CUDA array
    * interface: it synchronises with the frame's stream): the stream is
@@ -305,6 +337,8 @@ enum pf_device_frame_read_flags {
  * Returns: 0, -EINVAL (no frame, or one already released), -ENOSPC
  * (PF_DEVICE_FRAME_MAX_READERS other streams are named already), -EIO (a
  * CUDA call failed, e.g. a stream of another device: not named).
+ *
+ * Since: 0.1
  */
 PF_API int pf_device_frame_read_on (pf_device_frame * frame,
     pf_cuda_stream stream, unsigned int flags);
@@ -316,6 +350,8 @@ PF_API int pf_device_frame_read_on (pf_device_frame * frame,
  * waiting for its event): plane p to @dst + the sum of the sizes of the
  * planes before it, rows packed (plane_row_bytes each). For tests and
  * checks. Returns 0, -ENOSPC (@dst_size too small), -EIO.
+ *
+ * Since: 0.1
  */
 PF_API int pf_device_frame_download (const pf_device_frame * frame,
     void *dst, size_t dst_size);
@@ -328,6 +364,8 @@ PF_API int pf_device_frame_download (const pf_device_frame * frame,
  * Releases the host frames whose copies completed (PF_UPLOADER_NO_THREAD;
  * with a release thread it only waits). Returns how many frames are still
  * in flight, or -EIO after a failed wait.
+ *
+ * Since: 0.1
  */
 PF_API int pf_uploader_poll (pf_uploader * up, int timeout_ms);
 
@@ -336,19 +374,31 @@ PF_API int pf_uploader_poll (pf_uploader * up, int timeout_ms);
  *
  * Waits until no copy is in flight and every host frame went back. Returns
  * 0, or the sticky error (-EIO).
+ *
+ * Since: 0.1
  */
 PF_API int pf_uploader_flush (pf_uploader * up);
 
-/* The stream copies are queued on. */
+/* The stream copies are queued on.
+ * Since: 0.1
+ */
 PF_API pf_cuda_stream pf_uploader_get_stream (pf_uploader * up);
-/* The runtime and device of the engine. */
+/* The runtime and device of the engine.
+ * Since: 0.1
+ */
 PF_API const pf_cuda_runtime *pf_uploader_get_runtime (pf_uploader * up);
+/* Since: 0.1 */
 PF_API int pf_uploader_get_device (pf_uploader * up);
-/* Frames with copies outstanding now. */
+/* Frames with copies outstanding now.
+ * Since: 0.1
+ */
 PF_API unsigned int pf_uploader_get_inflight (pf_uploader * up);
-/* The sticky error's message, or NULL (valid until pf_uploader_free()). */
+/* The sticky error's message, or NULL (valid until pf_uploader_free()).
+ * Since: 0.1
+ */
 PF_API const char *pf_uploader_get_error (pf_uploader * up);
 
+/* Since: 0.1 */
 typedef struct {
   uint64_t frames, bytes;
   uint64_t pinned_copies;       /* frames copied by DMA from a segment */
@@ -369,16 +419,21 @@ typedef struct {
   uint64_t reserved[4];
 } pf_uploader_stats;
 
+/* Since: 0.1 */
 PF_API void pf_uploader_get_stats (pf_uploader * up, pf_uploader_stats * stats);
 
 /* The bounce slots' registration failed (then staged copies are pageable):
- * the reason, or NULL. */
+ * the reason, or NULL.
+ * Since: 0.1
+ */
 PF_API const char *pf_uploader_get_bounce_warning (pf_uploader * up);
 
 /* The registration (a const pf_cuda_registration *, pf-cuda-registration.h)
  * of the current bounce segment, NULL before the first staged frame: to
  * count it, or to say why staged copies are pageable. Valid until the next
- * submit. */
+ * submit.
+ * Since: 0.1
+ */
 PF_API const void *pf_uploader_get_bounce_registration (pf_uploader * up);
 
 #ifdef __cplusplus

@@ -66,6 +66,7 @@ extern "C" {
 #define ARROW_FLAG_NULLABLE 2
 #define ARROW_FLAG_MAP_KEYS_SORTED 4
 
+/* Since: 0.1 */
 struct ArrowSchema {
   /* Array type description */
   const char *format;
@@ -82,6 +83,7 @@ struct ArrowSchema {
   void *private_data;
 };
 
+/* Since: 0.1 */
 struct ArrowArray {
   /* Array data description */
   int64_t length;
@@ -105,6 +107,7 @@ struct ArrowArray {
 #ifndef ARROW_C_DEVICE_DATA_INTERFACE
 #define ARROW_C_DEVICE_DATA_INTERFACE
 
+/* Since: 0.1 */
 typedef int32_t ArrowDeviceType;
 
 #define ARROW_DEVICE_CPU 1
@@ -122,6 +125,7 @@ typedef int32_t ArrowDeviceType;
 #define ARROW_DEVICE_WEBGPU 15
 #define ARROW_DEVICE_HEXAGON 16
 
+/* Since: 0.1 */
 struct ArrowDeviceArray {
   struct ArrowArray array;
   int64_t device_id;
@@ -133,7 +137,9 @@ struct ArrowDeviceArray {
 #endif /* ARROW_C_DEVICE_DATA_INTERFACE */
 
 /* What to export: the bytes, where they are, and the layout for the
- * schema's metadata. */
+ * schema's metadata.
+ * Since: 0.1
+ */
 typedef struct {
   const void *data;             /* first byte (host or device pointer) */
   uint64_t size;                /* bytes: the array's length */
@@ -164,6 +170,8 @@ typedef struct {
  * The description of a received host frame: its bytes and its layout.
  *
  * Returns: 0, or -EINVAL (a frame in several chunks, another device type).
+ *
+ * Since: 0.1
  */
 PF_API int pf_arrow_desc_from_frame (const pf_node_frame * frame,
     ArrowDeviceType device_type, pf_arrow_desc * desc);
@@ -177,6 +185,8 @@ PF_API int pf_arrow_desc_from_frame (const pf_node_frame * frame,
  * frame's event as the sync event.
  *
  * Returns: 0, or -EINVAL.
+ *
+ * Since: 0.1
  */
 PF_API int pf_arrow_desc_from_device_frame (const pf_device_frame * frame,
     pf_arrow_desc * desc);
@@ -194,6 +204,8 @@ PF_API int pf_arrow_desc_from_device_frame (const pf_device_frame * frame,
  * taken.
  *
  * Returns: 0, -EINVAL, -ENOMEM.
+ *
+ * Since: 0.1
  */
 PF_API int pf_arrow_export (const pf_arrow_desc * desc, pf_hold * hold,
     struct ArrowSchema *schema, struct ArrowDeviceArray *array);
@@ -205,6 +217,8 @@ PF_API int pf_arrow_export (const pf_arrow_desc * desc, pf_hold * hold,
  * interface's capsules own them): free them with pf_arrow_schema_free()
  * and pf_arrow_array_free() (an ArrowDeviceArray * is also its ArrowArray
  * *). @schema may be NULL.
+ *
+ * Since: 0.1
  */
 PF_API int pf_arrow_export_new (const pf_arrow_desc * desc, pf_hold * hold,
     struct ArrowSchema **schema, struct ArrowDeviceArray **array);
@@ -214,6 +228,8 @@ PF_API int pf_arrow_export_new (const pf_arrow_desc * desc, pf_hold * hold,
  *
  * Releases @schema if not released (moved) yet, then frees the struct from
  * pf_arrow_export_new(). NULL is ignored.
+ *
+ * Since: 0.1
  */
 PF_API void pf_arrow_schema_free (struct ArrowSchema *schema);
 
@@ -222,6 +238,8 @@ PF_API void pf_arrow_schema_free (struct ArrowSchema *schema);
  *
  * Releases @array if not released (moved) yet, then frees the struct from
  * pf_arrow_export_new() (its ArrowDeviceArray). NULL is ignored.
+ *
+ * Since: 0.1
  */
 PF_API void pf_arrow_array_free (struct ArrowArray *array);
 
@@ -233,13 +251,19 @@ PF_API void pf_arrow_array_free (struct ArrowArray *array);
  * (__arrow_c_array__, __arrow_c_device_array__): releases what the consumer
  * did not move out, frees the struct. As pf_dlpack_capsule_destructor(),
  * it looks the interpreter's capsule functions up in the process.
+ *
+ * Since: 0.1
  */
 PF_API void pf_arrow_schema_capsule_destructor (void *capsule);
 
-/* The same for capsules named "arrow_array" (an ArrowArray *). */
+/* The same for capsules named "arrow_array" (an ArrowArray *).
+ * Since: 0.1
+ */
 PF_API void pf_arrow_array_capsule_destructor (void *capsule);
 
-/* The same for capsules named "arrow_device_array". */
+/* The same for capsules named "arrow_device_array".
+ * Since: 0.1
+ */
 PF_API void pf_arrow_device_array_capsule_destructor (void *capsule);
 
 #ifdef __cplusplus

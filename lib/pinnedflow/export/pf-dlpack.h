@@ -35,20 +35,25 @@
 extern "C" {
 #endif
 
-/* DLDeviceType values used here (the specification's numbers). */
+/* DLDeviceType values used here (the specification's numbers).
+ * Since: 0.1
+ */
 enum pf_dlpack_device {
   PF_DLPACK_CPU = 1,            /* kDLCPU */
   PF_DLPACK_CUDA = 2,           /* kDLCUDA */
   PF_DLPACK_CUDA_HOST = 3,      /* kDLCUDAHost: pinned, registered host memory */
 };
 
-/* DLDataTypeCode values used here. */
+/* DLDataTypeCode values used here.
+ * Since: 0.1
+ */
 enum pf_dlpack_dtype_code {
   PF_DLPACK_INT = 0,
   PF_DLPACK_UINT = 1,
   PF_DLPACK_FLOAT = 2,
 };
 
+/* Since: 0.1 */
 enum pf_dlpack_flags {
   /* Hand out a DLManagedTensorVersioned (DLPack 1.0) instead of the
    * legacy DLManagedTensor. */
@@ -60,7 +65,9 @@ enum pf_dlpack_flags {
 
 #define PF_DLPACK_MAX_DIMS 4
 
-/* What the tensor looks like. Strides count elements, not bytes. */
+/* What the tensor looks like. Strides count elements, not bytes.
+ * Since: 0.1
+ */
 typedef struct {
   void *data;                   /* first element */
   int32_t device_type;          /* enum pf_dlpack_device */
@@ -88,6 +95,8 @@ typedef struct {
  *
  * Returns: 0, or -EINVAL (a frame in several chunks, an unknown device
  * type), -ERANGE (a layout outside the frame).
+ *
+ * Since: 0.1
  */
 PF_API int pf_dlpack_desc_from_frame (const pf_node_frame * frame,
     int32_t device_type, pf_dlpack_desc * desc);
@@ -103,6 +112,8 @@ PF_API int pf_dlpack_desc_from_frame (const pf_node_frame * frame,
  * pitch row.
  *
  * Returns: 0, or -EINVAL.
+ *
+ * Since: 0.1
  */
 PF_API int pf_dlpack_desc_from_device_frame (const pf_device_frame * frame,
     pf_dlpack_desc * desc);
@@ -124,6 +135,8 @@ PF_API int pf_dlpack_desc_from_device_frame (const pf_device_frame * frame,
  *
  * Returns: 0, -EINVAL (stream 0 or below -1, a released frame), -ENOSPC
  * (too many streams named), -EIO (a CUDA call failed).
+ *
+ * Since: 0.1
  */
 PF_API int pf_dlpack_sync_device_frame (const pf_device_frame * frame,
     intptr_t stream);
@@ -137,6 +150,8 @@ PF_API int pf_dlpack_sync_device_frame (const pf_device_frame * frame,
  *   to a consumer or to give back with pf_dlpack_free()
  *
  * Returns: 0, -EINVAL (a bad description, no hold), -ENOMEM.
+ *
+ * Since: 0.1
  */
 PF_API int pf_dlpack_export (const pf_dlpack_desc * desc, pf_hold * hold,
     unsigned int flags, void **out);
@@ -147,6 +162,8 @@ PF_API int pf_dlpack_export (const pf_dlpack_desc * desc, pf_hold * hold,
  *
  * Calls the tensor's deleter: for a tensor that never reached a consumer.
  * NULL is ignored.
+ *
+ * Since: 0.1
  */
 PF_API void pf_dlpack_free (void *tensor, unsigned int flags);
 
@@ -161,6 +178,8 @@ PF_API void pf_dlpack_free (void *tensor, unsigned int flags);
  * the GIL held (capsules die there); the interpreter's PyCapsule_IsValid and
  * PyCapsule_GetPointer are looked up in the process (dlsym, as ctypes'
  * pythonapi does). Outside Python it is never called.
+ *
+ * Since: 0.1
  */
 PF_API void pf_dlpack_capsule_destructor (void *capsule);
 

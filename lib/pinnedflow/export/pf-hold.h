@@ -27,9 +27,12 @@
 extern "C" {
 #endif
 
+/* Since: 0.1 */
 typedef struct pf_hold pf_hold;
 
-/* Gives @data back (its return value, if any, is the caller's to ignore). */
+/* Gives @data back (its return value, if any, is the caller's to ignore).
+ * Since: 0.1
+ */
 typedef void (*pf_hold_release_func) (void *data);
 
 /**
@@ -39,6 +42,8 @@ typedef void (*pf_hold_release_func) (void *data);
  *
  * Returns: a hold with one reference, or NULL (out of memory: @data is then
  * still the caller's, nothing was released).
+ *
+ * Since: 0.1
  */
 PF_API pf_hold *pf_hold_new (void *data, pf_hold_release_func release);
 
@@ -47,6 +52,8 @@ PF_API pf_hold *pf_hold_new (void *data, pf_hold_release_func release);
  *
  * A hold that owns @frame and gives it back with pf_node_frame_release().
  * NULL when out of memory (the frame is then still the caller's).
+ *
+ * Since: 0.1
  */
 PF_API pf_hold *pf_hold_new_node_frame (pf_node_frame * frame);
 
@@ -55,9 +62,12 @@ PF_API pf_hold *pf_hold_new_node_frame (pf_node_frame * frame);
  *
  * A hold that owns @frame (from pf_uploader_upload()) and gives it back to
  * its pool with pf_device_frame_release(). NULL when out of memory.
+ *
+ * Since: 0.1
  */
 PF_API pf_hold *pf_hold_new_device_frame (pf_device_frame * frame);
 
+/* Since: 0.1 */
 PF_API pf_hold *pf_hold_ref (pf_hold * hold);
 
 /**
@@ -65,6 +75,8 @@ PF_API pf_hold *pf_hold_ref (pf_hold * hold);
  *
  * Drops a reference; the last one releases the data and frees the hold.
  * NULL is ignored.
+ *
+ * Since: 0.1
  */
 PF_API void pf_hold_unref (pf_hold * hold);
 
@@ -76,6 +88,8 @@ PF_API void pf_hold_unref (pf_hold * hold);
  * borrows the host frame until its copy completed, like any other
  * borrower. @status is not looked at (a failed copy is reported by the
  * engine).
+ *
+ * Since: 0.1
  */
 PF_API void pf_hold_upload_release (void *hold, int status);
 
@@ -92,6 +106,8 @@ PF_API void pf_hold_upload_release (void *hold, int status);
  *
  * Returns: 0, or pf_uploader_upload()'s and
  * pf_node_frame_to_upload_source()'s errors (then nothing was taken).
+ *
+ * Since: 0.1
  */
 PF_API int pf_hold_upload_node_frame (pf_uploader * up, pf_hold * hold,
     int timeout_ms, pf_device_frame ** out);
@@ -100,6 +116,8 @@ PF_API int pf_hold_upload_node_frame (pf_uploader * up, pf_hold * hold,
  * pf_hold_get_data:
  *
  * Returns: the data the hold owns (valid while a reference is held).
+ *
+ * Since: 0.1
  */
 PF_API void *pf_hold_get_data (const pf_hold * hold);
 
@@ -107,6 +125,8 @@ PF_API void *pf_hold_get_data (const pf_hold * hold);
  * pf_hold_get_refcount:
  *
  * Returns: the references now held (for tests and leak checks).
+ *
+ * Since: 0.1
  */
 PF_API int pf_hold_get_refcount (const pf_hold * hold);
 
@@ -115,6 +135,8 @@ PF_API int pf_hold_get_refcount (const pf_hold * hold);
  *
  * Returns: how many holds exist in this process (for tests: 0 once every
  * borrower of every frame is gone).
+ *
+ * Since: 0.1
  */
 PF_API int pf_hold_count_live (void);
 

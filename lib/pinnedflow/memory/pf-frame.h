@@ -14,8 +14,9 @@
  *    producer's seq, caps_seq and send_time.
  *
  * Neither is the wire struct (struct pf_msg_frame in pf-wire-private.h, which is
- * internal): pf-producer.c and pf-consumer.c convert, so the wire layout can
- * change without changing this API. The node API (pf-node.h) has its own,
+ * internal): the wire layer converts (pf_msg_frame_encode() and
+ * pf_msg_frame_decode(), wire/pf-protocol.c), so the wire layout can change
+ * without changing this API. The node API (pf-node.h) has its own,
  * richer frame types (pf_node_loan to publish, pf_node_frame received).
  *
  * Lifecycle: plain values, owned by whoever declared them; nothing to free.
@@ -37,20 +38,26 @@ extern "C" {
 #define PF_MAX_CAPS_LEN 4096    /* caps string bytes, NUL excluded */
 #define PF_TIME_NONE UINT64_MAX /* GST_CLOCK_TIME_NONE */
 
-/* pf_producer_frame.meta_flags, pf_consumer_frame.meta_flags */
+/* pf_producer_frame.meta_flags, pf_consumer_frame.meta_flags
+ * Since: 0.1
+ */
 enum pf_frame_meta_flags {
   PF_FRAME_HAS_VIDEO_META = 1u << 0,    /* width .. plane_stride are set */
 };
 
 /* Bytes [offset, offset + size) of the segment whose pf_segment_get_id()
- * is segment_id (on the consumer: the producer's id). */
+ * is segment_id (on the consumer: the producer's id).
+ * Since: 0.1
+ */
 typedef struct {
   uint64_t segment_id;
   uint64_t offset;
   uint64_t size;
 } pf_frame_chunk;
 
-/* A frame to publish (pf_producer_publish()). Zero it, then set: */
+/* A frame to publish (pf_producer_publish()). Zero it, then set:
+ * Since: 0.1
+ */
 typedef struct {
   uint32_t n_chunks;            /* 1..PF_MAX_CHUNKS */
   uint32_t buffer_flags;        /* GstBufferFlags bits (see protocol.md) */
@@ -64,7 +71,9 @@ typedef struct {
   int32_t plane_stride[PF_MAX_PLANES];
 } pf_producer_frame;
 
-/* A received frame (pf_event.frame): what the producer published ... */
+/* A received frame (pf_event.frame): what the producer published ...
+ * Since: 0.1
+ */
 typedef struct {
   uint64_t seq;                 /* the producer's frame number, increasing */
   uint32_t caps_seq;            /* the caps (PF_EVENT_CAPS) it belongs to */
@@ -81,7 +90,9 @@ typedef struct {
   int32_t plane_stride[PF_MAX_PLANES];
 } pf_consumer_frame;
 
-/* Delivery policy of one consumer (docs/protocol.md, "Delivery"). */
+/* Delivery policy of one consumer (docs/protocol.md, "Delivery").
+ * Since: 0.1
+ */
 enum pf_delivery {
   /* Asked by a consumer: whatever the producer's liveness gives (live:
    * newest frame, not live: every frame). Never in force. */
@@ -95,7 +106,9 @@ enum pf_delivery {
   PF_DELIVERY_NEWEST_FRAME = 2,
 };
 
-/* pf_stream_info.flags */
+/* pf_stream_info.flags
+ * Since: 0.1
+ */
 enum pf_stream_flags {
   PF_STREAM_LIVE = 1u << 0,     /* the producer's upstream is live */
   PF_STREAM_HAS_SEGMENT = 1u << 1,      /* segment is set */
@@ -105,7 +118,9 @@ enum pf_stream_flags {
 };
 
 /* The producer's segment (a GstSegment's fields), for non-live streams
- * whose timestamps keep their meaning across the hop. */
+ * whose timestamps keep their meaning across the hop.
+ * Since: 0.1
+ */
 typedef struct {
   uint32_t format;              /* GstFormat (3: TIME), not 0 */
   uint32_t flags;               /* GstSegmentFlags */
@@ -113,7 +128,9 @@ typedef struct {
   uint64_t base, offset, start, stop, time, position, duration;
 } pf_stream_segment;
 
-/* What a producer says of its stream and of one consumer's delivery. */
+/* What a producer says of its stream and of one consumer's delivery.
+ * Since: 0.1
+ */
 typedef struct {
   uint32_t flags;               /* enum pf_stream_flags */
   uint32_t delivery;            /* enum pf_delivery in force: 1 or 2 */
@@ -125,6 +142,8 @@ typedef struct {
  *
  * CLOCK_MONOTONIC in ns (the clock of GstSystemClock on Linux): the time
  * base of clock_pts and send_time.
+ *
+ * Since: 0.1
  */
 PF_API uint64_t pf_monotonic_ns (void);
 

@@ -36,9 +36,12 @@
 extern "C" {
 #endif
 
+/* Since: 0.1 */
 typedef struct pf_pool pf_pool;
 
-/* A loaned slot (a plain value filled by pf_pool_loan()). */
+/* A loaned slot (a plain value filled by pf_pool_loan()).
+ * Since: 0.1
+ */
 typedef struct {
   uint32_t index;               /* slot number, < n_slots */
   uint32_t reserved;
@@ -48,7 +51,9 @@ typedef struct {
   uint64_t size;                /* slot_stride */
 } pf_pool_slot;
 
-/* Counters (pf_pool_get_stats()), read together under the pool's lock. */
+/* Counters (pf_pool_get_stats()), read together under the pool's lock.
+ * Since: 0.1
+ */
 typedef struct {
   uint32_t n_slots;
   uint32_t n_free;              /* slots no one holds */
@@ -68,6 +73,8 @@ typedef struct {
  * @stride: (out): @size rounded up to a page
  *
  * Returns: 0, -EINVAL or -EOVERFLOW.
+ *
+ * Since: 0.1
  */
 PF_API int pf_pool_slot_stride (uint64_t size, uint64_t * stride);
 
@@ -78,11 +85,15 @@ PF_API int pf_pool_slot_stride (uint64_t size, uint64_t * stride);
  * @n_slots: >= 1, with @n_slots * @slot_stride <= the segment's size
  *
  * A pool whose every slot is free. Returns 0, -EINVAL, -ENOMEM.
+ *
+ * Since: 0.1
  */
 PF_API int pf_pool_new (pf_segment * seg, uint64_t slot_stride,
     uint32_t n_slots, pf_pool ** out);
 
+/* Since: 0.1 */
 PF_API pf_pool *pf_pool_ref (pf_pool * pool);
+/* Since: 0.1 */
 PF_API void pf_pool_unref (pf_pool * pool);
 
 /**
@@ -94,6 +105,8 @@ PF_API void pf_pool_unref (pf_pool * pool);
  * Free slots are taken round robin, so successive loans rotate through the
  * segment. Returns 0, -EAGAIN, -ETIMEDOUT, or -ECANCELED (flushing, now or
  * while waiting).
+ *
+ * Since: 0.1
  */
 PF_API int pf_pool_loan (pf_pool * pool, int timeout_ms, pf_pool_slot * slot);
 
@@ -102,6 +115,8 @@ PF_API int pf_pool_loan (pf_pool * pool, int timeout_ms, pf_pool_slot * slot);
  *
  * One more holder of a slot that is out. Returns 0 or -EINVAL (free slot,
  * bad index).
+ *
+ * Since: 0.1
  */
 PF_API int pf_pool_hold (pf_pool * pool, uint32_t index);
 
@@ -110,6 +125,8 @@ PF_API int pf_pool_hold (pf_pool * pool, uint32_t index);
  *
  * One holder fewer; the last one returns the slot to the pool (its ticket
  * dies) and wakes the waiters. Returns 0 or -EINVAL (free slot, bad index).
+ *
+ * Since: 0.1
  */
 PF_API int pf_pool_return (pf_pool * pool, uint32_t index);
 
@@ -119,6 +136,8 @@ PF_API int pf_pool_return (pf_pool * pool, uint32_t index);
  * Spends the ticket @id of slot @index: 0 the first time for the current
  * loan of that slot, -EINVAL otherwise (spent, stale, never loaned). The
  * holders do not change: whoever redeemed now owns the loan's hold.
+ *
+ * Since: 0.1
  */
 PF_API int pf_pool_redeem (pf_pool * pool, uint32_t index, uint64_t id);
 
@@ -128,6 +147,8 @@ PF_API int pf_pool_redeem (pf_pool * pool, uint32_t index, uint64_t id);
  * While set, loans fail with -ECANCELED and every waiter (pf_pool_loan(),
  * pf_pool_wait_idle(), pf_pool_wait_change()) wakes and fails the same
  * way. A new pool is not flushing.
+ *
+ * Since: 0.1
  */
 PF_API void pf_pool_set_flushing (pf_pool * pool, int flushing);
 
@@ -138,6 +159,8 @@ PF_API void pf_pool_set_flushing (pf_pool * pool, int flushing);
  * Waits until every slot whose ticket was redeemed came back (loans not yet
  * redeemed are the loaner's own and not waited for). Returns 0, -ETIMEDOUT
  * or -ECANCELED.
+ *
+ * Since: 0.1
  */
 PF_API int pf_pool_wait_idle (pf_pool * pool, int timeout_ms);
 
@@ -149,6 +172,8 @@ PF_API int pf_pool_wait_idle (pf_pool * pool, int timeout_ms);
  * buffers) and must wait for either a slot or a cached one. Read it before
  * trying, then pf_pool_wait_change() with the value read: nothing that
  * happens after the read is missed.
+ *
+ * Since: 0.1
  */
 PF_API uint32_t pf_pool_get_change (pf_pool * pool);
 
@@ -157,6 +182,8 @@ PF_API uint32_t pf_pool_get_change (pf_pool * pool);
  *
  * Bumps the change counter and wakes pf_pool_wait_change(). Lock-free (two
  * atomics) when nobody waits.
+ *
+ * Since: 0.1
  */
 PF_API void pf_pool_notify (pf_pool * pool);
 
@@ -165,16 +192,24 @@ PF_API void pf_pool_notify (pf_pool * pool);
  *
  * Waits until the change counter differs from @change. Returns 0,
  * -ETIMEDOUT, or -ECANCELED (flushing).
+ *
+ * Since: 0.1
  */
 PF_API int pf_pool_wait_change (pf_pool * pool, uint32_t change,
     int timeout_ms);
 
-/* Geometry; fixed for the pool's life. */
+/* Geometry; fixed for the pool's life.
+ * Since: 0.1
+ */
 PF_API uint32_t pf_pool_get_n_slots (pf_pool * pool);
+/* Since: 0.1 */
 PF_API uint64_t pf_pool_get_slot_stride (pf_pool * pool);
-/* The segment (no reference added). */
+/* The segment (no reference added).
+ * Since: 0.1
+ */
 PF_API pf_segment *pf_pool_get_segment (pf_pool * pool);
 
+/* Since: 0.1 */
 PF_API void pf_pool_get_stats (pf_pool * pool, pf_pool_stats * stats);
 
 #ifdef __cplusplus

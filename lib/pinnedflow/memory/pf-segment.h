@@ -27,9 +27,12 @@
 extern "C" {
 #endif
 
+/* Since: 0.1 */
 typedef struct pf_segment pf_segment;
 
-/* Creation flags (pf_segment_new()). */
+/* Creation flags (pf_segment_new()).
+ * Since: 0.1
+ */
 enum pf_segment_flags {
   /* Try MFD_HUGETLB; fall back to normal pages when the system has none. */
   PF_SEGMENT_FLAG_HUGEPAGES = 1u << 0,
@@ -42,7 +45,9 @@ enum pf_segment_flags {
 
 /* Import flags (pf_segment_import()). An import maps lazily: a page
  * costs this process memory only once something touches it, so a large
- * sparse file announced by a peer commits nothing. */
+ * sparse file announced by a peer commits nothing.
+ * Since: 0.1
+ */
 enum pf_segment_import_flags {
   PF_SEGMENT_IMPORT_READONLY = 0,
   PF_SEGMENT_IMPORT_WRITABLE = 1u << 0,
@@ -54,7 +59,9 @@ enum pf_segment_import_flags {
   PF_SEGMENT_IMPORT_LOCK = 1u << 2,
 };
 
-/* What a segment actually got (pf_segment_get_state()). */
+/* What a segment actually got (pf_segment_get_state()).
+ * Since: 0.1
+ */
 enum pf_segment_state {
   PF_SEGMENT_STATE_HUGEPAGES = 1u << 0,  /* backed by huge pages */
   PF_SEGMENT_STATE_LOCKED = 1u << 1,     /* mlock() succeeded */
@@ -78,6 +85,8 @@ enum pf_segment_state {
  *
  * Returns: 0, or -EINVAL (size 0 or too large), -ENOMEM, or the errno of
  * the failing system call.
+ *
+ * Since: 0.1
  */
 PF_API int pf_segment_new (const char *name, uint64_t size, unsigned int flags,
     pf_segment ** out);
@@ -103,6 +112,8 @@ PF_API int pf_segment_new (const char *name, uint64_t size, unsigned int flags,
  *  -ERANGE: the file is smaller than @size;
  *  -EACCES: a writable import of a write-sealed file;
  *  or the errno of mmap().
+ *
+ * Since: 0.1
  */
 PF_API int pf_segment_import (int fd, uint64_t size, unsigned int flags,
     pf_segment ** out);
@@ -111,6 +122,8 @@ PF_API int pf_segment_import (int fd, uint64_t size, unsigned int flags,
  * pf_segment_import_strerror:
  *
  * A one-line explanation of a pf_segment_import() error code.
+ *
+ * Since: 0.1
  */
 PF_API const char *pf_segment_import_strerror (int err);
 
@@ -118,6 +131,8 @@ PF_API const char *pf_segment_import_strerror (int err);
  * pf_segment_ref:
  *
  * Returns: @seg, with one more reference.
+ *
+ * Since: 0.1
  */
 PF_API pf_segment *pf_segment_ref (pf_segment * seg);
 /**
@@ -125,6 +140,8 @@ PF_API pf_segment *pf_segment_ref (pf_segment * seg);
  *
  * When the last reference goes: attached data is destroyed (in reverse
  * order of attachment), then munlock/munmap, then close(fd).
+ *
+ * Since: 0.1
  */
 PF_API void pf_segment_unref (pf_segment * seg);
 
@@ -133,12 +150,16 @@ PF_API void pf_segment_unref (pf_segment * seg);
  *
  * Process-unique, never reused, never 0. For imported segments this is a
  * local id; the peer's id for it is the wire id, kept by the transport.
+ *
+ * Since: 0.1
  */
 PF_API uint64_t pf_segment_get_id (const pf_segment * seg);
 /**
  * pf_segment_get_fd:
  *
  * Returns: the memfd, owned by the segment (dup() it to keep it).
+ *
+ * Since: 0.1
  */
 PF_API int pf_segment_get_fd (const pf_segment * seg);
 /**
@@ -146,12 +167,16 @@ PF_API int pf_segment_get_fd (const pf_segment * seg);
  *
  * Returns: the mapped size in bytes (page or huge-page multiple for created
  * segments; the claimed size for imported ones).
+ *
+ * Since: 0.1
  */
 PF_API uint64_t pf_segment_get_size (const pf_segment * seg);
 /**
  * pf_segment_get_base:
  *
  * Returns: the start of the segment's one mapping.
+ *
+ * Since: 0.1
  */
 PF_API void *pf_segment_get_base (const pf_segment * seg);
 /**
@@ -159,12 +184,16 @@ PF_API void *pf_segment_get_base (const pf_segment * seg);
  *
  * Returns: #pf_segment_state bits: what the segment got (huge pages, lock,
  * read-only, write-sealed) and what was asked but refused.
+ *
+ * Since: 0.1
  */
 PF_API unsigned int pf_segment_get_state (const pf_segment * seg);
 /**
  * pf_segment_get_refcount:
  *
  * Returns: the current reference count (for tests and debugging).
+ *
+ * Since: 0.1
  */
 PF_API int pf_segment_get_refcount (const pf_segment * seg);
 
@@ -173,10 +202,13 @@ PF_API int pf_segment_get_refcount (const pf_segment * seg);
  *
  * TRUE when [offset, offset + size) lies inside the segment
  * (overflow-safe).
+ *
+ * Since: 0.1
  */
 PF_API int pf_segment_contains (const pf_segment * seg, uint64_t offset,
     uint64_t size);
 
+/* Since: 0.1 */
 typedef void (*pf_destroy_notify) (void *data);
 
 /**
@@ -188,6 +220,8 @@ typedef void (*pf_destroy_notify) (void *data);
  * @destroy), or when pf_segment_detach() is called.
  *
  * Returns: 0, or -EEXIST if @key is already attached.
+ *
+ * Since: 0.1
  */
 PF_API int pf_segment_attach (pf_segment * seg, const void *key, void *data,
     pf_destroy_notify destroy);
@@ -195,6 +229,8 @@ PF_API int pf_segment_attach (pf_segment * seg, const void *key, void *data,
  * pf_segment_get_attached:
  *
  * Returns: the data attached under @key, or NULL.
+ *
+ * Since: 0.1
  */
 PF_API void *pf_segment_get_attached (pf_segment * seg, const void *key);
 
@@ -202,6 +238,8 @@ PF_API void *pf_segment_get_attached (pf_segment * seg, const void *key);
  * pf_segment_detach:
  *
  * Removes @key, running its destroy notify. Returns 0 or -ENOENT.
+ *
+ * Since: 0.1
  */
 PF_API int pf_segment_detach (pf_segment * seg, const void *key);
 
@@ -213,6 +251,8 @@ PF_API int pf_segment_detach (pf_segment * seg, const void *key);
  * Returns the data under @key, creating it at most once however many
  * threads ask (the "register once per segment per process" primitive).
  * Returns NULL with *@err set when @create failed.
+ *
+ * Since: 0.1
  */
 PF_API void *pf_segment_attach_once (pf_segment * seg, const void *key,
     void *(*create) (pf_segment * seg, void *user_data, int *err),
@@ -223,6 +263,8 @@ PF_API void *pf_segment_attach_once (pf_segment * seg, const void *key,
  *
  * Returns: the system page size (created segments are a multiple of it, or
  * of the huge page size when backed by huge pages).
+ *
+ * Since: 0.1
  */
 PF_API size_t pf_page_size (void);
 
@@ -230,6 +272,8 @@ PF_API size_t pf_page_size (void);
  * pf_segment_count_live:
  *
  * Number of live segments in this process (tests use it to find leaks).
+ *
+ * Since: 0.1
  */
 PF_API int pf_segment_count_live (void);
 

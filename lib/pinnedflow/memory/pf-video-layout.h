@@ -24,7 +24,9 @@
 extern "C" {
 #endif
 
-/* The memory layout of one video frame (a plain value type). */
+/* The memory layout of one video frame (a plain value type).
+ * Since: 0.1
+ */
 typedef struct {
   uint32_t width, height, n_planes;
   uint64_t size;                /* bytes, all planes */
@@ -46,6 +48,8 @@ typedef struct {
  *
  * Returns: 0, -EINVAL (bad size or alignment), -ENOTSUP (unknown format),
  * -EOVERFLOW.
+ *
+ * Since: 0.1
  */
 PF_API int pf_node_video_layout_compute (const char *format, uint32_t width,
     uint32_t height, uint32_t stride_align, pf_node_video_layout * layout);

@@ -24,7 +24,9 @@ extern "C" {
 #define PF_NODE_FORMAT_LEN 16
 
 /* What a raw-video caps string says (pf_node_caps_parse()); a plain value
- * type. */
+ * type.
+ * Since: 0.1
+ */
 typedef struct {
   char media_type[32];          /* "video/x-raw", or whatever the caps say */
   char format[PF_NODE_FORMAT_LEN];      /* "RGBA", "I420", ... or "" */
@@ -38,6 +40,8 @@ typedef struct {
  * Parses "video/x-raw, format=(string)RGBA, width=(int)64, ..." (the text
  * gst_caps_to_string() writes; typed or untyped fields). Returns 0 or
  * -EINVAL (empty or unparsable media type). Missing fields stay 0.
+ *
+ * Since: 0.1
  */
 PF_API int pf_node_caps_parse (const char *caps, pf_node_caps_info * info);
 
@@ -46,6 +50,8 @@ PF_API int pf_node_caps_parse (const char *caps, pf_node_caps_info * info);
  *
  * Writes "video/x-raw, format=(string)F, width=(int)W, height=(int)H,
  * framerate=(fraction)N/D" into @buf. Returns the length, or -ENOSPC.
+ *
+ * Since: 0.1
  */
 PF_API int pf_node_video_caps (char *buf, size_t len, const char *format,
     uint32_t width, uint32_t height, int32_t fps_n, int32_t fps_d);

@@ -64,6 +64,8 @@ extern "C" {
  * pf_node_strerror:
  *
  * A description of a negative errno returned by this library.
+ *
+ * Since: 0.1
  */
 PF_API const char *pf_node_strerror (int err);
 
@@ -71,8 +73,10 @@ PF_API const char *pf_node_strerror (int err);
 /* Producer                                                                  */
 /* ------------------------------------------------------------------------ */
 
+/* Since: 0.1 */
 typedef struct pf_node_producer pf_node_producer;
 
+/* Since: 0.1 */
 enum pf_node_producer_flags {
   /* Do not try mlock() on the pool (it is tried by default, falling back
    * silently when RLIMIT_MEMLOCK refuses). */
@@ -81,6 +85,7 @@ enum pf_node_producer_flags {
   PF_NODE_PRODUCER_HUGEPAGES = 1u << 1,
 };
 
+/* Since: 0.1 */
 typedef struct {
   const char *socket_path;      /* required */
   unsigned int perms;           /* socket file mode; 0 means 0600 */
@@ -97,7 +102,9 @@ typedef struct {
 } pf_node_producer_config;
 
 /* A loaned slot. The application writes data[0, size) and may set the
- * timestamps; pf_node_producer_publish() sends it. */
+ * timestamps; pf_node_producer_publish() sends it.
+ * Since: 0.1
+ */
 typedef struct {
   void *data;                   /* first byte of the slot, page-aligned */
   uint64_t size;                /* bytes the frame occupies (<= capacity) */
@@ -124,6 +131,8 @@ typedef struct {
  * Creates the pool segment (pf_segment_new with LOCK | SEAL_WRITERS) and a
  * listening pf_producer. Returns 0 or -errno; -EADDRINUSE when another
  * producer is live on the path.
+ *
+ * Since: 0.1
  */
 PF_API int pf_node_producer_new (const pf_node_producer_config * config,
     pf_node_producer ** out);
@@ -133,6 +142,8 @@ PF_API int pf_node_producer_new (const pf_node_producer_config * config,
  *
  * Closes the producer (consumers see a hang-up; call send_eos() first for a
  * clean end), then frees it. Loans not published are lost with it.
+ *
+ * Since: 0.1
  */
 PF_API void pf_node_producer_free (pf_node_producer * p);
 
@@ -140,6 +151,8 @@ PF_API void pf_node_producer_free (pf_node_producer * p);
  * pf_node_producer_set_caps:
  *
  * Caps of later frames; sent to consumers now and on connect.
+ *
+ * Since: 0.1
  */
 PF_API int pf_node_producer_set_caps (pf_node_producer * p, const char *caps);
 
@@ -149,6 +162,8 @@ PF_API int pf_node_producer_set_caps (pf_node_producer * p, const char *caps);
  * set_caps() with pf_node_video_caps(); also remembers the layout so that
  * pf_node_producer_loan_video() needs no arguments. -EMSGSIZE when one
  * frame does not fit in a slot.
+ *
+ * Since: 0.1
  */
 PF_API int pf_node_producer_set_video (pf_node_producer * p, const char *format,
     uint32_t width, uint32_t height, int32_t fps_n, int32_t fps_d);
@@ -163,6 +178,8 @@ PF_API int pf_node_producer_set_video (pf_node_producer * p, const char *format,
  * timeout (pf_node_producer_set_reliable_timeout()) are disconnected, which
  * gives their slots back: consumers that stop releasing cannot stall the
  * producer for ever.
+ *
+ * Since: 0.1
  */
 PF_API int pf_node_producer_loan (pf_node_producer * p, int timeout_ms,
     pf_node_loan * loan);
@@ -173,6 +190,8 @@ PF_API int pf_node_producer_loan (pf_node_producer * p, int timeout_ms,
  * Loans a slot laid out for the video set with set_video() (strides and
  * plane offsets in loan->layout, size = layout size). -EINVAL if no video
  * was set.
+ *
+ * Since: 0.1
  */
 PF_API int pf_node_producer_loan_video (pf_node_producer * p, int timeout_ms,
     pf_node_loan * loan);
@@ -189,6 +208,8 @@ PF_API int pf_node_producer_loan_video (pf_node_producer * p, int timeout_ms,
  *
  * Returns: the number of consumers that got the frame (0 included), or
  * -EINVAL (not a current loan, size > capacity), or the transport's error.
+ *
+ * Since: 0.1
  */
 PF_API int pf_node_producer_publish (pf_node_producer * p, pf_node_loan * loan);
 
@@ -196,6 +217,8 @@ PF_API int pf_node_producer_publish (pf_node_producer * p, pf_node_loan * loan);
  * pf_node_producer_discard:
  *
  * Returns a loan to the pool without publishing it.
+ *
+ * Since: 0.1
  */
 PF_API int pf_node_producer_discard (pf_node_producer * p, pf_node_loan * loan);
 
@@ -203,6 +226,8 @@ PF_API int pf_node_producer_discard (pf_node_producer * p, pf_node_loan * loan);
  * pf_node_producer_send_eos:
  *
  * Sends EOS to every consumer.
+ *
+ * Since: 0.1
  */
 PF_API int pf_node_producer_send_eos (pf_node_producer * p);
 
@@ -211,6 +236,8 @@ PF_API int pf_node_producer_send_eos (pf_node_producer * p);
  *
  * Waits until every published slot came back (all consumers released or
  * left). 0, or -ETIMEDOUT.
+ *
+ * Since: 0.1
  */
 PF_API int pf_node_producer_wait_idle (pf_node_producer * p, int timeout_ms);
 
@@ -219,6 +246,8 @@ PF_API int pf_node_producer_wait_idle (pf_node_producer * p, int timeout_ms);
  *
  * Waits until at least @n_clients consumers are connected (a camera that
  * must not lose its first frames). 0, or -ETIMEDOUT.
+ *
+ * Since: 0.1
  */
 PF_API int pf_node_producer_wait_clients (pf_node_producer * p,
     unsigned int n_clients, int timeout_ms);
@@ -230,6 +259,8 @@ PF_API int pf_node_producer_wait_clients (pf_node_producer * p,
  * consumers that ask for no delivery of their own get newest frame from a
  * live producer, every frame from one that is not (the default, until this
  * is called). pf_producer_set_live().
+ *
+ * Since: 0.1
  */
 PF_API int pf_node_producer_set_live (pf_node_producer * p, int live);
 
@@ -240,6 +271,8 @@ PF_API int pf_node_producer_set_live (pf_node_producer * p, int live);
  * (0: 5000 ms, -1: no bound) and what then happens to it (enum
  * pf_reliable_action: demoted to newest frame, the default, or
  * disconnected). pf_producer_set_reliable_timeout().
+ *
+ * Since: 0.1
  */
 PF_API int pf_node_producer_set_reliable_timeout (pf_node_producer * p,
     int timeout_ms, int action);
@@ -248,30 +281,40 @@ PF_API int pf_node_producer_set_reliable_timeout (pf_node_producer * p,
  * pf_node_producer_get_n_slots:
  *
  * Returns: the number of slots in the pool.
+ *
+ * Since: 0.1
  */
 PF_API unsigned int pf_node_producer_get_n_slots (pf_node_producer * p);
 /**
  * pf_node_producer_get_free_slots:
  *
  * Slots neither loaned nor held by a consumer.
+ *
+ * Since: 0.1
  */
 PF_API unsigned int pf_node_producer_get_free_slots (pf_node_producer * p);
 /**
  * pf_node_producer_get_n_clients:
  *
  * Returns: the number of connected consumers.
+ *
+ * Since: 0.1
  */
 PF_API unsigned int pf_node_producer_get_n_clients (pf_node_producer * p);
 /**
  * pf_node_producer_get_segment:
  *
  * The pool segment (no reference added).
+ *
+ * Since: 0.1
  */
 PF_API pf_segment *pf_node_producer_get_segment (pf_node_producer * p);
 /**
  * pf_node_producer_get_transport:
  *
  * The transport object, for stats (no reference added).
+ *
+ * Since: 0.1
  */
 PF_API pf_producer *pf_node_producer_get_transport (pf_node_producer * p);
 
@@ -279,10 +322,13 @@ PF_API pf_producer *pf_node_producer_get_transport (pf_node_producer * p);
 /* Consumer                                                                  */
 /* ------------------------------------------------------------------------ */
 
+/* Since: 0.1 */
 typedef struct pf_node_consumer pf_node_consumer;
 
 /* One received frame; read-only for the application. Valid until
- * pf_node_frame_release(). */
+ * pf_node_frame_release().
+ * Since: 0.1
+ */
 typedef struct {
   uint64_t seq;                 /* producer's frame number */
   /* The frame bytes: contiguous when n_chunks == 1 (always for frames from
@@ -331,6 +377,8 @@ typedef struct {
  * Returns: 0, -ETIMEDOUT (nobody listening), -ETIME (a peer accepted but
  * sent no HELLO in time), or the transport's error
  * (pf_consumer_connect_error() says which).
+ *
+ * Since: 0.1
  */
 PF_API int pf_node_consumer_new (const char *socket_path, int timeout_ms,
     pf_node_consumer ** out);
@@ -344,6 +392,8 @@ PF_API int pf_node_consumer_new (const char *socket_path, int timeout_ms,
  *   producer's: newest frame when it is live, every frame when not)
  *
  * pf_node_consumer_new() with a delivery request. -EINVAL for another value.
+ *
+ * Since: 0.1
  */
 PF_API int pf_node_consumer_new_with (const char *socket_path, int timeout_ms,
     uint32_t delivery, pf_node_consumer ** out);
@@ -364,6 +414,8 @@ PF_API int pf_node_consumer_new_with (const char *socket_path, int timeout_ms,
  * naming the bytes and the budget. The defaults apply without this call.
  *
  * Returns: 0, or -EINVAL (unknown flag).
+ *
+ * Since: 0.1
  */
 PF_API int pf_node_consumer_set_budget (pf_node_consumer * c,
     uint64_t max_bytes, uint32_t max_segments, uint32_t flags);
@@ -373,6 +425,8 @@ PF_API int pf_node_consumer_set_budget (pf_node_consumer * c,
  *
  * Drops the application's handle. Frames not yet released stay valid; the
  * connection closes when the last of them is released.
+ *
+ * Since: 0.1
  */
 PF_API void pf_node_consumer_free (pf_node_consumer * c);
 
@@ -381,6 +435,8 @@ PF_API void pf_node_consumer_free (pf_node_consumer * c);
  *
  * Poll it for POLLIN, then call pf_node_consumer_next() with timeout 0
  * until it returns 0.
+ *
+ * Since: 0.1
  */
 PF_API int pf_node_consumer_get_fd (pf_node_consumer * c);
 
@@ -401,6 +457,8 @@ PF_API int pf_node_consumer_get_fd (pf_node_consumer * c);
  * -EPROTO (the producer broke the protocol), -EDQUOT (its segments exceed
  * the budget, pf_node_consumer_set_budget()); pf_node_consumer_get_error()
  * says what happened.
+ *
+ * Since: 0.1
  */
 PF_API int pf_node_consumer_next (pf_node_consumer * c, int timeout_ms,
     pf_node_frame ** frame);
@@ -411,6 +469,8 @@ PF_API int pf_node_consumer_next (pf_node_consumer * c, int timeout_ms,
  * Releases the frame (the producer gets its slot back once every consumer
  * released it) and frees it. NULL is ignored. Returns 0 or -errno (-EPIPE:
  * the producer is gone; the frame is freed anyway).
+ *
+ * Since: 0.1
  */
 PF_API int pf_node_frame_release (pf_node_frame * frame);
 
@@ -418,24 +478,32 @@ PF_API int pf_node_frame_release (pf_node_frame * frame);
  * pf_node_consumer_get_caps:
  *
  * The latest caps received, or NULL (valid until the next call of next()).
+ *
+ * Since: 0.1
  */
 PF_API const char *pf_node_consumer_get_caps (pf_node_consumer * c);
 /**
  * pf_node_consumer_get_held:
  *
  * Returns: how many frames this consumer holds (received, not released).
+ *
+ * Since: 0.1
  */
 PF_API unsigned int pf_node_consumer_get_held (pf_node_consumer * c);
 /**
  * pf_node_consumer_get_max_held:
  *
  * Returns: the limit the producer announced (frames one consumer may hold).
+ *
+ * Since: 0.1
  */
 PF_API uint32_t pf_node_consumer_get_max_held (pf_node_consumer * c);
 /**
  * pf_node_consumer_get_error:
  *
  * Returns: a readable reason for the last failure ("" if none).
+ *
+ * Since: 0.1
  */
 PF_API const char *pf_node_consumer_get_error (pf_node_consumer * c);
 /**
@@ -444,6 +512,8 @@ PF_API const char *pf_node_consumer_get_error (pf_node_consumer * c);
  * Returns: the delivery in force (enum pf_delivery, 1 or 2; 0 until the
  * producer said, on the first next()). A demoted every-frame consumer
  * reads PF_DELIVERY_NEWEST_FRAME.
+ *
+ * Since: 0.1
  */
 PF_API uint32_t pf_node_consumer_get_delivery (pf_node_consumer * c);
 /**
@@ -451,6 +521,8 @@ PF_API uint32_t pf_node_consumer_get_delivery (pf_node_consumer * c);
  *
  * The producer's liveness, segment and this consumer's delivery
  * (pf_consumer_get_stream()).
+ *
+ * Since: 0.1
  */
 PF_API void pf_node_consumer_get_stream (pf_node_consumer * c,
     pf_stream_info * info);
@@ -459,6 +531,8 @@ PF_API void pf_node_consumer_get_stream (pf_node_consumer * c,
  *
  * Frames received, stale frames dropped here, frames the producer skipped
  * (pf_consumer_get_stats()).
+ *
+ * Since: 0.1
  */
 PF_API void pf_node_consumer_get_stats (pf_node_consumer * c,
     pf_consumer_stats * stats);
@@ -467,6 +541,8 @@ PF_API void pf_node_consumer_get_stats (pf_node_consumer * c,
  * pf_node_consumer_get_transport:
  *
  * The transport object (no reference added).
+ *
+ * Since: 0.1
  */
 PF_API pf_consumer *pf_node_consumer_get_transport (pf_node_consumer * c);
 
@@ -474,6 +550,8 @@ PF_API pf_consumer *pf_node_consumer_get_transport (pf_node_consumer * c);
  * pf_node_abi_sizeof:
  *
  * sizeof the public structs, for bindings that mirror them.
+ *
+ * Since: 0.1
  */
 PF_API size_t pf_node_abi_sizeof (const char *type_name);
 

@@ -108,47 +108,13 @@ held_add_locked (pf_consumer * c, uint64_t seq)
   return 0;
 }
 
-/* A received frame (pf_consumer_frame) is laid out as the FRAME's fields
- * from seq on, the message's reserved field where the frame has padding:
- * it is copied from a parsed (host order) FRAME in one piece, instead of
- * zeroed and filled field by field (issue 13, every frame). */
-#define SAME_AS_MSG(field) PF_STATIC_ASSERT (offsetof (pf_consumer_frame, \
-        field) == offsetof (struct pf_msg_frame, field) - \
-    offsetof (struct pf_msg_frame, seq), "pf_consumer_frame." #field)
-SAME_AS_MSG (seq);
-SAME_AS_MSG (caps_seq);
-SAME_AS_MSG (n_chunks);
-SAME_AS_MSG (chunks);
-SAME_AS_MSG (pts);
-SAME_AS_MSG (dts);
-SAME_AS_MSG (duration);
-SAME_AS_MSG (offset);
-SAME_AS_MSG (offset_end);
-SAME_AS_MSG (clock_pts);
-SAME_AS_MSG (send_time);
-SAME_AS_MSG (buffer_flags);
-SAME_AS_MSG (meta_flags);
-SAME_AS_MSG (width);
-SAME_AS_MSG (height);
-SAME_AS_MSG (n_planes);
-SAME_AS_MSG (plane_offset);
-SAME_AS_MSG (plane_stride);
-PF_STATIC_ASSERT (offsetof (pf_consumer_frame, plane_offset) ==
-    offsetof (pf_consumer_frame, n_planes) + 8, "one hole, for reserved");
-PF_STATIC_ASSERT (sizeof (pf_consumer_frame) == sizeof (struct pf_msg_frame) -
-    offsetof (struct pf_msg_frame, seq), "pf_consumer_frame size");
-PF_STATIC_ASSERT (sizeof (pf_frame_chunk) == sizeof (struct pf_msg_chunk)
-    && offsetof (pf_frame_chunk, segment_id) ==
-    offsetof (struct pf_msg_chunk, segment_id)
-    && offsetof (pf_frame_chunk, offset) ==
-    offsetof (struct pf_msg_chunk, offset)
-    && offsetof (pf_frame_chunk, size) == offsetof (struct pf_msg_chunk, size),
-    "pf_frame_chunk");
-#undef SAME_AS_MSG
-
+/* A FRAME decoded into ev->frame (pf_msg_frame_decode (): its own rules
+ * hold): checked against this connection's state, then exposed. 1, or the
+ * connection failed (pf_consumer_receive () zeroes ev->frame then). */
 static int
-handle_frame (pf_consumer * c, const struct pf_msg_frame *f, pf_event * ev)
+handle_frame (pf_consumer * c, pf_event * ev)
 {
+  const pf_consumer_frame *f = &ev->frame;
   struct cseg *s[PF_MAX_CHUNKS];
   unsigned int i, n_held;
   int res;
@@ -161,7 +127,7 @@ handle_frame (pf_consumer * c, const struct pf_msg_frame *f, pf_event * ev)
     return consumer_fail (c, -EPROTO, "FRAME %" PRIu64 ": caps %u unknown "
         "(current caps %u)", f->seq, f->caps_seq, c->caps_seq);
   for (i = 0; i < f->n_chunks; i++) {
-    const struct pf_msg_chunk *ch = &f->chunks[i];
+    const pf_frame_chunk *ch = &f->chunks[i];
 
     if ((s[i] = consumer_find_seg (c, ch->segment_id)) == NULL)
       return consumer_fail (c, -EPROTO, "FRAME %" PRIu64 ": chunk %u in "
@@ -190,9 +156,6 @@ handle_frame (pf_consumer * c, const struct pf_msg_frame *f, pf_event * ev)
   c->last_seq = f->seq;
   c->have_seq = 1;
   ev->type = PF_EVENT_FRAME;
-  /* pf_msg_frame_to_received (), in one copy (see above); the hole gets
-   * the checked reserved field, 0 */
-  memcpy (&ev->frame, &f->seq, sizeof (ev->frame));
   for (i = 0; i < f->n_chunks; i++) {
     ev->segments[i] = pf_segment_ref (s[i]->seg);
     ev->data[i] = (const uint8_t *) pf_segment_get_base (s[i]->seg) +
@@ -359,22 +322,14 @@ handle_packet (pf_consumer * c, size_t len, int *fds, unsigned int n_fds,
   struct pf_msg *msg = &c->msg;
   int res;
 
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  /* A FRAME, every frame: its wire layout is the host struct here (the
-   * static asserts of pf-wire-private.h and pf-protocol.c), so it is checked
-   * in place, as pf_msg_parse() checks it after copying it out. Anything
-   * else, or a FRAME that fails, goes through pf_msg_parse(), which
-   * reports it. */
-  if (len == sizeof (struct pf_msg_frame) && n_fds == 0) {
-    const struct pf_msg_frame *f = &c->rbuf.frame;
-
-    if (f->hdr.type == PF_MSG_FRAME && f->hdr.size == len
-        && f->hdr.n_fds == 0 && f->hdr.reserved == 0
-        && pf_msg_frame_check (f) == 0)
-      return handle_frame (c, f, ev);
-  }
-#endif
-  if ((res = pf_msg_parse (c->rbuf.bytes, len, n_fds, msg)) < 0) {
+  /* A FRAME, every frame, is decoded straight into the event (checked in
+   * place on a little-endian host, one copy); anything else is parsed. */
+  res = pf_msg_frame_decode (c->rbuf.bytes, len, n_fds, &ev->frame);
+  if (res == 0)
+    return handle_frame (c, ev);
+  if (res == -ENOMSG)
+    res = pf_msg_parse (c->rbuf.bytes, len, n_fds, msg);
+  if (res < 0) {
     pf_socket_close_fds (fds, n_fds);
     return consumer_fail (c, res, "%s", pf_msg_error ());
   }
@@ -397,8 +352,6 @@ handle_packet (pf_consumer * c, size_t len, int *fds, unsigned int n_fds,
       ev->caps = c->caps;
       ev->caps_seq = c->caps_seq;
       return 1;
-    case PF_MSG_FRAME:
-      return handle_frame (c, &msg->u.frame, ev);
     case PF_MSG_EOS:
       c->eos_seen = 1;
       ev->type = PF_EVENT_EOS;

@@ -27,8 +27,10 @@
 extern "C" {
 #endif
 
+/* Since: 0.1 */
 typedef struct pf_consumer pf_consumer;
 
+/* Since: 0.1 */
 enum pf_event_type {
   PF_EVENT_CAPS = 1,
   PF_EVENT_FRAME = 2,
@@ -38,6 +40,7 @@ enum pf_event_type {
   PF_EVENT_STREAM = 4,
 };
 
+/* Since: 0.1 */
 typedef struct {
   int type;                     /* enum pf_event_type */
   /* PF_EVENT_CAPS: the new caps; valid until the next pf_consumer_receive() */
@@ -63,6 +66,8 @@ typedef struct {
  *
  * Options of pf_consumer_connect_with() and pf_consumer_new_from_fd_with().
  * NULL options mean all zero.
+ *
+ * Since: 0.1
  */
 typedef struct {
   uint32_t delivery;
@@ -91,6 +96,8 @@ typedef struct {
  *  -EPROTO: its first message is not a valid producer HELLO;
  *  or another -errno. pf_consumer_connect_error() says which, naming the
  *  socket path.
+ *
+ * Since: 0.1
  */
 PF_API int pf_consumer_connect (const char *socket_path, int timeout_ms,
     pf_consumer ** out);
@@ -107,6 +114,8 @@ PF_API int pf_consumer_connect (const char *socket_path, int timeout_ms,
  * already readable @cancel_fd cancels before the first attempt.
  *
  * Returns: as pf_consumer_connect(), or -ECANCELED (nothing left open).
+ *
+ * Since: 0.1
  */
 PF_API int pf_consumer_connect_cancellable (const char *socket_path, int timeout_ms,
     int cancel_fd, pf_consumer ** out);
@@ -129,12 +138,16 @@ PF_API int pf_consumer_connect_cancellable (const char *socket_path, int timeout
  *
  * Returns: as pf_consumer_connect_cancellable(); -EINVAL for an unknown
  * delivery or flag.
+ *
+ * Since: 0.1
  */
 PF_API int pf_consumer_connect_with (const char *socket_path, int timeout_ms,
     int cancel_fd, const pf_consumer_options * options, pf_consumer ** out);
 
 /* pf_consumer_new_from_fd() with @options, reporting as
- * pf_consumer_connect_with(). */
+ * pf_consumer_connect_with().
+ * Since: 0.1
+ */
 PF_API int pf_consumer_new_from_fd_with (int fd, int timeout_ms,
     const pf_consumer_options * options, pf_consumer ** out);
 
@@ -142,18 +155,27 @@ PF_API int pf_consumer_new_from_fd_with (int fd, int timeout_ms,
  * (e.g. one end of a socketpair()): does the HELLO exchange, waiting up to
  * @timeout_ms (0: only a HELLO already queued, -1: forever) for the
  * producer's HELLO; -ETIME when none came. Takes @fd (closed on
- * failure). */
+ * failure).
+ * Since: 0.1
+ */
 PF_API int pf_consumer_new_from_fd (int fd, int timeout_ms, pf_consumer ** out);
 
 /* Why the last pf_consumer_connect()/pf_consumer_new_from_fd() of this
- * thread failed (there is no consumer to ask then). */
+ * thread failed (there is no consumer to ask then).
+ * Since: 0.1
+ */
 PF_API const char *pf_consumer_connect_error (void);
+/* Since: 0.1 */
 PF_API pf_consumer *pf_consumer_ref (pf_consumer * c);
 /* Dropping the last reference closes the connection; releases of frames
- * still out are then no-ops (the producer reclaims them on hang-up). */
+ * still out are then no-ops (the producer reclaims them on hang-up).
+ * Since: 0.1
+ */
 PF_API void pf_consumer_unref (pf_consumer * c);
 
-/* Flags of #pf_consumer_budget. */
+/* Flags of #pf_consumer_budget.
+ * Since: 0.1
+ */
 enum pf_consumer_budget_flags {
   /* Prefault every imported segment (MAP_POPULATE) instead of mapping it
    * lazily: no page fault on first use, but every page of every segment,
@@ -182,6 +204,8 @@ enum pf_consumer_budget_flags {
  * A SEGMENT_ADD past either limit is refused before anything is mapped: its
  * fd is closed, the connection ends and pf_consumer_receive() returns
  * -EDQUOT, pf_consumer_get_error() naming the bytes and the budget.
+ *
+ * Since: 0.1
  */
 typedef struct {
   uint64_t max_bytes;
@@ -197,27 +221,37 @@ typedef struct {
  * producer announces its segments right after the HELLO, and they are read
  * there) or later from the receiving thread; it applies to every segment
  * imported from then on. Returns 0, or -EINVAL (unknown flag).
+ *
+ * Since: 0.1
  */
 PF_API int pf_consumer_set_budget (pf_consumer * c,
     const pf_consumer_budget * budget);
-/* The budget in force, defaults filled in. */
+/* The budget in force, defaults filled in.
+ * Since: 0.1
+ */
 PF_API void pf_consumer_get_budget (pf_consumer * c,
     pf_consumer_budget * budget);
 /* What counts against the budget now (bytes, segments; either may be
- * NULL). Receiving thread only. */
+ * NULL). Receiving thread only.
+ * Since: 0.1
+ */
 PF_API void pf_consumer_get_mapped (pf_consumer * c, uint64_t * bytes,
     uint32_t * count);
 
 /* What to poll for POLLIN to integrate with any event loop: the socket,
  * or, when the consumer asks for a frame ring (the default; see
  * docs/protocol.md, FRAME_RING), an epoll fd holding the socket and the
- * ring's doorbell. The same fd for the connection's life. */
+ * ring's doorbell. The same fd for the connection's life.
+ * Since: 0.1
+ */
 PF_API int pf_consumer_get_fd (pf_consumer * c);
 /* Receiving thread, before it polls pf_consumer_get_fd(): acknowledges
  * the frames taken from the frame ring (reads their doorbell rings), so
  * that the fd does not poll readable for them; done here, the read is off
  * the next frame's path. Optional (pf_consumer_receive() does it when it
- * was not). 0, or the negative errno that failed the connection. */
+ * was not). 0, or the negative errno that failed the connection.
+ * Since: 0.1
+ */
 PF_API int pf_consumer_prepare_wait (pf_consumer * c);
 
 /**
@@ -239,31 +273,49 @@ PF_API int pf_consumer_prepare_wait (pf_consumer * c);
  * reading RELEASEs), -EPROTO (protocol violation), -EDQUOT (a segment over
  * the budget, see pf_consumer_set_budget()); pf_consumer_get_error() says
  * what happened.
+ *
+ * Since: 0.1
  */
 PF_API int pf_consumer_receive (pf_consumer * c, int timeout_ms, pf_event * ev);
 
 /* Drops the references a FRAME event holds (its segments and data
- * pointers are NULL after, and its type 0). Safe on any event, and twice. */
+ * pointers are NULL after, and its type 0). Safe on any event, and twice.
+ * Since: 0.1
+ */
 PF_API void pf_consumer_event_clear (pf_event * ev);
 
-/* Releases frame @seq. -ENOENT if not held, -EPIPE if disconnected. */
+/* Releases frame @seq. -ENOENT if not held, -EPIPE if disconnected.
+ * Since: 0.1
+ */
 PF_API int pf_consumer_release (pf_consumer * c, uint64_t seq);
 
-/* Frames received and not yet released. */
+/* Frames received and not yet released.
+ * Since: 0.1
+ */
 PF_API unsigned int pf_consumer_get_held (pf_consumer * c);
-/* The producer's per-client limit from its HELLO. */
+/* The producer's per-client limit from its HELLO.
+ * Since: 0.1
+ */
 PF_API uint32_t pf_consumer_get_max_held (pf_consumer * c);
+/* Since: 0.1 */
 PF_API uint64_t pf_consumer_get_session_id (pf_consumer * c);
-/* The last error, human readable (empty if none). */
+/* The last error, human readable (empty if none).
+ * Since: 0.1
+ */
 PF_API const char *pf_consumer_get_error (pf_consumer * c);
 
 /* The delivery in force (enum pf_delivery: 1 or 2) as the producer's last
- * STREAM said; 0 before the first STREAM was received. Receiving thread. */
+ * STREAM said; 0 before the first STREAM was received. Receiving thread.
+ * Since: 0.1
+ */
 PF_API uint32_t pf_consumer_get_delivery (pf_consumer * c);
 /* The producer's last STREAM (all zero before one came). Receiving
- * thread. */
+ * thread.
+ * Since: 0.1
+ */
 PF_API void pf_consumer_get_stream (pf_consumer * c, pf_stream_info * info);
 
+/* Since: 0.1 */
 typedef struct {
   uint64_t frames_received;     /* FRAMEs read, stale ones included */
   /* newest frame: queued frames released unseen for a newer one */
@@ -275,7 +327,9 @@ typedef struct {
   uint32_t demoted;             /* 1: the producer demoted us */
 } pf_consumer_stats;
 
-/* Counters of this connection. Receiving thread. */
+/* Counters of this connection. Receiving thread.
+ * Since: 0.1
+ */
 PF_API void pf_consumer_get_stats (pf_consumer * c, pf_consumer_stats * stats);
 
 #ifdef __cplusplus

@@ -221,6 +221,10 @@ struct pf_producer
   struct penalty penalties[MAX_PENALTIES];
   int have_segment;
   pf_stream_segment segment;
+
+  /* Why pf_producer_publish () last refused a frame (pf_producer_get_error
+   * (), "" before): written under the lock, by the publishing thread */
+  char error[256];
 };
 
 /* Why client_reliable_timeout() is called. */

@@ -317,91 +317,44 @@ lookup_psegs (pf_producer * p, unsigned int n, pf_segment * const *segments,
   return res;
 }
 
-/* Encodes the FRAME of @frame, sequence @seq, into @m: on a little-endian
- * host the struct is the wire's bytes, so this is the only copy of the
- * frame's fields, made straight into what is sent (issue 13; a big-endian
- * host converts once more). Checks what a receiver's pf_msg_frame_check()
- * checks of the fields a publisher sets: the chunks against their
- * segments @ps (whose ids are never 0), the video fields; unused chunks
- * and planes are written zero, the reserved field too, so those rules hold
- * by construction (what a caller left in unused entries is not looked
- * at: pf_producer_frame says to zero it). 0 or -EINVAL (nothing to send). */
+/* The chunks of @frame against the segments they name (@ps, whose ids are
+ * never 0): each a range inside its segment, what only the producer can
+ * check (the FRAME's own rules are the codec's, pf_msg_frame_encode ()).
+ * 0 with *@total the frame's bytes, or -EINVAL with p->error set. Under
+ * p->lock. */
 static int
-frame_encode (struct pf_msg_frame *m, const pf_producer_frame * frame,
-    struct pseg *const *ps, uint64_t seq, uint32_t caps_seq,
-    uint64_t send_time, uint64_t * total)
+chunks_check (pf_producer * p, const pf_producer_frame * frame,
+    struct pseg *const *ps, uint64_t * total)
 {
-  unsigned int i, n = frame->n_chunks, n_planes = 0;
+  unsigned int i;
   uint64_t bytes = 0;
 
-  /* unused chunks and planes are zero: all zeroed first (constant sizes,
-   * a few stores), the used ones written over */
-  memset (m->chunks, 0, sizeof (m->chunks));
-  memset (m->plane_offset, 0, sizeof (m->plane_offset));
-  memset (m->plane_stride, 0, sizeof (m->plane_stride));
-  for (i = 0; i < n; i++) {
+  for (i = 0; i < frame->n_chunks; i++) {
     const pf_frame_chunk *ch = &frame->chunks[i];
 
-    if (ch->size == 0 || ch->segment_id != ps[i]->id ||
-        ch->offset > ps[i]->size || ch->size > ps[i]->size - ch->offset)
+    if (ch->segment_id != ps[i]->id) {
+      snprintf (p->error, sizeof (p->error), "chunk %u names segment %"
+          PRIu64 ", not the segment given for it (%" PRIu64 ")", i,
+          ch->segment_id, ps[i]->id);
       return -EINVAL;
+    }
+    if (ch->offset > ps[i]->size || ch->size > ps[i]->size - ch->offset) {
+      snprintf (p->error, sizeof (p->error), "chunk %u (offset %" PRIu64
+          ", size %" PRIu64 ") outside segment %" PRIu64 " (%" PRIu64
+          " bytes)", i, ch->offset, ch->size, ch->segment_id, ps[i]->size);
+      return -EINVAL;
+    }
     /* each is within a segment (< 2^40 bytes): the sum cannot wrap */
     bytes += ch->size;
-    m->chunks[i].segment_id = ch->segment_id;
-    m->chunks[i].offset = ch->offset;
-    m->chunks[i].size = ch->size;
   }
-  if (frame->meta_flags & ~(uint32_t) PF_FRAME_HAS_VIDEO_META)
-    return -EINVAL;
-  if (frame->meta_flags & PF_FRAME_HAS_VIDEO_META) {
-    n_planes = frame->n_planes;
-    if (n_planes == 0 || n_planes > PF_MAX_PLANES)
-      return -EINVAL;
-    for (i = 0; i < n_planes; i++) {
-      if (frame->plane_offset[i] >= bytes ||
-          frame->plane_stride[i] == INT32_MIN)
-        return -EINVAL;
-      m->plane_offset[i] = frame->plane_offset[i];
-      m->plane_stride[i] = frame->plane_stride[i];
-    }
-    m->width = frame->width;
-    m->height = frame->height;
-  } else if (frame->n_planes || frame->width || frame->height) {
-    return -EINVAL;             /* video fields without the flag */
-  } else {
-    m->width = m->height = 0;
-  }
-  m->n_planes = n_planes;
-  m->reserved = 0;
-  m->hdr.type = PF_MSG_FRAME;
-  m->hdr.size = sizeof (*m);
-  m->hdr.n_fds = 0;
-  m->hdr.reserved = 0;
-  m->seq = seq;
-  m->caps_seq = caps_seq;
-  m->n_chunks = n;
-  m->pts = frame->pts;
-  m->dts = frame->dts;
-  m->duration = frame->duration;
-  m->offset = frame->offset;
-  m->offset_end = frame->offset_end;
-  m->clock_pts = frame->clock_pts;
-  m->send_time = send_time;
-  m->buffer_flags = frame->buffer_flags;
-  m->meta_flags = frame->meta_flags;
   *total = bytes;
-#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-  {
-    /* the fields above are in host order: encode them once more, and keep
-     * the shared check as the little-endian path's reference */
-    struct pf_msg_frame f = *m;
-
-    if (pf_msg_frame_check (&f) < 0)
-      return -EINVAL;
-    pf_msg_write_frame (m, &f);
-  }
-#endif
   return 0;
+}
+
+const char *
+pf_producer_get_error (pf_producer * p)
+{
+  return p != NULL ? p->error : "";
 }
 
 int
@@ -432,7 +385,13 @@ pf_producer_publish (pf_producer * p, const pf_producer_frame * frame,
     goto out;
   }
   now = pf_monotonic_ns ();
-  if (frame_encode (&msg, frame, ps, p->seq + 1, p->caps_seq, now, &bytes) < 0) {
+  if (chunks_check (p, frame, ps, &bytes) < 0) {
+    res = -EINVAL;
+    goto out;
+  }
+  if (pf_msg_frame_encode (&msg, frame, p->seq + 1, p->caps_seq, now) < 0) {
+    /* the receiver's words: what a consumer would have refused */
+    snprintf (p->error, sizeof (p->error), "%s", pf_msg_error ());
     res = -EINVAL;
     goto out;
   }

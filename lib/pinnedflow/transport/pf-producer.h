@@ -43,8 +43,10 @@
 extern "C" {
 #endif
 
+/* Since: 0.1 */
 typedef struct pf_producer pf_producer;
 
+/* Since: 0.1 */
 typedef struct {
   uint32_t client_id;           /* producer-local, never reused */
   int32_t pid;                  /* SO_PEERCRED at connect time */
@@ -56,7 +58,9 @@ typedef struct {
   uint32_t delivery;            /* enum pf_delivery in force (1 or 2) */
 } pf_client_info;
 
-/* Why a frame skipped a consumer (pf_client_stats, pf_client_event). */
+/* Why a frame skipped a consumer (pf_client_stats, pf_client_event).
+ * Since: 0.1
+ */
 enum pf_drop_reason {
   PF_DROP_NONE = 0,
   /* newest frame: it holds max_client_frames frames */
@@ -68,6 +72,7 @@ enum pf_drop_reason {
   PF_DROP_NOT_READY = 3,
 };
 
+/* Since: 0.1 */
 typedef struct {
   uint32_t client_id;
   int32_t pid;
@@ -90,7 +95,9 @@ typedef struct {
   uint32_t reserved;
 } pf_client_stats;
 
-/* pf_client_event.type */
+/* pf_client_event.type
+ * Since: 0.1
+ */
 enum pf_client_event_type {
   /* Frames skipped this consumer. Rate-limited: the first drop is reported
    * at once, later ones at most once per second per consumer, @dropped
@@ -109,6 +116,7 @@ enum pf_client_event_type {
   PF_CLIENT_EVENT_REFUSED = 4,
 };
 
+/* Since: 0.1 */
 typedef struct {
   int type;                     /* enum pf_client_event_type */
   uint32_t client_id;
@@ -122,7 +130,9 @@ typedef struct {
   char message[160];            /* one readable sentence */
 } pf_client_event;
 
-/* What happens to an every-frame consumer past the reliable timeout. */
+/* What happens to an every-frame consumer past the reliable timeout.
+ * Since: 0.1
+ */
 enum pf_reliable_action {
   PF_RELIABLE_TIMEOUT_DEMOTE = 0,       /* newest frame from then on */
   PF_RELIABLE_TIMEOUT_DISCONNECT = 1,   /* the connection is closed */
@@ -135,7 +145,9 @@ enum pf_reliable_action {
  * pf_producer_close()'s caller; client_event also on the thread of
  * pf_producer_publish(), _wait_ready() or _reclaim_stalled() that saw the
  * event): they may call any pf_producer_* function, publish, drop
- * segments, even close the producer. */
+ * segments, even close the producer.
+ * Since: 0.1
+ */
 typedef struct {
   /* Every consumer that received the frame released it, or went away.
    * Called once per published frame that reached at least one consumer,
@@ -150,6 +162,7 @@ typedef struct {
   void (*client_event) (void *user_data, const pf_client_event * event);
 } pf_producer_callbacks;
 
+/* Since: 0.1 */
 typedef struct {
   const char *socket_path;      /* required; a path, never abstract */
   unsigned int perms;           /* socket file mode, e.g. 0600 */
@@ -174,12 +187,16 @@ typedef struct {
  * Binds and listens on config->socket_path with config->perms. A stale
  * socket file (nobody accepts on it) is removed first; a live one makes this
  * fail with -EADDRINUSE. Starts the I/O thread.
+ *
+ * Since: 0.1
  */
 PF_API int pf_producer_new (const pf_producer_config * config, pf_producer ** out);
 /**
  * pf_producer_ref:
  *
  * Returns: @p, with one more reference.
+ *
+ * Since: 0.1
  */
 PF_API pf_producer *pf_producer_ref (pf_producer * p);
 /**
@@ -187,6 +204,8 @@ PF_API pf_producer *pf_producer_ref (pf_producer * p);
  *
  * Drops a reference; the last one closes the producer (pf_producer_close())
  * and frees it.
+ *
+ * Since: 0.1
  */
 PF_API void pf_producer_unref (pf_producer * p);
 
@@ -199,6 +218,8 @@ PF_API void pf_producer_unref (pf_producer * p);
  * ever published holds a producer reference until it dies (its attachment
  * announces SEGMENT_REMOVE), so call this explicitly: the last
  * pf_producer_unref() may come much later.
+ *
+ * Since: 0.1
  */
 PF_API void pf_producer_close (pf_producer * p);
 
@@ -207,6 +228,8 @@ PF_API void pf_producer_close (pf_producer * p);
  *
  * Sets the caps every later frame belongs to; sent to connected consumers
  * now and to later ones on connect. -EMSGSIZE if too long.
+ *
+ * Since: 0.1
  */
 PF_API int pf_producer_set_caps (pf_producer * p, const char *caps);
 
@@ -229,16 +252,35 @@ PF_API int pf_producer_set_caps (pf_producer * p, const char *caps);
  * this thread.
  *
  * Returns: how many consumers got the frame (frame_released follows later
- * iff > 0), or a negative errno (-EINVAL: chunk outside its segment).
+ * iff > 0), or a negative errno: -EINVAL, the frame breaks a rule (a chunk
+ * outside its segment, or a FRAME's rules, docs/protocol.md: chunks,
+ * planes, video fields; pf_producer_get_error() says which), -EPIPE
+ * (closed), -ENOMEM.
+ *
+ * Since: 0.1
  */
 PF_API int pf_producer_publish (pf_producer * p,
     const pf_producer_frame * frame,
     pf_segment * const *segments, void *token);
 
 /**
+ * pf_producer_get_error:
+ *
+ * Why pf_producer_publish() last refused a frame with -EINVAL, in the
+ * words a consumer would have used ("" if it never did; docs/design.md,
+ * "Error text"). Read it on the thread that publishes, before its next
+ * publish.
+ *
+ * Since: 0.1
+ */
+PF_API const char *pf_producer_get_error (pf_producer * p);
+
+/**
  * pf_producer_send_eos:
  *
  * Sends EOS to every consumer.
+ *
+ * Since: 0.1
  */
 PF_API int pf_producer_send_eos (pf_producer * p);
 
@@ -249,6 +291,8 @@ PF_API int pf_producer_send_eos (pf_producer * p);
  * switch with it (live: newest frame; not live: every frame) and are told
  * with a STREAM message; a demoted consumer stays newest frame. A
  * pinnedshmsink calls it once it learns its upstream's liveness.
+ *
+ * Since: 0.1
  */
 PF_API int pf_producer_set_live (pf_producer * p, int live);
 
@@ -258,6 +302,8 @@ PF_API int pf_producer_set_live (pf_producer * p, int live);
  *
  * Sent to every consumer (STREAM message) now and on connect, before the
  * next frame. A non-live stream's timestamps keep their meaning against it.
+ *
+ * Since: 0.1
  */
 PF_API int pf_producer_set_segment (pf_producer * p,
     const pf_stream_segment * segment);
@@ -270,6 +316,8 @@ PF_API int pf_producer_set_segment (pf_producer * p,
  * The bound of pf_producer_wait_ready() per every-frame consumer: one that
  * keeps it waiting this long (no release in between) is demoted or
  * disconnected, reported through client_event. Any time, any thread.
+ *
+ * Since: 0.1
  */
 PF_API int pf_producer_set_reliable_timeout (pf_producer * p, int timeout_ms,
     int action);
@@ -290,6 +338,8 @@ PF_API int pf_producer_set_reliable_timeout (pf_producer * p, int timeout_ms,
  * live stream as a non-live one, each wait bounded by the reliable timeout
  * only: the others lose the frames the source makes meanwhile. Not live:
  * no effect. Any time, any thread.
+ *
+ * Since: 0.1
  */
 PF_API int pf_producer_set_live_max_lag (pf_producer * p, int max_lag_ms);
 
@@ -306,6 +356,8 @@ PF_API int pf_producer_set_live_max_lag (pf_producer * p, int max_lag_ms);
  *
  * Returns: 0 ready; -ETIMEDOUT (@timeout_ms passed); -ECANCELED (flushing,
  * pf_producer_set_flushing()); -EPIPE (closed).
+ *
+ * Since: 0.1
  */
 PF_API int pf_producer_wait_ready (pf_producer * p, int timeout_ms);
 
@@ -319,6 +371,8 @@ PF_API int pf_producer_wait_ready (pf_producer * p, int timeout_ms);
  * PF_CLIENT_EVENT_TIMED_OUT, then client_disconnected with -ETIMEDOUT).
  *
  * Returns: how many were disconnected.
+ *
+ * Since: 0.1
  */
 PF_API int pf_producer_reclaim_stalled (pf_producer * p);
 
@@ -327,6 +381,8 @@ PF_API int pf_producer_reclaim_stalled (pf_producer * p);
  *
  * While set, pf_producer_wait_ready() returns -ECANCELED at once, waits in
  * progress included (a sink's unlock). Clear it to wait again (unlock_stop).
+ *
+ * Since: 0.1
  */
 PF_API void pf_producer_set_flushing (pf_producer * p, int flushing);
 
@@ -335,6 +391,8 @@ PF_API void pf_producer_set_flushing (pf_producer * p, int flushing);
  *
  * Returns: the number of consumers past the handshake (connections still
  * waiting for their HELLO are not counted).
+ *
+ * Since: 0.1
  */
 PF_API unsigned int pf_producer_get_n_clients (pf_producer * p);
 
@@ -342,6 +400,8 @@ PF_API unsigned int pf_producer_get_n_clients (pf_producer * p);
  * pf_producer_get_client_stats:
  *
  * Fills up to @max entries; returns the number of clients.
+ *
+ * Since: 0.1
  */
 PF_API unsigned int pf_producer_get_client_stats (pf_producer * p,
     pf_client_stats * stats, unsigned int max);
@@ -350,6 +410,8 @@ PF_API unsigned int pf_producer_get_client_stats (pf_producer * p,
  * pf_producer_get_unsent:
  *
  * Frames published to nobody (no consumer connected or all at their limit).
+ *
+ * Since: 0.1
  */
 PF_API uint64_t pf_producer_get_unsent (pf_producer * p);
 

@@ -2,14 +2,16 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * The encoders and the parser of the messages of pf-wire-private.h. They are not
+ * The encoders and the parser of the messages of pf-wire-private.h
+ * (pf-protocol.c: the FRAME's encoder and decoder, the error text;
+ * pf-protocol-control.c: the other messages, pf_msg_parse()). They are not
  * part of libpinnedflow's ABI (the library is built with hidden visibility
  * and nothing here says PF_API): the producer and consumer use them inside
  * the library, and the test suites that forge or parse raw packets link the
  * static helper library pinnedflow-protocol (lib/pinnedflow/meson.build),
- * which holds its own copy of pf-protocol.c. That copy has no state shared
+ * which holds its own copy of both files. That copy has no state shared
  * with the library's: the encoders are pure and pf_msg_error() reports the
- * last pf_msg_parse() of the same copy in the same thread.
+ * last failure of the same copy in the same thread.
  */
 #ifndef __PF_PROTOCOL_PRIVATE_H__
 #define __PF_PROTOCOL_PRIVATE_H__
@@ -39,8 +41,9 @@ int pf_msg_parse (const void *buf, size_t len, unsigned int n_fds,
 /**
  * pf_msg_error:
  *
- * Returns: a description of the last pf_msg_parse() failure in this thread
- * ("" after a success).
+ * Returns: a description of the last pf_msg_parse(), pf_msg_frame_encode()
+ * or pf_msg_frame_decode() failure in this thread ("" after a success of
+ * one of them).
  */
 const char *pf_msg_error (void);
 
@@ -111,7 +114,9 @@ size_t pf_msg_write_caps (void *buf, uint32_t caps_seq, const char *caps);
  * @frame: a filled struct in host order; its header is ignored and written
  *   here
  *
- * Writes a FRAME (256 bytes). Returns: the size.
+ * Writes a FRAME (256 bytes) of any fields, unchecked: for tests that forge
+ * what a peer may send. The library encodes with pf_msg_frame_encode().
+ * Returns: the size.
  */
 size_t pf_msg_write_frame (void *buf, const struct pf_msg_frame *frame);
 /**
@@ -121,19 +126,39 @@ size_t pf_msg_write_frame (void *buf, const struct pf_msg_frame *frame);
  */
 size_t pf_msg_write_eos (void *buf);
 
-/* The FRAME message of a published @frame, with the producer's @seq,
- * @caps_seq and @send_time (header left zero: pf_msg_write_frame() writes
- * it). */
-void pf_msg_frame_from_published (struct pf_msg_frame *msg,
-    const pf_producer_frame *frame, uint64_t seq, uint32_t caps_seq,
+/**
+ * pf_msg_frame_encode:
+ * @out: the FRAME, written whole (on a little-endian host the struct is the
+ *   bytes sent; send @out as sizeof (*@out) bytes)
+ * @frame: what the publisher set; entries past n_chunks and n_planes are
+ *   not read
+ *
+ * The FRAME of @frame with the producer's @seq, @caps_seq and @send_time,
+ * checked as a receiver checks it (pf_msg_frame_decode()) before anything
+ * is sent. What needs the producer's state (the chunks within the
+ * segments they name) is the producer's to check.
+ *
+ * Returns: 0, or -EINVAL: the frame breaks a FRAME's rules
+ * (pf_msg_error() says which, in the receiver's words).
+ */
+int pf_msg_frame_encode (struct pf_msg_frame *out,
+    const pf_producer_frame * frame, uint64_t seq, uint32_t caps_seq,
     uint64_t send_time);
-/* 0 when pf_msg_parse() accepts a FRAME with these fields (the checks
- * that need no state), else -EPROTO (pf_msg_error() says why). The
- * consumer checks a FRAME in place with it (little-endian hosts). */
-int pf_msg_frame_check (const struct pf_msg_frame *f);
-/* What a consumer reports of a parsed FRAME. */
-void pf_msg_frame_to_received (const struct pf_msg_frame *msg,
-    pf_consumer_frame *frame);
+/**
+ * pf_msg_frame_decode:
+ * @buf: one received packet of @len bytes, @n_fds fds attached: the
+ *   caller's own copy (it is checked, then copied out)
+ * @frame: (out): the frame, on success
+ *
+ * Decodes a FRAME: its header and fields checked as pf_msg_parse() checks
+ * them (the same code), the fields copied into @frame (on a little-endian
+ * host: checked in place, one copy).
+ *
+ * Returns: 0; -ENOMSG when the packet is not a FRAME (parse it with
+ * pf_msg_parse()); -EPROTO (pf_msg_error() says why).
+ */
+int pf_msg_frame_decode (const void *buf, size_t len, unsigned int n_fds,
+    pf_consumer_frame * frame);
 /**
  * pf_msg_write_release:
  *

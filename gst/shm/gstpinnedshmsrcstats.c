@@ -1,113 +1,30 @@
-/* GStreamer pinnedflow: the elements' statistics and QoS
+/* GStreamer pinnedflow: pinnedshmsrc's statistics and QoS
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * The `stats` property of pinnedshmsink (its counters and the producer's
- * per-client stats) and of pinnedshmsrc (its counters, the connection's
+ * The `stats` property of pinnedshmsrc (its counters, the connection's
  * folded in), and the source's counting: frames, bytes and latency per
  * frame, gaps in the sequence (DISCONT), the connection's stale and
  * missed frames, and the QoS messages that post the frames lost.
  *
- * Threads and lifetimes: the counters follow the rules of each instance
- * struct (gstpinnedshmsink-private.h, gstpinnedshmsrc-private.h): those
- * written by the streaming thread alone are COUNTER_* (gstpinnedshmcounter.h)
- * and read without a lock, the others are under the element's lock. The
- * stats structures are built on any thread (a property read).
+ * Threads and lifetimes: the counters follow the rules of the instance
+ * struct (gstpinnedshmsrc-private.h): those written by the streaming
+ * thread alone are COUNTER_* (gstpinnedshmcounter.h) and read without a
+ * lock, the others are under self->lock. The stats structure is built on
+ * any thread (a property read); everything else here runs on the
+ * streaming thread.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 
-#include "gstpinnedshmsink-private.h"
 #include "gstpinnedshmsrc-private.h"
 #include "gstpinnedshmcommon.h"
 
-/* only the source's functions log */
 #define GST_CAT_DEFAULT gst_pinned_shm_src_debug
 
 /* At most one QoS message per this many microseconds */
 #define QOS_INTERVAL_US G_USEC_PER_SEC
-
-/* ---- pinnedshmsink ---- */
-
-GstStructure *
-gst_pinned_shm_sink_get_stats (GstPinnedShmSink * self)
-{
-  GstStructure *s;
-  GValue clients = G_VALUE_INIT;
-  pf_client_stats *cs = NULL;
-  guint n = 0, i;
-  pf_producer *producer = NULL;
-  guint64 released, published;
-
-  g_mutex_lock (&self->lock);
-  if (self->producer)
-    producer = pf_producer_ref (self->producer);
-  /* a release may be counted before render counts its frame published:
-   * in-flight is clamped at 0 then */
-  released = COUNTER_GET (self->released);
-  published = COUNTER_GET (self->published);
-  s = gst_structure_new ("application/x-pinnedshmsink-stats",
-      "frames", G_TYPE_UINT64, COUNTER_GET (self->frames),
-      "bytes", G_TYPE_UINT64, COUNTER_GET (self->bytes),
-      "zero-copy-frames", G_TYPE_UINT64, COUNTER_GET (self->zero_copy_frames),
-      "copies", G_TYPE_UINT64, COUNTER_GET (self->copies),
-      "drops", G_TYPE_UINT64, COUNTER_GET (self->drops),
-      "in-flight", G_TYPE_UINT64,
-      published > released ? published - released : 0,
-      "demotions", G_TYPE_UINT64, self->demotions,
-      "refused", G_TYPE_UINT64, self->refused,
-      "live", G_TYPE_BOOLEAN, self->live, NULL);
-  g_mutex_unlock (&self->lock);
-
-  g_value_init (&clients, GST_TYPE_ARRAY);
-  if (producer) {
-    guint max = 16;
-
-    /* The number of clients can grow between two calls: retry until the
-     * array was big enough. */
-    for (;;) {
-      cs = g_renew (pf_client_stats, cs, max);
-      n = pf_producer_get_client_stats (producer, cs, max);
-      if (n <= max)
-        break;
-      max = n + 16;
-    }
-    pf_producer_unref (producer);
-  }
-
-  for (i = 0; i < n; i++) {
-    GValue v = G_VALUE_INIT;
-    GstStructure *c = gst_structure_new ("client",
-        "id", G_TYPE_UINT, cs[i].client_id,
-        "pid", G_TYPE_INT, cs[i].pid,
-        "uid", G_TYPE_UINT, cs[i].uid,
-        "sent", G_TYPE_UINT64, cs[i].frames_sent,
-        "released", G_TYPE_UINT64, cs[i].frames_released,
-        "dropped", G_TYPE_UINT64, cs[i].frames_dropped,
-        "dropped-limit", G_TYPE_UINT64, cs[i].dropped_limit,
-        "dropped-socket-full", G_TYPE_UINT64, cs[i].dropped_socket,
-        "dropped-not-ready", G_TYPE_UINT64, cs[i].dropped_not_ready,
-        "skipped-to-key-frame", G_TYPE_UINT64, cs[i].frames_skipped_key,
-        "requested", G_TYPE_STRING,
-        gst_pinned_shm_delivery_name (cs[i].requested, "auto"),
-        "delivery", G_TYPE_STRING, gst_pinned_shm_delivery_name (cs[i].delivery,
-            "auto"),
-        "demoted", G_TYPE_BOOLEAN, cs[i].demoted != 0,
-        "held", G_TYPE_UINT, cs[i].held,
-        "bytes", G_TYPE_UINT64, cs[i].bytes_sent, NULL);
-
-    g_value_init (&v, GST_TYPE_STRUCTURE);
-    g_value_take_boxed (&v, c);
-    gst_value_array_append_and_take_value (&clients, &v);
-  }
-  g_free (cs);
-
-  gst_structure_take_value (s, "clients", &clients);
-  return s;
-}
-
-/* ---- pinnedshmsrc ---- */
 
 GstStructure *
 gst_pinned_shm_src_get_stats (GstPinnedShmSrc * self)
