@@ -91,6 +91,9 @@ typedef struct
  * CUDA driver (why: logged once). */
 const GstPinnedTensorGstCuda *gst_pinned_tensor_gstcuda_get (void);
 
+/* @obj is a GstCudaContext (libgstcuda loaded). */
+gboolean gst_pinned_tensor_gstcuda_is_context (gpointer obj);
+
 /* GstCudaMemory's public field "context" (gstcudamemory.h, 1.22-1.28),
  * checked to be a GstCudaContext; NULL if not. */
 gpointer gst_pinned_tensor_gstcuda_memory_context (GstMemory * mem);

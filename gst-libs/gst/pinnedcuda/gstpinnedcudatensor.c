@@ -104,16 +104,15 @@ gstcuda_open (void)
       "gst_cuda_memory_init_once");
   *(gpointer *) (&context_get_type) = dlsym (handle,
       "gst_cuda_context_get_type");
-  if (load_library == NULL || memory_init_once == NULL ||
-      context_get_type == NULL) {
-    missing = "gst_cuda_load_library/memory_init_once/context_get_type";
+  if (load_library == NULL || memory_init_once == NULL) {
+    missing = "gst_cuda_load_library/memory_init_once";
     goto failed;
   }
   LOOKUP (is_cuda_memory, "gst_is_cuda_memory", TRUE);
   LOOKUP (context_push, "gst_cuda_context_push", TRUE);
   LOOKUP (context_pop, "gst_cuda_context_pop", TRUE);
   LOOKUP (buffer_pool_new, "gst_cuda_buffer_pool_new", TRUE);
-  LOOKUP (context_new, "gst_cuda_context_new", TRUE);
+  LOOKUP (context_new, "gst_cuda_context_new", FALSE);
   LOOKUP (memory_get_stream, "gst_cuda_memory_get_stream", FALSE);
   LOOKUP (stream_new, "gst_cuda_stream_new", FALSE);
   LOOKUP (stream_get_handle, "gst_cuda_stream_get_handle", FALSE);
@@ -132,7 +131,10 @@ gstcuda_open (void)
     return NULL;
   }
   memory_init_once ();
-  t->context_type = context_get_type ();
+  /* registered by now (a context exists) where the library has no
+   * get_type of its own to call (a stand-in) */
+  t->context_type = context_get_type ? context_get_type () :
+      g_type_from_name ("GstCudaContext");
   GST_INFO ("%s: memory:CUDAMemory tensors, %s", name, t->alloc_wrapped ?
       "wrapped device tensors (1.24+)" : "device tensors copied (1.22)");
   return t;
@@ -159,6 +161,19 @@ gst_pinned_tensor_gstcuda_get (void)
   return table;
 }
 
+gboolean
+gst_pinned_tensor_gstcuda_is_context (gpointer obj)
+{
+  const GstPinnedTensorGstCuda *t = gst_pinned_tensor_gstcuda_get ();
+  GType type;
+
+  if (t == NULL || obj == NULL)
+    return FALSE;
+  type = t->context_type ? t->context_type :
+      g_type_from_name ("GstCudaContext");
+  return type != 0 && G_TYPE_CHECK_INSTANCE_TYPE (obj, type);
+}
+
 gpointer
 gst_pinned_tensor_gstcuda_memory_context (GstMemory * mem)
 {
@@ -171,8 +186,8 @@ gst_pinned_tensor_gstcuda_memory_context (GstMemory * mem)
     gpointer context;
   } *pub = (gpointer) mem;
 
-  if (t == NULL || !t->is_cuda_memory (mem) || pub->context == NULL ||
-      !G_TYPE_CHECK_INSTANCE_TYPE (pub->context, t->context_type))
+  if (t == NULL || !t->is_cuda_memory (mem) ||
+      !gst_pinned_tensor_gstcuda_is_context (pub->context))
     return NULL;
   return pub->context;
 }
@@ -210,9 +225,8 @@ gst_pinned_cuda_tensor_query_cuda_context (GstElement * element)
     if (context) {
       v = gst_structure_get_value (gst_context_get_structure (context),
           "gst.cuda.context");
-      if (v && G_VALUE_HOLDS_OBJECT (v) && G_TYPE_CHECK_INSTANCE_TYPE
-          (g_value_get_object (v),
-              gst_pinned_tensor_gstcuda_get ()->context_type))
+      if (v && G_VALUE_HOLDS_OBJECT (v) &&
+          gst_pinned_tensor_gstcuda_is_context (g_value_get_object (v)))
         res = g_value_dup_object (v);
     }
   }

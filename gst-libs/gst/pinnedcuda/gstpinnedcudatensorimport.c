@@ -474,11 +474,11 @@ fill_gstcuda (GstBuffer * buffer, GstPinnedDLManagedTensor * tensor,
         "needs GStreamer's CUDA library (libgstcuda-1.0.so.0 or "
         "GST_PINNEDFLOW_GSTCUDA) and a CUDA driver; neither was usable");
   if (import->cuda_context) {
-    if (!G_TYPE_CHECK_INSTANCE_TYPE (import->cuda_context, t->context_type))
+    if (!gst_pinned_tensor_gstcuda_is_context (import->cuda_context))
       return fail (error, GST_PINNED_CUDA_TENSOR_ERROR_CUDA, "cuda_context "
           "is not a GstCudaContext");
     ctx = g_object_ref (import->cuda_context);
-  } else if ((ctx = t->context_new (device)) == NULL) {
+  } else if (t->context_new == NULL || (ctx = t->context_new (device)) == NULL) {
     return fail (error, GST_PINNED_CUDA_TENSOR_ERROR_CUDA,
         "gst_cuda_context_new (%d) failed", device);
   }

@@ -1,0 +1,359 @@
+# pinnedflow Python binding: GStreamer buffers (PyGObject) as tensors, both ways.
+# Copyright (C) 2026 gst-pinnedflow developers
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Frames an application pulls from an appsink as DLPack / CUDA array
+interface objects, and tensors it computed as buffers for an appsrc.
+
+    from pinnedflow import gst as pfgst
+    sample = appsink.emit("pull-sample")
+    planes = pfgst.tensors(sample)          # one Tensor per plane
+    t = torch.from_dlpack(planes[0])        # host memory: kDLCPU, in place
+    buf = pfgst.buffer_from_tensor(t, caps)  # for appsrc.emit("push-buffer")
+
+ctypes over libgstpinnedflowcuda-1.0 (gstpinnedcudatensor.h); the Gst.Buffer
+and Gst.Caps pointers are PyGObject's (hash() of a boxed wrapper is its
+pointer). The DLPack tensors, their deleters and capsule destructors are C:
+a tensor holds the buffer until the consumer drops it, on any thread.
+PINNEDFLOW_GSTCUDA_LIBRARY names the library file (default: the soname)."""
+
+import ctypes
+import os
+
+import gi
+gi.require_version("Gst", "1.0")
+from gi.repository import Gst  # noqa: E402
+
+from . import _export  # noqa: E402
+
+P = ctypes.c_void_p
+DL_CPU, DL_CUDA, DL_CUDA_HOST = 1, 2, 3
+STREAM_NONE = -1
+
+# GstPinnedCudaTensorError
+ERROR_CAPS, ERROR_LAYOUT, ERROR_DTYPE, ERROR_DEVICE, ERROR_MEMORY, \
+    ERROR_CUDA = range(6)
+
+
+class TensorError(ValueError):
+    """What gstpinnedcudatensor.h refused; .code is the
+    GstPinnedCudaTensorError (ERROR_CAPS ... ERROR_CUDA)."""
+
+    def __init__(self, message, code):
+        ValueError.__init__(self, message)
+        self.code = code
+
+
+class TensorDTypeError(TensorError, TypeError):
+    """A dtype the caps' format does not allow."""
+
+
+class TensorDeviceError(TensorError):
+    """A tensor on the wrong device for the caps (a CPU tensor offered as
+    CUDA memory, or the other way)."""
+
+
+class TensorMemoryError(TensorError, BufferError):
+    """Memory neither host-mappable nor CUDA memory, an empty buffer."""
+
+
+class TensorCudaError(TensorError, RuntimeError):
+    """The CUDA runtime or libgstcuda is missing, or a CUDA call failed."""
+
+
+_ERRORS = {ERROR_DTYPE: TensorDTypeError, ERROR_DEVICE: TensorDeviceError,
+           ERROR_MEMORY: TensorMemoryError, ERROR_CUDA: TensorCudaError}
+
+
+class _GError(ctypes.Structure):
+    _fields_ = [("domain", ctypes.c_uint32), ("code", ctypes.c_int),
+                ("message", ctypes.c_char_p)]
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLTensor(ctypes.Structure):
+    """DLTensor (dlpack.h): what the tensors made here look like, read to
+    answer __dlpack_device__ and __cuda_array_interface__."""
+    _fields_ = [("data", P), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                ("lanes", ctypes.c_uint16),
+                ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+class _Import(ctypes.Structure):
+    """GstPinnedCudaTensorImport."""
+    _fields_ = [("producer_stream", ctypes.c_ssize_t),
+                ("cuda_context", P), ("copies", ctypes.c_uint),
+                ("_reserved", P * 4)]
+
+
+def _load():
+    name = os.environ.get("PINNEDFLOW_GSTCUDA_LIBRARY",
+                          "libgstpinnedflowcuda-1.0.so.0")
+    lib = ctypes.CDLL(name)
+    protos = {
+        "gst_pinned_cuda_tensor_n_planes": (ctypes.c_uint, [P]),
+        "gst_pinned_cuda_tensor_from_buffer": (P, [
+            P, P, ctypes.c_uint, ctypes.c_ssize_t, ctypes.c_uint,
+            ctypes.POINTER(ctypes.POINTER(_GError))]),
+        "gst_pinned_cuda_tensor_free": (None, [P, ctypes.c_uint]),
+        "gst_pinned_cuda_buffer_fill_from_tensor": (ctypes.c_int, [
+            P, P, P, ctypes.POINTER(_Import),
+            ctypes.POINTER(ctypes.POINTER(_GError))]),
+        "gst_pinned_cuda_tensor_query_cuda_context": (P, [P]),
+    }
+    for fn, (res, args) in protos.items():
+        f = getattr(lib, fn)
+        f.restype, f.argtypes = res, args
+    return lib
+
+
+_lib = _load()
+_glib = ctypes.CDLL("libglib-2.0.so.0")
+_glib.g_error_free.argtypes = [P]
+_gobject = ctypes.CDLL("libgobject-2.0.so.0")
+_gobject.g_object_unref.argtypes = [P]
+
+_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_get_pointer.restype = P
+_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_is_valid = ctypes.pythonapi.PyCapsule_IsValid
+_is_valid.restype = ctypes.c_int
+_is_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_set_name = ctypes.pythonapi.PyCapsule_SetName
+_set_name.restype = ctypes.c_int
+_set_name.argtypes = [ctypes.py_object, P]
+# a capsule keeps the pointer to its name: one that lives for ever
+_USED = ctypes.create_string_buffer(b"used_dltensor")
+
+
+def _raise(err):
+    e = err.contents
+    msg, code = e.message.decode(errors="replace"), e.code
+    _glib.g_error_free(err)
+    raise _ERRORS.get(code, TensorError)("pinnedflow.gst: " + msg, code)
+
+
+def _ptr(boxed):
+    """The C pointer of a PyGObject Gst.Buffer / Gst.Caps."""
+    return P(hash(boxed))
+
+
+def _caps(caps):
+    if isinstance(caps, str):
+        c = Gst.Caps.from_string(caps)
+        if c is None:
+            raise TensorError("pinnedflow.gst: caps %r do not parse" % caps,
+                              ERROR_CAPS)
+        return c
+    if not isinstance(caps, Gst.Caps):
+        raise TypeError("caps: a Gst.Caps or a caps string, not %r"
+                        % type(caps).__name__)
+    return caps
+
+
+class Tensor(object):
+    """One plane of a Gst.Buffer, lent in place: __dlpack__ /
+    __dlpack_device__ (any consumer: torch.from_dlpack, numpy.from_dlpack,
+    cupy.from_dlpack), __cuda_array_interface__ (device memory), and
+    __array_interface__ (host memory: numpy.asarray). The buffer lives until
+    this object and every tensor made from it are gone. Read-only: do not
+    write through a legacy DLPack tensor."""
+
+    def __init__(self, buffer, caps, plane=0):
+        self._buffer, self._caps, self.plane = buffer, caps, plane
+        self._keep = None
+        self._keep = self._make(STREAM_NONE, 0)   # raises on bad input
+        t = _DLTensor.from_address(self._keep)
+        self.device = (t.device.device_type, t.device.device_id)
+        self.data_ptr = t.data
+        self.shape = tuple(t.shape[i] for i in range(t.ndim))
+        self.itemsize = t.bits // 8
+        self.strides = tuple(t.strides[i] * self.itemsize
+                             for i in range(t.ndim))      # bytes
+
+    def _make(self, stream, flags):
+        err = ctypes.POINTER(_GError)()
+        p = _lib.gst_pinned_cuda_tensor_from_buffer(
+            _ptr(self._buffer), _ptr(self._caps), self.plane, stream, flags,
+            ctypes.byref(err))
+        if not p:
+            _raise(err)
+        return p
+
+    def __del__(self):
+        keep, self._keep = self._keep, None
+        if keep and _lib is not None:
+            _lib.gst_pinned_cuda_tensor_free(keep, 0)
+
+    @property
+    def is_cuda(self):
+        return self.device[0] == DL_CUDA
+
+    @property
+    def typestr(self):
+        return "|u1" if self.itemsize == 1 else "<u%d" % self.itemsize
+
+    def __dlpack_device__(self):
+        return self.device
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None,
+                   copy=None):
+        """A "dltensor" capsule (or "dltensor_versioned" for a consumer
+        that takes DLPack >= 1.0, flagged read-only). Device memory:
+        @stream (None or 1: the legacy default stream, 2: per-thread, -1:
+        none, else a cudaStream_t) is made to wait on the GPU for the
+        memory's copy; host memory: @stream is not used."""
+        if copy:
+            raise BufferError("pinnedflow.gst: frames are lent, not copied")
+        if dl_device is not None and tuple(dl_device) != self.device:
+            raise BufferError("pinnedflow.gst: the plane is on device %r, "
+                              "not %r" % (self.device, tuple(dl_device)))
+        if not self.is_cuda:
+            s = STREAM_NONE
+        elif stream is None:
+            s = 1
+        else:
+            s = int(stream)
+        versioned = max_version is not None and tuple(max_version)[0] >= 1
+        flags = 1 if versioned else 0
+        p = self._make(s, flags)
+        name = "dltensor_versioned" if versioned else "dltensor"
+        return _export.capsule(p, name,
+                               lambda: _lib.gst_pinned_cuda_tensor_free(
+                                   p, flags))
+
+    @property
+    def __cuda_array_interface__(self):
+        """Version 3; only for device memory (AttributeError otherwise).
+        The legacy default stream has been made to wait for the memory's
+        copy: "stream": 1 tells the consumer to order its reads after it."""
+        if not self.is_cuda:
+            raise AttributeError("pinnedflow.gst: host memory has no "
+                                 "__cuda_array_interface__ (use DLPack or "
+                                 "numpy.asarray)")
+        _lib.gst_pinned_cuda_tensor_free(self._make(1, 0), 0)
+        return {"shape": self.shape, "typestr": self.typestr,
+                "data": (self.data_ptr, True), "strides": self.strides,
+                "version": 3, "stream": 1}
+
+    @property
+    def __array_interface__(self):
+        """numpy.asarray(tensor) for host memory (read-only, in place)."""
+        if self.is_cuda:
+            raise AttributeError("pinnedflow.gst: device memory has no "
+                                 "__array_interface__")
+        return {"shape": self.shape, "typestr": self.typestr,
+                "data": (self.data_ptr, True), "strides": self.strides,
+                "version": 3}
+
+    def __repr__(self):
+        return "<pinnedflow.gst.Tensor plane %d %r %s device %r at %#x>" % (
+            self.plane, self.shape, self.typestr, self.device, self.data_ptr)
+
+
+def tensors(buffer_or_sample, caps=None):
+    """Every plane of a Gst.Buffer (with its @caps: a Gst.Caps or a string)
+    or of a Gst.Sample (its caps) as a Tensor: one for RGBA, two for NV12
+    (Y (h, w), UV (h/2, w/2, 2)), three for I420."""
+    if isinstance(buffer_or_sample, Gst.Sample):
+        buf = buffer_or_sample.get_buffer()
+        caps = caps if caps is not None else buffer_or_sample.get_caps()
+    else:
+        buf = buffer_or_sample
+    if not isinstance(buf, Gst.Buffer):
+        raise TypeError("pinnedflow.gst: a Gst.Buffer or Gst.Sample, not %r"
+                        % type(buf).__name__)
+    if caps is None:
+        raise TypeError("pinnedflow.gst: a Gst.Buffer needs its caps")
+    caps = _caps(caps)
+    n = _lib.gst_pinned_cuda_tensor_n_planes(_ptr(caps))
+    if n == 0:
+        raise TensorError("pinnedflow.gst: caps are not fixed raw video: %s"
+                          % caps.to_string(), ERROR_CAPS)
+    return [Tensor(buf, caps, p) for p in range(n)]
+
+
+def as_tensor(buffer_or_sample, caps=None):
+    """The single plane of a packed frame (RGBA, GRAY8, ...) as a Tensor;
+    ValueError for planar formats (use tensors())."""
+    planes = tensors(buffer_or_sample, caps)
+    if len(planes) != 1:
+        raise TensorError("pinnedflow.gst: %d planes: use tensors()"
+                          % len(planes), ERROR_LAYOUT)
+    return planes[0]
+
+
+class CudaContext(object):
+    """A GstCudaContext reference (from query_cuda_context())."""
+
+    def __init__(self, ptr):
+        self._ptr = ptr
+
+    def __del__(self):
+        p, self._ptr = self._ptr, None
+        if p and _gobject is not None:
+            _gobject.g_object_unref(p)
+
+
+def query_cuda_context(element):
+    """The GstCudaContext the element downstream of @element (an appsrc)
+    uses, once it started (state PAUSED or later), or None."""
+    p = _lib.gst_pinned_cuda_tensor_query_cuda_context(P(hash(element)))
+    return CudaContext(p) if p else None
+
+
+def buffer_from_tensor(tensor, caps, pool=None, stream=None,
+                       cuda_context=None, return_copies=False):
+    """A Gst.Buffer (for appsrc) holding @tensor (anything with __dlpack__:
+    torch, CuPy, numpy) as a frame of @caps.
+
+    - caps without a memory feature: a host tensor, wrapped (no copy; it
+      lives until the buffer is freed), or copied once into a buffer of
+      @pool (e.g. pinnedflow's pinned pool, so that an upload DMAs it);
+    - memory:CUDAMemory: a CUDA tensor, wrapped on GStreamer 1.24+ (on a
+      stream of its own that waits for the producer's on the GPU), copied
+      once on the device on 1.22; memory:PinnedflowCUDA: copied once.
+      @stream: the producer's stream (default 1, the legacy stream: the
+      tensor's __dlpack__(stream=) orders it after the tensor's work);
+      @cuda_context: a CudaContext (query_cuda_context(appsrc)) to share
+      the pipeline's.
+
+    The shape is the one tensors() gives for one plane ((h, w, 4) RGBA),
+    (rows of every plane, w) for planar formats (NV12: (h * 3 // 2, w)).
+    Returns the buffer, or (buffer, copies) with @return_copies."""
+    caps = _caps(caps)
+    if not hasattr(tensor, "__dlpack__"):
+        raise TypeError("pinnedflow.gst: %r has no __dlpack__"
+                        % type(tensor).__name__)
+    dev = tuple(tensor.__dlpack_device__())
+    if dev[0] == DL_CUDA:
+        producer = 1 if stream is None else int(stream)
+        cap = tensor.__dlpack__(stream=producer)
+    else:
+        producer = STREAM_NONE
+        cap = tensor.__dlpack__()
+    if not _is_valid(cap, b"dltensor"):
+        raise TensorError("pinnedflow.gst: __dlpack__ gave no \"dltensor\" "
+                          "capsule", ERROR_LAYOUT)
+    if pool is not None:
+        ret, buf = pool.acquire_buffer(None)
+        if ret != Gst.FlowReturn.OK:
+            raise TensorMemoryError("pinnedflow.gst: the pool gave no buffer "
+                                    "(%s)" % ret.value_nick, ERROR_MEMORY)
+    else:
+        buf = Gst.Buffer.new()
+    imp = _Import(producer_stream=producer,
+                  cuda_context=cuda_context._ptr if cuda_context else None)
+    err = ctypes.POINTER(_GError)()
+    ok = _lib.gst_pinned_cuda_buffer_fill_from_tensor(
+        _ptr(buf), _get_pointer(cap, b"dltensor"), _ptr(caps),
+        ctypes.byref(imp), ctypes.byref(err))
+    if not ok:
+        _raise(err)      # the capsule still owns the tensor
+    _set_name(cap, ctypes.addressof(_USED))
+    return (buf, imp.copies) if return_copies else buf
