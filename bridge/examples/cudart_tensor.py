@@ -67,14 +67,14 @@ def runtime():
     return rt
 
 
-_capsule_new = ctypes.pythonapi.PyCapsule_New
-_capsule_new.restype = ctypes.py_object
-_capsule_new.argtypes = [P, ctypes.c_char_p, P]
-_capsule_get = ctypes.pythonapi.PyCapsule_GetPointer
-_capsule_get.restype = P
-_capsule_get.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_capsule_set_name = ctypes.pythonapi.PyCapsule_SetName
-_capsule_set_name.argtypes = [ctypes.py_object, ctypes.c_char_p]
+# private prototypes: ctypes.pythonapi's function objects are shared by
+# every module of the process, their argtypes too
+_capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, P, P, P)(
+    ("PyCapsule_New", ctypes.pythonapi))
+_capsule_get = ctypes.PYFUNCTYPE(P, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+_capsule_set_name = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, P)(
+    ("PyCapsule_SetName", ctypes.pythonapi))
 _NAME = ctypes.create_string_buffer(b"dltensor")
 _USED = ctypes.create_string_buffer(b"used_dltensor")
 # tensors lent and not yet deleted: what keeps their memory and callbacks

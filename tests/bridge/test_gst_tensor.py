@@ -23,6 +23,11 @@ appsrc     tensors pushed into appsrc: a CUDA tensor (memory:CUDAMemory) to
            pinnedcudaupload ! cudadownload, and copied once into a pool's
            buffer; every tensor's deleter ran exactly once, after the
            pipeline was done with it.
+example    bridge/examples/tensor_app.py as docs/bridge.md runs it: a camera
+           process (videotestsrc ! pinnedshmsink) -> the application
+           (pinnedshmsrc ! pinnedcudaupload ! appsink -> 255 - frame ->
+           appsrc ! cudadownload ! filesink), backend cudart on the
+           emulators: every frame out equals 255 - the camera's frame.
 errors     a CPU tensor offered as CUDA memory, a non-contiguous tensor, a
            dtype the caps do not allow, a wrong shape, memory neither
            host-mappable nor CUDA (an fd memory of a pipe), caps that are
@@ -440,6 +445,31 @@ def case_appsrc():
           "byte-exact (wrapped, and copied into a pool)" % n)
 
 
+def case_example():
+    emulator()
+    n, w, h = 8, 64, 48
+    caps = "video/x-raw,format=RGBA,width=%d,height=%d,framerate=30/1" % (w, h)
+    app = os.path.join(os.path.dirname(ct.__file__), "tensor_app.py")
+    with bt.Env() as env:
+        sock, out, ref = env.path("cam.sock"), env.path("out.raw"), \
+            env.path("ref.raw")
+        cam = env.gst("videotestsrc num-buffers=%d pattern=ball ! %s ! "
+                      "pinnedshmsink socket-path=%s wait-for-connection=true"
+                      % (n, caps, sock))
+        p = env.spawn([sys.executable, app, sock, out, "--backend", "cudart"])
+        stdout, _ = env.finish(p, what="tensor_app.py")
+        env.finish(cam, what="camera")
+        env.finish(env.gst("videotestsrc num-buffers=%d pattern=ball ! %s ! "
+                           "filesink location=%s" % (n, caps, ref)))
+        print("  " + stdout.strip().splitlines()[-1])
+        bt.check("tensor_app: %d frames, backend cudart" % n in stdout,
+                 stdout)
+        got = numpy.fromfile(out, numpy.uint8)
+        want = 255 - numpy.fromfile(ref, numpy.uint8)
+        bt.check(got.size == n * w * h * 4, "%d bytes out" % got.size)
+        bt.check(numpy.array_equal(got, want), "frames out != 255 - in")
+
+
 def expect_error(cls, fn, what):
     try:
         fn()
@@ -497,4 +527,5 @@ def case_errors():
 if __name__ == "__main__":
     sys.exit(bt.run_cases({"host": case_host, "device": case_device,
                            "device-1.24": case_device,
-                           "appsrc": case_appsrc, "errors": case_errors}))
+                           "appsrc": case_appsrc, "errors": case_errors,
+                           "example": case_example}))

@@ -118,15 +118,15 @@ _glib.g_error_free.argtypes = [P]
 _gobject = ctypes.CDLL("libgobject-2.0.so.0")
 _gobject.g_object_unref.argtypes = [P]
 
-_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_get_pointer.restype = P
-_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_is_valid = ctypes.pythonapi.PyCapsule_IsValid
-_is_valid.restype = ctypes.c_int
-_is_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_set_name = ctypes.pythonapi.PyCapsule_SetName
-_set_name.restype = ctypes.c_int
-_set_name.argtypes = [ctypes.py_object, P]
+# private prototypes: ctypes.pythonapi's function objects are shared by
+# every module of the process, their argtypes too
+_get_pointer = ctypes.PYFUNCTYPE(P, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object,
+                              ctypes.c_char_p)(
+    ("PyCapsule_IsValid", ctypes.pythonapi))
+_set_name = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, P)(
+    ("PyCapsule_SetName", ctypes.pythonapi))
 # a capsule keeps the pointer to its name: one that lives for ever
 _USED = ctypes.create_string_buffer(b"used_dltensor")
 
