@@ -98,11 +98,17 @@ check_shape (const GstPinnedDLTensor * dl, Source * s, GError ** error)
     want[1] = max_bytes / s->elem;
   }
   if (dl->dtype.code != GST_PINNED_DL_UINT || dl->dtype.bits != s->elem * 8
-      || dl->dtype.lanes != 1)
-    return fail (error, GST_PINNED_CUDA_TENSOR_ERROR_DTYPE, "dtype (code %u, "
-        "%u bits, %u lanes) is not allowed by format %s: it takes uint%u",
-        dl->dtype.code, dl->dtype.bits, dl->dtype.lanes,
-        GST_VIDEO_INFO_NAME (&s->info), s->elem * 8);
+      || dl->dtype.lanes != 1) {
+    static const gchar *codes[] = { "int", "uint", "float", "opaque handle",
+      "bfloat", "complex", "bool"
+    };
+
+    return fail (error, GST_PINNED_CUDA_TENSOR_ERROR_DTYPE, "dtype %s%u%s "
+        "is not allowed by format %s: it takes uint%u",
+        dl->dtype.code < G_N_ELEMENTS (codes) ? codes[dl->dtype.code] :
+        "(unknown code)", dl->dtype.bits, dl->dtype.lanes != 1 ?
+        " with lanes" : "", GST_VIDEO_INFO_NAME (&s->info), s->elem * 8);
+  }
   if (dl->ndim != (gint32) ndim || dl->shape == NULL)
     goto bad_shape;
   for (i = 0; i < ndim; i++)
