@@ -312,6 +312,11 @@ def run_to_eos(p, n_frames):
         vi = GstVideo.VideoInfo.new_from_caps(smp.get_caps())
         out.append((bytes(info.data), vi, GstVideo.buffer_get_video_meta(buf)))
         buf.unmap(info)
+    msg = p.get_bus().pop_filtered(Gst.MessageType.ERROR)
+    if msg is not None:
+        e, dbg = msg.parse_error()
+        bt.fail("pipeline error from %s: %s (%s)" % (msg.src.get_name(),
+                                                     e.message, dbg))
     bt.check(s.get_property("eos") or len(out) == n_frames)
     return out
 
@@ -358,7 +363,7 @@ def case_appsrc():
         ctx = pfgst.query_cuda_context(src) \
             if feature == "memory:CUDAMemory" else None
         p.set_state(Gst.State.PLAYING)
-        tensors, wants = [], []
+        tensors, wants, held = [], [], []
         for i in range(n):
             want = frame_pattern(fmt, w, h, i)
             t = ct.DeviceTensor(rt, want.shape).upload(want)
@@ -370,7 +375,9 @@ def case_appsrc():
             buf.pts = i * Gst.SECOND // 30
             buf.duration = Gst.SECOND // 30
             src.emit("push-buffer", buf)
-            del buf
+            # still held here: appsrc's first buffer is copied to be flagged
+            # DISCONT, which must share the device memory, not read it back
+            held.append(buf)
             tensors.append(t)
             wants.append(want)
         src.emit("end-of-stream")
@@ -380,7 +387,10 @@ def case_appsrc():
             bt.check(check_frame(out[i], fmt, w, h, wants[i]),
                      "%s %s frame %d not byte-exact" % (fmt, feature, i))
         stop(p)
-        del p, src, ctx
+        if want_copies == 0:
+            bt.check([t.deleted for t in tensors] == [0] * n,
+                     "a wrapped tensor deleted while its buffer lives")
+        del p, src, ctx, held, buf
         gc.collect()
         deleted = [t.deleted for t in tensors]
         bt.check(deleted == [1] * n, "deleters ran %r" % deleted)

@@ -302,6 +302,10 @@ fill_pinned_cuda (GstBuffer * buffer, GstPinnedDLManagedTensor * tensor,
     GST_VIDEO_INFO_PLANE_OFFSET (&info, p) = mem->pitch * layout.row_offset[p];
     GST_VIDEO_INFO_PLANE_STRIDE (&info, p) = (gint) mem->pitch;
   }
+  /* not a pool's: a buffer copy (basesrc's make_writable for the DISCONT
+   * flag of a buffer the application still holds) may share it instead of
+   * reading it back through a CPU map into system memory */
+  GST_MINI_OBJECT_FLAG_UNSET (mem, GST_MEMORY_FLAG_NO_SHARE);
   gst_buffer_append_memory (buffer, GST_MEMORY_CAST (mem));
   add_meta (buffer, &info);
   import->copies = 1;
@@ -366,6 +370,9 @@ fill_gstcuda_wrapped (const GstPinnedTensorGstCuda * t, GstBuffer * buffer,
         "gst_cuda_allocator_alloc_wrapped failed");
   if (import->producer_stream != GST_PINNED_CUDA_TENSOR_STREAM_NONE)
     GST_MINI_OBJECT_FLAG_SET (mem, GST_PINNED_TENSOR_NEED_SYNC);
+  /* a buffer copy shares the tensor rather than copying it (see
+   * fill_pinned_cuda) */
+  GST_MINI_OBJECT_FLAG_UNSET (mem, GST_MEMORY_FLAG_NO_SHARE);
   gst_buffer_append_memory (buffer, mem);
   add_meta (buffer, &info);
   import->copies = 0;
