@@ -76,8 +76,8 @@ class Op(object):
         if self.backend == "torch":
             x = self.torch.from_dlpack(plane)     # kDLCUDA, in place
             assert x.data_ptr() == plane.data_ptr
-            s = self.torch.cuda.current_stream()
-            return 255 - x, s.cuda_stream
+            # the stream the op ran on (0, the default one, is legacy: 1)
+            return 255 - x, self.torch.cuda.current_stream().cuda_stream or 1
         if self.backend == "cupy":
             x = self.cupy.from_dlpack(plane)
             assert x.data.ptr == plane.data_ptr

@@ -332,7 +332,9 @@ def buffer_from_tensor(tensor, caps, pool=None, stream=None,
                         % type(tensor).__name__)
     dev = tuple(tensor.__dlpack_device__())
     if dev[0] == DL_CUDA:
-        producer = 1 if stream is None else int(stream)
+        # 0 (torch.cuda.default_stream().cuda_stream, CuPy's null stream)
+        # is the legacy default stream, which DLPack spells 1
+        producer = 1 if not stream else int(stream)
         cap = tensor.__dlpack__(stream=producer)
     else:
         producer = STREAM_NONE

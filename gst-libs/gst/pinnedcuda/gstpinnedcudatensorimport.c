@@ -11,6 +11,10 @@
  * an asynchronous copy) from a qdata notify of the new memory after its
  * event completed. On failure nothing is taken.
  *
+ * Device copies use cudaMemcpyDefault: the tensor's memory and the
+ * GstCudaContext's may belong to two contexts of one device, which unified
+ * addressing resolves by pointer.
+ *
  * Threads: any; notifies run on the thread that frees the memory.
  */
 #ifdef HAVE_CONFIG_H
@@ -281,7 +285,7 @@ fill_pinned_cuda (GstBuffer * buffer, GstPinnedDLManagedTensor * tensor,
   }
   err = rt->Memcpy2DAsync (mem->dev_ptr, mem->pitch, s->data, s->pitch,
       layout.max_width_bytes, layout.total_rows,
-      GST_PINNED_CUDA_MEMCPY_DEVICE_TO_DEVICE, stream);
+      GST_PINNED_CUDA_MEMCPY_DEFAULT, stream);
   if (err == GST_PINNED_CUDA_SUCCESS) {
     call = "cudaEventRecord";
     err = rt->EventRecord (mem->event, stream);
@@ -441,7 +445,7 @@ fill_gstcuda_copy (const GstPinnedTensorGstCuda * t, GstBuffer * buffer,
 
     err = rt->Memcpy2DAsync (map.data + meta->offset[p], meta->stride[p],
         s->data + s->pitch * s->row_offset[p], s->pitch, s->row_bytes[p],
-        rows, GST_PINNED_CUDA_MEMCPY_DEVICE_TO_DEVICE, stream);
+        rows, GST_PINNED_CUDA_MEMCPY_DEFAULT, stream);
   }
   /* 1.22 has no stream to hand downstream: the copy completes here */
   if (err == GST_PINNED_CUDA_SUCCESS) {
