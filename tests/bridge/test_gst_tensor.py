@@ -68,6 +68,7 @@ _gst = ctypes.CDLL("libgstreamer-1.0.so.0")
 WEAK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 _gst.gst_mini_object_weak_ref.argtypes = [ctypes.c_void_p, WEAK,
                                           ctypes.c_void_p]
+_gst.gst_mini_object_weak_ref.restype = None
 
 
 class MapInfo(ctypes.Structure):
@@ -82,6 +83,7 @@ class MapInfo(ctypes.Structure):
 _gst.gst_buffer_map.argtypes = [ctypes.c_void_p, ctypes.POINTER(MapInfo),
                                 ctypes.c_int]
 _gst.gst_buffer_unmap.argtypes = [ctypes.c_void_p, ctypes.POINTER(MapInfo)]
+_gst.gst_buffer_unmap.restype = None
 
 
 class Freed(object):

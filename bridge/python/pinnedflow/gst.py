@@ -115,8 +115,10 @@ def _load():
 _lib = _load()
 _glib = ctypes.CDLL("libglib-2.0.so.0")
 _glib.g_error_free.argtypes = [P]
+_glib.g_error_free.restype = None
 _gobject = ctypes.CDLL("libgobject-2.0.so.0")
 _gobject.g_object_unref.argtypes = [P]
+_gobject.g_object_unref.restype = None
 
 # private prototypes: ctypes.pythonapi's function objects are shared by
 # every module of the process, their argtypes too
