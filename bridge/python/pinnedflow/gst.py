@@ -14,14 +14,21 @@ ctypes over libgstpinnedflowcuda-1.0 (gstpinnedcudatensor.h); the Gst.Buffer
 and Gst.Caps pointers are PyGObject's (hash() of a boxed wrapper is its
 pointer). The DLPack tensors, their deleters and capsule destructors are C:
 a tensor holds the buffer until the consumer drops it, on any thread.
+Without PyGObject (or with raw=True), buffers, caps and elements are raw
+pointers (ints) instead, as ctypes code handles them.
 PINNEDFLOW_GSTCUDA_LIBRARY names the library file (default: the soname)."""
 
 import ctypes
 import os
 
-import gi
-gi.require_version("Gst", "1.0")
-from gi.repository import Gst  # noqa: E402
+try:
+    import gi
+    gi.require_version("Gst", "1.0")
+    from gi.repository import Gst
+except (ImportError, ValueError):
+    # no PyGObject (a GPU host's own Python): buffers, samples, caps and
+    # elements are then raw pointers (ints), e.g. from ctypes
+    Gst = None
 
 from . import _export  # noqa: E402
 
@@ -113,6 +120,14 @@ def _load():
 
 
 _lib = _load()
+_gstlib = ctypes.CDLL("libgstreamer-1.0.so.0")
+for _fn, (_res, _args) in {
+        "gst_mini_object_ref": (P, [P]),
+        "gst_mini_object_unref": (None, [P]),
+        "gst_caps_from_string": (P, [ctypes.c_char_p]),
+        "gst_buffer_new": (P, [])}.items():
+    _f = getattr(_gstlib, _fn)
+    _f.restype, _f.argtypes = _res, _args
 _glib = ctypes.CDLL("libglib-2.0.so.0")
 _glib.g_error_free.argtypes = [P]
 _glib.g_error_free.restype = None
@@ -140,21 +155,50 @@ def _raise(err):
     raise _ERRORS.get(code, TensorError)("pinnedflow.gst: " + msg, code)
 
 
-def _ptr(boxed):
-    """The C pointer of a PyGObject Gst.Buffer / Gst.Caps."""
-    return P(hash(boxed))
+class _Raw(object):
+    """A reference on a GstMiniObject given as a raw pointer (taken with
+    @ref, else adopted), dropped when this object dies."""
+
+    def __init__(self, ptr, ref=True):
+        self.ptr = ptr
+        if ref:
+            _gstlib.gst_mini_object_ref(ptr)
+
+    def __del__(self):
+        p, self.ptr = self.ptr, None
+        if p and _gstlib is not None:
+            _gstlib.gst_mini_object_unref(p)
+
+
+def _ptr(obj):
+    """The C pointer of a PyGObject Gst.Buffer / Gst.Caps / element
+    (hash() of a boxed or GObject wrapper is its pointer), a _Raw, or a raw
+    pointer."""
+    if isinstance(obj, _Raw):
+        return P(obj.ptr)
+    if isinstance(obj, int):
+        return P(obj)
+    if isinstance(obj, ctypes.c_void_p):
+        return obj
+    return P(hash(obj))
 
 
 def _caps(caps):
     if isinstance(caps, str):
-        c = Gst.Caps.from_string(caps)
+        if Gst is not None:
+            c = Gst.Caps.from_string(caps)
+        else:
+            p = _gstlib.gst_caps_from_string(caps.encode())
+            c = _Raw(p, ref=False) if p else None
         if c is None:
             raise TensorError("pinnedflow.gst: caps %r do not parse" % caps,
                               ERROR_CAPS)
         return c
-    if not isinstance(caps, Gst.Caps):
-        raise TypeError("caps: a Gst.Caps or a caps string, not %r"
-                        % type(caps).__name__)
+    if isinstance(caps, int):
+        return _Raw(caps)
+    if Gst is None or not isinstance(caps, Gst.Caps):
+        raise TypeError("caps: a Gst.Caps, a caps string or a GstCaps "
+                        "pointer, not %r" % type(caps).__name__)
     return caps
 
 
@@ -261,22 +305,26 @@ class Tensor(object):
 def tensors(buffer_or_sample, caps=None):
     """Every plane of a Gst.Buffer (with its @caps: a Gst.Caps or a string)
     or of a Gst.Sample (its caps) as a Tensor: one for RGBA, two for NV12
-    (Y (h, w), UV (h/2, w/2, 2)), three for I420."""
-    if isinstance(buffer_or_sample, Gst.Sample):
+    (Y (h, w), UV (h/2, w/2, 2)), three for I420. Raw pointers: a GstBuffer
+    (referenced while a Tensor lives) and its caps (a pointer or string)."""
+    if Gst is not None and isinstance(buffer_or_sample, Gst.Sample):
         buf = buffer_or_sample.get_buffer()
         caps = caps if caps is not None else buffer_or_sample.get_caps()
+    elif isinstance(buffer_or_sample, int) and buffer_or_sample:
+        buf = _Raw(buffer_or_sample)
     else:
         buf = buffer_or_sample
-    if not isinstance(buf, Gst.Buffer):
-        raise TypeError("pinnedflow.gst: a Gst.Buffer or Gst.Sample, not %r"
-                        % type(buf).__name__)
+    if not isinstance(buf, _Raw) and (Gst is None or
+                                      not isinstance(buf, Gst.Buffer)):
+        raise TypeError("pinnedflow.gst: a Gst.Buffer, Gst.Sample or GstBuffer "
+                        "pointer, not %r" % type(buf).__name__)
     if caps is None:
         raise TypeError("pinnedflow.gst: a Gst.Buffer needs its caps")
     caps = _caps(caps)
     n = _lib.gst_pinned_cuda_tensor_n_planes(_ptr(caps))
     if n == 0:
-        raise TensorError("pinnedflow.gst: caps are not fixed raw video: %s"
-                          % caps.to_string(), ERROR_CAPS)
+        raise TensorError("pinnedflow.gst: caps are not fixed raw video",
+                          ERROR_CAPS)
     return [Tensor(buf, caps, p) for p in range(n)]
 
 
@@ -305,12 +353,12 @@ class CudaContext(object):
 def query_cuda_context(element):
     """The GstCudaContext the element downstream of @element (an appsrc)
     uses, once it started (state PAUSED or later), or None."""
-    p = _lib.gst_pinned_cuda_tensor_query_cuda_context(P(hash(element)))
+    p = _lib.gst_pinned_cuda_tensor_query_cuda_context(_ptr(element))
     return CudaContext(p) if p else None
 
 
 def buffer_from_tensor(tensor, caps, pool=None, stream=None,
-                       cuda_context=None, return_copies=False):
+                       cuda_context=None, return_copies=False, raw=False):
     """A Gst.Buffer (for appsrc) holding @tensor (anything with __dlpack__:
     torch, CuPy, numpy) as a frame of @caps.
 
@@ -327,7 +375,9 @@ def buffer_from_tensor(tensor, caps, pool=None, stream=None,
 
     The shape is the one tensors() gives for one plane ((h, w, 4) RGBA),
     (rows of every plane, w) for planar formats (NV12: (h * 3 // 2, w)).
-    Returns the buffer, or (buffer, copies) with @return_copies."""
+    Returns the buffer, or (buffer, copies) with @return_copies; with
+    @raw (or without PyGObject) a GstBuffer pointer (int) that is yours
+    (gst_app_src_push_buffer takes it)."""
     caps = _caps(caps)
     if not hasattr(tensor, "__dlpack__"):
         raise TypeError("pinnedflow.gst: %r has no __dlpack__"
@@ -344,11 +394,16 @@ def buffer_from_tensor(tensor, caps, pool=None, stream=None,
     if not _is_valid(cap, b"dltensor"):
         raise TensorError("pinnedflow.gst: __dlpack__ gave no \"dltensor\" "
                           "capsule", ERROR_LAYOUT)
+    raw = raw or Gst is None
     if pool is not None:
+        if raw:
+            raise TypeError("pinnedflow.gst: pool= needs PyGObject")
         ret, buf = pool.acquire_buffer(None)
         if ret != Gst.FlowReturn.OK:
             raise TensorMemoryError("pinnedflow.gst: the pool gave no buffer "
                                     "(%s)" % ret.value_nick, ERROR_MEMORY)
+    elif raw:
+        buf = _Raw(_gstlib.gst_buffer_new(), ref=False)
     else:
         buf = Gst.Buffer.new()
     imp = _Import(producer_stream=producer,
@@ -360,4 +415,7 @@ def buffer_from_tensor(tensor, caps, pool=None, stream=None,
     if not ok:
         _raise(err)      # the capsule still owns the tensor
     _set_name(cap, ctypes.addressof(_USED))
+    if raw:
+        ptr, buf.ptr = buf.ptr, None       # the caller's reference now
+        buf = ptr
     return (buf, imp.copies) if return_copies else buf
