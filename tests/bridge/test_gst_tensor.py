@@ -526,6 +526,32 @@ def case_errors():
     # nothing was taken: the same tensor still goes in
     buf, copies = pfgst.buffer_from_tensor(t, caps, return_copies=True)
     bt.check(copies == 0 and buf.get_size() == h * w * 4)
+    # raw pointers (no PyGObject needed): a GstBuffer pointer that is ours,
+    # and back out of it, in place
+    ptr = pfgst.buffer_from_tensor(t, caps, raw=True)
+    bt.check(isinstance(ptr, int) and ptr != 0)
+    planes = pfgst.tensors(ptr, caps)
+    _gst.gst_mini_object_unref.argtypes = [ctypes.c_void_p]
+    _gst.gst_mini_object_unref.restype = None
+    _gst.gst_mini_object_unref(ptr)     # the Tensor holds its own reference
+    back = torch.from_dlpack(planes[0])
+    bt.check(back.data_ptr() == t.data_ptr() and torch.equal(back, t))
+    del planes, back
+    # and in a Python without PyGObject at all
+    code = "; ".join([
+        "import sys, numpy; sys.modules['gi'] = None",
+        "from pinnedflow import gst", "assert gst.Gst is None",
+        "a = numpy.arange(%d, dtype=numpy.uint8).reshape(%d, %d, 4)"
+        % (h * w * 4, h, w),
+        "p = gst.buffer_from_tensor(a, %r)" % caps,
+        "t = gst.as_tensor(p, %r)" % caps,
+        "gst._gstlib.gst_mini_object_unref(p)",
+        "assert t.data_ptr == a.ctypes.data",
+        "assert (numpy.asarray(t) == a).all()", "print('no-gi ok')"])
+    with bt.Env() as env:
+        out, _ = env.finish(env.spawn([sys.executable, "-c", code]),
+                            what="pinnedflow.gst without gi")
+    bt.check("no-gi ok" in out, out)
     # memory that is neither host-mappable nor CUDA: an fd memory of a pipe
     r, wfd = os.pipe()
     os.close(wfd)

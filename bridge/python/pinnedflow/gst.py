@@ -125,9 +125,12 @@ for _fn, (_res, _args) in {
         "gst_mini_object_ref": (P, [P]),
         "gst_mini_object_unref": (None, [P]),
         "gst_caps_from_string": (P, [ctypes.c_char_p]),
-        "gst_buffer_new": (P, [])}.items():
+        "gst_buffer_new": (P, []),
+        "gst_init": (None, [P, P])}.items():
     _f = getattr(_gstlib, _fn)
     _f.restype, _f.argtypes = _res, _args
+if Gst is None:
+    _gstlib.gst_init(None, None)    # idempotent: GstCaps & co need it
 _glib = ctypes.CDLL("libglib-2.0.so.0")
 _glib.g_error_free.argtypes = [P]
 _glib.g_error_free.restype = None
