@@ -608,7 +608,10 @@ gst_pinned_cuda_tensor_from_buffer (GstBuffer * buffer, GstCaps * caps,
   memset (&d, 0, sizeof (d));
   h = g_new0 (TensorHold, 1);
   first = gst_buffer_peek_memory (buffer, 0);
-  t = gst_pinned_tensor_gstcuda_get ();
+  /* libgstcuda is opened only for its own memory (GST_CUDA_MEMORY_TYPE_NAME,
+   * 1.22 to 1.28): host frames never load it */
+  t = first->allocator && g_strcmp0 (first->allocator->mem_type,
+      "gst.cuda.memory") == 0 ? gst_pinned_tensor_gstcuda_get () : NULL;
   if (gst_is_pinned_cuda_memory (first))
     ok = gst_buffer_n_memory (buffer) == 1 &&
         desc_pinned_cuda (first, plane, stream, &tp, &d, &stride, error);
