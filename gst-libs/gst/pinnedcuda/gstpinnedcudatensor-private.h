@@ -2,9 +2,10 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Shared by gstpinnedcudatensor.c (buffer -> tensor, the plane shapes,
- * libgstcuda at run time) and gstpinnedcudatensorimport.c (tensor ->
- * buffer). Hidden in libgstpinnedflowcuda-1.0.
+ * Shared by gstpinnedcudatensor.c (buffer -> tensor, the plane shapes),
+ * gstpinnedcudatensorimport.c (tensor -> buffer) and
+ * gstpinnedcudatensorgstcuda.c (libgstcuda at run time). Hidden in
+ * libgstpinnedflowcuda-1.0.
  */
 #ifndef __GST_PINNED_CUDA_TENSOR_PRIVATE_H__
 #define __GST_PINNED_CUDA_TENSOR_PRIVATE_H__
@@ -66,6 +67,9 @@ typedef struct
  * are not rows of whole pixels (tiled, palette, complex packing). */
 gboolean gst_pinned_tensor_plane_shape (const GstVideoInfo * info,
     guint plane, GstPinnedTensorPlane * tp, GError ** error);
+
+/* The debug category "pinnedcudatensor" of the three files (once). */
+void gst_pinned_tensor_debug_init (void);
 
 /* libgstcuda-1.0, opened at run time (the same file the plugin opens:
  * GST_PINNEDFLOW_GSTCUDA or libgstcuda-1.0.so.0), the calls used here. */
