@@ -68,9 +68,6 @@ typedef struct
 gboolean gst_pinned_tensor_plane_shape (const GstVideoInfo * info,
     guint plane, GstPinnedTensorPlane * tp, GError ** error);
 
-/* The debug category "pinnedcudatensor" of the three files (once). */
-void gst_pinned_tensor_debug_init (void);
-
 /* libgstcuda-1.0, opened at run time (the same file the plugin opens:
  * GST_PINNEDFLOW_GSTCUDA or libgstcuda-1.0.so.0), the calls used here. */
 typedef struct

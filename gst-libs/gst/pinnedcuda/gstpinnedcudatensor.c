@@ -52,15 +52,15 @@ G_STATIC_ASSERT ((int) kDLCPU == GST_PINNED_DL_CPU &&
 #endif
 #endif
 
-GST_DEBUG_CATEGORY (gst_pinned_cuda_tensor_debug);
+GST_DEBUG_CATEGORY_STATIC (gst_pinned_cuda_tensor_debug);
 #define GST_CAT_DEFAULT gst_pinned_cuda_tensor_debug
 
 /* *INDENT-OFF* */
 G_DEFINE_QUARK (gst-pinned-cuda-tensor-error-quark, gst_pinned_cuda_tensor_error);
 /* *INDENT-ON* */
 
-void
-gst_pinned_tensor_debug_init (void)
+static void
+debug_init (void)
 {
   static gsize once = 0;
 
@@ -421,7 +421,7 @@ gst_pinned_cuda_tensor_from_buffer (GstBuffer * buffer, GstCaps * caps,
   gboolean ok;
   int res;
 
-  gst_pinned_tensor_debug_init ();
+  debug_init ();
   g_return_val_if_fail (GST_IS_BUFFER (buffer), NULL);
   if (stream == 0 || stream < -1) {
     g_set_error (error, GST_PINNED_CUDA_TENSOR_ERROR,

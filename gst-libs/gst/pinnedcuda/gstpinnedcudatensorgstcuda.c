@@ -20,8 +20,8 @@
 
 #include <dlfcn.h>
 
-GST_DEBUG_CATEGORY_EXTERN (gst_pinned_cuda_tensor_debug);
-#define GST_CAT_DEFAULT gst_pinned_cuda_tensor_debug
+GST_DEBUG_CATEGORY_STATIC (gst_pinned_tensor_gstcuda_debug);
+#define GST_CAT_DEFAULT gst_pinned_tensor_gstcuda_debug
 
 /* ------------------------------------------------------------ libgstcuda */
 
@@ -108,8 +108,10 @@ gst_pinned_tensor_gstcuda_get (void)
   static gsize once = 0;
   static const GstPinnedTensorGstCuda *table;
 
-  gst_pinned_tensor_debug_init ();
   if (g_once_init_enter (&once)) {
+    GST_DEBUG_CATEGORY_INIT (gst_pinned_tensor_gstcuda_debug,
+        "pinnedcudatensorgstcuda", 0,
+        "pinnedflow: libgstcuda for the tensor functions, at run time");
     table = gstcuda_open ();
     g_once_init_leave (&once, 1);
   }
