@@ -3,7 +3,8 @@
 # installs what is missing, configures and builds (warnings are errors),
 # runs every suite, then every suite but install and docs again under valgrind
 # (memory errors and definite leaks fail the run), then packs the GPU kit
-# and runs it on the emulators in a root without GStreamer (tools/gpu-kit.sh ci).
+# and runs it on the emulators in two roots without GStreamer, Debian 12 and
+# 13 (tools/gpu-kit.sh ci).
 # Prints "N passed, N failed, N skipped" for the host; then the same build
 # and suite in Debian 13 and unstable roots (tools/test-matrix.sh), one
 # such line per root. Exits non-zero on failure.
@@ -46,7 +47,7 @@ gpukit_log="$build/meson-logs/gpu-kit-ci.log"
 wait "$roots_pid"
 grep -E '^(matrix-time|gpu-kit:)' "$roots_log"
 if bash "$top/tools/gpu-kit.sh" ci > "$gpukit_log" 2>&1; then
-  grep -E '^gpu-kit: ([0-9]+ passed|emulator run in the root)' "$gpukit_log"
+  grep -E '^gpu-kit: ([0-9]+ passed|emulator run in |GPU-mode run|lookup: |packed )' "$gpukit_log"
 else
   rc=1
   tail -40 "$gpukit_log"

@@ -318,12 +318,11 @@ run_element (ElKind kind, gint w, gint h, guint frames, Result * r)
 
 /* ------------------------------------------------------------ main */
 
+/* The runtime the loader opened (its lookup, pf-cuda.c) is the emulator. */
 static gboolean
 runtime_is_emulator (void)
 {
-  void *h = dlopen (g_getenv ("GST_PINNEDFLOW_CUDART") ?
-      g_getenv ("GST_PINNEDFLOW_CUDART") : "libcudart.so.13",
-      RTLD_NOW | RTLD_NOLOAD);
+  void *h = dlopen (rt->library, RTLD_NOW | RTLD_NOLOAD);
   gboolean res = h != NULL && dlsym (h, "pfemu_query") != NULL;
 
   if (h)

@@ -215,14 +215,21 @@ gst_pinned_cuda_context_close (GstPinnedCudaContext * ctx)
     ctx->rt = NULL;
     return;
   }
+  /* On the application's thread, usually (a state change): a failure is
+   * logged and not left in its last-error slot. */
   prev = gst_pinned_cuda_context_enter (ctx);
   if ((err =
-          ctx->rt->StreamSynchronize (ctx->stream)) != GST_PINNED_CUDA_SUCCESS)
+          ctx->rt->StreamSynchronize (ctx->stream)) !=
+      GST_PINNED_CUDA_SUCCESS) {
     GST_ERROR_OBJECT (ctx->element, "cudaStreamSynchronize: %s",
         ctx->rt->GetErrorString (err));
-  if ((err = ctx->rt->StreamDestroy (ctx->stream)) != GST_PINNED_CUDA_SUCCESS)
+    gst_pinned_cuda_take_last_error (ctx->rt);
+  }
+  if ((err = ctx->rt->StreamDestroy (ctx->stream)) != GST_PINNED_CUDA_SUCCESS) {
     GST_ERROR_OBJECT (ctx->element, "cudaStreamDestroy: %s",
         ctx->rt->GetErrorString (err));
+    gst_pinned_cuda_take_last_error (ctx->rt);
+  }
   ctx->stream = NULL;
   gst_pinned_cuda_context_leave (ctx, prev);
   drop_gst_context (ctx);
@@ -312,9 +319,11 @@ gst_pinned_cuda_context_free_event (GstPinnedCudaContext * ctx,
   prev = gst_pinned_cuda_context_enter (ctx);
   err = ctx->rt->EventDestroy (event);
   gst_pinned_cuda_context_leave (ctx, prev);
-  if (err != GST_PINNED_CUDA_SUCCESS)
+  if (err != GST_PINNED_CUDA_SUCCESS) {
     GST_ERROR_OBJECT (ctx->element, "cudaEventDestroy: %s",
         ctx->rt->GetErrorString (err));
+    gst_pinned_cuda_take_last_error (ctx->rt);
+  }
 }
 
 void

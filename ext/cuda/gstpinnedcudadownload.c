@@ -296,8 +296,11 @@ gst_pinned_cuda_download_transform (GstBaseTransform * trans,
   }
   if (err != GST_PINNED_CUDA_SUCCESS) {
     GST_PINNED_CUDA_CONTEXT_ERROR (&self->parent.cuda, call, err);
-    /* Nothing may still write into the frame when it goes back. */
-    rt->StreamSynchronize (self->parent.cuda.stream);
+    /* Nothing may still write into the frame when it goes back (its
+     * error, if any, is the one just posted: not left in the slot). */
+    if (rt->StreamSynchronize (self->parent.cuda.stream) !=
+        GST_PINNED_CUDA_SUCCESS)
+      gst_pinned_cuda_take_last_error (rt);
   }
   gst_pinned_cuda_context_leave (&self->parent.cuda, prev);
   gst_video_frame_unmap (&frame);

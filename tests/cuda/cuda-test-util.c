@@ -10,8 +10,11 @@
 #include "cuda-test-util.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <gst/app/gstappsrc.h>
 
 /* ------------------------------------------------------------ frames */
@@ -147,6 +150,116 @@ cuda_test_emu_load (CudaTestEmu * emu, const gchar * path)
   emu->live_total = dlsym (h, "pfemu_live_total");
   emu->leak_report = dlsym (h, "pfemu_leak_report");
   return emu->query && emu->reset && emu->live_total && emu->leak_report;
+}
+
+/* ------------------------------------------------------ process rule */
+
+/* libcuda.so mapped in this process: on a real runtime, CUDA may have
+ * been initialised (nvcodec's plugin_init calls cuInit). */
+static gboolean
+libcuda_loaded (void)
+{
+  gchar *maps = NULL;
+  gboolean loaded = g_file_get_contents ("/proc/self/maps", &maps, NULL,
+      NULL) && strstr (maps, "/libcuda.so") != NULL;
+
+  g_free (maps);
+  return loaded;
+}
+
+gboolean
+cuda_test_probe_in_child (gchar * (*probe) (void), const CudaTestEmu * emu,
+    gchar ** answer)
+{
+  GString *out;
+  int fds[2], status = 0;
+  gboolean ok = FALSE;
+  char buf[512];
+  ssize_t n;
+  pid_t pid;
+
+  *answer = NULL;
+  if (emu == NULL && libcuda_loaded ()) {
+    *answer = probe ();
+    return TRUE;
+  }
+  out = g_string_new (NULL);
+  if (pipe (fds) != 0) {
+    *answer = g_strdup_printf ("pipe: %s", g_strerror (errno));
+    g_string_free (out, TRUE);
+    return FALSE;
+  }
+  pid = fork ();
+  if (pid == 0) {
+    gchar *res;
+
+    close (fds[0]);
+    res = probe ();
+    /* 'A' and the answer, or 'N' for none */
+    if (write (fds[1], res ? "A" : "N", 1) == 1 && res)
+      n = write (fds[1], res, strlen (res));
+    _exit (0);
+  }
+  close (fds[1]);
+  if (pid < 0) {
+    close (fds[0]);
+    *answer = g_strdup_printf ("fork: %s", g_strerror (errno));
+    g_string_free (out, TRUE);
+    return FALSE;
+  }
+  while ((n = read (fds[0], buf, sizeof (buf))) > 0 ||
+      (n < 0 && errno == EINTR))
+    if (n > 0)
+      g_string_append_len (out, buf, n);
+  close (fds[0]);
+  while (waitpid (pid, &status, 0) < 0 && errno == EINTR);
+  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0 || out->len == 0) {
+    *answer = g_strdup_printf ("the probe process %s %d", WIFSIGNALED (status)
+        ? "died of signal" : "exited with", WIFSIGNALED (status) ?
+        WTERMSIG (status) : WEXITSTATUS (status));
+  } else {
+    ok = TRUE;
+    if (out->str[0] == 'A')
+      *answer = g_strdup (out->str + 1);
+  }
+  g_string_free (out, TRUE);
+  return ok;
+}
+
+gboolean
+cuda_test_check_fork (const gchar * suite, const CudaTestEmu * emu)
+{
+  if (emu != NULL) {
+    if (emu->query ("driver.initialized") == 0)
+      return TRUE;
+    g_printerr ("FAIL: %s: CUDA was initialised in main(), before the "
+        "suite forks its tests: they could not use it\n", suite);
+    return FALSE;
+  }
+  if (libcuda_loaded () && g_strcmp0 (g_getenv ("CK_FORK"), "no") != 0) {
+    g_print ("%s: libcuda.so is loaded in the main process (CUDA may be "
+        "initialised: a registry scan without the plugin scanner?): the "
+        "tests run without forking (CK_FORK=no)\n", suite);
+    g_setenv ("CK_FORK", "no", TRUE);
+  }
+  return TRUE;
+}
+
+void
+cuda_test_load_features (const gchar * const *names)
+{
+  for (; *names; names++) {
+    GstPluginFeature *f = gst_registry_lookup_feature (gst_registry_get (),
+        *names);
+    GstPluginFeature *loaded;
+
+    if (f == NULL)
+      continue;
+    loaded = gst_plugin_feature_load (f);
+    if (loaded)
+      gst_object_unref (loaded);
+    gst_object_unref (f);
+  }
 }
 
 /* ------------------------------------------------------------ producer */

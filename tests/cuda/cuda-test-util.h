@@ -58,6 +58,34 @@ typedef struct
  * missing. */
 gboolean cuda_test_emu_load (CudaTestEmu * emu, const gchar * path);
 
+/* ---- CUDA's process rule ---- */
+
+/* gst-check forks a child per test (unless CK_FORK=no), and a process
+ * forked after CUDA was initialised in its parent cannot use CUDA: a test
+ * main() must not initialise it. What main() must learn from CUDA (is
+ * there a device, what does the element offer) it asks here: @probe runs
+ * in a child process of its own, which exits after it. Returns FALSE (with
+ * *@answer the reason) when the child could not run or died; else TRUE and
+ * *@answer what @probe returned (NULL or a string, to g_free). On a real
+ * runtime (@emu NULL) where libcuda.so is already loaded in this process
+ * (CUDA may be initialised: a child could not use it), @probe runs here,
+ * and cuda_test_check_fork() then keeps the suite from forking. */
+gboolean cuda_test_probe_in_child (gchar * (*probe) (void),
+    const CudaTestEmu * emu, gchar ** answer);
+/* Call just before gst_check_run_suite: TRUE when the suite may fork its
+ * tests. With the emulator (@emu not NULL), FALSE (said on stderr) when
+ * it says CUDA was initialised in this process: a test main() did what it
+ * must not. On a real runtime, where nothing says so, libcuda.so mapped in
+ * this process (a registry scan in-process loaded nvcodec, which calls
+ * cuInit) makes the suite run without forking (CK_FORK=no, said on
+ * stdout), the one way its tests can still use CUDA; TRUE. */
+gboolean cuda_test_check_fork (const gchar * suite, const CudaTestEmu * emu);
+/* Loads each plugin feature named in @names (NULL-terminated) that is
+ * registered, in this process: what a plugin_init does with CUDA (nvcodec
+ * probes each device) happens then, in the test's own process (a checked
+ * fixture's setup runs in the test's child), before counters are reset. */
+void cuda_test_load_features (const gchar * const *names);
+
 /* ---- the producer process ---- */
 
 /* Starts this binary again as a producer (see cuda_test_producer_main):

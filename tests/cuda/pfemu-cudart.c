@@ -43,6 +43,7 @@ enum
   cudaSuccess = 0,
   cudaErrorInvalidValue = 1,
   cudaErrorMemoryAllocation = 2,
+  cudaErrorInitializationError = 3,
   cudaErrorInvalidMemcpyDirection = 21,
   cudaErrorInsufficientDriver = 35,
   cudaErrorDevicesUnavailable = 46,
@@ -112,6 +113,9 @@ API cudaError_t cudaEventDestroy (void *event);
 API cudaError_t cudaEventRecord (void *event, void *stream);
 API cudaError_t cudaEventQuery (void *event);
 API cudaError_t cudaEventSynchronize (void *event);
+API cudaError_t cudaStreamQuery (void *stream);
+API cudaError_t cudaLaunchHostFunc (void *stream, void (*fn) (void *),
+    void *data);
 API cudaError_t cudaMemcpy2DAsync (void *dst, size_t dpitch, const void *src,
     size_t spitch, size_t width, size_t height, int kind, void *stream);
 API cudaError_t cudaMemcpy2D (void *dst, size_t dpitch, const void *src,
@@ -173,7 +177,7 @@ struct event
 };
 
 enum op_type
-{ OP_COPY, OP_RECORD, OP_WAIT, OP_READ };
+{ OP_COPY, OP_RECORD, OP_WAIT, OP_READ, OP_HOST };
 
 struct op
 {
@@ -189,6 +193,8 @@ struct op
   int owns_src;                 /* src is a staging copy, freed after */
   int h2h;                      /* host to host (driver API only) */
   long late_us;                 /* OP_READ: how long the reader runs */
+  void (*host_fn) (void *);     /* OP_HOST: cudaLaunchHostFunc's */
+  void *host_data;
   uint64_t lseq;                /* on the legacy stream: its number */
   struct event *ev;
   uint64_t seq;
@@ -276,6 +282,14 @@ static int primary_refs[MAX_DEVICES];
 static int rt_uses[MAX_DEVICES];
 /* cuInit called (cudart calls it for its users); survives pfemu_reset(). */
 static int driver_initialized;
+/* CUDA's process rule: a process forked after CUDA was initialised in its
+ * parent cannot use CUDA. Set in such a child (pthread_atfork); from then
+ * on every call but the version queries, the error strings and the
+ * last-error reads fails with 3 (cudaErrorInitializationError /
+ * CUDA_ERROR_NOT_INITIALIZED); pfemu_reset() keeps it. fork_refused counts
+ * those calls (atomic: G is not needed to refuse). */
+static int forked_after_init;
+static long fork_refused;
 static long stack_limit = 1024; /* CU_LIMIT_STACK_SIZE */
 
 #define MAX_FAIL 8
@@ -573,11 +587,35 @@ read_env (void)
 
 static void pfemu_exit_report (void);
 
+/* fork(): G is taken across it, so the child's copy is consistent (the
+ * stream workers do not survive in the child; a child forked after CUDA
+ * was initialised never queues work again). */
+static void
+fork_prepare (void)
+{
+  pthread_mutex_lock (&G);
+}
+
+static void
+fork_parent (void)
+{
+  pthread_mutex_unlock (&G);
+}
+
+static void
+fork_child (void)
+{
+  if (driver_initialized)
+    forked_after_init = 1;
+  pthread_mutex_unlock (&G);
+}
+
 __attribute__((constructor))
      static void
      pfemu_init (void)
 {
   read_env ();
+  pthread_atfork (fork_prepare, fork_parent, fork_child);
   atexit (pfemu_exit_report);
 }
 
@@ -663,9 +701,22 @@ enter (const char *name, int api)
   async_fail = cudaSuccess;
   async_sticky = 0;
   driver_call = api != PFEMU_API_RUNTIME;
+  /* A child forked after its parent initialised CUDA: the driver's
+   * initialisation error, whatever the call (the driver's own version and
+   * error-string queries excepted). */
+  if (forked_after_init && (api == PFEMU_API_RUNTIME ||
+          strcmp (name, "cuInit") == 0 || !before_init (name))) {
+    __atomic_add_fetch (&fork_refused, 1, __ATOMIC_RELAXED);
+    return cudaErrorInitializationError;
+  }
   pthread_mutex_lock (&G);
   check_generation ();
   if (api == PFEMU_API_RUNTIME) {
+    /* cudart initialises the driver at its first call, whichever it is
+     * (cudaGetDeviceCount included): a fork after it is one after
+     * initialisation */
+    if (device_count > 0 && !insufficient_driver)
+      driver_initialized = 1;
     needs_context = uses_context (name);
     if (needs_context) {
       if (current_device < 0)
@@ -748,6 +799,8 @@ static const struct
   {cudaSuccess, "cudaSuccess", "no error"},
   {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
   {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
+  {cudaErrorInitializationError, "cudaErrorInitializationError",
+      "initialization error"},
   {cudaErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection",
       "invalid copy direction for memcpy"},
   {cudaErrorInsufficientDriver, "cudaErrorInsufficientDriver",
@@ -1119,19 +1172,24 @@ pfemu_core_Init (unsigned int flags)
   return cudaSuccess;
 }
 
+/* In a child forked after initialisation, 3 (CUDA_ERROR_NOT_INITIALIZED)
+ * instead of the call. */
+#define FORK_CHECK(call) (forked_after_init ?                   \
+    (__atomic_add_fetch (&fork_refused, 1, __ATOMIC_RELAXED), 3) : (call))
+
 /* The runtime's own two driver calls (the plugin saves and restores a
  * thread's context with them, from this library): CUresult, 0 =
  * CUDA_SUCCESS, 201 = CUDA_ERROR_INVALID_CONTEXT; no cuInit needed. */
 EXPORT int
 cuCtxGetCurrent (void **ctx)
 {
-  return pfemu_core_CtxGetCurrent (ctx);
+  return FORK_CHECK (pfemu_core_CtxGetCurrent (ctx));
 }
 
 EXPORT int
 cuCtxSetCurrent (void *ctx)
 {
-  return pfemu_core_CtxSetCurrent (ctx);
+  return FORK_CHECK (pfemu_core_CtxSetCurrent (ctx));
 }
 
 /* The other driver calls pinnedflow's loader takes with those two
@@ -1141,25 +1199,25 @@ cuCtxSetCurrent (void *ctx)
 EXPORT int
 cuCtxPushCurrent_v2 (void *ctx)
 {
-  return pfemu_core_CtxPushCurrent (ctx);
+  return FORK_CHECK (pfemu_core_CtxPushCurrent (ctx));
 }
 
 EXPORT int
 cuCtxPopCurrent_v2 (void **ctx)
 {
-  return pfemu_core_CtxPopCurrent (ctx);
+  return FORK_CHECK (pfemu_core_CtxPopCurrent (ctx));
 }
 
 EXPORT int
 cuDevicePrimaryCtxRetain (void **ctx, int device)
 {
-  return pfemu_core_PrimaryCtxRetain (ctx, device);
+  return FORK_CHECK (pfemu_core_PrimaryCtxRetain (ctx, device));
 }
 
 EXPORT int
 cuDevicePrimaryCtxRelease_v2 (int device)
 {
-  return pfemu_core_PrimaryCtxRelease (device);
+  return FORK_CHECK (pfemu_core_PrimaryCtxRelease (device));
 }
 
 PFEMU_CORE cudaError_t
@@ -1613,6 +1671,8 @@ stream_worker (void *data)
         free ((void *) o->src);
     } else if (o->type == OP_READ) {
       run_read (o);
+    } else if (o->type == OP_HOST) {
+      o->host_fn (o->host_data);
     }
     pthread_mutex_lock (&G);
     o->running = 0;
@@ -2106,8 +2166,8 @@ pfemu_core_Memcpy2DAsync (void *dst, size_t dpitch, const void *src,
     ctr.copies_pinned++;
   else
     ctr.copies_pageable++;
-  if (!s || !pinned) {
-    /* Pageable (or the legacy stream): staged, done before returning. */
+  if (!pinned) {
+    /* Pageable: staged, done before returning. */
     if (s) {
       drain_locked (s);
     } else {
@@ -2124,6 +2184,12 @@ pfemu_core_Memcpy2DAsync (void *dst, size_t dpitch, const void *src,
     do_copy (o);
     free (o);
     return cudaSuccess;
+  }
+  if (!s) {
+    /* The legacy default stream: after the blocking streams' work, queued
+     * behind what it has, landing when something waits for it. */
+    drain_blocking_locked ();
+    s = legacy_locked ();
   }
   enqueue_locked (s, o);
   pthread_mutex_unlock (&G);
@@ -2351,10 +2417,13 @@ pfemu_stream_read (void *stream, const void *dev, size_t pitch, size_t width,
 
 /* ------------------------------------------------------ last error */
 
-/* Every cudart call that fails leaves its error in the calling thread's
- * last-error slot (cudaErrorNotReady is not an error); cudaGetLastError
- * returns and clears it, cudaPeekAtLastError returns it; a sticky error
- * cannot be cleared. */
+/* Every cudart call that returns an error leaves it in the calling
+ * thread's last-error slot, the latest one replacing an earlier one:
+ * cudaErrorNotReady from cudaEventQuery / cudaStreamQuery too (as upstream
+ * reports of the real runtime say, and why PyTorch calls cudaGetLastError
+ * after such queries: a library that leaves its "not ready" there fails
+ * the application's next check). cudaGetLastError returns and clears it,
+ * cudaPeekAtLastError returns it; a sticky error cannot be cleared. */
 static __thread cudaError_t last_error;
 /* Threads whose last-error slot holds an error nobody has read. */
 static long slots_set;
@@ -2365,9 +2434,9 @@ set_last (cudaError_t e)
   if (e == cudaSuccess)
     e = release_sticky;
   release_sticky = cudaSuccess;
-  if (e != cudaSuccess && e != cudaErrorNotReady && last_error == cudaSuccess)
+  if (e != cudaSuccess && last_error == cudaSuccess)
     __atomic_add_fetch (&slots_set, 1, __ATOMIC_RELAXED);
-  if (e != cudaSuccess && e != cudaErrorNotReady)
+  if (e != cudaSuccess)
     last_error = e;
   return e;
 }
@@ -2514,6 +2583,50 @@ cudaEventQuery (void *event)
 }
 
 EXPORT cudaError_t
+cudaStreamQuery (void *stream)
+{
+  RT_CALL ("cudaStreamQuery", pfemu_core_StreamQuery (stream));
+}
+
+/* cudaLaunchHostFunc: @fn (@data) runs on the stream's worker in stream
+ * order (a host function that sleeps delays the work queued after it, as
+ * on a GPU); it must make no CUDA call. */
+static cudaError_t
+launch_host_func (void *stream, void (*fn) (void *), void *data)
+{
+  struct stream *s;
+  struct op *o;
+
+  if (!fn)
+    return cudaErrorInvalidValue;
+  stream = STREAM_HANDLE (stream);
+  pthread_mutex_lock (&G);
+  s = stream ? find_stream_locked (stream) : NULL;
+  if (stream && !s) {
+    pthread_mutex_unlock (&G);
+    return cudaErrorInvalidResourceHandle;
+  }
+  if (!s) {
+    /* the legacy stream: after the blocking streams' work */
+    drain_blocking_locked ();
+    s = legacy_locked ();
+  }
+  o = calloc (1, sizeof *o);
+  o->type = OP_HOST;
+  o->host_fn = fn;
+  o->host_data = data;
+  enqueue_locked (s, o);
+  pthread_mutex_unlock (&G);
+  return cudaSuccess;
+}
+
+EXPORT cudaError_t
+cudaLaunchHostFunc (void *stream, void (*fn) (void *), void *data)
+{
+  RT_CALL ("cudaLaunchHostFunc", launch_host_func (stream, fn, data));
+}
+
+EXPORT cudaError_t
 cudaEventSynchronize (void *event)
 {
   RT_CALL ("cudaEventSynchronize", pfemu_core_EventSynchronize (event));
@@ -2589,6 +2702,8 @@ pfemu_query (const char *name)
   C ("primary.refs.device1", primary_refs[1]);
   C ("driver.inits", ctr.driver_inits);
   C ("driver.initialized", driver_initialized);
+  C ("forked", forked_after_init);
+  C ("fork.refused", __atomic_load_n (&fork_refused, __ATOMIC_RELAXED));
   C ("stream.syncs", ctr.stream_syncs);
   C ("stream.syncs.legacy", ctr.stream_syncs_legacy);
   C ("host.allocations", ctr.host_allocs);
@@ -2687,8 +2802,13 @@ pfemu_exit_report (void)
 {
   const char *path = getenv ("PFEMU_LEAK_REPORT");
   const char *abort_env = getenv ("PFEMU_LEAK_ABORT");
-  long live = pfemu_live_total ();
+  long live;
 
+  /* a child forked after initialisation could make nothing: what is
+   * alive is its parent's, reported by the parent */
+  if (forked_after_init)
+    return;
+  live = pfemu_live_total ();
   if (path && *path) {
     FILE *f = fopen (path, "ae");
     if (f) {

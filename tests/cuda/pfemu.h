@@ -26,9 +26,21 @@
  *                               same, and from then on every call needing a
  *                               context returns err, as a corrupted context
  *                               does (cleared by pfemu_reset())
- * Every failing call sets the calling thread's last error
- * (cudaGetLastError clears it, cudaPeekAtLastError does not; a sticky error
- * stays).
+ * Every cudart call returning an error (cudaErrorNotReady from
+ * cudaEventQuery / cudaStreamQuery included) sets the calling thread's last
+ * error, the latest replacing an earlier one (cudaGetLastError returns and
+ * clears it, cudaPeekAtLastError returns it; a sticky error stays).
+ * Process rule: a process forked after CUDA was initialised in its parent
+ * (cuInit, or any cudart call: cudart initialises the driver at its first)
+ * gets 3 (cudaErrorInitializationError / CUDA_ERROR_NOT_INITIALIZED) from
+ * every runtime and driver call (cuInit included), except
+ * cudaRuntimeGetVersion, cudaDriverGetVersion, cuDriverGetVersion, the
+ * error names and strings and cudaGetLastError / cudaPeekAtLastError; its
+ * exit writes no leak report (what is alive is its parent's). A fork
+ * before initialisation leaves the child free to initialise its own.
+ * Besides the cuda* functions pinnedflow loads, it exports cudaStreamQuery
+ * and cudaLaunchHostFunc (the host function runs on the stream's worker in
+ * stream order: one that sleeps delays what is queued after it).
  * PFEMU_FAIL names a driver call in full (cuMemcpy2DAsync_v2:1:700); its
  * modes work the same.
  *   PFEMU_COMPUTE_MODE=exclusive-process  the device is in
@@ -85,7 +97,8 @@
  * context is cudart's: "contexts.deviceN" counts its initialisation by
  * either API), "primary.refs.device0", "primary.refs.device1" (the
  * driver's references held now), "driver.inits" (cuInit calls), "driver.initialized" (1 once cuInit
- * or any cudart call ran; pfemu_reset() keeps it),
+ * or any cudart call ran; pfemu_reset() keeps it), "forked" (1 in a child
+ * forked after initialisation), "fork.refused" (calls refused there),
  * "stream.syncs" (cudaStreamSynchronize + cuStreamSynchronize calls on a
  * valid stream), "stream.syncs.legacy" (those on the legacy stream),
  * "host.allocations" / "live.host.allocations" (cuMemAllocHost /

@@ -159,10 +159,17 @@ check_intact (gchar * err, guint received, guint bad_bytes)
   fail_unless_equals_int (bad_bytes, 0);
 }
 
+/* nvcodec's elements: loaded in the test's own process (its plugin_init
+ * makes and drops a context per device), before the counters are reset */
+static const gchar *const nvcodec_features[] = {
+  "cudaupload", "cudadownload", NULL
+};
+
 static void
 setup (void)
 {
   g_unsetenv ("PFEMU_COMPUTE_MODE");
+  cuda_test_load_features (nvcodec_features);
   pfemu.reset ();
 }
 
@@ -509,8 +516,8 @@ context_suite (void)
   return s;
 }
 
-/* NULL when nvcodec's elements and libgstcuda's driver are usable, else
- * why not. */
+/* In a child process (loading nvcodec initialises CUDA): NULL when
+ * nvcodec's elements and libgstcuda's driver are usable, else why not. */
 static gchar *
 skip_reason (void)
 {
@@ -525,8 +532,6 @@ skip_reason (void)
     f = gst_element_factory_find (names[i]);
     if (f == NULL)
       return g_strdup_printf ("nvcodec's %s is not registered", names[i]);
-    /* nvcodec's plugin_init makes (and drops) a context per device to
-     * probe it: loaded here, before the tests count contexts */
     loaded = gst_plugin_feature_load (GST_PLUGIN_FEATURE (f));
     gst_object_unref (f);
     if (loaded == NULL)
@@ -545,7 +550,7 @@ skip_reason (void)
 int
 main (int argc, char **argv)
 {
-  gchar *why;
+  gchar *why = NULL;
 
   gst_check_init (&argc, &argv);
   if (g_strcmp0 (g_getenv ("PINNEDFLOW_CUDA_MODE"), "emulated") != 0) {
@@ -557,11 +562,19 @@ main (int argc, char **argv)
         "GST_PINNEDFLOW_CUDART=%s\n", g_getenv ("GST_PINNEDFLOW_CUDART"));
     return 1;
   }
-  why = skip_reason ();
+  /* in a child: loading nvcodec initialises CUDA, and the suite forks a
+   * child per test */
+  if (!cuda_test_probe_in_child (skip_reason, &pfemu, &why)) {
+    g_printerr ("FAIL: probing nvcodec: %s\n", why);
+    g_free (why);
+    return 1;
+  }
   if (why) {
     g_print ("SKIP: %s\n", why);
     g_free (why);
     return 77;
   }
+  if (!cuda_test_check_fork ("cuda-context", &pfemu))
+    return 1;
   return gst_check_run_suite (context_suite (), "cuda-context", __FILE__);
 }

@@ -45,6 +45,10 @@ static int (*rt_memcpy2d) (void *, size_t, const void *, size_t, size_t,
     size_t, int);
 static int (*rt_ctx_get_current) (void **);
 static int (*rt_stream_sync) (void *);
+static int (*rt_get_device_count) (int *);
+static int (*rt_get_last_error) (void);
+static int (*rt_runtime_version) (int *);
+static int (*rt_free) (void *);
 
 #define EMU(name) (emu_query (name))
 
@@ -225,9 +229,14 @@ GST_START_TEST (test_not_initialized)
 
   /* Only a registry scan in this process (GST_REGISTRY_FORK=no with a
    * stale registry) loads nvcodec, which calls cuInit. */
-  if (EMU ("driver.initialized") != 0)
-    g_print ("cuInit was called before this test (a registry scan in this "
-        "process?): CUDA_ERROR_NOT_INITIALIZED not checked\n");
+  if (EMU ("driver.initialized") != 0) {
+    /* a child forked now is one forked after initialisation: its rule is
+     * test_fork_after_init's */
+    g_print ("CUDA was initialised before this test (CK_FORK=no, or a "
+        "registry scan in this process): CUDA_ERROR_NOT_INITIALIZED before "
+        "cuInit not checked\n");
+    return;
+  }
   pid = fork ();
 
   fail_unless (pid >= 0);
@@ -235,8 +244,7 @@ GST_START_TEST (test_not_initialized)
     int count = -1, version = 0;
     int code = 0;
 
-    if (EMU ("driver.initialized") == 0 &&
-        CU ("cuDeviceGetCount", CuCountFn) (&count) != 3)
+    if (CU ("cuDeviceGetCount", CuCountFn) (&count) != 3)
       code |= 1;
     if (CU ("cuDriverGetVersion", CuCountFn) (&version) != 0 || version <= 0)
       code |= 2;
@@ -249,6 +257,120 @@ GST_START_TEST (test_not_initialized)
   fail_unless (waitpid (pid, &status, 0) == pid);
   fail_unless (WIFEXITED (status), "child did not exit");
   fail_unless_equals_int (WEXITSTATUS (status), 0);
+}
+
+GST_END_TEST;
+
+typedef CUresult (*CuErrorNameFn) (CUresult, const char **);
+
+/* Waits for @pid; its exit status, or minus the signal that ended it. */
+static int
+child_status (pid_t pid)
+{
+  int status = 0;
+
+  fail_unless (waitpid (pid, &status, 0) == pid);
+  return WIFEXITED (status) ? WEXITSTATUS (status) : -WTERMSIG (status);
+}
+
+/* Rule (CUDA's process rule, REFERENCE.md 7): a process forked after CUDA
+ * was initialised in its parent cannot use CUDA. The emulators answer 3
+ * (cudaErrorInitializationError / CUDA_ERROR_NOT_INITIALIZED) to every
+ * runtime and driver call in such a child, cuInit included, and
+ * libgstcuda on them makes no context; the version and error-name queries
+ * still answer. A child forked before initialisation may initialise its
+ * own; the parent is unaffected. */
+GST_START_TEST (test_fork_after_init)
+{
+  void *dev = NULL;
+  size_t pitch = 0;
+  pid_t pid;
+  int code;
+
+  /* before initialisation (only where this process has not initialised:
+   * CK_FORK=no runs every test in it) */
+  if (EMU ("driver.initialized") == 0) {
+    pid = fork ();
+    fail_unless (pid >= 0);
+    if (pid == 0) {
+      code = 0;
+      if (rt_set_device (0) != 0)
+        code |= 1;
+      if (rt_malloc_pitch (&dev, &pitch, 64, 4) != 0 || rt_free (dev) != 0)
+        code |= 2;
+      _exit (code);
+    }
+    code = child_status (pid);
+    fail_unless (code == 0, "a child forked before initialisation could not "
+        "use CUDA (child code %d)", code);
+  }
+
+  /* initialised here: cudart's first call, and the driver's cuInit */
+  fail_unless_equals_int (rt_set_device (0), 0);
+  fail_unless_equals_int (CU ("cuInit", CuInitFn) (0), 0);
+  fail_unless_equals_int (EMU ("driver.initialized"), 1);
+  pid = fork ();
+  fail_unless (pid >= 0);
+  if (pid == 0) {
+    int count = -1, version = 0;
+    void *ctx = NULL;
+    const char *name = NULL;
+    void *gstcuda;
+
+    code = 0;
+    /* the runtime: the error, left in the thread's slot */
+    if (rt_get_device_count (&count) != 3)
+      code |= 1;
+    if (rt_get_last_error () != 3 || rt_get_last_error () != 0)
+      code |= 2;
+    if (rt_set_device (0) != 3 || rt_malloc_pitch (&dev, &pitch, 64, 4) != 3)
+      code |= 4;
+    /* the driver calls the runtime library exports (pinnedflow's loader
+     * takes cuCtxGetCurrent from it) */
+    if (rt_ctx_get_current (&ctx) != 3)
+      code |= 8;
+    /* the driver */
+    if (CU ("cuInit", CuInitFn) (0) != 3 ||
+        CU ("cuDeviceGetCount", CuCountFn) (&count) != 3)
+      code |= 16;
+    if (CU ("cuCtxGetCurrent", CuCtxFn) (&ctx) != 3 ||
+        CU ("cuMemAlloc_v2", CuAllocFn) ((CUdeviceptr *) & dev, 64) != 3)
+      code |= 8;
+    /* what needs no initialisation */
+    if (CU ("cuDriverGetVersion", CuCountFn) (&version) != 0 ||
+        CU ("cuGetErrorName", CuErrorNameFn) (3, &name) != 0 ||
+        g_strcmp0 (name, "CUDA_ERROR_NOT_INITIALIZED") != 0 ||
+        rt_runtime_version (&version) != 0)
+      code |= 32;
+    /* libgstcuda on the stand-in */
+    gstcuda = dlopen ("libgstcuda-1.0.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (gstcuda) {
+      gboolean (*load) (void) = dlsym (gstcuda, "gst_cuda_load_library");
+      gpointer (*context_new) (guint) = dlsym (gstcuda, "gst_cuda_context_new");
+      /* (1.22 asserts the library was loaded first: dlopen and dlsym; its
+       * gst_cuda_context_new then warns g_once_init_leave (..., 0) on the
+       * failure path, on a GPU too) */
+      gst_check_add_log_filter ("GLib", G_LOG_LEVEL_CRITICAL,
+          g_regex_new ("g_once_init_leave", 0, 0, NULL), NULL, NULL, NULL);
+      if (load == NULL || !load () || context_new == NULL ||
+          context_new (0) != NULL)
+        code |= 64;
+    }
+    if (EMU ("forked") != 1 || EMU ("fork.refused") < 9)
+      code |= 128;
+    _exit (code);
+  }
+  code = child_status (pid);
+  fail_unless (code == 0, "a child forked after initialisation used CUDA: "
+      "child code %d (1 cudaGetDeviceCount, 2 its last error, 4 "
+      "cudaSetDevice/cudaMallocPitch, 8 cuCtxGetCurrent (either library) "
+      "/cuMemAlloc, 16 cuInit/cuDeviceGetCount, 32 the version and "
+      "error-name queries, 64 gst_cuda_context_new, 128 the counters)", code);
+  /* the parent is unaffected */
+  fail_unless_equals_int (rt_malloc_pitch (&dev, &pitch, 64, 4), 0);
+  fail_unless_equals_int (rt_free (dev), 0);
+  fail_unless_equals_int (EMU ("forked"), 0);
+  fail_unless_equals_int (EMU ("fork.refused"), 0);
 }
 
 GST_END_TEST;
@@ -690,6 +812,7 @@ emu_driver_suite (gboolean nvcodec)
     tcase_add_test (tc, test_nvcodec_roundtrip);
   } else {
     tcase_add_test (tc, test_not_initialized);
+    tcase_add_test (tc, test_fork_after_init);
     tcase_add_test (tc, test_symbols);
     tcase_add_test (tc, test_gst_cuda_loads);
     tcase_add_test (tc, test_context_rules);
@@ -722,9 +845,14 @@ load_emulators (void)
   rt_memcpy2d = dlsym (rt, "cudaMemcpy2D");
   rt_ctx_get_current = dlsym (rt, "cuCtxGetCurrent");
   rt_stream_sync = dlsym (rt, "cudaStreamSynchronize");
+  rt_get_device_count = dlsym (rt, "cudaGetDeviceCount");
+  rt_get_last_error = dlsym (rt, "cudaGetLastError");
+  rt_runtime_version = dlsym (rt, "cudaRuntimeGetVersion");
+  rt_free = dlsym (rt, "cudaFree");
   return emu_query && emu_stream_syncs && emu_reset && emu_live_total &&
       emu_leak_report && rt_set_device && rt_malloc_pitch && rt_memcpy2d &&
-      rt_ctx_get_current && rt_stream_sync;
+      rt_ctx_get_current && rt_stream_sync && rt_get_device_count &&
+      rt_get_last_error && rt_runtime_version && rt_free;
 }
 
 int

@@ -49,9 +49,18 @@
  *              "Could not load the CUDA runtime"; a runtime answering 35
  *              (no driver): -ENODEV naming cudaErrorInsufficientDriver (35);
  *              no device: -ENODEV
+ *   reuse-hostfunc, readers-hostfunc, defaults-hostfunc
+ *              the same three with the reader a GPU runs too: a host
+ *              function that sleeps on the reader's stream
+ *              (cudaLaunchHostFunc), then a D2H copy of the frame into
+ *              page-locked memory; a buffer rewritten before the reader's
+ *              turn gives the next frame's bytes
  *   real       the real runtime (no GST_PINNEDFLOW_CUDART): on a machine
  *              without a driver -ENODEV with error 35 (or -ENOENT where no
- *              libcudart is installed); with a device, 'bytes' on it
+ *              libcudart is installed); with a device, 'bytes', 'staged'
+ *              and the three *-hostfunc cases on it, unchanged
+ *              (UPLOAD_REAL_CUDART=path: that runtime instead of the
+ *              default, as upload-real-rehearsal runs it on the emulator)
  * Every emulated case ends with nothing of the emulator's alive (no
  * registration, allocation, stream or event leaked).
  */
@@ -85,6 +94,9 @@ static long (*emu_live_total) (void);
 static const char *(*emu_leak_report) (void);
 static int (*emu_stream_read) (void *, const void *, size_t, size_t, size_t,
     void *, long);
+
+/* the late readers are the portable ones (read_late) */
+static int portable_reads;
 
 static int
 emulated (void)
@@ -729,6 +741,10 @@ run_errors (void)
   check_nothing_alive ();
 }
 
+static void run_reuse (void);
+static void run_readers (void);
+static void run_defaults (void);
+
 static void
 run_real (void)
 {
@@ -737,13 +753,29 @@ run_real (void)
   char msg[2048] = "";
   int res;
 
-  unsetenv ("GST_PINNEDFLOW_CUDART");
+  /* the default runtime; UPLOAD_REAL_CUDART names another (meson's
+   * upload-real-rehearsal: the emulator, read as a real runtime) */
+  if (getenv ("UPLOAD_REAL_CUDART"))
+    setenv ("GST_PINNEDFLOW_CUDART", getenv ("UPLOAD_REAL_CUDART"), 1);
+  else
+    unsetenv ("GST_PINNEDFLOW_CUDART");
   res = pf_uploader_new (&cfg, &up, msg, sizeof (msg));
   if (res == 0) {
     pf_uploader_free (up);
-    printf ("real CUDA device: running 'bytes' on it\n");
+    printf ("real CUDA device: running 'bytes', 'staged', "
+        "'reuse-hostfunc', 'readers-hostfunc', 'defaults-hostfunc' on it\n");
     run_bytes ();
+    printf ("real: bytes ok (DMA from a registered segment)\n");
     run_staged ();
+    printf ("real: staged ok (staged through the bounce slots)\n");
+    portable_reads = 1;
+    run_reuse ();
+    printf ("real: reuse-hostfunc ok (a buffer rewritten only after a slow "
+        "reader on another stream)\n");
+    run_readers ();
+    printf ("real: readers-hostfunc ok (several readers waited for)\n");
+    run_defaults ();
+    printf ("real: defaults-hostfunc ok (readers on the default streams)\n");
     return;
   }
   printf ("no usable real CUDA runtime/device: %d %s\n", res, msg);
@@ -759,11 +791,68 @@ run_real (void)
   CHECK (up == NULL);
 }
 
+/* The consumer that reads late, two ways. The emulator's reader
+ * (pfemu_stream_read: it counts reads whose memory changed under them), or
+ * (portable_reads: the *-hostfunc cases, and 'real' on a GPU) what runs
+ * unchanged on a GPU: a host function that sleeps, queued on the reader's
+ * stream (cudaLaunchHostFunc: the stream's later work waits for it, on the
+ * device), then a D2H copy of the plane into page-locked memory (into
+ * pageable memory the copy would make the host wait for the stream, and
+ * nothing could overlap). A buffer rewritten before the reader's turn
+ * shows up as the next frame's bytes. */
+static const pf_cuda_runtime *reads_rt;
+static pf_cuda_error (*launch_host_func) (pf_cuda_stream, void (*)(void *),
+    void *);
+
+static void
+sleep_host_func (void *data)
+{
+  usleep ((useconds_t) (uintptr_t) data);
+}
+
+/* The readers' destination, zeroed (page-locked and the runtime's
+ * cudaLaunchHostFunc looked up for portable reads). */
+static uint8_t *
+out_new (const pf_cuda_runtime * rt, size_t size)
+{
+  void *p = NULL, *lib;
+
+  CHECK (posix_memalign (&p, 4096, size) == 0);
+  memset (p, 0, size);
+  if (portable_reads) {
+    lib = dlopen (rt->library, RTLD_NOW | RTLD_NOLOAD);
+    CHECK_MSG (lib != NULL, "%s not loaded: %s", rt->library, dlerror ());
+    *(void **) (&launch_host_func) = dlsym (lib, "cudaLaunchHostFunc");
+    CHECK_MSG (launch_host_func != NULL, "%s has no cudaLaunchHostFunc",
+        rt->library);
+    dlclose (lib);              /* the runtime keeps it loaded */
+    reads_rt = rt;
+    CHECK_INT (rt->HostRegister (p, size, 0), ==, PF_CUDA_SUCCESS);
+  }
+  return p;
+}
+
+static void
+out_free (const pf_cuda_runtime * rt, uint8_t * out)
+{
+  if (portable_reads)
+    CHECK_INT (rt->HostUnregister (out), ==, PF_CUDA_SUCCESS);
+  free (out);
+}
+
 /* Reads @d's plane 0 late on @stream into @out (packed). */
 static void
 read_late (pf_cuda_stream stream, const pf_device_frame * d, uint8_t * out,
     long late_us)
 {
+  if (portable_reads) {
+    CHECK_INT (launch_host_func (stream, sleep_host_func,
+            (void *) (uintptr_t) late_us), ==, PF_CUDA_SUCCESS);
+    CHECK_INT (reads_rt->Memcpy2DAsync (out, d->plane_row_bytes[0],
+            d->data[0], d->pitch, d->plane_row_bytes[0], d->plane_rows[0],
+            PF_CUDA_MEMCPY_DEVICE_TO_HOST, stream), ==, PF_CUDA_SUCCESS);
+    return;
+  }
   CHECK_MSG (emu_stream_read != NULL, "the emulator has no pfemu_stream_read");
   CHECK_INT (emu_stream_read (stream, d->data[0], d->pitch,
           d->plane_row_bytes[0], d->plane_rows[0], out, late_us), ==, 0);
@@ -793,7 +882,7 @@ run_reuse (void)
   pf_cuda_stream consumer = NULL;
   pf_segment *seg;
   size_t slot = 64 * 1024, frame_bytes = (size_t) rgba_rows[0] * rgba_bytes[0];
-  uint8_t *out = calloc (REUSE_FRAMES, frame_bytes);
+  uint8_t *out = out_new (rt, REUSE_FRAMES * frame_bytes);
   unsigned int n;
 
   CHECK (out != NULL);
@@ -820,14 +909,17 @@ run_reuse (void)
   CHECK_INT (rt->StreamSynchronize (consumer), ==, PF_CUDA_SUCCESS);
   for (n = 0; n < REUSE_FRAMES; n++)
     check_read (out + n * frame_bytes, n, n);
-  CHECK_INT (EMU ("reads"), ==, REUSE_FRAMES);
-  CHECK_INT (EMU ("reads.overwritten"), ==, 0);
+  if (emulated () && !portable_reads) {
+    CHECK_INT (EMU ("reads"), ==, REUSE_FRAMES);
+    CHECK_INT (EMU ("reads.overwritten"), ==, 0);
+  }
   CHECK_INT (pf_uploader_flush (up), ==, 0);
   CHECK_INT (rt->StreamDestroy (consumer), ==, PF_CUDA_SUCCESS);
-  free (out);
+  out_free (rt, out);
   pf_uploader_free (up);
   pf_segment_unref (seg);
-  CHECK_INT (EMU ("free.pending"), ==, 0);
+  if (emulated ())
+    CHECK_INT (EMU ("free.pending"), ==, 0);
   check_nothing_alive ();
 }
 
@@ -843,7 +935,7 @@ run_readers (void)
   pf_device_frame *d = NULL;
   size_t frame_bytes = (size_t) rgba_rows[0] * rgba_bytes[0];
   /* two frames of 48 rows, two of 96 */
-  uint8_t *out = calloc (6, frame_bytes);
+  uint8_t *out = out_new (rt, 6 * frame_bytes);
   uint32_t big_rows[1] = { 96 };
   unsigned int i;
 
@@ -914,11 +1006,14 @@ run_readers (void)
     CHECK_INT (rt->StreamDestroy (s[i]), ==, PF_CUDA_SUCCESS);
   }
   check_read (out + 4 * frame_bytes, 4, 3);
-  CHECK_INT (EMU ("reads"), ==, 4);
-  CHECK_INT (EMU ("reads.overwritten"), ==, 0);
-  CHECK_INT (EMU ("reads.faulted"), ==, 0);
-  CHECK_INT (EMU ("free.pending"), ==, 0);
-  free (out);
+  if (emulated () && !portable_reads) {
+    CHECK_INT (EMU ("reads"), ==, 4);
+    CHECK_INT (EMU ("reads.overwritten"), ==, 0);
+    CHECK_INT (EMU ("reads.faulted"), ==, 0);
+  }
+  if (emulated ())
+    CHECK_INT (EMU ("free.pending"), ==, 0);
+  out_free (rt, out);
   pf_segment_unref (seg);
   check_nothing_alive ();
 }
@@ -937,7 +1032,7 @@ run_defaults (void)
   pf_uploader_stats st;
   pf_segment *seg;
   size_t slot = 64 * 1024, frame_bytes = (size_t) rgba_rows[0] * rgba_bytes[0];
-  uint8_t *out = calloc (DEFAULT_STREAMS, frame_bytes);
+  uint8_t *out = out_new (rt, DEFAULT_STREAMS * frame_bytes);
   void *buffer = NULL;
   pf_device_frame *d = NULL;
   pf_upload_source src;
@@ -973,15 +1068,40 @@ run_defaults (void)
   pf_uploader_get_stats (up, &st);
   CHECK_INT (st.reader_waits, ==, DEFAULT_STREAMS);
   CHECK_INT (st.reader_errors, ==, 0);
-  CHECK_INT (EMU ("reads"), ==, DEFAULT_STREAMS);
-  CHECK_INT (EMU ("reads.overwritten"), ==, 0);
-  CHECK_INT (EMU ("reads.faulted"), ==, 0);
+  if (emulated () && !portable_reads) {
+    CHECK_INT (EMU ("reads"), ==, DEFAULT_STREAMS);
+    CHECK_INT (EMU ("reads.overwritten"), ==, 0);
+    CHECK_INT (EMU ("reads.faulted"), ==, 0);
+  }
   CHECK_INT (pf_uploader_flush (up), ==, 0);
   pf_uploader_free (up);
   pf_segment_unref (seg);
-  free (out);
-  CHECK_INT (EMU ("free.pending"), ==, 0);
+  out_free (rt, out);
+  if (emulated ())
+    CHECK_INT (EMU ("free.pending"), ==, 0);
   check_nothing_alive ();
+}
+
+/* The same rules with the portable reader (what 'real' runs on a GPU). */
+static void
+run_reuse_hostfunc (void)
+{
+  portable_reads = 1;
+  run_reuse ();
+}
+
+static void
+run_readers_hostfunc (void)
+{
+  portable_reads = 1;
+  run_readers ();
+}
+
+static void
+run_defaults_hostfunc (void)
+{
+  portable_reads = 1;
+  run_defaults ();
 }
 
 static const struct
@@ -993,7 +1113,9 @@ static const struct
   {"inflight", run_inflight}, {"staged", run_staged}, {"shared", run_shared},
   {"sticky", run_sticky}, {"node", run_node}, {"reuse", run_reuse},
   {"readers", run_readers}, {"defaults", run_defaults},
-  {"errors", run_errors},
+  {"errors", run_errors}, {"reuse-hostfunc", run_reuse_hostfunc},
+  {"readers-hostfunc", run_readers_hostfunc},
+  {"defaults-hostfunc", run_defaults_hostfunc},
   {"real", run_real},
 };
 

@@ -12,6 +12,16 @@
 #                 frame's device pointer (no copy) whose .cpu() bytes equal;
 #   cupy          cupy.from_dlpack and cupy.asarray (__cuda_array_interface__)
 #                 at the same pointer, .get() bytes equal.
+#   cudart        torch and pinnedflow share one libcudart in this process:
+#                 torch is imported (and its CUDA initialised) before
+#                 pinnedflow opens the runtime, so the library's lookup
+#                 (dlopen by soname first) gets the runtime torch loaded;
+#                 /proc/self/maps must show one libcudart file, named.
+# Before pinnedflow loads, GST_PINNEDFLOW_CUDART_PATH (unless set) is this
+# interpreter's sys.path, so where the only runtime is the one a Python
+# CUDA package installed (site-packages/nvidia/cu13/lib, .../cuda_runtime/
+# lib), the library's lookup finds it (lib/pinnedflow/cuda/pf-cuda.c).
+# GPUKIT_MODE=gpu (a GPU run): finding no device is a failure, not a skip.
 # Prints one line per check, "RESULT <name> pass|fail|skip <reason>", and
 # exits 0 when none failed. torch and CuPy are the interpreter's own (the
 # GPU host's); nothing of Debian's Python is used. In an emulator run
@@ -21,6 +31,7 @@
 #
 # Needs: PYTHONPATH with the kit's pinnedflow package, PINNEDFLOW_LIBRARY
 # naming the kit's libpinnedflow.so.0, numpy.
+import ctypes
 import os
 import shutil
 import sys
@@ -117,17 +128,55 @@ def gpu_libs(emulated):
             why[mod] = "%s sees no CUDA device: %s" % (mod, e)
             continue
         why[mod] = None if ok else "%s sees no CUDA device" % mod
+    if os.environ.get("GPUKIT_MODE") == "gpu":
+        for mod in why:
+            if why[mod] and "sees no CUDA device" in why[mod]:
+                why[mod] = "FAIL " + why[mod]
     return why
+
+
+def mapped_cudarts():
+    """The libcudart files (or the emulator) mapped in this process."""
+    found = []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split(None, 5)[-1].strip() if "/" in line else ""
+            base = os.path.basename(path)
+            if (base.startswith("libcudart") or "pfemu-cudart" in base) \
+                    and path not in found:
+                found.append(path)
+    return found
+
+
+def pinnedflow_runtime():
+    """What pf_cuda_runtime_get opened (its table's first field)."""
+    lib = ctypes.CDLL(os.environ["PINNEDFLOW_LIBRARY"])
+    fn = lib.pf_cuda_runtime_get
+    fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p,
+                   ctypes.c_size_t]
+    table, msg = ctypes.c_void_p(), ctypes.create_string_buffer(2048)
+    if fn(ctypes.byref(table), msg, len(msg)) < 0 or not table.value:
+        return "none (%s)" % msg.value.decode(errors="replace")
+    return ctypes.cast(table.value, ctypes.POINTER(ctypes.c_char_p))[0] \
+        .decode(errors="replace")
 
 
 def main():
     emulated = "pfemu" in os.environ.get("GST_PINNEDFLOW_CUDART", "")
+    gpu_run = os.environ.get("GPUKIT_MODE") == "gpu"
+    names = ("py-upload", "torch-dlpack", "cupy", "cudart")
+    if "GST_PINNEDFLOW_CUDART_PATH" not in os.environ:
+        os.environ["GST_PINNEDFLOW_CUDART_PATH"] = ":".join(
+            p for p in sys.path if p and os.path.isdir(p))
+    # torch first, its CUDA initialised: the runtime it loaded is the one
+    # pinnedflow's lookup then gets (same soname, already loaded)
+    skip = gpu_libs(emulated)
     try:
         import numpy  # noqa: F401
         import pinnedflow
         import pinnedflow.cuda as pfcuda
     except Exception as e:
-        for name in ("py-upload", "torch-dlpack", "cupy"):
+        for name in names:
             report(name, "fail", "import: %s" % e)
         return 1
     print("python %s, numpy %s, pinnedflow from %s" % (
@@ -137,10 +186,23 @@ def main():
         up = pfcuda.Uploader(max_inflight=2, pool_size=3)
     except Exception as e:
         why = "no CUDA device for the Uploader: %s" % e
-        for name in ("py-upload", "torch-dlpack", "cupy"):
-            report(name, "skip", why)
-        return 0
-    skip = gpu_libs(emulated)
+        for name in names:
+            report(name, "fail" if gpu_run else "skip", why)
+        return 1 if gpu_run else 0
+    rts = mapped_cudarts()
+    print("pinnedflow's runtime: %s; libcudart mapped: %s" % (
+        pinnedflow_runtime(), ", ".join(rts) or "none"), flush=True)
+    if skip["torch"] and skip["torch"].startswith("FAIL "):
+        report("cudart", "fail", "%s; mapped: %s"
+               % (skip["torch"][5:], ", ".join(rts)))
+    elif skip["torch"]:
+        report("cudart", "skip", "torch not in use (%s); mapped: %s"
+               % (skip["torch"], ", ".join(rts)))
+    elif len(rts) == 1:
+        report("cudart", "pass", "torch and pinnedflow share %s" % rts[0])
+    else:
+        report("cudart", "fail", "%d libcudart files mapped: %s"
+               % (len(rts), ", ".join(rts)))
     errors = {"py-upload": None, "torch-dlpack": None, "cupy": None}
     tmp = tempfile.mkdtemp(prefix="pf-gpukit-")
     pair = None
@@ -183,6 +245,8 @@ def main():
                            ("cupy", "cupy", "cupy.from_dlpack+asarray")):
         if errors[name]:
             report(name, "fail", errors[name])
+        elif skip[mod] and skip[mod].startswith("FAIL "):
+            report(name, "fail", skip[mod][5:])
         elif skip[mod]:
             report(name, "skip", skip[mod])
         else:

@@ -48,6 +48,23 @@ gst_pinned_cuda_layout_init (GstPinnedCudaLayout * layout,
   layout->total_rows = row;
 }
 
+/* Every call of this file may run on an application's thread (map, unmap,
+ * wait, is_ready, the last unref), and leaves nothing in that thread's
+ * last-error slot: an application that checks cudaGetLastError after its
+ * own work (PyTorch does) must not see ours. A cudaErrorNotReady is an
+ * answer, taken when the slot holds it; a failure was reported (logged, or
+ * a GError) and is taken too (a sticky one cannot be, and stays). */
+static void
+leave_no_error (const GstPinnedCudaRuntime * rt, GstPinnedCudaError err)
+{
+  if (err == GST_PINNED_CUDA_ERROR_NOT_READY) {
+    if (rt->PeekAtLastError () == GST_PINNED_CUDA_ERROR_NOT_READY)
+      rt->GetLastError ();
+  } else if (err != GST_PINNED_CUDA_SUCCESS) {
+    gst_pinned_cuda_take_last_error (rt);
+  }
+}
+
 /* ------------------------------------------------------------ allocator */
 
 struct _GstPinnedCudaAllocator
@@ -79,13 +96,19 @@ allocator_free (GstAllocator * allocator, GstMemory * memory)
   /* The runtime does not promise that cudaFree waits for the copies into
    * the memory: its event covers them (an error there is the copy's, the
    * memory goes either way). */
-  if ((err = rt->EventSynchronize (mem->event)) != GST_PINNED_CUDA_SUCCESS)
+  if ((err = rt->EventSynchronize (mem->event)) != GST_PINNED_CUDA_SUCCESS) {
     GST_WARNING ("cudaEventSynchronize before cudaFree: %s",
         rt->GetErrorString (err));
-  if ((err = rt->Free (mem->dev_ptr)) != GST_PINNED_CUDA_SUCCESS)
+    leave_no_error (rt, err);
+  }
+  if ((err = rt->Free (mem->dev_ptr)) != GST_PINNED_CUDA_SUCCESS) {
     GST_ERROR ("cudaFree: %s", rt->GetErrorString (err));
-  if ((err = rt->EventDestroy (mem->event)) != GST_PINNED_CUDA_SUCCESS)
+    leave_no_error (rt, err);
+  }
+  if ((err = rt->EventDestroy (mem->event)) != GST_PINNED_CUDA_SUCCESS) {
     GST_ERROR ("cudaEventDestroy: %s", rt->GetErrorString (err));
+    leave_no_error (rt, err);
+  }
   gst_pinned_cuda_device_leave (rt, mem->device_id, prev);
   if (mem->ctx_owner)
     gst_object_unref (mem->ctx_owner);
@@ -120,6 +143,7 @@ mem_map (GstMemory * memory, GstMapInfo * info, gsize maxsize)
     gst_pinned_cuda_device_leave (rt, mem->device_id, prev);
     if (err != GST_PINNED_CUDA_SUCCESS) {
       GST_ERROR ("download for map failed: %s", rt->GetErrorString (err));
+      leave_no_error (rt, err);
       goto out;
     }
     mem->map_flags = 0;
@@ -152,8 +176,10 @@ mem_unmap (GstMemory * memory, GstMapInfo * info)
     if (err == GST_PINNED_CUDA_SUCCESS)
       err = rt->EventRecord (mem->event, NULL);
     gst_pinned_cuda_device_leave (rt, mem->device_id, prev);
-    if (err != GST_PINNED_CUDA_SUCCESS)
+    if (err != GST_PINNED_CUDA_SUCCESS) {
       GST_ERROR ("upload after write map failed: %s", rt->GetErrorString (err));
+      leave_no_error (rt, err);
+    }
   }
   g_mutex_unlock (&mem->lock);
 }
@@ -211,6 +237,7 @@ gst_pinned_cuda_probe_pitch (const GstPinnedCudaRuntime * rt,
   err = rt->MallocPitch (&ptr, pitch, layout->max_width_bytes, 1);
   if (err != GST_PINNED_CUDA_SUCCESS) {
     gst_pinned_cuda_set_error (error, rt, "cudaMallocPitch", err);
+    leave_no_error (rt, err);
     return FALSE;
   }
   rt->Free (ptr);
@@ -233,6 +260,7 @@ gst_pinned_cuda_memory_alloc (const GstPinnedCudaRuntime * rt, gint device_id,
       layout->total_rows);
   if (err != GST_PINNED_CUDA_SUCCESS) {
     gst_pinned_cuda_set_error (error, rt, "cudaMallocPitch", err);
+    leave_no_error (rt, err);
     return NULL;
   }
   /* blocking: a wait on it sleeps instead of spinning a core */
@@ -240,6 +268,7 @@ gst_pinned_cuda_memory_alloc (const GstPinnedCudaRuntime * rt, gint device_id,
       GST_PINNED_CUDA_EVENT_DISABLE_TIMING);
   if (err != GST_PINNED_CUDA_SUCCESS) {
     gst_pinned_cuda_set_error (error, rt, "cudaEventCreateWithFlags", err);
+    leave_no_error (rt, err);
     rt->Free (ptr);
     return NULL;
   }
@@ -331,6 +360,7 @@ gst_pinned_cuda_memory_wait (GstMemory * memory, GError ** error)
   gst_pinned_cuda_device_leave (mem->rt, mem->device_id, prev);
   if (err != GST_PINNED_CUDA_SUCCESS) {
     gst_pinned_cuda_set_error (error, mem->rt, "cudaEventSynchronize", err);
+    leave_no_error (mem->rt, err);
     return FALSE;
   }
   return TRUE;
@@ -347,6 +377,8 @@ gst_pinned_cuda_memory_is_ready (GstMemory * memory)
   prev = gst_pinned_cuda_context_push_enter (mem->rt, mem->device_id,
       mem->cu_ctx);
   err = mem->rt->EventQuery (mem->event);
+  /* "not ready" is this function's FALSE, not the application's error */
+  leave_no_error (mem->rt, err);
   gst_pinned_cuda_device_leave (mem->rt, mem->device_id, prev);
   return err == GST_PINNED_CUDA_SUCCESS;
 }

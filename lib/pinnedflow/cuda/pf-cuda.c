@@ -24,15 +24,35 @@
 #include <unistd.h>
 
 #define ENV_CUDART "GST_PINNEDFLOW_CUDART"
+#define ENV_CUDART_PATH "GST_PINNEDFLOW_CUDART_PATH"
 
-/* Most recent first. Bare names go through the dynamic linker's search
- * path; the toolkit's default directories are tried after it. */
+/* The one lookup of the CUDA runtime (the GPU kit's probe and every user
+ * of the library go through it), in this order:
+ *   1. GST_PINNEDFLOW_CUDART: one name or path, and nothing else is tried;
+ *   2. each name below through the dynamic linker (a runtime already
+ *      loaded in the process under that soname, e.g. by PyTorch, is the
+ *      one returned; then LD_LIBRARY_PATH, the ld.so cache);
+ *   3. CUDA's usual folders (default_dirs);
+ *   4. the folders of GST_PINNEDFLOW_CUDART_PATH (':'-separated: a Python's
+ *      site-packages folders), each as it is and with the subfolders a
+ *      Python CUDA package installs the runtime in (python_subdirs).
+ * Names most recent first. */
 static const char *default_names[] = {
   "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so",
 };
 
 static const char *default_dirs[] = {
   "/usr/local/cuda/lib64", "/usr/local/cuda/lib",
+#if defined(__aarch64__)
+  "/usr/local/cuda/targets/sbsa-linux/lib",
+#else
+  "/usr/local/cuda/targets/x86_64-linux/lib",
+#endif
+};
+
+/* nvidia-cuda-runtime (CUDA 13: nvidia/cu13/lib; 12: .../cuda_runtime) */
+static const char *python_subdirs[] = {
+  "", "nvidia/cu13/lib", "nvidia/cuda_runtime/lib",
 };
 
 #define N_ELEMENTS(a) (sizeof (a) / sizeof ((a)[0]))
@@ -49,7 +69,7 @@ static opened_rt *opened;
 /* A growing "why" string: what each library said. */
 typedef struct
 {
-  char buf[1024];
+  char buf[2048];
   size_t len;
 } why_buf;
 
@@ -210,22 +230,46 @@ try_open (const char *library, why_buf * why, int *symbol_error)
   return o;
 }
 
+/* Every name of default_names in @dir (+ @sub), those that exist. */
+static opened_rt *
+open_in_dir (const char *dir, size_t dir_len, const char *sub, why_buf * why,
+    int *symbol_error)
+{
+  opened_rt *o = NULL;
+  char path[1024];
+  size_t j;
+  int n;
+
+  for (j = 0; o == NULL && j < N_ELEMENTS (default_names); j++) {
+    n = snprintf (path, sizeof (path), "%.*s%s%s/%s", (int) dir_len, dir,
+        *sub ? "/" : "", sub, default_names[j]);
+    if (n > 0 && (size_t) n < sizeof (path) && access (path, F_OK) == 0)
+      o = try_open (path, why, symbol_error);
+  }
+  return o;
+}
+
 static opened_rt *
 open_default (why_buf * why, int *symbol_error)
 {
+  const char *extra = getenv (ENV_CUDART_PATH), *p, *end;
   opened_rt *o = NULL;
-  size_t i, j;
-  char path[512];
+  size_t i;
 
   for (i = 0; o == NULL && i < N_ELEMENTS (default_names); i++)
     o = try_open (default_names[i], why, symbol_error);
-  for (i = 0; o == NULL && i < N_ELEMENTS (default_dirs); i++) {
-    for (j = 0; o == NULL && j < N_ELEMENTS (default_names); j++) {
-      snprintf (path, sizeof (path), "%s/%s", default_dirs[i],
-          default_names[j]);
-      if (access (path, F_OK) == 0)
-        o = try_open (path, why, symbol_error);
-    }
+  for (i = 0; o == NULL && i < N_ELEMENTS (default_dirs); i++)
+    o = open_in_dir (default_dirs[i], strlen (default_dirs[i]), "", why,
+        symbol_error);
+  for (p = extra; o == NULL && p != NULL && *p != '\0'; p = end) {
+    end = strchr (p, ':');
+    if (end == NULL)
+      end = p + strlen (p);
+    for (i = 0; o == NULL && end > p && i < N_ELEMENTS (python_subdirs); i++)
+      o = open_in_dir (p, (size_t) (end - p), python_subdirs[i], why,
+          symbol_error);
+    if (*end == ':')
+      end++;
   }
   return o;
 }
@@ -281,8 +325,11 @@ pf_cuda_runtime_get (const pf_cuda_runtime ** out, char *msg, size_t msg_len)
         "=%s: %s", env, why.buf);
   else
     pf_set_msg (msg, msg_len, "Could not load the CUDA runtime (tried "
-        "libcudart.so.13, .so.12, .so.11.0, libcudart.so; set " ENV_CUDART
-        " to a name or path): %s", why.buf);
+        "libcudart.so.13, .so.12, .so.11.0, libcudart.so by the dynamic "
+        "linker, in /usr/local/cuda/lib64, lib, targets/*/lib and in the "
+        "folders of " ENV_CUDART_PATH "=%s; set " ENV_CUDART " to a name or "
+        "path): %s", getenv (ENV_CUDART_PATH) ? getenv (ENV_CUDART_PATH) :
+        "(unset)", why.buf);
   return res;
 }
 

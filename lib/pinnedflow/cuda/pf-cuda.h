@@ -133,10 +133,15 @@ typedef struct pf_cuda_runtime {
  * @out: (out): the table
  * @msg: (nullable): receives a one-line reason on failure
  *
- * The runtime for the current value of GST_PINNEDFLOW_CUDART (or the
- * default names: libcudart.so.13, .12, .11.0, libcudart.so, then the same
- * in /usr/local/cuda/lib64 and lib). A library that failed is tried again
- * on the next call. The message names every library tried.
+ * The runtime for the current value of GST_PINNEDFLOW_CUDART (one name or
+ * path), else the first found of: libcudart.so.13, .12, .11.0, libcudart.so
+ * through the dynamic linker (a runtime already loaded in the process is
+ * the one it returns), the same names in /usr/local/cuda/lib64, lib and
+ * targets/<arch>/lib, then in each folder of GST_PINNEDFLOW_CUDART_PATH
+ * (':'-separated) and its nvidia/cu13/lib and nvidia/cuda_runtime/lib (where
+ * a Python CUDA package puts the runtime). Once a default runtime is
+ * opened, later calls return it. A library that failed is tried again on
+ * the next call. The message names every library tried.
  *
  * Returns: 0, -ENOENT (none could be opened), -ENOSYS (a function is
  * missing).

@@ -119,9 +119,11 @@ ensure_buf_memory (pf_uploader * up, pool_buf * b, size_t width, size_t rows,
   if (b->base) {
     /* copies into it were queued earlier, and reads on the consumers'
      * streams: they complete first */
-    rt->EventSynchronize (b->ready);
+    if (rt->EventSynchronize (b->ready) != PF_CUDA_SUCCESS)
+      pf_cuda_take_last_error (rt);     /* the next call reports a sticky one */
     pf_upload_readers_sync (up, b);
-    rt->Free (b->base);
+    if (rt->Free (b->base) != PF_CUDA_SUCCESS)
+      pf_cuda_take_last_error (rt);
     b->base = NULL;
   }
   err = rt->MallocPitch (&b->base, &b->pitch, width, rows);

@@ -60,26 +60,32 @@ uploader_destroy (pf_uploader * up)
   const pf_cuda_runtime *rt = up->rt;
   unsigned int i;
   int prev = up_enter (up);
+  /* teardown goes on whatever fails; a failure (already reported, or a
+   * sticky error every call repeats) is not left in the caller's
+   * last-error slot */
+  int failed = 0;
 
   if (up->stream)
-    rt->StreamSynchronize (up->stream);
+    failed |= rt->StreamSynchronize (up->stream) != PF_CUDA_SUCCESS;
   for (i = 0; up->bufs && i < up->pool_size; i++) {
     pool_buf *b = &up->bufs[i];
     /* Nothing may still write it when it is freed. */
     if (b->ready)
-      rt->EventSynchronize (b->ready);
+      failed |= rt->EventSynchronize (b->ready) != PF_CUDA_SUCCESS;
     /* ... nor read it: the consumers' streams of its last release */
     pf_upload_readers_destroy (up, b);
     if (b->base)
-      rt->Free (b->base);
+      failed |= rt->Free (b->base) != PF_CUDA_SUCCESS;
     if (b->ready)
-      rt->EventDestroy (b->ready);
+      failed |= rt->EventDestroy (b->ready) != PF_CUDA_SUCCESS;
   }
   for (i = 0; up->ring && i < up->max_inflight; i++)
     if (up->ring[i].event)
-      rt->EventDestroy (up->ring[i].event);
+      failed |= rt->EventDestroy (up->ring[i].event) != PF_CUDA_SUCCESS;
   if (up->own_stream && up->stream)
-    rt->StreamDestroy (up->stream);
+    failed |= rt->StreamDestroy (up->stream) != PF_CUDA_SUCCESS;
+  if (failed)
+    pf_cuda_take_last_error (rt);
   up_leave (up, prev);
   /* The last reference: unregistered, then unmapped. */
   if (up->bounce)
