@@ -41,9 +41,8 @@ import gc
 import os
 import sys
 
-# numpy's OpenBLAS would start its threads at import: glibc keeps (and
-# valgrind calls lost) the old link-map lists of every later dlopen() made
-# while other threads run; the tests load plugins and libraries late
+# numpy's OpenBLAS: no worker threads for these small arrays (fewer
+# threads to wade through under valgrind)
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import gi
@@ -348,8 +347,7 @@ def check_frame(out, fmt, w, h, want):
 
 
 def case_appsrc():
-    # the plugins loaded before the emulator's threads run (see
-    # OPENBLAS_NUM_THREADS above)
+    # every element the case needs, or SKIP naming the one missing
     rt = emulator()
     for name in ("appsrc", "appsink", "capsfilter", "pinnedcudaupload",
                  "pinnedcudadownload", "cudadownload"):
