@@ -8,6 +8,7 @@ returned is owned by the caller as GStreamer's (transfer full) says: unref
 what this module says is yours."""
 
 import ctypes
+import os
 
 P = ctypes.c_void_p
 SECOND = 1000000000
@@ -28,6 +29,43 @@ class GError(ctypes.Structure):
                 ("message", ctypes.c_char_p)]
 
 
+def _loaded_sonames():
+    names = set()
+    with open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split()[-1]
+            if "/" in path:
+                names.add(os.path.basename(path))
+    return names
+
+
+def preload(libdir):
+    """Loads every library of @libdir (RTLD_GLOBAL) whose name is not
+    loaded yet, in as many passes as their dependencies need, so that
+    GStreamer and its plugins resolve from a folder that is not on the
+    library path (the GPU kit's lib/, where LD_LIBRARY_PATH must stay the
+    host's for PyTorch). Returns the names that did not load."""
+    have = _loaded_sonames()
+    todo = sorted(n for n in os.listdir(libdir)
+                  if ".so" in n and n not in have and
+                  os.path.isfile(os.path.join(libdir, n)))
+    while todo:
+        left = []
+        for n in todo:
+            try:
+                ctypes.CDLL(os.path.join(libdir, n), mode=ctypes.RTLD_GLOBAL)
+            except OSError:
+                left.append(n)
+        if len(left) == len(todo):
+            return left
+        todo = left
+    return []
+
+
+# PINNEDFLOW_GST_LIBDIR: GStreamer's libraries from that folder (see
+# preload); the plugins come from GST_PLUGIN_SYSTEM_PATH_1_0 as usual.
+if os.environ.get("PINNEDFLOW_GST_LIBDIR"):
+    preload(os.environ["PINNEDFLOW_GST_LIBDIR"])
 gst = ctypes.CDLL("libgstreamer-1.0.so.0")
 app = ctypes.CDLL("libgstapp-1.0.so.0")
 _protos = {

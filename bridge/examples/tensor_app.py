@@ -22,7 +22,9 @@ the frame back to the host, numpy does the op, and the result goes up into
 cudaMallocPitch memory lent as a DLPack tensor (cudart_tensor.py). Default:
 torch with CUDA, else CuPy, else cudart.
 --gst ctypes drives GStreamer through ctypes (gst_ctypes.py) instead of
-PyGObject, for a Python without it (a GPU host's own, with its PyTorch).
+PyGObject, for a Python without it (a GPU host's own, with its PyTorch);
+PINNEDFLOW_GST_LIBDIR=DIR then loads GStreamer's libraries from DIR (the
+GPU kit's lib/) without putting DIR on the library path.
 Prints one line per frame and "tensor_app: N frames, backend B, gst G,
 copies C".
 """
@@ -202,11 +204,12 @@ def main():
             args.gst = "gi"
         except ImportError:
             args.gst = "ctypes"
+    # the framework first: its libraries load before GStreamer's
+    backend = pick_backend(args.backend)
+    op = Op(backend)
     g = GiGst() if args.gst == "gi" else CtypesGst()
     from pinnedflow import gst as pfgst
     raw = args.gst == "ctypes"
-    backend = pick_backend(args.backend)
-    op = Op(backend)
 
     src = g.launch(
         "pinnedshmsrc socket-path=%s connect-timeout=%d ! pinnedcudaupload ! "
