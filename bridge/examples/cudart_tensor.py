@@ -77,8 +77,11 @@ _capsule_set_name = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, P)(
     ("PyCapsule_SetName", ctypes.pythonapi))
 _NAME = ctypes.create_string_buffer(b"dltensor")
 _USED = ctypes.create_string_buffer(b"used_dltensor")
-# tensors lent and not yet deleted: what keeps their memory and callbacks
+# tensors lent and not yet deleted: what keeps their memory and callbacks;
+# a deleted one waits in _DEAD until the next lend (its callback must not
+# be freed while it is still returning)
 _LENT = {}
+_DEAD = []
 
 
 class DeviceTensor(object):
@@ -126,6 +129,7 @@ class DeviceTensor(object):
     def __dlpack__(self, stream=None, **kwargs):
         """A legacy "dltensor" capsule. Uploads here are synchronous, so no
         work is pending on any stream: @stream needs no wait."""
+        del _DEAD[:]
         m = DLManagedTensor()
         nd = len(self.shape)
         shape = (ctypes.c_int64 * nd)(*self.shape)
@@ -139,7 +143,7 @@ class DeviceTensor(object):
 
         def deleter(_addr):
             self.deleted += 1
-            _LENT.pop(ctypes.addressof(m), None)
+            _DEAD.append(_LENT.pop(ctypes.addressof(m), None))
 
         m.deleter = DELETER(deleter)
         # the struct, its arrays, the callback and self live until deleted

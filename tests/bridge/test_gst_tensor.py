@@ -406,6 +406,44 @@ def case_appsrc():
         print("  %s %s -> %s: %d frames byte-exact, %d copies each, "
               "deleters %r" % (feature, fmt, down, n, want_copies, deleted))
 
+    # an object with only __cuda_array_interface__ (Numba's kind)
+    import weakref
+
+    class CaiOnly(object):
+        def __init__(self, t):
+            self.t = t
+            self.__cuda_array_interface__ = {
+                "shape": t.shape, "typestr": "|u1", "data": (t.ptr, False),
+                "strides": (t.pitch, 4, 1), "version": 3, "stream": None}
+
+    caps = "video/x-raw(memory:CUDAMemory),format=RGBA,width=%d,height=%d," \
+        "framerate=30/1" % (w, h)
+    p = Gst.parse_launch("appsrc name=src format=time caps=%s ! cudadownload"
+                         " ! video/x-raw ! appsink name=s sync=false" % caps)
+    src = p.get_by_name("src")
+    p.set_state(Gst.State.PLAYING)
+    want = bt.pattern(w, h, 77)
+    obj = CaiOnly(ct.DeviceTensor(rt, want.shape).upload(want))
+    alive = weakref.ref(obj)
+    buf, copies = pfgst.buffer_from_tensor(obj, caps, return_copies=True)
+    bt.check(copies == (0 if gst124 else 1))
+    del obj
+    gc.collect()
+    bt.check((alive() is not None) == (copies == 0),
+             "the interface's object held %s" % (alive() is not None))
+    src.emit("push-buffer", buf)
+    del buf
+    src.emit("end-of-stream")
+    out = run_to_eos(p, 1)
+    bt.check(len(out) == 1 and check_frame(out[0], "RGBA", w, h, want),
+             "__cuda_array_interface__ frame not byte-exact")
+    stop(p)
+    del p, src
+    gc.collect()
+    bt.check(alive() is None, "the interface's object outlived the pipeline")
+    print("  __cuda_array_interface__ only -> cudadownload: byte-exact, "
+          "%d copies, released after the pipeline" % copies)
+
     # host tensors: wrapped (no copy) through the upload; copied into a
     # pool's buffer
     caps = "video/x-raw,format=RGBA,width=%d,height=%d,framerate=30/1" % (w, h)

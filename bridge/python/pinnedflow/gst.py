@@ -360,10 +360,77 @@ def query_cuda_context(element):
     return CudaContext(p) if p else None
 
 
+_DELETER = ctypes.CFUNCTYPE(None, P)
+
+
+class _DLManaged(ctypes.Structure):
+    """DLManagedTensor (dlpack.h, legacy)."""
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", P),
+                ("deleter", _DELETER)]
+
+
+# CUDA array interface objects lent to C, until their deleter: the struct,
+# its arrays, the callback and the object itself. A deleted one waits in
+# _CAI_DEAD until the next lend: its callback must not be freed while it
+# is still returning.
+_CAI_LENT = {}
+_CAI_DEAD = []
+
+
+class _CaiTensor(object):
+    """A legacy DLManagedTensor (kDLCUDA, device 0: the interface names no
+    device) viewing an object that has only __cuda_array_interface__ (v2/v3,
+    e.g. Numba's), holding the object until its deleter runs (a ctypes
+    callback: any thread, the GIL taken). .stream: the interface's producer
+    stream (DLPack convention), -1 where it gives none."""
+
+    def __init__(self, obj):
+        del _CAI_DEAD[:]
+        cai = obj.__cuda_array_interface__
+        shape = tuple(int(x) for x in cai["shape"])
+        typestr = cai["typestr"]
+        if len(typestr) < 3 or typestr[1] not in "iuf" or \
+                typestr[0] not in "<|":
+            raise TensorDTypeError("pinnedflow.gst: typestr %r" % typestr,
+                                   ERROR_DTYPE)
+        isz = int(typestr[2:])
+        strides = cai.get("strides")
+        if strides is not None and any(x % isz for x in strides):
+            raise TensorError("pinnedflow.gst: strides %r not in whole "
+                              "elements" % (strides,), ERROR_LAYOUT)
+        nd = len(shape)
+        self._shape = (ctypes.c_int64 * nd)(*shape)
+        self._strides = (ctypes.c_int64 * nd)(
+            *[x // isz for x in strides]) if strides is not None else None
+        m = self._m = _DLManaged()
+        m.dl_tensor.data = cai["data"][0]
+        m.dl_tensor.device = _DLDevice(DL_CUDA, 0)
+        m.dl_tensor.ndim = nd
+        m.dl_tensor.code = {"i": 0, "u": 1, "f": 2}[typestr[1]]
+        m.dl_tensor.bits = 8 * isz
+        m.dl_tensor.lanes = 1
+        m.dl_tensor.shape = self._shape
+        if self._strides is not None:
+            m.dl_tensor.strides = self._strides
+        self.address = ctypes.addressof(m)
+        self._cb = m.deleter = _DELETER(lambda _addr: self.delete())
+        self._obj = obj
+        s = cai.get("stream")
+        self.stream = int(s) if s else STREAM_NONE
+        _CAI_LENT[self.address] = self
+
+    def delete(self):
+        self._obj = None            # the object goes now
+        lent = _CAI_LENT.pop(self.address, None)
+        if lent is not None:
+            _CAI_DEAD.append(lent)
+
+
 def buffer_from_tensor(tensor, caps, pool=None, stream=None,
                        cuda_context=None, return_copies=False, raw=False):
     """A Gst.Buffer (for appsrc) holding @tensor (anything with __dlpack__:
-    torch, CuPy, numpy) as a frame of @caps.
+    torch, CuPy, numpy; or with only __cuda_array_interface__, taken as a
+    tensor on device 0 after the stream it names) as a frame of @caps.
 
     - caps without a memory feature: a host tensor, wrapped (no copy; it
       lives until the buffer is freed), or copied once into a buffer of
@@ -382,21 +449,30 @@ def buffer_from_tensor(tensor, caps, pool=None, stream=None,
     @raw (or without PyGObject) a GstBuffer pointer (int) that is yours
     (gst_app_src_push_buffer takes it)."""
     caps = _caps(caps)
-    if not hasattr(tensor, "__dlpack__"):
-        raise TypeError("pinnedflow.gst: %r has no __dlpack__"
-                        % type(tensor).__name__)
-    dev = tuple(tensor.__dlpack_device__())
-    if dev[0] == DL_CUDA:
-        # 0 (torch.cuda.default_stream().cuda_stream, CuPy's null stream)
-        # is the legacy default stream, which DLPack spells 1
-        producer = 1 if not stream else int(stream)
-        cap = tensor.__dlpack__(stream=producer)
+    if hasattr(tensor, "__dlpack__"):
+        dev = tuple(tensor.__dlpack_device__())
+        if dev[0] == DL_CUDA:
+            # 0 (torch.cuda.default_stream().cuda_stream, CuPy's null
+            # stream) is the legacy default stream, which DLPack spells 1
+            producer = 1 if not stream else int(stream)
+            cap = tensor.__dlpack__(stream=producer)
+        else:
+            producer = STREAM_NONE
+            cap = tensor.__dlpack__()
+        if not _is_valid(cap, b"dltensor"):
+            raise TensorError("pinnedflow.gst: __dlpack__ gave no "
+                              "\"dltensor\" capsule", ERROR_LAYOUT)
+        managed = _get_pointer(cap, b"dltensor")
+        taken = lambda: _set_name(cap, ctypes.addressof(_USED))  # noqa
+        refused = lambda: None  # noqa: E731 (the capsule deletes it)
+    elif hasattr(tensor, "__cuda_array_interface__"):
+        cai = _CaiTensor(tensor)
+        managed, producer = cai.address, cai.stream
+        taken = lambda: None  # noqa: E731 (its deleter runs from C)
+        refused = cai.delete
     else:
-        producer = STREAM_NONE
-        cap = tensor.__dlpack__()
-    if not _is_valid(cap, b"dltensor"):
-        raise TensorError("pinnedflow.gst: __dlpack__ gave no \"dltensor\" "
-                          "capsule", ERROR_LAYOUT)
+        raise TypeError("pinnedflow.gst: %r has neither __dlpack__ nor "
+                        "__cuda_array_interface__" % type(tensor).__name__)
     raw = raw or Gst is None
     if pool is not None:
         if raw:
@@ -413,11 +489,11 @@ def buffer_from_tensor(tensor, caps, pool=None, stream=None,
                   cuda_context=cuda_context._ptr if cuda_context else None)
     err = ctypes.POINTER(_GError)()
     ok = _lib.gst_pinned_cuda_buffer_fill_from_tensor(
-        _ptr(buf), _get_pointer(cap, b"dltensor"), _ptr(caps),
-        ctypes.byref(imp), ctypes.byref(err))
+        _ptr(buf), managed, _ptr(caps), ctypes.byref(imp), ctypes.byref(err))
     if not ok:
-        _raise(err)      # the capsule still owns the tensor
-    _set_name(cap, ctypes.addressof(_USED))
+        refused()        # nothing was taken
+        _raise(err)
+    taken()
     if raw:
         ptr, buf.ptr = buf.ptr, None       # the caller's reference now
         buf = ptr
