@@ -17,6 +17,7 @@
 
 #include <gst/gst.h>
 #include <gst/pinnedcuda/pinnedcuda-prelude.h>
+#include <gst/pinnedcuda/gstpinnedcudatensor.h>
 
 G_BEGIN_DECLS
 
