@@ -56,6 +56,14 @@ struct DLManagedTensor;
  * Since: 0.1
  */
 #define GST_PINNED_CUDA_TENSOR_ERROR (gst_pinned_cuda_tensor_error_quark ())
+
+/**
+ * gst_pinned_cuda_tensor_error_quark:
+ *
+ * Returns: the quark of %GST_PINNED_CUDA_TENSOR_ERROR.
+ *
+ * Since: 0.1
+ */
 GST_PINNEDCUDA_API GQuark gst_pinned_cuda_tensor_error_quark (void);
 
 /**
