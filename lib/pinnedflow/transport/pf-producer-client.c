@@ -426,27 +426,62 @@ out:
   pf_socket_close_fds (relbell, 2);
 }
 
+/* The rings of a release doorbell beyond the releases taken that a
+ * consumer may have sent: an honest one rings once per release it
+ * published, after publishing it, so the rings read never pass the
+ * releases published, which are at most n beyond those taken
+ * (pf_ring_releases_published ()); the rest is slack, as the consumer
+ * side allows its producer (DOORBELL_DRAIN_MAX, pf-consumer.c). */
+#define RELEASE_RINGS_SLACK 1024u
+
+/* Empties @c's release doorbell in one go (docs/protocol.md, 3.10): a
+ * consumer that rings without releasing would otherwise keep the fd
+ * readable and this level-triggered I/O thread awake (issue 35). Each read
+ * takes at most 256 rings and never blocks; the loop ends where nothing is
+ * left, or fails @c once its rings, all it ever sent, pass its releases by
+ * more than n + RELEASE_RINGS_SLACK: a flood costs at most that many bytes
+ * read, once, per consumer. 1: read (or nothing there); 0: @c failed. */
+static int
+client_drain_release_doorbell (pf_producer * p, struct client *c)
+{
+  uint64_t most = c->rel_r + c->ring_mask + 1 + RELEASE_RINGS_SLACK;
+  int res;
+
+  for (;;) {
+    res = pf_doorbell_read (c->rel_doorbell, 256);
+    if (res == -EAGAIN)
+      return 1;
+    if (res == 0) {
+      client_fail (p, c, 0, "consumer hung up");
+      return 0;
+    }
+    if (res < 0) {
+      client_fail (p, c, res, "release doorbell: %s", strerror (-res));
+      return 0;
+    }
+    c->rel_rings += (uint64_t) res;
+    if (c->rel_rings > most) {
+      client_fail (p, c, -EPROTO, "release doorbell: rung %" PRIu64
+          " times for %" PRIu64 " releases taken (at most %u more are "
+          "allowed)", c->rel_rings, c->rel_r, c->ring_mask + 1 +
+          RELEASE_RINGS_SLACK);
+      return 0;
+    }
+  }
+}
+
 /* Takes the releases @c published in its release ring, after its doorbell
- * (read first: a release published after the read rings again; one read
- * of up to 256 rings, never blocking: a consumer that rang more wakes us
- * again, level-triggered). Each is checked as a RELEASE message is. A
- * doorbell closed at the other end is a hang-up (else it would stay
- * readable for ever). */
+ * (emptied first: a release published after that rings again, and the
+ * fd, level-triggered, wakes us again only then). Each is checked as a
+ * RELEASE message is. A doorbell closed at the other end is a hang-up
+ * (else it would stay readable for ever). */
 void
 client_read_releases (pf_producer * p, struct client *c, struct event_list *ev)
 {
   uint64_t w;
-  int res;
 
-  res = pf_doorbell_read (c->rel_doorbell, (size_t) c->ring_mask + 1);
-  if (res == 0) {
-    client_fail (p, c, 0, "consumer hung up");
+  if (!client_drain_release_doorbell (p, c))
     return;
-  }
-  if (res < 0 && res != -EAGAIN) {
-    client_fail (p, c, res, "release doorbell: %s", strerror (-res));
-    return;
-  }
   if (pf_ring_releases_published (c->rel, c->ring_mask, c->rel_r, &w) < 0) {
     client_fail (p, c, -EPROTO, "release ring: %" PRIu64 " releases "
         "published, %" PRIu64 " taken: more than its %u entries", w,
@@ -459,7 +494,7 @@ client_read_releases (pf_producer * p, struct client *c, struct event_list *ev)
     c->rel_r++;
     client_handle_release (p, c, seq, ev);
   }
-  pf_ring_releases_taken (c->rel, c->rel_r);
+  pf_ring_releases_taken (c->rel, c->ring_mask, c->rel_r);
 }
 
 /* Publishes the encoded FRAME @buf in @c's ring and rings its doorbell. */

@@ -17,6 +17,33 @@
  * outside what the standard promises). Both processes must see one and the
  * same lock-free instruction: an atomic emulated with a lock (libatomic)
  * would take a lock of our process only, hence the assertion below.
+ * Every load and store of a shared index or release seq, and of the one
+ * entry field read in place (hdr.reserved), is such an atomic with its
+ * order named; each is marked "SYNC POINT n" with the access it pairs
+ * with (the iceoryx2 style). The entries themselves are copied with
+ * memcpy (): SYNC POINTs 1 and 2 order them. ThreadSanitizer checks the
+ * pairs at run time (tools/tsan.sh: the transport, shm and bridge suites).
+ *
+ * Cache lines (issue 31): the producer writes its indexes (write_seq,
+ * rel_read_seq) in the frame ring's header line, the consumer its own
+ * (the release ring's write_seq) in the release ring's header line; no
+ * line holds indexes of both writers.
+ *
+ *   SYNC POINT 1  frame write_seq: producer's RELEASE store
+ *                 (pf_ring_publish ()) / consumer's ACQUIRE loads
+ *                 (pf_ring_take (), pf_ring_pending (), pf_ring_precedes ()).
+ *   SYNC POINT 2  release write_seq: consumer's RELEASE store
+ *                 (pf_ring_release_push ()) / producer's ACQUIRE load
+ *                 (pf_ring_releases_published ()).
+ *   SYNC POINT 3  rel_read_seq: producer's RELEASE store
+ *                 (pf_ring_releases_taken ()) / consumer's ACQUIRE load
+ *                 (pf_ring_release_push ()).
+ *   Relaxed: a release seq slot (stored by the consumer before SYNC POINT
+ *   2's store, loaded by the producer after its load) and an entry's
+ *   hdr.reserved (stored by the producer before SYNC POINT 1's store,
+ *   loaded in place by the consumer after its load): the SYNC POINT orders
+ *   them; atomic only so that a hostile peer's concurrent write is a
+ *   defined value, never a data race.
  *
  * The ordering argument (the rings are single-producer, single-consumer):
  *
@@ -40,17 +67,18 @@
  * it changes nothing on the producer's side.
  *
  * Releases, the other way round. The consumer (writers serialized by its
- * held spinlock) loads read_seq with ACQUIRE order: every slot before it
+ * held spinlock) loads rel_read_seq with ACQUIRE order: every slot before it
  * was read by the producer before the producer's RELEASE store of it, so
- * the indexes below read_seq + n are free. It writes the seq into slot w mod
+ * the indexes below rel_read_seq + n are free. It writes the seq into slot w mod
  * n, then stores write_seq = w + 1 with RELEASE order
  * (pf_ring_release_push ()). The producer (its I/O thread, under p->lock)
  * loads write_seq with ACQUIRE order, reads the seqs before it, then
- * stores read_seq with RELEASE order (pf_ring_releases_published (),
+ * stores rel_read_seq (in the frame ring's header: its line) with RELEASE
+ * order (pf_ring_releases_published (),
  * pf_ring_release_get (), pf_ring_releases_taken ()): the slot is free
  * only after it was read. Here too each side keeps its own count: the
  * consumer never reads the release ring's write_seq back, the producer
- * never reads its read_seq back.
+ * never reads its rel_read_seq back.
  *
  * The doorbells (pf-doorbell-private.h) only wake the other side: no ordering
  * rests on them. A ring is rung after the index store, and the woken side
@@ -66,8 +94,10 @@
  * What the other values can do:
  * - An index that went back, or jumped more than n ahead: w - r, unsigned,
  *   is then over n; the frame side fails the connection (PF_RING_OVERRUN),
- *   the release side too (-EPROTO); the consumer reads a read_seq ahead of
- *   its own count as a full ring and sends a RELEASE message instead.
+ *   the release side too (-EPROTO); the consumer reads a rel_read_seq ahead of
+ *   its own count as a full ring and sends a RELEASE message instead
+ *   (as it does against a producer of the layout before issue 31, which
+ *   never writes rel_read_seq: after n releases it goes on the socket).
  * - A slot written while it is read: the consumer copies the entry out
  *   first and checks only its copy (the type here, the rest as a socket
  *   FRAME is, handle_packet () in pf-consumer.c): a torn or forged entry
@@ -90,6 +120,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -97,6 +128,22 @@
 
 PF_STATIC_ASSERT (__atomic_always_lock_free (sizeof (uint64_t), 0),
     "the ring's indexes need lock-free 64-bit atomics");
+/* one cache line per writer: the producer's indexes in the first line of
+ * the mapping, the consumer's in the first line of the release ring (a
+ * page boundary) */
+PF_STATIC_ASSERT (offsetof (struct pf_frame_ring, write_seq) == 8 &&
+    offsetof (struct pf_frame_ring, rel_read_seq) == 16 &&
+    offsetof (struct pf_release_ring, write_seq) == 0 &&
+    PF_FRAME_RING_RELEASE_OFFSET (1) % 64 == 0, "ring index layout");
+
+/* The frame ring's header from its release ring (the producer's indexes
+ * live there), for a ring of @mask + 1 entries. */
+static inline struct pf_frame_ring *
+ring_of (const struct pf_release_ring *rel, uint32_t mask)
+{
+  return (struct pf_frame_ring *) (void *) ((uint8_t *) rel -
+      PF_FRAME_RING_RELEASE_OFFSET ((uint64_t) mask + 1));
+}
 
 /* ---- layout ---- */
 
@@ -160,8 +207,11 @@ pf_ring_publish (struct pf_frame_ring *ring, uint32_t mask, uint64_t * w,
   struct pf_msg_frame *e = pf_ring_entry (ring, mask, i);
 
   memcpy (e, frame, sizeof (*e));
-  e->hdr.reserved = sent_before;
-  /* the entry, then the index that publishes it */
+  /* relaxed: ordered by SYNC POINT 1 below; the consumer may read it in
+   * place (pf_ring_precedes ()) */
+  __atomic_store_n (&e->hdr.reserved, sent_before, __ATOMIC_RELAXED);
+  /* SYNC POINT 1 (store): the entry, then the index that publishes it;
+   * pairs with the consumer's ACQUIRE loads of write_seq */
   __atomic_store_n (&ring->write_seq, i + 1, __ATOMIC_RELEASE);
 }
 
@@ -169,6 +219,8 @@ int
 pf_ring_releases_published (const struct pf_release_ring *rel, uint32_t mask,
     uint64_t r, uint64_t * w)
 {
+  /* SYNC POINT 2 (load): pairs with the consumer's RELEASE store of
+   * write_seq (pf_ring_release_push ()): the seqs before it are written */
   *w = __atomic_load_n (&rel->write_seq, __ATOMIC_ACQUIRE);
   if (*w - r > (uint64_t) mask + 1)
     return -EPROTO;
@@ -181,14 +233,19 @@ pf_ring_release_get (const struct pf_release_ring *rel, uint32_t mask,
 {
   const uint64_t *seqs = (const uint64_t *) (const void *) (rel + 1);
 
+  /* relaxed: ordered by SYNC POINT 2; pairs with the consumer's relaxed
+   * store of the slot (pf_ring_release_push ()) */
   return __atomic_load_n (&seqs[i & mask], __ATOMIC_RELAXED);
 }
 
 void
-pf_ring_releases_taken (struct pf_release_ring *rel, uint64_t r)
+pf_ring_releases_taken (struct pf_release_ring *rel, uint32_t mask,
+    uint64_t r)
 {
-  /* the seqs before @r were read: their slots are free */
-  __atomic_store_n (&rel->read_seq, r, __ATOMIC_RELEASE);
+  /* SYNC POINT 3 (store): the seqs before @r were read, their slots are
+   * free; pairs with the consumer's ACQUIRE load of rel_read_seq
+   * (pf_ring_release_push ()) */
+  __atomic_store_n (&ring_of (rel, mask)->rel_read_seq, r, __ATOMIC_RELEASE);
 }
 
 /* ---- the consumer ---- */
@@ -240,6 +297,8 @@ int
 pf_ring_take (const struct pf_frame_ring *ring, uint32_t mask, uint64_t * r,
     uint32_t recvd, struct pf_msg_frame *out, uint64_t * w)
 {
+  /* SYNC POINT 1 (load): pairs with the producer's RELEASE store of
+   * write_seq (pf_ring_publish ()): the entries before it are written */
   *w = __atomic_load_n (&ring->write_seq, __ATOMIC_ACQUIRE);
   if (*w == *r)
     return PF_RING_EMPTY;
@@ -260,6 +319,7 @@ pf_ring_take (const struct pf_frame_ring *ring, uint32_t mask, uint64_t * r,
 int
 pf_ring_pending (const struct pf_frame_ring *ring, uint64_t r)
 {
+  /* SYNC POINT 1 (load): as in pf_ring_take () */
   return __atomic_load_n (&ring->write_seq, __ATOMIC_ACQUIRE) != r;
 }
 
@@ -267,11 +327,14 @@ int
 pf_ring_precedes (const struct pf_frame_ring *ring, uint32_t mask,
     uint64_t r, uint32_t recvd)
 {
+  /* SYNC POINT 1 (load): as in pf_ring_take () */
   uint64_t w = __atomic_load_n (&ring->write_seq, __ATOMIC_ACQUIRE);
   uint32_t before;
 
   if (w == r)
     return 0;
+  /* relaxed: ordered by SYNC POINT 1; pairs with the producer's relaxed
+   * store in pf_ring_publish () */
   before = __atomic_load_n (&pf_ring_entry (ring, mask, r)->hdr.reserved,
       __ATOMIC_RELAXED);
   return before <= recvd;
@@ -282,14 +345,22 @@ pf_ring_release_push (struct pf_release_ring *rel, uint32_t mask,
     uint64_t * w, uint64_t seq)
 {
   /* room if it has (it always has with an honest producer: what it has
-   * not taken it counts as held); a read_seq ahead of ours reads as full */
-  uint64_t r = __atomic_load_n (&rel->read_seq, __ATOMIC_ACQUIRE);
+   * not taken it counts as held); a rel_read_seq ahead of ours reads as full */
+  /* SYNC POINT 3 (load): pairs with the producer's RELEASE store of
+   * rel_read_seq (pf_ring_releases_taken ()): the slots before it were
+   * read */
+  uint64_t r = __atomic_load_n (&ring_of (rel, mask)->rel_read_seq,
+      __ATOMIC_ACQUIRE);
   uint64_t *seqs = (uint64_t *) (void *) (rel + 1);
 
   if (*w - r > mask)
     return 0;
-  seqs[*w & mask] = seq;
-  /* the seq, then the index that publishes it */
+  /* relaxed: ordered by SYNC POINT 2 below; pairs with the producer's
+   * relaxed load (pf_ring_release_get ()) */
+  __atomic_store_n (&seqs[*w & mask], seq, __ATOMIC_RELAXED);
+  /* SYNC POINT 2 (store): the seq, then the index that publishes it;
+   * pairs with the producer's ACQUIRE load of write_seq
+   * (pf_ring_releases_published ()) */
   __atomic_store_n (&rel->write_seq, ++*w, __ATOMIC_RELEASE);
   return 1;
 }
