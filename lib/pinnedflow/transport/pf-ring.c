@@ -239,8 +239,7 @@ pf_ring_release_get (const struct pf_release_ring *rel, uint32_t mask,
 }
 
 void
-pf_ring_releases_taken (struct pf_release_ring *rel, uint32_t mask,
-    uint64_t r)
+pf_ring_releases_taken (struct pf_release_ring *rel, uint32_t mask, uint64_t r)
 {
   /* SYNC POINT 3 (store): the seqs before @r were read, their slots are
    * free; pairs with the consumer's ACQUIRE load of rel_read_seq
