@@ -782,7 +782,7 @@ fring_rel (const fring * r)
 
 /* Releases @seq and checks its release reaches the producer: in @r's
  * release ring, its doorbell rung, nothing on the socket, and taken as the
- * producer does (rel_read_seq) if @take; with no @r, as a RELEASE on the
+ * producer does (read_seq) if @take; with no @r, as a RELEASE on the
  * socket. */
 static void
 release_and_check_take (victim * v, fring * r, uint64_t seq, int take)
@@ -801,7 +801,7 @@ release_and_check_take (victim * v, fring * r, uint64_t seq, int take)
     CHECK_INT (bell_count (r->relbell_r), ==, 1);
     CHECK_INT (recv (v->peer, v->buf, sizeof (v->buf), MSG_DONTWAIT), ==, -1);
     if (take)
-      __atomic_store_n (&r->h->rel_read_seq, w + 1, __ATOMIC_RELEASE);
+      __atomic_store_n (&rel->read_seq, w + 1, __ATOMIC_RELEASE);
     return;
   }
   CHECK_INT (pf_consumer_release (v->c, seq), ==, 0);
@@ -1165,8 +1165,8 @@ test_ring_write_sealed (void)
   CHECK_INT (t_count_fds (), ==, v.fds0);
 }
 
-/* A producer that does not take the releases (rel_read_seq stays): the ones
- * the release ring has no room for come on the socket; a rel_read_seq ahead of
+/* A producer that does not take the releases (read_seq stays): the ones
+ * the release ring has no room for come on the socket; a read_seq ahead of
  * what the consumer wrote reads as full too; taken again, the ring is
  * used again. */
 static void
@@ -1196,14 +1196,14 @@ test_ring_release_full (void)
     } else if (seq == 5) {      /* full: on the socket; then all taken */
       release_and_check (&v, NULL, seq);
       CHECK_INT (rel->write_seq, ==, 4);
-      __atomic_store_n (&r.h->rel_read_seq, 4, __ATOMIC_RELEASE);
-    } else if (seq == 6) {      /* room again; then rel_read_seq runs ahead */
+      __atomic_store_n (&rel->read_seq, 4, __ATOMIC_RELEASE);
+    } else if (seq == 6) {      /* room again; then read_seq runs ahead */
       release_and_check (&v, &r, seq);
-      __atomic_store_n (&r.h->rel_read_seq, 1000, __ATOMIC_RELEASE);
+      __atomic_store_n (&rel->read_seq, 1000, __ATOMIC_RELEASE);
     } else if (seq == 7) {      /* ahead reads as full: on the socket */
       release_and_check (&v, NULL, seq);
       CHECK_INT (rel->write_seq, ==, 5);
-      __atomic_store_n (&r.h->rel_read_seq, 5, __ATOMIC_RELEASE);
+      __atomic_store_n (&rel->read_seq, 5, __ATOMIC_RELEASE);
     } else {
       release_and_check (&v, &r, seq);
     }

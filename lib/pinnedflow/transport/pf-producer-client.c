@@ -440,7 +440,8 @@ out:
  * takes at most 256 rings and never blocks; the loop ends where nothing is
  * left, or fails @c once its rings, all it ever sent, pass its releases by
  * more than n + RELEASE_RINGS_SLACK: a flood costs at most that many bytes
- * read, once, per consumer. 1: read (or nothing there); 0: @c failed. */
+ * read, once, per consumer. One recv () per wake-up when the consumer
+ * is honest. 1: read (or nothing there); 0: @c failed. */
 static int
 client_drain_release_doorbell (pf_producer * p, struct client *c)
 {
@@ -467,6 +468,11 @@ client_drain_release_doorbell (pf_producer * p, struct client *c)
           RELEASE_RINGS_SLACK);
       return 0;
     }
+    /* a stream socket's recv () returns what is there up to the size
+     * asked: less, and it was empty (no second call, no EAGAIN, on the
+     * per-frame path); a ring that came since wakes epoll again */
+    if (res < 256)
+      return 1;
   }
 }
 
@@ -494,7 +500,7 @@ client_read_releases (pf_producer * p, struct client *c, struct event_list *ev)
     c->rel_r++;
     client_handle_release (p, c, seq, ev);
   }
-  pf_ring_releases_taken (c->rel, c->ring_mask, c->rel_r);
+  pf_ring_releases_taken (c->rel, c->rel_r);
 }
 
 /* Publishes the encoded FRAME @buf in @c's ring and rings its doorbell. */

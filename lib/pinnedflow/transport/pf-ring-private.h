@@ -6,8 +6,7 @@
  * docs/design.md, "The frame ring"): struct pf_frame_ring and n FRAME
  * entries the producer writes and the consumer reads, then, from the next
  * page, struct pf_release_ring and n seqs the consumer writes and the
- * producer reads. Each side's indexes sit in a cache line of their own
- * (pf-wire-private.h). The producer makes it (pf_ring_create ()), publishes
+ * producer reads. The producer makes it (pf_ring_create ()), publishes
  * frames (pf_ring_publish ()) and takes releases
  * (pf_ring_releases_published (), pf_ring_release_get (),
  * pf_ring_releases_taken ()); the consumer checks and maps it
@@ -82,10 +81,8 @@ int pf_ring_releases_published (const struct pf_release_ring *rel,
  * value, to be checked as a RELEASE message is. */
 uint64_t pf_ring_release_get (const struct pf_release_ring *rel,
     uint32_t mask, uint64_t i);
-/* Gives back the release entries before @r (after they were read): stores
- * the frame ring header's rel_read_seq. */
-void pf_ring_releases_taken (struct pf_release_ring *rel, uint32_t mask,
-    uint64_t r);
+/* Gives back the release entries before @r (after they were read). */
+void pf_ring_releases_taken (struct pf_release_ring *rel, uint64_t r);
 
 /* ---- the consumer ---- */
 
@@ -121,7 +118,7 @@ int pf_ring_precedes (const struct pf_frame_ring *ring, uint32_t mask,
     uint64_t r, uint32_t recvd);
 
 /* Publishes release @seq as *@w (our own count, then advanced): 1, or 0
- * when the ring is full (or its rel_read_seq is forged): send a RELEASE. The
+ * when the ring is full (or its read_seq is forged): send a RELEASE. The
  * caller serializes the writers and rings the release doorbell next. */
 int pf_ring_release_push (struct pf_release_ring *rel, uint32_t mask,
     uint64_t * w, uint64_t seq);

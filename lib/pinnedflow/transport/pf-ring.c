@@ -24,10 +24,13 @@
  * memcpy (): SYNC POINTs 1 and 2 order them. ThreadSanitizer checks the
  * pairs at run time (tools/tsan.sh: the transport, shm and bridge suites).
  *
- * Cache lines (issue 31): the producer writes its indexes (write_seq,
- * rel_read_seq) in the frame ring's header line, the consumer its own
- * (the release ring's write_seq) in the release ring's header line; no
- * line holds indexes of both writers.
+ * Cache lines (issue 31): the release ring's write_seq (the consumer's)
+ * and read_seq (the producer's) share a line. Moving the producer's
+ * read_seq into the frame ring's header line (one line per writer) was
+ * measured with shm-bench and gained nothing (docs/results.md, "Data
+ * races, atomics and the release doorbell"): each side reads the other's
+ * indexes once per frame anyway, at a few thousand frames a second at
+ * most, so the wire layout stays as it was.
  *
  *   SYNC POINT 1  frame write_seq: producer's RELEASE store
  *                 (pf_ring_publish ()) / consumer's ACQUIRE loads
@@ -35,7 +38,7 @@
  *   SYNC POINT 2  release write_seq: consumer's RELEASE store
  *                 (pf_ring_release_push ()) / producer's ACQUIRE load
  *                 (pf_ring_releases_published ()).
- *   SYNC POINT 3  rel_read_seq: producer's RELEASE store
+ *   SYNC POINT 3  read_seq: producer's RELEASE store
  *                 (pf_ring_releases_taken ()) / consumer's ACQUIRE load
  *                 (pf_ring_release_push ()).
  *   Relaxed: a release seq slot (stored by the consumer before SYNC POINT
@@ -67,18 +70,17 @@
  * it changes nothing on the producer's side.
  *
  * Releases, the other way round. The consumer (writers serialized by its
- * held spinlock) loads rel_read_seq with ACQUIRE order: every slot before it
+ * held spinlock) loads read_seq with ACQUIRE order: every slot before it
  * was read by the producer before the producer's RELEASE store of it, so
- * the indexes below rel_read_seq + n are free. It writes the seq into slot w mod
+ * the indexes below read_seq + n are free. It writes the seq into slot w mod
  * n, then stores write_seq = w + 1 with RELEASE order
  * (pf_ring_release_push ()). The producer (its I/O thread, under p->lock)
  * loads write_seq with ACQUIRE order, reads the seqs before it, then
- * stores rel_read_seq (in the frame ring's header: its line) with RELEASE
- * order (pf_ring_releases_published (),
+ * stores read_seq with RELEASE order (pf_ring_releases_published (),
  * pf_ring_release_get (), pf_ring_releases_taken ()): the slot is free
  * only after it was read. Here too each side keeps its own count: the
  * consumer never reads the release ring's write_seq back, the producer
- * never reads its rel_read_seq back.
+ * never reads its read_seq back.
  *
  * The doorbells (pf-doorbell-private.h) only wake the other side: no ordering
  * rests on them. A ring is rung after the index store, and the woken side
@@ -94,10 +96,8 @@
  * What the other values can do:
  * - An index that went back, or jumped more than n ahead: w - r, unsigned,
  *   is then over n; the frame side fails the connection (PF_RING_OVERRUN),
- *   the release side too (-EPROTO); the consumer reads a rel_read_seq ahead of
- *   its own count as a full ring and sends a RELEASE message instead
- *   (as it does against a producer of the layout before issue 31, which
- *   never writes rel_read_seq: after n releases it goes on the socket).
+ *   the release side too (-EPROTO); the consumer reads a read_seq ahead of
+ *   its own count as a full ring and sends a RELEASE message instead.
  * - A slot written while it is read: the consumer copies the entry out
  *   first and checks only its copy (the type here, the rest as a socket
  *   FRAME is, handle_packet () in pf-consumer.c): a torn or forged entry
@@ -120,7 +120,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -128,23 +127,6 @@
 
 PF_STATIC_ASSERT (__atomic_always_lock_free (sizeof (uint64_t), 0),
     "the ring's indexes need lock-free 64-bit atomics");
-/* one cache line per writer: the producer's indexes in the first line of
- * the mapping, the consumer's in the first line of the release ring (a
- * page boundary) */
-PF_STATIC_ASSERT (offsetof (struct pf_frame_ring, write_seq) == 8 &&
-    offsetof (struct pf_frame_ring, rel_read_seq) == 16 &&
-    offsetof (struct pf_release_ring, write_seq) == 0 &&
-    PF_FRAME_RING_RELEASE_OFFSET (1) % 64 == 0, "ring index layout");
-
-/* The frame ring's header from its release ring (the producer's indexes
- * live there), for a ring of @mask + 1 entries. */
-static inline struct pf_frame_ring *
-ring_of (const struct pf_release_ring *rel, uint32_t mask)
-{
-  return (struct pf_frame_ring *) (void *) ((uint8_t *) rel -
-      PF_FRAME_RING_RELEASE_OFFSET ((uint64_t) mask + 1));
-}
-
 /* ---- layout ---- */
 
 uint32_t
@@ -239,12 +221,12 @@ pf_ring_release_get (const struct pf_release_ring *rel, uint32_t mask,
 }
 
 void
-pf_ring_releases_taken (struct pf_release_ring *rel, uint32_t mask, uint64_t r)
+pf_ring_releases_taken (struct pf_release_ring *rel, uint64_t r)
 {
   /* SYNC POINT 3 (store): the seqs before @r were read, their slots are
-   * free; pairs with the consumer's ACQUIRE load of rel_read_seq
+   * free; pairs with the consumer's ACQUIRE load of read_seq
    * (pf_ring_release_push ()) */
-  __atomic_store_n (&ring_of (rel, mask)->rel_read_seq, r, __ATOMIC_RELEASE);
+  __atomic_store_n (&rel->read_seq, r, __ATOMIC_RELEASE);
 }
 
 /* ---- the consumer ---- */
@@ -344,12 +326,10 @@ pf_ring_release_push (struct pf_release_ring *rel, uint32_t mask,
     uint64_t * w, uint64_t seq)
 {
   /* room if it has (it always has with an honest producer: what it has
-   * not taken it counts as held); a rel_read_seq ahead of ours reads as full */
+   * not taken it counts as held); a read_seq ahead of ours reads as full */
   /* SYNC POINT 3 (load): pairs with the producer's RELEASE store of
-   * rel_read_seq (pf_ring_releases_taken ()): the slots before it were
-   * read */
-  uint64_t r = __atomic_load_n (&ring_of (rel, mask)->rel_read_seq,
-      __ATOMIC_ACQUIRE);
+   * read_seq (pf_ring_releases_taken ()): the slots before it were read */
+  uint64_t r = __atomic_load_n (&rel->read_seq, __ATOMIC_ACQUIRE);
   uint64_t *seqs = (uint64_t *) (void *) (rel + 1);
 
   if (*w - r > mask)

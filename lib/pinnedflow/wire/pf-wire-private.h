@@ -188,32 +188,21 @@ struct pf_msg_frame_ring {
 #define PF_FRAME_RING_MAGIC 0x474e4952u        /* "RING" */
 #define PF_FRAME_RING_MAX 4096
 
-/* The ring's indexes, one cache line per writer (issue 31): the
- * producer's two in struct pf_frame_ring, the consumer's one in struct
- * pf_release_ring, so that a store of one side never invalidates the line
- * of an index the other side writes. pf-ring.c reads and writes them with
- * atomics only, and says which store each load pairs with. */
-
-/* The start of the release ring (the consumer's line); n_entries uint64_t
- * seqs follow. */
+/* The start of the release ring; n_entries uint64_t seqs follow. */
 struct pf_release_ring {
   uint64_t write_seq;           /* consumer: releases published (release
-                                 * order after the seq) */
-  uint64_t unused;              /* zero (read_seq before issue 31: now
-                                 * struct pf_frame_ring's rel_read_seq) */
+                                 * order after the entry) */
+  uint64_t read_seq;            /* producer: releases taken */
   uint8_t pad[48];
 };
 
-/* The start of the ring's memfd (the producer's line); the entries follow. */
+/* The start of the ring's memfd; the entries follow. */
 struct pf_frame_ring {
   uint32_t magic;               /* PF_FRAME_RING_MAGIC */
   uint32_t n_entries;
   uint64_t write_seq;           /* entries published, written with release
                                  * order after the entry */
-  uint64_t rel_read_seq;        /* releases taken from the release ring,
-                                 * written with release order after they
-                                 * were read */
-  uint8_t pad[40];
+  uint8_t pad[48];
 };
 
 /* The producer's answer to a HELLO it will not serve; it closes next. */
