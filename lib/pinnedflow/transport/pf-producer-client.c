@@ -426,22 +426,19 @@ out:
   pf_socket_close_fds (relbell, 2);
 }
 
-/* The rings of a release doorbell beyond the releases taken that a
- * consumer may have sent: an honest one rings once per release it
- * published, after publishing it, so the rings read never pass the
- * releases published, which are at most n beyond those taken
- * (pf_ring_releases_published ()); the rest is slack, as the consumer
- * side allows its producer (DOORBELL_DRAIN_MAX, pf-consumer.c). */
+/* Rings a consumer may send beyond its releases taken: an honest one
+ * rings once per release, after publishing it, so never more than n
+ * beyond (pf_ring_releases_published ()); the rest is slack, as the
+ * consumer side allows (DOORBELL_DRAIN_MAX, pf-consumer.c). */
 #define RELEASE_RINGS_SLACK 1024u
 
-/* Empties @c's release doorbell in one go (docs/protocol.md, 3.10): a
- * consumer that rings without releasing would otherwise keep the fd
- * readable and this level-triggered I/O thread awake (issue 35). Each read
- * takes at most 256 rings and never blocks; the loop ends where nothing is
- * left, or fails @c once its rings, all it ever sent, pass its releases by
- * more than n + RELEASE_RINGS_SLACK: a flood costs at most that many bytes
- * read, once, per consumer. One recv () per wake-up when the consumer
- * is honest. 1: read (or nothing there); 0: @c failed. */
+/* Empties @c's release doorbell in one go (docs/protocol.md, 3.10; issue
+ * 35: reading less left the level-triggered fd readable, the I/O thread
+ * spinning on a consumer that rang without releasing). Reads of up to 256
+ * rings, never blocking, until one comes back short (one recv () per
+ * wake-up for an honest consumer); fails @c once all the rings it sent
+ * pass its releases by more than n + RELEASE_RINGS_SLACK. 1: read; 0: @c
+ * failed. */
 static int
 client_drain_release_doorbell (pf_producer * p, struct client *c)
 {
@@ -468,9 +465,7 @@ client_drain_release_doorbell (pf_producer * p, struct client *c)
           RELEASE_RINGS_SLACK);
       return 0;
     }
-    /* a stream socket's recv () returns what is there up to the size
-     * asked: less, and it was empty (no second call, no EAGAIN, on the
-     * per-frame path); a ring that came since wakes epoll again */
+    /* short: the stream socket was empty (a later ring wakes epoll) */
     if (res < 256)
       return 1;
   }

@@ -127,6 +127,7 @@
 
 PF_STATIC_ASSERT (__atomic_always_lock_free (sizeof (uint64_t), 0),
     "the ring's indexes need lock-free 64-bit atomics");
+
 /* ---- layout ---- */
 
 uint32_t
