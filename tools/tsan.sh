@@ -90,6 +90,10 @@ for t in "${all[@]}"; do
     *) tests+=("$t") ;;
   esac
 done
+if [ ${#tests[@]} -eq 0 ]; then
+  echo "tsan: no test found in $build"   # (no names would run every suite)
+  exit 1
+fi
 
 # GLib's GMutex/GCond (futexes) and GStreamer's refcount and atomic-queue
 # hand-offs, made visible to TSan (tests/tsan-glib.c says how): a library
