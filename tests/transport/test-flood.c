@@ -177,7 +177,10 @@ flooder_main (void *data)
   uint64_t sent = 0, end;
   ssize_t len;
 
-  fd = pf_test_connect (a->path);
+  /* the producer (a process just started) may not listen yet */
+  end = now_ns () + (uint64_t) a->limit_ms * 1000000ull;
+  while ((fd = pf_test_connect (a->path)) < 0 && now_ns () < end)
+    t_sleep_ms (10);
   if (fd < 0)
     return 2;
   /* HELLO (section 3.1): role consumer, newest frame | FRAME_RING */
@@ -266,8 +269,8 @@ test_release_doorbell_flood (void)
   char b;
 
   producer = t_spawn (producer_main, &pa);
-  honest = t_connect (&opts);
-
+  /* the flooder first: a child forked after the honest consumer was made
+   * would exit holding a copy of it */
   CHECK_INT (pipe (ready), ==, 0);
   fa.ready_fd = ready[1];
   flooder = t_spawn (flooder_main, &fa);
@@ -276,8 +279,9 @@ test_release_doorbell_flood (void)
   CHECK_MSG (poll (&pfd, 1, 5000 * slow) == 1, "the flooder never got a "
       "ring");
   CHECK_INT (read (ready[0], &b, 1), ==, 1);
+  honest = t_connect (&opts);
 
-  /* the flood starts now; the producer publishes once both are in */
+  /* the flood is on; the producer publishes now that both are in */
   t0 = now_ns ();
   cpu0 = process_cpu_ns (producer);
   while (next <= N_FRAMES) {
