@@ -90,7 +90,7 @@ struct _GstPinnedShmSink
   /* streaming thread only; what render reads every frame first, with the
    * counters it updates (each frame starts with cold caches) */
   gboolean is_video;
-  gboolean clock_is_monotonic;
+  gboolean clock_is_monotonic;  /* g_atomic_int: set_clock () vs render */
   /* gst_base_sink_get_latency(), cached by start() and at each LATENCY
    * event (the only thing that changes it): COUNTER_GET/SET */
   guint64 latency;

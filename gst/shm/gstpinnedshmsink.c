@@ -515,7 +515,10 @@ gst_pinned_shm_sink_set_clock (GstElement * element, GstClock * clock)
 {
   GstPinnedShmSink *self = GST_PINNED_SHM_SINK (element);
 
-  self->clock_is_monotonic = gst_pinned_shm_clock_is_monotonic (clock);
+  /* read by the streaming thread (render) while a new clock comes in
+   * (ThreadSanitizer, issue 31) */
+  g_atomic_int_set (&self->clock_is_monotonic,
+      gst_pinned_shm_clock_is_monotonic (clock));
   return GST_ELEMENT_CLASS (parent_class)->set_clock (element, clock);
 }
 

@@ -142,7 +142,7 @@ gst_pinned_shm_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   gst_pinned_shm_sink_check_locked (self, segs[0]);
   gst_pinned_shm_frame_set_meta (&frame, buf,
       self->is_video ? &self->vinfo : NULL, gst_pinned_shm_time_to_wire (bsink,
-          self->clock_is_monotonic, &self->latency, buf));
+          g_atomic_int_get (&self->clock_is_monotonic), &self->latency, buf));
 
   sent = pf_producer_publish (producer, &frame, segs, token);
 

@@ -66,7 +66,7 @@ struct _GstPinnedShmSrc
   /* the connection's counters may have moved (a gap): gst_pinned_shm_src_update_counters() */
   gboolean counters_dirty;
   gboolean discont;
-  gboolean clock_is_monotonic;
+  gboolean clock_is_monotonic;  /* g_atomic_int: set_clock () vs create */
   /* decided going to PAUSED: a live source (clock-mapped timestamps) or
    * not (the producer's timestamps and segment) */
   gboolean live;

@@ -342,7 +342,10 @@ gst_pinned_shm_src_set_clock (GstElement * element, GstClock * clock)
 {
   GstPinnedShmSrc *self = GST_PINNED_SHM_SRC (element);
 
-  self->clock_is_monotonic = gst_pinned_shm_clock_is_monotonic (clock);
+  /* read by the streaming thread (create) while a new clock comes in
+   * (ThreadSanitizer, issue 31) */
+  g_atomic_int_set (&self->clock_is_monotonic,
+      gst_pinned_shm_clock_is_monotonic (clock));
   return GST_ELEMENT_CLASS (parent_class)->set_clock (element, clock);
 }
 

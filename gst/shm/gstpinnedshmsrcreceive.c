@@ -151,8 +151,8 @@ make_buffer (GstPinnedShmSrc * self, pf_consumer * c, const pf_event * ev,
     invalid = "chunk outside its segment";
     goto error;
   }
-  gst_pinned_shm_frame_stamp (GST_ELEMENT_CAST (self), self->clock_is_monotonic,
-      self->keep_ts, f, buf);
+  gst_pinned_shm_frame_stamp (GST_ELEMENT_CAST (self),
+      g_atomic_int_get (&self->clock_is_monotonic), self->keep_ts, f, buf);
   if (gst_pinned_shm_src_note_sequence (self, f, buf))
     self->counters_dirty = TRUE;
   if (!gst_pinned_shm_frame_add_video_meta (f, total,

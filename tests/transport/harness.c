@@ -14,8 +14,10 @@
 #include "pf-test-util.h"
 
 static char dir[256];
-static char path_buf[4][512];
-static int path_idx;
+/* per thread: cases call t_path () from several threads at once (a data
+ * race that ThreadSanitizer found, issue 31) */
+static __thread char path_buf[4][512];
+static __thread int path_idx;
 
 void
 t_fail (void)
@@ -147,8 +149,14 @@ cb_disconnected (void *user_data, const pf_client_info * info)
 {
   t_producer *tp = user_data;
 
+  /* a slot per disconnection: the case reads the reason of one while
+   * the next is written (ThreadSanitizer, issue 31: the hang-up a case
+   * causes after its read synchronizes through the kernel only) */
+  char *slot = tp->reasons[atomic_load (&tp->disconnected) % 8];
+
   tp->last_error = info->error;
-  snprintf (tp->last_reason, sizeof (tp->last_reason), "%s", info->reason);
+  snprintf (slot, sizeof (tp->reasons[0]), "%s", info->reason);
+  atomic_store (&tp->last_reason, slot);
   atomic_fetch_add (&tp->disconnected, 1);
 }
 
@@ -182,6 +190,7 @@ t_producer_start_config (t_producer * tp, const char *path,
   cfg.callbacks.client_event = cb_event;
   cfg.callbacks.user_data = tp;
   memset (tp, 0, sizeof (*tp));
+  tp->last_reason = tp->reasons[0];
   return pf_producer_new (&cfg, &tp->p);
 }
 

@@ -66,7 +66,11 @@ typedef struct
   _Atomic int connected;
   _Atomic int disconnected;
   _Atomic int last_error;
-  char last_reason[128];
+  /* the reason of the last disconnection ("" before one): a slot of
+   * reasons[], which the next disconnections do not write over until 8
+   * more came */
+  const char *_Atomic last_reason;
+  char reasons[8][128];
   _Atomic int last_pid;
   /* client_event, per type (index = enum pf_client_event_type), and the
    * last one (written before its counter is incremented) */

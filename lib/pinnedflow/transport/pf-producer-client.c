@@ -426,27 +426,63 @@ out:
   pf_socket_close_fds (relbell, 2);
 }
 
+/* Rings a consumer may send beyond its releases taken: an honest one
+ * rings once per release, after publishing it, so never more than n
+ * beyond (pf_ring_releases_published ()); the rest is slack, as the
+ * consumer side allows (DOORBELL_DRAIN_MAX, pf-consumer.c). */
+#define RELEASE_RINGS_SLACK 1024u
+
+/* Empties @c's release doorbell in one go (docs/protocol.md, 3.10; issue
+ * 35: reading less left the level-triggered fd readable, the I/O thread
+ * spinning on a consumer that rang without releasing). Reads of up to 256
+ * rings, never blocking, until one comes back short (one recv () per
+ * wake-up for an honest consumer); fails @c once all the rings it sent
+ * pass its releases by more than n + RELEASE_RINGS_SLACK. 1: read; 0: @c
+ * failed. */
+static int
+client_drain_release_doorbell (pf_producer * p, struct client *c)
+{
+  uint64_t most = c->rel_r + c->ring_mask + 1 + RELEASE_RINGS_SLACK;
+  int res;
+
+  for (;;) {
+    res = pf_doorbell_read (c->rel_doorbell, 256);
+    if (res == -EAGAIN)
+      return 1;
+    if (res == 0) {
+      client_fail (p, c, 0, "consumer hung up");
+      return 0;
+    }
+    if (res < 0) {
+      client_fail (p, c, res, "release doorbell: %s", strerror (-res));
+      return 0;
+    }
+    c->rel_rings += (uint64_t) res;
+    if (c->rel_rings > most) {
+      client_fail (p, c, -EPROTO, "release doorbell: rung %" PRIu64
+          " times for %" PRIu64 " releases taken (at most %u more are "
+          "allowed)", c->rel_rings, c->rel_r, c->ring_mask + 1 +
+          RELEASE_RINGS_SLACK);
+      return 0;
+    }
+    /* short: the stream socket was empty (a later ring wakes epoll) */
+    if (res < 256)
+      return 1;
+  }
+}
+
 /* Takes the releases @c published in its release ring, after its doorbell
- * (read first: a release published after the read rings again; one read
- * of up to 256 rings, never blocking: a consumer that rang more wakes us
- * again, level-triggered). Each is checked as a RELEASE message is. A
- * doorbell closed at the other end is a hang-up (else it would stay
- * readable for ever). */
+ * (emptied first: a release published after that rings again, and the
+ * fd, level-triggered, wakes us again only then). Each is checked as a
+ * RELEASE message is. A doorbell closed at the other end is a hang-up
+ * (else it would stay readable for ever). */
 void
 client_read_releases (pf_producer * p, struct client *c, struct event_list *ev)
 {
   uint64_t w;
-  int res;
 
-  res = pf_doorbell_read (c->rel_doorbell, (size_t) c->ring_mask + 1);
-  if (res == 0) {
-    client_fail (p, c, 0, "consumer hung up");
+  if (!client_drain_release_doorbell (p, c))
     return;
-  }
-  if (res < 0 && res != -EAGAIN) {
-    client_fail (p, c, res, "release doorbell: %s", strerror (-res));
-    return;
-  }
   if (pf_ring_releases_published (c->rel, c->ring_mask, c->rel_r, &w) < 0) {
     client_fail (p, c, -EPROTO, "release ring: %" PRIu64 " releases "
         "published, %" PRIu64 " taken: more than its %u entries", w,

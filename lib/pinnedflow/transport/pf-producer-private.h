@@ -121,6 +121,8 @@ struct client
   int doorbell;                 /* our end of its doorbell (pf-doorbell-private.h), or -1 */
   struct pf_release_ring *rel;  /* in the same memfd: the consumer writes */
   uint64_t rel_r;               /* releases taken from it */
+  uint64_t rel_rings;           /* rings read from its release doorbell,
+                                 * all told (client_read_releases ()) */
   int rel_doorbell;             /* our end: the consumer rings it, or -1 */
   uint32_t ctl_sent;            /* messages put on the socket (sent or
                                  * queued), the HELLO included */

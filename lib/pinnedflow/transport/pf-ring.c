@@ -17,6 +17,36 @@
  * outside what the standard promises). Both processes must see one and the
  * same lock-free instruction: an atomic emulated with a lock (libatomic)
  * would take a lock of our process only, hence the assertion below.
+ * Every load and store of a shared index or release seq, and of the one
+ * entry field read in place (hdr.reserved), is such an atomic with its
+ * order named; each is marked "SYNC POINT n" with the access it pairs
+ * with (the iceoryx2 style). The entries themselves are copied with
+ * memcpy (): SYNC POINTs 1 and 2 order them. ThreadSanitizer checks the
+ * pairs at run time (tools/tsan.sh: the transport, shm and bridge suites).
+ *
+ * Cache lines (issue 31): the release ring's write_seq (the consumer's)
+ * and read_seq (the producer's) share a line. Moving the producer's
+ * read_seq into the frame ring's header line (one line per writer) was
+ * measured with shm-bench and gained nothing (docs/results.md, "Data
+ * races, atomics and the release doorbell"): each side reads the other's
+ * indexes once per frame anyway, at a few thousand frames a second at
+ * most, so the wire layout stays as it was.
+ *
+ *   SYNC POINT 1  frame write_seq: producer's RELEASE store
+ *                 (pf_ring_publish ()) / consumer's ACQUIRE loads
+ *                 (pf_ring_take (), pf_ring_pending (), pf_ring_precedes ()).
+ *   SYNC POINT 2  release write_seq: consumer's RELEASE store
+ *                 (pf_ring_release_push ()) / producer's ACQUIRE load
+ *                 (pf_ring_releases_published ()).
+ *   SYNC POINT 3  read_seq: producer's RELEASE store
+ *                 (pf_ring_releases_taken ()) / consumer's ACQUIRE load
+ *                 (pf_ring_release_push ()).
+ *   Relaxed: a release seq slot (stored by the consumer before SYNC POINT
+ *   2's store, loaded by the producer after its load) and an entry's
+ *   hdr.reserved (stored by the producer before SYNC POINT 1's store,
+ *   loaded in place by the consumer after its load): the SYNC POINT orders
+ *   them; atomic only so that a hostile peer's concurrent write is a
+ *   defined value, never a data race.
  *
  * The ordering argument (the rings are single-producer, single-consumer):
  *
@@ -160,8 +190,11 @@ pf_ring_publish (struct pf_frame_ring *ring, uint32_t mask, uint64_t * w,
   struct pf_msg_frame *e = pf_ring_entry (ring, mask, i);
 
   memcpy (e, frame, sizeof (*e));
-  e->hdr.reserved = sent_before;
-  /* the entry, then the index that publishes it */
+  /* relaxed: ordered by SYNC POINT 1 below; the consumer may read it in
+   * place (pf_ring_precedes ()) */
+  __atomic_store_n (&e->hdr.reserved, sent_before, __ATOMIC_RELAXED);
+  /* SYNC POINT 1 (store): the entry, then the index that publishes it;
+   * pairs with the consumer's ACQUIRE loads of write_seq */
   __atomic_store_n (&ring->write_seq, i + 1, __ATOMIC_RELEASE);
 }
 
@@ -169,6 +202,8 @@ int
 pf_ring_releases_published (const struct pf_release_ring *rel, uint32_t mask,
     uint64_t r, uint64_t * w)
 {
+  /* SYNC POINT 2 (load): pairs with the consumer's RELEASE store of
+   * write_seq (pf_ring_release_push ()): the seqs before it are written */
   *w = __atomic_load_n (&rel->write_seq, __ATOMIC_ACQUIRE);
   if (*w - r > (uint64_t) mask + 1)
     return -EPROTO;
@@ -181,13 +216,17 @@ pf_ring_release_get (const struct pf_release_ring *rel, uint32_t mask,
 {
   const uint64_t *seqs = (const uint64_t *) (const void *) (rel + 1);
 
+  /* relaxed: ordered by SYNC POINT 2; pairs with the consumer's relaxed
+   * store of the slot (pf_ring_release_push ()) */
   return __atomic_load_n (&seqs[i & mask], __ATOMIC_RELAXED);
 }
 
 void
 pf_ring_releases_taken (struct pf_release_ring *rel, uint64_t r)
 {
-  /* the seqs before @r were read: their slots are free */
+  /* SYNC POINT 3 (store): the seqs before @r were read, their slots are
+   * free; pairs with the consumer's ACQUIRE load of read_seq
+   * (pf_ring_release_push ()) */
   __atomic_store_n (&rel->read_seq, r, __ATOMIC_RELEASE);
 }
 
@@ -240,6 +279,8 @@ int
 pf_ring_take (const struct pf_frame_ring *ring, uint32_t mask, uint64_t * r,
     uint32_t recvd, struct pf_msg_frame *out, uint64_t * w)
 {
+  /* SYNC POINT 1 (load): pairs with the producer's RELEASE store of
+   * write_seq (pf_ring_publish ()): the entries before it are written */
   *w = __atomic_load_n (&ring->write_seq, __ATOMIC_ACQUIRE);
   if (*w == *r)
     return PF_RING_EMPTY;
@@ -260,6 +301,7 @@ pf_ring_take (const struct pf_frame_ring *ring, uint32_t mask, uint64_t * r,
 int
 pf_ring_pending (const struct pf_frame_ring *ring, uint64_t r)
 {
+  /* SYNC POINT 1 (load): as in pf_ring_take () */
   return __atomic_load_n (&ring->write_seq, __ATOMIC_ACQUIRE) != r;
 }
 
@@ -267,11 +309,14 @@ int
 pf_ring_precedes (const struct pf_frame_ring *ring, uint32_t mask,
     uint64_t r, uint32_t recvd)
 {
+  /* SYNC POINT 1 (load): as in pf_ring_take () */
   uint64_t w = __atomic_load_n (&ring->write_seq, __ATOMIC_ACQUIRE);
   uint32_t before;
 
   if (w == r)
     return 0;
+  /* relaxed: ordered by SYNC POINT 1; pairs with the producer's relaxed
+   * store in pf_ring_publish () */
   before = __atomic_load_n (&pf_ring_entry (ring, mask, r)->hdr.reserved,
       __ATOMIC_RELAXED);
   return before <= recvd;
@@ -283,13 +328,19 @@ pf_ring_release_push (struct pf_release_ring *rel, uint32_t mask,
 {
   /* room if it has (it always has with an honest producer: what it has
    * not taken it counts as held); a read_seq ahead of ours reads as full */
+  /* SYNC POINT 3 (load): pairs with the producer's RELEASE store of
+   * read_seq (pf_ring_releases_taken ()): the slots before it were read */
   uint64_t r = __atomic_load_n (&rel->read_seq, __ATOMIC_ACQUIRE);
   uint64_t *seqs = (uint64_t *) (void *) (rel + 1);
 
   if (*w - r > mask)
     return 0;
-  seqs[*w & mask] = seq;
-  /* the seq, then the index that publishes it */
+  /* relaxed: ordered by SYNC POINT 2 below; pairs with the producer's
+   * relaxed load (pf_ring_release_get ()) */
+  __atomic_store_n (&seqs[*w & mask], seq, __ATOMIC_RELAXED);
+  /* SYNC POINT 2 (store): the seq, then the index that publishes it;
+   * pairs with the producer's ACQUIRE load of write_seq
+   * (pf_ring_releases_published ()) */
   __atomic_store_n (&rel->write_seq, ++*w, __ATOMIC_RELEASE);
   return 1;
 }
