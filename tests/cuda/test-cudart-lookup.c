@@ -386,7 +386,8 @@ hide_cuda_folders (void)
     if (write_file ("/proc/self/gid_map", map) < 0)
       return -EPERM;
   }
-  if (mount ("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+  /* (a type, ignored for a propagation change: valgrind reads it) */
+  if (mount ("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0)
     return -errno;
   if (glob ("/usr/local/cuda*", GLOB_NOSORT, NULL, &g) != 0)
     return 0;                   /* nothing to hide */
