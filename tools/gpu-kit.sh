@@ -615,7 +615,11 @@ summary () {
       sed -n 's/^test_readonly_segment_registered: /test-cuda: /p' "$out/cuda.log"
       grep '^SKIP (part of' "$out/cuda.log" "$out/cuda-interop.log" \
         "$out/cuda-interop-1.26.log" | sed 's/^[^:]*\/\([^/:]*\)\.log:/\1: /'
-      sed -n 's/^NOTE: \(.* cases ok.*\)/upload: \1/p' "$out/upload.log"
+      # the step's count; where it failed or was killed, the cases that
+      # passed on the device before
+      grep -q '^NOTE: .* cases ok' "$out/upload.log" &&
+        sed -n 's/^NOTE: \(.* cases ok.*\)/upload: \1/p' "$out/upload.log" ||
+        sed -n 's/^\(real: [^ ]* ok.*\)/upload: \1/p' "$out/upload.log"
     } 2>/dev/null | sed 's/^/    /'
     echo
     echo "dora #1872, 1080p30 RGBA camera process -> device frame (bench-dora1872)${tag}:"
