@@ -278,10 +278,12 @@ record () {   # record NAME pass|fail|skip|TIMEOUT SECONDS NOTE
   summary > /dev/null
 }
 
-# The reason a log gives for a skip, else its last line.
+# The reason a log gives for a skip, else its last line ("SKIP (part of
+# TEST)": a test that passed with a part skipped, not the step's reason).
 log_reason () {
   local r
-  r=$(grep -m1 -E '^(SKIP|NO DEVICE|NO CUDA DEVICE|BROKEN)|no usable (real )?CUDA (runtime|device)' "$1" 2>/dev/null)
+  r=$(grep -v '^SKIP (part of' "$1" 2>/dev/null |
+    grep -m1 -E '^(SKIP|NO DEVICE|NO CUDA DEVICE|BROKEN)|no usable (real )?CUDA (runtime|device)')
   [ -n "$r" ] || r=$(grep -v '^[[:space:]]*$' "$1" 2>/dev/null | tail -1)
   echo "$r" | tr -d '|' | cut -c1-240
 }
@@ -390,28 +392,63 @@ run_device () {
   return $rc
 }
 
+# test-upload's cases (the meson suite's upload-*), each a process; the
+# note counts those that printed "CASE: ok".
 run_upload_emulated () {
-  local c rc=0
+  local c n=0 ok=0 failed=""
   for c in bytes late pool inflight staged shared sticky node errors reuse \
-      readers defaults; do
+      readers defaults reuse-hostfunc readers-hostfunc defaults-hostfunc; do
     echo "== upload $c"
-    "$B/tests/cuda/test-upload" "$c" || { echo "upload $c FAILED"; rc=1; }
+    n=$((n + 1))
+    if "$B/tests/cuda/test-upload" "$c" && grep -qx "$c: ok" "$out/upload.log"
+    then
+      ok=$((ok + 1))
+    else
+      echo "upload $c FAILED"
+      failed="$failed $c"
+    fi
   done
-  return $rc
+  if [ -n "$failed" ]; then
+    echo "upload: $ok of $n cases ok; failed:$failed"
+    return 1
+  fi
+  echo "NOTE: $ok of $n cases ok (the *-hostfunc ones with the reader a GPU runs)"
 }
 
-# test-upload's real case: every case it selects on the device.
+# test-upload's real case: every case it selects on the device, each
+# printing "real: CASE ok" (counted: the note names them, and the summary).
 run_upload_real () {
-  local o rc
-  o=$("$B/tests/cuda/test-upload" real 2>&1)
+  local rc cases n
+  "$B/tests/cuda/test-upload" real
   rc=$?
-  echo "$o"
-  [ $rc -eq 0 ] || return $rc
+  cases=$(sed -n 's/^real: \([^ ]*\) ok.*/\1/p' "$out/upload.log" | tr '\n' ' ')
+  n=$(echo "$cases" | wc -w)
+  if [ $rc -ne 0 ]; then
+    echo "upload real: exit $rc after $n case(s) ok on the device: ${cases:-none}"
+    return $rc
+  fi
   # without a device the case checks the error and exits 0: not a GPU pass
-  if echo "$o" | grep -q "no usable real CUDA runtime/device"; then
+  if grep -q "no usable real CUDA runtime/device" "$out/upload.log"; then
     echo "SKIP: no usable CUDA device: the real upload cases did not run"
     return 77
   fi
+  [ "$n" -gt 0 ] || { echo "upload real: no 'real: CASE ok' line"; return 1; }
+  echo "NOTE: $n cases ok on the device: ${cases% }"
+}
+
+# test-cuda; the note says which path test_readonly_segment_registered's
+# copies took (attribute 113: DMA from the read-only segment, or staged)
+# and how many parts of passing tests were skipped, and why (the summary
+# lists those lines).
+run_cuda () {
+  local rc paths skips
+  "$B/tests/cuda/test-cuda"
+  rc=$?
+  [ $rc -eq 0 ] || return $rc
+  paths=$(sed -n 's/^test_readonly_segment_registered: attribute 113 ([^)]*) = \([0-9-]*\): \([0-9]*\) of \([0-9]*\) copies DMA .*, \([0-9]*\) staged$/attribute 113 = \1: \2 of \3 copies DMA, \4 staged/p' \
+    "$out/cuda.log" | paste -sd ';' | sed 's/;/; /g')
+  skips=$(grep -c '^SKIP (part of' "$out/cuda.log")
+  echo "NOTE: read-only segment: ${paths:-no attribute 113 line}; $skips part(s) of passing tests skipped (reasons in the summary)"
 }
 
 run_gst_runtime () {
@@ -556,17 +593,34 @@ summary () {
     grep -E "^pinnedflow's runtime|^uploader:" "$out/frames.log" 2>/dev/null |
       sed 's/^/    frames: /'
     echo
-    echo "H2D copies (cuda-bench: GB/s, median latency ms, vs raw pinned; per frame size)${tag}:"
+    echo "H2D copies (cuda-bench: GB/s, median latency ms, vs raw pinned, the path the copies took; per frame size)${tag}:"
     echo
-    awk 'BEGIN { print "| frame size | path | GB/s | latency ms | vs raw pinned |"
-           print "|---|---|---|---|---|" }
+    awk 'BEGIN { print "| frame size | path | GB/s | latency ms | vs raw pinned | copies |"
+           print "|---|---|---|---|---|---|" }
          /^(1080p|4K) RGBA/ { size = $1 " " $2; sub(/,$/, "", size) }
          /^  [a-z]/ && !/^  path/ && !/ \/ / {
            name = substr($0, 3, 27); sub(/ +$/, "", name)
-           rest = substr($0, 30); split(rest, f, " ")
+           rest = substr($0, 30); split(rest, f, " "); copies = ""
            if (f[1] == "-") { f[3] = substr(rest, index(rest, "(")) }
-           print "| " size " | " name " | " f[1] " | " f[2] " | " f[3] " |" }' \
+           else if (match(rest, /^ *[^ ]+ +[^ ]+ +[^ ]+ +/)) {
+             copies = substr(rest, RLENGTH + 1) }
+           gsub(/\|/, "/", copies)
+           print "| " size " | " name " | " f[1] " | " f[2] " | " f[3] " | " copies " |" }' \
       "$out/cuda-bench.log" 2>/dev/null
+    echo
+    echo "Copy paths: DMA from registered pages or staged (device probe, test-cuda's read-only segment, parts of passing tests skipped, the upload cases run):"
+    echo
+    {
+      sed -n 's/^copies: /device: /p' "$out/device.log"
+      sed -n 's/^test_readonly_segment_registered: /test-cuda: /p' "$out/cuda.log"
+      grep '^SKIP (part of' "$out/cuda.log" "$out/cuda-interop.log" \
+        "$out/cuda-interop-1.26.log" | sed 's/^[^:]*\/\([^/:]*\)\.log:/\1: /'
+      # the step's count; where it failed or was killed, the cases that
+      # passed on the device before
+      grep -q '^NOTE: .* cases ok' "$out/upload.log" &&
+        sed -n 's/^NOTE: \(.* cases ok.*\)/upload: \1/p' "$out/upload.log" ||
+        sed -n 's/^\(real: [^ ]* ok.*\)/upload: \1/p' "$out/upload.log"
+    } 2>/dev/null | sed 's/^/    /'
     echo
     echo "dora #1872, 1080p30 RGBA camera process -> device frame (bench-dora1872)${tag}:"
     echo
@@ -635,7 +689,7 @@ run () {
   orig_ld=${LD_LIBRARY_PATH:-}
   export kit B mode out have_device orig_ld
   export -f line_buffered run_device run_upload_emulated run_upload_real \
-    run_gst_runtime run_nvcodec run_interop_126 run_nvh264enc run_frames \
+    run_cuda run_gst_runtime run_nvcodec run_interop_126 run_nvh264enc run_frames \
     run_dora run_cuda_bench
 
   # GStreamer and the project from the kit only; registry in the results
@@ -724,7 +778,7 @@ print(":".join(p for p in sys.path if p and os.path.isdir(p)))' 2>/dev/null)
   else
     step upload 60 run_upload_real
   fi
-  step cuda 90 "$B/tests/cuda/test-cuda"
+  step cuda 90 run_cuda
   env_for driver
   step cuda-interop 60 "$B/tests/cuda/test-cuda-interop"
   env_for driver gst126

@@ -13,6 +13,13 @@
  * Throughput keeps several frames in flight; latency is one frame at a
  * time, submit to copy complete (median). Ratios are against raw-pinned
  * and between the element and the alternatives, from the same run.
+ * Each row says which path its copies took (the "copies" column): the raw
+ * rows whether cudaHostRegister of their segment succeeded (DMA from
+ * registered pages, or pageable copies the driver stages itself where it
+ * failed: the failure is named), the element rows what pinnedcudaupload
+ * counted (its stats: pinned-copies = DMA from a registered segment,
+ * staged-copies = through its registered bounce segment, and
+ * registration failures), nvcodec's cudaupload its own copy (not counted).
  *
  * Without a usable CUDA device it says so and exits 0. Against the CPU
  * emulator (tests/cuda) it refuses unless PFBENCH_ALLOW_EMULATOR=1, and
@@ -49,6 +56,7 @@ typedef struct
   gdouble gbps;                 /* throughput, GB/s (1e9 bytes) */
   gdouble lat_ms;               /* median latency */
   gchar *note;
+  gchar *copies;                /* the path the copies took */
 } Result;
 
 static void
@@ -92,6 +100,7 @@ run_raw (RawKind kind, gsize row, gsize rows, guint frames, Result * r)
   GstPinnedCudaStream stream;
   GstPinnedCudaEvent ev[INFLIGHT];
   gdouble lat[LAT_FRAMES];
+  GstPinnedCudaError reg;
   gint64 t0;
   guint i;
 
@@ -102,8 +111,21 @@ run_raw (RawKind kind, gsize row, gsize rows, guint frames, Result * r)
   }
   pinned = pf_segment_get_base (seg);
   memset (pinned, 0x5a, slot * INFLIGHT);
-  CK (rt->HostRegister (pinned, slot * INFLIGHT,
-          GST_PINNED_CUDA_HOST_REGISTER_PORTABLE));
+  /* where registration fails the copies below are pageable ones, staged
+   * by the driver: measured anyway, and said */
+  reg = rt->HostRegister (pinned, slot * INFLIGHT,
+      GST_PINNED_CUDA_HOST_REGISTER_PORTABLE);
+  if (reg != GST_PINNED_CUDA_SUCCESS)
+    rt->GetLastError ();
+  if (kind == RAW_PAGEABLE)
+    r->copies = g_strdup ("pageable: the driver stages them");
+  else if (reg == GST_PINNED_CUDA_SUCCESS)
+    r->copies = g_strdup (kind == RAW_TWO_COPY ? "memcpy, then DMA from "
+        "registered pages" : "DMA from registered pages");
+  else
+    r->copies = g_strdup_printf ("%spageable: cudaHostRegister failed (%s), "
+        "the driver stages them", kind == RAW_TWO_COPY ? "memcpy, then " : "",
+        rt->GetErrorName (reg));
   pageable = g_malloc (size);
   memset (pageable, 0x3c, size);
   CK (rt->StreamCreateWithFlags (&stream, GST_PINNED_CUDA_STREAM_NON_BLOCKING));
@@ -152,7 +174,8 @@ run_raw (RawKind kind, gsize row, gsize rows, guint frames, Result * r)
     CK (rt->EventDestroy (ev[i]));
   }
   CK (rt->StreamDestroy (stream));
-  CK (rt->HostUnregister (pinned));
+  if (reg == GST_PINNED_CUDA_SUCCESS)
+    CK (rt->HostUnregister (pinned));
   pf_segment_unref (seg);
   g_free (pageable);
 }
@@ -166,8 +189,8 @@ static GstElement *
 make_pipeline (ElKind kind, gboolean latency, GstElement ** src,
     GstElement ** sink)
 {
-  const gchar *up = kind == EL_NVCODEC ? "cudaupload" :
-      "pinnedcudaupload max-inflight=" G_STRINGIFY (INFLIGHT);
+  const gchar *up = kind == EL_NVCODEC ? "cudaupload name=up" :
+      "pinnedcudaupload name=up max-inflight=" G_STRINGIFY (INFLIGHT);
   gchar *desc = g_strdup_printf ("appsrc name=src format=time ! %s ! %s",
       up, latency ? "appsink name=sink sync=false max-buffers=1" :
       "fakesink name=sink sync=false");
@@ -216,6 +239,30 @@ wait_eos (GstElement * p)
   return ok;
 }
 
+/* pinnedcudaupload's own count of the copies it made, added up. */
+static void
+count_copies (GstElement * p, guint64 * dma, guint64 * staged,
+    guint64 * failures)
+{
+  GstElement *up = gst_bin_get_by_name (GST_BIN (p), "up");
+  GstStructure *stats = NULL;
+  guint64 v;
+
+  if (up == NULL)
+    return;
+  g_object_get (up, "stats", &stats, NULL);
+  if (stats != NULL) {
+    if (gst_structure_get_uint64 (stats, "pinned-copies", &v))
+      *dma += v;
+    if (gst_structure_get_uint64 (stats, "staged-copies", &v))
+      *staged += v;
+    if (gst_structure_get_uint64 (stats, "registration-failures", &v))
+      *failures += v;
+    gst_structure_free (stats);
+  }
+  gst_object_unref (up);
+}
+
 static void
 run_element (ElKind kind, gint w, gint h, guint frames, Result * r)
 {
@@ -226,6 +273,7 @@ run_element (ElKind kind, gint w, gint h, guint frames, Result * r)
   GstBufferPool *pool = NULL;
   GstBuffer *pageable = NULL;
   gdouble lat[LAT_FRAMES];
+  guint64 pushed = 0, dma = 0, staged = 0, failures = 0;
   guint pass, i;
 
   gst_video_info_from_caps (&info, caps);
@@ -290,6 +338,7 @@ run_element (ElKind kind, gint w, gint h, guint frames, Result * r)
       }
     }
     gst_app_src_end_of_stream (GST_APP_SRC (src));
+    pushed += i;
     if (wait_eos (p) && i == n + 2) {
       if (pass == 0) {
         r->lat_ms = median (lat, LAT_FRAMES);
@@ -302,11 +351,26 @@ run_element (ElKind kind, gint w, gint h, guint frames, Result * r)
     } else if (r->note == NULL) {
       r->note = g_strdup ("pipeline failed");
     }
+    if (kind != EL_NVCODEC)
+      count_copies (p, &dma, &staged, &failures);
     gst_element_set_state (p, GST_STATE_NULL);
     gst_object_unref (src);
     gst_object_unref (sink);
     gst_object_unref (p);
   }
+  if (kind == EL_NVCODEC)
+    r->copies = g_strdup ("cudaupload's own copy (not counted)");
+  else if (dma > 0 && staged == 0)
+    r->copies = g_strdup_printf ("DMA from registered pages (%"
+        G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " frames)", dma, pushed);
+  else if (staged > 0 && dma == 0)
+    r->copies = g_strdup_printf ("staged through the bounce segment (%"
+        G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " frames%s)", staged,
+        pushed, failures ? ", a registration failed" : "");
+  else
+    r->copies = g_strdup_printf ("mixed: DMA %" G_GUINT64_FORMAT ", staged %"
+        G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " frames, %" G_GUINT64_FORMAT
+        " registration failure(s)", dma, staged, pushed, failures);
   if (pool) {
     gst_buffer_pool_set_active (pool, FALSE);
     gst_object_unref (pool);
@@ -365,6 +429,11 @@ main (int argc, char **argv)
   g_print ("cuda-bench: runtime %s (version %d), device 0, %d frames in "
       "flight%s\n", rt->library, rt->runtime_version, INFLIGHT, label);
 
+  g_print ("cuda-bench: copies: \"DMA from registered pages\" = "
+      "cudaMemcpy2DAsync from page-locked (cudaHostRegister'ed) memory; "
+      "\"staged\" = copied into a registered buffer first; \"pageable\" = "
+      "from unregistered memory, which the driver stages itself\n");
+
   for (s = 0; s < G_N_ELEMENTS (sizes); s++) {
     Result res[6] = {
       {"raw-pinned (limit)"}, {"raw-pageable"}, {"two-copy (memcpy+DMA)"},
@@ -389,12 +458,13 @@ main (int argc, char **argv)
 
     g_print ("\n%s, %.1f MB/frame, %u frames%s\n", sizes[s].name,
         row * sizes[s].h / 1e6, frames, label);
-    g_print ("  %-27s %10s %12s %14s\n", "path", "GB/s", "latency ms",
-        "vs raw-pinned");
+    g_print ("  %-27s %10s %12s %14s  %s\n", "path", "GB/s", "latency ms",
+        "vs raw-pinned", "copies");
     for (i = 0; i < G_N_ELEMENTS (res); i++) {
       if (res[i].ran)
-        g_print ("  %-27s %10.2f %12.3f %13.2fx\n", res[i].name, res[i].gbps,
-            res[i].lat_ms, res[i].gbps / res[0].gbps);
+        g_print ("  %-27s %10.2f %12.3f %13.2fx  %s\n", res[i].name,
+            res[i].gbps, res[i].lat_ms, res[i].gbps / res[0].gbps,
+            res[i].copies ? res[i].copies : "unknown");
       else
         g_print ("  %-27s %10s %12s %14s  (%s)\n", res[i].name, "-", "-", "-",
             res[i].note ? res[i].note : "not run");
@@ -408,8 +478,10 @@ main (int argc, char **argv)
             res[3].lat_ms > 0 ? res[i].lat_ms / res[3].lat_ms : 0.0);
       }
     }
-    for (i = 0; i < G_N_ELEMENTS (res); i++)
+    for (i = 0; i < G_N_ELEMENTS (res); i++) {
       g_free (res[i].note);
+      g_free (res[i].copies);
+    }
   }
   if (emulator)
     g_print ("\n*** EMULATOR RUN: NOT GPU PERFORMANCE ***\n");

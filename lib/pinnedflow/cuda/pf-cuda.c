@@ -429,6 +429,9 @@ pf_cuda_runtime_find_device (int device_id, const pf_cuda_runtime ** out,
     int driver = 0;
     pf_cuda_error_describe (rt, err, desc, sizeof (desc));
     rt->DriverGetVersion (&driver);
+    /* reported in @msg: the caller's thread (an application's, which may
+     * check cudaGetLastError after its own work) keeps no error of ours */
+    pf_cuda_take_last_error (rt);
     pf_set_msg (msg, msg_len, "No usable CUDA device: cudaGetDeviceCount "
         "failed with %s (runtime %s, version %d; driver version %d%s)", desc,
         rt->library, rt->runtime_version, driver,
@@ -460,6 +463,7 @@ pf_cuda_runtime_open_device (int device_id, const pf_cuda_runtime ** out,
     return res;
   pf_cuda_device_leave (rt, device_id, device_enter (rt, device_id, &err));
   if (err != PF_CUDA_SUCCESS) {
+    pf_cuda_take_last_error (rt);       /* reported in @msg, as above */
     pf_cuda_error_describe (rt, err, desc, sizeof (desc));
     pf_set_msg (msg, msg_len, "cudaSetDevice(%d) failed: %s (runtime %s)",
         device_id, desc, rt->library);
