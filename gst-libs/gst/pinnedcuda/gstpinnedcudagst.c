@@ -2,6 +2,9 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
+ * Built into the static helper library gstpinnedcudagst, linked into the
+ * plugin and into libgstpinnedflowcuda-1.0 (gstpinnedcudagst-private.h).
+ *
  * Threads: gst_pinned_cuda_gst_get() may be called from any thread; the
  * table is made once (g_once) and read-only afterwards.
  */
@@ -9,7 +12,7 @@
 #include "config.h"
 #endif
 
-#include "gstpinnedcudagst.h"
+#include "gstpinnedcudagst-private.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -61,12 +64,14 @@ open_table (void)
   const gchar *name = env && *env ? env : DEFAULT_LIBRARY;
   const gchar *missing = NULL;
   GstPinnedCudaGst *t;
+  GType (*context_get_type) (void) = NULL;
   void *handle;
 
   if (g_strcmp0 (name, "none") == 0) {
     GST_INFO ("GST_PINNEDFLOW_GSTCUDA=none: memory:CUDAMemory disabled");
     return NULL;
   }
+  /* the handle the other user holds, if it opened the library first */
   handle = dlopen (name, RTLD_NOW | RTLD_LOCAL);
   if (handle == NULL) {
     GST_INFO ("%s not loadable (%s): memory:CUDAMemory and context sharing "
@@ -87,14 +92,25 @@ open_table (void)
   LOOKUP (memory_init_once, "gst_cuda_memory_init_once", TRUE);
   LOOKUP (context_new_wrapped, "gst_cuda_context_new_wrapped", FALSE);
   LOOKUP (context_new_cuda_context, "gst_context_new_cuda_context", FALSE);
+  LOOKUP (context_new, "gst_cuda_context_new", FALSE);
+  *(gpointer *) (&context_get_type) = dlsym (handle,
+      "gst_cuda_context_get_type");
 
   LOOKUP (stream_new, "gst_cuda_stream_new", FALSE);
   LOOKUP (stream_get_handle, "gst_cuda_stream_get_handle", FALSE);
   LOOKUP (stream_unref, "gst_cuda_stream_unref", FALSE);
+  LOOKUP (memory_get_stream, "gst_cuda_memory_get_stream", FALSE);
   LOOKUP (buffer_pool_config_set_cuda_stream,
       "gst_buffer_pool_config_set_cuda_stream", FALSE);
-  LOOKUP (memory_get_stream, "gst_cuda_memory_get_stream", FALSE);
   LOOKUP (memory_sync, "gst_cuda_memory_sync", FALSE);
+  LOOKUP (alloc_wrapped, "gst_cuda_allocator_alloc_wrapped", FALSE);
+  if (!t->stream_new || !t->stream_get_handle || !t->stream_unref ||
+      !t->memory_get_stream) {
+    t->stream_new = NULL;
+    t->stream_get_handle = NULL;
+    t->stream_unref = NULL;
+    t->memory_get_stream = NULL;
+  }
 
   t->library = g_strdup (name);
   t->minor = library_minor (handle, (gpointer) t->load_library);
@@ -113,9 +129,15 @@ open_table (void)
   /* registers GstCudaAllocator, which GstCudaBufferPool looks up by name
    * (nvcodec does this when it loads; it may not be loaded) */
   t->memory_init_once ();
-  GST_INFO ("%s (1.%u): memory:CUDAMemory enabled, %s", name, t->minor,
-      t->has_stream ? "GstCudaStream + NEED_SYNC path (1.24+)" :
-      "frames pushed once their copy completed (1.22 path)");
+  /* registered by now (a context exists) where the library has no
+   * get_type of its own to call (a stand-in) */
+  t->context_type = context_get_type ? context_get_type () :
+      g_type_from_name ("GstCudaContext");
+  GST_INFO ("%s (1.%u): memory:CUDAMemory enabled, %s, tensors %s", name,
+      t->minor, t->has_stream ? "GstCudaStream + NEED_SYNC path (1.24+)" :
+      "frames pushed once their copy completed (1.22 path)",
+      t->alloc_wrapped && t->stream_new ? "wrapped (1.24+)" :
+      "copied into a GstCudaBufferPool buffer (1.22)");
   return t;
 
 failed:
