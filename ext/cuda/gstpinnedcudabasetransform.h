@@ -36,9 +36,10 @@ typedef struct _GstPinnedCudaBaseTransformClass
  * in_info/out_info and the layout of the frame on the system-memory side.
  *
  * The device side speaks memory:PinnedflowCUDA and, where libgstcuda and a
- * driver are present (gstpinnedcudagst.h), memory:CUDAMemory; the base
- * class answers and sets the gst.cuda.context (GstElement::set_context,
- * the context query) so that the pipeline shares one CUDA context.
+ * driver are present (gstpinnedcudagst-private.h), memory:CUDAMemory;
+ * the base class answers and sets the gst.cuda.context
+ * (GstElement::set_context, the context query) so that the pipeline
+ * shares one CUDA context.
  *
  * Threads: start/stop and set_caps run on the streaming thread or the
  * state-change thread, never at once (GstBaseTransform serialises them);

@@ -8,8 +8,9 @@
  * caps-feature swap, the pinned host pool, and registering the segment
  * behind a memory (counted in the element's stats).
  *
- * Where GStreamer's CUDA library (libgstcuda, gstpinnedcudagst.h) and a
- * CUDA driver are present, the context also holds the pipeline's
+ * Where GStreamer's CUDA library (libgstcuda, the loader in
+ * gst-libs/gst/pinnedcuda/gstpinnedcudagst-private.h) and a CUDA driver
+ * are present, the context also holds the pipeline's
  * GstCudaContext (gst.cuda.context, shared with nvcodec's elements), and
  * every CUDA call between _enter() and _leave() runs with its CUcontext
  * pushed: cudart uses the context current to the thread, so the stream,
@@ -32,7 +33,7 @@
 #include <gst/gst.h>
 #include <gst/pinnedcuda/gstpinnedcudaloader.h>
 #include <gst/pinnedcuda/gstpinnedcudaregistration.h>
-#include "gstpinnedcudagst.h"
+#include <gst/pinnedcuda/gstpinnedcudagst-private.h>
 
 G_BEGIN_DECLS
 

@@ -10,7 +10,7 @@
  * pinnedflow CUDA memory (caps feature `memory:PinnedflowCUDA`, made by
  * pinnedcudaupload) or GStreamer's GstCudaMemory (`memory:CUDAMemory`, made
  * by nvcodec's cudaupload, decoders, or pinnedcudaupload; needs libgstcuda
- * at run time, see gstpinnedcudagst.h), into
+ * at run time, see gstpinnedcudagst-private.h), into
  * a #GstPinnedBufferPool buffer whose segment is registered with CUDA once,
  * so the copy is a DMA. The copy is ordered on the GPU after the input's
  * writes (cudaStreamWaitEvent on the event of the upload's copy; for

@@ -11,7 +11,7 @@
 #define __GST_PINNED_CUDA_UPLOAD_PRIVATE_H__
 
 #include "gstpinnedcudaupload.h"
-#include "gstpinnedcudagst.h"
+#include <gst/pinnedcuda/gstpinnedcudagst-private.h>
 #include <gst/pinnedcuda/gstpinnedcudamemory.h>
 
 #include <gst/video/video.h>

@@ -3,8 +3,9 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * The plugin opens GStreamer's CUDA library by the name in
- * GST_PINNEDFLOW_GSTCUDA (ext/cuda/gstpinnedcudagst.c); pointed at this
- * library (libpfemu-gstcuda.so), it finds what libgstcuda 1.24 and later
+ * GST_PINNEDFLOW_GSTCUDA (gst-libs/gst/pinnedcuda/gstpinnedcudagst.c, the
+ * loader it shares with the tensor functions); pointed at this library
+ * (libpfemu-gstcuda.so), it finds what libgstcuda 1.24 and later
  * offer, so that the 1.24+ path (a GstCudaStream carried by the memory,
  * NEED_SYNC, gst_cuda_memory_sync) runs where only 1.22 is installed:
  *

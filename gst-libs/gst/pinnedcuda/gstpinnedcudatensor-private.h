@@ -4,7 +4,8 @@
  *
  * Shared by gstpinnedcudatensor.c (buffer -> tensor, the plane shapes),
  * gstpinnedcudatensorimport.c (tensor -> buffer) and
- * gstpinnedcudatensorgstcuda.c (libgstcuda at run time). Hidden in
+ * gstpinnedcudatensorgstcuda.c (GstCudaContext and GstCudaMemory, with
+ * libgstcuda's loader, gstpinnedcudagst-private.h). Hidden in
  * libgstpinnedflowcuda-1.0.
  */
 #ifndef __GST_PINNED_CUDA_TENSOR_PRIVATE_H__
@@ -12,6 +13,7 @@
 
 #include <gst/pinnedcuda/gstpinnedcudatensor.h>
 #include <gst/pinnedcuda/gstpinnedcudaloader.h>
+#include <gst/pinnedcuda/gstpinnedcudagst-private.h>
 #include <gst/video/video.h>
 
 G_BEGIN_DECLS
@@ -68,29 +70,8 @@ typedef struct
 gboolean gst_pinned_tensor_plane_shape (const GstVideoInfo * info,
     guint plane, GstPinnedTensorPlane * tp, GError ** error);
 
-/* libgstcuda-1.0, opened at run time (the same file the plugin opens:
- * GST_PINNEDFLOW_GSTCUDA or libgstcuda-1.0.so.0), the calls used here. */
-typedef struct
-{
-  gboolean (*is_cuda_memory) (GstMemory * mem);
-  gboolean (*context_push) (gpointer ctx);
-  gboolean (*context_pop) (gpointer * cu_ctx);
-  GstBufferPool *(*buffer_pool_new) (gpointer ctx);
-  gpointer (*context_new) (guint device_id);
-  /* 1.24+, NULL before */
-  gpointer (*memory_get_stream) (GstMemory * mem);
-  gpointer (*stream_new) (gpointer ctx);
-  gpointer (*stream_get_handle) (gpointer stream);
-  void (*stream_unref) (gpointer stream);
-  GstMemory *(*alloc_wrapped) (gpointer allocator, gpointer ctx,
-      gpointer stream, const GstVideoInfo * info, guintptr dev_ptr,
-      gpointer user_data, GDestroyNotify notify);
-  GType context_type;           /* GstCudaContext */
-} GstPinnedTensorGstCuda;
-
-/* NULL where the library cannot be opened, lacks a 1.22 call, or finds no
- * CUDA driver (why: logged once). */
-const GstPinnedTensorGstCuda *gst_pinned_tensor_gstcuda_get (void);
+/* libgstcuda-1.0 is reached through gst_pinned_cuda_gst_get()
+ * (gstpinnedcudagst-private.h, the plugin's loader too). */
 
 /* @obj is a GstCudaContext (libgstcuda loaded). */
 gboolean gst_pinned_tensor_gstcuda_is_context (gpointer obj);
@@ -101,10 +82,6 @@ gpointer gst_pinned_tensor_gstcuda_memory_context (GstMemory * mem);
 
 /* "cuda-device-id" of a GstCudaContext, -1 if none. */
 gint gst_pinned_tensor_gstcuda_device_id (gpointer ctx);
-
-/* GST_MAP_CUDA and GST_CUDA_MEMORY_TRANSFER_NEED_SYNC (1.22 to 1.28) */
-#define GST_PINNED_TENSOR_MAP_CUDA (GST_MAP_FLAG_LAST << 1)
-#define GST_PINNED_TENSOR_NEED_SYNC (GST_MEMORY_FLAG_LAST << 2)
 
 /* A DLPack stream value as a cudaStream_t (1 and 2 are the runtime's
  * cudaStreamLegacy and cudaStreamPerThread handles themselves). */

@@ -14,7 +14,7 @@
  * its device pointer through a GST_MAP_CUDA map held by the tensor.
  *
  * libgstcuda (memory:CUDAMemory) is reached through
- * gstpinnedcudatensorgstcuda.c.
+ * gstpinnedcudatensorgstcuda.c and its loader, gstpinnedcudagst.c.
  *
  * Threads: no state of its own.
  */
@@ -213,7 +213,7 @@ wait_event (const GstPinnedCudaRuntime * rt, gint device, gpointer cu_ctx,
  * (or its context's legacy stream), in its context, and @stream made to
  * wait on it. */
 static gboolean
-wait_gstcuda (const GstPinnedTensorGstCuda * t, GstMemory * mem,
+wait_gstcuda (const GstPinnedCudaGst * t, GstMemory * mem,
     gpointer ctx, gint device, gintptr stream, GError ** error)
 {
   const GstPinnedCudaRuntime *rt;
@@ -224,7 +224,7 @@ wait_gstcuda (const GstPinnedTensorGstCuda * t, GstMemory * mem,
   gchar *desc;
 
   if (stream == GST_PINNED_CUDA_TENSOR_STREAM_NONE || !t->memory_get_stream ||
-      !GST_MEMORY_FLAG_IS_SET (mem, GST_PINNED_TENSOR_NEED_SYNC))
+      !GST_MEMORY_FLAG_IS_SET (mem, GST_PINNED_CUDA_GST_MEMORY_NEED_SYNC))
     return TRUE;
   if ((rt = gst_pinned_cuda_runtime_get (error)) == NULL)
     return FALSE;
@@ -345,7 +345,7 @@ desc_host (GstBuffer * buffer, gsize offset, gsize len, TensorHold * h,
 }
 
 static gboolean
-desc_gstcuda (const GstPinnedTensorGstCuda * t, GstBuffer * buffer,
+desc_gstcuda (const GstPinnedCudaGst * t, GstBuffer * buffer,
     gsize offset, gintptr stream, TensorHold * h, pf_dlpack_desc * d,
     GError ** error)
 {
@@ -362,10 +362,11 @@ desc_gstcuda (const GstPinnedTensorGstCuda * t, GstBuffer * buffer,
   if (!wait_gstcuda (t, mem, ctx, device, stream, error))
     return FALSE;
   h->mem = gst_memory_ref (mem);
-  if (!gst_memory_map (mem, &h->map, GST_MAP_READ | GST_PINNED_TENSOR_MAP_CUDA)) {
+  if (!gst_memory_map (mem, &h->map,
+          GST_MAP_READ | GST_PINNED_CUDA_GST_MAP_CUDA)) {
     g_set_error (error, GST_PINNED_CUDA_TENSOR_ERROR,
-        GST_PINNED_CUDA_TENSOR_ERROR_CUDA, "GST_MAP_CUDA map of a "
-        "GstCudaMemory failed");
+        GST_PINNED_CUDA_TENSOR_ERROR_CUDA,
+        "GST_MAP_CUDA map of a GstCudaMemory failed");
     gst_memory_unref (h->mem);
     h->mem = NULL;
     return FALSE;
@@ -408,7 +409,7 @@ gpointer
 gst_pinned_cuda_tensor_from_buffer (GstBuffer * buffer, GstCaps * caps,
     guint plane, gintptr stream, guint flags, GError ** error)
 {
-  const GstPinnedTensorGstCuda *t;
+  const GstPinnedCudaGst *t;
   GstPinnedTensorPlane tp;
   GstVideoInfo info;
   GstMemory *first;
@@ -447,7 +448,7 @@ gst_pinned_cuda_tensor_from_buffer (GstBuffer * buffer, GstCaps * caps,
   /* libgstcuda is opened only for its own memory (GST_CUDA_MEMORY_TYPE_NAME,
    * 1.22 to 1.28): host frames never load it */
   t = first->allocator && g_strcmp0 (first->allocator->mem_type,
-      "gst.cuda.memory") == 0 ? gst_pinned_tensor_gstcuda_get () : NULL;
+      "gst.cuda.memory") == 0 ? gst_pinned_cuda_gst_get () : NULL;
   if (gst_is_pinned_cuda_memory (first))
     ok = gst_buffer_n_memory (buffer) == 1 &&
         desc_pinned_cuda (first, plane, stream, &tp, &d, &stride, error);

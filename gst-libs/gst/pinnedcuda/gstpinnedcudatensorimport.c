@@ -175,6 +175,22 @@ add_meta (GstBuffer * buffer, GstVideoInfo * info)
       info->offset, info->stride);
 }
 
+/* The device memory of a tensor appended to @buffer, laid out by @info,
+ * @copies of the tensor made. Shareable, though not a pool's: a buffer
+ * copy (basesrc's make_writable for the DISCONT flag of a buffer the
+ * application still holds) shares it instead of reading it back through
+ * a CPU map into system memory. */
+static gboolean
+append_device_memory (GstBuffer * buffer, GstMemory * mem, GstVideoInfo * info,
+    GstPinnedCudaTensorImport * import, guint copies)
+{
+  GST_MINI_OBJECT_FLAG_UNSET (mem, GST_MEMORY_FLAG_NO_SHARE);
+  gst_buffer_append_memory (buffer, mem);
+  add_meta (buffer, info);
+  import->copies = copies;
+  return TRUE;
+}
+
 /* System memory: wrap, or copy into the buffer's memory. */
 static gboolean
 fill_host (GstBuffer * buffer, GstPinnedDLManagedTensor * tensor,
@@ -306,20 +322,13 @@ fill_pinned_cuda (GstBuffer * buffer, GstPinnedDLManagedTensor * tensor,
     GST_VIDEO_INFO_PLANE_OFFSET (&info, p) = mem->pitch * layout.row_offset[p];
     GST_VIDEO_INFO_PLANE_STRIDE (&info, p) = (gint) mem->pitch;
   }
-  /* not a pool's: a buffer copy (basesrc's make_writable for the DISCONT
-   * flag of a buffer the application still holds) may share it instead of
-   * reading it back through a CPU map into system memory */
-  GST_MINI_OBJECT_FLAG_UNSET (mem, GST_MEMORY_FLAG_NO_SHARE);
-  gst_buffer_append_memory (buffer, GST_MEMORY_CAST (mem));
-  add_meta (buffer, &info);
-  import->copies = 1;
-  return TRUE;
+  return append_device_memory (buffer, GST_MEMORY_CAST (mem), &info, import, 1);
 }
 
 /* memory:CUDAMemory, libgstcuda 1.24+: the tensor wrapped, on a stream of
  * its own that waits (on the GPU) for the producer's, NEED_SYNC set. */
 static gboolean
-fill_gstcuda_wrapped (const GstPinnedTensorGstCuda * t, GstBuffer * buffer,
+fill_gstcuda_wrapped (const GstPinnedCudaGst * t, GstBuffer * buffer,
     GstPinnedDLManagedTensor * tensor, const Source * s, gpointer ctx,
     gint device, GstPinnedCudaTensorImport * import, GError ** error)
 {
@@ -373,21 +382,15 @@ fill_gstcuda_wrapped (const GstPinnedTensorGstCuda * t, GstBuffer * buffer,
     return fail (error, GST_PINNED_CUDA_TENSOR_ERROR_CUDA,
         "gst_cuda_allocator_alloc_wrapped failed");
   if (import->producer_stream != GST_PINNED_CUDA_TENSOR_STREAM_NONE)
-    GST_MINI_OBJECT_FLAG_SET (mem, GST_PINNED_TENSOR_NEED_SYNC);
-  /* a buffer copy shares the tensor rather than copying it (see
-   * fill_pinned_cuda) */
-  GST_MINI_OBJECT_FLAG_UNSET (mem, GST_MEMORY_FLAG_NO_SHARE);
-  gst_buffer_append_memory (buffer, mem);
-  add_meta (buffer, &info);
-  import->copies = 0;
-  return TRUE;
+    GST_MINI_OBJECT_FLAG_SET (mem, GST_PINNED_CUDA_GST_MEMORY_NEED_SYNC);
+  return append_device_memory (buffer, mem, &info, import, 0);
 }
 
 /* memory:CUDAMemory, libgstcuda 1.22: one device copy into a buffer of a
  * GstCudaBufferPool, complete before returning (1.22's readers do not
  * wait), then the tensor is given back. */
 static gboolean
-fill_gstcuda_copy (const GstPinnedTensorGstCuda * t, GstBuffer * buffer,
+fill_gstcuda_copy (const GstPinnedCudaGst * t, GstBuffer * buffer,
     GstPinnedDLManagedTensor * tensor, const Source * s, gpointer ctx,
     gint device, GstPinnedCudaTensorImport * import, GError ** error)
 {
@@ -432,7 +435,7 @@ fill_gstcuda_copy (const GstPinnedTensorGstCuda * t, GstBuffer * buffer,
     goto done;
   }
   mem = gst_buffer_get_memory (out, 0);
-  if (!gst_memory_map (mem, &map, GST_MAP_WRITE | GST_PINNED_TENSOR_MAP_CUDA)) {
+  if (!gst_memory_map (mem, &map, GST_MAP_WRITE | GST_PINNED_CUDA_GST_MAP_CUDA)) {
     fail (error, GST_PINNED_CUDA_TENSOR_ERROR_CUDA, "GST_MAP_CUDA map failed");
     goto done;
   }
@@ -482,7 +485,7 @@ fill_gstcuda (GstBuffer * buffer, GstPinnedDLManagedTensor * tensor,
     const Source * s, gint device, GstPinnedCudaTensorImport * import,
     GError ** error)
 {
-  const GstPinnedTensorGstCuda *t = gst_pinned_tensor_gstcuda_get ();
+  const GstPinnedCudaGst *t = gst_pinned_cuda_gst_get ();
   gpointer ctx;
   gboolean ok;
 

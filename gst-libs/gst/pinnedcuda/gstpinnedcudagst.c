@@ -2,6 +2,9 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
+ * Built into the static helper library gstpinnedcudagst, linked into the
+ * plugin and into libgstpinnedflowcuda-1.0 (gstpinnedcudagst-private.h).
+ *
  * Threads: gst_pinned_cuda_gst_get() may be called from any thread; the
  * table is made once (g_once) and read-only afterwards.
  */
@@ -9,7 +12,7 @@
 #include "config.h"
 #endif
 
-#include "gstpinnedcudagst.h"
+#include "gstpinnedcudagst-private.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -46,13 +49,44 @@ library_minor (void *handle, void *sym)
   return minor;
 }
 
-#define LOOKUP(field, name, required) G_STMT_START {                  \
-  *(gpointer *) (&t->field) = dlsym (handle, name);                   \
-  if (t->field == NULL && (required)) {                               \
-    missing = name;                                                   \
-    goto failed;                                                      \
-  }                                                                   \
-} G_STMT_END
+/* The functions looked up, into the table's fields. */
+#define SYM(field, name, required) \
+  { name, G_STRUCT_OFFSET (GstPinnedCudaGst, field), required }
+static const struct
+{
+  const gchar *name;
+  glong offset;
+  gboolean required;
+} symbols[] = {
+  /* 1.22: what the plugin's elements need */
+  SYM (load_library, "gst_cuda_load_library", TRUE),
+  SYM (context_push, "gst_cuda_context_push", TRUE),
+  SYM (context_pop, "gst_cuda_context_pop", TRUE),
+  SYM (context_get_handle, "gst_cuda_context_get_handle", TRUE),
+  SYM (ensure_element_context, "gst_cuda_ensure_element_context", TRUE),
+  SYM (handle_set_context, "gst_cuda_handle_set_context", TRUE),
+  SYM (handle_context_query, "gst_cuda_handle_context_query", TRUE),
+  SYM (buffer_pool_new, "gst_cuda_buffer_pool_new", TRUE),
+  SYM (is_cuda_memory, "gst_is_cuda_memory", TRUE),
+  SYM (memory_init_once, "gst_cuda_memory_init_once", TRUE),
+  /* 1.22, optional: the plugin's wrapped context, the tensor import's
+   * context of a device (a stand-in may lack them) */
+  SYM (context_new_wrapped, "gst_cuda_context_new_wrapped", FALSE),
+  SYM (context_new_cuda_context, "gst_context_new_cuda_context", FALSE),
+  SYM (context_new, "gst_cuda_context_new", FALSE),
+  /* 1.24+: GstCudaStream, the pool's stream, NEED_SYNC; the tensor
+   * import's wrapped device memory */
+  SYM (stream_new, "gst_cuda_stream_new", FALSE),
+  SYM (stream_get_handle, "gst_cuda_stream_get_handle", FALSE),
+  SYM (stream_unref, "gst_cuda_stream_unref", FALSE),
+  SYM (memory_get_stream, "gst_cuda_memory_get_stream", FALSE),
+  SYM (buffer_pool_config_set_cuda_stream,
+      "gst_buffer_pool_config_set_cuda_stream", FALSE),
+  SYM (memory_sync, "gst_cuda_memory_sync", FALSE),
+  SYM (alloc_wrapped, "gst_cuda_allocator_alloc_wrapped", FALSE),
+};
+
+#undef SYM
 
 static GstPinnedCudaGst *
 open_table (void)
@@ -61,12 +95,15 @@ open_table (void)
   const gchar *name = env && *env ? env : DEFAULT_LIBRARY;
   const gchar *missing = NULL;
   GstPinnedCudaGst *t;
+  GType (*context_get_type) (void) = NULL;
   void *handle;
+  guint i;
 
   if (g_strcmp0 (name, "none") == 0) {
     GST_INFO ("GST_PINNEDFLOW_GSTCUDA=none: memory:CUDAMemory disabled");
     return NULL;
   }
+  /* the handle the other user holds, if it opened the library first */
   handle = dlopen (name, RTLD_NOW | RTLD_LOCAL);
   if (handle == NULL) {
     GST_INFO ("%s not loadable (%s): memory:CUDAMemory and context sharing "
@@ -75,26 +112,25 @@ open_table (void)
     return NULL;
   }
   t = g_new0 (GstPinnedCudaGst, 1);
-  LOOKUP (load_library, "gst_cuda_load_library", TRUE);
-  LOOKUP (context_push, "gst_cuda_context_push", TRUE);
-  LOOKUP (context_pop, "gst_cuda_context_pop", TRUE);
-  LOOKUP (context_get_handle, "gst_cuda_context_get_handle", TRUE);
-  LOOKUP (ensure_element_context, "gst_cuda_ensure_element_context", TRUE);
-  LOOKUP (handle_set_context, "gst_cuda_handle_set_context", TRUE);
-  LOOKUP (handle_context_query, "gst_cuda_handle_context_query", TRUE);
-  LOOKUP (buffer_pool_new, "gst_cuda_buffer_pool_new", TRUE);
-  LOOKUP (is_cuda_memory, "gst_is_cuda_memory", TRUE);
-  LOOKUP (memory_init_once, "gst_cuda_memory_init_once", TRUE);
-  LOOKUP (context_new_wrapped, "gst_cuda_context_new_wrapped", FALSE);
-  LOOKUP (context_new_cuda_context, "gst_context_new_cuda_context", FALSE);
+  for (i = 0; i < G_N_ELEMENTS (symbols); i++) {
+    gpointer *field = G_STRUCT_MEMBER_P (t, symbols[i].offset);
 
-  LOOKUP (stream_new, "gst_cuda_stream_new", FALSE);
-  LOOKUP (stream_get_handle, "gst_cuda_stream_get_handle", FALSE);
-  LOOKUP (stream_unref, "gst_cuda_stream_unref", FALSE);
-  LOOKUP (buffer_pool_config_set_cuda_stream,
-      "gst_buffer_pool_config_set_cuda_stream", FALSE);
-  LOOKUP (memory_get_stream, "gst_cuda_memory_get_stream", FALSE);
-  LOOKUP (memory_sync, "gst_cuda_memory_sync", FALSE);
+    *field = dlsym (handle, symbols[i].name);
+    if (*field == NULL && symbols[i].required) {
+      missing = symbols[i].name;
+      goto failed;
+    }
+  }
+  /* the GstCudaContext type, where the library has a get_type to call */
+  *(gpointer *) (&context_get_type) = dlsym (handle,
+      "gst_cuda_context_get_type");
+  if (!t->stream_new || !t->stream_get_handle || !t->stream_unref ||
+      !t->memory_get_stream) {
+    t->stream_new = NULL;
+    t->stream_get_handle = NULL;
+    t->stream_unref = NULL;
+    t->memory_get_stream = NULL;
+  }
 
   t->library = g_strdup (name);
   t->minor = library_minor (handle, (gpointer) t->load_library);
@@ -113,9 +149,15 @@ open_table (void)
   /* registers GstCudaAllocator, which GstCudaBufferPool looks up by name
    * (nvcodec does this when it loads; it may not be loaded) */
   t->memory_init_once ();
-  GST_INFO ("%s (1.%u): memory:CUDAMemory enabled, %s", name, t->minor,
-      t->has_stream ? "GstCudaStream + NEED_SYNC path (1.24+)" :
-      "frames pushed once their copy completed (1.22 path)");
+  /* registered by now (a context exists) where the library has no
+   * get_type of its own to call (a stand-in) */
+  t->context_type = context_get_type ? context_get_type () :
+      g_type_from_name ("GstCudaContext");
+  GST_INFO ("%s (1.%u): memory:CUDAMemory enabled, %s, tensors %s", name,
+      t->minor, t->has_stream ? "GstCudaStream + NEED_SYNC path (1.24+)" :
+      "frames pushed once their copy completed (1.22 path)",
+      t->alloc_wrapped && t->stream_new ? "wrapped (1.24+)" :
+      "copied into a GstCudaBufferPool buffer (1.22)");
   return t;
 
 failed:
@@ -124,7 +166,6 @@ failed:
   return NULL;
 }
 
-#undef LOOKUP
 
 const GstPinnedCudaGst *
 gst_pinned_cuda_gst_get (void)

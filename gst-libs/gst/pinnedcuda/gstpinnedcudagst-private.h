@@ -17,13 +17,24 @@
  * has_stream is TRUE when those symbols are all present and the library's
  * version (from its file name) is 1.24 or later.
  *
- * Plugin-internal (hidden in the plugin); the table is made once per
- * process and never freed (the library is never closed).
+ * The one loader of libgstcuda, for the plugin (ext/cuda: contexts,
+ * context sharing, GstCudaBufferPool, streams) and for the tensor
+ * functions of libgstpinnedflowcuda-1.0 (gstpinnedcudatensor*.c:
+ * GstCudaMemory in and out, gst_cuda_allocator_alloc_wrapped). Not
+ * installed, not exported: built once as the static helper library
+ * gstpinnedcudagst (gst-libs/gst/pinnedcuda/meson.build, hidden symbols)
+ * and linked into both, so each keeps a table of its own: the same file
+ * opened (a second dlopen() of one file gives the same handle), the same
+ * debug category (pinnedcudagst), gst_cuda_load_library() and
+ * gst_cuda_memory_init_once() run by each (both are once-only in
+ * libgstcuda). A table is made once per process and copy and never freed
+ * (the library is never closed).
  */
-#ifndef __GST_PINNED_CUDA_GST_H__
-#define __GST_PINNED_CUDA_GST_H__
+#ifndef __GST_PINNED_CUDA_GST_PRIVATE_H__
+#define __GST_PINNED_CUDA_GST_PRIVATE_H__
 
 #include <gst/gst.h>
+#include <gst/video/video.h>
 
 G_BEGIN_DECLS
 
@@ -40,6 +51,7 @@ typedef struct
   guint minor;                  /* GStreamer minor version of the library,
                                  * 0 if unknown */
   gboolean has_stream;          /* the 1.24+ GstCudaStream path */
+  GType context_type;           /* GstCudaContext */
 
   /* 1.22 */
   gboolean (*load_library) (void);
@@ -48,8 +60,8 @@ typedef struct
   gpointer (*context_get_handle) (gpointer ctx);
   gboolean (*ensure_element_context) (GstElement * element, gint device_id,
       gpointer * ctx);
-  gboolean (*handle_set_context) (GstElement * element, GstContext * context,
-      gint device_id, gpointer * ctx);
+  gboolean (*handle_set_context) (GstElement * element,
+      GstContext * context, gint device_id, gpointer * ctx);
   gboolean (*handle_context_query) (GstElement * element, GstQuery * query,
       gpointer ctx);
   GstBufferPool *(*buffer_pool_new) (gpointer ctx);
@@ -59,15 +71,21 @@ typedef struct
    * is libgstcuda's own (cuCtxCreate), not the wrapped primary one */
   gpointer (*context_new_wrapped) (gpointer cu_ctx, gint cu_device);
   GstContext *(*context_new_cuda_context) (gpointer ctx);
+  /* 1.22, optional: a GstCudaContext of a device (the tensor import) */
+  gpointer (*context_new) (guint device_id);
 
-  /* 1.24+, NULL before */
+  /* 1.24+, NULL before; stream_new, stream_get_handle, stream_unref and
+   * memory_get_stream are all set or all NULL */
   gpointer (*stream_new) (gpointer ctx);
   gpointer (*stream_get_handle) (gpointer stream);
   void (*stream_unref) (gpointer stream);
+  gpointer (*memory_get_stream) (GstMemory * mem);
   void (*buffer_pool_config_set_cuda_stream) (GstStructure * config,
       gpointer stream);
-  gpointer (*memory_get_stream) (GstMemory * mem);
   void (*memory_sync) (GstMemory * mem);
+  GstMemory *(*alloc_wrapped) (gpointer allocator, gpointer ctx,
+      gpointer stream, const GstVideoInfo * info, guintptr dev_ptr,
+      gpointer user_data, GDestroyNotify notify);
 } GstPinnedCudaGst;
 
 /* The table, or NULL when libgstcuda-1.0.so.0 (or the file the environment
@@ -80,4 +98,4 @@ const GstPinnedCudaGst *gst_pinned_cuda_gst_get (void);
 gboolean gst_pinned_cuda_gst_caps_is_cuda_memory (const GstCaps * caps);
 
 G_END_DECLS
-#endif /* __GST_PINNED_CUDA_GST_H__ */
+#endif /* __GST_PINNED_CUDA_GST_PRIVATE_H__ */
