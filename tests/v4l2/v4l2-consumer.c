@@ -154,6 +154,23 @@ main (int argc, char **argv)
   for (i = 0; i < n_held; i++)
     if (held[i])
       gst_sample_unref (held[i]);
+  {
+    GstBus *bus = gst_element_get_bus (pipeline);
+    GstMessage *m = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+
+    if (m) {
+      gchar *dbg = NULL;
+
+      gst_message_parse_error (m, &err, &dbg);
+      g_printerr ("ERROR from %s: %s (%s)\n", GST_MESSAGE_SRC_NAME (m),
+          err->message, dbg);
+      g_clear_error (&err);
+      g_free (dbg);
+      gst_message_unref (m);
+      eos = FALSE;
+    }
+    gst_object_unref (bus);
+  }
 
   printf ("RESULT frames=%u bad=%u first=%u last=%u held=%u held_bad=%u "
       "held_seen=%u eos=%d\n", frames, bad, first, last, n_held, held_bad,

@@ -125,6 +125,33 @@ gst_pinned_buffer_pool_config_get_segment_flags (GstStructure * config)
   return GST_PINNED_BUFFER_POOL_DEFAULT_SEGMENT_FLAGS;
 }
 
+/* The row alignment (a power of two, 2 to 4096 bytes, the same on every
+ * plane) that lays @info out in exactly @size bytes: @info and @align get
+ * it, TRUE. A V4L2 driver that pads its rows says so only through its
+ * frame size (v4l2src io-mode=userptr configures the pool it imports with
+ * the driver's sizeimage and no alignment), and it accepts a buffer only
+ * with its strides. */
+static gboolean
+align_rows_to_size (GstVideoInfo * info, gsize size, GstVideoAlignment * align)
+{
+  guint shift, i;
+
+  for (shift = 1; shift <= 12; shift++) {
+    GstVideoInfo tmp = *info;
+    GstVideoAlignment a;
+
+    gst_video_alignment_reset (&a);
+    for (i = 0; i < GST_VIDEO_MAX_PLANES; i++)
+      a.stride_align[i] = (1u << shift) - 1;
+    if (gst_video_info_align (&tmp, &a) && tmp.size == size) {
+      *info = tmp;
+      *align = a;
+      return TRUE;
+    }
+  }
+  return FALSE;
+}
+
 static const gchar **
 gst_pinned_buffer_pool_get_options (GstBufferPool * pool)
 {
@@ -169,6 +196,16 @@ gst_pinned_buffer_pool_set_config (GstBufferPool * pool, GstStructure * config)
     }
     /* gst_video_info_align() may have added right padding. */
     gst_buffer_pool_config_set_video_alignment (config, &align);
+  }
+
+  /* Bigger frames than the caps' with a video meta and no alignment asked
+   * for: padded rows, when some row alignment gives that size. */
+  if (add_videometa && !need_alignment && size > info.size
+      && GST_VIDEO_INFO_FORMAT (&info) != GST_VIDEO_FORMAT_ENCODED
+      && align_rows_to_size (&info, size, &align)) {
+    GST_INFO_OBJECT (pool, "size %u: rows of %d bytes (plane 0)", size,
+        GST_VIDEO_INFO_PLANE_STRIDE (&info, 0));
+    need_alignment = TRUE;
   }
 
   if (is_video && size < info.size) {
