@@ -26,7 +26,9 @@
  * pfemu_v4l2_hold(): a frame written over one is counted (held_writes).
  *
  * Threads: one global mutex guards the fd table, the mapping list, the
- * held ranges and every device's state; the writer thread of a device
+ * held ranges and every device's state (calls on other fds check the
+ * table entry atomically and never take it; a fork takes it, so that
+ * the child's copy is not left locked); the writer thread of a device
  * fills a buffer outside it (the buffer is neither queued nor done then,
  * so no ioctl touches it) and STREAMOFF joins the thread before it
  * returns the buffers.
@@ -111,6 +113,7 @@ static struct
   const void *addr;
   size_t len;
 } holds[MAX_HOLDS];
+static int n_maps;              /* entries of maps[] in use */
 static PfemuV4l2Stats stats;
 static uint8_t ramp[256 + MAX_ROW];
 
@@ -132,8 +135,29 @@ static const uint32_t rates[] = { 30, 60, 240 };        /* frames per second */
   if (real_##name == NULL) \
     real_##name = (ret (*) args) dlsym (RTLD_NEXT, #name)
 
-__attribute__((constructor))
-     static void pfemu_v4l2_init (void)
+static void
+fork_prepare (void)
+{
+  pthread_mutex_lock (&lock);
+}
+
+static void
+fork_parent (void)
+{
+  pthread_mutex_unlock (&lock);
+}
+
+static void
+fork_child (void)
+{
+  pthread_mutex_unlock (&lock);
+}
+
+/* Reads the environment at load time. */
+static void pfemu_v4l2_init (void) __attribute__((constructor));
+
+static void
+pfemu_v4l2_init (void)
 {
   const char *s;
   int i;
@@ -145,6 +169,10 @@ __attribute__((constructor))
   if (userptr_align == 0)
     userptr_align = 1;
   report_path = getenv ("PFEMU_V4L2_REPORT");
+  /* a fork while another thread holds the lock would leave the child's
+   * copy locked: its close() of every fd before exec (g_spawn) would
+   * hang */
+  pthread_atfork (fork_prepare, fork_parent, fork_child);
   for (i = 0; i < (int) sizeof (ramp); i++)
     ramp[i] = (uint8_t) i;
 }
@@ -162,6 +190,15 @@ static Dev *
 dev_of (int fd)
 {
   return fd >= 0 && fd < MAX_FDS ? fds[fd] : NULL;
+}
+
+/* Whether @fd may be a device fd, without the lock: entries change only
+ * for fds being opened or closed, which no other thread uses then. */
+static int
+maybe_device (int fd)
+{
+  return fd >= 0 && fd < MAX_FDS
+      && __atomic_load_n (&fds[fd], __ATOMIC_ACQUIRE) != NULL;
 }
 
 static int
@@ -847,7 +884,7 @@ open_device (int flags)
   d->refs = 1;
   pthread_cond_init (&d->cond, NULL);
   pthread_mutex_lock (&lock);
-  fds[fd] = d;
+  __atomic_store_n (&fds[fd], d, __ATOMIC_RELEASE);
   stats.opens++;
   pthread_mutex_unlock (&lock);
   return fd;
@@ -937,10 +974,12 @@ close (int fd)
   REAL (int, close, (int));
   Dev *d;
 
+  if (!maybe_device (fd))
+    return real_close (fd);
   pthread_mutex_lock (&lock);
   d = dev_of (fd);
   if (d) {
-    fds[fd] = NULL;
+    __atomic_store_n (&fds[fd], NULL, __ATOMIC_RELEASE);
     if (--d->refs == 0) {
       streamoff (d, NULL);
       free_buffers (d);
@@ -972,7 +1011,7 @@ dup (int fd)
       return -1;
     }
     d->refs++;
-    fds[nfd] = d;
+    __atomic_store_n (&fds[nfd], d, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock (&lock);
   return nfd;
@@ -991,6 +1030,8 @@ ioctl (int fd, unsigned long req, ...)
   arg = va_arg (ap, void *);
   va_end (ap);
 
+  if (!maybe_device (fd))
+    return real_ioctl (fd, req, arg);
   pthread_mutex_lock (&lock);
   d = dev_of (fd);
   if (d == NULL) {
@@ -1017,6 +1058,8 @@ mmap (void *addr, size_t len, int prot, int flags, int fd, off_t off)
   void *p;
   int i;
 
+  if (!maybe_device (fd))
+    return real_mmap (addr, len, prot, flags, fd, off);
   pthread_mutex_lock (&lock);
   d = dev_of (fd);
   if (d == NULL) {
@@ -1040,6 +1083,7 @@ mmap (void *addr, size_t len, int prot, int flags, int fd, off_t off)
       maps[i].dev = d;
       maps[i].index = index;
       d->bufs[index].n_maps++;
+      __atomic_add_fetch (&n_maps, 1, __ATOMIC_RELEASE);
     }
   }
   pthread_mutex_unlock (&lock);
@@ -1058,6 +1102,8 @@ munmap (void *addr, size_t len)
   REAL (int, munmap, (void *, size_t));
   int i;
 
+  if (__atomic_load_n (&n_maps, __ATOMIC_ACQUIRE) == 0)
+    return real_munmap (addr, len);
   pthread_mutex_lock (&lock);
   for (i = 0; i < MAX_MAPS; i++) {
     if (maps[i].addr == addr && maps[i].addr != NULL) {
@@ -1070,6 +1116,7 @@ munmap (void *addr, size_t len)
       if (alive && maps[i].index < d->n_bufs)
         d->bufs[maps[i].index].n_maps--;
       maps[i].addr = NULL;
+      __atomic_sub_fetch (&n_maps, 1, __ATOMIC_RELEASE);
       break;
     }
   }
