@@ -158,6 +158,16 @@ gst_pinned_shm_sink_propose_allocation (GstBaseSink * bsink, GstQuery * query)
   pool = make_pool (self, caps, GST_VIDEO_INFO_SIZE (&info), count, TRUE);
   if (pool == NULL)
     return TRUE;
+  {
+    /* slots also exported as dmabufs where the kernel has udmabuf (for
+     * v4l2src io-mode=dmabuf-import and other importers); else pinned
+     * memory, as before */
+    GstStructure *config = gst_buffer_pool_get_config (pool);
+
+    gst_structure_set (config, "pinned-dmabuf", G_TYPE_BOOLEAN, TRUE, NULL);
+    if (!gst_buffer_pool_set_config (pool, config))
+      GST_DEBUG_OBJECT (self, "pool refused the dmabuf option");
+  }
   GST_DEBUG_OBJECT (self, "proposing pinned pool of %u x %" G_GSIZE_FORMAT
       " bytes", count, GST_VIDEO_INFO_SIZE (&info));
   gst_query_add_allocation_pool (query, pool, GST_VIDEO_INFO_SIZE (&info),

@@ -298,13 +298,12 @@ qbuf (Dev * d, struct v4l2_buffer *vb)
     b->userptr = p;
     b->length = vb->length;
   } else if (d->memory == V4L2_MEMORY_DMABUF) {
-    off_t size = lseek (vb->m.fd, 0, SEEK_END);
+    int64_t size = pfemu_dmabuf_size (vb->m.fd);
     void *p;
 
     if (size < 0 || (size_t) size < d->sizeimage)
       return -EINVAL;
-    p = pfemu_real_mmap (NULL, d->sizeimage, PROT_READ | PROT_WRITE, MAP_SHARED,
-        vb->m.fd, 0);
+    p = pfemu_dmabuf_map (vb->m.fd, d->sizeimage);
     if (p == MAP_FAILED)
       return -EINVAL;
     b->dmafd = vb->m.fd;

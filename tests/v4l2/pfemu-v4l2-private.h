@@ -3,7 +3,8 @@
  *
  * pfemu-v4l2.c: the intercepted calls, the fd and mapping tables;
  * pfemu-v4l2-dev.c: the device (formats, buffers, the writer, the
- * ioctls); pfemu-v4l2-real.c: the libc calls behind ours. One mutex,
+ * ioctls); pfemu-udmabuf.c: /dev/udmabuf; pfemu-v4l2-real.c: the libc
+ * calls behind ours. One mutex,
  * pfemu_lock, guards all of it (see pfemu-v4l2.c).
  */
 #ifndef __PFEMU_V4L2_PRIVATE_H__
@@ -68,6 +69,17 @@ Dev *pfemu_dev_new (void);
 void pfemu_dev_free (Dev * d);
 /* 0 or a negative errno. Lock held. */
 int pfemu_dev_ioctl (Dev * d, int fd, unsigned long req, void *arg);
+
+/* pfemu-udmabuf.c: the /dev/udmabuf stand-in and dmabuf fds */
+int pfemu_udmabuf_maybe (int fd);
+int pfemu_udmabuf_is_device (const char *path);
+int pfemu_udmabuf_open (void);
+int pfemu_udmabuf_ioctl (int fd, unsigned long req, void *arg);
+void pfemu_udmabuf_dup (int fd, int nfd);
+void pfemu_udmabuf_forget (int fd);
+void *pfemu_udmabuf_mmap (int fd, size_t len, int prot, off_t off);
+int64_t pfemu_dmabuf_size (int fd);
+void *pfemu_dmabuf_map (int fd, size_t len);
 
 /* pfemu-v4l2-real.c: the calls without our interception */
 int pfemu_real_close (int fd);

@@ -211,6 +211,8 @@ open (const char *path, int flags, ...)
   }
   if (is_device (path))
     return open_device (flags);
+  if (pfemu_udmabuf_is_device (path))
+    return pfemu_udmabuf_open ();
   return real_open (path, flags, mode);
 }
 
@@ -229,6 +231,8 @@ open64 (const char *path, int flags, ...)
   }
   if (is_device (path))
     return open_device (flags);
+  if (pfemu_udmabuf_is_device (path))
+    return pfemu_udmabuf_open ();
   return real_open64 (path, flags, mode);
 }
 
@@ -247,6 +251,8 @@ openat (int dirfd, const char *path, int flags, ...)
   }
   if (is_device (path))
     return open_device (flags);
+  if (pfemu_udmabuf_is_device (path))
+    return pfemu_udmabuf_open ();
   return real_openat (dirfd, path, flags, mode);
 }
 
@@ -256,6 +262,8 @@ close (int fd)
   REAL (int, close, (int));
   Dev *d;
 
+  if (pfemu_udmabuf_maybe (fd))
+    pfemu_udmabuf_forget (fd);
   if (!maybe_device (fd))
     return real_close (fd);
   pthread_mutex_lock (&pfemu_lock);
@@ -276,6 +284,8 @@ dup (int fd)
   int nfd = real_dup (fd);
   Dev *d;
 
+  if (pfemu_udmabuf_maybe (fd))
+    pfemu_udmabuf_dup (fd, nfd);
   pthread_mutex_lock (&pfemu_lock);
   d = dev_of (fd);
   if (d && nfd >= 0) {
@@ -305,6 +315,14 @@ ioctl (int fd, unsigned long req, ...)
   arg = va_arg (ap, void *);
   va_end (ap);
 
+  if (pfemu_udmabuf_maybe (fd)) {
+    res = pfemu_udmabuf_ioctl (fd, req, arg);
+    if (res < 0) {
+      errno = -res;
+      return -1;
+    }
+    return res;
+  }
   if (!maybe_device (fd))
     return real_ioctl (fd, req, arg);
   pthread_mutex_lock (&pfemu_lock);
@@ -333,6 +351,8 @@ mmap (void *addr, size_t len, int prot, int flags, int fd, off_t off)
   void *p;
   int i;
 
+  if (pfemu_udmabuf_maybe (fd))
+    return pfemu_udmabuf_mmap (fd, len, prot, off);
   if (!maybe_device (fd))
     return real_mmap (addr, len, prot, flags, fd, off);
   pthread_mutex_lock (&pfemu_lock);

@@ -35,14 +35,23 @@
 
 #include <gst/pinnedflow/gstpinnedbufferpool.h>
 #include <gst/pinnedflow/gstpinnedallocator.h>
+#include "gstpinnedallocator-private.h"
 #include <pinnedflow/pf-pool.h>
 
+#include <gst/allocators/gstdmabuf.h>
+
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+#include <linux/udmabuf.h>
 
 GST_DEBUG_CATEGORY_STATIC (gst_pinned_buffer_pool_debug);
 #define GST_CAT_DEFAULT gst_pinned_buffer_pool_debug
 
 #define CONFIG_SEGMENT_FLAGS "pinned-segment-flags"
+/* boolean: export every slot as a dmabuf where /dev/udmabuf is there */
+#define CONFIG_DMABUF "pinned-dmabuf"
 /* pf_segment refuses bigger segments. */
 #define MAX_SEGMENT_SIZE (G_GUINT64_CONSTANT (1) << 40)
 
@@ -82,9 +91,15 @@ struct _GstPinnedBufferPool
   GstPinnedSegmentFlags segment_flags;
   gboolean configured;
 
+  gboolean want_dmabuf;
+
   /* Set by start/stop, under the object lock. */
   GstPinnedSegment *segment;
   pf_pool *pfpool;
+  /* The slots' dmabufs (start), owned by the segment (attached); NULL
+   * when not asked for or not possible (no /dev/udmabuf). */
+  const int *slot_dmabufs;
+  GstAllocator *dmabuf_allocator;
 };
 
 #define gst_pinned_buffer_pool_parent_class parent_class
@@ -260,6 +275,8 @@ gst_pinned_buffer_pool_set_config (GstBufferPool * pool, GstStructure * config)
   self->slot_stride = stride;
   self->segment_flags =
       gst_pinned_buffer_pool_config_get_segment_flags (config);
+  self->want_dmabuf = FALSE;
+  gst_structure_get_boolean (config, CONFIG_DMABUF, &self->want_dmabuf);
 
   GST_DEBUG_OBJECT (pool, "%s, %u slots of %u bytes (stride %"
       G_GUINT64_FORMAT "), segment flags 0x%x", is_video ? "video" : "plain",
@@ -269,6 +286,91 @@ gst_pinned_buffer_pool_set_config (GstBufferPool * pool, GstStructure * config)
     return FALSE;
   self->configured = TRUE;
   return exact;
+}
+
+/* The slots' udmabufs, attached to their segment (closed with it). */
+typedef struct
+{
+  guint n;
+  int fds[];
+} SlotDmabufs;
+
+static void
+slot_dmabufs_free (void *data)
+{
+  SlotDmabufs *d = data;
+  guint i;
+
+  for (i = 0; i < d->n; i++)
+    close (d->fds[i]);
+  g_free (d);
+}
+
+typedef struct
+{
+  guint n_slots;
+  gsize stride;
+} ExportArgs;
+
+/* One UDMABUF_CREATE per slot (v4l2src's single-planar dmabuf import
+ * wants each buffer at offset 0 of its dmabuf): the table, or NULL with
+ * *@err (a negative errno: -ENOENT without /dev/udmabuf). */
+static void *
+export_slots (pf_segment * seg, void *user_data, int *err)
+{
+  const ExportArgs *a = user_data;
+  SlotDmabufs *d = g_malloc (sizeof (SlotDmabufs) + a->n_slots * sizeof (int));
+  int dev = open ("/dev/udmabuf", O_RDWR | O_CLOEXEC);
+  guint i;
+
+  d->n = 0;
+  if (dev < 0) {
+    *err = -errno;
+    g_free (d);
+    return NULL;
+  }
+  for (i = 0; i < a->n_slots; i++) {
+    struct udmabuf_create c = { 0, };
+    int fd;
+
+    c.memfd = pf_segment_get_fd (seg);
+    c.flags = UDMABUF_FLAGS_CLOEXEC;
+    c.offset = (guint64) i *a->stride;
+    c.size = a->stride;
+    fd = ioctl (dev, UDMABUF_CREATE, &c);
+    if (fd < 0) {
+      *err = -errno;
+      close (dev);
+      slot_dmabufs_free (d);
+      return NULL;
+    }
+    d->fds[d->n++] = fd;
+  }
+  close (dev);
+  return d;
+}
+
+static const char dmabuf_key = 0;
+
+/* Asked for (CONFIG_DMABUF): the slots of @seg as dmabufs, or NULL (said
+ * in the debug log; the pool then gives pinned memory, which v4l2src
+ * imports in io-mode=userptr). */
+static const int *
+get_slot_dmabufs (GstPinnedBufferPool * self, pf_segment * seg)
+{
+  ExportArgs a = { self->n_slots, self->slot_stride };
+  SlotDmabufs *d;
+  int err = 0;
+
+  d = pf_segment_attach_once (seg, &dmabuf_key, export_slots, &a,
+      slot_dmabufs_free, &err);
+  if (d == NULL) {
+    GST_INFO_OBJECT (self, "slots not exported as dmabufs (udmabuf: %s): "
+        "pinned memory", g_strerror (-err));
+    return NULL;
+  }
+  GST_INFO_OBJECT (self, "%u slots exported as dmabufs", d->n);
+  return d->fds;
 }
 
 static gboolean
@@ -301,6 +403,7 @@ gst_pinned_buffer_pool_start (GstBufferPool * pool)
   self->segment = seg;
   g_atomic_pointer_set (&self->pfpool, pfpool);
   GST_OBJECT_UNLOCK (pool);
+  self->slot_dmabufs = self->want_dmabuf ? get_slot_dmabufs (self, seg) : NULL;
 
   desc = gst_pinned_segment_describe_state (pf_segment_get_state (seg));
   GST_INFO_OBJECT (pool, "segment %" G_GUINT64_FORMAT " (fd %d): %u slots of %"
@@ -332,6 +435,7 @@ gst_pinned_buffer_pool_stop (GstBufferPool * pool)
   GST_OBJECT_LOCK (pool);
   pfpool = self->pfpool;
   self->segment = NULL;
+  self->slot_dmabufs = NULL;
   g_atomic_pointer_set (&self->pfpool, NULL);
   GST_OBJECT_UNLOCK (pool);
 
@@ -463,8 +567,17 @@ gst_pinned_buffer_pool_alloc_buffer (GstBufferPool * pool,
     return flow_from_loan_error (res);
   }
 
-  mem = gst_pinned_allocator_wrap (self->allocator,
-      pf_pool_get_segment (pfpool), slot.offset, self->size);
+  if (self->slot_dmabufs) {
+    /* the slot's dmabuf, tagged with its range of the segment */
+    mem = gst_dmabuf_allocator_alloc_with_flags (self->dmabuf_allocator,
+        self->slot_dmabufs[slot.index], self->size,
+        GST_FD_MEMORY_FLAG_DONT_CLOSE);
+    gst_pinned_memory_tag_dmabuf (mem, pf_pool_get_segment (pfpool),
+        slot.offset);
+  } else {
+    mem = gst_pinned_allocator_wrap (self->allocator,
+        pf_pool_get_segment (pfpool), slot.offset, self->size);
+  }
   /* The weak reference owns the loan and the pf_pool reference. */
   ref = g_new (SlotRef, 1);
   ref->pool = pfpool;
@@ -584,6 +697,7 @@ gst_pinned_buffer_pool_finalize (GObject * object)
    * buffers were still out (then the pf_pool is dropped here). */
   pf_pool_unref (self->pfpool);
   gst_object_unref (self->allocator);
+  gst_object_unref (self->dmabuf_allocator);
 
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
@@ -615,6 +729,7 @@ static void
 gst_pinned_buffer_pool_init (GstPinnedBufferPool * self)
 {
   self->allocator = gst_pinned_allocator_get ();
+  self->dmabuf_allocator = gst_dmabuf_allocator_new ();
   self->segment_flags = GST_PINNED_BUFFER_POOL_DEFAULT_SEGMENT_FLAGS;
 }
 
