@@ -22,6 +22,8 @@
  */
 #include <gst/check/gstcheck.h>
 #include <gst/video/video.h>
+#include <gst/allocators/gstdmabuf.h>
+#include <gst/pinnedflow/gstpinnedallocator.h>
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -592,6 +594,117 @@ GST_START_TEST (test_held_frames_not_written)
 
 GST_END_TEST;
 
+/* The pool's memory as an importer sees it: dmabufs that are still the
+ * segment's slots (zero copy in the sink) with udmabuf, pinned memory
+ * without it; without it the sink says so once on the bus (INFO), however
+ * many ALLOCATION queries come. */
+static void
+check_pool_memory (gboolean udmabuf)
+{
+  GstElement *pipe = gst_pipeline_new (NULL);
+  GstElement *sink = gst_element_factory_make ("pinnedshmsink", NULL);
+  GstCaps *caps = gst_caps_from_string ("video/x-raw,format=NV12,"
+      "width=320,height=240,framerate=60/1");
+  GstPad *pad = gst_element_get_static_pad (sink, "sink");
+  GstBus *bus = gst_element_get_bus (pipe);
+  GstBufferPool *pool = NULL;
+  GstBuffer *buf = NULL;
+  GstMemory *mem;
+  GstMessage *m;
+  gsize offset = 1;
+  guint i, infos = 0;
+
+  gst_bin_add (GST_BIN (pipe), sink);
+  for (i = 0; i < 2; i++) {
+    GstQuery *q = gst_query_new_allocation (caps, TRUE);
+
+    fail_unless (gst_pad_query (pad, q));
+    if (i == 0)
+      gst_query_parse_nth_allocation_pool (q, 0, &pool, NULL, NULL, NULL);
+    gst_query_unref (q);
+  }
+  fail_unless (pool != NULL);
+  fail_unless (gst_buffer_pool_set_active (pool, TRUE));
+  fail_unless_equals_int (gst_buffer_pool_acquire_buffer (pool, &buf, NULL),
+      GST_FLOW_OK);
+  mem = gst_buffer_peek_memory (buf, 0);
+  fail_unless_equals_int (gst_is_dmabuf_memory (mem), udmabuf);
+  /* either way the sink finds the slot in its segment */
+  fail_unless (gst_pinned_memory_get_segment (mem, &offset) != NULL);
+  fail_unless_equals_int (offset % sysconf (_SC_PAGESIZE), 0);
+  gst_buffer_unref (buf);
+  fail_unless (gst_buffer_pool_set_active (pool, FALSE));
+  gst_object_unref (pool);
+
+  while ((m = gst_bus_pop_filtered (bus, GST_MESSAGE_INFO))) {
+    GError *err = NULL;
+
+    gst_message_parse_info (m, &err, NULL);
+    if (strstr (err->message, "not as dmabufs"))
+      infos++;
+    g_error_free (err);
+    gst_message_unref (m);
+  }
+  fail_unless_equals_int (infos, udmabuf ? 0 : 1);
+  gst_object_unref (bus);
+  gst_object_unref (pad);
+  gst_caps_unref (caps);
+  gst_object_unref (pipe);
+}
+
+/* io-mode=dmabuf-import on the udmabuf stand-in: the driver writes every
+ * frame into the slot's dmabuf, the sink publishes it without a copy. */
+GST_START_TEST (test_dmabuf_import)
+{
+  PfemuV4l2Stats st0, st1;
+  RunResult r;
+
+  g_setenv ("PFEMU_UDMABUF", "1", TRUE);
+  check_pool_memory (TRUE);
+  get_stats (&st0);
+  run ("dmabuf-import", "YUY2", 60, 0, 0, &r);
+  check_delivered (&r, 60);
+  fail_unless_equals_int (r.copies, 0);
+  fail_unless_equals_int (r.zero_copy, 60);
+  run ("dmabuf-import", "NV12", 60, 0, 0, &r);
+  check_delivered (&r, 60);
+  fail_unless_equals_int (r.copies, 0);
+  get_stats (&st1);
+  fail_unless (st1.dmabuf_frames - st0.dmabuf_frames >= 120);
+  fail_unless (st1.udmabuf_created > st0.udmabuf_created);
+  fail_unless_equals_int (st1.held_writes - st0.held_writes, 0);
+  g_unsetenv ("PFEMU_UDMABUF");
+}
+
+GST_END_TEST;
+
+/* Without /dev/udmabuf: pinned memory, said once on the bus; v4l2src
+ * io-mode=dmabuf-import cannot import it and fails to start with an
+ * error (no frame written), io-mode=userptr works (test_userptr_*). */
+GST_START_TEST (test_dmabuf_fallback)
+{
+  PfemuV4l2Stats st0, st1;
+  RunResult r;
+
+  g_unsetenv ("PFEMU_UDMABUF");
+  if (access ("/dev/udmabuf", F_OK) == 0) {
+    /* a kernel with udmabuf: the fallback is not reachable here */
+    GST_INFO ("/dev/udmabuf exists: only the udmabuf path is checked");
+    check_pool_memory (TRUE);
+    return;
+  }
+  check_pool_memory (FALSE);
+  get_stats (&st0);
+  run_full ("dmabuf-import", "YUY2", 30, 0, 0, FALSE, TRUE, &r);
+  get_stats (&st1);
+  fail_unless (r.error != NULL, "dmabuf-import ran on pinned memory");
+  fail_unless (strstr (r.error, "v4l2src") != NULL, "%s", r.error);
+  fail_unless_equals_int (st1.frames - st0.frames, 0);
+  g_free (r.error);
+}
+
+GST_END_TEST;
+
 static Suite *
 v4l2_suite (void)
 {
@@ -607,6 +720,8 @@ v4l2_suite (void)
   tcase_add_test (tc, test_padded_rows);
   tcase_add_test (tc, test_mmap_copies);
   tcase_add_test (tc, test_held_frames_not_written);
+  tcase_add_test (tc, test_dmabuf_import);
+  tcase_add_test (tc, test_dmabuf_fallback);
   return s;
 }
 
