@@ -15,7 +15,8 @@
  *   format mode frames drops copies/frame producer-us/frame consumer-us/frame
  * (user + system CPU from getrusage of each process over the run,
  * divided by the frames the sink published), or the error that ended
- * the run (dmabuf-import: the pool offers no dmabuf memory yet).
+ * the run. dmabuf-import runs on the stand-in's /dev/udmabuf
+ * (PFEMU_UDMABUF=1): the sink's pool exports its slots as udmabufs.
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include <errno.h>
@@ -102,6 +103,11 @@ run (const gchar * self, const gchar * format, const gchar * mode,
     return;
   }
   sink = gst_bin_get_by_name (GST_BIN (pipe), "sink");
+  /* dmabuf-import: the slots as udmabufs (the stand-in's, read at open) */
+  if (strcmp (mode, "dmabuf-import") == 0)
+    g_setenv ("PFEMU_UDMABUF", "1", TRUE);
+  else
+    g_unsetenv ("PFEMU_UDMABUF");
   getrusage (RUSAGE_SELF, &r0);
   gst_element_set_state (pipe, GST_STATE_PLAYING);
 

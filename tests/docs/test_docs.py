@@ -29,7 +29,8 @@ around the line, never inside it:
     (GST_PINNEDFLOW_CUDART, as tests/cuda does) with PFEMU_LEAK_ABORT=1, so
     a CUDA resource left at exit fails the line;
   - lines with v4l2src run on the V4L2 stand-in of tests/v4l2 (preloaded,
-    playing /dev/video0), skipped where v4l2src is not installed.
+    playing /dev/video0 and /dev/udmabuf), skipped where v4l2src is not
+    installed.
 The lines use fixed paths in /tmp (/tmp/cam.sock, ...): an flock on
 /tmp/gst-pinnedflow-docs.lock keeps two build trees' runs apart.
 """
@@ -238,6 +239,7 @@ def case_launch():
             if "v4l2src" in text:
                 env["LD_PRELOAD"] = V4L2_STANDIN
                 env["PFEMU_V4L2_DEVICE"] = "/dev/video0"
+                env["PFEMU_UDMABUF"] = "1"
             if gpu:
                 env["GST_PINNEDFLOW_CUDART"] = EMULATOR
                 env["PINNEDFLOW_CUDA_MODE"] = "emulated"

@@ -258,3 +258,22 @@ pfemu_dmabuf_map (int fd, size_t len)
     return pfemu_udmabuf_mmap (fd, len, PROT_READ | PROT_WRITE, 0);
   return pfemu_real_mmap (NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 }
+
+/* What dmabuf @fd stands for, whatever its fd number (v4l2src queues a
+ * new dup of it each time): its file and, for a udmabuf, its offset. */
+int
+pfemu_dmabuf_identity (int fd, uint64_t id[3])
+{
+  struct stat st;
+
+  if (fstat (fd, &st) < 0)
+    return -errno;
+  id[0] = st.st_dev;
+  id[1] = st.st_ino;
+  id[2] = 0;
+  pthread_mutex_lock (&ub_lock);
+  if (fd >= 0 && fd < MAX_FDS && ub[fd].kind == UB_BUFFER)
+    id[2] = ub[fd].offset;
+  pthread_mutex_unlock (&ub_lock);
+  return 0;
+}

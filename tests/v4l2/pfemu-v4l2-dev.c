@@ -299,16 +299,25 @@ qbuf (Dev * d, struct v4l2_buffer *vb)
     b->length = vb->length;
   } else if (d->memory == V4L2_MEMORY_DMABUF) {
     int64_t size = pfemu_dmabuf_size (vb->m.fd);
-    void *p;
+    uint64_t id[3];
 
-    if (size < 0 || (size_t) size < d->sizeimage)
+    if (size < 0 || (size_t) size < d->sizeimage
+        || pfemu_dmabuf_identity (vb->m.fd, id) < 0)
       return -EINVAL;
-    p = pfemu_dmabuf_map (vb->m.fd, d->sizeimage);
-    if (p == MAP_FAILED)
-      return -EINVAL;
+    /* attached once, as vb2 keeps a dmabuf attached while the same one
+     * comes back to the buffer */
+    if (b->dmamap == NULL || memcmp (id, b->dmaid, sizeof (id)) != 0) {
+      void *p;
+
+      unmap_dmabuf (b);
+      p = pfemu_dmabuf_map (vb->m.fd, d->sizeimage);
+      if (p == MAP_FAILED)
+        return -EINVAL;
+      b->dmamap = p;
+      b->dmalen = d->sizeimage;
+      memcpy (b->dmaid, id, sizeof (id));
+    }
     b->dmafd = vb->m.fd;
-    b->dmamap = p;
-    b->dmalen = d->sizeimage;
     b->length = (size_t) size;
   }
   b->state = BUF_QUEUED;
@@ -342,8 +351,6 @@ dqbuf (Dev * d, int fd, struct v4l2_buffer *vb)
     return -EIO;                /* cannot be: a count per done buffer */
   d->bufs[index].state = BUF_USER;
   fill_buffer (d, index, vb);
-  if (d->memory == V4L2_MEMORY_DMABUF)
-    unmap_dmabuf (&d->bufs[index]);
   pfemu_stats.dqbuf++;
   return 0;
 }
@@ -488,11 +495,8 @@ streamoff (Dev * d, const int *type)
   for (i = 0; i < d->d_len; i++)
     if (read (d->wake_fd, &v, sizeof (v)) != sizeof (v))
       break;
-  for (i = 0; i < d->n_bufs; i++) {
+  for (i = 0; i < d->n_bufs; i++)
     d->bufs[i].state = BUF_USER;
-    if (d->memory == V4L2_MEMORY_DMABUF)
-      unmap_dmabuf (&d->bufs[i]);
-  }
   d->q_len = d->d_len = d->q_head = d->d_head = 0;
   return 0;
 }

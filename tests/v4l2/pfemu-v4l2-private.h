@@ -34,8 +34,9 @@ typedef struct
   size_t length;
   unsigned long userptr;        /* USERPTR: while queued or done */
   int dmafd;                    /* DMABUF: the fd QBUF gave */
-  void *dmamap;                 /* DMABUF: our mapping while queued */
+  void *dmamap;                 /* DMABUF: our mapping (the attachment) */
   size_t dmalen;
+  uint64_t dmaid[3];            /* DMABUF: what dmamap maps (identity) */
   uint32_t sequence;
   uint32_t bytesused;
   struct timeval ts;
@@ -80,6 +81,7 @@ void pfemu_udmabuf_forget (int fd);
 void *pfemu_udmabuf_mmap (int fd, size_t len, int prot, off_t off);
 int64_t pfemu_dmabuf_size (int fd);
 void *pfemu_dmabuf_map (int fd, size_t len);
+int pfemu_dmabuf_identity (int fd, uint64_t id[3]);
 
 /* pfemu-v4l2-real.c: the calls without our interception */
 int pfemu_real_close (int fd);
