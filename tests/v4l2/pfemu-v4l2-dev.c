@@ -127,13 +127,45 @@ get_format (Dev * d, struct v4l2_format *f)
 
 /* ---- buffers ---- */
 
+/* Unmaps every attached dmabuf. */
 static void
-unmap_dmabuf (Buf * b)
+detach_all (Dev * d)
 {
-  if (b->dmamap)
-    pfemu_real_munmap (b->dmamap, b->dmalen);
-  b->dmamap = NULL;
-  b->dmafd = -1;
+  uint32_t i;
+
+  for (i = 0; i < d->n_att; i++)
+    pfemu_real_munmap (d->att[i].map, d->att[i].len);
+  d->n_att = 0;
+  for (i = 0; i < d->n_bufs; i++) {
+    d->bufs[i].dmamap = NULL;
+    d->bufs[i].dmafd = -1;
+  }
+}
+
+/* The mapping of dmabuf @fd: attached once per dmabuf (as a driver maps a
+ * dmabuf for DMA once while it keeps coming back), or MAP_FAILED. */
+static void *
+attach (Dev * d, int fd)
+{
+  uint64_t id[3];
+  uint32_t i;
+  void *p;
+
+  if (pfemu_dmabuf_identity (fd, id) < 0)
+    return MAP_FAILED;
+  for (i = 0; i < d->n_att; i++)
+    if (memcmp (d->att[i].id, id, sizeof (id)) == 0)
+      return d->att[i].map;
+  if (d->n_att == MAX_ATTACH)
+    return MAP_FAILED;
+  p = pfemu_dmabuf_map (fd, d->sizeimage);
+  if (p == MAP_FAILED)
+    return p;
+  memcpy (d->att[d->n_att].id, id, sizeof (id));
+  d->att[d->n_att].map = p;
+  d->att[d->n_att].len = d->sizeimage;
+  d->n_att++;
+  return p;
 }
 
 static int
@@ -155,8 +187,8 @@ free_buffers (Dev * d)
   for (i = 0; i < d->n_bufs; i++) {
     if (d->bufs[i].memfd >= 0)
       pfemu_real_close (d->bufs[i].memfd);
-    unmap_dmabuf (&d->bufs[i]);
   }
+  detach_all (d);
   d->n_bufs = 0;
   d->q_len = d->d_len = d->q_head = d->d_head = 0;
 }
@@ -299,24 +331,14 @@ qbuf (Dev * d, struct v4l2_buffer *vb)
     b->length = vb->length;
   } else if (d->memory == V4L2_MEMORY_DMABUF) {
     int64_t size = pfemu_dmabuf_size (vb->m.fd);
-    uint64_t id[3];
+    void *p;
 
-    if (size < 0 || (size_t) size < d->sizeimage
-        || pfemu_dmabuf_identity (vb->m.fd, id) < 0)
+    if (size < 0 || (size_t) size < d->sizeimage)
       return -EINVAL;
-    /* attached once, as vb2 keeps a dmabuf attached while the same one
-     * comes back to the buffer */
-    if (b->dmamap == NULL || memcmp (id, b->dmaid, sizeof (id)) != 0) {
-      void *p;
-
-      unmap_dmabuf (b);
-      p = pfemu_dmabuf_map (vb->m.fd, d->sizeimage);
-      if (p == MAP_FAILED)
-        return -EINVAL;
-      b->dmamap = p;
-      b->dmalen = d->sizeimage;
-      memcpy (b->dmaid, id, sizeof (id));
-    }
+    p = attach (d, vb->m.fd);
+    if (p == MAP_FAILED)
+      return -EINVAL;
+    b->dmamap = p;
     b->dmafd = vb->m.fd;
     b->length = (size_t) size;
   }

@@ -23,6 +23,7 @@
 #define MAX_MAPS 256
 #define MAX_HOLDS 256
 #define MAX_ROW 8192
+#define MAX_ATTACH 64
 
 enum
 { BUF_USER, BUF_QUEUED, BUF_WRITING, BUF_DONE };
@@ -34,9 +35,7 @@ typedef struct
   size_t length;
   unsigned long userptr;        /* USERPTR: while queued or done */
   int dmafd;                    /* DMABUF: the fd QBUF gave */
-  void *dmamap;                 /* DMABUF: our mapping (the attachment) */
-  size_t dmalen;
-  uint64_t dmaid[3];            /* DMABUF: what dmamap maps (identity) */
+  void *dmamap;                 /* DMABUF: its attachment's mapping */
   uint32_t sequence;
   uint32_t bytesused;
   struct timeval ts;
@@ -57,6 +56,15 @@ typedef struct
   pthread_t thread;
   pthread_cond_t cond;
   uint32_t seq;
+  /* DMABUF: the dmabufs attached (mapped) so far, by identity
+   * (pfemu_dmabuf_identity()), until REQBUFS frees the buffers */
+  struct
+  {
+    uint64_t id[3];
+    void *map;
+    size_t len;
+  } att[MAX_ATTACH];
+  uint32_t n_att;
 } Dev;
 
 extern pthread_mutex_t pfemu_lock;
