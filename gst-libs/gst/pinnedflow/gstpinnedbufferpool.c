@@ -13,6 +13,15 @@
  * keeps the pool bounded. Each memory's weak reference holds a reference
  * on the pf_pool, which may so outlive this object.
  *
+ * Asked to (config "pinned-dmabuf", as pinnedshmsink's proposed pool is)
+ * and where /dev/udmabuf opens, start() also exports every slot as a
+ * dmabuf (one UDMABUF_CREATE per slot over the segment's sealed memfd,
+ * the fds owned by the segment: pf_segment_attach_once) and slots are
+ * handed out as GstDmaBufMemory tagged with their range of the segment
+ * (gst_pinned_memory_get_segment() answers for them). A video config
+ * whose size is larger than the caps' frame gets the padded rows that
+ * make that size (a V4L2 driver's bytesperline; align_rows_to_size()).
+ *
  * Blocking acquire does not use the base class's wait: in GStreamer 1.22
  * (GstPoll control tokens) two threads blocked in acquire can miss a
  * release and sleep forever (reproduced with a plain GstBufferPool). The
@@ -21,7 +30,8 @@
  * every returned slot and flushing.
  *
  * Threading: @pfpool and @segment are set by start/stop under the object
- * lock and read under it (with a reference), except on the per-buffer path:
+ * lock and read under it (with a reference), except on the per-buffer path
+ * (@slot_dmabufs too, set by start/stop, valid while @pfpool is):
  * acquire_buffer() and release_buffer() read @pfpool atomically and take
  * no reference. That is safe because gst_buffer_pool_acquire_buffer()
  * counts the buffer as outstanding before calling acquire_buffer(),
