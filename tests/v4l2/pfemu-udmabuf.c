@@ -14,7 +14,7 @@
  * read-only. dup and close of these fds are followed.
  *
  * Threads: one mutex (taken after pfemu_lock when both are held) guards
- * the table; a fork takes it.
+ * the table; a fork takes both, in that order.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -48,24 +48,17 @@ typedef struct
 static pthread_mutex_t ub_lock = PTHREAD_MUTEX_INITIALIZER;
 static UdmaFd ub[MAX_FDS];
 
-static void
-ub_prepare (void)
+/* Around a fork, after pfemu_lock (pfemu-v4l2.c's handlers: one order). */
+void
+pfemu_udmabuf_lock (void)
 {
   pthread_mutex_lock (&ub_lock);
 }
 
-static void
-ub_after (void)
+void
+pfemu_udmabuf_unlock (void)
 {
   pthread_mutex_unlock (&ub_lock);
-}
-
-static void pfemu_udmabuf_init (void) __attribute__((constructor));
-
-static void
-pfemu_udmabuf_init (void)
-{
-  pthread_atfork (ub_prepare, ub_after, ub_after);
 }
 
 int
@@ -250,12 +243,30 @@ pfemu_dmabuf_size (int fd)
 }
 
 /* A writable mapping of the first @len bytes of dmabuf @fd (what the
- * device's DMA writes through). */
+ * device's DMA writes through). *@borrowed: it is the process's own
+ * mapping of a udmabuf's memfd (where a second mapping of its pages
+ * cannot be made: valgrind has no mremap with old size 0), never to be
+ * unmapped by the caller. */
 void *
-pfemu_dmabuf_map (int fd, size_t len)
+pfemu_dmabuf_map (int fd, size_t len, int *borrowed)
 {
-  if (pfemu_udmabuf_maybe (fd))
-    return pfemu_udmabuf_mmap (fd, len, PROT_READ | PROT_WRITE, 0);
+  *borrowed = 0;
+  if (pfemu_udmabuf_maybe (fd)) {
+    void *p = pfemu_udmabuf_mmap (fd, len, PROT_READ | PROT_WRITE, 0);
+    UdmaFd u;
+
+    if (p != MAP_FAILED)
+      return p;
+    pthread_mutex_lock (&ub_lock);
+    u = ub[fd];
+    pthread_mutex_unlock (&ub_lock);
+    if (u.kind == UB_BUFFER && len <= u.size
+        && (p = find_writable (u.dev, u.ino, u.offset, len)) != NULL) {
+      *borrowed = 1;
+      return p;
+    }
+    return MAP_FAILED;
+  }
   return pfemu_real_mmap (NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 }
 

@@ -134,7 +134,8 @@ detach_all (Dev * d)
   uint32_t i;
 
   for (i = 0; i < d->n_att; i++)
-    pfemu_real_munmap (d->att[i].map, d->att[i].len);
+    if (!d->att[i].borrowed)
+      pfemu_real_munmap (d->att[i].map, d->att[i].len);
   d->n_att = 0;
   for (i = 0; i < d->n_bufs; i++) {
     d->bufs[i].dmamap = NULL;
@@ -149,6 +150,7 @@ attach (Dev * d, int fd)
 {
   uint64_t id[3];
   uint32_t i;
+  int borrowed;
   void *p;
 
   if (pfemu_dmabuf_identity (fd, id) < 0)
@@ -158,9 +160,10 @@ attach (Dev * d, int fd)
       return d->att[i].map;
   if (d->n_att == MAX_ATTACH)
     return MAP_FAILED;
-  p = pfemu_dmabuf_map (fd, d->sizeimage);
+  p = pfemu_dmabuf_map (fd, d->sizeimage, &borrowed);
   if (p == MAP_FAILED)
     return p;
+  d->att[d->n_att].borrowed = borrowed;
   memcpy (d->att[d->n_att].id, id, sizeof (id));
   d->att[d->n_att].map = p;
   d->att[d->n_att].len = d->sizeimage;

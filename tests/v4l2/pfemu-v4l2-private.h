@@ -63,6 +63,7 @@ typedef struct
     uint64_t id[3];
     void *map;
     size_t len;
+    int borrowed;               /* not ours to unmap */
   } att[MAX_ATTACH];
   uint32_t n_att;
 } Dev;
@@ -88,7 +89,9 @@ void pfemu_udmabuf_dup (int fd, int nfd);
 void pfemu_udmabuf_forget (int fd);
 void *pfemu_udmabuf_mmap (int fd, size_t len, int prot, off_t off);
 int64_t pfemu_dmabuf_size (int fd);
-void *pfemu_dmabuf_map (int fd, size_t len);
+void *pfemu_dmabuf_map (int fd, size_t len, int *borrowed);
+void pfemu_udmabuf_lock (void);
+void pfemu_udmabuf_unlock (void);
 int pfemu_dmabuf_identity (int fd, uint64_t id[3]);
 
 /* pfemu-v4l2-real.c: the calls without our interception */

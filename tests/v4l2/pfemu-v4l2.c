@@ -70,21 +70,18 @@ static struct
 static int n_maps;              /* entries of maps[] in use */
 static const char *dev_path = PFEMU_V4L2_DEFAULT_DEVICE;
 
+/* Both locks, in the order the ioctls take them. */
 static void
 fork_prepare (void)
 {
   pthread_mutex_lock (&pfemu_lock);
+  pfemu_udmabuf_lock ();
 }
 
 static void
-fork_parent (void)
+fork_done (void)
 {
-  pthread_mutex_unlock (&pfemu_lock);
-}
-
-static void
-fork_child (void)
-{
+  pfemu_udmabuf_unlock ();
   pthread_mutex_unlock (&pfemu_lock);
 }
 
@@ -102,7 +99,7 @@ pfemu_v4l2_init (void)
   /* a fork while another thread holds the lock would leave the child's
    * copy locked: its close() of every fd before exec (g_spawn) would
    * hang */
-  pthread_atfork (fork_prepare, fork_parent, fork_child);
+  pthread_atfork (fork_prepare, fork_done, fork_done);
 }
 
 static Dev *
@@ -254,6 +251,54 @@ openat (int dirfd, const char *path, int flags, ...)
   if (pfemu_udmabuf_is_device (path))
     return pfemu_udmabuf_open ();
   return real_openat (dirfd, path, flags, mode);
+}
+
+EXPORT int
+openat64 (int dirfd, const char *path, int flags, ...)
+{
+  REAL (int, openat64, (int, const char *, int, ...));
+  mode_t mode = 0;
+
+  if (flags & (O_CREAT | O_TMPFILE)) {
+    va_list ap;
+
+    va_start (ap, flags);
+    mode = va_arg (ap, mode_t);
+    va_end (ap);
+  }
+  if (is_device (path))
+    return open_device (flags);
+  if (pfemu_udmabuf_is_device (path))
+    return pfemu_udmabuf_open ();
+  return real_openat64 (dirfd, path, flags, mode);
+}
+
+/* _FORTIFY_SOURCE's open with flags not known at compile time */
+int __open_2 (const char *path, int flags);
+int __open64_2 (const char *path, int flags);
+
+EXPORT int
+__open_2 (const char *path, int flags)
+{
+  REAL (int, __open_2, (const char *, int));
+
+  if (is_device (path))
+    return open_device (flags);
+  if (pfemu_udmabuf_is_device (path))
+    return pfemu_udmabuf_open ();
+  return real___open_2 (path, flags);
+}
+
+EXPORT int
+__open64_2 (const char *path, int flags)
+{
+  REAL (int, __open64_2, (const char *, int));
+
+  if (is_device (path))
+    return open_device (flags);
+  if (pfemu_udmabuf_is_device (path))
+    return pfemu_udmabuf_open ();
+  return real___open64_2 (path, flags);
 }
 
 EXPORT int

@@ -41,6 +41,10 @@
 
 static gchar *tmpdir;
 static gchar *sock;
+/* The pipeline a failed assertion would leave running: the teardown
+ * stops it (with CK_FORK=no, as under valgrind, a test that fails jumps
+ * out; a source left paused would hang gst_task_cleanup_all()). */
+static GstElement *running;
 
 static void
 get_stats (PfemuV4l2Stats * st)
@@ -63,6 +67,11 @@ setup (void)
 static void
 teardown (void)
 {
+  if (running) {
+    gst_element_set_state (running, GST_STATE_NULL);
+    gst_object_unref (running);
+    running = NULL;
+  }
   unlink (sock);
   rmdir (tmpdir);
   g_clear_pointer (&sock, g_free);
@@ -341,6 +350,7 @@ run_full (const gchar * mode, const gchar * format, guint n, guint hold,
   fail_unless (pipe != NULL, "%s: %s", desc, err ? err->message : "");
   g_free (desc);
   sink = gst_bin_get_by_name (GST_BIN (pipe), "sink");
+  running = gst_object_ref (pipe);
   if (in_process_hold) {
     GstPad *pad = gst_element_get_static_pad (sink, "sink");
 
@@ -411,6 +421,7 @@ run_full (const gchar * mode, const gchar * format, guint n, guint hold,
   fail_unless_equals_int (gst_element_set_state (pipe, GST_STATE_NULL),
       GST_STATE_CHANGE_SUCCESS);
   fail_unless (hp.n_held == 0 || !in_process_hold);
+  gst_clear_object (&running);
   gst_object_unref (sink);
   gst_object_unref (pipe);
 }
