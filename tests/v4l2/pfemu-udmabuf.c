@@ -4,7 +4,8 @@
  * Where the kernel has no udmabuf (as on the machines this is tested on),
  * PFEMU_UDMABUF=1 (read at each open) makes open("/dev/udmabuf") give a
  * device fd whose UDMABUF_CREATE checks what the kernel checks (a memfd
- * sealed against shrinking and not against writes, offset and size page
+ * sealed against shrinking and not against writes, now or future, as
+ * since Linux 6.13; offset and size page
  * aligned and inside the file) and returns a "dmabuf" fd: a new open file
  * of the memfd, remembered with the range it stands for. mmap of it maps
  * that range: writable through the pages of the process's own writable
@@ -103,8 +104,11 @@ create (const struct udmabuf_create *c)
   char path[64];
   int seals, fd;
 
+  /* as Linux 6.13 (and the stable kernels it went to): no write seal,
+   * future or not */
   seals = fcntl ((int) c->memfd, F_GET_SEALS);
-  if (seals < 0 || !(seals & F_SEAL_SHRINK) || (seals & F_SEAL_WRITE))
+  if (seals < 0 || !(seals & F_SEAL_SHRINK)
+      || (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)))
     return -EINVAL;
   if (c->offset % page || c->size % page || c->size == 0
       || (c->flags & ~UDMABUF_FLAGS_CLOEXEC))

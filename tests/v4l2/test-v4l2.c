@@ -624,6 +624,7 @@ check_pool_memory (gboolean udmabuf)
   GstMessage *m;
   gsize offset = 1;
   guint i, infos = 0;
+  GstPinnedSegment *seg;
 
   gst_bin_add (GST_BIN (pipe), sink);
   for (i = 0; i < 2; i++) {
@@ -640,9 +641,14 @@ check_pool_memory (gboolean udmabuf)
       GST_FLOW_OK);
   mem = gst_buffer_peek_memory (buf, 0);
   fail_unless_equals_int (gst_is_dmabuf_memory (mem), udmabuf);
-  /* either way the sink finds the slot in its segment */
-  fail_unless (gst_pinned_memory_get_segment (mem, &offset) != NULL);
+  /* either way the sink finds the slot in its segment, and the segment
+   * is sealed against writers (consumers map it read-only); with udmabuf
+   * the seal comes after the export (the kernel refuses sealed memfds) */
+  seg = gst_pinned_memory_get_segment (mem, &offset);
+  fail_unless (seg != NULL);
   fail_unless_equals_int (offset % sysconf (_SC_PAGESIZE), 0);
+  fail_unless (fcntl (pf_segment_get_fd (seg), F_GET_SEALS) &
+      F_SEAL_FUTURE_WRITE);
   gst_buffer_unref (buf);
   fail_unless (gst_buffer_pool_set_active (pool, FALSE));
   gst_object_unref (pool);

@@ -56,6 +56,10 @@
 #include <unistd.h>
 #include <linux/udmabuf.h>
 
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010
+#endif
+
 GST_DEBUG_CATEGORY_STATIC (gst_pinned_buffer_pool_debug);
 #define GST_CAT_DEFAULT gst_pinned_buffer_pool_debug
 
@@ -362,6 +366,17 @@ export_slots (pf_segment * seg, void *user_data, int *err)
 
 static const char dmabuf_key = 0;
 
+static gboolean
+udmabuf_available (void)
+{
+  int fd = open ("/dev/udmabuf", O_RDWR | O_CLOEXEC);
+
+  if (fd < 0)
+    return FALSE;
+  close (fd);
+  return TRUE;
+}
+
 /* Asked for (CONFIG_DMABUF): the slots of @seg as dmabufs, or NULL (said
  * in the debug log; the pool then gives pinned memory, which v4l2src
  * imports in io-mode=userptr). */
@@ -392,10 +407,17 @@ gst_pinned_buffer_pool_start (GstBufferPool * pool)
   GError *err = NULL;
   gchar *name, *desc;
   int res;
+  /* udmabuf refuses a memfd sealed against future writes (Linux 6.13 and
+   * the stable kernels it was backported to): export the slots first,
+   * seal after */
+  gboolean seal_later = self->want_dmabuf
+      && (self->segment_flags & GST_PINNED_SEGMENT_FLAG_SEAL_WRITERS)
+      && udmabuf_available ();
 
   name = g_strdup_printf ("gst-pinned-pool-%s", GST_OBJECT_NAME (pool));
   seg = gst_pinned_segment_new_full (name, self->slot_stride * self->n_slots,
-      self->segment_flags, &err);
+      seal_later ? self->segment_flags & ~GST_PINNED_SEGMENT_FLAG_SEAL_WRITERS
+      : self->segment_flags, &err);
   g_free (name);
   if (seg == NULL) {
     GST_ERROR_OBJECT (pool, "%s", err->message);
@@ -414,6 +436,12 @@ gst_pinned_buffer_pool_start (GstBufferPool * pool)
   g_atomic_pointer_set (&self->pfpool, pfpool);
   GST_OBJECT_UNLOCK (pool);
   self->slot_dmabufs = self->want_dmabuf ? get_slot_dmabufs (self, seg) : NULL;
+  /* every mapping made from now on (the consumers') read-only, as
+   * SEAL_WRITERS does at creation */
+  if (seal_later && fcntl (pf_segment_get_fd (seg), F_ADD_SEALS,
+          F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0)
+    GST_WARNING_OBJECT (pool, "could not seal the segment against writers: "
+        "%s", g_strerror (errno));
 
   desc = gst_pinned_segment_describe_state (pf_segment_get_state (seg));
   GST_INFO_OBJECT (pool, "segment %" G_GUINT64_FORMAT " (fd %d): %u slots of %"
