@@ -278,9 +278,18 @@ gst_pinned_shm_frame_add_video_meta (const pf_consumer_frame * f,
   }
   if (known)
     return TRUE;
-  /* stride x lines, so a negative stride fails too */
-  if (!gst_video_meta_get_plane_size (vmeta, plane_size))
-    return FALSE;
+  /* stride x lines, so a negative stride fails too (not
+   * gst_video_meta_get_plane_size(): up to 1.22 it refuses rows padded
+   * past the meta's alignment, a camera's bytesperline) */
+  for (i = 0; i < f->n_planes; i++) {
+    gint comp[GST_VIDEO_MAX_COMPONENTS];
+
+    gst_video_format_info_component (vinfo->finfo, i, comp);
+    if (strides[i] <= 0 || comp[0] < 0)
+      return FALSE;
+    plane_size[i] = (gsize) strides[i] *
+        GST_VIDEO_FORMAT_INFO_SCALE_HEIGHT (vinfo->finfo, comp[0], f->height);
+  }
   for (i = 0; i < f->n_planes; i++)
     if (!plane_in_one_chunk (f, i, plane_size[i]))
       return FALSE;

@@ -5,8 +5,10 @@
  * The pools of pinnedshmsink: how many slots they get (pool-size, or
  * sized for max-clients consumers) and the warning when that cannot keep
  * stuck consumers off the others' slots; the pinned pool proposed
- * upstream (ALLOCATION); the copy pool and the copy of a buffer in other
- * memory into it; the warning when a pool could not be page-locked.
+ * upstream (ALLOCATION), its slots also offered as dmabufs where the
+ * kernel has udmabuf (an INFO message once per sink where not); the copy
+ * pool and the copy of a buffer in other memory into it; the warning when
+ * a pool could not be page-locked.
  *
  * Threads and lifetimes: the copy pool is the streaming thread's, replaced
  * under the sink's lock (unlock() sets it flushing); the slot count reads
@@ -21,7 +23,10 @@
 #include <gst/pinnedflow/gstpinnedallocator.h>
 #include <gst/pinnedflow/gstpinnedbufferpool.h>
 
+#include <errno.h>
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #define GST_CAT_DEFAULT gst_pinned_shm_sink_debug
 
@@ -131,6 +136,38 @@ make_pool (GstPinnedShmSink * self, GstCaps * caps, gsize size, guint count,
   return pool;
 }
 
+/* Asks @pool to export its slots as dmabufs too (for v4l2src
+ * io-mode=dmabuf-import and other importers), which it does where the
+ * kernel has udmabuf. Without /dev/udmabuf the slots are pinned memory
+ * only, as before: said once per sink on the bus (an INFO message), since
+ * a dmabuf importer upstream then fails to start. */
+static void
+offer_dmabuf (GstPinnedShmSink * self, GstBufferPool * pool)
+{
+  GstStructure *config = gst_buffer_pool_get_config (pool);
+  int fd;
+
+  gst_structure_set (config, "pinned-dmabuf", G_TYPE_BOOLEAN, TRUE, NULL);
+  if (!gst_buffer_pool_set_config (pool, config))
+    GST_DEBUG_OBJECT (self, "pool refused the dmabuf option");
+
+  fd = open ("/dev/udmabuf", O_RDWR | O_CLOEXEC);
+  if (fd >= 0) {
+    close (fd);
+    return;
+  }
+  if (g_object_get_data (G_OBJECT (self), "pinned-dmabuf-said"))
+    return;
+  g_object_set_data (G_OBJECT (self), "pinned-dmabuf-said",
+      GINT_TO_POINTER (1));
+  GST_ELEMENT_INFO (self, RESOURCE, NOT_FOUND,
+      ("Frames are offered as pinned memory, not as dmabufs (no udmabuf)"),
+      ("/dev/udmabuf: %s; a dmabuf importer (v4l2src "
+          "io-mode=dmabuf-import) cannot use the pool: io-mode=userptr "
+          "fills it without a copy, io-mode=mmap with one",
+          g_strerror (errno)));
+}
+
 gboolean
 gst_pinned_shm_sink_propose_allocation (GstBaseSink * bsink, GstQuery * query)
 {
@@ -161,6 +198,7 @@ gst_pinned_shm_sink_propose_allocation (GstBaseSink * bsink, GstQuery * query)
   pool = make_pool (self, caps, GST_VIDEO_INFO_SIZE (&info), count, TRUE);
   if (pool == NULL)
     return TRUE;
+  offer_dmabuf (self, pool);
   GST_DEBUG_OBJECT (self, "proposing pinned pool of %u x %" G_GSIZE_FORMAT
       " bytes", count, GST_VIDEO_INFO_SIZE (&info));
   gst_query_add_allocation_pool (query, pool, GST_VIDEO_INFO_SIZE (&info),

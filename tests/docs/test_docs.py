@@ -27,7 +27,10 @@ around the line, never inside it:
     with bash -e, then every background job is waited for and must exit 0);
   - lines with pinnedcuda elements run on the CPU emulator of cudart
     (GST_PINNEDFLOW_CUDART, as tests/cuda does) with PFEMU_LEAK_ABORT=1, so
-    a CUDA resource left at exit fails the line.
+    a CUDA resource left at exit fails the line;
+  - lines with v4l2src run on the V4L2 stand-in of tests/v4l2 (preloaded,
+    playing /dev/video0 and /dev/udmabuf), skipped where v4l2src is not
+    installed.
 The lines use fixed paths in /tmp (/tmp/cam.sock, ...): an flock on
 /tmp/gst-pinnedflow-docs.lock keeps two build trees' runs apart.
 """
@@ -45,6 +48,7 @@ import tempfile
 SOURCE = os.environ["PINNEDFLOW_SOURCE_ROOT"]
 BUILD = os.environ["PINNEDFLOW_BUILD_ROOT"]
 EMULATOR = os.environ.get("PINNEDFLOW_DOCS_EMULATOR", "")
+V4L2_STANDIN = os.environ.get("PINNEDFLOW_DOCS_V4L2", "")
 LIMIT = 60
 BAD = re.compile(r"^(ERROR|.*CRITICAL|.*\*\*.*WARNING)", re.M)
 
@@ -202,6 +206,12 @@ def run_unit(kind, text, env, cwd):
     return [("line", p.wait(), p.output())]
 
 
+def have_v4l2src():
+    return subprocess.run(["gst-inspect-1.0", "--exists", "v4l2src"],
+                          stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL).returncode == 0
+
+
 def case_launch():
     found = units()
     assert len(found) >= 10, "only %d launch lines found: %s" % (
@@ -221,6 +231,15 @@ def case_launch():
                                                                    text))
                 skipped += 1
                 continue
+            if "v4l2src" in text and not (V4L2_STANDIN and have_v4l2src()):
+                print("skip %s: %s (no v4l2src or no stand-in)" % (where,
+                                                                  text))
+                skipped += 1
+                continue
+            if "v4l2src" in text:
+                env["LD_PRELOAD"] = V4L2_STANDIN
+                env["PFEMU_V4L2_DEVICE"] = "/dev/video0"
+                env["PFEMU_UDMABUF"] = "1"
             if gpu:
                 env["GST_PINNEDFLOW_CUDART"] = EMULATOR
                 env["PINNEDFLOW_CUDA_MODE"] = "emulated"

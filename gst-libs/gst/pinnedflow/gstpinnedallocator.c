@@ -43,6 +43,7 @@
 #endif
 
 #include <gst/pinnedflow/gstpinnedallocator.h>
+#include "gstpinnedallocator-private.h"
 
 #include <string.h>
 
@@ -368,6 +369,44 @@ gst_pinned_allocator_get (void)
   return gst_object_ref (instance);
 }
 
+/* What gst_pinned_memory_tag_dmabuf() attaches. */
+typedef struct
+{
+  GstPinnedSegment *segment;    /* a reference */
+  gsize offset;
+} DmabufTag;
+
+static GQuark
+dmabuf_tag_quark (void)
+{
+  static gsize q;
+
+  if (g_once_init_enter (&q))
+    g_once_init_leave (&q, g_quark_from_static_string ("GstPinnedDmabufTag"));
+  return (GQuark) q;
+}
+
+static void
+dmabuf_tag_free (gpointer data)
+{
+  DmabufTag *tag = data;
+
+  pf_segment_unref (tag->segment);
+  g_free (tag);
+}
+
+void
+gst_pinned_memory_tag_dmabuf (GstMemory * mem, GstPinnedSegment * seg,
+    gsize offset)
+{
+  DmabufTag *tag = g_new (DmabufTag, 1);
+
+  tag->segment = pf_segment_ref (seg);
+  tag->offset = offset;
+  gst_mini_object_set_qdata (GST_MINI_OBJECT_CAST (mem), dmabuf_tag_quark (),
+      tag, dmabuf_tag_free);
+}
+
 GstMemory *
 gst_pinned_allocator_wrap (GstAllocator * allocator,
     GstPinnedSegment * segment, gsize offset, gsize size)
@@ -417,8 +456,17 @@ gst_is_pinned_memory (GstMemory * mem)
 GstPinnedSegment *
 gst_pinned_memory_get_segment (GstMemory * mem, gsize * offset)
 {
-  if (!gst_is_pinned_memory (mem))
-    return NULL;
+  if (G_UNLIKELY (!gst_is_pinned_memory (mem))) {
+    /* a slot exported as a dmabuf (gstpinnedbufferpool.c) */
+    DmabufTag *tag = gst_mini_object_get_qdata (GST_MINI_OBJECT_CAST (mem),
+        dmabuf_tag_quark ());
+
+    if (tag == NULL)
+      return NULL;
+    if (offset)
+      *offset = tag->offset + mem->offset;
+    return tag->segment;
+  }
   if (offset)
     *offset = mem->offset;
   return ((GstPinnedMemory *) mem)->segment;

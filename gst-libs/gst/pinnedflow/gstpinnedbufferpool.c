@@ -13,6 +13,15 @@
  * keeps the pool bounded. Each memory's weak reference holds a reference
  * on the pf_pool, which may so outlive this object.
  *
+ * Asked to (config "pinned-dmabuf", as pinnedshmsink's proposed pool is)
+ * and where /dev/udmabuf opens, start() also exports every slot as a
+ * dmabuf (one UDMABUF_CREATE per slot over the segment's sealed memfd,
+ * the fds owned by the segment: pf_segment_attach_once) and slots are
+ * handed out as GstDmaBufMemory tagged with their range of the segment
+ * (gst_pinned_memory_get_segment() answers for them). A video config
+ * whose size is larger than the caps' frame gets the padded rows that
+ * make that size (a V4L2 driver's bytesperline; align_rows_to_size()).
+ *
  * Blocking acquire does not use the base class's wait: in GStreamer 1.22
  * (GstPoll control tokens) two threads blocked in acquire can miss a
  * release and sleep forever (reproduced with a plain GstBufferPool). The
@@ -21,7 +30,8 @@
  * every returned slot and flushing.
  *
  * Threading: @pfpool and @segment are set by start/stop under the object
- * lock and read under it (with a reference), except on the per-buffer path:
+ * lock and read under it (with a reference), except on the per-buffer path
+ * (@slot_dmabufs too, set by start/stop, valid while @pfpool is):
  * acquire_buffer() and release_buffer() read @pfpool atomically and take
  * no reference. That is safe because gst_buffer_pool_acquire_buffer()
  * counts the buffer as outstanding before calling acquire_buffer(),
@@ -35,14 +45,27 @@
 
 #include <gst/pinnedflow/gstpinnedbufferpool.h>
 #include <gst/pinnedflow/gstpinnedallocator.h>
+#include "gstpinnedallocator-private.h"
 #include <pinnedflow/pf-pool.h>
 
+#include <gst/allocators/gstdmabuf.h>
+
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+#include <linux/udmabuf.h>
+
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010
+#endif
 
 GST_DEBUG_CATEGORY_STATIC (gst_pinned_buffer_pool_debug);
 #define GST_CAT_DEFAULT gst_pinned_buffer_pool_debug
 
 #define CONFIG_SEGMENT_FLAGS "pinned-segment-flags"
+/* boolean: export every slot as a dmabuf where /dev/udmabuf is there */
+#define CONFIG_DMABUF "pinned-dmabuf"
 /* pf_segment refuses bigger segments. */
 #define MAX_SEGMENT_SIZE (G_GUINT64_CONSTANT (1) << 40)
 
@@ -82,9 +105,15 @@ struct _GstPinnedBufferPool
   GstPinnedSegmentFlags segment_flags;
   gboolean configured;
 
+  gboolean want_dmabuf;
+
   /* Set by start/stop, under the object lock. */
   GstPinnedSegment *segment;
   pf_pool *pfpool;
+  /* The slots' dmabufs (start), owned by the segment (attached); NULL
+   * when not asked for or not possible (no /dev/udmabuf). */
+  const int *slot_dmabufs;
+  GstAllocator *dmabuf_allocator;
 };
 
 #define gst_pinned_buffer_pool_parent_class parent_class
@@ -123,6 +152,33 @@ gst_pinned_buffer_pool_config_get_segment_flags (GstStructure * config)
   if (G_VALUE_HOLDS_INT (v))
     return (GstPinnedSegmentFlags) g_value_get_int (v);
   return GST_PINNED_BUFFER_POOL_DEFAULT_SEGMENT_FLAGS;
+}
+
+/* The row alignment (a power of two, 2 to 4096 bytes, the same on every
+ * plane) that lays @info out in exactly @size bytes: @info and @align get
+ * it, TRUE. A V4L2 driver that pads its rows says so only through its
+ * frame size (v4l2src io-mode=userptr configures the pool it imports with
+ * the driver's sizeimage and no alignment), and it accepts a buffer only
+ * with its strides. */
+static gboolean
+align_rows_to_size (GstVideoInfo * info, gsize size, GstVideoAlignment * align)
+{
+  guint shift, i;
+
+  for (shift = 1; shift <= 12; shift++) {
+    GstVideoInfo tmp = *info;
+    GstVideoAlignment a;
+
+    gst_video_alignment_reset (&a);
+    for (i = 0; i < GST_VIDEO_MAX_PLANES; i++)
+      a.stride_align[i] = (1u << shift) - 1;
+    if (gst_video_info_align (&tmp, &a) && tmp.size == size) {
+      *info = tmp;
+      *align = a;
+      return TRUE;
+    }
+  }
+  return FALSE;
 }
 
 static const gchar **
@@ -169,6 +225,16 @@ gst_pinned_buffer_pool_set_config (GstBufferPool * pool, GstStructure * config)
     }
     /* gst_video_info_align() may have added right padding. */
     gst_buffer_pool_config_set_video_alignment (config, &align);
+  }
+
+  /* Bigger frames than the caps' with a video meta and no alignment asked
+   * for: padded rows, when some row alignment gives that size. */
+  if (add_videometa && !need_alignment && size > info.size
+      && GST_VIDEO_INFO_FORMAT (&info) != GST_VIDEO_FORMAT_ENCODED
+      && align_rows_to_size (&info, size, &align)) {
+    GST_INFO_OBJECT (pool, "size %u: rows of %d bytes (plane 0)", size,
+        GST_VIDEO_INFO_PLANE_STRIDE (&info, 0));
+    need_alignment = TRUE;
   }
 
   if (is_video && size < info.size) {
@@ -223,6 +289,8 @@ gst_pinned_buffer_pool_set_config (GstBufferPool * pool, GstStructure * config)
   self->slot_stride = stride;
   self->segment_flags =
       gst_pinned_buffer_pool_config_get_segment_flags (config);
+  self->want_dmabuf = FALSE;
+  gst_structure_get_boolean (config, CONFIG_DMABUF, &self->want_dmabuf);
 
   GST_DEBUG_OBJECT (pool, "%s, %u slots of %u bytes (stride %"
       G_GUINT64_FORMAT "), segment flags 0x%x", is_video ? "video" : "plain",
@@ -234,6 +302,102 @@ gst_pinned_buffer_pool_set_config (GstBufferPool * pool, GstStructure * config)
   return exact;
 }
 
+/* The slots' udmabufs, attached to their segment (closed with it). */
+typedef struct
+{
+  guint n;
+  int fds[];
+} SlotDmabufs;
+
+static void
+slot_dmabufs_free (void *data)
+{
+  SlotDmabufs *d = data;
+  guint i;
+
+  for (i = 0; i < d->n; i++)
+    close (d->fds[i]);
+  g_free (d);
+}
+
+typedef struct
+{
+  guint n_slots;
+  gsize stride;
+} ExportArgs;
+
+/* One UDMABUF_CREATE per slot (v4l2src's single-planar dmabuf import
+ * wants each buffer at offset 0 of its dmabuf): the table, or NULL with
+ * *@err (a negative errno: -ENOENT without /dev/udmabuf). */
+static void *
+export_slots (pf_segment * seg, void *user_data, int *err)
+{
+  const ExportArgs *a = user_data;
+  SlotDmabufs *d = g_malloc (sizeof (SlotDmabufs) + a->n_slots * sizeof (int));
+  int dev = open ("/dev/udmabuf", O_RDWR | O_CLOEXEC);
+  guint i;
+
+  d->n = 0;
+  if (dev < 0) {
+    *err = -errno;
+    g_free (d);
+    return NULL;
+  }
+  for (i = 0; i < a->n_slots; i++) {
+    struct udmabuf_create c = { 0, };
+    int fd;
+
+    c.memfd = pf_segment_get_fd (seg);
+    c.flags = UDMABUF_FLAGS_CLOEXEC;
+    c.offset = (guint64) i *a->stride;
+    c.size = a->stride;
+    fd = ioctl (dev, UDMABUF_CREATE, &c);
+    if (fd < 0) {
+      *err = -errno;
+      close (dev);
+      slot_dmabufs_free (d);
+      return NULL;
+    }
+    d->fds[d->n++] = fd;
+  }
+  close (dev);
+  return d;
+}
+
+static const char dmabuf_key = 0;
+
+static gboolean
+udmabuf_available (void)
+{
+  int fd = open ("/dev/udmabuf", O_RDWR | O_CLOEXEC);
+
+  if (fd < 0)
+    return FALSE;
+  close (fd);
+  return TRUE;
+}
+
+/* Asked for (CONFIG_DMABUF): the slots of @seg as dmabufs, or NULL (said
+ * in the debug log; the pool then gives pinned memory, which v4l2src
+ * imports in io-mode=userptr). */
+static const int *
+get_slot_dmabufs (GstPinnedBufferPool * self, pf_segment * seg)
+{
+  ExportArgs a = { self->n_slots, self->slot_stride };
+  SlotDmabufs *d;
+  int err = 0;
+
+  d = pf_segment_attach_once (seg, &dmabuf_key, export_slots, &a,
+      slot_dmabufs_free, &err);
+  if (d == NULL) {
+    GST_INFO_OBJECT (self, "slots not exported as dmabufs (udmabuf: %s): "
+        "pinned memory", g_strerror (-err));
+    return NULL;
+  }
+  GST_INFO_OBJECT (self, "%u slots exported as dmabufs", d->n);
+  return d->fds;
+}
+
 static gboolean
 gst_pinned_buffer_pool_start (GstBufferPool * pool)
 {
@@ -243,10 +407,17 @@ gst_pinned_buffer_pool_start (GstBufferPool * pool)
   GError *err = NULL;
   gchar *name, *desc;
   int res;
+  /* udmabuf refuses a memfd sealed against future writes (Linux 6.13 and
+   * the stable kernels it was backported to): export the slots first,
+   * seal after */
+  gboolean seal_later = self->want_dmabuf
+      && (self->segment_flags & GST_PINNED_SEGMENT_FLAG_SEAL_WRITERS)
+      && udmabuf_available ();
 
   name = g_strdup_printf ("gst-pinned-pool-%s", GST_OBJECT_NAME (pool));
   seg = gst_pinned_segment_new_full (name, self->slot_stride * self->n_slots,
-      self->segment_flags, &err);
+      seal_later ? self->segment_flags & ~GST_PINNED_SEGMENT_FLAG_SEAL_WRITERS
+      : self->segment_flags, &err);
   g_free (name);
   if (seg == NULL) {
     GST_ERROR_OBJECT (pool, "%s", err->message);
@@ -264,6 +435,13 @@ gst_pinned_buffer_pool_start (GstBufferPool * pool)
   self->segment = seg;
   g_atomic_pointer_set (&self->pfpool, pfpool);
   GST_OBJECT_UNLOCK (pool);
+  self->slot_dmabufs = self->want_dmabuf ? get_slot_dmabufs (self, seg) : NULL;
+  /* every mapping made from now on (the consumers') read-only, as
+   * SEAL_WRITERS does at creation */
+  if (seal_later && fcntl (pf_segment_get_fd (seg), F_ADD_SEALS,
+          F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0)
+    GST_WARNING_OBJECT (pool, "could not seal the segment against writers: "
+        "%s", g_strerror (errno));
 
   desc = gst_pinned_segment_describe_state (pf_segment_get_state (seg));
   GST_INFO_OBJECT (pool, "segment %" G_GUINT64_FORMAT " (fd %d): %u slots of %"
@@ -295,6 +473,7 @@ gst_pinned_buffer_pool_stop (GstBufferPool * pool)
   GST_OBJECT_LOCK (pool);
   pfpool = self->pfpool;
   self->segment = NULL;
+  self->slot_dmabufs = NULL;
   g_atomic_pointer_set (&self->pfpool, NULL);
   GST_OBJECT_UNLOCK (pool);
 
@@ -426,8 +605,17 @@ gst_pinned_buffer_pool_alloc_buffer (GstBufferPool * pool,
     return flow_from_loan_error (res);
   }
 
-  mem = gst_pinned_allocator_wrap (self->allocator,
-      pf_pool_get_segment (pfpool), slot.offset, self->size);
+  if (self->slot_dmabufs) {
+    /* the slot's dmabuf, tagged with its range of the segment */
+    mem = gst_dmabuf_allocator_alloc_with_flags (self->dmabuf_allocator,
+        self->slot_dmabufs[slot.index], self->size,
+        GST_FD_MEMORY_FLAG_DONT_CLOSE);
+    gst_pinned_memory_tag_dmabuf (mem, pf_pool_get_segment (pfpool),
+        slot.offset);
+  } else {
+    mem = gst_pinned_allocator_wrap (self->allocator,
+        pf_pool_get_segment (pfpool), slot.offset, self->size);
+  }
   /* The weak reference owns the loan and the pf_pool reference. */
   ref = g_new (SlotRef, 1);
   ref->pool = pfpool;
@@ -547,6 +735,7 @@ gst_pinned_buffer_pool_finalize (GObject * object)
    * buffers were still out (then the pf_pool is dropped here). */
   pf_pool_unref (self->pfpool);
   gst_object_unref (self->allocator);
+  gst_object_unref (self->dmabuf_allocator);
 
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
@@ -578,6 +767,7 @@ static void
 gst_pinned_buffer_pool_init (GstPinnedBufferPool * self)
 {
   self->allocator = gst_pinned_allocator_get ();
+  self->dmabuf_allocator = gst_dmabuf_allocator_new ();
   self->segment_flags = GST_PINNED_BUFFER_POOL_DEFAULT_SEGMENT_FLAGS;
 }
 
