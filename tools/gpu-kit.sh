@@ -46,8 +46,9 @@
 # pack, ci and root need root (chroot, mmdebstrap, mounts); run does not.
 # Environment: GPUKIT_PYTHON (the interpreter of the frames and tensor-*
 # steps, default python3), GPUKIT_TENSOR_BACKENDS (GPU run: the tensor-*
-# steps' backends the host has, default "torch cupy"; one left out is
-# skipped, one asked for and missing fails), GPUKIT_EMU_DRIVER=all (emulator run: the driver stand-ins under
+# steps' backends, of torch cupy cudart, default "torch cupy"; torch or
+# cupy left out is a skip, one asked for and missing fails; the -1.26 row
+# runs the first), GPUKIT_EMU_DRIVER=all (emulator run: the driver stand-ins under
 # every step, as on a GPU host), GPUKIT_BUDGET_S (the run's budget, 270),
 # GPUKIT_STEP_BOUND_S (caps every step's own bound: to rehearse timeouts),
 # GPUKIT_CK_FORK (CK_FORK for the check-based tests; unset: they fork),
@@ -557,7 +558,7 @@ run_frames () {
 # anything else fails. run_tensor BACKEND [gst126]
 run_tensor () {
   local backend=$1 gen=${2:-} py=${GPUKIT_PYTHON:-python3} n w h caps sock
-  local ref res emu="" app_ld libdir greg need have want last got cam rc
+  local ref res emu="" app_ld libdir greg need have want last got cam rc why
   if [ "$mode" = emulator ]; then
     n=30 w=640 h=480 emu=$B/tests/cuda/emu
   else
@@ -592,15 +593,22 @@ run_tensor () {
   app_ld=$emu${emu:+${orig_ld:+:}}$orig_ld
   local app_env=(env LD_LIBRARY_PATH="$app_ld")
   [ -n "$app_ld" ] || app_env=(env -u LD_LIBRARY_PATH)
-  if [ "$mode" = gpu ]; then
-    case $backend in
-      torch) "${app_env[@]}" "$py" -c 'import torch, sys
-sys.exit(not torch.cuda.is_available())' ||
-        { echo "FAIL: $py has no PyTorch with CUDA (see above)"; return 1; } ;;
-      cupy) "${app_env[@]}" "$py" -c 'import cupy
-assert cupy.cuda.runtime.getDeviceCount() > 0' ||
-        { echo "FAIL: $py has no CuPy with a device (see above)"; return 1; } ;;
-    esac
+  # torch and CuPy: the interpreter must have them (a failure, the reason)
+  if [ "$backend" != cudart ]; then
+    why=$("${app_env[@]}" "$py" -c 'import sys
+try:
+    m = __import__(sys.argv[1])
+except Exception as e:
+    sys.exit("%s not importable: %s" % (sys.argv[1], e))
+try:
+    ok = (m.cuda.is_available() if sys.argv[1] == "torch"
+          else m.cuda.runtime.getDeviceCount() > 0)
+except Exception as e:
+    sys.exit("%s %s sees no CUDA device: %s" % (sys.argv[1], m.__version__, e))
+if not ok:
+    sys.exit("%s %s sees no CUDA device" % (sys.argv[1], m.__version__))' \
+      "$backend" 2>&1) ||
+      { echo "FAIL: $py: $(echo "$why" | tail -1)"; return 1; }
   fi
   caps=video/x-raw,format=RGBA,width=$w,height=$h,framerate=30/1
   sock=$run_tmp/tensor-$backend$gen.sock
@@ -930,17 +938,20 @@ print(":".join(p for p in sys.path if p and os.path.isdir(p)))' 2>/dev/null)
     env_for driver gst126
     step tensor-cudart-1.26 45 run_tensor cudart gst126
   else
-    for n in torch cupy; do
-      case " ${GPUKIT_TENSOR_BACKENDS:-torch cupy} " in
-        *" $n "*) step "tensor-$n" 60 run_tensor "$n" ;;
-        *) record "tensor-$n" skip 0 "not asked for: GPUKIT_TENSOR_BACKENDS=${GPUKIT_TENSOR_BACKENDS}" ;;
+    # torch and CuPy unless the caller says the host lacks one (a skip,
+    # said); cudart (no framework) only when asked for
+    local want=" ${GPUKIT_TENSOR_BACKENDS:-torch cupy} " first=""
+    for n in torch cupy cudart; do
+      case $want in
+        *" $n "*) step "tensor-$n" 60 run_tensor "$n"
+          [ -n "$first" ] || first=$n ;;
+        *) [ $n = cudart ] ||
+          record "tensor-$n" skip 0 "not asked for: GPUKIT_TENSOR_BACKENDS=${GPUKIT_TENSOR_BACKENDS}" ;;
       esac
     done
+    # the 1.24+ wrapped path (no copy) with the first of them
     env_for driver gst126
-    case " ${GPUKIT_TENSOR_BACKENDS:-torch cupy} " in
-      *" torch "*) step tensor-torch-1.26 60 run_tensor torch gst126 ;;
-      *) record tensor-torch-1.26 skip 0 "not asked for: GPUKIT_TENSOR_BACKENDS=${GPUKIT_TENSOR_BACKENDS}" ;;
-    esac
+    [ -z "$first" ] || step "tensor-$first-1.26" 60 run_tensor "$first" gst126
   fi
   env_for cudart
   if [ "$mode" = emulator ]; then
