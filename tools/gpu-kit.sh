@@ -794,7 +794,7 @@ print(":".join(p for p in sys.path if p and os.path.isdir(p)))' 2>/dev/null)
     local want=" ${GPUKIT_TENSOR_BACKENDS:-torch cupy} " first=""
     for n in torch cupy cudart; do
       case $want in
-        *" $n "*) step "tensor-$n" 60 run_tensor "$n"
+        *" $n "*) step "tensor-$n" 90 run_tensor "$n"
           [ -n "$first" ] || first=$n ;;
         *) [ $n = cudart ] ||
           record "tensor-$n" skip 0 "not asked for: GPUKIT_TENSOR_BACKENDS=${GPUKIT_TENSOR_BACKENDS}" ;;
@@ -802,7 +802,7 @@ print(":".join(p for p in sys.path if p and os.path.isdir(p)))' 2>/dev/null)
     done
     # the 1.24+ wrapped path (no copy) with the first of them
     env_for driver gst126
-    [ -z "$first" ] || step "tensor-$first-1.26" 60 run_tensor "$first" gst126
+    [ -z "$first" ] || step "tensor-$first-1.26" 90 run_tensor "$first" gst126
   fi
   env_for cudart
   if [ "$mode" = emulator ]; then
