@@ -44,8 +44,11 @@
 #       background while the host suites run.
 #
 # pack, ci and root need root (chroot, mmdebstrap, mounts); run does not.
-# Environment: GPUKIT_PYTHON (the interpreter of the frames step, default
-# python3), GPUKIT_EMU_DRIVER=all (emulator run: the driver stand-ins under
+# Environment: GPUKIT_PYTHON (the interpreter of the frames and tensor-*
+# steps, default python3), GPUKIT_TENSOR_BACKENDS (GPU run: the tensor-*
+# steps' backends, of torch cupy cudart, default "torch cupy"; torch or
+# cupy left out is a skip, one asked for and missing fails; the -1.26 row
+# runs the first), GPUKIT_EMU_DRIVER=all (emulator run: the driver stand-ins under
 # every step, as on a GPU host), GPUKIT_BUDGET_S (the run's budget, 270),
 # GPUKIT_STEP_BOUND_S (caps every step's own bound: to rehearse timeouts),
 # GPUKIT_CK_FORK (CK_FORK for the check-based tests; unset: they fork),
@@ -172,7 +175,12 @@ pack () {
   mkdir -p "$tmp/python/pinnedflow"
   mv "$tmp"/python/*.py "$tmp/python/pinnedflow/"
   cp "$here/gpu-kit.sh" "$tmp/gpu-kit.sh"
-  cp "$here/gpu-kit/frames.py" "$here/gpu-kit/device.c" "$tmp/gpu-kit/"
+  cp "$here/gpu-kit/frames.py" "$here/gpu-kit/device.c" \
+    "$here/gpu-kit/tensor.sh" "$tmp/gpu-kit/"
+  # issue 33's example and its two helpers (the tensor-* steps)
+  mkdir -p "$tmp/examples"
+  cp "$top"/bridge/examples/{tensor_app.py,gst_ctypes.py,cudart_tensor.py} \
+    "$tmp/examples/" || die "pack: bridge/examples' tensor_app.py and helpers missing"
   {
     echo "gst-pinnedflow GPU kit"
     echo "source: $(git -C "$top" describe --always --dirty 2>/dev/null || echo unknown)"
@@ -690,7 +698,7 @@ run () {
   export kit B mode out have_device orig_ld
   export -f line_buffered run_device run_upload_emulated run_upload_real \
     run_cuda run_gst_runtime run_nvcodec run_interop_126 run_nvh264enc run_frames \
-    run_dora run_cuda_bench
+    run_dora run_cuda_bench run_tensor
 
   # GStreamer and the project from the kit only; registry in the results
   local ld="$B/lib/pinnedflow:$kit/lib"
@@ -714,6 +722,7 @@ run () {
   export PATH="$kit/bin:$PATH"
   unset GST_PLUGIN_PATH GST_PLUGIN_SYSTEM_PATH GST_PLUGIN_SCANNER GST_REGISTRY
   gst_ld="$ld${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export gst_ld run_tmp
   if [ "$mode" = emulator ]; then
     export GST_PINNEDFLOW_CUDART="$B/tests/cuda/libpfemu-cudart.so"
     export PINNEDFLOW_CUDA_MODE=emulated
@@ -772,6 +781,29 @@ print(":".join(p for p in sys.path if p and os.path.isdir(p)))' 2>/dev/null)
     why=$(echo "$line" | cut -d' ' -f4- | tr -d '|' | cut -c1-240)
     record "$n" "$s" "$STEP_SECS" "$why"
   done
+  # issue 33's example, camera process -> appsink -> tensor -> appsrc
+  # (one row per backend and GStreamer)
+  env_for driver
+  if [ "$mode" = emulator ]; then
+    step tensor-cudart 45 run_tensor cudart
+    env_for driver gst126
+    step tensor-cudart-1.26 45 run_tensor cudart gst126
+  else
+    # torch and CuPy unless the caller says the host lacks one (a skip,
+    # said); cudart (no framework) only when asked for
+    local want=" ${GPUKIT_TENSOR_BACKENDS:-torch cupy} " first=""
+    for n in torch cupy cudart; do
+      case $want in
+        *" $n "*) step "tensor-$n" 90 run_tensor "$n"
+          [ -n "$first" ] || first=$n ;;
+        *) [ $n = cudart ] ||
+          record "tensor-$n" skip 0 "not asked for: GPUKIT_TENSOR_BACKENDS=${GPUKIT_TENSOR_BACKENDS}" ;;
+      esac
+    done
+    # the 1.24+ wrapped path (no copy) with the first of them
+    env_for driver gst126
+    [ -z "$first" ] || step "tensor-$first-1.26" 90 run_tensor "$first" gst126
+  fi
   env_for cudart
   if [ "$mode" = emulator ]; then
     step upload 60 run_upload_emulated
@@ -802,6 +834,9 @@ print(":".join(p for p in sys.path if p and os.path.isdir(p)))' 2>/dev/null)
   cat "$out/summary.md"
   return $rc
 }
+
+# run_tensor (the tensor-* steps): gpu-kit/tensor.sh, here and in the kit
+. "$here/gpu-kit/tensor.sh" || die "$here/gpu-kit/tensor.sh missing"
 
 # -------------------------------------------------------------------- ci
 # make_root, make_roots, ci: tools/gpu-kit/ci.sh (a source tree only)
