@@ -19,7 +19,10 @@ appsrc     tensors pushed into appsrc: a CUDA tensor (memory:CUDAMemory) to
            nvcodec's cudadownload, byte-exact, copies 0 on GStreamer 1.24+
            (wrapped) and 1 on 1.22 (picked by the running version); a CUDA
            tensor as memory:PinnedflowCUDA to pinnedcudadownload (one
-           device copy); a host tensor wrapped (no copy) through
+           device copy); an object with only __cuda_array_interface__
+           ("stream": None, its upload still queued on the legacy stream)
+           byte-exact, wrapped ones waiting for that stream on the GPU,
+           "stream": 0 refused; a host tensor wrapped (no copy) through
            pinnedcudaupload ! cudadownload, and copied once into a pool's
            buffer; every tensor's deleter ran exactly once, after the
            pipeline was done with it.

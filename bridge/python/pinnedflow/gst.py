@@ -455,7 +455,8 @@ def buffer_from_tensor(tensor, caps, pool=None, stream=None,
                        cuda_context=None, return_copies=False, raw=False):
     """A Gst.Buffer (for appsrc) holding @tensor (anything with __dlpack__:
     torch, CuPy, numpy; or with only __cuda_array_interface__, taken as a
-    tensor on device 0 after the stream it names) as a frame of @caps.
+    tensor on device 0 after the stream it names, None the legacy default
+    stream) as a frame of @caps.
 
     - caps without a memory feature: a host tensor, wrapped (no copy; it
       lives until the buffer is freed), or copied once into a buffer of
