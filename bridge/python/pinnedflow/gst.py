@@ -382,7 +382,8 @@ class _CaiTensor(object):
     device) viewing an object that has only __cuda_array_interface__ (v2/v3,
     e.g. Numba's), holding the object until its deleter runs (a ctypes
     callback: any thread, the GIL taken). .stream: the interface's producer
-    stream (DLPack convention), -1 where it gives none."""
+    stream (DLPack convention), 1 (the legacy default stream) where it
+    gives none (see _stream)."""
 
     def __init__(self, obj):
         del _CAI_DEAD[:]
@@ -394,6 +395,7 @@ class _CaiTensor(object):
             raise TensorDTypeError("pinnedflow.gst: typestr %r" % typestr,
                                    ERROR_DTYPE)
         isz = int(typestr[2:])
+        self.stream = self._stream(cai.get("stream"))
         strides = cai.get("strides")
         if strides is not None and any(x % isz for x in strides):
             raise TensorError("pinnedflow.gst: strides %r not in whole "
@@ -415,9 +417,32 @@ class _CaiTensor(object):
         self.address = ctypes.addressof(m)
         self._cb = m.deleter = _DELETER(lambda _addr: self.delete())
         self._obj = obj
-        s = cai.get("stream")
-        self.stream = int(s) if s else STREAM_NONE
         _CAI_LENT[self.address] = self
+
+    @staticmethod
+    def _stream(s):
+        """The producer stream (DLPack convention) for the interface's
+        "stream". v3: 1 legacy default, 2 per-thread default, else a
+        cudaStream_t; 0 is disallowed (ambiguous). None (or absent, v2):
+        "no synchronization required" -- which the producer can say while
+        its work is still queued on the legacy default stream (Numba says
+        None for its default stream; a pageable cudaMemcpy may not have
+        landed), because every consumer in the producer's context on the
+        legacy stream or a blocking stream is ordered after that work
+        anyway. Ours is not always in that context: a wrapped
+        memory:CUDAMemory tensor is read on a GstCudaStream of a
+        GstCudaContext of its own (cuCtxCreate), which no implicit
+        ordering ties to the primary context's legacy stream. So None is
+        taken as the legacy default stream (1): an event recorded there
+        and waited for on the GPU, never a host wait; where nothing is
+        queued it costs that event only."""
+        if s is None:
+            return 1
+        if isinstance(s, bool) or not isinstance(s, int) or s == 0 or s < 0:
+            raise TensorError("pinnedflow.gst: __cuda_array_interface__ "
+                              "stream %r (v3: None, 1, 2 or a cudaStream_t;"
+                              " 0 is disallowed)" % (s,), ERROR_LAYOUT)
+        return s
 
     def delete(self):
         self._obj = None            # the object goes now
@@ -430,7 +455,8 @@ def buffer_from_tensor(tensor, caps, pool=None, stream=None,
                        cuda_context=None, return_copies=False, raw=False):
     """A Gst.Buffer (for appsrc) holding @tensor (anything with __dlpack__:
     torch, CuPy, numpy; or with only __cuda_array_interface__, taken as a
-    tensor on device 0 after the stream it names) as a frame of @caps.
+    tensor on device 0 after the stream it names, None the legacy default
+    stream) as a frame of @caps.
 
     - caps without a memory feature: a host tensor, wrapped (no copy; it
       lives until the buffer is freed), or copied once into a buffer of
