@@ -91,6 +91,7 @@
  * 120 frames): that of one round of 120 frames is its second-worst frame.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -111,14 +112,13 @@
 /* the wire FRAME message, for the size of the floor's message */
 #include <pinnedflow/pf-wire-private.h>
 
+#include "shm-bench.h"
+
 static gint opt_frames = 300;
 static gint opt_latency_frames = 130;
 static gint opt_rate = 100;
 static gint opt_cpu_rate = 30;
 static gint opt_busy_poll_us = -1;
-
-/* latency samples left out at the start of each run */
-#define WARMUP 10
 static gchar *opt_role;
 static gchar *opt_impl;
 static gchar *opt_socket;
@@ -129,8 +129,11 @@ static gboolean opt_csv;
 static gboolean have_unixfd;
 static gboolean opt_delivery_only;
 /* paced runs per transport and size, interleaved (issue 13) */
-static gint opt_rounds = 1;
-#define MAX_ROUNDS 9
+static gint opt_rounds = 5;
+/* no iceoryx rows (RouDi not started) */
+static gboolean opt_no_iox;
+/* this program, for the producer processes */
+static gchar *bench_self;
 /* --transport/--size: one paced transport at one size, every round printed
  * (for profiling it under perf or strace) */
 static gchar *opt_transport;
@@ -157,6 +160,8 @@ static GOptionEntry entries[] = {
   {"rounds", 0, 0, G_OPTION_ARG_INT, &opt_rounds,
       "paced runs of each transport per size (and at --cpu-rate), "
         "interleaved, the median reported (1, at most 9)", NULL},
+  {"no-iox", 0, 0, G_OPTION_ARG_NONE, &opt_no_iox,
+      "no iceoryx rows (RouDi is not started)", NULL},
   {"delivery-only", 0, 0, G_OPTION_ARG_NONE, &opt_delivery_only,
         "only the delivery section (every-frame vs newest-frame at 1080p)",
       NULL},
@@ -186,8 +191,8 @@ static GOptionEntry entries[] = {
   {NULL}
 };
 
-static guint64
-now_ns (void)
+guint64
+bench_now_ns (void)
 {
   struct timespec ts;
 
@@ -195,16 +200,16 @@ now_ns (void)
   return (guint64) ts.tv_sec * 1000000000u + ts.tv_nsec;
 }
 
-static void
-sleep_until (guint64 t)
+void
+bench_sleep_until (guint64 t)
 {
   struct timespec ts = { t / 1000000000u, t % 1000000000u };
 
   while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR);
 }
 
-static guint64
-cpu_ns (void)
+guint64
+bench_cpu_ns (void)
 {
   struct rusage ru;
 
@@ -225,21 +230,99 @@ on_sigusr1 (int sig)
   stop_requested = 1;
 }
 
-/* Waits for the consumer's SIGUSR1, writes the CPU time used since
- * @cpu0 to SOCKET.cpu and exits. */
-static int
-report_cpu_and_exit (guint64 cpu0)
-{
-  gchar *path = g_strconcat (opt_socket, ".cpu", NULL);
-  gchar *text;
+/* what the producer process had used when its clock started */
+static guint64 prod_cpu0;
+static sigset_t prod_unblocked;
+static bw_count prod_cs0;
+static bw_snap prod_snap0;
 
+void
+bench_producer_start (void)
+{
+  prod_cpu0 = bench_cpu_ns ();
+  prod_cs0 = bw_total ();
+  bw_snapshot (0, &prod_snap0);
+}
+
+/* Waits for the consumer's SIGUSR1, writes to SOCKET.cpu the CPU time and
+ * the context switches since bench_producer_start() ("CPU_NS VOL INVOL",
+ * then "NAME VOL INVOL" per thread, tab-separated) and exits. */
+int
+bench_producer_report_and_exit (const gchar * socket)
+{
+  gchar *path = g_strconcat (socket, ".cpu", NULL);
+  GString *text = g_string_new (NULL);
+  guint64 cpu;
+  bw_count c;
+  bw_snap s1, d;
+  gint i;
+
+  /* sleeps until the signal (no polling: the wait is in the counts);
+   * main() blocked SIGUSR1 before any thread existed, so it stays pending
+   * until this thread takes it here */
   while (!stop_requested)
-    g_usleep (1000);
-  text = g_strdup_printf ("%" G_GUINT64_FORMAT "\n", cpu_ns () - cpu0);
-  g_file_set_contents (path, text, -1, NULL);
-  g_free (text);
+    sigsuspend (&prod_unblocked);
+  cpu = bench_cpu_ns () - prod_cpu0;
+  c = bw_total ();
+  bw_snapshot (0, &s1);
+  bw_delta (&prod_snap0, &s1, &d);
+  g_string_append_printf (text, "%" G_GUINT64_FORMAT " %llu %llu\n", cpu,
+      c.vol - prod_cs0.vol, c.invol - prod_cs0.invol);
+  for (i = 0; i < d.n; i++)
+    g_string_append_printf (text, "%s%s %llu %llu", i ? "\t" : "",
+        d.t[i].name, d.t[i].c.vol, d.t[i].c.invol);
+  g_string_append (text, "\n");
+  g_file_set_contents (path, text->str, -1, NULL);
+  g_string_free (text, TRUE);
   g_free (path);
   _exit (0);
+}
+
+/* "NAME VOL INVOL\t..." (totals) to "NAME vol/invol, ..." per frame */
+static void
+threads_per_frame (const gchar * line, guint frames, gchar * out, gsize len)
+{
+  gchar **parts = g_strsplit (line, "\t", -1);
+  bw_snap d = { 0, };
+  gint i;
+
+  for (i = 0; parts[i] && d.n < BW_MAX_THREADS; i++) {
+    bw_thread *t = &d.t[d.n];
+
+    if (sscanf (parts[i], "%19s %llu %llu", t->name, &t->c.vol,
+            &t->c.invol) == 3)
+      d.n++;
+  }
+  g_strfreev (parts);
+  bw_format (&d, frames, out, len);
+}
+
+gboolean
+bench_read_side (const gchar * path, guint frames, Result * res)
+{
+  gchar *text = NULL, **lines;
+  guint64 cpu;
+  unsigned long long vol, invol;
+  gboolean ok = FALSE;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL) || frames == 0) {
+    g_free (text);
+    return FALSE;
+  }
+  lines = g_strsplit (text, "\n", 3);
+  if (lines[0] && sscanf (lines[0], "%" G_GUINT64_FORMAT " %llu %llu", &cpu,
+          &vol, &invol) == 3) {
+    res->cpu_prod_us = cpu / 1000.0 / frames;
+    res->wake_prod = (double) vol / frames;
+    res->csw_prod = (double) (vol + invol) / frames;
+    if (lines[1])
+      threads_per_frame (lines[1], frames, res->threads_prod,
+          sizeof (res->threads_prod));
+    ok = TRUE;
+  }
+  g_strfreev (lines);
+  g_free (text);
+  return ok;
 }
 
 /* the floor: one bare SOCK_SEQPACKET message of the FRAME message's size
@@ -249,7 +332,7 @@ run_floor_producer (void)
 {
   struct sockaddr_un addr = {.sun_family = AF_UNIX };
   struct pf_msg_frame msg;
-  guint64 t0, cpu0, period = 1000000000u / (guint) MAX (opt_rate, 1);
+  guint64 t0, period = 1000000000u / (guint) MAX (opt_rate, 1);
   gint k, n = opt_paced ? opt_latency_frames : opt_frames;
   int lfd, fd;
 
@@ -264,18 +347,18 @@ run_floor_producer (void)
     g_error ("floor accept: %s", g_strerror (errno));
   close (lfd);
 
-  cpu0 = cpu_ns ();
+  bench_producer_start ();
   memset (&msg, 0, sizeof (msg));
-  t0 = now_ns () + 100 * 1000000u;
+  t0 = bench_now_ns () + 100 * 1000000u;
   for (k = 0; k < n; k++) {
     if (opt_paced)
-      sleep_until (t0 + k * period);
+      bench_sleep_until (t0 + k * period);
     msg.seq = k;
-    msg.send_time = now_ns ();
+    msg.send_time = bench_now_ns ();
     if (send (fd, &msg, sizeof (msg), MSG_NOSIGNAL) != sizeof (msg))
       break;
   }
-  report_cpu_and_exit (cpu0);
+  bench_producer_report_and_exit (opt_socket);
   close (fd);
   return 0;
 }
@@ -342,7 +425,6 @@ run_producer (void)
   GstPad *pad, *push_pad = NULL;
   guint64 t0, period = 1000000000u / (guint) MAX (opt_rate, 1);
   gint k, n = opt_paced ? opt_latency_frames : opt_frames;
-  guint64 cpu0;
 
   prctl (PR_SET_PDEATHSIG, SIGKILL);
   caps = gst_caps_new_simple ("video/x-raw", "format", G_TYPE_STRING, "RGBA",
@@ -442,8 +524,8 @@ run_producer (void)
       g_usleep (1000);
   }
 
-  cpu0 = cpu_ns ();
-  t0 = now_ns () + 100 * 1000000u;
+  bench_producer_start ();
+  t0 = bench_now_ns () + 100 * 1000000u;
   for (k = 0; k < n; k++) {
     GstBuffer *buf = NULL;
     GstFlowReturn ret;
@@ -468,10 +550,10 @@ run_producer (void)
         break;
     }
     if (opt_paced)
-      sleep_until (t0 + k * period);
+      bench_sleep_until (t0 + k * period);
     GST_BUFFER_PTS (buf) = k * period;
     stamp[0] = k;
-    stamp[1] = now_ns ();
+    stamp[1] = bench_now_ns ();
     gst_buffer_fill (buf, 0, stamp, sizeof (stamp));
     if (push_pad)
       ret = gst_pad_push (push_pad, buf);
@@ -486,33 +568,23 @@ run_producer (void)
     gst_app_src_end_of_stream (GST_APP_SRC (src));
   /* the consumer stops on its own after n frames, asks for our CPU time
    * and kills us if we do not exit */
-  return report_cpu_and_exit (cpu0);
+  return bench_producer_report_and_exit (opt_socket);
 }
 
 /* ------------------------------------------------------------------------ */
 /* consumer (this process) */
 
-typedef struct
-{
-  guint64 *lat;
-  guint n, want;
-  guint64 t_first, t_last;
-  guint64 cpu_first, cpu_last;
-  GMutex lock;
-  GCond cond;
-  /* the floor's receiving thread */
-  const gchar *sock;
-  GPid pid;
-} Probe;
 
-static void
+void
 probe_record (Probe * p, guint64 t, guint64 sent)
 {
   g_mutex_lock (&p->lock);
   if (p->n < p->want) {
     if (p->n == 0) {
       p->t_first = t;
-      p->cpu_first = cpu_ns ();
+      p->cpu_first = bench_cpu_ns ();
+      p->cs_first = bw_total ();
+      bw_snapshot (0, &p->snap_first);
     }
     p->t_last = t;
     p->lat[p->n++] = t > sent ? t - sent : 0;
@@ -520,8 +592,11 @@ probe_record (Probe * p, guint64 t, guint64 sent)
      * (it checks for progress every 2 s on its own): a wake-up per frame
      * in the consumer process would be the benchmark's cost, counted in
      * every transport's CPU */
-    if (p->n == p->want)
-      p->cpu_last = cpu_ns ();
+    if (p->n == p->want) {
+      p->cpu_last = bench_cpu_ns ();
+      p->cs_last = bw_total ();
+      bw_snapshot (0, &p->snap_last);
+    }
     if (p->n == 1 || p->n == p->want)
       g_cond_signal (&p->cond);
   }
@@ -532,7 +607,7 @@ static GstPadProbeReturn
 on_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 {
   Probe *p = data;
-  guint64 stamp[2], t = now_ns ();
+  guint64 stamp[2], t = bench_now_ns ();
 
   if (gst_buffer_extract (GST_PAD_PROBE_INFO_BUFFER (info), 0, stamp,
           sizeof (stamp)) != sizeof (stamp))
@@ -541,7 +616,6 @@ on_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   return GST_PAD_PROBE_OK;
 }
 
-static gboolean wait_socket (const gchar * path, GPid pid);
 
 /* the floor's consumer: sleeps in recv() until the producer's message */
 static gpointer
@@ -552,7 +626,7 @@ floor_receive (gpointer data)
   struct pf_msg_frame msg;
   int fd, tries;
 
-  if (!wait_socket (p->sock, p->pid))
+  if (!bench_wait_socket (p->sock, p->pid))
     return NULL;
   g_strlcpy (addr.sun_path, p->sock, sizeof (addr.sun_path));
   fd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -569,7 +643,7 @@ floor_receive (gpointer data)
   }
   for (;;) {
     ssize_t r = recv (fd, &msg, sizeof (msg), 0);
-    guint64 t = now_ns ();
+    guint64 t = bench_now_ns ();
 
     if (r < 0 && errno == EINTR)
       continue;
@@ -590,17 +664,9 @@ cmp_u64 (const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
-typedef struct
-{
-  double fps;
-  double p50_us, p99_us;
-  guint frames;
-  /* CPU time per frame (user + sys), us; < 0 when not measured */
-  double cpu_prod_us, cpu_cons_us;
-} Result;
 
-static gboolean
-wait_socket (const gchar * path, GPid pid)
+gboolean
+bench_wait_socket (const gchar * path, GPid pid)
 {
   gint i;
 
@@ -617,7 +683,7 @@ wait_socket (const gchar * path, GPid pid)
 /* @samples: if not NULL, gets the latencies (ns, warm-up left out) of a
  * paced run appended */
 static Result
-run_transport (const gchar * self, const gchar * impl, gint w, gint h,
+run_pair (const gchar * self, const gchar * impl, gint w, gint h,
     gboolean paced, gint fps, GArray * samples)
 {
   Result res = { 0, };
@@ -629,7 +695,6 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
   gchar *rate = g_strdup_printf ("%d", fps);
   gchar *ps = g_strdup_printf ("%d", opt_pool_size);
   gchar *cpu_path = g_strconcat (sock, ".cpu", NULL);
-  gchar *cpu_text = NULL;
   gchar *argv[] = { (gchar *) self, (gchar *) "--role", (gchar *) "produce",
     (gchar *) "--impl", (gchar *) impl, (gchar *) "--socket", sock,
     (gchar *) "--width", ws, (gchar *) "--height", hs, (gchar *) "--frames",
@@ -640,6 +705,7 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
   };
   gboolean pinned = g_str_has_prefix (impl, "pinned");
   gboolean floor_ = strcmp (impl, "floor") == 0;
+  gboolean node = strcmp (impl, "node") == 0;
   gboolean unixfd = strcmp (impl, "unixfd") == 0;
   gchar *ready_path = g_strconcat (sock, ".ready", NULL);
   /* the zero copy pair without the frame ring: FRAMEs and releases as
@@ -673,6 +739,11 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
     p.pid = pid;
     thread = g_thread_new ("floor", floor_receive, &p);
     desc = NULL;
+  } else if (node) {
+    p.sock = sock;
+    p.pid = pid;
+    thread = g_thread_new ("node", node_receive, &p);
+    desc = NULL;
   } else if (pinned) {
     gint busy = 0;
 
@@ -684,7 +755,7 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
         "sync=false async=false", sock, busy, delivery);
   } else {
     /* shmsrc and unixfdsrc need the socket to exist when they start */
-    if (!wait_socket (sock, pid))
+    if (!bench_wait_socket (sock, pid))
       g_error ("%s did not start", unixfd ? "unixfdsink" : "shmsink");
     desc = unixfd ? g_strdup_printf ("unixfdsrc name=src socket-path=%s ! "
         "fakesink sync=false async=false", sock) :
@@ -721,8 +792,11 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
     if (!g_cond_wait_until (&p.cond, &p.lock, deadline) && p.n == before)
       break;
   }
-  if (p.n < p.want)
-    p.cpu_last = cpu_ns ();
+  if (p.n < p.want && p.n > 0) {
+    p.cpu_last = bench_cpu_ns ();
+    p.cs_last = bw_total ();
+    bw_snapshot (0, &p.snap_last);
+  }
   g_mutex_unlock (&p.lock);
 
   /* the producer's CPU time, then it goes */
@@ -739,11 +813,17 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
     kill (pid, SIGKILL);
     waitpid (pid, NULL, 0);
   }
-  if (g_file_get_contents (cpu_path, &cpu_text, NULL, NULL) && p.n > 0) {
-    res.cpu_prod_us = g_ascii_strtoull (cpu_text, NULL, 10) / 1000.0 / p.n;
+  res.wake_prod = res.csw_prod = res.wake_cons = res.csw_cons = -1;
+  if (p.n > 0 && bench_read_side (cpu_path, p.n, &res)) {
+    bw_snap d;
+
     res.cpu_cons_us = (p.cpu_last - p.cpu_first) / 1000.0 / p.n;
+    res.wake_cons = (double) (p.cs_last.vol - p.cs_first.vol) / p.n;
+    res.csw_cons = (double) (p.cs_last.vol + p.cs_last.invol -
+        p.cs_first.vol - p.cs_first.invol) / p.n;
+    bw_delta (&p.snap_first, &p.snap_last, &d);
+    bw_format (&d, p.n, res.threads_cons, sizeof (res.threads_cons));
   }
-  g_free (cpu_text);
   g_unlink (cpu_path);
   g_free (cpu_path);
   if (thread)
@@ -788,16 +868,23 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
   return res;
 }
 
-/* The @q quantile (0..1) of the latencies (ns) in @a, in us: the same
- * index rule as a single run's p99. Sorts @a. */
-static double
-percentile_us (GArray * a, double q)
+/* run_pair(), or iceoryx's publisher and subscriber ("iox") */
+static Result
+run_transport (const gchar * self, const gchar * impl, gint w, gint h,
+    gboolean paced, gint fps, GArray * samples)
 {
-  guint64 *v = (guint64 *) a->data;
-  guint n = a->len;
+  if (strcmp (impl, "iox") == 0)
+    return iox_run (w, h, paced, fps, paced ? opt_latency_frames :
+        opt_frames, samples);
+  return run_pair (self, impl, w, h, paced, fps, samples);
+}
 
-  qsort (v, n, sizeof (guint64), cmp_u64);
-  return v[MIN (n - 1, (guint) ceil (n * q) - 1)] / 1000.0;
+/* run_transport() as a bench_run_fn */
+static Result
+bench_run (const gchar * impl, gint w, gint h, gboolean paced, gint fps,
+    GArray * samples)
+{
+  return run_transport (bench_self, impl, w, h, paced, fps, samples);
 }
 
 static Result
@@ -812,10 +899,10 @@ run_memcpy (gint w, gint h)
   memset (a, 1, size);
   memset (b, 2, size);
   for (i = 0; i < n; i++) {
-    t0 = now_ns ();
+    t0 = bench_now_ns ();
     memcpy (b, a, size);
     a[i % size] = b[(i * 7) % size];    /* keep the copy */
-    lat[i] = now_ns () - t0;
+    lat[i] = bench_now_ns () - t0;
   }
   res.frames = n;
   qsort (lat, n, sizeof (guint64), cmp_u64);
@@ -827,71 +914,6 @@ run_memcpy (gint w, gint h)
   g_free (a);
   g_free (b);
   return res;
-}
-
-static gint
-cmp_p50 (const void *a, const void *b)
-{
-  const Result *x = a, *y = b;
-
-  return x->p50_us < y->p50_us ? -1 : x->p50_us > y->p50_us;
-}
-
-static gint
-cmp_cpu (const void *a, const void *b)
-{
-  const Result *x = a, *y = b;
-  double cx = x->cpu_prod_us + x->cpu_cons_us;
-  double cy = y->cpu_prod_us + y->cpu_cons_us;
-
-  return cx < cy ? -1 : cx > cy;
-}
-
-/* The median of @n rounds: the round with the median p50, or with the
- * median CPU per frame (@by_cpu); its other figures come with it. */
-static Result
-median_round (const Result * r, gint n, gboolean by_cpu)
-{
-  Result sorted[MAX_ROUNDS];
-
-  memcpy (sorted, r, n * sizeof (Result));
-  qsort (sorted, n, sizeof (Result), by_cpu ? cmp_cpu : cmp_p50);
-  return sorted[n / 2];
-}
-
-static void
-print_cpu (const gchar * name, const Result * r, const Result * shm,
-    const Result * flr)
-{
-  double tot = r->cpu_prod_us + r->cpu_cons_us;
-  double shm_tot = shm->cpu_prod_us + shm->cpu_cons_us;
-  double flr_tot = flr->cpu_prod_us + flr->cpu_cons_us;
-
-  if (r->cpu_prod_us < 0) {
-    printf ("%-22s %10s\n", name, "(no figure)");
-    return;
-  }
-  printf ("%-22s %10.1f %10.1f %10.1f %10.1f %9.2f %9.2f\n", name,
-      r->p50_us, r->cpu_prod_us, r->cpu_cons_us, tot,
-      shm->cpu_prod_us >= 0 && shm_tot > 0 ? tot / shm_tot : 0,
-      flr->cpu_prod_us >= 0 && flr_tot > 0 ? tot / flr_tot : 0);
-}
-
-/* The zero-copy pair against unixfdsink/unixfdsrc at one size: the
- * ratios of frames/s, p50, p99 and CPU per frame (< 1: pinnedshm is
- * faster or cheaper). */
-static void
-print_vs_unixfd (const gchar * size, const Result * tp, const Result * lt,
-    const Result * utp, const Result * ult)
-{
-  double cpu = lt->cpu_prod_us + lt->cpu_cons_us;
-  double ucpu = ult->cpu_prod_us + ult->cpu_cons_us;
-
-  printf ("%-10s %-22s %9.2f %10.2f %10.2f %39s %9.2f\n", size,
-      "pinnedshm / unixfd", utp->fps > 0 ? tp->fps / utp->fps : 0,
-      ult->p50_us > 0 ? lt->p50_us / ult->p50_us : 0,
-      ult->p99_us > 0 ? lt->p99_us / ult->p99_us : 0, "",
-      ult->cpu_prod_us >= 0 && ucpu > 0 ? cpu / ucpu : 0);
 }
 
 /* Reliable (every-frame) against leaky (newest-frame) delivery, zero
@@ -930,29 +952,123 @@ print_delivery (const gchar * self)
   fflush (stdout);
 }
 
+/* One size: memcpy, every transport unpaced (frames/s), then the paced
+ * rounds (bench_rounds()) of those in @only (all when NULL), printed as
+ * rows with their spread and ratios, and the ratios of our hops to
+ * iceoryx and unixfd. @unpaced: also the unpaced runs (else frames/s is
+ * left out). @keep: gets the rows, if not NULL. */
+static void
+run_size (const BenchImpl * all, guint n_all, const guint * only,
+    guint n_only, gint w, gint h, gint fps, gboolean unpaced, guint pinned,
+    guint node, guint iox, guint shm, guint unixfd, guint flr, Row * keep)
+{
+  BenchImpl sel[16];
+  Result tp[16], tpa[16];
+  Row rows[16], rowa[16];
+  guint map[16], n = 0, i;
+  Result mc = run_memcpy (w, h);
+  gchar *size = g_strdup_printf ("%dx%d", w, h);
+
+  for (i = 0; i < n_all && n < G_N_ELEMENTS (sel); i++) {
+    guint k;
+    gboolean want = only == NULL;
+
+    for (k = 0; only && k < n_only; k++)
+      want |= only[k] == i;
+    if (want) {
+      map[n] = i;
+      sel[n++] = all[i];
+    }
+  }
+  memset (tp, 0, sizeof (tp));
+  for (i = 0; i < n; i++)
+    if (unpaced && sel[i].on)
+      tp[i] = bench_run (sel[i].impl, w, h, FALSE, fps, NULL);
+  bench_rounds (bench_run, sel, n, w, h, fps, opt_rounds, !unpaced, rows);
+  /* the same, indexed as @all */
+  memset (tpa, 0, sizeof (tpa));
+  memset (rowa, 0, sizeof (rowa));
+  for (i = 0; i < n; i++) {
+    tpa[map[i]] = tp[i];
+    rowa[map[i]] = rows[i];
+  }
+  if (keep)
+    memcpy (keep, rowa, n_all * sizeof (Row));
+  if (opt_csv) {
+    gsize bytes = (gsize) w * h * 4;
+
+    printf ("%s,%d,%d,%" G_GSIZE_FORMAT ",memcpy,0,%.1f,%.2f,%.2f,%u,,,,,,,"
+        ",,,\n", size, w, h, bytes, mc.fps, mc.p50_us, mc.p99_us, mc.frames);
+    for (i = 0; i < n; i++) {
+      const Result *m = &rows[i].med;
+
+      if (!sel[i].on || rows[i].rounds == 0)
+        continue;
+      printf ("%s,%d,%d,%" G_GSIZE_FORMAT ",%s,%d,%.1f,%.2f,%.2f,%u,%.1f,"
+          "%.2f,%.2f,%d,%.1f,%.1f,%.2f,%.2f,%.2f,%.2f\n", size, w, h, bytes,
+          sel[i].impl, fps, tp[i].fps, m->p50_us, m->p99_us, m->frames,
+          m->cpu_prod_us + m->cpu_cons_us, rows[i].p50_min, rows[i].p50_max,
+          rows[i].rounds, m->cpu_prod_us, m->cpu_cons_us, m->wake_prod,
+          m->wake_cons, m->csw_prod, m->csw_cons);
+    }
+  } else {
+    guint s_i = 0, f_i = 0;
+
+    for (i = 0; i < n; i++) {
+      if (map[i] == shm)
+        s_i = i;
+      if (map[i] == flr)
+        f_i = i;
+    }
+    if (!unpaced)
+      printf ("%-10s at %d/s (frames/s column: not measured here)\n", size,
+          fps);
+    else
+      printf ("%-10s %-22s %9.0f %9.1f %15s %9.1f %7s %7s %7.2f\n", size,
+          "memcpy (1 copy)", mc.fps, mc.p50_us, "", mc.p99_us, "", "", 1.0);
+    print_size_rows (size, sel, n, tp, rows, s_i, f_i, mc.p50_us,
+        unpaced ? (guint) opt_frames : 0);
+    if (all[iox].on) {
+      print_ratio (size, "pinnedshm / iceoryx", &tpa[pinned], &rowa[pinned],
+          &tpa[iox], &rowa[iox]);
+      print_ratio (size, "node API / iceoryx", &tpa[node], &rowa[node],
+          &tpa[iox], &rowa[iox]);
+    }
+    if (all[unixfd].on)
+      print_ratio (size, "pinnedshm / unixfd", &tpa[pinned], &rowa[pinned],
+          &tpa[unixfd], &rowa[unixfd]);
+  }
+  fflush (stdout);
+  g_free (size);
+}
+
 int
 main (int argc, char **argv)
 {
   static const gint sizes[][2] = { {640, 480}, {1920, 1080}, {3840, 2160} };
-  static const gchar *impls[] = {
-    "pinned", "pinned-socket", "pinned-copy", "pinned-busy", "shm", "floor",
-    "unixfd"
-  };
-  static const gchar *names[] = {
-    "pinnedshm (zero copy)", "pinnedshm (socket)", "pinnedshm (copy path)",
-    "pinnedshm (busy-poll)", "shmsink/shmsrc", "floor (SEQPACKET)",
-    "unixfdsink/unixfdsrc"
-  };
   enum
-  { PINNED, PINNED_SOCKET, PINNED_COPY, PINNED_BUSY, SHM, FLOOR, UNIXFD,
-    N_IMPLS
+  { PINNED, NODE, IOX, PINNED_SOCKET, PINNED_COPY, PINNED_BUSY, SHM, UNIXFD,
+    FLOOR, N_IMPLS
   };
+  BenchImpl impls[N_IMPLS] = {
+    {"pinned", "pinnedshm (zero copy)", TRUE, NULL},
+    {"node", "node API (pf_node)", TRUE, NULL},
+    {"iox", "iceoryx (C binding)", FALSE, NULL},
+    {"pinned-socket", "pinnedshm (socket)", TRUE, NULL},
+    {"pinned-copy", "pinnedshm (copy path)", TRUE, NULL},
+    {"pinned-busy", "pinnedshm (busy-poll)", TRUE, NULL},
+    {"shm", "shmsink/shmsrc", TRUE, NULL},
+    {"unixfd", "unixfdsink/unixfdsrc", FALSE,
+        "unixfdsink/unixfdsrc not registered: GStreamer 1.24+"},
+    {"floor", "floor (SEQPACKET)", TRUE, NULL},
+  };
+  /* the 30 frames/s section: our two hops, iceoryx, shmsink, the floor */
+  static const guint slow[] = { PINNED, NODE, IOX, SHM, UNIXFD, FLOOR };
+  gchar *iox_reason = NULL;
   GOptionContext *ctx = g_option_context_new (NULL);
   GError *err = NULL;
-  gchar *self;
   guint s, i;
 
-  G_STATIC_ASSERT (G_N_ELEMENTS (impls) == N_IMPLS);
   g_option_context_add_main_entries (ctx, entries, NULL);
   if (!g_option_context_parse (ctx, &argc, &argv, &err)) {
     g_printerr ("%s\n", err->message);
@@ -960,53 +1076,82 @@ main (int argc, char **argv)
   }
   g_option_context_free (ctx);
   opt_rounds = CLAMP (opt_rounds, 1, MAX_ROUNDS);
+  if (opt_role && strcmp (opt_role, "produce") == 0) {
+    sigset_t block;
+
+    /* blocked in every thread to come; bench_producer_report_and_exit()
+     * waits for it */
+    signal (SIGUSR1, on_sigusr1);
+    sigemptyset (&block);
+    sigaddset (&block, SIGUSR1);
+    pthread_sigmask (SIG_BLOCK, &block, &prod_unblocked);
+  }
   gst_init (NULL, NULL);
 
   if (opt_role && strcmp (opt_role, "produce") == 0) {
-    signal (SIGUSR1, on_sigusr1);
+    if (strcmp (opt_impl, "node") == 0)
+      return node_produce (opt_socket, opt_width, opt_height,
+          opt_paced ? opt_latency_frames : opt_frames, opt_rate, opt_paced,
+          opt_pool_size);
     if (strcmp (opt_impl, "floor") == 0)
       return run_floor_producer ();
     return run_producer ();
   }
 
-  self = g_file_read_link ("/proc/self/exe", NULL);
+  bench_self = g_file_read_link ("/proc/self/exe", NULL);
   if (gst_element_factory_find ("pinnedshmsink") == NULL
       || gst_element_factory_find ("shmsink") == NULL)
     g_error ("pinnedshmsink or shmsink missing (GST_PLUGIN_PATH?)");
   have_unixfd = gst_element_factory_find ("unixfdsink") != NULL
       && gst_element_factory_find ("unixfdsrc") != NULL;
+  impls[UNIXFD].on = have_unixfd;
 
   if (opt_transport) {
     gint w = 1920, h = 1080, r;
 
     if (opt_size && sscanf (opt_size, "%dx%d", &w, &h) != 2)
       g_error ("--size %s: not WxH", opt_size);
-    run_transport (self, opt_transport, 320, 240, FALSE, opt_rate, NULL);
+    if (strcmp (opt_transport, "iox") == 0 && !iox_start (bench_self,
+            &iox_reason))
+      g_error ("iceoryx: %s", iox_reason);
+    bench_run (opt_transport, 320, 240, FALSE, opt_rate, NULL);
     for (r = 0; r < opt_rounds; r++) {
       Result res =
-          run_transport (self, opt_transport, w, h, TRUE, opt_rate, NULL);
+          bench_run (opt_transport, w, h, TRUE, opt_rate, NULL);
 
       printf ("%s %dx%d at %d/s round %d: p50 %.1f us p99 %.1f us, "
-          "cpu %.1f + %.1f us/f, %u frames\n", opt_transport, w, h, opt_rate,
-          r, res.p50_us, res.p99_us, res.cpu_prod_us, res.cpu_cons_us,
-          res.frames);
+          "cpu %.1f + %.1f us/f, wake-ups %.2f + %.2f per frame, %u "
+          "frames\n  producer threads: %s\n  consumer threads: %s\n",
+          opt_transport, w, h, opt_rate, r, res.p50_us, res.p99_us,
+          res.cpu_prod_us, res.cpu_cons_us, res.wake_prod, res.wake_cons,
+          res.frames, res.threads_prod, res.threads_cons);
       fflush (stdout);
     }
-    g_free (self);
+    iox_stop ();
+    g_free (bench_self);
     return 0;
   }
 
   if (opt_delivery_only) {
     /* warm-up, not reported */
-    run_transport (self, "pinned", 320, 240, FALSE, opt_rate, NULL);
-    print_delivery (self);
-    g_free (self);
+    bench_run ("pinned", 320, 240, FALSE, opt_rate, NULL);
+    print_delivery (bench_self);
+    g_free (bench_self);
     return 0;
   }
 
+  /* iceoryx's rows need RouDi: started once for the run, stopped at the
+   * end (and at exit, on a signal) */
+  if (opt_no_iox)
+    iox_reason = g_strdup ("--no-iox");
+  else
+    impls[IOX].on = iox_start (bench_self, &iox_reason);
+  impls[IOX].off_reason = iox_reason;
+
   if (opt_csv) {
-    printf ("size,width,height,bytes,transport,frames_per_s,p50_us,p99_us,"
-        "frames,cpu_us_per_frame\n");
+    printf ("size,width,height,bytes,transport,rate,frames_per_s,p50_us,"
+        "p99_us,frames,cpu_us_per_frame,p50_min_us,p50_max_us,rounds,"
+        "cpu_prod_us,cpu_cons_us,wake_prod,wake_cons,csw_prod,csw_cons\n");
   } else {
     double la[3] = { 0, };
 
@@ -1015,122 +1160,75 @@ main (int argc, char **argv)
     printf ("cross-process RGBA frames: throughput over %d frames (unpaced), "
         "latency over %d frames at %d/s\n", opt_frames, opt_latency_frames,
         opt_rate);
-    if (opt_rounds > 1)
-      printf ("paced runs: %d rounds of every transport, interleaved; each "
-          "row is the round with the median p50 (CPU section: the median "
-          "CPU per frame), its p99 over the frames of all %d rounds\n",
-          opt_rounds, opt_rounds);
+    printf ("paced runs: %d rounds of every transport, interleaved; each row "
+        "is the round with the median p50 (the 30/s section: the median CPU "
+        "per frame), p50 min-max the spread of the rounds, p99 over the "
+        "frames of all %d rounds\n", opt_rounds, opt_rounds);
     printf ("latency = producer push -> consumer source push "
         "(CLOCK_MONOTONIC), first %d frames left out; memcpy = one memcpy "
         "of the frame, in process (frames/s from its median); floor = one "
         "%" G_GSIZE_FORMAT "-byte SOCK_SEQPACKET message (the FRAME "
-        "message), same pacing; cpu = user+sys of both processes per frame "
-        "in the paced run\n", WARMUP, sizeof (struct pf_msg_frame));
+        "message), same pacing; cpu p/c = user+sys per frame of the "
+        "producer/consumer process in the paced run; wake p/c = voluntary "
+        "context switches (wake-ups) per frame of all the threads of the "
+        "producer/consumer process\n", WARMUP, sizeof (struct pf_msg_frame));
+    printf ("node = pf_node_producer -> pf_node_consumer (C API, no "
+        "GStreamer); iceoryx = iox publisher -> subscriber, chunks loaned "
+        "and written in place, subscriber asleep in a waitset: %s\n",
+        impls[IOX].on ? "RouDi started by this run" : iox_reason);
     printf ("%s; %s\n\n", gst_version_string (), have_unixfd ?
         "unixfd = unixfdsink -> unixfdsrc, memfd buffers of a pool on the "
         "sink's allocator" : "unixfdsink/unixfdsrc not registered (GStreamer "
         "1.24+, gst-plugins-bad): no unixfd rows");
-    printf ("%-10s %-22s %9s %10s %10s %9s %9s %9s %9s %9s\n", "size",
-        "transport", "frames/s", "p50 us", "p99 us", "fps/shm", "p50/shm",
-        "p50/flr", "p50/cpy", "cpu us/f");
+    print_size_header ();
   }
 
   /* warm-up, not reported: loads the plugins and pages in the code of
    * both processes */
   for (i = 0; i < N_IMPLS; i++)
-    if (i != UNIXFD || have_unixfd)
-      run_transport (self, impls[i], 320, 240, FALSE, opt_rate, NULL);
+    if (impls[i].on)
+      bench_run (impls[i].impl, 320, 240, FALSE, opt_rate, NULL);
 
-  for (s = 0; s < G_N_ELEMENTS (sizes); s++) {
-    gint w = sizes[s][0], h = sizes[s][1];
-    Result tp[N_IMPLS], lt[N_IMPLS], rounds[N_IMPLS][MAX_ROUNDS];
-    GArray *pooled[N_IMPLS];
-    Result mc = run_memcpy (w, h);
-    gchar *size = g_strdup_printf ("%dx%d", w, h);
-    Result *shm = &tp[SHM], *shml = &lt[SHM], *flr = &lt[FLOOR];
-    guint n_impls = have_unixfd ? N_IMPLS : UNIXFD;
-    gint r;
+  for (s = 0; s < G_N_ELEMENTS (sizes); s++)
+    run_size (impls, N_IMPLS, NULL, 0, sizes[s][0], sizes[s][1], opt_rate,
+        TRUE, PINNED, NODE, IOX, SHM, UNIXFD, FLOOR, NULL);
 
-    for (i = 0; i < n_impls; i++)
-      tp[i] = run_transport (self, impls[i], w, h, FALSE, opt_rate, NULL);
-    /* paced: the transports take turns, round after round, so that a
-     * burst of load on the shared machine does not fall on one of them */
-    for (i = 0; i < n_impls; i++)
-      pooled[i] = g_array_new (FALSE, FALSE, sizeof (guint64));
-    for (r = 0; r < opt_rounds; r++)
-      for (i = 0; i < n_impls; i++)
-        rounds[i][r] = run_transport (self, impls[i], w, h, TRUE, opt_rate,
-            pooled[i]);
-    for (i = 0; i < n_impls; i++) {
-      lt[i] = median_round (rounds[i], opt_rounds, FALSE);
-      /* p99 over the frames of every round: in one round of 120 frames
-       * it is the second-worst frame, a matter of luck */
-      if (pooled[i]->len > 0)
-        lt[i].p99_us = percentile_us (pooled[i], 0.99);
-      g_array_free (pooled[i], TRUE);
-    }
-    if (opt_csv) {
-      gsize bytes = (gsize) w * h * 4;
+  {
+    /* the 30/s section: iceoryx beside our hops at every size, the CPU
+     * and wake-ups of each side; the 1080p rows' thread by thread */
+    Row rows1080[N_IMPLS];
 
-      printf ("%s,%d,%d,%" G_GSIZE_FORMAT ",memcpy,%.1f,%.2f,%.2f,%u,\n",
-          size, w, h, bytes, mc.fps, mc.p50_us, mc.p99_us, mc.frames);
-      for (i = 0; i < n_impls; i++)
-        printf ("%s,%d,%d,%" G_GSIZE_FORMAT ",%s,%.1f,%.2f,%.2f,%u,%.1f\n",
-            size, w, h, bytes, impls[i], tp[i].fps, lt[i].p50_us,
-            lt[i].p99_us, tp[i].frames, lt[i].cpu_prod_us + lt[i].cpu_cons_us);
-      fflush (stdout);
-      g_free (size);
-      continue;
+    if (!opt_csv)
+      printf ("\nPaced at %d/s (the median CPU round of %d): our hops, "
+          "iceoryx, shmsink, the floor\n", opt_cpu_rate, opt_rounds);
+    for (s = 0; s < G_N_ELEMENTS (sizes); s++)
+      run_size (impls, N_IMPLS, slow, G_N_ELEMENTS (slow), sizes[s][0],
+          sizes[s][1], opt_cpu_rate, FALSE, PINNED, NODE, IOX, SHM, UNIXFD,
+          FLOOR, sizes[s][1] == 1080 ? rows1080 : NULL);
+    if (!opt_csv) {
+      BenchImpl sel[N_IMPLS];
+      Row r[N_IMPLS];
+      guint n = 0, shm = 0, flr = 0;
+
+      for (i = 0; i < G_N_ELEMENTS (slow); i++) {
+        if (slow[i] == SHM)
+          shm = n;
+        if (slow[i] == FLOOR)
+          flr = n;
+        sel[n] = impls[slow[i]];
+        r[n++] = rows1080[slow[i]];
+      }
+      printf ("\nCPU and wake-ups per frame, 1920x1080 RGBA at %d/s "
+          "(getrusage user+sys and ru_nvcsw/ru_nivcsw of each process, every "
+          "thread: producer from the consumer's connection to the last frame "
+          "received, consumer from its first frame to its last)\n",
+          opt_cpu_rate);
+      print_wake_table (sel, n, r, shm, flr);
+      print_delivery (bench_self);
     }
-    printf ("%-10s %-22s %9.0f %10.1f %10.1f %9s %9s %9s %9s\n", size,
-        "memcpy (1 copy)", mc.fps, mc.p50_us, mc.p99_us, "", "", "", "1.00");
-    for (i = 0; i < n_impls; i++) {
-      printf ("%-10s %-22s %9.0f %10.1f %10.1f %9.2f %9.2f %9.2f %9.2f "
-          "%9.1f%s\n", size, names[i], tp[i].fps, lt[i].p50_us, lt[i].p99_us,
-          shm->fps > 0 ? tp[i].fps / shm->fps : 0,
-          shml->p50_us > 0 ? lt[i].p50_us / shml->p50_us : 0,
-          flr->p50_us > 0 ? lt[i].p50_us / flr->p50_us : 0,
-          mc.p50_us > 0 ? lt[i].p50_us / mc.p50_us : 0,
-          lt[i].cpu_prod_us + lt[i].cpu_cons_us,
-          tp[i].frames < (guint) opt_frames ? "  (frames skipped)" : "");
-    }
-    if (have_unixfd)
-      print_vs_unixfd (size, &tp[PINNED], &lt[PINNED], &tp[UNIXFD],
-          &lt[UNIXFD]);
-    fflush (stdout);
-    g_free (size);
   }
-
-  if (!opt_csv) {
-    /* CPU per frame at 1080p, paced at --cpu-rate */
-    static const guint cpu_impls[] = { PINNED, PINNED_SOCKET, PINNED_BUSY,
-      SHM, FLOOR, UNIXFD
-    };
-    Result r[N_IMPLS], rounds[N_IMPLS][MAX_ROUNDS];
-    guint n_cpu = G_N_ELEMENTS (cpu_impls) - (have_unixfd ? 0 : 1);
-    gint k;
-
-    for (k = 0; k < opt_rounds; k++)
-      for (i = 0; i < n_cpu; i++)
-        rounds[cpu_impls[i]][k] = run_transport (self, impls[cpu_impls[i]],
-            1920, 1080, TRUE, opt_cpu_rate, NULL);
-    for (i = 0; i < n_cpu; i++)
-      r[cpu_impls[i]] = median_round (rounds[cpu_impls[i]], opt_rounds, TRUE);
-    printf ("\nCPU per frame, 1920x1080 RGBA at %d/s, %d frames (getrusage "
-        "user+sys; producer from connection to the last frame received, "
-        "consumer from its first frame to its last)\n", opt_cpu_rate,
-        opt_latency_frames);
-    printf ("%-22s %10s %10s %10s %10s %9s %9s\n", "transport", "p50 us",
-        "prod us/f", "cons us/f", "total us/f", "cpu/shm", "cpu/flr");
-    for (i = 0; i < n_cpu; i++)
-      print_cpu (names[cpu_impls[i]], &r[cpu_impls[i]], &r[SHM], &r[FLOOR]);
-    if (have_unixfd && r[PINNED].cpu_prod_us >= 0 && r[UNIXFD].cpu_prod_us > 0)
-      printf ("%-22s %10.2f %10s %10s %10.2f\n", "pinnedshm / unixfd",
-          r[UNIXFD].p50_us > 0 ? r[PINNED].p50_us / r[UNIXFD].p50_us : 0,
-          "", "", (r[PINNED].cpu_prod_us + r[PINNED].cpu_cons_us) /
-          (r[UNIXFD].cpu_prod_us + r[UNIXFD].cpu_cons_us));
-    print_delivery (self);
-  }
-  g_free (self);
+  iox_stop ();
+  g_free (iox_reason);
+  g_free (bench_self);
   return 0;
 }
