@@ -222,29 +222,26 @@ iox_start (const gchar * self, gchar ** reason)
   return TRUE;
 }
 
-/* RouDi's CPU (ns) and voluntary switches, all its threads */
+/* RouDi's CPU (ns, /proc/PID/task/TID/schedstat: time on a CPU) and
+ * voluntary switches, all its threads */
 static void
 roudi_usage (guint64 * cpu, guint64 * vol)
 {
-  gchar *path = g_strdup_printf ("/proc/%d/stat", roudi_pid), *text = NULL;
   bw_snap s;
   gint i;
 
   *cpu = *vol = 0;
-  if (g_file_get_contents (path, &text, NULL, NULL)) {
-    /* after "(comm)": state is field 3, utime 14, stime 15 */
-    gchar *p = strrchr (text, ')');
-    unsigned long long ut = 0, st = 0;
-
-    if (p && sscanf (p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
-            "%llu %llu", &ut, &st) == 2)
-      *cpu = (ut + st) * (1000000000u / (guint64) sysconf (_SC_CLK_TCK));
-  }
-  g_free (text);
-  g_free (path);
   bw_snapshot (roudi_pid, &s);
-  for (i = 0; i < s.n; i++)
+  for (i = 0; i < s.n; i++) {
+    gchar *path = g_strdup_printf ("/proc/%d/task/%d/schedstat", roudi_pid,
+        s.t[i].tid), *text = NULL;
+
+    if (g_file_get_contents (path, &text, NULL, NULL))
+      *cpu += g_ascii_strtoull (text, NULL, 10);
+    g_free (text);
+    g_free (path);
     *vol += s.t[i].c.vol;
+  }
 }
 
 static gint
@@ -365,13 +362,19 @@ iox_run (gint w, gint h, gboolean paced, gint fps, gint frames,
   g_rmdir (dir);
   /* the runtimes' sockets, left when a side was killed */
   {
-    gchar *s = g_strdup_printf ("/tmp/pfbench-pub-%d", (gint) pub);
+    static const gchar *suffix[] = { "", ".lock" };
+    guint k;
 
-    g_unlink (s);
-    g_free (s);
-    s = g_strdup_printf ("/tmp/pfbench-sub-%d", (gint) sub);
-    g_unlink (s);
-    g_free (s);
+    for (k = 0; k < G_N_ELEMENTS (suffix); k++) {
+      gchar *s = g_strdup_printf ("/tmp/pfbench-pub-%d%s", (gint) pub,
+          suffix[k]);
+
+      g_unlink (s);
+      g_free (s);
+      s = g_strdup_printf ("/tmp/pfbench-sub-%d%s", (gint) sub, suffix[k]);
+      g_unlink (s);
+      g_free (s);
+    }
   }
   g_free (pub_path);
   g_free (sub_path);

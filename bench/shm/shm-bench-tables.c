@@ -118,7 +118,7 @@ print_size_rows (const gchar * size, const BenchImpl * impls, guint n_impls,
 
   for (i = 0; i < n_impls; i++) {
     const Result *m = &rows[i].med;
-    gchar spread[32];
+    gchar spread[32], fps[32];
 
     if (!impls[i].on || rows[i].rounds == 0) {
       printf ("%-10s %-22s  (%s)\n", size, impls[i].name, impls[i].on ?
@@ -127,12 +127,17 @@ print_size_rows (const gchar * size, const BenchImpl * impls, guint n_impls,
     }
     g_snprintf (spread, sizeof (spread), "%.1f-%.1f", rows[i].p50_min,
         rows[i].p50_max);
-    printf ("%-10s %-22s %9.0f %9.1f %15s %9.1f %7.2f %7.2f %7.2f %7.1f "
-        "%7.1f %6.2f %6.2f%s\n", size, impls[i].name, tp[i].fps, m->p50_us,
+    if (tp[i].fps > 0)
+      g_snprintf (fps, sizeof (fps), "%.0f", tp[i].fps);
+    else
+      g_snprintf (fps, sizeof (fps), "-");
+    printf ("%-10s %-22s %9s %9.1f %15s %9.1f %7.2f %7.2f %7.2f %7.1f "
+        "%7.1f %6.2f %6.2f%s\n", size, impls[i].name, fps, m->p50_us,
         spread, m->p99_us, ratio (m->p50_us, rows[shm].med.p50_us),
         ratio (m->p50_us, rows[flr].med.p50_us), ratio (m->p50_us,
             memcpy_us), m->cpu_prod_us, m->cpu_cons_us, m->wake_prod,
-        m->wake_cons, tp[i].frames < want ? "  (frames skipped)" : "");
+        m->wake_cons, want && tp[i].frames < want ? "  (frames skipped)" :
+        "");
   }
 }
 
@@ -144,10 +149,16 @@ print_ratio (const gchar * size, const gchar * what, const Result * tpa,
   double ca = a->med.cpu_prod_us + a->med.cpu_cons_us;
   double cb = b->med.cpu_prod_us + b->med.cpu_cons_us;
 
+  gchar fps[32];
+
   if (a->rounds == 0 || b->rounds == 0)
     return;
-  printf ("%-10s %-22s %9.2f %9.2f %15s %9.2f %23s %15.2f (cpu)\n", size,
-      what, ratio (tpa->fps, tpb->fps), ratio (a->med.p50_us, b->med.p50_us),
+  if (tpa->fps > 0 && tpb->fps > 0)
+    g_snprintf (fps, sizeof (fps), "%.2f", tpa->fps / tpb->fps);
+  else
+    g_snprintf (fps, sizeof (fps), "-");
+  printf ("%-10s %-22s %9s %9.2f %15s %9.2f %23s %15.2f (cpu)\n", size,
+      what, fps, ratio (a->med.p50_us, b->med.p50_us),
       "", ratio (a->med.p99_us, b->med.p99_us), "", ratio (ca, cb));
 }
 

@@ -680,6 +680,28 @@ bench_wait_socket (const gchar * path, GPid pid)
   return FALSE;
 }
 
+/* shmsink's areas ("/dev/shm/shmpipe.%5d.%5d", its pid first) stay when
+ * its process exits without stopping the pipeline, as the producer here
+ * does: removed after each run */
+static void
+unlink_shmpipe (GPid pid)
+{
+  gchar *prefix = g_strdup_printf ("shmpipe.%5d.", (gint) pid);
+  GDir *d = g_dir_open ("/dev/shm", 0, NULL);
+  const gchar *n;
+
+  while (d && (n = g_dir_read_name (d)))
+    if (g_str_has_prefix (n, prefix)) {
+      gchar *path = g_build_filename ("/dev/shm", n, NULL);
+
+      g_unlink (path);
+      g_free (path);
+    }
+  if (d)
+    g_dir_close (d);
+  g_free (prefix);
+}
+
 /* @samples: if not NULL, gets the latencies (ns, warm-up left out) of a
  * paced run appended */
 static Result
@@ -721,6 +743,7 @@ run_pair (const gchar * self, const gchar * impl, gint w, gint h,
   GError *err = NULL;
   GPid pid;
   Probe p = { 0, };
+  GPid shm_pid;
   gchar *desc;
   gint64 deadline;
   gint i;
@@ -801,6 +824,7 @@ run_pair (const gchar * self, const gchar * impl, gint w, gint h,
 
   /* the producer's CPU time, then it goes */
   res.cpu_prod_us = res.cpu_cons_us = -1;
+  shm_pid = strcmp (impl, "shm") == 0 ? pid : 0;
   kill (pid, SIGUSR1);
   for (i = 0; i < 2000; i++) {
     if (waitpid (pid, NULL, WNOHANG) == pid) {
@@ -813,7 +837,10 @@ run_pair (const gchar * self, const gchar * impl, gint w, gint h,
     kill (pid, SIGKILL);
     waitpid (pid, NULL, 0);
   }
+  if (shm_pid)
+    unlink_shmpipe (shm_pid);
   res.wake_prod = res.csw_prod = res.wake_cons = res.csw_cons = -1;
+  res.cpu_roudi_us = res.wake_roudi = -1;
   if (p.n > 0 && bench_read_side (cpu_path, p.n, &res)) {
     bw_snap d;
 
