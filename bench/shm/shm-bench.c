@@ -125,6 +125,9 @@ static gchar *opt_socket;
 static gint opt_width, opt_height;
 static gboolean opt_paced;
 static gboolean opt_csv;
+/* --csv-file: the CSV rows also go there, beside the tables */
+static gchar *opt_csv_file;
+static FILE *csv_fp;
 /* unixfdsink and unixfdsrc are registered (GStreamer 1.24+) */
 static gboolean have_unixfd;
 static gboolean opt_delivery_only;
@@ -155,6 +158,8 @@ static GOptionEntry entries[] = {
   {"busy-poll-us", 0, 0, G_OPTION_ARG_INT, &opt_busy_poll_us,
       "pinnedshmsrc busy-poll-us of the pinned-busy rows (default: one "
         "frame period + 1 ms)", NULL},
+  {"csv-file", 0, 0, G_OPTION_ARG_FILENAME, &opt_csv_file,
+      "also write the CSV rows to FILE (the tables still print)", "FILE"},
   {"csv", 0, 0, G_OPTION_ARG_NONE, &opt_csv,
       "CSV rows instead of the table (for bench/plot.py)", NULL},
   {"rounds", 0, 0, G_OPTION_ARG_INT, &opt_rounds,
@@ -1021,24 +1026,27 @@ run_size (const BenchImpl * all, guint n_all, const guint * only,
   }
   if (keep)
     memcpy (keep, rowa, n_all * sizeof (Row));
-  if (opt_csv) {
+  if (csv_fp) {
     gsize bytes = (gsize) w * h * 4;
 
-    printf ("%s,%d,%d,%" G_GSIZE_FORMAT ",memcpy,0,%.1f,%.2f,%.2f,%u,,,,,,,"
+    fprintf (csv_fp, "%s,%d,%d,%" G_GSIZE_FORMAT ",memcpy,0,%.1f,%.2f,%.2f,%u,,,,,,,"
         ",,,\n", size, w, h, bytes, mc.fps, mc.p50_us, mc.p99_us, mc.frames);
     for (i = 0; i < n; i++) {
       const Result *m = &rows[i].med;
 
       if (!sel[i].on || rows[i].rounds == 0)
         continue;
-      printf ("%s,%d,%d,%" G_GSIZE_FORMAT ",%s,%d,%.1f,%.2f,%.2f,%u,%.1f,"
+      fprintf (csv_fp, "%s,%d,%d,%" G_GSIZE_FORMAT ",%s,%d,%.1f,%.2f,%.2f,"
+          "%u,%.1f,"
           "%.2f,%.2f,%d,%.1f,%.1f,%.2f,%.2f,%.2f,%.2f\n", size, w, h, bytes,
           sel[i].impl, fps, tp[i].fps, m->p50_us, m->p99_us, m->frames,
           m->cpu_prod_us + m->cpu_cons_us, rows[i].p50_min, rows[i].p50_max,
           rows[i].rounds, m->cpu_prod_us, m->cpu_cons_us, m->wake_prod,
           m->wake_cons, m->csw_prod, m->csw_cons);
     }
-  } else {
+    fflush (csv_fp);
+  }
+  if (!opt_csv) {
     guint s_i = 0, f_i = 0;
 
     for (i = 0; i < n; i++) {
@@ -1175,11 +1183,14 @@ main (int argc, char **argv)
     impls[IOX].on = iox_start (bench_self, &iox_reason);
   impls[IOX].off_reason = iox_reason;
 
-  if (opt_csv) {
-    printf ("size,width,height,bytes,transport,rate,frames_per_s,p50_us,"
-        "p99_us,frames,cpu_us_per_frame,p50_min_us,p50_max_us,rounds,"
+  csv_fp = opt_csv ? stdout : NULL;
+  if (opt_csv_file && (csv_fp = fopen (opt_csv_file, "we")) == NULL)
+    g_error ("%s: %s", opt_csv_file, g_strerror (errno));
+  if (csv_fp)
+    fprintf (csv_fp, "size,width,height,bytes,transport,rate,frames_per_s,"
+        "p50_us,p99_us,frames,cpu_us_per_frame,p50_min_us,p50_max_us,rounds,"
         "cpu_prod_us,cpu_cons_us,wake_prod,wake_cons,csw_prod,csw_cons\n");
-  } else {
+  if (!opt_csv) {
     double la[3] = { 0, };
 
     if (getloadavg (la, 3) == 3)
@@ -1255,6 +1266,8 @@ main (int argc, char **argv)
     }
   }
   iox_stop ();
+  if (csv_fp && csv_fp != stdout)
+    fclose (csv_fp);
   g_free (iox_reason);
   g_free (bench_self);
   return 0;
