@@ -32,7 +32,7 @@ node_produce (const gchar * socket, gint w, gint h, gint frames, gint rate,
 
   config.socket_path = socket;
   config.n_slots = (guint) MAX (pool_size, 1);
-  config.slot_size = (guint64) w * h * 4;
+  config.slot_size = (guint64) w *h * 4;
   if ((res = pf_node_producer_new (&config, &p)) < 0
       || (res = pf_node_producer_set_video (p, "RGBA", w, h, 0, 1)) < 0
       || (res = pf_node_producer_wait_clients (p, 1, 30000)) < 0)
@@ -67,8 +67,7 @@ node_receive (gpointer data)
 
   if (!bench_wait_socket (p->sock, p->pid))
     return NULL;
-  res = pf_node_consumer_new_with (p->sock, 10000, PF_DELIVERY_EVERY_FRAME,
-      &c);
+  res = pf_node_consumer_new_with (p->sock, 10000, PF_DELIVERY_EVERY_FRAME, &c);
   if (res < 0) {
     g_printerr ("node consumer: %s\n", pf_node_strerror (res));
     return NULL;

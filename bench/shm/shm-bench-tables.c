@@ -136,8 +136,7 @@ print_size_rows (const gchar * size, const BenchImpl * impls, guint n_impls,
         spread, m->p99_us, ratio (m->p50_us, rows[shm].med.p50_us),
         ratio (m->p50_us, rows[flr].med.p50_us), ratio (m->p50_us,
             memcpy_us), m->cpu_prod_us, m->cpu_cons_us, m->wake_prod,
-        m->wake_cons, want && tp[i].frames < want ? "  (frames skipped)" :
-        "");
+        m->wake_cons, want && tp[i].frames < want ? "  (frames skipped)" : "");
   }
 }
 

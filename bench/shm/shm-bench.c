@@ -1029,7 +1029,8 @@ run_size (const BenchImpl * all, guint n_all, const guint * only,
   if (csv_fp) {
     gsize bytes = (gsize) w * h * 4;
 
-    fprintf (csv_fp, "%s,%d,%d,%" G_GSIZE_FORMAT ",memcpy,0,%.1f,%.2f,%.2f,%u,,,,,,,"
+    fprintf (csv_fp,
+        "%s,%d,%d,%" G_GSIZE_FORMAT ",memcpy,0,%.1f,%.2f,%.2f,%u,,,,,,,"
         ",,,\n", size, w, h, bytes, mc.fps, mc.p50_us, mc.p99_us, mc.frames);
     for (i = 0; i < n; i++) {
       const Result *m = &rows[i].med;
@@ -1151,8 +1152,7 @@ main (int argc, char **argv)
       g_error ("iceoryx: %s", iox_reason);
     bench_run (opt_transport, 320, 240, FALSE, opt_rate, NULL);
     for (r = 0; r < opt_rounds; r++) {
-      Result res =
-          bench_run (opt_transport, w, h, TRUE, opt_rate, NULL);
+      Result res = bench_run (opt_transport, w, h, TRUE, opt_rate, NULL);
 
       printf ("%s %dx%d at %d/s round %d: p50 %.1f us p99 %.1f us, "
           "cpu %.1f + %.1f us/f, wake-ups %.2f + %.2f per frame, %u "
