@@ -6,6 +6,8 @@
 #ifndef __SHM_BENCH_H__
 #define __SHM_BENCH_H__
 
+#include <signal.h>
+
 #include <glib.h>
 
 #include "bench-wakeups.h"
@@ -90,6 +92,23 @@ void print_ratio (const gchar * size, const gchar * what, const Result * tpa,
     const Row * a, const Result * tpb, const Row * b);
 void print_wake_table (const BenchImpl * impls, guint n_impls,
     const Row * rows, guint shm, guint flr);
+
+/* shm-bench-producer.c: the producer process of a GStreamer pair or of
+ * the floor, from shm-bench --role produce */
+typedef struct
+{
+  const gchar *impl, *socket;
+  gint width, height, frames, rate, pool_size;
+  gboolean paced, appsrc;
+} ProducerArgs;
+int gst_produce (const ProducerArgs * a);
+int floor_produce (const ProducerArgs * a);
+/* the floor's consumer, a thread of this process (@data a Probe) */
+gpointer floor_receive (gpointer data);
+/* SIGUSR1: the consumer has its frames; main() installs it and blocks
+ * SIGUSR1 (the mask before is prod_unblocked) */
+void on_sigusr1 (int sig);
+extern sigset_t prod_unblocked;
 
 /* shm-bench-node.c: the node API's producer process, and its consumer (a
  * thread of this process, @data a Probe) */
