@@ -5,15 +5,22 @@
  * 1920x1080 and 3840x2160 RGBA, in the same run.
  *
  *   shm-bench [--frames N] [--latency-frames N] [--rate FPS] [--csv]
- *             [--cpu-rate FPS] [--busy-poll-us US] [--delivery-only]
- *             [--rounds N] [--appsrc] [--pool-size N]
- *             [--transport NAME [--size WxH]]
+ *             [--csv-file FILE] [--cpu-rate FPS] [--busy-poll-us US]
+ *             [--delivery-only] [--rounds N] [--appsrc] [--pool-size N]
+ *             [--no-iox] [--transport NAME [--size WxH]]
  *
- * --csv prints the same figures as CSV rows instead of the table (one row
- * per size and transport: size,width,height,bytes,transport,frames_per_s,
- * p50_us,p99_us,frames; transport is memcpy, pinned, pinned-socket,
- * pinned-copy, pinned-busy, shm, floor or unixfd),
- * for bench/plot.py.
+ * --csv prints the same figures as CSV rows instead of the tables (one row
+ * per size, rate and transport: size,width,height,bytes,transport,rate,
+ * frames_per_s,p50_us,p99_us,frames,cpu_us_per_frame,p50_min_us,
+ * p50_max_us,rounds,cpu_prod_us,cpu_cons_us,wake_prod,wake_cons,csw_prod,
+ * csw_cons; transport is memcpy, pinned, node, iox, pinned-socket,
+ * pinned-copy, pinned-busy, shm, unixfd or floor), for bench/plot.py;
+ * --csv-file FILE writes them to FILE beside the tables.
+ *
+ * The pieces: shm-bench-producer.c (the producer processes of the
+ * GStreamer pairs and of the floor), shm-bench-node.c (the C node API's
+ * hop), shm-bench-roudi.c and shm-bench-iox.c (iceoryx), shm-bench-tables.c
+ * (rounds, medians, spread, tables), bench-wakeups.h (context switches).
  *
  * Every transport is measured the same way: a producer process pushes
  * frames into the sink from its pacing thread (gst_pad_push() on a pad
@@ -60,20 +67,41 @@
  * (by default one frame period plus 1 ms, so that it spins until the next
  * frame: the most the option can do, at the most CPU).
  *
- * --rounds N (issue 13): every paced run is made N times, the transports
- * taking turns (pinned, copy, busy, shm, floor, pinned, ...), and the round
- * with the median p50 is printed (in the CPU section, the median CPU per
- * frame): on a shared machine a burst of load then falls on one round of
- * one transport, not on the whole comparison.
+ * "node" (issue 35): the C node API, pf_node_producer -> pf_node_consumer,
+ * no GStreamer: the producer process loans a slot, writes the stamp in
+ * place and publishes it from its pacing thread; a thread of this process
+ * blocks in pf_node_consumer_next() and releases each frame.
+ * "iox" (issue 35): iceoryx 2.0's publisher -> subscriber (C binding), two
+ * processes of shm-bench-iox, chunks loaned and written in place, the
+ * subscriber asleep in a waitset; RouDi is started by this run with a
+ * config sized for 4K frames and stopped at its end (shm-bench-roudi.c).
+ * Where shm-bench-iox was not built or iox-roudi is missing, the rows say
+ * why and are skipped.
+ *
+ * --rounds N (issues 13, 35; 5 by default): every paced run is made N
+ * times, the transports taking turns (pinned, node, iox, socket, copy,
+ * busy, shm, unixfd, floor, pinned, ...); the row printed is the round
+ * with the median p50 (the 30/s section: the median CPU per frame), with
+ * the smallest and largest p50 of the rounds ("p50 min-max") and the
+ * ratios to shmsink and to the floor: on a shared machine a burst of load
+ * then falls on one round of one transport, not on the whole comparison.
+ *
+ * Wake-ups (issue 35): each process also counts its context switches
+ * (getrusage ru_nvcsw, the voluntary ones = wake-ups, and ru_nivcsw, the
+ * preemptions; every thread) over the same window as its CPU time, and
+ * /proc/self/task/TID/status thread by thread; "wake p/c" is per frame for
+ * the producer/consumer process, and the 1080p table at --cpu-rate lists
+ * them by thread.
  *
  * CPU per frame: each process takes getrusage (RUSAGE_SELF, user + sys)
  * over the run: the producer from the consumer's connection to the moment
  * the consumer has all its frames (it is then told with SIGUSR1 and writes
  * its figure to a file beside the socket), the consumer from its first
  * frame to its last; both divided by the frames received. After the size
- * table, the pair, the floor, the busy-polling pair and shmsink/shmsrc run
- * paced at 1920x1080, --cpu-rate frames/s (30), and the CPU per frame of
- * both processes is printed with its ratio to shmsink/shmsrc's.
+ * table (paced at --rate), our two hops, iceoryx, shmsink/shmsrc, unixfd
+ * and the floor run paced at --cpu-rate frames/s (30) at every size; the
+ * 1920x1080 rows are then printed with the CPU per frame of both
+ * processes, its ratio to shmsink's and the floor's, and the wake-ups.
  *
  * Delivery (issue 10): last, the zero-copy pair at 1920x1080 with
  * pinnedshmsrc delivery=every-frame (reliable: the sink's render waits in
