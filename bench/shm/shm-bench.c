@@ -224,64 +224,9 @@ static GOptionEntry entries[] = {
   {NULL}
 };
 
-guint64
-bench_now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (guint64) ts.tv_sec * 1000000000u + ts.tv_nsec;
-}
-
-void
-bench_sleep_until (guint64 t)
-{
-  struct timespec ts = { t / 1000000000u, t % 1000000000u };
-
-  while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR);
-}
-
-guint64
-bench_cpu_ns (void)
-{
-  struct rusage ru;
-
-  getrusage (RUSAGE_SELF, &ru);
-  return (guint64) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u
-      + (guint64) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
-}
-
 /* ------------------------------------------------------------------------ */
 /* consumer (this process) */
 
-
-void
-probe_record (Probe * p, guint64 t, guint64 sent)
-{
-  g_mutex_lock (&p->lock);
-  if (p->n < p->want) {
-    if (p->n == 0) {
-      p->t_first = t;
-      p->cpu_first = bench_cpu_ns ();
-      p->cs_first = bw_total ();
-      bw_snapshot (0, &p->snap_first);
-    }
-    p->t_last = t;
-    p->lat[p->n++] = t > sent ? t - sent : 0;
-    /* the waiting thread is woken at the first frame and the last only
-     * (it checks for progress every 2 s on its own): a wake-up per frame
-     * in the consumer process would be the benchmark's cost, counted in
-     * every transport's CPU */
-    if (p->n == p->want) {
-      p->cpu_last = bench_cpu_ns ();
-      p->cs_last = bw_total ();
-      bw_snapshot (0, &p->snap_last);
-    }
-    if (p->n == 1 || p->n == p->want)
-      g_cond_signal (&p->cond);
-  }
-  g_mutex_unlock (&p->lock);
-}
 
 static GstPadProbeReturn
 on_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer data)
@@ -304,21 +249,6 @@ cmp_u64 (const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
-
-gboolean
-bench_wait_socket (const gchar * path, GPid pid)
-{
-  gint i;
-
-  for (i = 0; i < 1000; i++) {
-    if (g_file_test (path, G_FILE_TEST_EXISTS))
-      return TRUE;
-    if (waitpid (pid, NULL, WNOHANG) == pid)
-      return FALSE;
-    g_usleep (10000);
-  }
-  return FALSE;
-}
 
 /* shmsink's areas ("/dev/shm/shmpipe.%5d.%5d", its pid first) stay when
  * its process exits without stopping the pipeline, as the producer here
