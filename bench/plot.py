@@ -199,8 +199,9 @@ def plot_rounds(rows, note, out):
                     if key == "p50_us" and row.get("p50_min_us"):
                         lo.append(ys[-1] - float(row["p50_min_us"]))
                         hi.append(float(row["p50_max_us"]) - ys[-1])
-                bars = ax.bar(xs, ys, width, label=name,
-                              color=f"C{k}", alpha=0.85)
+                color = "C%d" % [t_ for t_, _ in ROUNDS_LABELS].index(t)
+                bars = ax.bar(xs, ys, width, label=name, color=color,
+                              alpha=0.85)
                 if lo:
                     ax.errorbar(xs, ys, yerr=[lo, hi], fmt="none",
                                 ecolor="0.2", capsize=2, lw=0.8)
@@ -214,14 +215,17 @@ def plot_rounds(rows, note, out):
                           if key == "p50_us" else " (all rounds' frames)"),
                          fontsize=10)
             ax.grid(True, axis="y", which="major", alpha=0.3)
-        axes[i][0].legend(fontsize=7, loc="upper left", ncol=2)
+    # one legend for all panels, the transports of the first rate
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="upper center", ncol=5,
+               bbox_to_anchor=(0.5, 0.965))
     rounds = max(int(r["rounds"]) for r in rows if r.get("rounds"))
     fig.suptitle(f"Cross-process hop per transport and size (bench/shm, one "
                  f"run, {rounds} interleaved rounds; bar = the median "
                  f"round)", fontsize=11)
     fig.text(0.01, 0.005, note, fontsize=7, color="0.35", ha="left",
              va="bottom")
-    fig.tight_layout(rect=(0, 0.025, 1, 0.97))
+    fig.tight_layout(rect=(0, 0.025, 1, 0.91))
     path = os.path.join(out, "hop-rounds.png")
     fig.savefig(path, dpi=100)
     plt.close(fig)
