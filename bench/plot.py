@@ -2,9 +2,10 @@
 """Figures for docs/results.md from the benchmarks' own output.
 
 Runs, from a build directory:
-  - bench/shm/shm-bench --csv    (RUNS times): hop latency p50/p99 against
-    frame size for pinnedshmsink -> pinnedshmsrc (zero copy and copy path),
-    shmsink -> shmsrc, and one in-process memcpy of the frame;
+  - bench/shm/shm-bench --csv    (once: its 5 rounds are interleaved):
+    hop latency p50/p99 against frame size for pinnedshmsink ->
+    pinnedshmsrc (zero copy and copy path), shmsink -> shmsrc, and one
+    in-process memcpy of the frame; hop-rounds.png from the same rows;
   - bench/pool/pool-bench --csv  at 640x480, 1920x1080, 3840x2160: the cost
     of acquire + write + release and of activation, pinned vs default pool;
   - bench/bridge/bench-bridge    (RUNS times; its Markdown table is parsed):
@@ -131,12 +132,12 @@ def measure(args):
     with tempfile.TemporaryDirectory(prefix="pf-plot-") as tmp:
         env = bench_env(build, tmp)
         shm, pool, bridge = [], [], []
-        for r in range(args.runs):
-            for row in parse_csv(run([os.path.join(build, "bench", "shm",
-                                                   "shm-bench"), "--csv"],
-                                     env)):
-                row["run"] = str(r)
-                shm.append(row)
+        # one run: its 5 interleaved rounds give the median and the spread
+        # (issue 35; before, three runs of one round each)
+        for row in parse_csv(run([os.path.join(build, "bench", "shm",
+                                               "shm-bench"), "--csv"], env)):
+            row["run"] = "0"
+            shm.append(row)
         for w, h in POOL_SIZES:
             pool += parse_csv(run([os.path.join(build, "bench", "pool",
                                                 "pool-bench"), "--csv",
@@ -250,6 +251,16 @@ def plot_hop(shm, meta, out):
             mid = [statistics.median(by_size[x]) for x in xs]
             lo = [m - min(by_size[x]) for m, x in zip(mid, xs)]
             hi = [max(by_size[x]) - m for m, x in zip(mid, xs)]
+            if key == "p50_us":
+                # one run of interleaved rounds: the bars are its rounds'
+                # p50 min-max
+                for n, x in enumerate(xs):
+                    row = next((r for r in shm if r["transport"] == t and
+                                int(r["bytes"]) == x and
+                                r.get("p50_min_us")), None)
+                    if row is not None and len(by_size[x]) == 1:
+                        lo[n] = mid[n] - float(row["p50_min_us"])
+                        hi[n] = float(row["p50_max_us"]) - mid[n]
             color, marker = SHM_STYLE[t]
             ax.errorbar([x / 1e6 for x in xs], mid, yerr=[lo, hi],
                         color=color, marker=marker, capsize=3,
@@ -268,8 +279,8 @@ def plot_hop(shm, meta, out):
     runs = len({r["run"] for r in shm})
     axes[0].legend(fontsize=8, loc="upper left")
     fig.suptitle(f"Cross-process hop against frame size (bench/shm, 100 "
-                 f"frames/s; marker = median of {runs} runs, bars = "
-                 f"min–max)", fontsize=10)
+                 f"frames/s; marker = median of {runs} run(s) (one run: its "
+                 f"median round), bars = min–max)", fontsize=10)
     footnote(fig, meta)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(os.path.join(out, "hop-latency.png"), dpi=110)
@@ -378,7 +389,8 @@ def main():
         os.path.dirname(os.path.abspath(__file__)), "..", "docs", "img"),
         help="where the PNGs and CSVs go (docs/img)")
     ap.add_argument("--runs", type=int, default=3,
-                    help="shm-bench and bench-bridge runs (default 3)")
+                    help="bench-bridge runs (default 3); shm-bench runs "
+                    "once, its rounds interleaved")
     ap.add_argument("--pool-iterations", type=int, default=1000)
     ap.add_argument("--from-csv", metavar="DIR",
                     help="redraw from DIR/*.csv written by an earlier run")
@@ -400,6 +412,10 @@ def main():
     else:
         shm, pool, bridge, meta = measure(args)
     plot_hop(shm, meta, args.out)
+    if any(r.get("rounds") for r in shm):
+        plot_rounds(shm, f"{meta['date']}; {meta['machine']}; load average "
+                    f"{meta['load_before']} before, {meta['load_after']} "
+                    f"after", args.out)
     plot_pool(pool, meta, args.out)
     plot_bridge(bridge, meta, args.out)
     print(f"{meta['date']}, {meta['machine']}, load average "
