@@ -7,7 +7,7 @@
  *   shm-bench [--frames N] [--latency-frames N] [--rate FPS] [--csv]
  *             [--csv-file FILE] [--cpu-rate FPS] [--busy-poll-us US]
  *             [--delivery-only] [--rounds N] [--appsrc] [--pool-size N]
- *             [--no-iox] [--transport NAME [--size WxH]]
+ *             [--no-iox] [--split-cpus] [--transport NAME [--size WxH]]
  *
  * --csv prints the same figures as CSV rows instead of the tables (one row
  * per size, rate and transport: size,width,height,bytes,transport,rate,
@@ -112,6 +112,10 @@
  * (latency, CPU per frame), with the ratio of reliable to leaky. The
  * producer is not live, so "pinned" above is every-frame too.
  *
+ * --split-cpus: this process (the consumer) on CPU 1, the producer
+ * processes on CPU 0, for every thread (iceoryx's are not moved): what a
+ * peer's thread woken on the same CPU costs (issue 35).
+ *
  * --transport NAME [--size WxH]: only that transport, paced, every round
  * printed (to run it under perf or strace; bench/shm/hop-trace.sh).
  * SPDX-License-Identifier: LGPL-2.1-or-later
@@ -120,6 +124,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -163,6 +168,10 @@ static gboolean opt_delivery_only;
 static gint opt_rounds = 5;
 /* no iceoryx rows (RouDi not started) */
 static gboolean opt_no_iox;
+/* the consumer process on CPU 1, the producers on CPU 0 (a measurement
+ * of what sharing a CPU costs; iceoryx's processes are not moved) */
+static gboolean opt_split_cpus;
+static gint opt_on_cpu = -1;
 /* this program, for the producer processes */
 static gchar *bench_self;
 /* --transport/--size: one paced transport at one size, every round printed
@@ -193,6 +202,11 @@ static GOptionEntry entries[] = {
   {"rounds", 0, 0, G_OPTION_ARG_INT, &opt_rounds,
       "paced runs of each transport per size (and at --cpu-rate), "
         "interleaved, the median reported (1, at most 9)", NULL},
+  {"split-cpus", 0, 0, G_OPTION_ARG_NONE, &opt_split_cpus,
+        "this (consumer) process on CPU 1, the GStreamer, node and floor "
+        "producers on CPU 0", NULL},
+  {"on-cpu", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &opt_on_cpu, NULL,
+      NULL},
   {"no-iox", 0, 0, G_OPTION_ARG_NONE, &opt_no_iox,
       "no iceoryx rows (RouDi is not started)", NULL},
   {"delivery-only", 0, 0, G_OPTION_ARG_NONE, &opt_delivery_only,
@@ -291,7 +305,8 @@ run_pair (const gchar * self, const gchar * impl, gint w, gint h,
     (gchar *) "--impl", (gchar *) impl, (gchar *) "--socket", sock,
     (gchar *) "--width", ws, (gchar *) "--height", hs, (gchar *) "--frames",
     nf, (gchar *) "--latency-frames", nl, (gchar *) "--rate", rate,
-    (gchar *) "--pool-size", ps,
+    (gchar *) "--pool-size", ps, (gchar *) "--on-cpu",
+    (gchar *) (opt_split_cpus ? "0" : "-1"),
     opt_appsrc ? (gchar *) "--appsrc" : paced ? (gchar *) "--paced" : NULL,
     opt_appsrc && paced ? (gchar *) "--paced" : NULL, NULL
   };
@@ -677,6 +692,15 @@ main (int argc, char **argv)
   }
   g_option_context_free (ctx);
   opt_rounds = CLAMP (opt_rounds, 1, MAX_ROUNDS);
+  if (opt_split_cpus || opt_on_cpu >= 0) {
+    /* before any thread: they all inherit it */
+    cpu_set_t set;
+
+    CPU_ZERO (&set);
+    CPU_SET (opt_on_cpu >= 0 ? opt_on_cpu : 1, &set);
+    if (sched_setaffinity (0, sizeof (set), &set) < 0)
+      g_printerr ("shm-bench: sched_setaffinity: %s\n", g_strerror (errno));
+  }
   if (opt_role && strcmp (opt_role, "produce") == 0) {
     sigset_t block;
 
