@@ -8,9 +8,14 @@
  * with it (monitoring off, PR_SET_PDEATHSIG: it goes if shm-bench dies)
  * and waits until it says it is ready. Which /dev/shm entries appeared
  * then are remembered: iox_stop() (also called at exit and on SIGINT,
- * SIGTERM, SIGABRT) stops RouDi with SIGTERM (SIGKILL after 5 s) and
- * removes those entries and RouDi's files in /tmp if RouDi left them (it
- * does when killed). Without shm-bench-iox beside shm-bench (built only
+ * SIGTERM, SIGABRT) kills the publisher and subscriber of a run under way
+ * (RouDi would wait for them), stops RouDi with SIGTERM (SIGKILL after
+ * 5 s) and removes those entries, the runtimes' and RouDi's files in /tmp
+ * and the run's folder if they were left. A SIGKILL of shm-bench cannot be
+ * caught: RouDi then gets SIGTERM (PR_SET_PDEATHSIG) and cleans /dev/shm
+ * itself; iox_start() removes runtime files of dead pids.
+ * iox_stop() from a signal handler is not async-signal-safe (GLib calls):
+ * a bench's best effort, on the way out. Without shm-bench-iox beside shm-bench (built only
  * when libiceoryx-binding-c-dev is installed) or without iox-roudi (the
  * iceoryx package), iox_start() says so and the rows are skipped.
  *
@@ -37,6 +42,63 @@ static gchar *roudi_dir;
 static gchar *iox_helper;
 /* /dev/shm entries RouDi made */
 static GPtrArray *roudi_shm;
+/* the publisher and subscriber of the run under way (0: none), and the
+ * folder of their result files */
+static volatile GPid cur_pub, cur_sub;
+static gchar *cur_dir;
+
+/* removes @dir and the files "pub" and "sub" in it */
+static void
+remove_run_dir (const gchar * dir)
+{
+  gchar *pub = g_build_filename (dir, "pub", NULL);
+  gchar *sub = g_build_filename (dir, "sub", NULL);
+
+  g_unlink (pub);
+  g_unlink (sub);
+  g_rmdir (dir);
+  g_free (pub);
+  g_free (sub);
+}
+
+/* runtime files of an earlier run's sides that were killed (SIGKILL of
+ * shm-bench leaves them: nothing can run then); only for pids gone */
+static void
+unlink_stale_runtime_files (void)
+{
+  GDir *d = g_dir_open ("/tmp", 0, NULL);
+  const gchar *n;
+
+  while (d && (n = g_dir_read_name (d))) {
+    gint64 pid;
+
+    if (!g_str_has_prefix (n, "pfbench-pub-")
+        && !g_str_has_prefix (n, "pfbench-sub-"))
+      continue;
+    pid = g_ascii_strtoll (n + 12, NULL, 10);
+    if (pid > 0 && kill ((pid_t) pid, 0) < 0 && errno == ESRCH) {
+      gchar *path = g_build_filename ("/tmp", n, NULL);
+
+      g_unlink (path);
+      g_free (path);
+    }
+  }
+  if (d)
+    g_dir_close (d);
+}
+
+/* the runtimes' socket and lock of @pid's side, left when it was killed */
+static void
+unlink_runtime_files (const gchar * side, GPid pid)
+{
+  gchar *path = g_strdup_printf ("/tmp/pfbench-%s-%d", side, (gint) pid);
+  gchar *lock = g_strconcat (path, ".lock", NULL);
+
+  g_unlink (path);
+  g_unlink (lock);
+  g_free (path);
+  g_free (lock);
+}
 
 static const gint frame_sizes[][2] = { {640, 480}, {1920, 1080}, {3840,
     2160}
@@ -68,6 +130,27 @@ iox_stop (void)
 {
   guint i;
 
+  /* a run under way (iox_stop() from a signal): its sides first, or RouDi
+   * waits for them before it stops */
+  if (cur_pub > 0 || cur_sub > 0) {
+    GPid pub = cur_pub, sub = cur_sub;
+
+    cur_pub = cur_sub = 0;
+    if (pub > 0) {
+      kill (pub, SIGKILL);
+      waitpid (pub, NULL, 0);
+      unlink_runtime_files ("pub", pub);
+    }
+    if (sub > 0) {
+      kill (sub, SIGKILL);
+      waitpid (sub, NULL, 0);
+      unlink_runtime_files ("sub", sub);
+    }
+  }
+  if (cur_dir) {
+    remove_run_dir (cur_dir);
+    cur_dir = NULL;
+  }
   if (roudi_pid > 0) {
     kill (roudi_pid, SIGTERM);
     for (i = 0; i < 500 && waitpid (roudi_pid, NULL, WNOHANG) == 0; i++)
@@ -88,8 +171,10 @@ iox_stop (void)
   if (roudi_shm) {
     g_ptr_array_free (roudi_shm, TRUE);
     roudi_shm = NULL;
-    /* RouDi's socket and lock, left behind when it was killed */
+    /* RouDi's socket and lock, left behind when it was killed (no other
+     * RouDi runs: iox_start() checked /dev/shm/iceoryx_mgmt) */
     g_unlink ("/tmp/roudi");
+    g_unlink ("/tmp/roudi.lock");
     g_unlink ("/tmp/iox-unique-roudi.lock");
   }
   if (roudi_dir) {
@@ -166,6 +251,7 @@ iox_start (const gchar * self, gchar ** reason)
   g_file_set_contents (toml, config->str, -1, NULL);
   g_string_free (config, TRUE);
 
+  unlink_stale_runtime_files ();
   signal (SIGINT, on_fatal_signal);
   signal (SIGTERM, on_fatal_signal);
   signal (SIGABRT, on_fatal_signal);
@@ -288,6 +374,7 @@ iox_run (gint w, gint h, gboolean paced, gint fps, gint frames,
   if (roudi_pid <= 0)
     return res;
   dir = g_dir_make_tmp ("shm-bench-iox-XXXXXX", NULL);
+  cur_dir = dir;
   pub_path = g_build_filename (dir, "pub", NULL);
   sub_path = g_build_filename (dir, "sub", NULL);
   {
@@ -304,6 +391,8 @@ iox_run (gint w, gint h, gboolean paced, gint fps, gint frames,
         || !g_spawn_async (NULL, pargv, NULL, G_SPAWN_DO_NOT_REAP_CHILD |
             G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, &pub, &err))
       g_error ("spawn shm-bench-iox: %s", err->message);
+    cur_pub = pub;
+    cur_sub = sub;
   }
   /* the subscriber ends on its own: at the count, or 2 s without a frame
    * (10 s for the first) */
@@ -311,6 +400,7 @@ iox_run (gint w, gint h, gboolean paced, gint fps, gint frames,
   roudi_usage (&rcpu1, &rvol1);
   kill (pub, SIGUSR1);
   reap (pub, 2000);
+  cur_pub = cur_sub = 0;
 
   if (g_file_get_contents (sub_path, &text, NULL, NULL))
     lines = g_strsplit (text, "\n", -1);
@@ -357,25 +447,11 @@ iox_run (gint w, gint h, gboolean paced, gint fps, gint frames,
   }
   g_strfreev (lines);
   g_free (text);
-  g_unlink (pub_path);
-  g_unlink (sub_path);
-  g_rmdir (dir);
+  cur_dir = NULL;
+  remove_run_dir (dir);
   /* the runtimes' sockets, left when a side was killed */
-  {
-    static const gchar *suffix[] = { "", ".lock" };
-    guint k;
-
-    for (k = 0; k < G_N_ELEMENTS (suffix); k++) {
-      gchar *s = g_strdup_printf ("/tmp/pfbench-pub-%d%s", (gint) pub,
-          suffix[k]);
-
-      g_unlink (s);
-      g_free (s);
-      s = g_strdup_printf ("/tmp/pfbench-sub-%d%s", (gint) sub, suffix[k]);
-      g_unlink (s);
-      g_free (s);
-    }
-  }
+  unlink_runtime_files ("pub", pub);
+  unlink_runtime_files ("sub", sub);
   g_free (pub_path);
   g_free (sub_path);
   g_free (dir);

@@ -203,7 +203,7 @@ static GOptionEntry entries[] = {
       "paced runs of each transport per size (and at --cpu-rate), "
         "interleaved, the median reported (1, at most 9)", NULL},
   {"split-cpus", 0, 0, G_OPTION_ARG_NONE, &opt_split_cpus,
-        "this (consumer) process on CPU 1, the GStreamer, node and floor "
+      "this (consumer) process on CPU 1, the GStreamer, node and floor "
         "producers on CPU 0", NULL},
   {"on-cpu", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &opt_on_cpu, NULL,
       NULL},
