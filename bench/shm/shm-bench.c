@@ -785,6 +785,7 @@ main (int argc, char **argv)
         "cpu_prod_us,cpu_cons_us,wake_prod,wake_cons,csw_prod,csw_cons\n");
   if (!opt_csv) {
     double la[3] = { 0, };
+    gchar *version = gst_version_string ();
 
     if (getloadavg (la, 3) == 3)
       printf ("load average at start: %.2f %.2f %.2f\n", la[0], la[1], la[2]);
@@ -807,10 +808,11 @@ main (int argc, char **argv)
         "GStreamer); iceoryx = iox publisher -> subscriber, chunks loaned "
         "and written in place, subscriber asleep in a waitset: %s\n",
         impls[IOX].on ? "RouDi started by this run" : iox_reason);
-    printf ("%s; %s\n\n", gst_version_string (), have_unixfd ?
+    printf ("%s; %s\n\n", version, have_unixfd ?
         "unixfd = unixfdsink -> unixfdsrc, memfd buffers of a pool on the "
         "sink's allocator" : "unixfdsink/unixfdsrc not registered (GStreamer "
         "1.24+, gst-plugins-bad): no unixfd rows");
+    g_free (version);
     print_size_header ();
   }
 
