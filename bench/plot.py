@@ -2,9 +2,10 @@
 """Figures for docs/results.md from the benchmarks' own output.
 
 Runs, from a build directory:
-  - bench/shm/shm-bench --csv    (RUNS times): hop latency p50/p99 against
-    frame size for pinnedshmsink -> pinnedshmsrc (zero copy and copy path),
-    shmsink -> shmsrc, and one in-process memcpy of the frame;
+  - bench/shm/shm-bench --csv    (once: its 5 rounds are interleaved):
+    hop latency p50/p99 against frame size for pinnedshmsink ->
+    pinnedshmsrc (zero copy and copy path), shmsink -> shmsrc, and one
+    in-process memcpy of the frame; hop-rounds.png from the same rows;
   - bench/pool/pool-bench --csv  at 640x480, 1920x1080, 3840x2160: the cost
     of acquire + write + release and of activation, pinned vs default pool;
   - bench/bridge/bench-bridge    (RUNS times; its Markdown table is parsed):
@@ -12,8 +13,15 @@ Runs, from a build directory:
 The raw rows go to OUT/*.csv next to the PNGs, so that a figure can be
 redrawn from them (--from-csv) without measuring again.
 
+--rounds-csv FILE draws OUT/hop-rounds.png alone from one run of
+`shm-bench --csv-file FILE` (issue 35): p50 and p99 of every transport at
+every size, paced at 100/s and at 30/s, each bar the median of the run's
+interleaved rounds, its whisker the rounds' p50 min-max; --note says
+when and where it ran (the footnote).
+
   /usr/bin/python3 bench/plot.py --build build [--runs 3] [--out docs/img]
   /usr/bin/python3 bench/plot.py --from-csv docs/img       (redraw only)
+  /usr/bin/python3 bench/plot.py --rounds-csv FILE --note TEXT [--out DIR]
   ninja -C build bench-plot                                (the run target)
 
 Needs Debian's python3-matplotlib. Timings are never asserted: this
@@ -124,12 +132,12 @@ def measure(args):
     with tempfile.TemporaryDirectory(prefix="pf-plot-") as tmp:
         env = bench_env(build, tmp)
         shm, pool, bridge = [], [], []
-        for r in range(args.runs):
-            for row in parse_csv(run([os.path.join(build, "bench", "shm",
-                                                   "shm-bench"), "--csv"],
-                                     env)):
-                row["run"] = str(r)
-                shm.append(row)
+        # one run: its 5 interleaved rounds give the median and the spread
+        # (issue 35; before, three runs of one round each)
+        for row in parse_csv(run([os.path.join(build, "bench", "shm",
+                                               "shm-bench"), "--csv"], env)):
+            row["run"] = "0"
+            shm.append(row)
         for w, h in POOL_SIZES:
             pool += parse_csv(run([os.path.join(build, "bench", "pool",
                                                 "pool-bench"), "--csv",
@@ -155,7 +163,79 @@ def footnote(fig, meta):
              fontsize=7, color="0.35", ha="left", va="bottom")
 
 
+ROUNDS_LABELS = [
+    ("floor", "floor (SEQPACKET)"), ("pinned", "pinnedshm (zero copy)"),
+    ("node", "node API (pf_node)"), ("iox", "iceoryx (C binding)"),
+    ("pinned-socket", "pinnedshm (socket)"),
+    ("pinned-busy", "pinnedshm (busy-poll)"), ("shm", "shmsink/shmsrc"),
+    ("unixfd", "unixfdsink/unixfdsrc"),
+    ("pinned-copy", "pinnedshm (copy path)"),
+]
+
+
+def plot_rounds(rows, note, out):
+    """p50/p99 per transport and size from one shm-bench --csv-file run."""
+    rates = sorted({int(r["rate"]) for r in rows if r.get("rate") and
+                    int(r["rate"]) > 0}, reverse=True)
+    sizes = sorted({(int(r["bytes"]), r["size"]) for r in rows})
+    fig, axes = plt.subplots(len(rates), 2, figsize=(13, 4.4 * len(rates)),
+                             squeeze=False)
+    for i, rate in enumerate(rates):
+        mine = [r for r in rows if r.get("rate") == str(rate)]
+        present = [(t, n) for t, n in ROUNDS_LABELS
+                   if any(r["transport"] == t for r in mine)]
+        width = 0.8 / max(len(present), 1)
+        for j, (key, title) in enumerate((("p50_us", "p50"),
+                                          ("p99_us", "p99"))):
+            ax = axes[i][j]
+            for k, (t, name) in enumerate(present):
+                xs, ys, lo, hi = [], [], [], []
+                for s_i, (_, size) in enumerate(sizes):
+                    row = next((r for r in mine if r["transport"] == t and
+                                r["size"] == size), None)
+                    if row is None or float(row[key]) <= 0:
+                        continue
+                    xs.append(s_i + (k - (len(present) - 1) / 2) * width)
+                    ys.append(float(row[key]))
+                    if key == "p50_us" and row.get("p50_min_us"):
+                        lo.append(ys[-1] - float(row["p50_min_us"]))
+                        hi.append(float(row["p50_max_us"]) - ys[-1])
+                color = "C%d" % [t_ for t_, _ in ROUNDS_LABELS].index(t)
+                bars = ax.bar(xs, ys, width, label=name, color=color,
+                              alpha=0.85)
+                if lo:
+                    ax.errorbar(xs, ys, yerr=[lo, hi], fmt="none",
+                                ecolor="0.2", capsize=2, lw=0.8)
+                del bars
+            ax.set_yscale("log")
+            ax.set_xticks(range(len(sizes)))
+            ax.set_xticklabels([f"{s}\n{b / 1e6:.1f} MB" for b, s in sizes])
+            ax.set_ylabel("µs, producer push → consumer push (log)")
+            ax.set_title(f"{title} at {rate} frames/s" +
+                         (" (whisker: rounds' p50 min–max)"
+                          if key == "p50_us" else " (all rounds' frames)"),
+                         fontsize=10)
+            ax.grid(True, axis="y", which="major", alpha=0.3)
+    # one legend for all panels, the transports of the first rate
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="upper center", ncol=5,
+               bbox_to_anchor=(0.5, 0.965))
+    rounds = max(int(r["rounds"]) for r in rows if r.get("rounds"))
+    fig.suptitle(f"Cross-process hop per transport and size (bench/shm, one "
+                 f"run, {rounds} interleaved rounds; bar = the median "
+                 f"round)", fontsize=11)
+    fig.text(0.01, 0.005, note, fontsize=7, color="0.35", ha="left",
+             va="bottom")
+    fig.tight_layout(rect=(0, 0.025, 1, 0.91))
+    path = os.path.join(out, "hop-rounds.png")
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 def plot_hop(shm, meta, out):
+    # the 100 frames/s table (shm-bench's rows at --cpu-rate are left out)
+    shm = [r for r in shm if r.get("rate") in (None, "", "0", "100")]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.6), sharey=True)
     for ax, key, title in ((axes[0], "p50_us", "median (p50)"),
                            (axes[1], "p99_us", "99th percentile (p99)")):
@@ -171,6 +251,16 @@ def plot_hop(shm, meta, out):
             mid = [statistics.median(by_size[x]) for x in xs]
             lo = [m - min(by_size[x]) for m, x in zip(mid, xs)]
             hi = [max(by_size[x]) - m for m, x in zip(mid, xs)]
+            if key == "p50_us":
+                # one run of interleaved rounds: the bars are its rounds'
+                # p50 min-max
+                for n, x in enumerate(xs):
+                    row = next((r for r in shm if r["transport"] == t and
+                                int(r["bytes"]) == x and
+                                r.get("p50_min_us")), None)
+                    if row is not None and len(by_size[x]) == 1:
+                        lo[n] = mid[n] - float(row["p50_min_us"])
+                        hi[n] = float(row["p50_max_us"]) - mid[n]
             color, marker = SHM_STYLE[t]
             ax.errorbar([x / 1e6 for x in xs], mid, yerr=[lo, hi],
                         color=color, marker=marker, capsize=3,
@@ -189,8 +279,8 @@ def plot_hop(shm, meta, out):
     runs = len({r["run"] for r in shm})
     axes[0].legend(fontsize=8, loc="upper left")
     fig.suptitle(f"Cross-process hop against frame size (bench/shm, 100 "
-                 f"frames/s; marker = median of {runs} runs, bars = "
-                 f"min–max)", fontsize=10)
+                 f"frames/s; marker = median of {runs} run(s) (one run: its "
+                 f"median round), bars = min–max)", fontsize=10)
     footnote(fig, meta)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(os.path.join(out, "hop-latency.png"), dpi=110)
@@ -299,12 +389,20 @@ def main():
         os.path.dirname(os.path.abspath(__file__)), "..", "docs", "img"),
         help="where the PNGs and CSVs go (docs/img)")
     ap.add_argument("--runs", type=int, default=3,
-                    help="shm-bench and bench-bridge runs (default 3)")
+                    help="bench-bridge runs (default 3); shm-bench runs "
+                    "once, its rounds interleaved")
     ap.add_argument("--pool-iterations", type=int, default=1000)
     ap.add_argument("--from-csv", metavar="DIR",
                     help="redraw from DIR/*.csv written by an earlier run")
+    ap.add_argument("--rounds-csv", metavar="FILE",
+                    help="only hop-rounds.png, from shm-bench --csv-file FILE")
+    ap.add_argument("--note", default="",
+                    help="with --rounds-csv: the footnote (when, where)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    if args.rounds_csv:
+        print(plot_rounds(read_csv(args.rounds_csv), args.note, args.out))
+        return
     if args.from_csv:
         d = args.from_csv
         shm = read_csv(os.path.join(d, "shm-bench.csv"))
@@ -314,6 +412,10 @@ def main():
     else:
         shm, pool, bridge, meta = measure(args)
     plot_hop(shm, meta, args.out)
+    if any(r.get("rounds") for r in shm):
+        plot_rounds(shm, f"{meta['date']}; {meta['machine']}; load average "
+                    f"{meta['load_before']} before, {meta['load_after']} "
+                    f"after", args.out)
     plot_pool(pool, meta, args.out)
     plot_bridge(bridge, meta, args.out)
     print(f"{meta['date']}, {meta['machine']}, load average "

@@ -213,11 +213,13 @@ mirror=${mirror:-http://deb.debian.org/debian}
 
 # What the roots hold: tools/packages.txt's build and test packages, less
 # valgrind (no valgrind pass in the roots), python3-matplotlib (plots for the
-# docs only) and python3-torch (a large download for one test, export-torch,
-# which skips without it); plus build-essential (dpkg-buildpackage),
-# iproute2 (multihost-netem) and ccache.
+# docs only), python3-torch (a large download for one test, export-torch,
+# which skips without it) and iceoryx (Debian 12's 2.0, for the bench's
+# iceoryx rows only, which skip without it; not in every suite); plus
+# build-essential (dpkg-buildpackage), iproute2 (multihost-netem) and ccache.
 mapfile -t pkgs < <(grep -v -e '^#' -e '^$' "$top/tools/packages.txt" |
-  grep -v -x -e valgrind -e python3-matplotlib -e python3-torch)
+  grep -v -x -e valgrind -e python3-matplotlib -e python3-torch \
+    -e iceoryx -e libiceoryx-binding-c-dev)
 pkgs+=(build-essential iproute2 ccache)
 # sid's Release file in a dated mirror snapshot is past its Valid-Until
 mmopts=(--variant=minbase --dpkgopt=force-unsafe-io

@@ -5,15 +5,22 @@
  * 1920x1080 and 3840x2160 RGBA, in the same run.
  *
  *   shm-bench [--frames N] [--latency-frames N] [--rate FPS] [--csv]
- *             [--cpu-rate FPS] [--busy-poll-us US] [--delivery-only]
- *             [--rounds N] [--appsrc] [--pool-size N]
- *             [--transport NAME [--size WxH]]
+ *             [--csv-file FILE] [--cpu-rate FPS] [--busy-poll-us US]
+ *             [--delivery-only] [--rounds N] [--appsrc] [--pool-size N]
+ *             [--no-iox] [--split-cpus] [--transport NAME [--size WxH]]
  *
- * --csv prints the same figures as CSV rows instead of the table (one row
- * per size and transport: size,width,height,bytes,transport,frames_per_s,
- * p50_us,p99_us,frames; transport is memcpy, pinned, pinned-socket,
- * pinned-copy, pinned-busy, shm, floor or unixfd),
- * for bench/plot.py.
+ * --csv prints the same figures as CSV rows instead of the tables (one row
+ * per size, rate and transport: size,width,height,bytes,transport,rate,
+ * frames_per_s,p50_us,p99_us,frames,cpu_us_per_frame,p50_min_us,
+ * p50_max_us,rounds,cpu_prod_us,cpu_cons_us,wake_prod,wake_cons,csw_prod,
+ * csw_cons; transport is memcpy, pinned, node, iox, pinned-socket,
+ * pinned-copy, pinned-busy, shm, unixfd or floor), for bench/plot.py;
+ * --csv-file FILE writes them to FILE beside the tables.
+ *
+ * The pieces: shm-bench-producer.c (the producer processes of the
+ * GStreamer pairs and of the floor), shm-bench-node.c (the C node API's
+ * hop), shm-bench-roudi.c and shm-bench-iox.c (iceoryx), shm-bench-tables.c
+ * (rounds, medians, spread, tables), bench-wakeups.h (context switches).
  *
  * Every transport is measured the same way: a producer process pushes
  * frames into the sink from its pacing thread (gst_pad_push() on a pad
@@ -60,20 +67,41 @@
  * (by default one frame period plus 1 ms, so that it spins until the next
  * frame: the most the option can do, at the most CPU).
  *
- * --rounds N (issue 13): every paced run is made N times, the transports
- * taking turns (pinned, copy, busy, shm, floor, pinned, ...), and the round
- * with the median p50 is printed (in the CPU section, the median CPU per
- * frame): on a shared machine a burst of load then falls on one round of
- * one transport, not on the whole comparison.
+ * "node" (issue 35): the C node API, pf_node_producer -> pf_node_consumer,
+ * no GStreamer: the producer process loans a slot, writes the stamp in
+ * place and publishes it from its pacing thread; a thread of this process
+ * blocks in pf_node_consumer_next() and releases each frame.
+ * "iox" (issue 35): iceoryx 2.0's publisher -> subscriber (C binding), two
+ * processes of shm-bench-iox, chunks loaned and written in place, the
+ * subscriber asleep in a waitset; RouDi is started by this run with a
+ * config sized for 4K frames and stopped at its end (shm-bench-roudi.c).
+ * Where shm-bench-iox was not built or iox-roudi is missing, the rows say
+ * why and are skipped.
+ *
+ * --rounds N (issues 13, 35; 5 by default): every paced run is made N
+ * times, the transports taking turns (pinned, node, iox, socket, copy,
+ * busy, shm, unixfd, floor, pinned, ...); the row printed is the round
+ * with the median p50 (the 30/s section: the median CPU per frame), with
+ * the smallest and largest p50 of the rounds ("p50 min-max") and the
+ * ratios to shmsink and to the floor: on a shared machine a burst of load
+ * then falls on one round of one transport, not on the whole comparison.
+ *
+ * Wake-ups (issue 35): each process also counts its context switches
+ * (getrusage ru_nvcsw, the voluntary ones = wake-ups, and ru_nivcsw, the
+ * preemptions; every thread) over the same window as its CPU time, and
+ * /proc/self/task/TID/status thread by thread; "wake p/c" is per frame for
+ * the producer/consumer process, and the 1080p table at --cpu-rate lists
+ * them by thread.
  *
  * CPU per frame: each process takes getrusage (RUSAGE_SELF, user + sys)
  * over the run: the producer from the consumer's connection to the moment
  * the consumer has all its frames (it is then told with SIGUSR1 and writes
  * its figure to a file beside the socket), the consumer from its first
  * frame to its last; both divided by the frames received. After the size
- * table, the pair, the floor, the busy-polling pair and shmsink/shmsrc run
- * paced at 1920x1080, --cpu-rate frames/s (30), and the CPU per frame of
- * both processes is printed with its ratio to shmsink/shmsrc's.
+ * table (paced at --rate), our two hops, iceoryx, shmsink/shmsrc, unixfd
+ * and the floor run paced at --cpu-rate frames/s (30) at every size; the
+ * 1920x1080 rows are then printed with the CPU per frame of both
+ * processes, its ratio to shmsink's and the floor's, and the wake-ups.
  *
  * Delivery (issue 10): last, the zero-copy pair at 1920x1080 with
  * pinnedshmsrc delivery=every-frame (reliable: the sink's render waits in
@@ -84,6 +112,10 @@
  * (latency, CPU per frame), with the ratio of reliable to leaky. The
  * producer is not live, so "pinned" above is every-frame too.
  *
+ * --split-cpus: this process (the consumer) on CPU 1, the producer
+ * processes on CPU 0, for every thread (iceoryx's are not moved): what a
+ * peer's thread woken on the same CPU costs (issue 35).
+ *
  * --transport NAME [--size WxH]: only that transport, paced, every round
  * printed (to run it under perf or strace; bench/shm/hop-trace.sh).
  * SPDX-License-Identifier: LGPL-2.1-or-later
@@ -91,6 +123,8 @@
  * 120 frames): that of one round of 120 frames is its second-worst frame.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -111,26 +145,35 @@
 /* the wire FRAME message, for the size of the floor's message */
 #include <pinnedflow/pf-wire-private.h>
 
+#include "shm-bench.h"
+
 static gint opt_frames = 300;
 static gint opt_latency_frames = 130;
 static gint opt_rate = 100;
 static gint opt_cpu_rate = 30;
 static gint opt_busy_poll_us = -1;
-
-/* latency samples left out at the start of each run */
-#define WARMUP 10
 static gchar *opt_role;
 static gchar *opt_impl;
 static gchar *opt_socket;
 static gint opt_width, opt_height;
 static gboolean opt_paced;
 static gboolean opt_csv;
+/* --csv-file: the CSV rows also go there, beside the tables */
+static gchar *opt_csv_file;
+static FILE *csv_fp;
 /* unixfdsink and unixfdsrc are registered (GStreamer 1.24+) */
 static gboolean have_unixfd;
 static gboolean opt_delivery_only;
 /* paced runs per transport and size, interleaved (issue 13) */
-static gint opt_rounds = 1;
-#define MAX_ROUNDS 9
+static gint opt_rounds = 5;
+/* no iceoryx rows (RouDi not started) */
+static gboolean opt_no_iox;
+/* the consumer process on CPU 1, the producers on CPU 0 (a measurement
+ * of what sharing a CPU costs; iceoryx's processes are not moved) */
+static gboolean opt_split_cpus;
+static gint opt_on_cpu = -1;
+/* this program, for the producer processes */
+static gchar *bench_self;
 /* --transport/--size: one paced transport at one size, every round printed
  * (for profiling it under perf or strace) */
 static gchar *opt_transport;
@@ -152,11 +195,20 @@ static GOptionEntry entries[] = {
   {"busy-poll-us", 0, 0, G_OPTION_ARG_INT, &opt_busy_poll_us,
       "pinnedshmsrc busy-poll-us of the pinned-busy rows (default: one "
         "frame period + 1 ms)", NULL},
+  {"csv-file", 0, 0, G_OPTION_ARG_FILENAME, &opt_csv_file,
+      "also write the CSV rows to FILE (the tables still print)", "FILE"},
   {"csv", 0, 0, G_OPTION_ARG_NONE, &opt_csv,
       "CSV rows instead of the table (for bench/plot.py)", NULL},
   {"rounds", 0, 0, G_OPTION_ARG_INT, &opt_rounds,
       "paced runs of each transport per size (and at --cpu-rate), "
         "interleaved, the median reported (1, at most 9)", NULL},
+  {"split-cpus", 0, 0, G_OPTION_ARG_NONE, &opt_split_cpus,
+      "this (consumer) process on CPU 1, the GStreamer, node and floor "
+        "producers on CPU 0", NULL},
+  {"on-cpu", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &opt_on_cpu, NULL,
+      NULL},
+  {"no-iox", 0, 0, G_OPTION_ARG_NONE, &opt_no_iox,
+      "no iceoryx rows (RouDi is not started)", NULL},
   {"delivery-only", 0, 0, G_OPTION_ARG_NONE, &opt_delivery_only,
         "only the delivery section (every-frame vs newest-frame at 1080p)",
       NULL},
@@ -186,353 +238,15 @@ static GOptionEntry entries[] = {
   {NULL}
 };
 
-static guint64
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (guint64) ts.tv_sec * 1000000000u + ts.tv_nsec;
-}
-
-static void
-sleep_until (guint64 t)
-{
-  struct timespec ts = { t / 1000000000u, t % 1000000000u };
-
-  while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR);
-}
-
-static guint64
-cpu_ns (void)
-{
-  struct rusage ru;
-
-  getrusage (RUSAGE_SELF, &ru);
-  return (guint64) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u
-      + (guint64) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
-}
-
-/* ------------------------------------------------------------------------ */
-/* producer process */
-
-static gint clients;
-static volatile sig_atomic_t stop_requested;
-
-static void
-on_sigusr1 (int sig)
-{
-  stop_requested = 1;
-}
-
-/* Waits for the consumer's SIGUSR1, writes the CPU time used since
- * @cpu0 to SOCKET.cpu and exits. */
-static int
-report_cpu_and_exit (guint64 cpu0)
-{
-  gchar *path = g_strconcat (opt_socket, ".cpu", NULL);
-  gchar *text;
-
-  while (!stop_requested)
-    g_usleep (1000);
-  text = g_strdup_printf ("%" G_GUINT64_FORMAT "\n", cpu_ns () - cpu0);
-  g_file_set_contents (path, text, -1, NULL);
-  g_free (text);
-  g_free (path);
-  _exit (0);
-}
-
-/* the floor: one bare SOCK_SEQPACKET message of the FRAME message's size
- * per frame, paced like the element pair */
-static int
-run_floor_producer (void)
-{
-  struct sockaddr_un addr = {.sun_family = AF_UNIX };
-  struct pf_msg_frame msg;
-  guint64 t0, cpu0, period = 1000000000u / (guint) MAX (opt_rate, 1);
-  gint k, n = opt_paced ? opt_latency_frames : opt_frames;
-  int lfd, fd;
-
-  prctl (PR_SET_PDEATHSIG, SIGKILL);
-  g_strlcpy (addr.sun_path, opt_socket, sizeof (addr.sun_path));
-  lfd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (lfd < 0 || bind (lfd, (struct sockaddr *) &addr, sizeof (addr)) < 0
-      || listen (lfd, 1) < 0)
-    g_error ("floor socket: %s", g_strerror (errno));
-  fd = accept (lfd, NULL, NULL);
-  if (fd < 0)
-    g_error ("floor accept: %s", g_strerror (errno));
-  close (lfd);
-
-  cpu0 = cpu_ns ();
-  memset (&msg, 0, sizeof (msg));
-  t0 = now_ns () + 100 * 1000000u;
-  for (k = 0; k < n; k++) {
-    if (opt_paced)
-      sleep_until (t0 + k * period);
-    msg.seq = k;
-    msg.send_time = now_ns ();
-    if (send (fd, &msg, sizeof (msg), MSG_NOSIGNAL) != sizeof (msg))
-      break;
-  }
-  report_cpu_and_exit (cpu0);
-  close (fd);
-  return 0;
-}
-
-static void
-on_pinned_client (GstElement * sink, guint id, gint pid, guint uid,
-    gpointer data)
-{
-  g_atomic_int_inc (&clients);
-}
-
-static void
-on_shm_client (GstElement * sink, gint fd, gpointer data)
-{
-  g_atomic_int_inc (&clients);
-}
-
-static guint64
-in_flight (GstElement * sink)
-{
-  GstStructure *s;
-  guint64 n = 0;
-
-  g_object_get (sink, "stats", &s, NULL);
-  gst_structure_get_uint64 (s, "in-flight", &n);
-  gst_structure_free (s);
-  return n;
-}
-
-/* The producer's source pad, pushed from the pacing thread (the default):
- * what a camera's streaming thread does, one thread from the frame to the
- * sink's render, as the floor's producer sends from its pacing thread. */
-static GstPad *
-push_pad_new (GstElement * sink, GstCaps * caps)
-{
-  GstPad *pad = gst_pad_new ("src", GST_PAD_SRC), *sinkpad;
-  GstSegment segment;
-
-  sinkpad = gst_element_get_static_pad (sink, "sink");
-  gst_pad_set_active (pad, TRUE);
-  if (gst_pad_link (pad, sinkpad) != GST_PAD_LINK_OK)
-    g_error ("cannot link the producer's pad to the sink");
-  gst_object_unref (sinkpad);
-  gst_pad_push_event (pad, gst_event_new_stream_start ("shm-bench"));
-  gst_pad_push_event (pad, gst_event_new_caps (caps));
-  gst_segment_init (&segment, GST_FORMAT_TIME);
-  gst_pad_push_event (pad, gst_event_new_segment (&segment));
-  return pad;
-}
-
-static int
-run_producer (void)
-{
-  gboolean pinned = g_str_has_prefix (opt_impl, "pinned");
-  gboolean copy = g_str_has_suffix (opt_impl, "copy");
-  gboolean unixfd = strcmp (opt_impl, "unixfd") == 0;
-  gsize size = (gsize) opt_width * opt_height * 4;
-  GstElement *pipeline, *src = NULL, *sink;
-  GstCaps *caps;
-  GstBufferPool *pool = NULL, *sysmem_pool = NULL;
-  GstAllocator *allocator = NULL;
-  GstAllocationParams params;
-  GstQuery *query;
-  GstPad *pad, *push_pad = NULL;
-  guint64 t0, period = 1000000000u / (guint) MAX (opt_rate, 1);
-  gint k, n = opt_paced ? opt_latency_frames : opt_frames;
-  guint64 cpu0;
-
-  prctl (PR_SET_PDEATHSIG, SIGKILL);
-  caps = gst_caps_new_simple ("video/x-raw", "format", G_TYPE_STRING, "RGBA",
-      "width", G_TYPE_INT, opt_width, "height", G_TYPE_INT, opt_height,
-      "framerate", GST_TYPE_FRACTION, 0, 1, NULL);
-  pipeline = gst_pipeline_new (NULL);
-  if (pinned) {
-    sink = gst_element_factory_make ("pinnedshmsink", NULL);
-    /* max-client-buffers = pool-size: back-pressure, no frame skipped */
-    if (sink)
-      g_object_set (sink, "socket-path", opt_socket, "pool-size",
-          opt_pool_size, "max-client-buffers", opt_pool_size,
-          "wait-for-connection", TRUE, NULL);
-  } else if (unixfd) {
-    sink = gst_element_factory_make ("unixfdsink", NULL);
-    if (sink)
-      g_object_set (sink, "socket-path", opt_socket, "wait-for-connection",
-          TRUE, NULL);
-  } else {
-    sink = gst_element_factory_make ("shmsink", NULL);
-    if (sink)
-      g_object_set (sink, "socket-path", opt_socket, "shm-size",
-          (guint) (size * 8 + (1 << 20)), "wait-for-connection", TRUE, NULL);
-  }
-  if (sink == NULL)
-    g_error ("no sink for %s", opt_impl);
-  g_object_set (sink, "sync", FALSE, "async", FALSE, NULL);
-  if (!unixfd)
-    g_signal_connect (sink, "client-connected", pinned ?
-        G_CALLBACK (on_pinned_client) : G_CALLBACK (on_shm_client), NULL);
-  gst_bin_add (GST_BIN (pipeline), sink);
-  if (opt_appsrc) {
-    src = gst_element_factory_make ("appsrc", NULL);
-    g_object_set (src, "caps", caps, "format", GST_FORMAT_TIME, "block", TRUE,
-        "max-buffers", (guint64) 2, NULL);
-    gst_bin_add (GST_BIN (pipeline), src);
-    gst_element_link (src, sink);
-  }
-  gst_element_set_state (pipeline, GST_STATE_PLAYING);
-  if (!opt_appsrc)
-    push_pad = push_pad_new (sink, caps);
-
-  /* what an upstream element would do: ask the sink for memory */
-  pad = push_pad ? gst_object_ref (push_pad) :
-      gst_element_get_static_pad (src, "src");
-  query = gst_query_new_allocation (caps, TRUE);
-  if (!copy && gst_pad_peer_query (pad, query)) {
-    if (gst_query_get_n_allocation_pools (query) > 0)
-      gst_query_parse_nth_allocation_pool (query, 0, &pool, NULL, NULL, NULL);
-    if (gst_query_get_n_allocation_params (query) > 0)
-      gst_query_parse_nth_allocation_param (query, 0, &allocator, &params);
-  }
-  gst_query_unref (query);
-  gst_object_unref (pad);
-  if (pinned && !copy && (pool == NULL || !gst_buffer_pool_set_active (pool,
-              TRUE)))
-    g_error ("pinnedshmsink proposed no usable pool");
-  if (copy) {
-    /* system memory, recycled as a real producer's would be */
-    GstStructure *config;
-
-    sysmem_pool = gst_buffer_pool_new ();
-    config = gst_buffer_pool_get_config (sysmem_pool);
-    gst_buffer_pool_config_set_params (config, caps, size, 4, 0);
-    if (!gst_buffer_pool_set_config (sysmem_pool, config)
-        || !gst_buffer_pool_set_active (sysmem_pool, TRUE))
-      g_error ("no system memory pool");
-  }
-  if (!pinned && !copy && allocator == NULL)
-    g_error ("%s proposed no allocator", opt_impl);
-  if (unixfd && pool == NULL) {
-    /* buffers of the proposed (memfd) allocator, recycled by a pool as
-     * GstShmAllocator's documentation asks: a new memfd per frame would
-     * be the producer's cost, not the transport's */
-    GstStructure *config;
-
-    pool = gst_buffer_pool_new ();
-    config = gst_buffer_pool_get_config (pool);
-    gst_buffer_pool_config_set_params (config, caps, size, opt_pool_size,
-        opt_pool_size);
-    gst_buffer_pool_config_set_allocator (config, allocator, &params);
-    if (!gst_buffer_pool_set_config (pool, config)
-        || !gst_buffer_pool_set_active (pool, TRUE))
-      g_error ("no pool on unixfdsink's allocator");
-  }
-  gst_allocation_params_init (&params);
-
-  /* start the clock once the consumer is there */
-  if (unixfd) {
-    gchar *ready = g_strconcat (opt_socket, ".ready", NULL);
-
-    while (!g_file_test (ready, G_FILE_TEST_EXISTS))
-      g_usleep (1000);
-    g_free (ready);
-  } else {
-    while (g_atomic_int_get (&clients) == 0)
-      g_usleep (1000);
-  }
-
-  cpu0 = cpu_ns ();
-  t0 = now_ns () + 100 * 1000000u;
-  for (k = 0; k < n; k++) {
-    GstBuffer *buf = NULL;
-    GstFlowReturn ret;
-    guint64 stamp[2];
-
-    if (pool) {
-      if (gst_buffer_pool_acquire_buffer (pool, &buf, NULL) != GST_FLOW_OK)
-        break;
-    } else if (allocator) {
-      /* shmsink's allocator fails while its area is full: wait */
-      while ((buf = gst_buffer_new_allocate (allocator, size, &params)) == NULL)
-        g_usleep (100);
-    } else {
-      /* copy path: the sink drops rather than waits when its copy pool is
-       * all out; hold back instead, as the pool does for zero copy, so the
-       * run measures the sustainable rate */
-      if (pinned)
-        while (in_flight (sink) >= 6)
-          g_usleep (50);
-      if (gst_buffer_pool_acquire_buffer (sysmem_pool, &buf, NULL) !=
-          GST_FLOW_OK)
-        break;
-    }
-    if (opt_paced)
-      sleep_until (t0 + k * period);
-    GST_BUFFER_PTS (buf) = k * period;
-    stamp[0] = k;
-    stamp[1] = now_ns ();
-    gst_buffer_fill (buf, 0, stamp, sizeof (stamp));
-    if (push_pad)
-      ret = gst_pad_push (push_pad, buf);
-    else
-      ret = gst_app_src_push_buffer (GST_APP_SRC (src), buf);
-    if (ret != GST_FLOW_OK)
-      break;
-  }
-  /* no EOS from the pacing thread: shmsink's EOS waits until every buffer
-   * came back, and the consumer's fakesink keeps the last one */
-  if (src)
-    gst_app_src_end_of_stream (GST_APP_SRC (src));
-  /* the consumer stops on its own after n frames, asks for our CPU time
-   * and kills us if we do not exit */
-  return report_cpu_and_exit (cpu0);
-}
-
 /* ------------------------------------------------------------------------ */
 /* consumer (this process) */
 
-typedef struct
-{
-  guint64 *lat;
-  guint n, want;
-  guint64 t_first, t_last;
-  guint64 cpu_first, cpu_last;
-  GMutex lock;
-  GCond cond;
-  /* the floor's receiving thread */
-  const gchar *sock;
-  GPid pid;
-} Probe;
-
-static void
-probe_record (Probe * p, guint64 t, guint64 sent)
-{
-  g_mutex_lock (&p->lock);
-  if (p->n < p->want) {
-    if (p->n == 0) {
-      p->t_first = t;
-      p->cpu_first = cpu_ns ();
-    }
-    p->t_last = t;
-    p->lat[p->n++] = t > sent ? t - sent : 0;
-    /* the waiting thread is woken at the first frame and the last only
-     * (it checks for progress every 2 s on its own): a wake-up per frame
-     * in the consumer process would be the benchmark's cost, counted in
-     * every transport's CPU */
-    if (p->n == p->want)
-      p->cpu_last = cpu_ns ();
-    if (p->n == 1 || p->n == p->want)
-      g_cond_signal (&p->cond);
-  }
-  g_mutex_unlock (&p->lock);
-}
 
 static GstPadProbeReturn
 on_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer data)
 {
   Probe *p = data;
-  guint64 stamp[2], t = now_ns ();
+  guint64 stamp[2], t = bench_now_ns ();
 
   if (gst_buffer_extract (GST_PAD_PROBE_INFO_BUFFER (info), 0, stamp,
           sizeof (stamp)) != sizeof (stamp))
@@ -541,47 +255,6 @@ on_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer data)
   return GST_PAD_PROBE_OK;
 }
 
-static gboolean wait_socket (const gchar * path, GPid pid);
-
-/* the floor's consumer: sleeps in recv() until the producer's message */
-static gpointer
-floor_receive (gpointer data)
-{
-  Probe *p = data;
-  struct sockaddr_un addr = {.sun_family = AF_UNIX };
-  struct pf_msg_frame msg;
-  int fd, tries;
-
-  if (!wait_socket (p->sock, p->pid))
-    return NULL;
-  g_strlcpy (addr.sun_path, p->sock, sizeof (addr.sun_path));
-  fd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return NULL;
-  /* the socket file exists a moment before listen() */
-  for (tries = 0; connect (fd, (struct sockaddr *) &addr,
-          sizeof (addr)) < 0; tries++) {
-    if (tries == 10000 || (errno != ECONNREFUSED && errno != EINTR)) {
-      close (fd);
-      return NULL;
-    }
-    g_usleep (1000);
-  }
-  for (;;) {
-    ssize_t r = recv (fd, &msg, sizeof (msg), 0);
-    guint64 t = now_ns ();
-
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r != sizeof (msg))
-      break;
-    probe_record (p, t, msg.send_time);
-    if (msg.seq + 1 >= (guint64) p->want)
-      break;
-  }
-  close (fd);
-  return NULL;
-}
 
 static int
 cmp_u64 (const void *a, const void *b)
@@ -590,34 +263,33 @@ cmp_u64 (const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
-typedef struct
-{
-  double fps;
-  double p50_us, p99_us;
-  guint frames;
-  /* CPU time per frame (user + sys), us; < 0 when not measured */
-  double cpu_prod_us, cpu_cons_us;
-} Result;
 
-static gboolean
-wait_socket (const gchar * path, GPid pid)
+/* shmsink's areas ("/dev/shm/shmpipe.%5d.%5d", its pid first) stay when
+ * its process exits without stopping the pipeline, as the producer here
+ * does: removed after each run */
+static void
+unlink_shmpipe (GPid pid)
 {
-  gint i;
+  gchar *prefix = g_strdup_printf ("shmpipe.%5d.", (gint) pid);
+  GDir *d = g_dir_open ("/dev/shm", 0, NULL);
+  const gchar *n;
 
-  for (i = 0; i < 1000; i++) {
-    if (g_file_test (path, G_FILE_TEST_EXISTS))
-      return TRUE;
-    if (waitpid (pid, NULL, WNOHANG) == pid)
-      return FALSE;
-    g_usleep (10000);
-  }
-  return FALSE;
+  while (d && (n = g_dir_read_name (d)))
+    if (g_str_has_prefix (n, prefix)) {
+      gchar *path = g_build_filename ("/dev/shm", n, NULL);
+
+      g_unlink (path);
+      g_free (path);
+    }
+  if (d)
+    g_dir_close (d);
+  g_free (prefix);
 }
 
 /* @samples: if not NULL, gets the latencies (ns, warm-up left out) of a
  * paced run appended */
 static Result
-run_transport (const gchar * self, const gchar * impl, gint w, gint h,
+run_pair (const gchar * self, const gchar * impl, gint w, gint h,
     gboolean paced, gint fps, GArray * samples)
 {
   Result res = { 0, };
@@ -629,17 +301,18 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
   gchar *rate = g_strdup_printf ("%d", fps);
   gchar *ps = g_strdup_printf ("%d", opt_pool_size);
   gchar *cpu_path = g_strconcat (sock, ".cpu", NULL);
-  gchar *cpu_text = NULL;
   gchar *argv[] = { (gchar *) self, (gchar *) "--role", (gchar *) "produce",
     (gchar *) "--impl", (gchar *) impl, (gchar *) "--socket", sock,
     (gchar *) "--width", ws, (gchar *) "--height", hs, (gchar *) "--frames",
     nf, (gchar *) "--latency-frames", nl, (gchar *) "--rate", rate,
-    (gchar *) "--pool-size", ps,
+    (gchar *) "--pool-size", ps, (gchar *) "--on-cpu",
+    (gchar *) (opt_split_cpus ? "0" : "-1"),
     opt_appsrc ? (gchar *) "--appsrc" : paced ? (gchar *) "--paced" : NULL,
     opt_appsrc && paced ? (gchar *) "--paced" : NULL, NULL
   };
   gboolean pinned = g_str_has_prefix (impl, "pinned");
   gboolean floor_ = strcmp (impl, "floor") == 0;
+  gboolean node = strcmp (impl, "node") == 0;
   gboolean unixfd = strcmp (impl, "unixfd") == 0;
   gchar *ready_path = g_strconcat (sock, ".ready", NULL);
   /* the zero copy pair without the frame ring: FRAMEs and releases as
@@ -655,6 +328,7 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
   GError *err = NULL;
   GPid pid;
   Probe p = { 0, };
+  GPid shm_pid;
   gchar *desc;
   gint64 deadline;
   gint i;
@@ -673,6 +347,11 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
     p.pid = pid;
     thread = g_thread_new ("floor", floor_receive, &p);
     desc = NULL;
+  } else if (node) {
+    p.sock = sock;
+    p.pid = pid;
+    thread = g_thread_new ("node", node_receive, &p);
+    desc = NULL;
   } else if (pinned) {
     gint busy = 0;
 
@@ -684,7 +363,7 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
         "sync=false async=false", sock, busy, delivery);
   } else {
     /* shmsrc and unixfdsrc need the socket to exist when they start */
-    if (!wait_socket (sock, pid))
+    if (!bench_wait_socket (sock, pid))
       g_error ("%s did not start", unixfd ? "unixfdsink" : "shmsink");
     desc = unixfd ? g_strdup_printf ("unixfdsrc name=src socket-path=%s ! "
         "fakesink sync=false async=false", sock) :
@@ -721,12 +400,16 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
     if (!g_cond_wait_until (&p.cond, &p.lock, deadline) && p.n == before)
       break;
   }
-  if (p.n < p.want)
-    p.cpu_last = cpu_ns ();
+  if (p.n < p.want && p.n > 0) {
+    p.cpu_last = bench_cpu_ns ();
+    p.cs_last = bw_total ();
+    bw_snapshot (0, &p.snap_last);
+  }
   g_mutex_unlock (&p.lock);
 
   /* the producer's CPU time, then it goes */
   res.cpu_prod_us = res.cpu_cons_us = -1;
+  shm_pid = strcmp (impl, "shm") == 0 ? pid : 0;
   kill (pid, SIGUSR1);
   for (i = 0; i < 2000; i++) {
     if (waitpid (pid, NULL, WNOHANG) == pid) {
@@ -739,11 +422,20 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
     kill (pid, SIGKILL);
     waitpid (pid, NULL, 0);
   }
-  if (g_file_get_contents (cpu_path, &cpu_text, NULL, NULL) && p.n > 0) {
-    res.cpu_prod_us = g_ascii_strtoull (cpu_text, NULL, 10) / 1000.0 / p.n;
+  if (shm_pid)
+    unlink_shmpipe (shm_pid);
+  res.wake_prod = res.csw_prod = res.wake_cons = res.csw_cons = -1;
+  res.cpu_roudi_us = res.wake_roudi = -1;
+  if (p.n > 0 && bench_read_side (cpu_path, p.n, &res)) {
+    bw_snap d;
+
     res.cpu_cons_us = (p.cpu_last - p.cpu_first) / 1000.0 / p.n;
+    res.wake_cons = (double) (p.cs_last.vol - p.cs_first.vol) / p.n;
+    res.csw_cons = (double) (p.cs_last.vol + p.cs_last.invol -
+        p.cs_first.vol - p.cs_first.invol) / p.n;
+    bw_delta (&p.snap_first, &p.snap_last, &d);
+    bw_format (&d, p.n, res.threads_cons, sizeof (res.threads_cons));
   }
-  g_free (cpu_text);
   g_unlink (cpu_path);
   g_free (cpu_path);
   if (thread)
@@ -788,16 +480,23 @@ run_transport (const gchar * self, const gchar * impl, gint w, gint h,
   return res;
 }
 
-/* The @q quantile (0..1) of the latencies (ns) in @a, in us: the same
- * index rule as a single run's p99. Sorts @a. */
-static double
-percentile_us (GArray * a, double q)
+/* run_pair(), or iceoryx's publisher and subscriber ("iox") */
+static Result
+run_transport (const gchar * self, const gchar * impl, gint w, gint h,
+    gboolean paced, gint fps, GArray * samples)
 {
-  guint64 *v = (guint64 *) a->data;
-  guint n = a->len;
+  if (strcmp (impl, "iox") == 0)
+    return iox_run (w, h, paced, fps, paced ? opt_latency_frames :
+        opt_frames, samples);
+  return run_pair (self, impl, w, h, paced, fps, samples);
+}
 
-  qsort (v, n, sizeof (guint64), cmp_u64);
-  return v[MIN (n - 1, (guint) ceil (n * q) - 1)] / 1000.0;
+/* run_transport() as a bench_run_fn */
+static Result
+bench_run (const gchar * impl, gint w, gint h, gboolean paced, gint fps,
+    GArray * samples)
+{
+  return run_transport (bench_self, impl, w, h, paced, fps, samples);
 }
 
 static Result
@@ -812,10 +511,10 @@ run_memcpy (gint w, gint h)
   memset (a, 1, size);
   memset (b, 2, size);
   for (i = 0; i < n; i++) {
-    t0 = now_ns ();
+    t0 = bench_now_ns ();
     memcpy (b, a, size);
     a[i % size] = b[(i * 7) % size];    /* keep the copy */
-    lat[i] = now_ns () - t0;
+    lat[i] = bench_now_ns () - t0;
   }
   res.frames = n;
   qsort (lat, n, sizeof (guint64), cmp_u64);
@@ -827,71 +526,6 @@ run_memcpy (gint w, gint h)
   g_free (a);
   g_free (b);
   return res;
-}
-
-static gint
-cmp_p50 (const void *a, const void *b)
-{
-  const Result *x = a, *y = b;
-
-  return x->p50_us < y->p50_us ? -1 : x->p50_us > y->p50_us;
-}
-
-static gint
-cmp_cpu (const void *a, const void *b)
-{
-  const Result *x = a, *y = b;
-  double cx = x->cpu_prod_us + x->cpu_cons_us;
-  double cy = y->cpu_prod_us + y->cpu_cons_us;
-
-  return cx < cy ? -1 : cx > cy;
-}
-
-/* The median of @n rounds: the round with the median p50, or with the
- * median CPU per frame (@by_cpu); its other figures come with it. */
-static Result
-median_round (const Result * r, gint n, gboolean by_cpu)
-{
-  Result sorted[MAX_ROUNDS];
-
-  memcpy (sorted, r, n * sizeof (Result));
-  qsort (sorted, n, sizeof (Result), by_cpu ? cmp_cpu : cmp_p50);
-  return sorted[n / 2];
-}
-
-static void
-print_cpu (const gchar * name, const Result * r, const Result * shm,
-    const Result * flr)
-{
-  double tot = r->cpu_prod_us + r->cpu_cons_us;
-  double shm_tot = shm->cpu_prod_us + shm->cpu_cons_us;
-  double flr_tot = flr->cpu_prod_us + flr->cpu_cons_us;
-
-  if (r->cpu_prod_us < 0) {
-    printf ("%-22s %10s\n", name, "(no figure)");
-    return;
-  }
-  printf ("%-22s %10.1f %10.1f %10.1f %10.1f %9.2f %9.2f\n", name,
-      r->p50_us, r->cpu_prod_us, r->cpu_cons_us, tot,
-      shm->cpu_prod_us >= 0 && shm_tot > 0 ? tot / shm_tot : 0,
-      flr->cpu_prod_us >= 0 && flr_tot > 0 ? tot / flr_tot : 0);
-}
-
-/* The zero-copy pair against unixfdsink/unixfdsrc at one size: the
- * ratios of frames/s, p50, p99 and CPU per frame (< 1: pinnedshm is
- * faster or cheaper). */
-static void
-print_vs_unixfd (const gchar * size, const Result * tp, const Result * lt,
-    const Result * utp, const Result * ult)
-{
-  double cpu = lt->cpu_prod_us + lt->cpu_cons_us;
-  double ucpu = ult->cpu_prod_us + ult->cpu_cons_us;
-
-  printf ("%-10s %-22s %9.2f %10.2f %10.2f %39s %9.2f\n", size,
-      "pinnedshm / unixfd", utp->fps > 0 ? tp->fps / utp->fps : 0,
-      ult->p50_us > 0 ? lt->p50_us / ult->p50_us : 0,
-      ult->p99_us > 0 ? lt->p99_us / ult->p99_us : 0, "",
-      ult->cpu_prod_us >= 0 && ucpu > 0 ? cpu / ucpu : 0);
 }
 
 /* Reliable (every-frame) against leaky (newest-frame) delivery, zero
@@ -930,29 +564,129 @@ print_delivery (const gchar * self)
   fflush (stdout);
 }
 
+/* One size: memcpy, every transport unpaced (frames/s), then the paced
+ * rounds (bench_rounds()) of those in @only (all when NULL), printed as
+ * rows with their spread and ratios, and the ratios of our hops to
+ * iceoryx and unixfd. @unpaced: also the unpaced runs (else frames/s is
+ * left out). @keep: gets the rows, if not NULL. */
+static void
+run_size (const BenchImpl * all, guint n_all, const guint * only,
+    guint n_only, gint w, gint h, gint fps, gboolean unpaced, guint pinned,
+    guint node, guint iox, guint shm, guint unixfd, guint flr, Row * keep)
+{
+  BenchImpl sel[16];
+  Result tp[16], tpa[16];
+  Row rows[16], rowa[16];
+  guint map[16], n = 0, i;
+  Result mc = run_memcpy (w, h);
+  gchar *size = g_strdup_printf ("%dx%d", w, h);
+
+  for (i = 0; i < n_all && n < G_N_ELEMENTS (sel); i++) {
+    guint k;
+    gboolean want = only == NULL;
+
+    for (k = 0; only && k < n_only; k++)
+      want |= only[k] == i;
+    if (want) {
+      map[n] = i;
+      sel[n++] = all[i];
+    }
+  }
+  memset (tp, 0, sizeof (tp));
+  for (i = 0; i < n; i++)
+    if (unpaced && sel[i].on)
+      tp[i] = bench_run (sel[i].impl, w, h, FALSE, fps, NULL);
+  bench_rounds (bench_run, sel, n, w, h, fps, opt_rounds, !unpaced, rows);
+  /* the same, indexed as @all */
+  memset (tpa, 0, sizeof (tpa));
+  memset (rowa, 0, sizeof (rowa));
+  for (i = 0; i < n; i++) {
+    tpa[map[i]] = tp[i];
+    rowa[map[i]] = rows[i];
+  }
+  if (keep)
+    memcpy (keep, rowa, n_all * sizeof (Row));
+  if (csv_fp) {
+    gsize bytes = (gsize) w * h * 4;
+
+    /* the memcpy once per size: with the first (unpaced) section */
+    if (unpaced)
+      fprintf (csv_fp,
+          "%s,%d,%d,%" G_GSIZE_FORMAT ",memcpy,0,%.1f,%.2f,%.2f,%u,,,,,,,"
+          ",,,\n", size, w, h, bytes, mc.fps, mc.p50_us, mc.p99_us, mc.frames);
+    for (i = 0; i < n; i++) {
+      const Result *m = &rows[i].med;
+
+      if (!sel[i].on || rows[i].rounds == 0)
+        continue;
+      fprintf (csv_fp, "%s,%d,%d,%" G_GSIZE_FORMAT ",%s,%d,%.1f,%.2f,%.2f,"
+          "%u,%.1f,"
+          "%.2f,%.2f,%d,%.1f,%.1f,%.2f,%.2f,%.2f,%.2f\n", size, w, h, bytes,
+          sel[i].impl, fps, tp[i].fps, m->p50_us, m->p99_us, m->frames,
+          m->cpu_prod_us + m->cpu_cons_us, rows[i].p50_min, rows[i].p50_max,
+          rows[i].rounds, m->cpu_prod_us, m->cpu_cons_us, m->wake_prod,
+          m->wake_cons, m->csw_prod, m->csw_cons);
+    }
+    fflush (csv_fp);
+  }
+  if (!opt_csv) {
+    guint s_i = 0, f_i = 0;
+
+    for (i = 0; i < n; i++) {
+      if (map[i] == shm)
+        s_i = i;
+      if (map[i] == flr)
+        f_i = i;
+    }
+    if (!unpaced)
+      printf ("%-10s at %d/s (frames/s column: not measured here)\n", size,
+          fps);
+    else
+      printf ("%-10s %-22s %9.0f %9.1f %15s %9.1f %7s %7s %7.2f\n", size,
+          "memcpy (1 copy)", mc.fps, mc.p50_us, "", mc.p99_us, "", "", 1.0);
+    print_size_rows (size, sel, n, tp, rows, s_i, f_i, mc.p50_us,
+        unpaced ? (guint) opt_frames : 0);
+    if (all[iox].on) {
+      print_ratio (size, "pinnedshm / iceoryx", &tpa[pinned], &rowa[pinned],
+          &tpa[iox], &rowa[iox]);
+      print_ratio (size, "node API / iceoryx", &tpa[node], &rowa[node],
+          &tpa[iox], &rowa[iox]);
+    }
+    if (all[unixfd].on)
+      print_ratio (size, "pinnedshm / unixfd", &tpa[pinned], &rowa[pinned],
+          &tpa[unixfd], &rowa[unixfd]);
+  }
+  fflush (stdout);
+  g_free (size);
+}
+
 int
 main (int argc, char **argv)
 {
   static const gint sizes[][2] = { {640, 480}, {1920, 1080}, {3840, 2160} };
-  static const gchar *impls[] = {
-    "pinned", "pinned-socket", "pinned-copy", "pinned-busy", "shm", "floor",
-    "unixfd"
-  };
-  static const gchar *names[] = {
-    "pinnedshm (zero copy)", "pinnedshm (socket)", "pinnedshm (copy path)",
-    "pinnedshm (busy-poll)", "shmsink/shmsrc", "floor (SEQPACKET)",
-    "unixfdsink/unixfdsrc"
-  };
   enum
-  { PINNED, PINNED_SOCKET, PINNED_COPY, PINNED_BUSY, SHM, FLOOR, UNIXFD,
-    N_IMPLS
+  { PINNED, NODE, IOX, PINNED_SOCKET, PINNED_COPY, PINNED_BUSY, SHM, UNIXFD,
+    FLOOR, N_IMPLS
   };
+  BenchImpl impls[N_IMPLS] = {
+    {"pinned", "pinnedshm (zero copy)", TRUE, NULL},
+    {"node", "node API (pf_node)", TRUE, NULL},
+    {"iox", "iceoryx (C binding)", FALSE, NULL},
+    {"pinned-socket", "pinnedshm (socket)", TRUE, NULL},
+    {"pinned-copy", "pinnedshm (copy path)", TRUE, NULL},
+    {"pinned-busy", "pinnedshm (busy-poll)", TRUE, NULL},
+    {"shm", "shmsink/shmsrc", TRUE, NULL},
+    {"unixfd", "unixfdsink/unixfdsrc", FALSE,
+        "unixfdsink/unixfdsrc not registered: GStreamer 1.24+"},
+    {"floor", "floor (SEQPACKET)", TRUE, NULL},
+  };
+  /* the 30 frames/s section: our two hops, iceoryx, shmsink, the floor */
+  static const guint slow[] = { PINNED, NODE, IOX, SHM, UNIXFD, FLOOR };
+  gchar *iox_reason = NULL;
   GOptionContext *ctx = g_option_context_new (NULL);
   GError *err = NULL;
-  gchar *self;
   guint s, i;
 
-  G_STATIC_ASSERT (G_N_ELEMENTS (impls) == N_IMPLS);
   g_option_context_add_main_entries (ctx, entries, NULL);
   if (!g_option_context_parse (ctx, &argc, &argv, &err)) {
     g_printerr ("%s\n", err->message);
@@ -960,177 +694,178 @@ main (int argc, char **argv)
   }
   g_option_context_free (ctx);
   opt_rounds = CLAMP (opt_rounds, 1, MAX_ROUNDS);
+  if (opt_split_cpus || opt_on_cpu >= 0) {
+    /* before any thread: they all inherit it */
+    cpu_set_t set;
+
+    CPU_ZERO (&set);
+    CPU_SET (opt_on_cpu >= 0 ? opt_on_cpu : 1, &set);
+    if (sched_setaffinity (0, sizeof (set), &set) < 0)
+      g_printerr ("shm-bench: sched_setaffinity: %s\n", g_strerror (errno));
+  }
+  if (opt_role && strcmp (opt_role, "produce") == 0) {
+    sigset_t block;
+
+    /* blocked in every thread to come; bench_producer_report_and_exit()
+     * waits for it */
+    signal (SIGUSR1, on_sigusr1);
+    sigemptyset (&block);
+    sigaddset (&block, SIGUSR1);
+    pthread_sigmask (SIG_BLOCK, &block, &prod_unblocked);
+  }
   gst_init (NULL, NULL);
 
   if (opt_role && strcmp (opt_role, "produce") == 0) {
-    signal (SIGUSR1, on_sigusr1);
+    ProducerArgs a = { opt_impl, opt_socket, opt_width, opt_height,
+      opt_paced ? opt_latency_frames : opt_frames, opt_rate, opt_pool_size,
+      opt_paced, opt_appsrc
+    };
+
+    if (strcmp (opt_impl, "node") == 0)
+      return node_produce (opt_socket, opt_width, opt_height, a.frames,
+          opt_rate, opt_paced, opt_pool_size);
     if (strcmp (opt_impl, "floor") == 0)
-      return run_floor_producer ();
-    return run_producer ();
+      return floor_produce (&a);
+    return gst_produce (&a);
   }
 
-  self = g_file_read_link ("/proc/self/exe", NULL);
+  bench_self = g_file_read_link ("/proc/self/exe", NULL);
   if (gst_element_factory_find ("pinnedshmsink") == NULL
       || gst_element_factory_find ("shmsink") == NULL)
     g_error ("pinnedshmsink or shmsink missing (GST_PLUGIN_PATH?)");
   have_unixfd = gst_element_factory_find ("unixfdsink") != NULL
       && gst_element_factory_find ("unixfdsrc") != NULL;
+  impls[UNIXFD].on = have_unixfd;
 
   if (opt_transport) {
     gint w = 1920, h = 1080, r;
 
     if (opt_size && sscanf (opt_size, "%dx%d", &w, &h) != 2)
       g_error ("--size %s: not WxH", opt_size);
-    run_transport (self, opt_transport, 320, 240, FALSE, opt_rate, NULL);
+    if (strcmp (opt_transport, "iox") == 0 && !iox_start (bench_self,
+            &iox_reason))
+      g_error ("iceoryx: %s", iox_reason);
+    bench_run (opt_transport, 320, 240, FALSE, opt_rate, NULL);
     for (r = 0; r < opt_rounds; r++) {
-      Result res =
-          run_transport (self, opt_transport, w, h, TRUE, opt_rate, NULL);
+      Result res = bench_run (opt_transport, w, h, TRUE, opt_rate, NULL);
 
       printf ("%s %dx%d at %d/s round %d: p50 %.1f us p99 %.1f us, "
-          "cpu %.1f + %.1f us/f, %u frames\n", opt_transport, w, h, opt_rate,
-          r, res.p50_us, res.p99_us, res.cpu_prod_us, res.cpu_cons_us,
-          res.frames);
+          "cpu %.1f + %.1f us/f, wake-ups %.2f + %.2f per frame, %u "
+          "frames\n  producer threads: %s\n  consumer threads: %s\n",
+          opt_transport, w, h, opt_rate, r, res.p50_us, res.p99_us,
+          res.cpu_prod_us, res.cpu_cons_us, res.wake_prod, res.wake_cons,
+          res.frames, res.threads_prod, res.threads_cons);
       fflush (stdout);
     }
-    g_free (self);
+    iox_stop ();
+    g_free (bench_self);
     return 0;
   }
 
   if (opt_delivery_only) {
     /* warm-up, not reported */
-    run_transport (self, "pinned", 320, 240, FALSE, opt_rate, NULL);
-    print_delivery (self);
-    g_free (self);
+    bench_run ("pinned", 320, 240, FALSE, opt_rate, NULL);
+    print_delivery (bench_self);
+    g_free (bench_self);
     return 0;
   }
 
-  if (opt_csv) {
-    printf ("size,width,height,bytes,transport,frames_per_s,p50_us,p99_us,"
-        "frames,cpu_us_per_frame\n");
-  } else {
+  /* iceoryx's rows need RouDi: started once for the run, stopped at the
+   * end (and at exit, on a signal) */
+  if (opt_no_iox)
+    iox_reason = g_strdup ("--no-iox");
+  else
+    impls[IOX].on = iox_start (bench_self, &iox_reason);
+  impls[IOX].off_reason = iox_reason;
+
+  csv_fp = opt_csv ? stdout : NULL;
+  if (opt_csv_file && (csv_fp = fopen (opt_csv_file, "we")) == NULL)
+    g_error ("%s: %s", opt_csv_file, g_strerror (errno));
+  if (csv_fp)
+    fprintf (csv_fp, "size,width,height,bytes,transport,rate,frames_per_s,"
+        "p50_us,p99_us,frames,cpu_us_per_frame,p50_min_us,p50_max_us,rounds,"
+        "cpu_prod_us,cpu_cons_us,wake_prod,wake_cons,csw_prod,csw_cons\n");
+  if (!opt_csv) {
     double la[3] = { 0, };
+    gchar *version = gst_version_string ();
 
     if (getloadavg (la, 3) == 3)
       printf ("load average at start: %.2f %.2f %.2f\n", la[0], la[1], la[2]);
     printf ("cross-process RGBA frames: throughput over %d frames (unpaced), "
         "latency over %d frames at %d/s\n", opt_frames, opt_latency_frames,
         opt_rate);
-    if (opt_rounds > 1)
-      printf ("paced runs: %d rounds of every transport, interleaved; each "
-          "row is the round with the median p50 (CPU section: the median "
-          "CPU per frame), its p99 over the frames of all %d rounds\n",
-          opt_rounds, opt_rounds);
+    printf ("paced runs: %d rounds of every transport, interleaved; each row "
+        "is the round with the median p50 (the 30/s section: the median CPU "
+        "per frame), p50 min-max the spread of the rounds, p99 over the "
+        "frames of all %d rounds\n", opt_rounds, opt_rounds);
     printf ("latency = producer push -> consumer source push "
         "(CLOCK_MONOTONIC), first %d frames left out; memcpy = one memcpy "
         "of the frame, in process (frames/s from its median); floor = one "
         "%" G_GSIZE_FORMAT "-byte SOCK_SEQPACKET message (the FRAME "
-        "message), same pacing; cpu = user+sys of both processes per frame "
-        "in the paced run\n", WARMUP, sizeof (struct pf_msg_frame));
-    printf ("%s; %s\n\n", gst_version_string (), have_unixfd ?
+        "message), same pacing; cpu p/c = user+sys per frame of the "
+        "producer/consumer process in the paced run; wake p/c = voluntary "
+        "context switches (wake-ups) per frame of all the threads of the "
+        "producer/consumer process\n", WARMUP, sizeof (struct pf_msg_frame));
+    printf ("node = pf_node_producer -> pf_node_consumer (C API, no "
+        "GStreamer); iceoryx = iox publisher -> subscriber, chunks loaned "
+        "and written in place, subscriber asleep in a waitset: %s\n",
+        impls[IOX].on ? "RouDi started by this run" : iox_reason);
+    printf ("%s; %s\n\n", version, have_unixfd ?
         "unixfd = unixfdsink -> unixfdsrc, memfd buffers of a pool on the "
         "sink's allocator" : "unixfdsink/unixfdsrc not registered (GStreamer "
         "1.24+, gst-plugins-bad): no unixfd rows");
-    printf ("%-10s %-22s %9s %10s %10s %9s %9s %9s %9s %9s\n", "size",
-        "transport", "frames/s", "p50 us", "p99 us", "fps/shm", "p50/shm",
-        "p50/flr", "p50/cpy", "cpu us/f");
+    g_free (version);
+    print_size_header ();
   }
 
   /* warm-up, not reported: loads the plugins and pages in the code of
    * both processes */
   for (i = 0; i < N_IMPLS; i++)
-    if (i != UNIXFD || have_unixfd)
-      run_transport (self, impls[i], 320, 240, FALSE, opt_rate, NULL);
+    if (impls[i].on)
+      bench_run (impls[i].impl, 320, 240, FALSE, opt_rate, NULL);
 
-  for (s = 0; s < G_N_ELEMENTS (sizes); s++) {
-    gint w = sizes[s][0], h = sizes[s][1];
-    Result tp[N_IMPLS], lt[N_IMPLS], rounds[N_IMPLS][MAX_ROUNDS];
-    GArray *pooled[N_IMPLS];
-    Result mc = run_memcpy (w, h);
-    gchar *size = g_strdup_printf ("%dx%d", w, h);
-    Result *shm = &tp[SHM], *shml = &lt[SHM], *flr = &lt[FLOOR];
-    guint n_impls = have_unixfd ? N_IMPLS : UNIXFD;
-    gint r;
+  for (s = 0; s < G_N_ELEMENTS (sizes); s++)
+    run_size (impls, N_IMPLS, NULL, 0, sizes[s][0], sizes[s][1], opt_rate,
+        TRUE, PINNED, NODE, IOX, SHM, UNIXFD, FLOOR, NULL);
 
-    for (i = 0; i < n_impls; i++)
-      tp[i] = run_transport (self, impls[i], w, h, FALSE, opt_rate, NULL);
-    /* paced: the transports take turns, round after round, so that a
-     * burst of load on the shared machine does not fall on one of them */
-    for (i = 0; i < n_impls; i++)
-      pooled[i] = g_array_new (FALSE, FALSE, sizeof (guint64));
-    for (r = 0; r < opt_rounds; r++)
-      for (i = 0; i < n_impls; i++)
-        rounds[i][r] = run_transport (self, impls[i], w, h, TRUE, opt_rate,
-            pooled[i]);
-    for (i = 0; i < n_impls; i++) {
-      lt[i] = median_round (rounds[i], opt_rounds, FALSE);
-      /* p99 over the frames of every round: in one round of 120 frames
-       * it is the second-worst frame, a matter of luck */
-      if (pooled[i]->len > 0)
-        lt[i].p99_us = percentile_us (pooled[i], 0.99);
-      g_array_free (pooled[i], TRUE);
-    }
-    if (opt_csv) {
-      gsize bytes = (gsize) w * h * 4;
+  {
+    /* the 30/s section: iceoryx beside our hops at every size, the CPU
+     * and wake-ups of each side; the 1080p rows' thread by thread */
+    Row rows1080[N_IMPLS];
 
-      printf ("%s,%d,%d,%" G_GSIZE_FORMAT ",memcpy,%.1f,%.2f,%.2f,%u,\n",
-          size, w, h, bytes, mc.fps, mc.p50_us, mc.p99_us, mc.frames);
-      for (i = 0; i < n_impls; i++)
-        printf ("%s,%d,%d,%" G_GSIZE_FORMAT ",%s,%.1f,%.2f,%.2f,%u,%.1f\n",
-            size, w, h, bytes, impls[i], tp[i].fps, lt[i].p50_us,
-            lt[i].p99_us, tp[i].frames, lt[i].cpu_prod_us + lt[i].cpu_cons_us);
-      fflush (stdout);
-      g_free (size);
-      continue;
+    if (!opt_csv)
+      printf ("\nPaced at %d/s (the median CPU round of %d): our hops, "
+          "iceoryx, shmsink, the floor\n", opt_cpu_rate, opt_rounds);
+    for (s = 0; s < G_N_ELEMENTS (sizes); s++)
+      run_size (impls, N_IMPLS, slow, G_N_ELEMENTS (slow), sizes[s][0],
+          sizes[s][1], opt_cpu_rate, FALSE, PINNED, NODE, IOX, SHM, UNIXFD,
+          FLOOR, sizes[s][1] == 1080 ? rows1080 : NULL);
+    if (!opt_csv) {
+      BenchImpl sel[N_IMPLS];
+      Row r[N_IMPLS];
+      guint n = 0, shm = 0, flr = 0;
+
+      for (i = 0; i < G_N_ELEMENTS (slow); i++) {
+        if (slow[i] == SHM)
+          shm = n;
+        if (slow[i] == FLOOR)
+          flr = n;
+        sel[n] = impls[slow[i]];
+        r[n++] = rows1080[slow[i]];
+      }
+      printf ("\nCPU and wake-ups per frame, 1920x1080 RGBA at %d/s "
+          "(getrusage user+sys and ru_nvcsw/ru_nivcsw of each process, every "
+          "thread: producer from the consumer's connection to the last frame "
+          "received, consumer from its first frame to its last)\n",
+          opt_cpu_rate);
+      print_wake_table (sel, n, r, shm, flr);
+      print_delivery (bench_self);
     }
-    printf ("%-10s %-22s %9.0f %10.1f %10.1f %9s %9s %9s %9s\n", size,
-        "memcpy (1 copy)", mc.fps, mc.p50_us, mc.p99_us, "", "", "", "1.00");
-    for (i = 0; i < n_impls; i++) {
-      printf ("%-10s %-22s %9.0f %10.1f %10.1f %9.2f %9.2f %9.2f %9.2f "
-          "%9.1f%s\n", size, names[i], tp[i].fps, lt[i].p50_us, lt[i].p99_us,
-          shm->fps > 0 ? tp[i].fps / shm->fps : 0,
-          shml->p50_us > 0 ? lt[i].p50_us / shml->p50_us : 0,
-          flr->p50_us > 0 ? lt[i].p50_us / flr->p50_us : 0,
-          mc.p50_us > 0 ? lt[i].p50_us / mc.p50_us : 0,
-          lt[i].cpu_prod_us + lt[i].cpu_cons_us,
-          tp[i].frames < (guint) opt_frames ? "  (frames skipped)" : "");
-    }
-    if (have_unixfd)
-      print_vs_unixfd (size, &tp[PINNED], &lt[PINNED], &tp[UNIXFD],
-          &lt[UNIXFD]);
-    fflush (stdout);
-    g_free (size);
   }
-
-  if (!opt_csv) {
-    /* CPU per frame at 1080p, paced at --cpu-rate */
-    static const guint cpu_impls[] = { PINNED, PINNED_SOCKET, PINNED_BUSY,
-      SHM, FLOOR, UNIXFD
-    };
-    Result r[N_IMPLS], rounds[N_IMPLS][MAX_ROUNDS];
-    guint n_cpu = G_N_ELEMENTS (cpu_impls) - (have_unixfd ? 0 : 1);
-    gint k;
-
-    for (k = 0; k < opt_rounds; k++)
-      for (i = 0; i < n_cpu; i++)
-        rounds[cpu_impls[i]][k] = run_transport (self, impls[cpu_impls[i]],
-            1920, 1080, TRUE, opt_cpu_rate, NULL);
-    for (i = 0; i < n_cpu; i++)
-      r[cpu_impls[i]] = median_round (rounds[cpu_impls[i]], opt_rounds, TRUE);
-    printf ("\nCPU per frame, 1920x1080 RGBA at %d/s, %d frames (getrusage "
-        "user+sys; producer from connection to the last frame received, "
-        "consumer from its first frame to its last)\n", opt_cpu_rate,
-        opt_latency_frames);
-    printf ("%-22s %10s %10s %10s %10s %9s %9s\n", "transport", "p50 us",
-        "prod us/f", "cons us/f", "total us/f", "cpu/shm", "cpu/flr");
-    for (i = 0; i < n_cpu; i++)
-      print_cpu (names[cpu_impls[i]], &r[cpu_impls[i]], &r[SHM], &r[FLOOR]);
-    if (have_unixfd && r[PINNED].cpu_prod_us >= 0 && r[UNIXFD].cpu_prod_us > 0)
-      printf ("%-22s %10.2f %10s %10s %10.2f\n", "pinnedshm / unixfd",
-          r[UNIXFD].p50_us > 0 ? r[PINNED].p50_us / r[UNIXFD].p50_us : 0,
-          "", "", (r[PINNED].cpu_prod_us + r[PINNED].cpu_cons_us) /
-          (r[UNIXFD].cpu_prod_us + r[UNIXFD].cpu_cons_us));
-    print_delivery (self);
-  }
-  g_free (self);
+  iox_stop ();
+  if (csv_fp && csv_fp != stdout)
+    fclose (csv_fp);
+  g_free (iox_reason);
+  g_free (bench_self);
   return 0;
 }
