@@ -148,6 +148,23 @@ G_GNUC_INTERNAL
 void gst_pinned_shm_sink_check_locked (GstPinnedShmSink * self,
     pf_segment * seg);
 
+/* gstpinnedshmsinkdmabuf.c: memory:DMABuf caps (offered where
+ * /dev/udmabuf opens), the caps consumers get for them, the video info of
+ * (DMA_DRM) caps and the copy of a buffer (foreign dmabufs mapped
+ * read-only) into @dest: FALSE with an element error posted. */
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_udmabuf_available (void);
+G_GNUC_INTERNAL
+GstCaps *gst_pinned_shm_sink_get_caps (GstBaseSink * bsink, GstCaps * filter);
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_video_info (GstCaps * caps, GstVideoInfo * info);
+G_GNUC_INTERNAL
+GstCaps *gst_pinned_shm_sink_wire_caps (GstCaps * caps,
+    const GstVideoInfo * info);
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_copy_buffer (GstPinnedShmSink * self,
+    GstBuffer * buf, guint8 * dest, gsize size);
+
 /* gstpinnedshmsinkrender.c: the render vfunc. */
 G_GNUC_INTERNAL
 GstFlowReturn gst_pinned_shm_sink_render (GstBaseSink * bsink,

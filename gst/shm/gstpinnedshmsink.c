@@ -26,6 +26,13 @@
  * memory are copied once into the sink's own pinned pool (counted in the
  * `copies` field of #GstPinnedShmSink:stats).
  *
+ * Where /dev/udmabuf opens, the pool's slots are also dmabufs, and the sink
+ * takes `video/x-raw(memory:DMABuf)` caps (on GStreamer 1.24 and later
+ * also `format=DMA_DRM` with a linear `drm-format`): an upstream that
+ * negotiates them gets the pool and writes into the slots. Elsewhere a
+ * CAPS query drops those structures. A foreign dmabuf is mapped read-only
+ * and copied once; a bad fd is an error. Consumers get system-memory caps.
+ *
  * Each consumer has a delivery policy, its own choice (pinnedshmsrc's
  * `delivery`) or else the default from upstream's liveness, which the sink
  * learns with a LATENCY query at every SEGMENT: every frame when upstream
@@ -114,6 +121,9 @@ static GParamSpec *properties[N_PROPERTIES];
 /* The signals (client-connected, client-disconnected) are emitted by name
  * in gstpinnedshmsinkbus.c, once per connection: no id table is kept. */
 
+/* ANY: every stream crosses, video/x-raw(memory:DMABuf) (and DMA_DRM on
+ * 1.24+) included; a CAPS query with a filter keeps those only where
+ * /dev/udmabuf opens (gstpinnedshmsinkdmabuf.c). */
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK,
     GST_PAD_ALWAYS,
@@ -401,6 +411,7 @@ static gboolean
 gst_pinned_shm_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
 {
   GstPinnedShmSink *self = GST_PINNED_SHM_SINK (bsink);
+  GstCaps *wire;
   gchar *str;
   int err;
 
@@ -408,14 +419,18 @@ gst_pinned_shm_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
 
   self->is_video = FALSE;
   if (gst_structure_has_name (gst_caps_get_structure (caps, 0), "video/x-raw")) {
-    if (!gst_video_info_from_caps (&self->vinfo, caps)) {
+    if (!gst_pinned_shm_sink_video_info (caps, &self->vinfo)) {
       GST_ERROR_OBJECT (self, "invalid video caps %" GST_PTR_FORMAT, caps);
       return FALSE;
     }
     self->is_video = TRUE;
   }
 
-  str = gst_caps_to_string (caps);
+  /* consumers map the segment: memory:DMABuf is system memory to them */
+  wire = gst_pinned_shm_sink_wire_caps (caps,
+      self->is_video ? &self->vinfo : NULL);
+  str = gst_caps_to_string (wire);
+  gst_caps_unref (wire);
   g_mutex_lock (&self->lock);
   err = self->producer ? pf_producer_set_caps (self->producer, str) : -EPIPE;
   g_mutex_unlock (&self->lock);
@@ -768,6 +783,7 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
 
   bsink_class->start = GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_start);
   bsink_class->stop = GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_stop);
+  bsink_class->get_caps = GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_get_caps);
   bsink_class->set_caps = GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_set_caps);
   bsink_class->propose_allocation =
       GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_propose_allocation);
