@@ -494,6 +494,24 @@ gst_pinned_shm_sink_event (GstBaseSink * bsink, GstEvent * event)
   return GST_BASE_SINK_CLASS (parent_class)->event (bsink, event);
 }
 
+/* ACCEPT_CAPS: the base class checks against the unfiltered answer (ANY);
+ * memory:DMABuf caps are taken only where the filtered one keeps them. */
+static gboolean
+gst_pinned_shm_sink_query (GstBaseSink * bsink, GstQuery * query)
+{
+  if (GST_QUERY_TYPE (query) == GST_QUERY_ACCEPT_CAPS) {
+    GstCaps *caps, *allowed;
+
+    gst_query_parse_accept_caps (query, &caps);
+    allowed = gst_pinned_shm_sink_get_caps (bsink, caps);
+    gst_query_set_accept_caps_result (query,
+        gst_caps_is_subset (caps, allowed));
+    gst_caps_unref (allowed);
+    return TRUE;
+  }
+  return GST_BASE_SINK_CLASS (parent_class)->query (bsink, query);
+}
+
 static gboolean
 gst_pinned_shm_sink_unlock (GstBaseSink * bsink)
 {
@@ -788,6 +806,7 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
   bsink_class->propose_allocation =
       GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_propose_allocation);
   bsink_class->event = GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_event);
+  bsink_class->query = GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_query);
   bsink_class->unlock = GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_unlock);
   bsink_class->unlock_stop =
       GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_unlock_stop);
