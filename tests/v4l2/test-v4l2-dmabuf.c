@@ -227,8 +227,8 @@ typedef struct
   guint64 frames, copies, zero_copy;
   gint64 c_frames, c_bad;
   gboolean c_eos;
+  gboolean c_sysmem;            /* every frame with system-memory caps */
   gchar *error;
-  gchar *c_caps;                /* the caps the consumer got, when asked */
 } Run;
 
 typedef GstBuffer *(*MakeBuffer) (GstElement * appsrc, guint32 seq,
@@ -341,6 +341,7 @@ run_appsrc (const gchar * caps, guint n, MakeBuffer make, gpointer data,
   r->c_frames = get_key (line, "frames");
   r->c_bad = get_key (line, "bad");
   r->c_eos = get_key (line, "eos") == 1;
+  r->c_sysmem = get_key (line, "sysmem") == 1;
   g_free (line);
 
   g_object_get (sink, "stats", &stats, NULL);
@@ -426,6 +427,8 @@ GST_START_TEST (test_dmabuf_caps_pool)
   fail_unless_equals_int (r.c_frames, 60);
   fail_unless_equals_int (r.c_bad, 0);
   fail_unless (r.c_eos);
+  /* the consumer maps the segment: system memory to it */
+  fail_unless (r.c_sysmem);
   fail_unless (gst_buffer_pool_set_active (ps.pool, FALSE));
   gst_object_unref (ps.pool);
 }
@@ -507,6 +510,7 @@ GST_START_TEST (test_foreign_dmabuf_copied)
   fail_unless_equals_int (r.c_frames, 30);
   fail_unless_equals_int (r.c_bad, 0);
   fail_unless (r.c_eos);
+  fail_unless (r.c_sysmem);
   /* every dmabuf (and its memfd) closed with its buffer */
   fail_unless_equals_int (count_fds (), fds);
   gst_object_unref (alloc);
