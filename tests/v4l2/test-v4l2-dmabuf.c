@@ -468,8 +468,7 @@ make_foreign (GstElement * appsrc, guint32 seq, gpointer data)
   p = mmap (NULL, span, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
   fail_unless (p != MAP_FAILED);
   /* the pattern, through a wrapped buffer of the mapping */
-  fail_unless (gst_video_info_set_format (&info, GST_VIDEO_FORMAT_NV12, W,
-          H));
+  fail_unless (gst_video_info_set_format (&info, GST_VIDEO_FORMAT_NV12, W, H));
   tmp = gst_buffer_new_wrapped_full (0, p, span, 0, FRAME_SIZE, NULL, NULL);
   fail_unless (gst_video_frame_map (&frame, &info, tmp, GST_MAP_WRITE));
   fill_frame (&frame, seq);
