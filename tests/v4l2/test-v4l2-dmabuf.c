@@ -7,6 +7,8 @@
  *    GStreamer >= 1.24 format=DMA_DRM with a linear drm-format) only
  *    where /dev/udmabuf opens; ACCEPT_CAPS says the same; system-memory
  *    caps are kept either way, memory:DMABuf of other media never;
+ *    without it an upstream that insists on memory:DMABuf fails to
+ *    negotiate, before any frame;
  *  - an upstream that negotiated memory:DMABuf and writes into the pool
  *    the sink proposed (dmabufs of its slots) reaches a consumer in
  *    another process byte-exact with no copy, and the consumer's caps are
@@ -39,6 +41,7 @@
 
 #define W 320
 #define H 240
+#define FRAME_SIZE (W * H * 3 / 2)
 #define CAPS_SYS "video/x-raw,format=NV12,width=320,height=240,framerate=60/1"
 #define CAPS_DMABUF "video/x-raw(memory:DMABuf),format=NV12,width=320," \
   "height=240,framerate=60/1"
@@ -180,6 +183,53 @@ check_caps (gboolean udmabuf)
   gst_object_unref (sink);
 }
 
+/* Without udmabuf an upstream that insists on memory:DMABuf fails to
+ * negotiate: an error before any frame. */
+static void
+check_not_negotiated (void)
+{
+  gchar *desc = g_strdup_printf ("appsrc name=src format=time caps=\"%s\" ! "
+      "pinnedshmsink name=sink socket-path=%s", CAPS_DMABUF, sock);
+  GstElement *pipe = gst_parse_launch (desc, NULL);
+  GstElement *src, *sink;
+  GstStructure *stats = NULL;
+  GstMessage *msg;
+  GstBus *bus;
+  gchar *dbg = NULL;
+  guint64 frames = 1;
+
+  fail_unless (pipe != NULL, "%s", desc);
+  g_free (desc);
+  running = gst_object_ref (pipe);
+  src = gst_bin_get_by_name (GST_BIN (pipe), "src");
+  sink = gst_bin_get_by_name (GST_BIN (pipe), "sink");
+  fail_unless (gst_element_set_state (pipe, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  gst_app_src_push_buffer (GST_APP_SRC (src), gst_buffer_new_allocate (NULL,
+          FRAME_SIZE, NULL));
+  gst_app_src_end_of_stream (GST_APP_SRC (src));
+  bus = gst_element_get_bus (pipe);
+  msg = gst_bus_timed_pop_filtered (bus, 10 * GST_SECOND,
+      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+  fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR,
+      "memory:DMABuf negotiated without udmabuf");
+  gst_message_parse_error (msg, NULL, &dbg);
+  fail_unless (dbg && strstr (dbg, "not-negotiated"), "%s", dbg);
+  g_free (dbg);
+  gst_message_unref (msg);
+  gst_object_unref (bus);
+  g_object_get (sink, "stats", &stats, NULL);
+  gst_structure_get_uint64 (stats, "frames", &frames);
+  gst_structure_free (stats);
+  fail_unless_equals_int (frames, 0);
+  fail_unless_equals_int (gst_element_set_state (pipe, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_clear_object (&running);
+  gst_object_unref (src);
+  gst_object_unref (sink);
+  gst_object_unref (pipe);
+}
+
 GST_START_TEST (test_caps_with_udmabuf)
 {
   check_caps (TRUE);
@@ -195,6 +245,7 @@ GST_START_TEST (test_caps_without_udmabuf)
     return;
   }
   check_caps (FALSE);
+  check_not_negotiated ();
 }
 
 GST_END_TEST;
@@ -436,8 +487,6 @@ GST_START_TEST (test_dmabuf_caps_pool)
 GST_END_TEST;
 
 /* ---- foreign dmabufs ---- */
-
-#define FRAME_SIZE (W * H * 3 / 2)
 
 static gsize
 page_round (gsize n)
