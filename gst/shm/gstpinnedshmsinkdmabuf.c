@@ -227,6 +227,8 @@ gst_pinned_shm_sink_copy_buffer (GstPinnedShmSink * self, GstBuffer * buf,
     GstMapInfo map;
     int err;
 
+    if (len == 0)
+      continue;
     if (gst_is_dmabuf_memory (mem)) {
       int fd = gst_dmabuf_memory_get_fd (mem);
 
