@@ -24,6 +24,7 @@
 #include <gst/app/gstappsrc.h>
 #include <gst/video/video.h>
 #include <gst/allocators/gstdmabuf.h>
+#include <gst/pinnedflow/gstpinnedallocator.h>
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -424,8 +425,16 @@ static GstBuffer *
 make_from_pool (GstElement * appsrc, guint32 seq, gpointer data)
 {
   PoolState *ps = data;
-  GstBuffer *buf = NULL;
+  GstBuffer *buf = NULL, *tmp;
   GstVideoFrame frame;
+  GstVideoInfo info;
+  GstVideoMeta *vmeta;
+  GstMemory *mem;
+  GstMapInfo map;
+  GstPinnedSegment *seg;
+  gsize offset = 0;
+  guint8 *slot;
+  guint i;
 
   if (ps->pool == NULL) {
     GstPad *pad = gst_element_get_static_pad (appsrc, "src");
@@ -456,10 +465,31 @@ make_from_pool (GstElement * appsrc, guint32 seq, gpointer data)
   }
   fail_unless_equals_int (gst_buffer_pool_acquire_buffer (ps->pool, &buf,
           NULL), GST_FLOW_OK);
-  ps->dmabufs += gst_is_dmabuf_memory (gst_buffer_peek_memory (buf, 0));
-  fail_unless (gst_video_frame_map (&frame, &ps->info, buf, GST_MAP_WRITE));
+  mem = gst_buffer_peek_memory (buf, 0);
+  ps->dmabufs += gst_is_dmabuf_memory (mem);
+  /* Written through this process's mapping of the slot (the stand-in's
+   * writable dmabuf mapping is an mremap that valgrind does not follow),
+   * with the pool's layout, then read back through the dmabuf's own fd:
+   * the dmabuf is the slot. */
+  seg = gst_pinned_memory_get_segment (mem, &offset);
+  fail_unless (seg != NULL);
+  slot = (guint8 *) pf_segment_get_base (seg) + offset;
+  info = ps->info;
+  vmeta = gst_buffer_get_video_meta (buf);
+  fail_unless (vmeta != NULL);
+  for (i = 0; i < vmeta->n_planes; i++) {
+    info.offset[i] = vmeta->offset[i];
+    info.stride[i] = vmeta->stride[i];
+  }
+  tmp = gst_buffer_new_wrapped_full (0, slot, mem->size, 0, mem->size, NULL,
+      NULL);
+  fail_unless (gst_video_frame_map (&frame, &info, tmp, GST_MAP_WRITE));
   fill_frame (&frame, seq);
   gst_video_frame_unmap (&frame);
+  gst_buffer_unref (tmp);
+  fail_unless (gst_memory_map (mem, &map, GST_MAP_READ));
+  fail_unless (memcmp (map.data, slot, mem->size) == 0);
+  gst_memory_unmap (mem, &map);
   return buf;
 }
 
