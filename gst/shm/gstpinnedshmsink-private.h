@@ -6,7 +6,8 @@
  * in one another: the element (gstpinnedshmsink.c: properties, states,
  * events, signals), its pools (gstpinnedshmsinkpool.c), publishing a frame
  * (gstpinnedshmsinkrender.c), the producer's callbacks
- * (gstpinnedshmsinkbus.c) and its stats (gstpinnedshmsinkstats.c). Private to
+ * (gstpinnedshmsinkbus.c), its stats (gstpinnedshmsinkstats.c) and its
+ * memory:DMABuf caps and dmabuf reads (gstpinnedshmsinkdmabuf.c). Private to
  * the plugin: the public header is gstpinnedshmsink.h.
  *
  * Lock order, outermost first: a thread that holds one lock takes only

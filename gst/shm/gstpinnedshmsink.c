@@ -5,7 +5,9 @@
  * The pinnedshmsink element itself: its properties and signals, its
  * producer's life (start, stop), caps, events, flushing and the clock.
  * Publishing a frame: gstpinnedshmsinkrender.c; its pools:
- * gstpinnedshmsinkpool.c; the producer's callbacks: gstpinnedshmsinkbus.c;
+ * gstpinnedshmsinkpool.c; memory:DMABuf caps and reading foreign
+ * dmabufs: gstpinnedshmsinkdmabuf.c; the producer's callbacks:
+ * gstpinnedshmsinkbus.c;
  * stats: gstpinnedshmsinkstats.c; the instance struct:
  * gstpinnedshmsink-private.h.
  */
