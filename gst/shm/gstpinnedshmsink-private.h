@@ -6,7 +6,8 @@
  * in one another: the element (gstpinnedshmsink.c: properties, states,
  * events, signals), its pools (gstpinnedshmsinkpool.c), publishing a frame
  * (gstpinnedshmsinkrender.c), the producer's callbacks
- * (gstpinnedshmsinkbus.c) and its stats (gstpinnedshmsinkstats.c). Private to
+ * (gstpinnedshmsinkbus.c), its stats (gstpinnedshmsinkstats.c) and its
+ * memory:DMABuf caps and dmabuf reads (gstpinnedshmsinkdmabuf.c). Private to
  * the plugin: the public header is gstpinnedshmsink.h.
  *
  * Lock order, outermost first: a thread that holds one lock takes only
@@ -147,6 +148,23 @@ GstBuffer *gst_pinned_shm_sink_copy_to_pool (GstPinnedShmSink * self,
 G_GNUC_INTERNAL
 void gst_pinned_shm_sink_check_locked (GstPinnedShmSink * self,
     pf_segment * seg);
+
+/* gstpinnedshmsinkdmabuf.c: memory:DMABuf caps (offered where
+ * /dev/udmabuf opens), the caps consumers get for them, the video info of
+ * (DMA_DRM) caps and the copy of a buffer (foreign dmabufs mapped
+ * read-only) into @dest: FALSE with an element error posted. */
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_udmabuf_available (void);
+G_GNUC_INTERNAL
+GstCaps *gst_pinned_shm_sink_get_caps (GstBaseSink * bsink, GstCaps * filter);
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_video_info (GstCaps * caps, GstVideoInfo * info);
+G_GNUC_INTERNAL
+GstCaps *gst_pinned_shm_sink_wire_caps (GstCaps * caps,
+    const GstVideoInfo * info);
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_copy_buffer (GstPinnedShmSink * self,
+    GstBuffer * buf, guint8 * dest, gsize size);
 
 /* gstpinnedshmsinkrender.c: the render vfunc. */
 G_GNUC_INTERNAL

@@ -5,7 +5,9 @@
  * The pinnedshmsink element itself: its properties and signals, its
  * producer's life (start, stop), caps, events, flushing and the clock.
  * Publishing a frame: gstpinnedshmsinkrender.c; its pools:
- * gstpinnedshmsinkpool.c; the producer's callbacks: gstpinnedshmsinkbus.c;
+ * gstpinnedshmsinkpool.c; memory:DMABuf caps and reading foreign
+ * dmabufs: gstpinnedshmsinkdmabuf.c; the producer's callbacks:
+ * gstpinnedshmsinkbus.c;
  * stats: gstpinnedshmsinkstats.c; the instance struct:
  * gstpinnedshmsink-private.h.
  */
@@ -25,6 +27,13 @@
  * each frame is a small message naming a slice of it. Buffers in any other
  * memory are copied once into the sink's own pinned pool (counted in the
  * `copies` field of #GstPinnedShmSink:stats).
+ *
+ * Where /dev/udmabuf opens, the pool's slots are also dmabufs, and the sink
+ * takes `video/x-raw(memory:DMABuf)` caps (on GStreamer 1.24 and later
+ * also `format=DMA_DRM` with a linear `drm-format`): an upstream that
+ * negotiates them gets the pool and writes into the slots. Elsewhere a
+ * CAPS query drops those structures. A foreign dmabuf is mapped read-only
+ * and copied once; a bad fd is an error. Consumers get system-memory caps.
  *
  * Each consumer has a delivery policy, its own choice (pinnedshmsrc's
  * `delivery`) or else the default from upstream's liveness, which the sink
@@ -114,6 +123,9 @@ static GParamSpec *properties[N_PROPERTIES];
 /* The signals (client-connected, client-disconnected) are emitted by name
  * in gstpinnedshmsinkbus.c, once per connection: no id table is kept. */
 
+/* ANY: every stream crosses, video/x-raw(memory:DMABuf) (and DMA_DRM on
+ * 1.24+) included; a CAPS query with a filter keeps those only where
+ * /dev/udmabuf opens (gstpinnedshmsinkdmabuf.c). */
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK,
     GST_PAD_ALWAYS,
@@ -401,6 +413,7 @@ static gboolean
 gst_pinned_shm_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
 {
   GstPinnedShmSink *self = GST_PINNED_SHM_SINK (bsink);
+  GstCaps *wire;
   gchar *str;
   int err;
 
@@ -408,14 +421,18 @@ gst_pinned_shm_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
 
   self->is_video = FALSE;
   if (gst_structure_has_name (gst_caps_get_structure (caps, 0), "video/x-raw")) {
-    if (!gst_video_info_from_caps (&self->vinfo, caps)) {
+    if (!gst_pinned_shm_sink_video_info (caps, &self->vinfo)) {
       GST_ERROR_OBJECT (self, "invalid video caps %" GST_PTR_FORMAT, caps);
       return FALSE;
     }
     self->is_video = TRUE;
   }
 
-  str = gst_caps_to_string (caps);
+  /* consumers map the segment: memory:DMABuf is system memory to them */
+  wire = gst_pinned_shm_sink_wire_caps (caps,
+      self->is_video ? &self->vinfo : NULL);
+  str = gst_caps_to_string (wire);
+  gst_caps_unref (wire);
   g_mutex_lock (&self->lock);
   err = self->producer ? pf_producer_set_caps (self->producer, str) : -EPIPE;
   g_mutex_unlock (&self->lock);
@@ -477,6 +494,24 @@ gst_pinned_shm_sink_event (GstBaseSink * bsink, GstEvent * event)
   }
 
   return GST_BASE_SINK_CLASS (parent_class)->event (bsink, event);
+}
+
+/* ACCEPT_CAPS: the base class checks against the unfiltered answer (ANY);
+ * memory:DMABuf caps are taken only where the filtered one keeps them. */
+static gboolean
+gst_pinned_shm_sink_query (GstBaseSink * bsink, GstQuery * query)
+{
+  if (GST_QUERY_TYPE (query) == GST_QUERY_ACCEPT_CAPS) {
+    GstCaps *caps, *allowed;
+
+    gst_query_parse_accept_caps (query, &caps);
+    allowed = gst_pinned_shm_sink_get_caps (bsink, caps);
+    gst_query_set_accept_caps_result (query,
+        gst_caps_is_subset (caps, allowed));
+    gst_caps_unref (allowed);
+    return TRUE;
+  }
+  return GST_BASE_SINK_CLASS (parent_class)->query (bsink, query);
 }
 
 static gboolean
@@ -768,10 +803,12 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
 
   bsink_class->start = GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_start);
   bsink_class->stop = GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_stop);
+  bsink_class->get_caps = GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_get_caps);
   bsink_class->set_caps = GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_set_caps);
   bsink_class->propose_allocation =
       GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_propose_allocation);
   bsink_class->event = GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_event);
+  bsink_class->query = GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_query);
   bsink_class->unlock = GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_unlock);
   bsink_class->unlock_stop =
       GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_unlock_stop);

@@ -7,7 +7,8 @@
  * stuck consumers off the others' slots; the pinned pool proposed
  * upstream (ALLOCATION), its slots also offered as dmabufs where the
  * kernel has udmabuf (an INFO message once per sink where not); the copy
- * pool and the copy of a buffer in other memory into it; the warning when
+ * pool and the copy of a buffer in other memory into it (read by
+ * gstpinnedshmsinkdmabuf.c); the warning when
  * a pool could not be page-locked.
  *
  * Threads and lifetimes: the copy pool is the streaming thread's, replaced
@@ -175,7 +176,7 @@ gst_pinned_shm_sink_propose_allocation (GstBaseSink * bsink, GstQuery * query)
    * checked one would call back into gstpinnedshmsink.c for the type
    * (a call circle, tools/check-layout.py) */
   GstPinnedShmSink *self = (GstPinnedShmSink *) bsink;
-  GstCaps *caps = NULL;
+  GstCaps *caps = NULL, *pool_caps;
   gboolean need_pool;
   GstVideoInfo info;
   GstBufferPool *pool;
@@ -186,7 +187,7 @@ gst_pinned_shm_sink_propose_allocation (GstBaseSink * bsink, GstQuery * query)
 
   /* Only raw video has a size known in advance; anything else comes in
    * whatever upstream allocates and takes the copy path. */
-  if (caps == NULL || !gst_video_info_from_caps (&info, caps)) {
+  if (caps == NULL || !gst_pinned_shm_sink_video_info (caps, &info)) {
     GST_DEBUG_OBJECT (self, "no pool for caps %" GST_PTR_FORMAT, caps);
     return TRUE;
   }
@@ -195,7 +196,11 @@ gst_pinned_shm_sink_propose_allocation (GstBaseSink * bsink, GstQuery * query)
   count = gst_pinned_shm_sink_pool_count_locked (self);
   GST_OBJECT_UNLOCK (self);
 
-  pool = make_pool (self, caps, GST_VIDEO_INFO_SIZE (&info), count, TRUE);
+  /* memory:DMABuf caps (a DMA_DRM format too) are the slots' layout in
+   * plain terms for the pool; its memory is dmabufs where it can be */
+  pool_caps = gst_pinned_shm_sink_wire_caps (caps, &info);
+  pool = make_pool (self, pool_caps, GST_VIDEO_INFO_SIZE (&info), count, TRUE);
+  gst_caps_unref (pool_caps);
   if (pool == NULL)
     return TRUE;
   offer_dmabuf (self, pool);
@@ -283,7 +288,12 @@ gst_pinned_shm_sink_copy_to_pool (GstPinnedShmSink * self, GstBuffer * buf,
         (NULL));
     return NULL;
   }
-  gst_buffer_extract (buf, 0, map.data, size);
+  if (!gst_pinned_shm_sink_copy_buffer (self, buf, map.data, size)) {
+    gst_buffer_unmap (copy, &map);
+    gst_buffer_unref (copy);
+    *ret = GST_FLOW_ERROR;
+    return NULL;
+  }
   gst_buffer_unmap (copy, &map);
   gst_buffer_set_size (copy, size);
   return copy;

@@ -11,8 +11,8 @@
  * that range: writable through the pages of the process's own writable
  * shared mapping of the memfd (mremap of it with old size 0, a second
  * mapping of the same pages), since a memfd sealed against future writes
- * refuses a new writable mapping while a kernel dmabuf would not; else
- * read-only. dup and close of these fds are followed.
+ * refuses a new writable mapping while a kernel dmabuf would not;
+ * read-only, a plain mapping of the file. dup and close of these fds are followed.
  *
  * Threads: one mutex (taken after pfemu_lock when both are held) guards
  * the table; a fork takes both, in that order.
@@ -218,18 +218,17 @@ pfemu_udmabuf_mmap (int fd, size_t len, int prot, off_t off)
     errno = EINVAL;
     return MAP_FAILED;
   }
-  src = find_writable (u.dev, u.ino, u.offset + off, len);
-  if (src == NULL) {
-    if (prot & PROT_WRITE) {
-      errno = EACCES;
-      return MAP_FAILED;
-    }
+  /* read-only: a plain mapping of the file (the seal allows it; and
+   * valgrind does not follow the mremap below) */
+  if (!(prot & PROT_WRITE))
     return pfemu_real_mmap (NULL, len, prot, MAP_SHARED, fd,
         (off_t) (u.offset + off));
+  src = find_writable (u.dev, u.ino, u.offset + off, len);
+  if (src == NULL) {
+    errno = EACCES;
+    return MAP_FAILED;
   }
   p = mremap (src, 0, len, MREMAP_MAYMOVE);
-  if (p != MAP_FAILED && !(prot & PROT_WRITE))
-    mprotect (p, len, prot);
   return p;
 }
 

@@ -12,7 +12,9 @@
  * of their slots while we read it would have written a newer frame there.
  * Prints "READY" once connected, then
  *   RESULT frames=N bad=B first=S last=S held=K held_bad=H held_seen=F
- * (held_seen: frames received while the held ones were kept) and exits 0
+ *          eos=E sysmem=M
+ * (held_seen: frames received while the held ones were kept; sysmem: 1
+ * when every frame came with system-memory caps) and exits 0
  * when EOS arrived, 1 on an error.
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -84,7 +86,7 @@ main (int argc, char **argv)
   guint frames = 0, bad = 0, held_bad = 0;
   guint32 first = 0, last = 0, held_seq[MAX_HOLD];
   GstSample *held[MAX_HOLD];
-  gboolean eos = FALSE;
+  gboolean eos = FALSE, sysmem = TRUE;
   guint i;
 
   gst_init (&argc, &argv);
@@ -125,6 +127,10 @@ main (int argc, char **argv)
         || check_frame (gst_sample_get_buffer (s), &info, &seq)) {
       bad++;
     }
+    if (!gst_caps_features_is_equal (gst_caps_get_features
+            (gst_sample_get_caps (s), 0),
+            GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY))
+      sysmem = FALSE;
     if (frames == 0)
       first = seq;
     last = seq;
@@ -173,8 +179,8 @@ main (int argc, char **argv)
   }
 
   printf ("RESULT frames=%u bad=%u first=%u last=%u held=%u held_bad=%u "
-      "held_seen=%u eos=%d\n", frames, bad, first, last, n_held, held_bad,
-      held_seen, eos);
+      "held_seen=%u eos=%d sysmem=%d\n", frames, bad, first, last, n_held,
+      held_bad, held_seen, eos, sysmem);
   fflush (stdout);
   gst_element_set_state (pipeline, GST_STATE_NULL);
   gst_object_unref (sink);
