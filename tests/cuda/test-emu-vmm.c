@@ -414,7 +414,7 @@ case_rules (void)
   void *pinned = NULL;
   CUstream stream = NULL;
   CUcontext ctx = NULL;
-  CUdeviceptr va = 0, va2 = 0;
+  CUdeviceptr va = 0;
   Handle h = 0, h2 = 0;
   size_t g = 0;
   int v = -1, fd = -1, fds_before = count_fds ();
@@ -542,7 +542,6 @@ case_rules (void)
   EQ (cuMemAddressFree (va, 2 * GRAN), 1);      /* not the reserved size */
   EQ (cuMemAddressFree (va, 4 * GRAN), 0);
   EQ (cuMemAddressFree (va, 4 * GRAN), 1);
-  (void) va2;
 
   EQ (cuCtxDestroy (ctx), 0);
   check_nothing_alive ();
