@@ -341,9 +341,9 @@ share_child (int sock)
 static void
 case_share (void)
 {
-  unsigned char *buf = malloc (SHARE_SIZE), *want = malloc (SHARE_SIZE);
   CUmemAllocationProp prop =
       prop_for (0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  unsigned char *buf, *want;
   CUcontext ctx = NULL;
   CUdeviceptr va = 0;
   Handle h = 0;
@@ -359,6 +359,9 @@ case_share (void)
   }
   close (sv[1]);
   fds_before = count_fds ();
+  /* after the fork: the child's exit must not leave them lost */
+  buf = malloc (SHARE_SIZE);
+  want = malloc (SHARE_SIZE);
 
   EQ (cuInit (0), 0);
   EQ (cuCtxCreate (&ctx, 0, 0), 0);
