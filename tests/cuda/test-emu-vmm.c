@@ -27,6 +27,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -512,6 +513,19 @@ case_rules (void)
   EQ (cuMemcpyDtoD (va, va + 2 * GRAN, 4096), 0);
   EQ (cuMemcpyDtoH (back, va, 4096), 0);
   CHECK (memcmp (buf, back, 4096) == 0);
+  /* the mapped address is device memory: a host read faults (in a child
+   * that makes no CUDA call) */
+  {
+    int status = 0;
+    pid_t pid = fork ();
+    if (pid == 0) {
+      volatile char c = *(volatile char *) (uintptr_t) (va + GRAN);
+      (void) c;
+      _exit (0);
+    }
+    CHECK (pid > 0 && waitpid (pid, &status, 0) == pid);
+    CHECK (WIFSIGNALED (status) && WTERMSIG (status) == SIGSEGV);
+  }
   /* cuMemFree is no way to free a mapping */
   EQ (cuMemFree (va), 1);
 
