@@ -265,7 +265,8 @@ cuDeviceTotalMem_v2 (size_t *bytes, CUdevice dev)
 
 /* The attributes of an 8.6 device without memory pools, and without
  * virtual memory management or exportable handles unless PFEMU_VMM=1
- * (102 and 103; so GStreamer keeps to plain allocations). Those cudart shares (20 compute mode, 36, 51, 99, 113: see pfemu.h's
+ * (102 and 103; so GStreamer keeps to plain allocations). Those cudart
+ * shares (20 compute mode, 36, 51, 99, 113: see pfemu.h's
  * switches) come from the core; any other valid attribute is 0. */
 static int
 device_attribute (int *value, int attr, CUdevice dev)
@@ -875,10 +876,10 @@ cuGetProcAddress_v2 (const char *symbol, void **pfn, int version,
 }
 
 /* Counted (calls.<name>), then refused: no kernels, modules, textures,
- * graphics interop, peer access, legacy IPC, retained VMM handles, memory pools or
- * external resources on the emulated device. Arguments are ignored, so
- * one signature serves them all (the caller's arguments are in registers
- * or on its own stack; nothing here reads them). */
+ * graphics interop, peer access, legacy IPC, retained VMM handles,
+ * memory pools or external resources on the emulated device. Arguments
+ * are ignored, so one signature serves them all (the caller's arguments
+ * are in registers or on its own stack; nothing here reads them). */
 #define UNSUPPORTED(name)                                       \
 EXPORT CUresult name (void);                                    \
 EXPORT CUresult                                                 \
