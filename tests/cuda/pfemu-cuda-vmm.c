@@ -17,8 +17,8 @@
  * duplicate of that memfd, so two processes that pass it over a socket
  * (SCM_RIGHTS) map the same bytes. An import checks the fd like
  * pf_segment_import does a segment: a memfd, sealed, of a size that is
- * the header plus a whole number of granules, the marker and the sizes in
- * its header matching, the UUID one of this process's devices; anything
+ * the header plus a whole number of granules (1 TiB at most), writable
+ * (no write seal), the marker and the sizes in its header matching, the UUID one of this process's devices; anything
  * else (a pipe, /dev/null, a plain memfd) is CUDA_ERROR_INVALID_VALUE,
  * a UUID of no device here CUDA_ERROR_INVALID_DEVICE.
  *
@@ -376,7 +376,10 @@ import_fd (CUmemGenericAllocationHandle * out, void *os_handle, int type)
   seals = fcntl (fd, F_GET_SEALS);
   if (seals < 0 || (seals & SEALS) != SEALS)
     return INVALID_VALUE;       /* not a sealed memfd: not ours */
+  if (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE))
+    return INVALID_VALUE;       /* ours are writable: not ours */
   if (st.st_size < HEADER + (off_t) GRANULARITY ||
+      st.st_size > HEADER + ((off_t) 1 << 40) ||
       (st.st_size - HEADER) % (off_t) GRANULARITY != 0)
     return INVALID_VALUE;
   if (pread (fd, &hdr, sizeof hdr, 0) != (ssize_t) sizeof hdr ||

@@ -526,6 +526,18 @@ case_rules (void)
     CHECK (pid > 0 && waitpid (pid, &status, 0) == pid);
     CHECK (WIFSIGNALED (status) && WTERMSIG (status) == SIGSEGV);
   }
+  /* a memset into the read-only view faults too */
+  {
+    CUresult (*memset8) (CUdeviceptr, size_t, unsigned char, size_t,
+        size_t) = CU ("cuMemsetD2D8_v2", CUresult (*)(CUdeviceptr, size_t,
+            unsigned char, size_t, size_t));
+    EQ (memset8 (va + 2 * GRAN, 4096, 0x11, 4096, 1), 700);
+    EQ (emu_query ("sticky"), 700);
+    unstick (ctx);
+    EQ (memset8 (va, 4096, 0x11, 4096, 1), 0);
+    EQ (cuMemcpyDtoH (back, va, 4096), 0);
+    CHECK (back[0] == 0x11 && back[4095] == 0x11);
+  }
   /* cuMemFree is no way to free a mapping */
   EQ (cuMemFree (va), 1);
 
@@ -576,7 +588,8 @@ struct fake_header
   unsigned char uuid[16];
 };
 
-/* A sealed memfd shaped like an export, with @magic / @size / @uuid. */
+/* A memfd shaped like an export, with @magic / @size / @uuid; @seal 1:
+ * sealed as exports are, 2: write-sealed too. */
 static int
 forge (const char *magic, uint64_t size, const char *uuid, int seal)
 {
@@ -592,7 +605,7 @@ forge (const char *magic, uint64_t size, const char *uuid, int seal)
       pwrite (fd, &h, sizeof h, 0) != (ssize_t) sizeof h)
     return -1;
   if (seal && fcntl (fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
-          F_SEAL_SEAL) < 0)
+          (seal == 2 ? F_SEAL_WRITE : 0) | F_SEAL_SEAL) < 0)
     return -1;
   return fd;
 }
@@ -641,6 +654,9 @@ case_forged (void)
   EQ (import (fd), 1);
   close (fd);
   fd = forge ("PFEMUVMM", 2 * GRAN, "pfemu-device-000", 1);     /* size */
+  EQ (import (fd), 1);
+  close (fd);
+  fd = forge ("PFEMUVMM", GRAN, "pfemu-device-000", 2); /* write-sealed */
   EQ (import (fd), 1);
   close (fd);
   fd = forge ("PFEMUVMM", GRAN, "pfemu-device-009", 1); /* no device 9 */
