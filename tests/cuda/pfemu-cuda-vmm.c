@@ -423,7 +423,9 @@ reserve (CUdeviceptr * ptr, size_t size, size_t align, CUdeviceptr addr,
   size_t span;
 
   (void) addr;                  /* a hint: not followed */
-  if (!ptr || flags != 0 || size == 0 || size % GRANULARITY != 0 ||
+  /* "a multiple of the host page size" (cuda.h); mappings inside it
+   * still need granularity-aligned addresses and sizes */
+  if (!ptr || flags != 0 || size == 0 || size % (size_t) getpagesize () ||
       size > ((size_t) 1 << 40) || (align & (align - 1)) != 0)
     return INVALID_VALUE;
   if (align < GRANULARITY)

@@ -464,7 +464,9 @@ case_rules (void)
   bad.requestedHandleTypes = 0x2;       /* Win32 */
   EQ (cuMemCreate (&h, GRAN, &bad, 0), 801);
   EQ (emu_query ("live.vmm.handles"), 0);
-  EQ (cuMemAddressReserve (&va, GRAN + 4096, 0, 0, 0), 1);
+  EQ (cuMemAddressReserve (&va, GRAN + 1, 0, 0, 0), 1);
+  EQ (cuMemAddressReserve (&va, GRAN + 4096, 0, 0, 0), 0);      /* pages */
+  EQ (cuMemAddressFree (va, GRAN + 4096), 0);
   EQ (cuMemAddressReserve (&va, GRAN, 3, 0, 0), 1);
   EQ (cuMemAddressReserve (&va, GRAN, 0, 0, 1), 1);
 
