@@ -68,8 +68,7 @@ PFEMU_CORE int pfemu_core_PointerMemoryType (const void *ptr);
 
 /* shared with cudart (the cuda* function of the same name does this) */
 PFEMU_CORE int pfemu_core_GetDeviceCount (int *count);
-PFEMU_CORE int pfemu_core_DeviceGetAttribute (int *value, int attr,
-    int device);
+PFEMU_CORE int pfemu_core_DeviceGetAttribute (int *value, int attr, int device);
 PFEMU_CORE int pfemu_core_MallocPitch (void **dev_ptr, size_t *pitch,
     size_t width, size_t height);
 PFEMU_CORE int pfemu_core_Free (void *dev_ptr);
@@ -95,5 +94,21 @@ PFEMU_CORE int pfemu_core_Memcpy2DAsync (void *dst, size_t dpitch,
     void *stream);
 PFEMU_CORE int pfemu_core_Memcpy2D (void *dst, size_t dpitch,
     const void *src, size_t spitch, size_t width, size_t height, int kind);
+
+/* Virtual memory (pfemu-cuda-vmm.c keeps handles and reservations; the
+ * core knows mappings, so that copies reach them): [va, va + size) is
+ * device memory of @device whose bytes are at @view (the caller's,
+ * mapped until pfemu_core_VmmUnmap), accessible to no device until
+ * pfemu_core_VmmSetAccess. A copy or memset the calling thread's device
+ * has no access for fails with 700, sticky (a GPU's MMU fault); a
+ * synchronous one from the call, an asynchronous one at its stream's
+ * next sync point. cuMemFree refuses a mapping. VmmUnmap faults the
+ * copies still queued on it (as cudaFree does). VmmCount: +/- the live
+ * handles and reservations pfemu_query reports. */
+PFEMU_CORE int pfemu_core_VmmMap (void *va, void *view, size_t size,
+    int device);
+PFEMU_CORE int pfemu_core_VmmUnmap (void *va);
+PFEMU_CORE int pfemu_core_VmmSetAccess (void *va, int device, unsigned access);
+PFEMU_CORE void pfemu_core_VmmCount (int handles, int reservations);
 
 #endif

@@ -24,15 +24,18 @@
  * made current by itself), cuCtxCreate pushes, cuCtxPopCurrent pops.
  *
  * What a GPU does and the emulator cannot (kernels, modules, textures,
- * graphics interop, IPC, virtual memory, memory pools, external
- * resources) returns CUDA_ERROR_NOT_SUPPORTED (801); the device attributes
- * say those features are absent, so GStreamer does not try them.
+ * graphics interop, legacy IPC, memory pools, external resources)
+ * returns CUDA_ERROR_NOT_SUPPORTED (801); the device attributes say those
+ * features are absent, so GStreamer does not try them. Virtual memory
+ * management (cuMemCreate, cuMemMap, POSIX-fd export and import) is
+ * pfemu-cuda-vmm.c's, built into the same library, on with PFEMU_VMM=1.
  */
 #include "pfemu-core.h"
 #include "pfemu-cuda.h"
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The functions are declared by their users (cuda.h), not here. */
@@ -260,9 +263,10 @@ cuDeviceTotalMem_v2 (size_t *bytes, CUdevice dev)
   CALL ("cuDeviceTotalMem_v2", NOCTX, device_total_mem (bytes, dev));
 }
 
-/* The attributes of an 8.6 device without virtual memory management,
- * memory pools or exportable handles (so GStreamer keeps to plain
- * allocations). Those cudart shares (20 compute mode, 36, 51, 99, 113: see pfemu.h's
+/* The attributes of an 8.6 device without memory pools, and without
+ * virtual memory management or exportable handles unless PFEMU_VMM=1
+ * (102 and 103; so GStreamer keeps to plain allocations). Those cudart
+ * shares (20 compute mode, 36, 51, 99, 113: see pfemu.h's
  * switches) come from the core; any other valid attribute is 0. */
 static int
 device_attribute (int *value, int attr, CUdevice dev)
@@ -286,6 +290,12 @@ device_attribute (int *value, int attr, CUdevice dev)
     return err;
   if (attr == 20 || attr == 36 || attr == 51 || attr == 99 || attr == 113)
     return pfemu_core_DeviceGetAttribute (value, attr, dev);
+  if (attr == 102 || attr == 103) {
+    /* virtual memory and its POSIX-fd handles (pfemu-cuda-vmm.c) */
+    const char *vmm = getenv ("PFEMU_VMM");
+    *value = vmm && strcmp (vmm, "1") == 0;
+    return CUDA_SUCCESS;
+  }
   if (attr <= 0 || attr >= 140)
     return CUDA_ERROR_INVALID_VALUE;
   *value = 0;
@@ -866,10 +876,10 @@ cuGetProcAddress_v2 (const char *symbol, void **pfn, int version,
 }
 
 /* Counted (calls.<name>), then refused: no kernels, modules, textures,
- * graphics interop, peer access, IPC, virtual memory, memory pools or
- * external resources on the emulated device. Arguments are ignored, so
- * one signature serves them all (the caller's arguments are in registers
- * or on its own stack; nothing here reads them). */
+ * graphics interop, peer access, legacy IPC, retained VMM handles,
+ * memory pools or external resources on the emulated device. Arguments
+ * are ignored, so one signature serves them all (the caller's arguments
+ * are in registers or on its own stack; nothing here reads them). */
 #define UNSUPPORTED(name)                                       \
 EXPORT CUresult name (void);                                    \
 EXPORT CUresult                                                 \
@@ -909,18 +919,6 @@ UNSUPPORTED (cuIpcGetMemHandle)
 UNSUPPORTED (cuIpcOpenMemHandle)
 UNSUPPORTED (cuIpcOpenMemHandle_v2)
 UNSUPPORTED (cuIpcCloseMemHandle)
-UNSUPPORTED (cuMemAddressReserve)
-UNSUPPORTED (cuMemAddressFree)
-UNSUPPORTED (cuMemCreate)
-UNSUPPORTED (cuMemRelease)
-UNSUPPORTED (cuMemExportToShareableHandle)
-UNSUPPORTED (cuMemImportFromShareableHandle)
-UNSUPPORTED (cuMemSetAccess)
-UNSUPPORTED (cuMemGetAccess)
-UNSUPPORTED (cuMemGetAllocationGranularity)
-UNSUPPORTED (cuMemGetAllocationPropertiesFromHandle)
-UNSUPPORTED (cuMemMap)
-UNSUPPORTED (cuMemUnmap)
 UNSUPPORTED (cuMemRetainAllocationHandle)
 UNSUPPORTED (cuMemAllocAsync)
 UNSUPPORTED (cuMemAllocFromPoolAsync)

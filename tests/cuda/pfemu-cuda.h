@@ -47,4 +47,51 @@ typedef struct
 
 _Static_assert (sizeof (CUDA_MEMCPY2D) == 128, "CUDA_MEMCPY2D layout");
 
+/* Virtual memory management (cuda.h's CUmem* types and values) */
+typedef unsigned long long CUmemGenericAllocationHandle;
+
+enum
+{
+  CU_MEM_ALLOCATION_TYPE_PINNED = 0x1,
+  CU_MEM_LOCATION_TYPE_DEVICE = 0x1,
+  CU_MEM_HANDLE_TYPE_NONE = 0x0,
+  CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 0x1,
+  CU_MEM_ACCESS_FLAGS_PROT_NONE = 0x0,
+  CU_MEM_ACCESS_FLAGS_PROT_READ = 0x1,
+  CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 0x3,
+  CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0x0,
+  CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 0x1,
+};
+
+typedef struct
+{
+  int type;
+  int id;
+} CUmemLocation;
+
+typedef struct
+{
+  int type;                     /* CUmemAllocationType */
+  int requestedHandleTypes;     /* CUmemAllocationHandleType */
+  CUmemLocation location;
+  void *win32HandleMetaData;
+  struct
+  {
+    unsigned char compressionType;
+    unsigned char gpuDirectRDMACapable;
+    unsigned short usage;
+    unsigned char reserved[4];
+  } allocFlags;
+} CUmemAllocationProp;
+
+typedef struct
+{
+  CUmemLocation location;
+  int flags;                    /* CUmemAccess_flags */
+} CUmemAccessDesc;
+
+_Static_assert (sizeof (CUmemAllocationProp) == 32,
+    "CUmemAllocationProp layout");
+_Static_assert (sizeof (CUmemAccessDesc) == 12, "CUmemAccessDesc layout");
+
 #endif /* __PFEMU_CUDA_H__ */

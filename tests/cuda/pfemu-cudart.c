@@ -137,6 +137,12 @@ struct alloc
   size_t size;                  /* mapped: whole pages */
   size_t bytes;                 /* allocated: pitch * height */
   void *ctx;                    /* the context current when allocated */
+  /* a cuMemMap mapping (pfemu-cuda-vmm.c): view is the caller's; access
+   * per device, CU_MEM_ACCESS_FLAGS_PROT_* (0 none, 1 read, 3 read-write);
+   * device: the one its memory is on */
+  int vmm;
+  unsigned access[4];
+  int device;
   struct alloc *next;
 };
 
@@ -346,7 +352,14 @@ static struct
   /* host waits that would spin a core on a GPU: stream (and context)
    * syncs in a context not made with CU_CTX_SCHED_BLOCKING_SYNC */
   long stream_syncs_spinning, ctx_syncs_spinning;
+  /* virtual memory (pfemu-cuda-vmm.c): copies and memsets refused by a
+   * mapping's access flags (sticky 700) */
+  long vmm_faults;
 } ctr;
+
+/* live virtual-memory handles and reservations (pfemu-cuda-vmm.c's, kept
+ * by pfemu_reset()) */
+static long vmm_handles, vmm_reservations;
 
 /* CU_CTX_SCHED_MASK and CU_CTX_SCHED_BLOCKING_SYNC (cuda.h) */
 #define CTX_SCHED_MASK 0x07u
@@ -498,7 +511,16 @@ count_list_allocs (void)
 {
   long n = 0;
   for (struct alloc * a = allocs; a; a = a->next)
-    n++;
+    n += !a->vmm;
+  return n;
+}
+
+static long
+count_list_vmm_maps (void)
+{
+  long n = 0;
+  for (struct alloc * a = allocs; a; a = a->next)
+    n += a->vmm;
   return n;
 }
 
@@ -1381,7 +1403,7 @@ pfemu_core_Free (void *dev_ptr)
     return cudaSuccess;
   pthread_mutex_lock (&G);
   for (l = &allocs; *l; l = &(*l)->next) {
-    if ((*l)->dev == dev_ptr) {
+    if ((*l)->dev == dev_ptr && !(*l)->vmm) {
       a = *l;
       *l = a->next;
       break;
@@ -2068,6 +2090,22 @@ pfemu_core_StreamWaitEvent (void *stream, void *event, unsigned int flags)
 
 /* ----------------------------------------------------------- copies */
 
+/* G held. Whether the calling thread's device may not access @a as @bit
+ * asks (1 read, 2 write): a cuMemMap mapping without that access for it
+ * (a GPU's MMU faults: CUDA_ERROR_ILLEGAL_ADDRESS, and the context is
+ * unusable from then on). Counted in vmm.faults. */
+static int
+vmm_denies (const struct alloc *a, unsigned bit)
+{
+  int dev = current_device >= 0 && current_device < MAX_DEVICES ?
+      current_device : 0;
+
+  if (!a->vmm || (a->access[dev] & bit))
+    return 0;
+  ctr.vmm_faults++;
+  return 1;
+}
+
 /* G held. Resolves both sides of a 2D copy; on success fills @o's
  * dst/src with internal pointers and host_lo/host_hi, and *pinned. */
 static cudaError_t
@@ -2108,6 +2146,8 @@ resolve_copy (struct op *o, void *dst, size_t dpitch, const void *src,
   if (dst_dev) {
     if (!(a = find_alloc (dst, dspan)))
       return cudaErrorInvalidValue;
+    if (vmm_denies (a, 2))
+      o->fail_err = cudaErrorIllegalAddress, o->sticky = 1;
     o->dst = a->view + ((const char *) dst - a->dev);
   } else {
     if (!(r = find_pinning_reg (dst, dspan)))
@@ -2121,6 +2161,8 @@ resolve_copy (struct op *o, void *dst, size_t dpitch, const void *src,
   if (src_dev) {
     if (!(a = find_alloc (src, sspan)))
       return cudaErrorInvalidValue;
+    if (vmm_denies (a, 1))
+      o->fail_err = cudaErrorIllegalAddress, o->sticky = 1;
     o->src = a->view + ((const char *) src - a->dev);
   } else {
     if (!find_pinning_reg (src, sspan))
@@ -2216,6 +2258,12 @@ pfemu_core_Memcpy2D (void *dst, size_t dpitch, const void *src, size_t spitch,
     pthread_mutex_unlock (&G);
     return res;
   }
+  if (o.fail_err) {
+    /* a mapping's access flags refuse it: reported by the call itself */
+    sticky_error = o.fail_err;
+    pthread_mutex_unlock (&G);
+    return o.fail_err;
+  }
   ctr.copies_sync++;
   /* On the legacy default stream: after the blocking streams' work (not
    * the non-blocking ones'). */
@@ -2278,6 +2326,11 @@ pfemu_core_Memset2D (void *dst, size_t pitch, unsigned int value,
     pthread_mutex_unlock (&G);
     return cudaErrorInvalidValue;
   }
+  if (vmm_denies (a, 2)) {
+    sticky_error = cudaErrorIllegalAddress;
+    pthread_mutex_unlock (&G);
+    return cudaErrorIllegalAddress;
+  }
   view = a->view + ((const char *) dst - a->dev);
   if (s) {
     drain_locked (s);
@@ -2313,6 +2366,79 @@ pfemu_core_PointerMemoryType (const void *ptr)
     t = 1;
   pthread_mutex_unlock (&G);
   return t;
+}
+
+/* ---------------------------------------------- virtual memory hooks */
+
+PFEMU_CORE int
+pfemu_core_VmmMap (void *va, void *view, size_t size, int device)
+{
+  struct alloc *a;
+
+  if (!va || !view || size == 0 || device < 0 || device >= MAX_DEVICES)
+    return cudaErrorInvalidValue;
+  a = calloc (1, sizeof *a);
+  if (!a)
+    return cudaErrorMemoryAllocation;
+  a->dev = va;
+  a->view = view;
+  a->size = a->bytes = size;
+  a->vmm = 1;
+  a->device = device;
+  a->ctx = cur_ctx ();
+  pthread_mutex_lock (&G);
+  a->next = allocs;
+  allocs = a;
+  pthread_mutex_unlock (&G);
+  return cudaSuccess;
+}
+
+PFEMU_CORE int
+pfemu_core_VmmUnmap (void *va)
+{
+  struct alloc **l, *a = NULL;
+
+  pthread_mutex_lock (&G);
+  for (l = &allocs; *l; l = &(*l)->next) {
+    if ((*l)->dev == va && (*l)->vmm) {
+      a = *l;
+      *l = a->next;
+      break;
+    }
+  }
+  if (a && fault_pending_locked (a->view, a->view + a->size) > 0)
+    ctr.free_pending++;
+  pthread_mutex_unlock (&G);
+  free (a);
+  return a ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+PFEMU_CORE int
+pfemu_core_VmmSetAccess (void *va, int device, unsigned access)
+{
+  int res = cudaErrorInvalidValue;
+
+  if (device < 0 || device >= MAX_DEVICES)
+    return cudaErrorInvalidDevice;
+  pthread_mutex_lock (&G);
+  for (struct alloc * a = allocs; a; a = a->next) {
+    if (a->dev == va && a->vmm) {
+      a->access[device] = access;
+      res = cudaSuccess;
+      break;
+    }
+  }
+  pthread_mutex_unlock (&G);
+  return res;
+}
+
+PFEMU_CORE void
+pfemu_core_VmmCount (int handles, int reservations)
+{
+  pthread_mutex_lock (&G);
+  vmm_handles += handles;
+  vmm_reservations += reservations;
+  pthread_mutex_unlock (&G);
 }
 
 /* ------------------------------------------------------ late readers */
@@ -2657,6 +2783,10 @@ pfemu_query (const char *name)
 #define C(str, val) if (strcmp (name, str) == 0) v = (val)
   C ("live.registrations", count_list_regs (0));
   C ("live.allocations", count_list_allocs ());
+  C ("live.vmm.mappings", count_list_vmm_maps ());
+  C ("live.vmm.handles", vmm_handles);
+  C ("live.vmm.reservations", vmm_reservations);
+  C ("vmm.faults", ctr.vmm_faults);
   C ("live.streams", count_list_streams ());
   C ("live.events", count_list_events ());
   C ("registrations", ctr.registrations);
@@ -2767,7 +2897,8 @@ pfemu_live_total (void)
 
   pthread_mutex_lock (&G);
   n = count_list_regs (0) + count_list_allocs () + count_list_streams () +
-      count_list_events () + count_list_regs (1);
+      count_list_events () + count_list_regs (1) + count_list_vmm_maps () +
+      vmm_handles + vmm_reservations;
   pthread_mutex_unlock (&G);
   return n;
 }
@@ -2785,6 +2916,11 @@ pfemu_leak_report (void)
       "alive; %ld created context(s) not destroyed\n", (int) getpid (),
       count_list_regs (0), count_list_allocs (), count_list_streams (),
       count_list_events (), count_list_regs (1), count_list_contexts ());
+  if (count_list_vmm_maps () + vmm_handles + vmm_reservations > 0)
+    off += snprintf (buf + off, sizeof buf - off,
+        "  virtual memory: %ld mapping(s), %ld handle(s), %ld "
+        "reservation(s) alive\n", count_list_vmm_maps (), vmm_handles,
+        vmm_reservations);
   for (struct reg * r = regs; r && off < sizeof buf - 128; r = r->next)
     off += snprintf (buf + off, sizeof buf - off,
         "  %s %p size %zu flags 0x%x\n",

@@ -50,6 +50,10 @@
  *                               initialisation by cudart or
  *                               cuDevicePrimaryCtxRetain) fails with 46
  *                               (CUDA_ERROR_DEVICES_UNAVAILABLE)
+ *   PFEMU_VMM=1                 the driver stand-in's virtual memory
+ *                               management (pfemu-cuda-vmm.c): attributes
+ *                               102 and 103 read 1 and cuMemCreate & co.
+ *                               work (otherwise 0, and they return 801)
  *   PFEMU_LEAK_REPORT=path      at exit, append a leak report to path
  *   PFEMU_LEAK_ABORT=1          at exit, _exit(3) when something is alive
  */
@@ -125,7 +129,11 @@
  * its context (cuCtxDestroy, the primary context's last release) drops it
  * ("registrations.dropped"): later copies from those pages are staged
  * (copies.pageable) and cudaHostUnregister answers 713. "contexts.refused":
- * contexts EXCLUSIVE_PROCESS refused. Stream handles 1 (cudaStreamLegacy)
+ * contexts EXCLUSIVE_PROCESS refused.
+ * Virtual memory (PFEMU_VMM=1): "live.vmm.handles", "live.vmm.reservations",
+ * "live.vmm.mappings" (in pfemu_live_total() and the leak report; kept by
+ * pfemu_reset()), "vmm.faults" (copies and memsets refused by a
+ * mapping's access flags: 700, sticky). Stream handles 1 (cudaStreamLegacy)
  * and 2 (cudaStreamPerThread) are the legacy stream, as NULL is. */
 long pfemu_query (const char *counter);
 

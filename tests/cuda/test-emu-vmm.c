@@ -1,0 +1,776 @@
+/* pinnedflow CUDA suite: the driver-API stand-in's virtual memory
+ * management (issue 32 item 5: tests/cuda/pfemu-cuda-vmm.c)
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ *   test-emu-vmm share|rules|forged|devices
+ *
+ * Run with the emulator's environment (meson's emu_driver_env, plus
+ * PFEMU_VMM=1; "devices" with PFEMU_DEVICE_COUNT=2): libcuda.so.1 is the
+ * stand-in, GST_PINNEDFLOW_CUDART the cudart emulator whose pfemu_query()
+ * counts what is alive. One case per process; exit 0 pass, 1 fail.
+ *
+ * share: a child forked before CUDA is initialised anywhere gets an
+ *   exported allocation's fd over a socketpair (SCM_RIGHTS), imports it,
+ *   maps it read-only, reads the parent's bytes exactly, then the bytes
+ *   the parent writes after the import (shared memory, not a copy); its
+ *   write through the read-only mapping fails with 700 and leaves the
+ *   child's context sticky, and the parent's bytes are intact.
+ * rules: granularity, handle types, mapping bounds, access, release order.
+ * forged: fds that are no exported allocation are refused.
+ * devices: two devices; an allocation of device 0 is not accessible from
+ *   device 1.
+ * Every case checks that no fd, handle, reservation or mapping is left.
+ */
+#include "pfemu-cuda.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define GRAN ((size_t) 2 << 20)
+
+static void *drv;
+static long (*emu_query) (const char *);
+static void (*emu_reset) (void);
+static long (*emu_live_total) (void);
+static const char *(*emu_leak_report) (void);
+static int failures;
+
+#define CU(name, type) ((type) dlsym (drv, name))
+#define CHECK(cond) do {                                                \
+    if (!(cond)) {                                                      \
+      fprintf (stderr, "%d: %s:%d: check failed: %s\n", (int) getpid (), \
+          __FILE__, __LINE__, #cond);                                   \
+      failures++;                                                       \
+    }                                                                   \
+  } while (0)
+#define EQ(a, b) do {                                                   \
+    long a_ = (long) (a), b_ = (long) (b);                              \
+    if (a_ != b_) {                                                     \
+      fprintf (stderr, "%d: %s:%d: %s is %ld, expected %ld\n",          \
+          (int) getpid (), __FILE__, __LINE__, #a, a_, b_);             \
+      failures++;                                                       \
+    }                                                                   \
+  } while (0)
+
+typedef CUmemGenericAllocationHandle Handle;
+
+static CUresult (*cuInit) (unsigned int);
+static CUresult (*cuCtxCreate) (CUcontext *, unsigned int, CUdevice);
+static CUresult (*cuCtxDestroy) (CUcontext);
+static CUresult (*cuCtxSynchronize) (void);
+static CUresult (*cuDeviceGetAttribute) (int *, int, CUdevice);
+static CUresult (*cuDeviceGetUuid) (unsigned char *, CUdevice);
+static CUresult (*cuMemGetAllocationGranularity) (size_t *,
+    const CUmemAllocationProp *, int);
+static CUresult (*cuMemCreate) (Handle *, size_t, const CUmemAllocationProp *,
+    unsigned long long);
+static CUresult (*cuMemRelease) (Handle);
+static CUresult (*cuMemExportToShareableHandle) (void *, Handle, int,
+    unsigned long long);
+static CUresult (*cuMemImportFromShareableHandle) (Handle *, void *, int);
+static CUresult (*cuMemAddressReserve) (CUdeviceptr *, size_t, size_t,
+    CUdeviceptr, unsigned long long);
+static CUresult (*cuMemAddressFree) (CUdeviceptr, size_t);
+static CUresult (*cuMemMap) (CUdeviceptr, size_t, size_t, Handle,
+    unsigned long long);
+static CUresult (*cuMemUnmap) (CUdeviceptr, size_t);
+static CUresult (*cuMemSetAccess) (CUdeviceptr, size_t,
+    const CUmemAccessDesc *, size_t);
+static CUresult (*cuMemGetAccess) (unsigned long long *,
+    const CUmemLocation *, CUdeviceptr);
+static CUresult (*cuMemGetAllocationPropertiesFromHandle) (CUmemAllocationProp
+    *, Handle);
+static CUresult (*cuMemcpyHtoD) (CUdeviceptr, const void *, size_t);
+static CUresult (*cuMemcpyDtoH) (void *, CUdeviceptr, size_t);
+static CUresult (*cuMemcpyDtoD) (CUdeviceptr, CUdeviceptr, size_t);
+static CUresult (*cuMemcpyHtoDAsync) (CUdeviceptr, const void *, size_t,
+    CUstream);
+static CUresult (*cuMemFree) (CUdeviceptr);
+static CUresult (*cuMemAllocHost) (void **, size_t);
+static CUresult (*cuMemFreeHost) (void *);
+static CUresult (*cuStreamCreate) (CUstream *, unsigned int);
+static CUresult (*cuStreamDestroy) (CUstream);
+static CUresult (*cuStreamSynchronize) (CUstream);
+
+static int
+load (void)
+{
+  const char *rt_path = getenv ("GST_PINNEDFLOW_CUDART");
+  void *rt;
+
+  if (!rt_path || !(drv = dlopen ("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) ||
+      !(rt = dlopen (rt_path, RTLD_NOW | RTLD_LOCAL))) {
+    fprintf (stderr, "cannot load the emulators: %s\n", dlerror ());
+    return -1;
+  }
+  emu_query = dlsym (rt, "pfemu_query");
+  emu_reset = dlsym (rt, "pfemu_reset");
+  emu_live_total = dlsym (rt, "pfemu_live_total");
+  emu_leak_report = dlsym (rt, "pfemu_leak_report");
+#define SYM(var, name) var = dlsym (drv, name)
+  SYM (cuInit, "cuInit");
+  SYM (cuCtxCreate, "cuCtxCreate_v2");
+  SYM (cuCtxDestroy, "cuCtxDestroy_v2");
+  SYM (cuCtxSynchronize, "cuCtxSynchronize");
+  SYM (cuDeviceGetAttribute, "cuDeviceGetAttribute");
+  SYM (cuDeviceGetUuid, "cuDeviceGetUuid");
+  SYM (cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity");
+  SYM (cuMemCreate, "cuMemCreate");
+  SYM (cuMemRelease, "cuMemRelease");
+  SYM (cuMemExportToShareableHandle, "cuMemExportToShareableHandle");
+  SYM (cuMemImportFromShareableHandle, "cuMemImportFromShareableHandle");
+  SYM (cuMemAddressReserve, "cuMemAddressReserve");
+  SYM (cuMemAddressFree, "cuMemAddressFree");
+  SYM (cuMemMap, "cuMemMap");
+  SYM (cuMemUnmap, "cuMemUnmap");
+  SYM (cuMemSetAccess, "cuMemSetAccess");
+  SYM (cuMemGetAccess, "cuMemGetAccess");
+  SYM (cuMemGetAllocationPropertiesFromHandle,
+      "cuMemGetAllocationPropertiesFromHandle");
+  SYM (cuMemcpyHtoD, "cuMemcpyHtoD_v2");
+  SYM (cuMemcpyDtoH, "cuMemcpyDtoH_v2");
+  SYM (cuMemcpyDtoD, "cuMemcpyDtoD_v2");
+  SYM (cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+  SYM (cuMemFree, "cuMemFree_v2");
+  SYM (cuMemAllocHost, "cuMemAllocHost_v2");
+  SYM (cuMemFreeHost, "cuMemFreeHost");
+  SYM (cuStreamCreate, "cuStreamCreate");
+  SYM (cuStreamDestroy, "cuStreamDestroy_v2");
+  SYM (cuStreamSynchronize, "cuStreamSynchronize");
+  if (!emu_query || !emu_reset || !emu_live_total || !cuMemCreate ||
+      !cuMemGetAccess || !cuStreamSynchronize) {
+    fprintf (stderr, "a symbol is missing\n");
+    return -1;
+  }
+  return 0;
+}
+
+static int
+count_fds (void)
+{
+  DIR *d = opendir ("/proc/self/fd");
+  struct dirent *e;
+  int n = 0;
+
+  if (!d)
+    return -1;
+  while ((e = readdir (d)))
+    n += e->d_name[0] != '.';
+  closedir (d);
+  return n - 1;                 /* the directory's own fd */
+}
+
+static CUmemAllocationProp
+prop_for (int device, int types)
+{
+  CUmemAllocationProp p;
+
+  memset (&p, 0, sizeof p);
+  p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  p.location.id = device;
+  p.requestedHandleTypes = types;
+  return p;
+}
+
+static CUresult
+set_access (CUdeviceptr va, size_t size, int device, int flags)
+{
+  CUmemAccessDesc d;
+
+  memset (&d, 0, sizeof d);
+  d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  d.location.id = device;
+  d.flags = flags;
+  return cuMemSetAccess (va, size, &d, 1);
+}
+
+static void
+fill (unsigned char *buf, size_t n, unsigned seed)
+{
+  for (size_t i = 0; i < n; i++)
+    buf[i] = (unsigned char) ((i * 131 + seed * 7 + (i >> 12)) & 0xff);
+}
+
+/* Clears the sticky error (pfemu_reset(), which also tears down the
+ * calling thread's context stack) and makes @ctx current again. */
+static void
+unstick (CUcontext ctx)
+{
+  CUresult (*set) (CUcontext) = CU ("cuCtxSetCurrent", CUresult (*)(CUcontext));
+
+  emu_reset ();
+  EQ (set (ctx), 0);
+}
+
+/* nothing of the emulator's alive (handles, reservations, mappings,
+ * allocations, contexts) */
+static void
+check_nothing_alive (void)
+{
+  EQ (emu_query ("live.vmm.handles"), 0);
+  EQ (emu_query ("live.vmm.reservations"), 0);
+  EQ (emu_query ("live.vmm.mappings"), 0);
+  if (emu_live_total () != 0) {
+    fprintf (stderr, "%s", emu_leak_report ());
+    failures++;
+  }
+}
+
+/* --------------------------------------------------------------- share */
+
+static int
+send_fd (int sock, int fd, char tag)
+{
+  char cbuf[CMSG_SPACE (sizeof (int))];
+  struct iovec iov = { &tag, 1 };
+  struct msghdr msg = { 0 };
+  struct cmsghdr *c;
+
+  memset (cbuf, 0, sizeof cbuf);
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  if (fd >= 0) {
+    msg.msg_control = cbuf;
+    msg.msg_controllen = sizeof cbuf;
+    c = CMSG_FIRSTHDR (&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN (sizeof (int));
+    memcpy (CMSG_DATA (c), &fd, sizeof fd);
+  }
+  return sendmsg (sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -1;
+}
+
+/* Returns the tag, -1 on error; *fd: the fd received or -1. */
+static int
+recv_fd (int sock, int *fd)
+{
+  char cbuf[CMSG_SPACE (sizeof (int))], tag = 0;
+  struct iovec iov = { &tag, 1 };
+  struct msghdr msg = { 0 };
+  struct cmsghdr *c;
+
+  *fd = -1;
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = cbuf;
+  msg.msg_controllen = sizeof cbuf;
+  if (recvmsg (sock, &msg, MSG_CMSG_CLOEXEC) != 1)
+    return -1;
+  for (c = CMSG_FIRSTHDR (&msg); c; c = CMSG_NXTHDR (&msg, c))
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+      memcpy (fd, CMSG_DATA (c), sizeof *fd);
+  return (unsigned char) tag;
+}
+
+#define SHARE_SIZE (2 * GRAN)
+
+static int
+share_child (int sock)
+{
+  unsigned char *want = malloc (SHARE_SIZE), *got = malloc (SHARE_SIZE);
+  unsigned long long flags = 99;
+  CUmemLocation loc = { CU_MEM_LOCATION_TYPE_DEVICE, 0 };
+  CUmemAllocationProp prop;
+  CUcontext ctx = NULL;
+  CUdeviceptr va = 0;
+  Handle h = 0;
+  int fd = -1, fds_before;
+
+  fds_before = count_fds ();
+  EQ (recv_fd (sock, &fd), 'F');
+  CHECK (fd >= 0);
+  EQ (cuInit (0), 0);
+  EQ (cuCtxCreate (&ctx, 0, 0), 0);
+  EQ (cuMemImportFromShareableHandle (&h, (void *) (intptr_t) fd,
+          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), 0);
+  close (fd);
+  EQ (cuMemGetAllocationPropertiesFromHandle (&prop, h), 0);
+  EQ (prop.location.id, 0);
+  EQ (prop.requestedHandleTypes, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  EQ (cuMemAddressReserve (&va, SHARE_SIZE, 0, 0, 0), 0);
+  EQ (cuMemMap (va, SHARE_SIZE, 0, h, 0), 0);
+  /* the importer needs no handle once mapped */
+  EQ (cuMemRelease (h), 0);
+  EQ (set_access (va, SHARE_SIZE, 0, CU_MEM_ACCESS_FLAGS_PROT_READ), 0);
+  EQ (cuMemGetAccess (&flags, &loc, va + 100), 0);
+  EQ (flags, CU_MEM_ACCESS_FLAGS_PROT_READ);
+
+  /* the parent's first bytes */
+  fill (want, SHARE_SIZE, 1);
+  EQ (cuMemcpyDtoH (got, va, SHARE_SIZE), 0);
+  CHECK (memcmp (want, got, SHARE_SIZE) == 0);
+  EQ (send_fd (sock, -1, 'R'), 0);
+  /* what the parent wrote after our import: the same memory */
+  EQ (recv_fd (sock, &fd), 'W');
+  fill (want, SHARE_SIZE, 2);
+  EQ (cuMemcpyDtoH (got, va, SHARE_SIZE), 0);
+  CHECK (memcmp (want, got, SHARE_SIZE) == 0);
+
+  /* a write through the read-only mapping: the MMU fault, sticky */
+  memset (got, 0x5A, SHARE_SIZE);
+  EQ (cuMemcpyHtoD (va + GRAN, got, 4096), 700);
+  EQ (emu_query ("vmm.faults"), 1);
+  EQ (cuMemcpyDtoH (got, va, 16), 700);
+  EQ (emu_query ("sticky"), 700);
+
+  /* teardown still works */
+  EQ (cuMemUnmap (va, SHARE_SIZE), 0);
+  EQ (cuMemAddressFree (va, SHARE_SIZE), 0);
+  EQ (cuCtxDestroy (ctx), 0);
+  check_nothing_alive ();
+  /* the received fd closed, the handle's own duplicate gone */
+  EQ (count_fds (), fds_before);
+  EQ (send_fd (sock, -1, failures ? 'X' : 'D'), 0);
+  free (want);
+  free (got);
+  return failures ? 1 : 0;
+}
+
+static void
+case_share (void)
+{
+  CUmemAllocationProp prop =
+      prop_for (0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  unsigned char *buf, *want;
+  CUcontext ctx = NULL;
+  CUdeviceptr va = 0;
+  Handle h = 0;
+  int sv[2], fd = -1, status = 0, fds_before, tag;
+  pid_t pid;
+
+  /* CUDA's process rule: the child is forked before initialisation */
+  CHECK (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+  pid = fork ();
+  if (pid == 0) {
+    close (sv[0]);
+    _exit (share_child (sv[1]));
+  }
+  close (sv[1]);
+  fds_before = count_fds ();
+  /* after the fork: the child's exit must not leave them lost */
+  buf = malloc (SHARE_SIZE);
+  want = malloc (SHARE_SIZE);
+
+  EQ (cuInit (0), 0);
+  EQ (cuCtxCreate (&ctx, 0, 0), 0);
+  EQ (cuMemCreate (&h, SHARE_SIZE, &prop, 0), 0);
+  EQ (cuMemAddressReserve (&va, SHARE_SIZE, 0, 0, 0), 0);
+  EQ (cuMemMap (va, SHARE_SIZE, 0, h, 0), 0);
+  EQ (set_access (va, SHARE_SIZE, 0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE), 0);
+  fill (buf, SHARE_SIZE, 1);
+  /* from pageable memory: staged, landing later (as on a GPU): published
+   * only once complete */
+  EQ (cuMemcpyHtoD (va, buf, SHARE_SIZE), 0);
+  EQ (cuCtxSynchronize (), 0);
+  EQ (cuMemExportToShareableHandle (&fd, h,
+          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), 0);
+  CHECK (fd >= 0);
+  EQ (send_fd (sv[0], fd, 'F'), 0);
+  close (fd);
+  EQ (recv_fd (sv[0], &fd), 'R');
+  fill (buf, SHARE_SIZE, 2);
+  EQ (cuMemcpyHtoD (va, buf, SHARE_SIZE), 0);
+  EQ (cuCtxSynchronize (), 0);
+  EQ (send_fd (sv[0], -1, 'W'), 0);
+  tag = recv_fd (sv[0], &fd);
+  EQ (tag, 'D');
+  CHECK (waitpid (pid, &status, 0) == pid);
+  CHECK (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+  /* the child's refused write left the bytes as they were */
+  fill (want, SHARE_SIZE, 2);
+  EQ (cuMemcpyDtoH (buf, va, SHARE_SIZE), 0);
+  CHECK (memcmp (want, buf, SHARE_SIZE) == 0);
+  EQ (emu_query ("vmm.faults"), 0);
+
+  EQ (cuMemUnmap (va, SHARE_SIZE), 0);
+  EQ (cuMemRelease (h), 0);
+  EQ (cuMemAddressFree (va, SHARE_SIZE), 0);
+  EQ (cuCtxDestroy (ctx), 0);
+  check_nothing_alive ();
+  EQ (count_fds (), fds_before);
+  close (sv[0]);
+  free (buf);
+  free (want);
+}
+
+/* --------------------------------------------------------------- rules */
+
+static void
+case_rules (void)
+{
+  CUmemAllocationProp prop =
+      prop_for (0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), bad;
+  CUmemAllocationProp noexport = prop_for (0, CU_MEM_HANDLE_TYPE_NONE);
+  unsigned char *buf = malloc (GRAN), *back = malloc (GRAN);
+  void *pinned = NULL;
+  CUstream stream = NULL;
+  CUcontext ctx = NULL;
+  CUdeviceptr va = 0;
+  Handle h = 0, h2 = 0;
+  size_t g = 0;
+  int v = -1, fd = -1, fds_before = count_fds ();
+
+  EQ (cuInit (0), 0);
+  EQ (cuCtxCreate (&ctx, 0, 0), 0);
+
+  /* off without PFEMU_VMM=1: the attributes say so, the calls refuse */
+  unsetenv ("PFEMU_VMM");
+  EQ (cuDeviceGetAttribute (&v, 102, 0), 0);
+  EQ (v, 0);
+  EQ (cuMemCreate (&h, GRAN, &prop, 0), 801);
+  setenv ("PFEMU_VMM", "1", 1);
+  EQ (cuDeviceGetAttribute (&v, 102, 0), 0);
+  EQ (v, 1);
+  EQ (cuDeviceGetAttribute (&v, 103, 0), 0);
+  EQ (v, 1);
+
+  /* granularity */
+  EQ (cuMemGetAllocationGranularity (&g, &prop,
+          CU_MEM_ALLOC_GRANULARITY_MINIMUM), 0);
+  EQ (g, GRAN);
+  EQ (cuMemGetAllocationGranularity (&g, &prop,
+          CU_MEM_ALLOC_GRANULARITY_RECOMMENDED), 0);
+  EQ (g, GRAN);
+  EQ (cuMemGetAllocationGranularity (&g, &prop, 7), 1);
+  EQ (cuMemCreate (&h, GRAN + 4096, &prop, 0), 1);
+  EQ (cuMemCreate (&h, GRAN / 2, &prop, 0), 1);
+  EQ (cuMemCreate (&h, 0, &prop, 0), 1);
+  EQ (cuMemCreate (&h, GRAN, &prop, 1), 1);
+  EQ (cuMemCreate (&h, GRAN, NULL, 0), 1);
+  bad = prop;
+  bad.type = 2;
+  EQ (cuMemCreate (&h, GRAN, &bad, 0), 1);
+  bad = prop;
+  bad.location.type = 2;        /* host */
+  EQ (cuMemCreate (&h, GRAN, &bad, 0), 1);
+  bad = prop;
+  bad.location.id = 7;
+  EQ (cuMemCreate (&h, GRAN, &bad, 0), 101);
+  EQ (cuMemGetAllocationGranularity (&g, &bad, 0), 101);
+  bad = prop;
+  bad.requestedHandleTypes = 0x2;       /* Win32 */
+  EQ (cuMemCreate (&h, GRAN, &bad, 0), 801);
+  EQ (emu_query ("live.vmm.handles"), 0);
+  EQ (cuMemAddressReserve (&va, GRAN + 1, 0, 0, 0), 1);
+  EQ (cuMemAddressReserve (&va, GRAN + 4096, 0, 0, 0), 0);      /* pages */
+  EQ (cuMemAddressFree (va, GRAN + 4096), 0);
+  EQ (cuMemAddressReserve (&va, GRAN, 3, 0, 0), 1);
+  EQ (cuMemAddressReserve (&va, GRAN, 0, 0, 1), 1);
+
+  /* export needs the handle type at create */
+  EQ (cuMemCreate (&h2, GRAN, &noexport, 0), 0);
+  EQ (cuMemExportToShareableHandle (&fd, h2,
+          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), 1);
+  EQ (fd, -1);
+  EQ (cuMemRelease (h2), 0);
+  EQ (cuMemRelease (h2), 1);    /* released twice */
+  EQ (cuMemRelease (12345), 1); /* never made */
+
+  /* mappings: alignment and bounds */
+  EQ (cuMemCreate (&h, 2 * GRAN, &prop, 0), 0);
+  EQ (cuMemExportToShareableHandle (&fd, h, 0x2, 0), 801);
+  EQ (cuMemExportToShareableHandle (&fd, h, 1, 1), 1);
+  EQ (cuMemAddressReserve (&va, 4 * GRAN, 0, 0, 0), 0);
+  EQ (va % GRAN, 0);
+  EQ (cuMemMap (va + 4096, GRAN, 0, h, 0), 1);
+  EQ (cuMemMap (va, GRAN + 4096, 0, h, 0), 1);
+  EQ (cuMemMap (va, GRAN, 4096, h, 0), 1);
+  EQ (cuMemMap (va, 2 * GRAN, GRAN, h, 0), 1);  /* past the allocation */
+  EQ (cuMemMap (va + 3 * GRAN, 2 * GRAN, 0, h, 0), 1);  /* past the range */
+  EQ (cuMemMap (va, GRAN, 0, h, 1), 1);
+  EQ (cuMemMap (va, GRAN, 0, 12345, 0), 1);
+  EQ (cuMemMap (va, 2 * GRAN, 0, h, 0), 0);
+  EQ (cuMemMap (va + GRAN, GRAN, 0, h, 0), 1);  /* overlaps */
+  EQ (cuMemMap (va + 2 * GRAN, GRAN, GRAN, h, 0), 0);   /* a second view */
+  EQ (emu_query ("live.vmm.mappings"), 2);
+
+  /* no access until cuMemSetAccess: a copy faults, sticky */
+  EQ (cuMemcpyDtoH (buf, va, 64), 700);
+  EQ (cuMemcpyDtoH (buf, va, 64), 700);
+  unstick (ctx);
+  EQ (set_access (va, GRAN, 0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE), 1);
+  EQ (set_access (va, 2 * GRAN, 0, 2), 1);
+  EQ (set_access (va, 2 * GRAN, 0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE), 0);
+  EQ (set_access (va + 2 * GRAN, GRAN, 0, CU_MEM_ACCESS_FLAGS_PROT_READ), 0);
+  EQ (set_access (va, 4 * GRAN, 0, CU_MEM_ACCESS_FLAGS_PROT_READ), 1);
+
+  /* bytes through one mapping show in the other (the same allocation) */
+  fill (buf, GRAN, 3);
+  EQ (cuMemcpyHtoD (va + GRAN, buf, GRAN), 0);
+  EQ (cuMemcpyDtoH (back, va + 2 * GRAN, GRAN), 0);
+  CHECK (memcmp (buf, back, GRAN) == 0);
+  EQ (cuMemcpyDtoD (va, va + 2 * GRAN, 4096), 0);
+  EQ (cuMemcpyDtoH (back, va, 4096), 0);
+  CHECK (memcmp (buf, back, 4096) == 0);
+  /* the mapped address is device memory: a host read faults (in a child
+   * that makes no CUDA call) */
+  {
+    int status = 0;
+    pid_t pid = fork ();
+    if (pid == 0) {
+      volatile char c = *(volatile char *) (uintptr_t) (va + GRAN);
+      (void) c;
+      _exit (0);
+    }
+    CHECK (pid > 0 && waitpid (pid, &status, 0) == pid);
+    CHECK (WIFSIGNALED (status) && WTERMSIG (status) == SIGSEGV);
+  }
+  /* a memset into the read-only view faults too */
+  {
+    CUresult (*memset8) (CUdeviceptr, size_t, unsigned char, size_t,
+        size_t) = CU ("cuMemsetD2D8_v2", CUresult (*)(CUdeviceptr, size_t,
+            unsigned char, size_t, size_t));
+    EQ (memset8 (va + 2 * GRAN, 4096, 0x11, 4096, 1), 700);
+    EQ (emu_query ("sticky"), 700);
+    unstick (ctx);
+    EQ (memset8 (va, 4096, 0x11, 4096, 1), 0);
+    EQ (cuMemcpyDtoH (back, va, 4096), 0);
+    CHECK (back[0] == 0x11 && back[4095] == 0x11);
+  }
+  /* cuMemFree is no way to free a mapping */
+  EQ (cuMemFree (va), 1);
+
+  /* an asynchronous write to the read-only view: the call succeeds, the
+   * stream reports the fault */
+  EQ (cuMemAllocHost (&pinned, 4096), 0);
+  EQ (cuStreamCreate (&stream, 0), 0);
+  EQ (cuMemcpyHtoDAsync (va + 2 * GRAN, pinned, 4096, stream), 0);
+  EQ (cuStreamSynchronize (stream), 700);
+  EQ (emu_query ("sticky"), 700);
+  EQ (cuStreamDestroy (stream), 700);   /* releases, reports it */
+  EQ (cuMemFreeHost (pinned), 700);
+  unstick (ctx);
+  EQ (cuMemcpyDtoH (back, va + 2 * GRAN, GRAN), 0);
+  CHECK (memcmp (buf, back, GRAN) == 0);        /* not written */
+
+  /* release order: the handle may go first, the memory stays while
+   * mapped; the reservation may not go while mapped; whole mappings */
+  EQ (cuMemRelease (h), 0);
+  EQ (cuMemExportToShareableHandle (&fd, h, 1, 0), 1);
+  EQ (cuMemcpyDtoH (back, va + GRAN, GRAN), 0);
+  CHECK (memcmp (buf, back, GRAN) == 0);
+  EQ (emu_query ("live.vmm.handles"), 1);
+  EQ (cuMemAddressFree (va, 4 * GRAN), 1);
+  EQ (cuMemUnmap (va, GRAN), 1);        /* half a mapping */
+  EQ (cuMemUnmap (va, 4 * GRAN), 1);    /* a hole in the range */
+  EQ (cuMemUnmap (va, 3 * GRAN), 0);
+  EQ (emu_query ("live.vmm.mappings"), 0);
+  EQ (emu_query ("live.vmm.handles"), 0);
+  EQ (cuMemUnmap (va, 2 * GRAN), 1);
+  EQ (cuMemAddressFree (va, 2 * GRAN), 1);      /* not the reserved size */
+  EQ (cuMemAddressFree (va, 4 * GRAN), 0);
+  EQ (cuMemAddressFree (va, 4 * GRAN), 1);
+
+  EQ (cuCtxDestroy (ctx), 0);
+  check_nothing_alive ();
+  EQ (count_fds (), fds_before);
+  free (buf);
+  free (back);
+}
+
+/* -------------------------------------------------------------- forged */
+
+struct fake_header
+{
+  char magic[8];
+  uint64_t size, granularity;
+  unsigned char uuid[16];
+};
+
+/* A memfd shaped like an export, with @magic / @size / @uuid; @seal 1:
+ * sealed as exports are, 2: write-sealed too. */
+static int
+forge (const char *magic, uint64_t size, const char *uuid, int seal)
+{
+  struct fake_header h;
+  int fd = memfd_create ("forged", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+  memset (&h, 0, sizeof h);
+  memcpy (h.magic, magic, 8);
+  h.size = size;
+  h.granularity = GRAN;
+  memcpy (h.uuid, uuid, 16);
+  if (fd < 0 || ftruncate (fd, 4096 + GRAN) < 0 ||
+      pwrite (fd, &h, sizeof h, 0) != (ssize_t) sizeof h)
+    return -1;
+  if (seal && fcntl (fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+          (seal == 2 ? F_SEAL_WRITE : 0) | F_SEAL_SEAL) < 0)
+    return -1;
+  return fd;
+}
+
+static CUresult
+import (int fd)
+{
+  Handle h = 0;
+  CUresult r = cuMemImportFromShareableHandle (&h, (void *) (intptr_t) fd,
+      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+
+  if (r == 0)
+    cuMemRelease (h);
+  return r;
+}
+
+static void
+case_forged (void)
+{
+  CUmemAllocationProp prop =
+      prop_for (0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUcontext ctx = NULL;
+  Handle h = 0;
+  int fds_before = count_fds (), p[2], fd, good = -1, null_fd;
+
+  EQ (cuInit (0), 0);
+  EQ (cuCtxCreate (&ctx, 0, 0), 0);
+  CHECK (pipe (p) == 0);
+  EQ (import (p[0]), 1);
+  EQ (import (p[1]), 1);
+  close (p[0]);
+  close (p[1]);
+  null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
+  EQ (import (null_fd), 1);
+  close (null_fd);
+  EQ (import (-1), 1);
+  EQ (import (1000000), 1);
+  fd = memfd_create ("plain", MFD_CLOEXEC);     /* no seals, no marker */
+  CHECK (fd >= 0 && ftruncate (fd, 4096 + GRAN) == 0);
+  EQ (import (fd), 1);
+  close (fd);
+  fd = forge ("PFEMUVMM", GRAN, "pfemu-device-000", 0); /* unsealed */
+  EQ (import (fd), 1);
+  close (fd);
+  fd = forge ("NOTOURS!", GRAN, "pfemu-device-000", 1);
+  EQ (import (fd), 1);
+  close (fd);
+  fd = forge ("PFEMUVMM", 2 * GRAN, "pfemu-device-000", 1);     /* size */
+  EQ (import (fd), 1);
+  close (fd);
+  fd = forge ("PFEMUVMM", GRAN, "pfemu-device-000", 2); /* write-sealed */
+  EQ (import (fd), 1);
+  close (fd);
+  fd = forge ("PFEMUVMM", GRAN, "pfemu-device-009", 1); /* no device 9 */
+  EQ (import (fd), 101);
+  close (fd);
+  /* the same shape with the right fields is accepted (the checks above
+   * refuse for the reason given, not for any memfd) */
+  fd = forge ("PFEMUVMM", GRAN, "pfemu-device-000", 1);
+  EQ (import (fd), 0);
+  close (fd);
+  /* a real export, then the wrong handle type */
+  EQ (cuMemCreate (&h, GRAN, &prop, 0), 0);
+  EQ (cuMemExportToShareableHandle (&good, h,
+          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), 0);
+  {
+    Handle h2 = 0;
+    EQ (cuMemImportFromShareableHandle (&h2, (void *) (intptr_t) good, 0x2),
+        801);
+    EQ (cuMemImportFromShareableHandle (NULL, (void *) (intptr_t) good,
+            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), 1);
+  }
+  EQ (import (good), 0);
+  close (good);
+  EQ (cuMemRelease (h), 0);
+  EQ (cuCtxDestroy (ctx), 0);
+  check_nothing_alive ();
+  EQ (count_fds (), fds_before);
+}
+
+/* ------------------------------------------------------------- devices */
+
+static void
+case_devices (void)
+{
+  CUmemAllocationProp prop =
+      prop_for (0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUmemAllocationProp prop1 = prop_for (1, CU_MEM_HANDLE_TYPE_NONE);
+  CUmemAccessDesc two[2];
+  unsigned char u0[16], u1[16], buf[64];
+  unsigned long long flags = 9;
+  CUmemLocation loc1 = { CU_MEM_LOCATION_TYPE_DEVICE, 1 };
+  CUcontext ctx0 = NULL, ctx1 = NULL, popped;
+  CUdeviceptr va = 0;
+  Handle h = 0, imported = 0, h1 = 0;
+  int fd = -1, fds_before = count_fds ();
+  CUresult (*pop) (CUcontext *) = CU ("cuCtxPopCurrent_v2",
+      CUresult (*)(CUcontext *));
+
+  EQ (cuInit (0), 0);
+  EQ (cuDeviceGetUuid (u0, 0), 0);
+  EQ (cuDeviceGetUuid (u1, 1), 0);
+  CHECK (memcmp (u0, u1, 16) != 0);
+  EQ (cuCtxCreate (&ctx0, 0, 0), 0);
+  EQ (cuMemCreate (&h, GRAN, &prop, 0), 0);
+  EQ (cuMemCreate (&h1, GRAN, &prop1, 0), 0);
+  EQ (cuMemExportToShareableHandle (&fd, h, 1, 0), 0);
+  EQ (pop (&popped), 0);
+  /* a context on device 1 imports device 0's allocation */
+  EQ (cuCtxCreate (&ctx1, 0, 1), 0);
+  EQ (cuMemImportFromShareableHandle (&imported, (void *) (intptr_t) fd,
+          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), 0);
+  close (fd);
+  EQ (cuMemAddressReserve (&va, GRAN, 0, 0, 0), 0);
+  EQ (cuMemMap (va, GRAN, 0, imported, 0), 0);
+  /* device 1 may not access device 0's memory: refused */
+  EQ (set_access (va, GRAN, 1, CU_MEM_ACCESS_FLAGS_PROT_READ), 101);
+  memset (two, 0, sizeof two);
+  two[0].location.type = two[1].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  two[0].location.id = 0;
+  two[0].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  two[1].location.id = 1;
+  two[1].flags = CU_MEM_ACCESS_FLAGS_PROT_READ;
+  EQ (cuMemSetAccess (va, GRAN, two, 2), 101);
+  EQ (cuMemGetAccess (&flags, &loc1, va), 0);
+  EQ (flags, 0);                /* nothing applied */
+  EQ (set_access (va, GRAN, 0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE), 0);
+  /* a copy by device 1's context: no access for device 1 */
+  EQ (cuMemcpyDtoH (buf, va, sizeof buf), 700);
+  unstick (ctx1);
+  EQ (cuMemUnmap (va, GRAN), 0);
+  EQ (cuMemAddressFree (va, GRAN), 0);
+  EQ (cuMemRelease (imported), 0);
+  EQ (cuMemRelease (h), 0);
+  EQ (cuMemRelease (h1), 0);
+  EQ (cuCtxDestroy (ctx1), 0);
+  EQ (cuCtxDestroy (ctx0), 0);
+  check_nothing_alive ();
+  EQ (count_fds (), fds_before);
+}
+
+int
+main (int argc, char **argv)
+{
+  const char *c = argc > 1 ? argv[1] : "";
+
+  if (load () < 0)
+    return 1;
+  if (strcmp (c, "share") == 0)
+    case_share ();
+  else if (strcmp (c, "rules") == 0)
+    case_rules ();
+  else if (strcmp (c, "forged") == 0)
+    case_forged ();
+  else if (strcmp (c, "devices") == 0)
+    case_devices ();
+  else {
+    fprintf (stderr, "usage: %s share|rules|forged|devices\n", argv[0]);
+    return 2;
+  }
+  if (failures)
+    fprintf (stderr, "%s: %d check(s) failed\n", c, failures);
+  else
+    printf ("%s: ok\n", c);
+  return failures ? 1 : 0;
+}
