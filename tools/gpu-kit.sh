@@ -706,7 +706,7 @@ run () {
   export kit B mode out have_device orig_ld
   export -f line_buffered run_device run_upload_emulated run_upload_real \
     run_cuda run_gst_runtime run_nvcodec run_interop_126 run_nvh264enc run_frames \
-    run_dora run_cuda_bench run_tensor
+    run_dora run_cuda_bench run_tensor gst126_usable
 
   # GStreamer and the project from the kit only; registry in the results
   local ld="$B/lib/pinnedflow:$kit/lib"
