@@ -55,24 +55,14 @@ static GstElement *running;
 static void
 setup (void)
 {
-  tmpdir = g_dir_make_tmp ("pf-v4l2d-XXXXXX", NULL);
-  fail_unless (tmpdir != NULL);
-  sock = g_build_filename (tmpdir, "pf.sock", NULL);
+  v4l2_test_setup ("pf-v4l2d-XXXXXX", &tmpdir, &sock);
 }
 
 static void
 teardown (void)
 {
-  if (running) {
-    gst_element_set_state (running, GST_STATE_NULL);
-    gst_object_unref (running);
-    running = NULL;
-  }
   g_unsetenv ("PFEMU_UDMABUF");
-  unlink (sock);
-  rmdir (tmpdir);
-  g_clear_pointer (&sock, g_free);
-  g_clear_pointer (&tmpdir, g_free);
+  v4l2_test_teardown (&running, &tmpdir, &sock);
 }
 
 static guint
@@ -185,6 +175,25 @@ check_caps (gboolean udmabuf)
   gst_object_unref (sink);
 }
 
+/* Parses @desc (freed; elements "src" and "sink"), sets it PLAYING (the
+ * teardown stops it if the case fails); the caller owns all three. */
+static GstElement *
+play (gchar * desc, GstElement ** src, GstElement ** sink)
+{
+  GError *err = NULL;
+  GstElement *pipe = gst_parse_launch (desc, &err);
+
+  fail_unless (pipe != NULL, "%s: %s", desc, err ? err->message : "");
+  g_clear_error (&err);
+  g_free (desc);
+  running = gst_object_ref (pipe);
+  *src = gst_bin_get_by_name (GST_BIN (pipe), "src");
+  *sink = gst_bin_get_by_name (GST_BIN (pipe), "sink");
+  fail_unless (gst_element_set_state (pipe, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  return pipe;
+}
+
 /* Without udmabuf an upstream that insists on memory:DMABuf fails to
  * negotiate: an error before any frame. */
 static void
@@ -192,21 +201,14 @@ check_not_negotiated (void)
 {
   gchar *desc = g_strdup_printf ("appsrc name=src format=time caps=\"%s\" ! "
       "pinnedshmsink name=sink socket-path=%s", CAPS_DMABUF, sock);
-  GstElement *pipe = gst_parse_launch (desc, NULL);
-  GstElement *src, *sink;
+  GstElement *pipe, *src, *sink;
   GstStructure *stats = NULL;
   GstMessage *msg;
   GstBus *bus;
   gchar *dbg = NULL;
   guint64 frames = 1;
 
-  fail_unless (pipe != NULL, "%s", desc);
-  g_free (desc);
-  running = gst_object_ref (pipe);
-  src = gst_bin_get_by_name (GST_BIN (pipe), "src");
-  sink = gst_bin_get_by_name (GST_BIN (pipe), "sink");
-  fail_unless (gst_element_set_state (pipe, GST_STATE_PLAYING) !=
-      GST_STATE_CHANGE_FAILURE);
+  pipe = play (desc, &src, &sink);
   gst_app_src_push_buffer (GST_APP_SRC (src), gst_buffer_new_allocate (NULL,
           FRAME_SIZE, NULL));
   gst_app_src_end_of_stream (GST_APP_SRC (src));
@@ -296,7 +298,6 @@ run_appsrc (const gchar * caps, guint n, MakeBuffer make, gpointer data,
 {
   gchar *desc, *line;
   GstElement *pipe, *src, *sink;
-  GError *err = NULL;
   GPid pid;
   gint out_fd;
   guint i;
@@ -305,14 +306,7 @@ run_appsrc (const gchar * caps, guint n, MakeBuffer make, gpointer data,
   desc = g_strdup_printf ("appsrc name=src format=time caps=\"%s\" ! "
       "pinnedshmsink name=sink socket-path=%s wait-for-connection=true "
       "pool-size=8 max-clients=1 max-client-buffers=4", caps, sock);
-  pipe = gst_parse_launch (desc, &err);
-  fail_unless (pipe != NULL, "%s: %s", desc, err ? err->message : "");
-  g_free (desc);
-  running = gst_object_ref (pipe);
-  src = gst_bin_get_by_name (GST_BIN (pipe), "src");
-  sink = gst_bin_get_by_name (GST_BIN (pipe), "sink");
-  fail_unless (gst_element_set_state (pipe, GST_STATE_PLAYING) !=
-      GST_STATE_CHANGE_FAILURE);
+  pipe = play (desc, &src, &sink);
 
   pid = v4l2_test_spawn_consumer (sock, NULL, &out_fd);
 

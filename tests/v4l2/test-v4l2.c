@@ -60,23 +60,13 @@ get_stats (PfemuV4l2Stats * st)
 static void
 setup (void)
 {
-  tmpdir = g_dir_make_tmp ("pf-v4l2-XXXXXX", NULL);
-  fail_unless (tmpdir != NULL);
-  sock = g_build_filename (tmpdir, "pf.sock", NULL);
+  v4l2_test_setup ("pf-v4l2-XXXXXX", &tmpdir, &sock);
 }
 
 static void
 teardown (void)
 {
-  if (running) {
-    gst_element_set_state (running, GST_STATE_NULL);
-    gst_object_unref (running);
-    running = NULL;
-  }
-  unlink (sock);
-  rmdir (tmpdir);
-  g_clear_pointer (&sock, g_free);
-  g_clear_pointer (&tmpdir, g_free);
+  v4l2_test_teardown (&running, &tmpdir, &sock);
 }
 
 /* ---- the stand-in's own rules ---- */

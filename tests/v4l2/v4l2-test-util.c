@@ -12,6 +12,28 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+void
+v4l2_test_setup (const gchar * tmpl, gchar ** tmpdir, gchar ** sock)
+{
+  *tmpdir = g_dir_make_tmp (tmpl, NULL);
+  fail_unless (*tmpdir != NULL);
+  *sock = g_build_filename (*tmpdir, "pf.sock", NULL);
+}
+
+void
+v4l2_test_teardown (GstElement ** running, gchar ** tmpdir, gchar ** sock)
+{
+  if (*running) {
+    gst_element_set_state (*running, GST_STATE_NULL);
+    gst_object_unref (*running);
+    *running = NULL;
+  }
+  unlink (*sock);
+  rmdir (*tmpdir);
+  g_clear_pointer (sock, g_free);
+  g_clear_pointer (tmpdir, g_free);
+}
+
 gint64
 v4l2_test_get_key (const gchar * line, const gchar * key)
 {

@@ -11,8 +11,15 @@
 #include <gst/gst.h>
 
 G_BEGIN_DECLS
+/* A case's temporary directory (from @tmpl) and *@sock "pf.sock" in it. */
+void v4l2_test_setup (const gchar * tmpl, gchar ** tmpdir, gchar ** sock);
+/* The end of a case: *@running (the pipeline a failed assertion left
+ * running, may be NULL) stopped and dropped, the socket and the directory
+ * removed and both freed. */
+void v4l2_test_teardown (GstElement ** running, gchar ** tmpdir, gchar ** sock);
+
 /* The value of " @key=N" in @line, or -1 without one. */
-    gint64 v4l2_test_get_key (const gchar * line, const gchar * key);
+gint64 v4l2_test_get_key (const gchar * line, const gchar * key);
 
 /* Spawns v4l2-consumer @sock @extra... (NULL-ended, may be NULL), its
  * stdout on *@out_fd. */
