@@ -194,6 +194,18 @@ play (gchar * desc, GstElement ** src, GstElement ** sink)
   return pipe;
 }
 
+/* Stops what play() started (to NULL, which must succeed) and drops it. */
+static void
+stop (GstElement * pipe, GstElement * src, GstElement * sink)
+{
+  fail_unless_equals_int (gst_element_set_state (pipe, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_clear_object (&running);
+  gst_object_unref (src);
+  gst_object_unref (sink);
+  gst_object_unref (pipe);
+}
+
 /* Without udmabuf an upstream that insists on memory:DMABuf fails to
  * negotiate: an error before any frame. */
 static void
@@ -226,12 +238,7 @@ check_not_negotiated (void)
   gst_structure_get_uint64 (stats, "frames", &frames);
   gst_structure_free (stats);
   fail_unless_equals_int (frames, 0);
-  fail_unless_equals_int (gst_element_set_state (pipe, GST_STATE_NULL),
-      GST_STATE_CHANGE_SUCCESS);
-  gst_clear_object (&running);
-  gst_object_unref (src);
-  gst_object_unref (sink);
-  gst_object_unref (pipe);
+  stop (pipe, src, sink);
 }
 
 GST_START_TEST (test_caps_with_udmabuf)
@@ -329,12 +336,7 @@ run_appsrc (const gchar * caps, guint n, MakeBuffer make, gpointer data,
   g_free (line);
 
   v4l2_test_sink_stats (sink, &r->frames, &r->copies, &r->zero_copy);
-  fail_unless_equals_int (gst_element_set_state (pipe, GST_STATE_NULL),
-      GST_STATE_CHANGE_SUCCESS);
-  gst_clear_object (&running);
-  gst_object_unref (src);
-  gst_object_unref (sink);
-  gst_object_unref (pipe);
+  stop (pipe, src, sink);
 }
 
 /* All @n frames published (@copies of them copied, the rest zero copy)
