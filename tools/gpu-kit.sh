@@ -490,7 +490,11 @@ run_nvcodec () {
 # The interop test on Debian 13's GStreamer 1.26 (the 1.24+ API: the
 # download that waits on the device, no host spin), where the host's glibc
 # runs it.
-run_interop_126 () {
+# Whether the kit's Debian 13 GStreamer (gst126/) can run here: 0, or 77
+# with the reason on stdout (not packed; the host's glibc older than the
+# one it was built against). Used by run_interop_126 and run_tensor
+# (gpu-kit/tensor.sh).
+gst126_usable () {
   local need have
   if [ ! -d "$kit/gst126/lib" ]; then
     echo "SKIP: this kit carries no GStreamer 1.26 (packed without the Debian 13 root)"
@@ -502,6 +506,10 @@ run_interop_126 () {
     echo "SKIP: Debian 13's GStreamer needs glibc $need, this host has $have"
     return 77
   fi
+}
+
+run_interop_126 () {
+  gst126_usable || return $?
   "$kit/gst126/bin/gst-inspect-1.0" --version | head -2
   "$B/tests/cuda/test-cuda-interop"
 }
@@ -698,7 +706,7 @@ run () {
   export kit B mode out have_device orig_ld
   export -f line_buffered run_device run_upload_emulated run_upload_real \
     run_cuda run_gst_runtime run_nvcodec run_interop_126 run_nvh264enc run_frames \
-    run_dora run_cuda_bench run_tensor
+    run_dora run_cuda_bench run_tensor gst126_usable
 
   # GStreamer and the project from the kit only; registry in the results
   local ld="$B/lib/pinnedflow:$kit/lib"

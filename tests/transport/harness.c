@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -323,4 +324,56 @@ t_main (int argc, char **argv, const t_case * cases)
   printf ("%d/%d passed, %d skipped\n", ran - failed - n_skipped, ran,
       n_skipped);
   return failed || ran == 0 ? 1 : 0;
+}
+
+int
+t_slow_factor (void)
+{
+  const char *pre = getenv ("LD_PRELOAD");
+
+  return pre != NULL && strstr (pre, "vgpreload") != NULL ? 10 : 1;
+}
+
+void
+t_put32 (uint8_t * b, size_t off, uint32_t v)
+{
+  memcpy (b + off, &v, 4);
+}
+
+uint32_t
+t_get32 (const uint8_t * b, size_t off)
+{
+  uint32_t v;
+
+  memcpy (&v, b + off, 4);
+  return v;
+}
+
+ssize_t
+t_raw_recv (int fd, uint8_t * buf, size_t cap, int *fds, int max_fds,
+    int *n_fds)
+{
+  char cbuf[CMSG_SPACE (sizeof (int) * 16)];
+  struct iovec iov = {.iov_base = buf,.iov_len = cap };
+  struct msghdr mh = {.msg_iov = &iov,.msg_iovlen = 1,
+    .msg_control = cbuf,.msg_controllen = sizeof (cbuf)
+  };
+  struct cmsghdr *cm;
+  ssize_t n = recvmsg (fd, &mh, MSG_CMSG_CLOEXEC);
+
+  *n_fds = 0;
+  for (cm = CMSG_FIRSTHDR (&mh); n >= 0 && cm; cm = CMSG_NXTHDR (&mh, cm)) {
+    int k = (int) ((cm->cmsg_len - CMSG_LEN (0)) / sizeof (int)), i, got;
+
+    if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+      continue;
+    for (i = 0; i < k; i++) {
+      memcpy (&got, CMSG_DATA (cm) + sizeof (int) * (size_t) i, sizeof (int));
+      if (*n_fds < max_fds)
+        fds[(*n_fds)++] = got;
+      else
+        close (got);
+    }
+  }
+  return n;
 }

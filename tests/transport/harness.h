@@ -107,4 +107,20 @@ void t_frame_init (pf_producer_frame * f, pf_segment * seg, uint64_t offset,
 int t_publish (t_producer * tp, pf_segment * seg, uint64_t offset,
     uint64_t size, uint64_t seed);
 
+/* 10 under valgrind (its preload is in LD_PRELOAD: everything is ~20x
+ * slower), else 1: what a case multiplies its pacing or its hang bounds
+ * by. */
+int t_slow_factor (void);
+
+/* Little-endian (host order) 32-bit fields of a raw protocol message, for
+ * the cases that play a peer written from docs/protocol.md. */
+void t_put32 (uint8_t * b, size_t off, uint32_t v);
+uint32_t t_get32 (const uint8_t * b, size_t off);
+
+/* One packet of @fd into @buf (@cap bytes), its fds (CLOEXEC) into @fds,
+ * at most @max_fds (<= 16) kept, the others closed; *@n_fds: how many
+ * kept. Returns recvmsg()'s result. */
+ssize_t t_raw_recv (int fd, uint8_t * buf, size_t cap, int *fds, int max_fds,
+    int *n_fds);
+
 #endif

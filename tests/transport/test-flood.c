@@ -44,7 +44,7 @@
 #define SEG_SIZE 4096u
 #define N_SLOTS 8u
 #define N_FRAMES 200
-#define FLOOD_LIMIT_MS 4000     /* x slow_factor () */
+#define FLOOD_LIMIT_MS 4000     /* x t_slow_factor () */
 
 static uint64_t
 now_ns (void)
@@ -53,17 +53,6 @@ now_ns (void)
 
   clock_gettime (CLOCK_MONOTONIC, &ts);
   return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
-}
-
-/* Under valgrind (its preload is in the environment) everything is ~20x
- * slower: the producer paces its frames as much slower, so that its share
- * of a core stays what it is. */
-static int
-slow_factor (void)
-{
-  const char *pre = getenv ("LD_PRELOAD");
-
-  return pre != NULL && strstr (pre, "vgpreload") != NULL ? 10 : 1;
 }
 
 /* ---- the producer: a process of its own ---- */
@@ -124,45 +113,6 @@ struct flooder_args
   int limit_ms;                 /* how long it floods at most */
 };
 
-static void
-put32 (uint8_t * b, size_t off, uint32_t v)
-{
-  memcpy (b + off, &v, 4);
-}
-
-static uint32_t
-get32 (const uint8_t * b, size_t off)
-{
-  uint32_t v;
-
-  memcpy (&v, b + off, 4);
-  return v;
-}
-
-/* One packet and its fds (at most 8 kept). */
-static ssize_t
-raw_recv (int fd, uint8_t * buf, size_t cap, int *fds, int *n_fds)
-{
-  char cbuf[CMSG_SPACE (sizeof (int) * 8)];
-  struct iovec iov = {.iov_base = buf,.iov_len = cap };
-  struct msghdr mh = {.msg_iov = &iov,.msg_iovlen = 1,
-    .msg_control = cbuf,.msg_controllen = sizeof (cbuf)
-  };
-  struct cmsghdr *cm;
-  ssize_t n = recvmsg (fd, &mh, MSG_CMSG_CLOEXEC);
-
-  *n_fds = 0;
-  for (cm = CMSG_FIRSTHDR (&mh); n >= 0 && cm; cm = CMSG_NXTHDR (&mh, cm)) {
-    int k = (int) ((cm->cmsg_len - CMSG_LEN (0)) / sizeof (int));
-
-    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-      memcpy (fds + *n_fds, CMSG_DATA (cm), sizeof (int) * (size_t) k);
-      *n_fds += k;
-    }
-  }
-  return n;
-}
-
 /* Connects with newest-frame delivery and a frame ring, then rings the
  * release doorbell with every byte its socket takes and never releases.
  * Exits 0 once the producer dropped it (EPIPE on the doorbell or the end
@@ -185,15 +135,15 @@ flooder_main (void *data)
     return 2;
   /* HELLO (section 3.1): role consumer, newest frame | FRAME_RING */
   pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0);
-  put32 (buf, 28, PF_DELIVERY_NEWEST_FRAME | PF_HELLO_FRAME_RING);
+  t_put32 (buf, 28, PF_DELIVERY_NEWEST_FRAME | PF_HELLO_FRAME_RING);
   if (send (fd, buf, 40, MSG_NOSIGNAL) != 40)
     return 3;
   /* the producer's HELLO, then FRAME_RING (section 3.10) */
   while (relbell < 0) {
-    len = raw_recv (fd, buf, sizeof (buf), got, &n_got);
+    len = t_raw_recv (fd, buf, sizeof (buf), got, 8, &n_got);
     if (len <= 0)
       return 4;
-    if (get32 (buf, 0) == PF_MSG_FRAME_RING && n_got == 3) {
+    if (t_get32 (buf, 0) == PF_MSG_FRAME_RING && n_got == 3) {
       relbell = got[2];
       close (got[0]);
       close (got[1]);
@@ -223,7 +173,7 @@ flooder_main (void *data)
     /* full: the producer reads; wait until it did, or dropped us (the
      * socket's messages are read and thrown away) */
     if (poll (pfd, 2, 10) > 0 && (pfd[1].revents & (POLLIN | POLLHUP))) {
-      len = raw_recv (fd, buf, sizeof (buf), got, &n_got);
+      len = t_raw_recv (fd, buf, sizeof (buf), got, 8, &n_got);
       for (i = 0; i < n_got; i++)
         close (got[i]);
       if (len == 0 || (len < 0 && errno != EAGAIN && errno != EINTR))
@@ -253,7 +203,7 @@ process_cpu_ns (pid_t pid)
 static void
 test_release_doorbell_flood (void)
 {
-  int slow = slow_factor ();
+  int slow = t_slow_factor ();
   struct producer_args pa = {.path = t_path ("sock"),.period_ms = 10 * slow };
   struct flooder_args fa = {.path = t_path ("sock"),
     .limit_ms = FLOOD_LIMIT_MS * slow

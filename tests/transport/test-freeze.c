@@ -51,16 +51,6 @@ now_ms (void)
   return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
 }
 
-/* Under valgrind (its preload is in the environment) everything is ~20x
- * slower: the bounds, which only catch hangs, grow with it. */
-static int
-slow_factor (void)
-{
-  const char *pre = getenv ("LD_PRELOAD");
-
-  return pre != NULL && strstr (pre, "vgpreload") != NULL ? 10 : 1;
-}
-
 /* ---- the producer under attack: a process of its own ---- */
 
 /* A live producer (every consumer newest frame by default, so the
@@ -142,45 +132,6 @@ struct attacker_args
   int ready_fd;                 /* written once the ring is ours */
   enum attack mode;
 };
-
-static void
-put32 (uint8_t * b, size_t off, uint32_t v)
-{
-  memcpy (b + off, &v, 4);
-}
-
-static uint32_t
-get32 (const uint8_t * b, size_t off)
-{
-  uint32_t v;
-
-  memcpy (&v, b + off, 4);
-  return v;
-}
-
-/* One packet and its fds (at most 4 kept). */
-static ssize_t
-raw_recv (int fd, uint8_t * buf, size_t cap, int *fds, int *n_fds)
-{
-  char cbuf[CMSG_SPACE (sizeof (int) * 16)];
-  struct iovec iov = {.iov_base = buf,.iov_len = cap };
-  struct msghdr mh = {.msg_iov = &iov,.msg_iovlen = 1,
-    .msg_control = cbuf,.msg_controllen = sizeof (cbuf)
-  };
-  struct cmsghdr *cm;
-  ssize_t n = recvmsg (fd, &mh, MSG_CMSG_CLOEXEC);
-
-  *n_fds = 0;
-  for (cm = CMSG_FIRSTHDR (&mh); n >= 0 && cm; cm = CMSG_NXTHDR (&mh, cm)) {
-    int k = (int) ((cm->cmsg_len - CMSG_LEN (0)) / sizeof (int));
-
-    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-      memcpy (fds + *n_fds, CMSG_DATA (cm), sizeof (int) * (size_t) k);
-      *n_fds += k;
-    }
-  }
-  return n;
-}
 
 /* Clears O_NONBLOCK on the open file description behind @fd. */
 static void
@@ -272,21 +223,21 @@ attacker_main (void *data)
    * newest frame | FRAME_RING */
   memset (buf, 0, 40);
   pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0);
-  put32 (buf, 28, PF_DELIVERY_NEWEST_FRAME | PF_HELLO_FRAME_RING);
+  t_put32 (buf, 28, PF_DELIVERY_NEWEST_FRAME | PF_HELLO_FRAME_RING);
   if (send (fd, buf, 40, MSG_NOSIGNAL) != 40)
     return 3;
   /* the producer's HELLO, then FRAME_RING (section 4): every fd kept */
   while (memfd < 0) {
-    len = raw_recv (fd, buf, sizeof (buf), got, &n_got);
+    len = t_raw_recv (fd, buf, sizeof (buf), got, 16, &n_got);
     if (len <= 0)
       return 4;
     for (i = 0; i < n_got && n_fds < 64; i++)
       fds[n_fds++] = got[i];
-    if (get32 (buf, 0) == PF_MSG_FRAME_RING && n_got == 3) {
+    if (t_get32 (buf, 0) == PF_MSG_FRAME_RING && n_got == 3) {
       memfd = got[0];
       bell = got[1];
       relbell = got[2];
-      n_entries = get32 (buf, 16);
+      n_entries = t_get32 (buf, 16);
     }
   }
   ring = mmap (NULL, PF_FRAME_RING_SIZE (n_entries), PROT_READ | PROT_WRITE,
@@ -397,7 +348,7 @@ run_attack (enum attack mode, int attack_ms)
   pid_t producer, attacker[4];
   /* RACE: several attackers at once, each a chance per release */
   int n_att = mode == ATTACK_RACE ? 4 : 1, k;
-  int ready[2], before, during, after, hello, status, slow = slow_factor ();
+  int ready[2], before, during, after, hello, status, slow = t_slow_factor ();
   uint64_t took = 0;
   char b;
 
@@ -543,7 +494,7 @@ test_producer_steals_doorbells (void)
   unsetenv ("PINNEDFLOW_FRAME_RING");
   CHECK_INT (pf_consumer_new_from_fd (sv[0], 5000, &j.c), ==, 0);
   CHECK_INT (recv (sv[1], buf, sizeof (buf), 0), ==, 40);
-  CHECK (get32 (buf, 28) & PF_HELLO_FRAME_RING);
+  CHECK (t_get32 (buf, 28) & PF_HELLO_FRAME_RING);
 
   /* the ring, its doorbells, a segment and caps (sections 3.2-3.4, 3.10) */
   memfd = pf_test_memfd (PF_FRAME_RING_SIZE (n), 1);
@@ -594,7 +545,7 @@ test_producer_steals_doorbells (void)
   f.chunks[0].segment_id = 1;
   f.chunks[0].size = SEG_SIZE;
   pf_msg_write_frame ((uint8_t *) (ring + 1), &f);
-  put32 ((uint8_t *) (ring + 1), offsetof (struct pf_msg_header, reserved),
+  t_put32 ((uint8_t *) (ring + 1), offsetof (struct pf_msg_header, reserved),
       sent);
   __atomic_store_n (&ring->write_seq, 1, __ATOMIC_RELEASE);
   if (bell == bell_c) {

@@ -12,6 +12,7 @@
 
 #include "pfemu-v4l2.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sys/types.h>
 #include <sys/time.h>
@@ -100,5 +101,13 @@ int pfemu_real_open (const char *path, int flags, mode_t mode);
 void *pfemu_real_mmap (void *addr, size_t len, int prot, int flags, int fd,
     off_t off);
 int pfemu_real_munmap (void *addr, size_t len);
+
+/* Declares real_NAME, the libc function behind an intercepted NAME (the
+ * next definition: RTLD_NEXT), looked up on the first call. No lock: a
+ * racing first call stores the same pointer. */
+#define REAL(ret, name, args) \
+  static ret (*real_##name) args; \
+  if (real_##name == NULL) \
+    real_##name = (ret (*) args) dlsym (RTLD_NEXT, #name)
 
 #endif

@@ -10,13 +10,7 @@
 #undef _FILE_OFFSET_BITS
 #include "pfemu-v4l2-private.h"
 
-#include <dlfcn.h>
 #include <fcntl.h>
-
-#define REAL(ret, name, args) \
-  static ret (*real_##name) args; \
-  if (real_##name == NULL) \
-    real_##name = (ret (*) args) dlsym (RTLD_NEXT, #name)
 
 int
 pfemu_real_close (int fd)

@@ -41,7 +41,6 @@
 #undef _FILE_OFFSET_BITS
 #include "pfemu-v4l2-private.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -53,11 +52,6 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
-
-#define REAL(ret, name, args) \
-  static ret (*real_##name) args; \
-  if (real_##name == NULL) \
-    real_##name = (ret (*) args) dlsym (RTLD_NEXT, #name)
 
 static Dev *fds[MAX_FDS];
 static struct
@@ -193,23 +187,45 @@ open_device (int flags)
   return fd;
 }
 
+/* A path of a stand-in (the V4L2 device, /dev/udmabuf): opens it, sets
+ * *@fd (a descriptor, or -1 with errno) and returns 1; any other path: 0,
+ * for the real libc call. */
+static int
+open_standin (const char *path, int flags, int *fd)
+{
+  if (is_device (path)) {
+    *fd = open_device (flags);
+    return 1;
+  }
+  if (pfemu_udmabuf_is_device (path)) {
+    *fd = pfemu_udmabuf_open ();
+    return 1;
+  }
+  return 0;
+}
+
+/* The mode argument of open() and its kin, present only with O_CREAT or
+ * O_TMPFILE; in the variadic function itself (va_start). */
+#define VA_MODE(flags, mode) \
+  do { \
+    if ((flags) & (O_CREAT | O_TMPFILE)) { \
+      va_list ap; \
+      va_start (ap, flags); \
+      mode = va_arg (ap, mode_t); \
+      va_end (ap); \
+    } \
+  } while (0)
+
 EXPORT int
 open (const char *path, int flags, ...)
 {
   REAL (int, open, (const char *, int, ...));
   mode_t mode = 0;
+  int fd;
 
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list ap;
-
-    va_start (ap, flags);
-    mode = va_arg (ap, mode_t);
-    va_end (ap);
-  }
-  if (is_device (path))
-    return open_device (flags);
-  if (pfemu_udmabuf_is_device (path))
-    return pfemu_udmabuf_open ();
+  VA_MODE (flags, mode);
+  if (open_standin (path, flags, &fd))
+    return fd;
   return real_open (path, flags, mode);
 }
 
@@ -218,18 +234,11 @@ open64 (const char *path, int flags, ...)
 {
   REAL (int, open64, (const char *, int, ...));
   mode_t mode = 0;
+  int fd;
 
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list ap;
-
-    va_start (ap, flags);
-    mode = va_arg (ap, mode_t);
-    va_end (ap);
-  }
-  if (is_device (path))
-    return open_device (flags);
-  if (pfemu_udmabuf_is_device (path))
-    return pfemu_udmabuf_open ();
+  VA_MODE (flags, mode);
+  if (open_standin (path, flags, &fd))
+    return fd;
   return real_open64 (path, flags, mode);
 }
 
@@ -238,18 +247,11 @@ openat (int dirfd, const char *path, int flags, ...)
 {
   REAL (int, openat, (int, const char *, int, ...));
   mode_t mode = 0;
+  int fd;
 
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list ap;
-
-    va_start (ap, flags);
-    mode = va_arg (ap, mode_t);
-    va_end (ap);
-  }
-  if (is_device (path))
-    return open_device (flags);
-  if (pfemu_udmabuf_is_device (path))
-    return pfemu_udmabuf_open ();
+  VA_MODE (flags, mode);
+  if (open_standin (path, flags, &fd))
+    return fd;
   return real_openat (dirfd, path, flags, mode);
 }
 
@@ -258,18 +260,11 @@ openat64 (int dirfd, const char *path, int flags, ...)
 {
   REAL (int, openat64, (int, const char *, int, ...));
   mode_t mode = 0;
+  int fd;
 
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list ap;
-
-    va_start (ap, flags);
-    mode = va_arg (ap, mode_t);
-    va_end (ap);
-  }
-  if (is_device (path))
-    return open_device (flags);
-  if (pfemu_udmabuf_is_device (path))
-    return pfemu_udmabuf_open ();
+  VA_MODE (flags, mode);
+  if (open_standin (path, flags, &fd))
+    return fd;
   return real_openat64 (dirfd, path, flags, mode);
 }
 
@@ -281,11 +276,10 @@ EXPORT int
 __open_2 (const char *path, int flags)
 {
   REAL (int, __open_2, (const char *, int));
+  int fd;
 
-  if (is_device (path))
-    return open_device (flags);
-  if (pfemu_udmabuf_is_device (path))
-    return pfemu_udmabuf_open ();
+  if (open_standin (path, flags, &fd))
+    return fd;
   return real___open_2 (path, flags);
 }
 
@@ -293,11 +287,10 @@ EXPORT int
 __open64_2 (const char *path, int flags)
 {
   REAL (int, __open64_2, (const char *, int));
+  int fd;
 
-  if (is_device (path))
-    return open_device (flags);
-  if (pfemu_udmabuf_is_device (path))
-    return pfemu_udmabuf_open ();
+  if (open_standin (path, flags, &fd))
+    return fd;
   return real___open64_2 (path, flags);
 }
 

@@ -39,6 +39,7 @@
 #include <linux/udmabuf.h>
 
 #include "pfemu-v4l2.h"
+#include "v4l2-test-util.h"
 
 #define W 320
 #define H 240
@@ -54,24 +55,14 @@ static GstElement *running;
 static void
 setup (void)
 {
-  tmpdir = g_dir_make_tmp ("pf-v4l2d-XXXXXX", NULL);
-  fail_unless (tmpdir != NULL);
-  sock = g_build_filename (tmpdir, "pf.sock", NULL);
+  v4l2_test_setup ("pf-v4l2d-XXXXXX", &tmpdir, &sock);
 }
 
 static void
 teardown (void)
 {
-  if (running) {
-    gst_element_set_state (running, GST_STATE_NULL);
-    gst_object_unref (running);
-    running = NULL;
-  }
   g_unsetenv ("PFEMU_UDMABUF");
-  unlink (sock);
-  rmdir (tmpdir);
-  g_clear_pointer (&sock, g_free);
-  g_clear_pointer (&tmpdir, g_free);
+  v4l2_test_teardown (&running, &tmpdir, &sock);
 }
 
 static guint
@@ -184,6 +175,37 @@ check_caps (gboolean udmabuf)
   gst_object_unref (sink);
 }
 
+/* Parses @desc (freed; elements "src" and "sink"), sets it PLAYING (the
+ * teardown stops it if the case fails); the caller owns all three. */
+static GstElement *
+play (gchar * desc, GstElement ** src, GstElement ** sink)
+{
+  GError *err = NULL;
+  GstElement *pipe = gst_parse_launch (desc, &err);
+
+  fail_unless (pipe != NULL, "%s: %s", desc, err ? err->message : "");
+  g_clear_error (&err);
+  g_free (desc);
+  running = gst_object_ref (pipe);
+  *src = gst_bin_get_by_name (GST_BIN (pipe), "src");
+  *sink = gst_bin_get_by_name (GST_BIN (pipe), "sink");
+  fail_unless (gst_element_set_state (pipe, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  return pipe;
+}
+
+/* Stops what play() started (to NULL, which must succeed) and drops it. */
+static void
+stop (GstElement * pipe, GstElement * src, GstElement * sink)
+{
+  fail_unless_equals_int (gst_element_set_state (pipe, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_clear_object (&running);
+  gst_object_unref (src);
+  gst_object_unref (sink);
+  gst_object_unref (pipe);
+}
+
 /* Without udmabuf an upstream that insists on memory:DMABuf fails to
  * negotiate: an error before any frame. */
 static void
@@ -191,21 +213,14 @@ check_not_negotiated (void)
 {
   gchar *desc = g_strdup_printf ("appsrc name=src format=time caps=\"%s\" ! "
       "pinnedshmsink name=sink socket-path=%s", CAPS_DMABUF, sock);
-  GstElement *pipe = gst_parse_launch (desc, NULL);
-  GstElement *src, *sink;
+  GstElement *pipe, *src, *sink;
   GstStructure *stats = NULL;
   GstMessage *msg;
   GstBus *bus;
   gchar *dbg = NULL;
   guint64 frames = 1;
 
-  fail_unless (pipe != NULL, "%s", desc);
-  g_free (desc);
-  running = gst_object_ref (pipe);
-  src = gst_bin_get_by_name (GST_BIN (pipe), "src");
-  sink = gst_bin_get_by_name (GST_BIN (pipe), "sink");
-  fail_unless (gst_element_set_state (pipe, GST_STATE_PLAYING) !=
-      GST_STATE_CHANGE_FAILURE);
+  pipe = play (desc, &src, &sink);
   gst_app_src_push_buffer (GST_APP_SRC (src), gst_buffer_new_allocate (NULL,
           FRAME_SIZE, NULL));
   gst_app_src_end_of_stream (GST_APP_SRC (src));
@@ -223,12 +238,7 @@ check_not_negotiated (void)
   gst_structure_get_uint64 (stats, "frames", &frames);
   gst_structure_free (stats);
   fail_unless_equals_int (frames, 0);
-  fail_unless_equals_int (gst_element_set_state (pipe, GST_STATE_NULL),
-      GST_STATE_CHANGE_SUCCESS);
-  gst_clear_object (&running);
-  gst_object_unref (src);
-  gst_object_unref (sink);
-  gst_object_unref (pipe);
+  stop (pipe, src, sink);
 }
 
 GST_START_TEST (test_caps_with_udmabuf)
@@ -286,32 +296,6 @@ typedef struct
 typedef GstBuffer *(*MakeBuffer) (GstElement * appsrc, guint32 seq,
     gpointer data);
 
-static gint64
-get_key (const gchar * line, const gchar * key)
-{
-  gchar *k = g_strdup_printf (" %s=", key);
-  const gchar *p = strstr (line, k);
-  gint64 v = p ? g_ascii_strtoll (p + strlen (k), NULL, 10) : -1;
-
-  g_free (k);
-  return v;
-}
-
-static gchar *
-read_result (gint out_fd)
-{
-  GString *s = g_string_new (NULL);
-  gchar buf[4096], *line;
-  gssize n;
-
-  while ((n = read (out_fd, buf, sizeof (buf))) > 0)
-    g_string_append_len (s, buf, n);
-  line = strstr (s->str, "RESULT ");
-  line = line ? g_strndup (line, strcspn (line, "\n")) : NULL;
-  g_string_free (s, TRUE);
-  return line;
-}
-
 /* appsrc caps=@caps ! pinnedshmsink, @n buffers from @make, a consumer
  * (v4l2-consumer) in another process. @error_ok: an error ends the run
  * (r->error) instead of failing. */
@@ -319,38 +303,19 @@ static void
 run_appsrc (const gchar * caps, guint n, MakeBuffer make, gpointer data,
     gboolean error_ok, Run * r)
 {
-  gchar *desc, *consumer, *argv[3], *line;
+  gchar *desc, *line;
   GstElement *pipe, *src, *sink;
-  GstStructure *stats = NULL;
-  GstMessage *msg;
-  GstBus *bus;
-  GError *err = NULL;
   GPid pid;
-  gint out_fd, status;
+  gint out_fd;
   guint i;
 
   memset (r, 0, sizeof (*r));
   desc = g_strdup_printf ("appsrc name=src format=time caps=\"%s\" ! "
       "pinnedshmsink name=sink socket-path=%s wait-for-connection=true "
       "pool-size=8 max-clients=1 max-client-buffers=4", caps, sock);
-  pipe = gst_parse_launch (desc, &err);
-  fail_unless (pipe != NULL, "%s: %s", desc, err ? err->message : "");
-  g_free (desc);
-  running = gst_object_ref (pipe);
-  src = gst_bin_get_by_name (GST_BIN (pipe), "src");
-  sink = gst_bin_get_by_name (GST_BIN (pipe), "sink");
-  fail_unless (gst_element_set_state (pipe, GST_STATE_PLAYING) !=
-      GST_STATE_CHANGE_FAILURE);
+  pipe = play (desc, &src, &sink);
 
-  consumer = g_build_filename (g_getenv ("PINNEDFLOW_BUILD_ROOT"), "tests",
-      "v4l2", "v4l2-consumer", NULL);
-  argv[0] = consumer;
-  argv[1] = sock;
-  argv[2] = NULL;
-  fail_unless (g_spawn_async_with_pipes (NULL, argv, NULL,
-          G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, NULL, &out_fd, NULL,
-          &err), "spawn %s: %s", consumer, err ? err->message : "");
-  g_free (consumer);
+  pid = v4l2_test_spawn_consumer (sock, NULL, &out_fd);
 
   for (i = 0; i < n; i++) {
     GstBuffer *buf = make (src, i + 1, data);
@@ -363,51 +328,30 @@ run_appsrc (const gchar * caps, guint n, MakeBuffer make, gpointer data,
   }
   gst_app_src_end_of_stream (GST_APP_SRC (src));
 
-  bus = gst_element_get_bus (pipe);
-  msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND,
-      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-  fail_unless (msg != NULL, "no EOS within 60 s");
-  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
-    gchar *dbg = NULL;
-
-    gst_message_parse_error (msg, &err, &dbg);
-    fail_unless (error_ok, "error from %s: %s (%s)",
-        GST_MESSAGE_SRC_NAME (msg), err->message, dbg);
-    r->error = g_strdup_printf ("%s: %s (%s)", GST_MESSAGE_SRC_NAME (msg),
-        err->message, dbg);
-    g_free (dbg);
-    g_clear_error (&err);
-    kill (pid, SIGTERM);
-  }
-  gst_message_unref (msg);
-  gst_object_unref (bus);
-
-  line = read_result (out_fd);
-  close (out_fd);
-  fail_unless (waitpid (pid, &status, 0) == pid);
-  g_spawn_close_pid (pid);
-  fail_unless (line != NULL || r->error, "the consumer gave no RESULT");
-  GST_INFO ("%s: %s", caps, line ? line : r->error);
-  if (line == NULL)
-    line = g_strdup ("");
-  r->c_frames = get_key (line, "frames");
-  r->c_bad = get_key (line, "bad");
-  r->c_eos = get_key (line, "eos") == 1;
-  r->c_sysmem = get_key (line, "sysmem") == 1;
+  line = v4l2_test_finish (pipe, pid, out_fd, error_ok, &r->error, caps);
+  r->c_frames = v4l2_test_get_key (line, "frames");
+  r->c_bad = v4l2_test_get_key (line, "bad");
+  r->c_eos = v4l2_test_get_key (line, "eos") == 1;
+  r->c_sysmem = v4l2_test_get_key (line, "sysmem") == 1;
   g_free (line);
 
-  g_object_get (sink, "stats", &stats, NULL);
-  fail_unless (stats != NULL);
-  gst_structure_get_uint64 (stats, "frames", &r->frames);
-  gst_structure_get_uint64 (stats, "copies", &r->copies);
-  gst_structure_get_uint64 (stats, "zero-copy-frames", &r->zero_copy);
-  gst_structure_free (stats);
-  fail_unless_equals_int (gst_element_set_state (pipe, GST_STATE_NULL),
-      GST_STATE_CHANGE_SUCCESS);
-  gst_clear_object (&running);
-  gst_object_unref (src);
-  gst_object_unref (sink);
-  gst_object_unref (pipe);
+  v4l2_test_sink_stats (sink, &r->frames, &r->copies, &r->zero_copy);
+  stop (pipe, src, sink);
+}
+
+/* All @n frames published (@copies of them copied, the rest zero copy)
+ * and reached the consumer byte-exact, then EOS; the consumer maps the
+ * segment: system memory to it. */
+static void
+check_delivered (const Run * r, guint n, guint copies)
+{
+  fail_unless_equals_int (r->frames, n);
+  fail_unless_equals_int (r->copies, copies);
+  fail_unless_equals_int (r->zero_copy, n - copies);
+  fail_unless_equals_int (r->c_frames, n);
+  fail_unless_equals_int (r->c_bad, 0);
+  fail_unless (r->c_eos);
+  fail_unless (r->c_sysmem);
 }
 
 /* ---- through the sink's pool ---- */
@@ -502,14 +446,7 @@ GST_START_TEST (test_dmabuf_caps_pool)
   run_appsrc (CAPS_DMABUF, 60, make_from_pool, &ps, FALSE, &r);
   /* every frame was a dmabuf of a slot, published without a copy */
   fail_unless_equals_int (ps.dmabufs, 60);
-  fail_unless_equals_int (r.frames, 60);
-  fail_unless_equals_int (r.copies, 0);
-  fail_unless_equals_int (r.zero_copy, 60);
-  fail_unless_equals_int (r.c_frames, 60);
-  fail_unless_equals_int (r.c_bad, 0);
-  fail_unless (r.c_eos);
-  /* the consumer maps the segment: system memory to it */
-  fail_unless (r.c_sysmem);
+  check_delivered (&r, 60, 0);
   fail_unless (gst_buffer_pool_set_active (ps.pool, FALSE));
   gst_object_unref (ps.pool);
 }
@@ -582,13 +519,7 @@ GST_START_TEST (test_foreign_dmabuf_copied)
   g_setenv ("PFEMU_UDMABUF", "1", TRUE);
   fds = count_fds ();
   run_appsrc (CAPS_DMABUF, 30, make_foreign, alloc, FALSE, &r);
-  fail_unless_equals_int (r.frames, 30);
-  fail_unless_equals_int (r.copies, 30);
-  fail_unless_equals_int (r.zero_copy, 0);
-  fail_unless_equals_int (r.c_frames, 30);
-  fail_unless_equals_int (r.c_bad, 0);
-  fail_unless (r.c_eos);
-  fail_unless (r.c_sysmem);
+  check_delivered (&r, 30, 30);
   /* every dmabuf (and its memfd) closed with its buffer */
   fail_unless_equals_int (count_fds (), fds);
   gst_object_unref (alloc);

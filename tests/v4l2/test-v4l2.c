@@ -38,6 +38,7 @@
 #include <linux/videodev2.h>
 
 #include "pfemu-v4l2.h"
+#include "v4l2-test-util.h"
 
 static gchar *tmpdir;
 static gchar *sock;
@@ -59,23 +60,13 @@ get_stats (PfemuV4l2Stats * st)
 static void
 setup (void)
 {
-  tmpdir = g_dir_make_tmp ("pf-v4l2-XXXXXX", NULL);
-  fail_unless (tmpdir != NULL);
-  sock = g_build_filename (tmpdir, "pf.sock", NULL);
+  v4l2_test_setup ("pf-v4l2-XXXXXX", &tmpdir, &sock);
 }
 
 static void
 teardown (void)
 {
-  if (running) {
-    gst_element_set_state (running, GST_STATE_NULL);
-    gst_object_unref (running);
-    running = NULL;
-  }
-  unlink (sock);
-  rmdir (tmpdir);
-  g_clear_pointer (&sock, g_free);
-  g_clear_pointer (&tmpdir, g_free);
+  v4l2_test_teardown (&running, &tmpdir, &sock);
 }
 
 /* ---- the stand-in's own rules ---- */
@@ -256,34 +247,6 @@ typedef struct
   gchar *error;                 /* the pipeline's error, when expected */
 } RunResult;
 
-static gint64
-get_key (const gchar * line, const gchar * key)
-{
-  gchar *k = g_strdup_printf (" %s=", key);
-  const gchar *p = strstr (line, k);
-  gint64 v = p ? g_ascii_strtoll (p + strlen (k), NULL, 10) : -1;
-
-  g_free (k);
-  return v;
-}
-
-/* Reads the child's output to its end, returns the RESULT line. */
-static gchar *
-read_result (gint out_fd)
-{
-  GString *s = g_string_new (NULL);
-  gchar buf[4096], *line;
-  gssize n;
-
-  while ((n = read (out_fd, buf, sizeof (buf))) > 0)
-    g_string_append_len (s, buf, n);
-  line = strstr (s->str, "RESULT ");
-  line = line ? g_strndup (line, strcspn (line, "\n")) : NULL;
-  g_string_free (s, TRUE);
-  return line;
-}
-
-
 typedef struct
 {
   GstBuffer *held[4];
@@ -328,15 +291,12 @@ static void
 run_full (const gchar * mode, const gchar * format, guint n, guint hold,
     guint hold_for, gboolean in_process_hold, gboolean error_ok, RunResult * r)
 {
-  gchar *desc, *consumer, *argv[5], *line;
+  gchar *desc, *extra[3], *line, *what;
   gchar hold_s[16], hold_for_s[16];
   GstElement *pipe, *sink;
-  GstStructure *stats = NULL;
-  GstMessage *msg;
-  GstBus *bus;
   GError *err = NULL;
   GPid pid;
-  gint out_fd, status;
+  gint out_fd;
   HoldProbe hp = { {0,}, };
 
   memset (r, 0, sizeof (*r));
@@ -363,61 +323,25 @@ run_full (const gchar * mode, const gchar * format, guint n, guint hold,
   fail_unless (gst_element_set_state (pipe, GST_STATE_PLAYING) !=
       GST_STATE_CHANGE_FAILURE);
 
-  consumer = g_build_filename (g_getenv ("PINNEDFLOW_BUILD_ROOT"), "tests",
-      "v4l2", "v4l2-consumer", NULL);
   g_snprintf (hold_s, sizeof (hold_s), "%u", hold);
   g_snprintf (hold_for_s, sizeof (hold_for_s), "%u", hold_for);
-  argv[0] = consumer;
-  argv[1] = sock;
-  argv[2] = hold_s;
-  argv[3] = hold_for_s;
-  argv[4] = NULL;
-  fail_unless (g_spawn_async_with_pipes (NULL, argv, NULL,
-          G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, NULL, &out_fd, NULL,
-          &err), "spawn %s: %s", consumer, err ? err->message : "");
-  g_free (consumer);
+  extra[0] = hold_s;
+  extra[1] = hold_for_s;
+  extra[2] = NULL;
+  pid = v4l2_test_spawn_consumer (sock, extra, &out_fd);
 
-  bus = gst_element_get_bus (pipe);
-  msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND,
-      GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-  fail_unless (msg != NULL, "no EOS within 60 s");
-  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
-    gchar *dbg = NULL;
-
-    gst_message_parse_error (msg, &err, &dbg);
-    fail_unless (error_ok, "error from %s: %s (%s)",
-        GST_MESSAGE_SRC_NAME (msg), err->message, dbg);
-    r->error = g_strdup_printf ("%s: %s (%s)", GST_MESSAGE_SRC_NAME (msg),
-        err->message, dbg);
-    g_free (dbg);
-    g_clear_error (&err);
-    kill (pid, SIGTERM);
-  }
-  gst_message_unref (msg);
-  gst_object_unref (bus);
-
-  line = read_result (out_fd);
-  close (out_fd);
-  fail_unless (waitpid (pid, &status, 0) == pid);
-  g_spawn_close_pid (pid);
-  fail_unless (line != NULL || r->error, "the consumer gave no RESULT");
-  GST_INFO ("%s %s: %s", mode, format, line ? line : r->error);
-  if (line == NULL)
-    line = g_strdup ("");
-  r->c_frames = get_key (line, "frames");
-  r->c_bad = get_key (line, "bad");
-  r->c_held = get_key (line, "held");
-  r->c_held_bad = get_key (line, "held_bad");
-  r->c_held_seen = get_key (line, "held_seen");
-  r->c_eos = get_key (line, "eos") == 1;
+  what = g_strdup_printf ("%s %s", mode, format);
+  line = v4l2_test_finish (pipe, pid, out_fd, error_ok, &r->error, what);
+  g_free (what);
+  r->c_frames = v4l2_test_get_key (line, "frames");
+  r->c_bad = v4l2_test_get_key (line, "bad");
+  r->c_held = v4l2_test_get_key (line, "held");
+  r->c_held_bad = v4l2_test_get_key (line, "held_bad");
+  r->c_held_seen = v4l2_test_get_key (line, "held_seen");
+  r->c_eos = v4l2_test_get_key (line, "eos") == 1;
   g_free (line);
 
-  g_object_get (sink, "stats", &stats, NULL);
-  fail_unless (stats != NULL);
-  gst_structure_get_uint64 (stats, "frames", &r->frames);
-  gst_structure_get_uint64 (stats, "copies", &r->copies);
-  gst_structure_get_uint64 (stats, "zero-copy-frames", &r->zero_copy);
-  gst_structure_free (stats);
+  v4l2_test_sink_stats (sink, &r->frames, &r->copies, &r->zero_copy);
   fail_unless_equals_int (gst_element_set_state (pipe, GST_STATE_NULL),
       GST_STATE_CHANGE_SUCCESS);
   fail_unless (hp.n_held == 0 || !in_process_hold);

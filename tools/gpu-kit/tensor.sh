@@ -1,7 +1,8 @@
 # The GPU kit's tensor-* steps (sourced by tools/gpu-kit.sh, and by the
 # kit's copy from its gpu-kit/ folder; see docs/cuda.md, "GPU kit"): issue
 # 33's example run as the application it is. Uses the run's exported
-# variables (kit, B, mode, out, run_tmp, have_device, orig_ld, gst_ld).
+# variables (kit, B, mode, out, run_tmp, have_device, orig_ld, gst_ld)
+# and gpu-kit.sh's gst126_usable.
 # SPDX-License-Identifier: LGPL-2.1-or-later
 
 # issue 33's example (bridge/examples/tensor_app.py, docs/bridge.md): a
@@ -21,7 +22,7 @@
 # anything else fails. run_tensor BACKEND [gst126]
 run_tensor () {
   local backend=$1 gen=${2:-} py=${GPUKIT_PYTHON:-python3} n w h caps sock
-  local ref res emu="" app_ld libdir greg need have want last got cam rc why
+  local ref res emu="" app_ld libdir greg want last got cam rc why
   if [ "$mode" = emulator ]; then
     n=30 w=640 h=480 emu=$B/tests/cuda/emu
   else
@@ -38,16 +39,7 @@ run_tensor () {
   libdir=$kit/lib
   greg=""
   if [ "$gen" = gst126 ]; then
-    if [ ! -d "$kit/gst126/lib" ]; then
-      echo "SKIP: this kit carries no GStreamer 1.26 (packed without the Debian 13 root)"
-      return 77
-    fi
-    need=$(cat "$kit/gst126/GLIBC" 2>/dev/null || echo 0)
-    have=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{ print $2 }')
-    if [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -1)" != "$need" ]; then
-      echo "SKIP: Debian 13's GStreamer needs glibc $need, this host has $have"
-      return 77
-    fi
+    gst126_usable || return $?
     libdir=$kit/gst126/lib
   fi
   # the interpreter's own libraries (numpy, torch, CuPy): the host's path;
