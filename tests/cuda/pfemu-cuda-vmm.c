@@ -242,10 +242,14 @@ static int
 create (CUmemGenericAllocationHandle * out, size_t size,
     const CUmemAllocationProp * prop, unsigned long long flags)
 {
-  struct header hdr = { MAGIC, size, GRANULARITY, {0} };
+  /* the magic is 8 bytes with no NUL: copied, not a string initialiser
+   * (gcc 15's -Wunterminated-string-initialization) */
+  struct header hdr = { {0}, size, GRANULARITY, {0} };
   CUmemGenericAllocationHandle hv;
   char *p;
   int fd, err;
+
+  memcpy (hdr.magic, MAGIC, sizeof (hdr.magic));
 
   if (!out || flags != 0)
     return INVALID_VALUE;
