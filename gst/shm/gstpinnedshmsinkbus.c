@@ -38,7 +38,9 @@ drop_reason_name (gint reason)
   }
 }
 
-/* Producer callbacks: run on the transport's I/O thread or in close(). */
+/* Producer callbacks: run on the transport's I/O thread, in close(), or
+ * (frame_released, client events) on the streaming thread after a
+ * publish or a wait for room. */
 
 /* A client came or went: the element's signal and num-clients, by name
  * (once per connection; the element file keeps its signal and property

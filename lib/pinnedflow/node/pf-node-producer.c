@@ -18,7 +18,8 @@
  * guards the video layout and the PTS anchor; @cond (with @lock) is
  * broadcast when a client connects or leaves (wait_clients). The pool has
  * its own lock, a leaf. The transport's callbacks (frame_released,
- * client_*) run on its I/O thread without the transport's lock held; the
+ * client_*) run without the transport's lock held, on its I/O thread or
+ * (frame_released) in publish's pf_producer_wait_ready()/_publish(); the
  * transport's own lock nests inside @lock (pf_producer_get_n_clients()
  * under @lock).
  *

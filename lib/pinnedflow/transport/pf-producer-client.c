@@ -369,9 +369,6 @@ client_refuse (pf_producer * p, struct client *c, struct event_list *ev)
       p->max_clients);
 }
 
-static void client_handle_release (pf_producer * p, struct client *c,
-    uint64_t seq, struct event_list *ev);
-
 /* Offers @c a frame ring (PF_MSG_FRAME_RING): entries for as many frames
  * as it may hold, so that an entry is never overwritten before the
  * consumer read it (it cannot release a frame it has not read), and as
@@ -424,78 +421,6 @@ out:
   pf_socket_close_fds (fds, 3);
   pf_socket_close_fds (bell, 2);
   pf_socket_close_fds (relbell, 2);
-}
-
-/* Rings a consumer may send beyond its releases taken: an honest one
- * rings once per release, after publishing it, so never more than n
- * beyond (pf_ring_releases_published ()); the rest is slack, as the
- * consumer side allows (DOORBELL_DRAIN_MAX, pf-consumer.c). */
-#define RELEASE_RINGS_SLACK 1024u
-
-/* Empties @c's release doorbell in one go (docs/protocol.md, 3.10; issue
- * 35: reading less left the level-triggered fd readable, the I/O thread
- * spinning on a consumer that rang without releasing). Reads of up to 256
- * rings, never blocking, until one comes back short (one recv () per
- * wake-up for an honest consumer); fails @c once all the rings it sent
- * pass its releases by more than n + RELEASE_RINGS_SLACK. 1: read; 0: @c
- * failed. */
-static int
-client_drain_release_doorbell (pf_producer * p, struct client *c)
-{
-  uint64_t most = c->rel_r + c->ring_mask + 1 + RELEASE_RINGS_SLACK;
-  int res;
-
-  for (;;) {
-    res = pf_doorbell_read (c->rel_doorbell, 256);
-    if (res == -EAGAIN)
-      return 1;
-    if (res == 0) {
-      client_fail (p, c, 0, "consumer hung up");
-      return 0;
-    }
-    if (res < 0) {
-      client_fail (p, c, res, "release doorbell: %s", strerror (-res));
-      return 0;
-    }
-    c->rel_rings += (uint64_t) res;
-    if (c->rel_rings > most) {
-      client_fail (p, c, -EPROTO, "release doorbell: rung %" PRIu64
-          " times for %" PRIu64 " releases taken (at most %u more are "
-          "allowed)", c->rel_rings, c->rel_r, c->ring_mask + 1 +
-          RELEASE_RINGS_SLACK);
-      return 0;
-    }
-    /* short: the stream socket was empty (a later ring wakes epoll) */
-    if (res < 256)
-      return 1;
-  }
-}
-
-/* Takes the releases @c published in its release ring, after its doorbell
- * (emptied first: a release published after that rings again, and the
- * fd, level-triggered, wakes us again only then). Each is checked as a
- * RELEASE message is. A doorbell closed at the other end is a hang-up
- * (else it would stay readable for ever). */
-void
-client_read_releases (pf_producer * p, struct client *c, struct event_list *ev)
-{
-  uint64_t w;
-
-  if (!client_drain_release_doorbell (p, c))
-    return;
-  if (pf_ring_releases_published (c->rel, c->ring_mask, c->rel_r, &w) < 0) {
-    client_fail (p, c, -EPROTO, "release ring: %" PRIu64 " releases "
-        "published, %" PRIu64 " taken: more than its %u entries", w,
-        c->rel_r, c->ring_mask + 1);
-    return;
-  }
-  while (c->rel_r != w && c->state != CLIENT_DEAD) {
-    uint64_t seq = pf_ring_release_get (c->rel, c->ring_mask, c->rel_r);
-
-    c->rel_r++;
-    client_handle_release (p, c, seq, ev);
-  }
-  pf_ring_releases_taken (c->rel, c->rel_r);
 }
 
 /* Publishes the encoded FRAME @buf in @c's ring and rings its doorbell. */
@@ -559,7 +484,7 @@ client_handle_hello (pf_producer * p, struct client *c,
   producer_push_event (ev, EV_CONNECTED, &c->info);
 }
 
-static void
+void
 client_handle_release (pf_producer * p, struct client *c, uint64_t seq,
     struct event_list *ev)
 {

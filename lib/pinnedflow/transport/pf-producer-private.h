@@ -323,8 +323,16 @@ void client_forget_seg (pf_producer * p, struct client *c, uint64_t id);
 void client_send_caps (pf_producer * p, struct client *c);
 void client_reap (pf_producer * p, struct client *c, struct event_list *ev);
 void client_read (pf_producer * p, struct client *c, struct event_list *ev);
-/* Takes the releases @c published in its release ring. */
+/* @c released @seq: checked (a frame @c holds), then the frame loses a
+ * holder; the last one gives it back (@ev). */
+void client_handle_release (pf_producer * p, struct client *c, uint64_t seq,
+    struct event_list *ev);
+/* The releases @c published in its release ring (pf-producer-release.c):
+ * after emptying its doorbell (the I/O thread), or as they are (a
+ * publisher). */
 void client_read_releases (pf_producer * p, struct client *c,
+    struct event_list *ev);
+void client_take_releases (pf_producer * p, struct client *c,
     struct event_list *ev);
 int client_offer_frame (pf_producer * p, struct client *c,
     const uint8_t * buf, size_t len, struct pseg *const *ps,

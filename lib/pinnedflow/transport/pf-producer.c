@@ -410,6 +410,10 @@ pf_producer_publish (pf_producer * p, const pf_producer_frame * frame,
   for (c = p->clients; c != NULL; c = c->next) {
     if (c->state != CLIENT_ACTIVE)
       continue;
+    /* what it released since the I/O thread last ran counts now */
+    client_take_releases (p, c, &ev);
+    if (c->state != CLIENT_ACTIVE)
+      continue;
     count += client_offer_frame (p, c, (const uint8_t *) &msg, sizeof (msg),
         ps, frame->n_chunks, pf, bytes, frame->buffer_flags, now, &ev);
     /* the next wait_ready must look at this one */
@@ -435,8 +439,9 @@ out:
     p->spare = pf;
   }
   pthread_mutex_unlock (&p->lock);
-  /* drop reports, on the caller's thread (it holds a reference) */
-  if (ev.head != NULL)
+  /* releases and drop reports, on the caller's thread (it holds a
+   * reference) */
+  if (ev.head != NULL || ev.released != NULL)
     io_dispatch_events (p, &ev);
   return res;
 }
@@ -615,8 +620,13 @@ reliable_ready (pf_producer * p, uint64_t * now_ns, uint64_t * next_ns,
   *next_ns = UINT64_MAX;
   for (c = p->clients; c != NULL; c = c->next) {
     if (c->state != CLIENT_ACTIVE ||
-        c->info.delivery != PF_DELIVERY_EVERY_FRAME ||
-        c->n_held < p->max_client_frames)
+        c->info.delivery != PF_DELIVERY_EVERY_FRAME)
+      continue;
+    /* at its limit: what it released since the I/O thread last ran
+     * counts now */
+    if (c->n_held >= p->max_client_frames)
+      client_take_releases (p, c, ev);
+    if (c->state != CLIENT_ACTIVE || c->n_held < p->max_client_frames)
       continue;
     if (now == 0)
       *now_ns = now = pf_monotonic_ns ();
@@ -707,7 +717,7 @@ pf_producer_wait_ready (pf_producer * p, int timeout_ms)
     pacing_spend (p, wait_start, pf_monotonic_ns ());
   p->n_waiters--;
   pthread_mutex_unlock (&p->lock);
-  if (ev.head != NULL)
+  if (ev.head != NULL || ev.released != NULL)
     io_dispatch_events (p, &ev);
   return res;
 }
@@ -728,6 +738,9 @@ pf_producer_reclaim_stalled (pf_producer * p)
   if (p->reliable_timeout_ms >= 0) {
     limit = (uint64_t) p->reliable_timeout_ms * UINT64_C (1000000);
     for (c = p->clients; c != NULL; c = c->next) {
+      /* a release in the ring is progress, rung or not */
+      if (c->state == CLIENT_ACTIVE && c->n_held > 0)
+        client_take_releases (p, c, &ev);
       if (c->state != CLIENT_ACTIVE || c->n_held == 0 ||
           now < c->progress_ns || now - c->progress_ns < limit)
         continue;
@@ -736,7 +749,7 @@ pf_producer_reclaim_stalled (pf_producer * p)
     }
   }
   pthread_mutex_unlock (&p->lock);
-  if (ev.head != NULL)
+  if (ev.head != NULL || ev.released != NULL)
     io_dispatch_events (p, &ev);
   return n;
 }

@@ -40,103 +40,110 @@
 #include <pinnedflow/pf-segment.h>
 
 #ifdef __cplusplus
-extern "C" {
+extern "C"
+{
 #endif
 
 /* Since: 0.1 */
-typedef struct pf_producer pf_producer;
+  typedef struct pf_producer pf_producer;
 
 /* Since: 0.1 */
-typedef struct {
-  uint32_t client_id;           /* producer-local, never reused */
-  int32_t pid;                  /* SO_PEERCRED at connect time */
-  uint32_t uid;
-  uint32_t gid;
-  int error;                    /* on disconnect: 0 (hang-up) or -errno */
-  char reason[128];             /* on disconnect: human readable */
-  uint32_t requested;           /* enum pf_delivery the consumer asked for */
-  uint32_t delivery;            /* enum pf_delivery in force (1 or 2) */
-} pf_client_info;
+  typedef struct
+  {
+    uint32_t client_id;         /* producer-local, never reused */
+    int32_t pid;                /* SO_PEERCRED at connect time */
+    uint32_t uid;
+    uint32_t gid;
+    int error;                  /* on disconnect: 0 (hang-up) or -errno */
+    char reason[128];           /* on disconnect: human readable */
+    uint32_t requested;         /* enum pf_delivery the consumer asked for */
+    uint32_t delivery;          /* enum pf_delivery in force (1 or 2) */
+  } pf_client_info;
 
 /* Why a frame skipped a consumer (pf_client_stats, pf_client_event).
  * Since: 0.1
  */
-enum pf_drop_reason {
-  PF_DROP_NONE = 0,
-  /* newest frame: it holds max_client_frames frames */
-  PF_DROP_LIMIT = 1,
-  /* newest frame: its socket is full, or control messages wait for it */
-  PF_DROP_SOCKET_FULL = 2,
-  /* every frame: it holds max_client_frames frames and the publisher did
-   * not wait (pf_producer_wait_ready()) or its wait failed */
-  PF_DROP_NOT_READY = 3,
-};
+  enum pf_drop_reason
+  {
+    PF_DROP_NONE = 0,
+    /* newest frame: it holds max_client_frames frames */
+    PF_DROP_LIMIT = 1,
+    /* newest frame: its socket is full, or control messages wait for it */
+    PF_DROP_SOCKET_FULL = 2,
+    /* every frame: it holds max_client_frames frames and the publisher did
+     * not wait (pf_producer_wait_ready()) or its wait failed */
+    PF_DROP_NOT_READY = 3,
+  };
 
 /* Since: 0.1 */
-typedef struct {
-  uint32_t client_id;
-  int32_t pid;
-  uint32_t uid;
-  uint32_t held;                /* frames held right now */
-  uint64_t frames_sent;
-  uint64_t frames_released;
-  uint64_t frames_dropped;      /* skipped, all reasons (sum of the three below) */
-  uint64_t bytes_sent;          /* frame payload bytes made available */
-  uint64_t dropped_limit;       /* PF_DROP_LIMIT */
-  uint64_t dropped_socket;      /* PF_DROP_SOCKET_FULL */
-  uint64_t dropped_not_ready;   /* PF_DROP_NOT_READY */
-  /* Delta frames (GstBuffer DELTA_UNIT) skipped because this consumer
-   * waits for a key frame: after it connected, or after a drop. Not
-   * drops: it could not have used them. */
-  uint64_t frames_skipped_key;
-  uint32_t requested;           /* enum pf_delivery asked for */
-  uint32_t delivery;            /* enum pf_delivery in force */
-  uint32_t demoted;             /* 1: demoted after the reliable timeout */
-  uint32_t reserved;
-} pf_client_stats;
+  typedef struct
+  {
+    uint32_t client_id;
+    int32_t pid;
+    uint32_t uid;
+    uint32_t held;              /* frames held right now */
+    uint64_t frames_sent;
+    uint64_t frames_released;
+    uint64_t frames_dropped;    /* skipped, all reasons (sum of the three below) */
+    uint64_t bytes_sent;        /* frame payload bytes made available */
+    uint64_t dropped_limit;     /* PF_DROP_LIMIT */
+    uint64_t dropped_socket;    /* PF_DROP_SOCKET_FULL */
+    uint64_t dropped_not_ready; /* PF_DROP_NOT_READY */
+    /* Delta frames (GstBuffer DELTA_UNIT) skipped because this consumer
+     * waits for a key frame: after it connected, or after a drop. Not
+     * drops: it could not have used them. */
+    uint64_t frames_skipped_key;
+    uint32_t requested;         /* enum pf_delivery asked for */
+    uint32_t delivery;          /* enum pf_delivery in force */
+    uint32_t demoted;           /* 1: demoted after the reliable timeout */
+    uint32_t reserved;
+  } pf_client_stats;
 
 /* pf_client_event.type
  * Since: 0.1
  */
-enum pf_client_event_type {
-  /* Frames skipped this consumer. Rate-limited: the first drop is reported
-   * at once, later ones at most once per second per consumer, @dropped
-   * counting every drop since the previous report. */
-  PF_CLIENT_EVENT_DROPPED = 1,
-  /* An every-frame consumer blocked pf_producer_wait_ready() past the
-   * reliable timeout and now gets newest-frame delivery (told with a
-   * STREAM, PF_STREAM_DEMOTED). */
-  PF_CLIENT_EVENT_DEMOTED = 2,
-  /* The same, with PF_RELIABLE_TIMEOUT_DISCONNECT: it was disconnected
-   * (client_disconnected follows, error -ETIMEDOUT). */
-  PF_CLIENT_EVENT_TIMED_OUT = 3,
-  /* A consumer's HELLO came while max_clients consumers were connected: it
-   * got a REFUSE (its connect fails with -EUSERS) and was closed. It was
-   * never connected: no client_connected/_disconnected. */
-  PF_CLIENT_EVENT_REFUSED = 4,
-};
+  enum pf_client_event_type
+  {
+    /* Frames skipped this consumer. Rate-limited: the first drop is reported
+     * at once, later ones at most once per second per consumer, @dropped
+     * counting every drop since the previous report. */
+    PF_CLIENT_EVENT_DROPPED = 1,
+    /* An every-frame consumer blocked pf_producer_wait_ready() past the
+     * reliable timeout and now gets newest-frame delivery (told with a
+     * STREAM, PF_STREAM_DEMOTED). */
+    PF_CLIENT_EVENT_DEMOTED = 2,
+    /* The same, with PF_RELIABLE_TIMEOUT_DISCONNECT: it was disconnected
+     * (client_disconnected follows, error -ETIMEDOUT). */
+    PF_CLIENT_EVENT_TIMED_OUT = 3,
+    /* A consumer's HELLO came while max_clients consumers were connected: it
+     * got a REFUSE (its connect fails with -EUSERS) and was closed. It was
+     * never connected: no client_connected/_disconnected. */
+    PF_CLIENT_EVENT_REFUSED = 4,
+  };
 
 /* Since: 0.1 */
-typedef struct {
-  int type;                     /* enum pf_client_event_type */
-  uint32_t client_id;
-  int32_t pid;
-  uint32_t delivery;            /* in force after the event */
-  int reason;                   /* DROPPED: enum pf_drop_reason of the latest */
-  uint64_t dropped;             /* DROPPED: drops since the previous report */
-  uint64_t frames_dropped;      /* this consumer's drops so far, all reasons */
-  uint64_t last_seq;            /* DROPPED: the frame of the latest drop */
-  uint64_t blocked_ns;          /* DEMOTED, TIMED_OUT: how long it blocked */
-  char message[160];            /* one readable sentence */
-} pf_client_event;
+  typedef struct
+  {
+    int type;                   /* enum pf_client_event_type */
+    uint32_t client_id;
+    int32_t pid;
+    uint32_t delivery;          /* in force after the event */
+    int reason;                 /* DROPPED: enum pf_drop_reason of the latest */
+    uint64_t dropped;           /* DROPPED: drops since the previous report */
+    uint64_t frames_dropped;    /* this consumer's drops so far, all reasons */
+    uint64_t last_seq;          /* DROPPED: the frame of the latest drop */
+    uint64_t blocked_ns;        /* DEMOTED, TIMED_OUT: how long it blocked */
+    char message[160];          /* one readable sentence */
+  } pf_client_event;
 
 /* What happens to an every-frame consumer past the reliable timeout.
  * Since: 0.1
  */
-enum pf_reliable_action {
-  PF_RELIABLE_TIMEOUT_DEMOTE = 0,       /* newest frame from then on */
-  PF_RELIABLE_TIMEOUT_DISCONNECT = 1,   /* the connection is closed */
-};
+  enum pf_reliable_action
+  {
+    PF_RELIABLE_TIMEOUT_DEMOTE = 0,     /* newest frame from then on */
+    PF_RELIABLE_TIMEOUT_DISCONNECT = 1, /* the connection is closed */
+  };
 
 #define PF_PRODUCER_DEFAULT_RELIABLE_TIMEOUT_MS 5000
 #define PF_PRODUCER_DEFAULT_LIVE_MAX_LAG_MS 100
@@ -148,38 +155,43 @@ enum pf_reliable_action {
  * segments, even close the producer.
  * Since: 0.1
  */
-typedef struct {
-  /* Every consumer that received the frame released it, or went away.
-   * Called once per published frame that reached at least one consumer,
-   * from the I/O thread or from pf_producer_close(). */
-  void (*frame_released) (void *user_data, void *frame_token);
-  void (*client_connected) (void *user_data, const pf_client_info * info);
-  void (*client_disconnected) (void *user_data, const pf_client_info * info);
-  void *user_data;
-  /* Drops, demotions, reliable timeouts (pf_client_event). Runs on the
-   * thread that saw it: the publisher (after pf_producer_publish() or
-   * pf_producer_wait_ready() unlocked) or the I/O thread. */
-  void (*client_event) (void *user_data, const pf_client_event * event);
-} pf_producer_callbacks;
+  typedef struct
+  {
+    /* Every consumer that received the frame released it, or went away.
+     * Called once per published frame that reached at least one consumer,
+     * from the I/O thread, from pf_producer_close(), or on the thread of
+     * pf_producer_publish() or pf_producer_wait_ready(), which take the
+     * releases consumers published in their release rings before judging
+     * whether they have room. */
+    void (*frame_released) (void *user_data, void *frame_token);
+    void (*client_connected) (void *user_data, const pf_client_info * info);
+    void (*client_disconnected) (void *user_data, const pf_client_info * info);
+    void *user_data;
+    /* Drops, demotions, reliable timeouts (pf_client_event). Runs on the
+     * thread that saw it: the publisher (after pf_producer_publish() or
+     * pf_producer_wait_ready() unlocked) or the I/O thread. */
+    void (*client_event) (void *user_data, const pf_client_event * event);
+  } pf_producer_callbacks;
 
 /* Since: 0.1 */
-typedef struct {
-  const char *socket_path;      /* required; a path, never abstract */
-  unsigned int perms;           /* socket file mode, e.g. 0600 */
-  unsigned int max_client_frames;       /* >= 1 */
-  pf_producer_callbacks callbacks;
-  /* The stream is live (default delivery newest frame) or not (every
-   * frame); pf_producer_set_live() changes it later. */
-  int live;
-  /* How long an every-frame consumer may block pf_producer_wait_ready():
-   * 0: PF_PRODUCER_DEFAULT_RELIABLE_TIMEOUT_MS; -1: no bound (only
-   * pf_producer_set_flushing() ends the wait). */
-  int reliable_timeout_ms;
-  int reliable_action;          /* enum pf_reliable_action */
-  /* Consumers served at once (past the handshake); 0: no limit (up to the
-   * 256 connections of the reference producer). One more is refused. */
-  unsigned int max_clients;
-} pf_producer_config;
+  typedef struct
+  {
+    const char *socket_path;    /* required; a path, never abstract */
+    unsigned int perms;         /* socket file mode, e.g. 0600 */
+    unsigned int max_client_frames;     /* >= 1 */
+    pf_producer_callbacks callbacks;
+    /* The stream is live (default delivery newest frame) or not (every
+     * frame); pf_producer_set_live() changes it later. */
+    int live;
+    /* How long an every-frame consumer may block pf_producer_wait_ready():
+     * 0: PF_PRODUCER_DEFAULT_RELIABLE_TIMEOUT_MS; -1: no bound (only
+     * pf_producer_set_flushing() ends the wait). */
+    int reliable_timeout_ms;
+    int reliable_action;        /* enum pf_reliable_action */
+    /* Consumers served at once (past the handshake); 0: no limit (up to the
+     * 256 connections of the reference producer). One more is refused. */
+    unsigned int max_clients;
+  } pf_producer_config;
 
 /**
  * pf_producer_new:
@@ -190,7 +202,8 @@ typedef struct {
  *
  * Since: 0.1
  */
-PF_API int pf_producer_new (const pf_producer_config * config, pf_producer ** out);
+  PF_API int pf_producer_new (const pf_producer_config * config,
+      pf_producer ** out);
 /**
  * pf_producer_ref:
  *
@@ -198,7 +211,7 @@ PF_API int pf_producer_new (const pf_producer_config * config, pf_producer ** ou
  *
  * Since: 0.1
  */
-PF_API pf_producer *pf_producer_ref (pf_producer * p);
+  PF_API pf_producer *pf_producer_ref (pf_producer * p);
 /**
  * pf_producer_unref:
  *
@@ -207,7 +220,7 @@ PF_API pf_producer *pf_producer_ref (pf_producer * p);
  *
  * Since: 0.1
  */
-PF_API void pf_producer_unref (pf_producer * p);
+  PF_API void pf_producer_unref (pf_producer * p);
 
 /**
  * pf_producer_close:
@@ -221,7 +234,7 @@ PF_API void pf_producer_unref (pf_producer * p);
  *
  * Since: 0.1
  */
-PF_API void pf_producer_close (pf_producer * p);
+  PF_API void pf_producer_close (pf_producer * p);
 
 /**
  * pf_producer_set_caps:
@@ -231,7 +244,7 @@ PF_API void pf_producer_close (pf_producer * p);
  *
  * Since: 0.1
  */
-PF_API int pf_producer_set_caps (pf_producer * p, const char *caps);
+  PF_API int pf_producer_set_caps (pf_producer * p, const char *caps);
 
 /**
  * pf_producer_publish:
@@ -259,9 +272,9 @@ PF_API int pf_producer_set_caps (pf_producer * p, const char *caps);
  *
  * Since: 0.1
  */
-PF_API int pf_producer_publish (pf_producer * p,
-    const pf_producer_frame * frame,
-    pf_segment * const *segments, void *token);
+  PF_API int pf_producer_publish (pf_producer * p,
+      const pf_producer_frame * frame,
+      pf_segment * const *segments, void *token);
 
 /**
  * pf_producer_get_error:
@@ -273,7 +286,7 @@ PF_API int pf_producer_publish (pf_producer * p,
  *
  * Since: 0.1
  */
-PF_API const char *pf_producer_get_error (pf_producer * p);
+  PF_API const char *pf_producer_get_error (pf_producer * p);
 
 /**
  * pf_producer_send_eos:
@@ -282,7 +295,7 @@ PF_API const char *pf_producer_get_error (pf_producer * p);
  *
  * Since: 0.1
  */
-PF_API int pf_producer_send_eos (pf_producer * p);
+  PF_API int pf_producer_send_eos (pf_producer * p);
 
 /**
  * pf_producer_set_live:
@@ -294,7 +307,7 @@ PF_API int pf_producer_send_eos (pf_producer * p);
  *
  * Since: 0.1
  */
-PF_API int pf_producer_set_live (pf_producer * p, int live);
+  PF_API int pf_producer_set_live (pf_producer * p, int live);
 
 /**
  * pf_producer_set_segment:
@@ -305,8 +318,8 @@ PF_API int pf_producer_set_live (pf_producer * p, int live);
  *
  * Since: 0.1
  */
-PF_API int pf_producer_set_segment (pf_producer * p,
-    const pf_stream_segment * segment);
+  PF_API int pf_producer_set_segment (pf_producer * p,
+      const pf_stream_segment * segment);
 
 /**
  * pf_producer_set_reliable_timeout:
@@ -319,8 +332,8 @@ PF_API int pf_producer_set_segment (pf_producer * p,
  *
  * Since: 0.1
  */
-PF_API int pf_producer_set_reliable_timeout (pf_producer * p, int timeout_ms,
-    int action);
+  PF_API int pf_producer_set_reliable_timeout (pf_producer * p, int timeout_ms,
+      int action);
 
 /**
  * pf_producer_set_live_max_lag:
@@ -341,7 +354,7 @@ PF_API int pf_producer_set_reliable_timeout (pf_producer * p, int timeout_ms,
  *
  * Since: 0.1
  */
-PF_API int pf_producer_set_live_max_lag (pf_producer * p, int max_lag_ms);
+  PF_API int pf_producer_set_live_max_lag (pf_producer * p, int max_lag_ms);
 
 /**
  * pf_producer_wait_ready:
@@ -359,7 +372,7 @@ PF_API int pf_producer_set_live_max_lag (pf_producer * p, int max_lag_ms);
  *
  * Since: 0.1
  */
-PF_API int pf_producer_wait_ready (pf_producer * p, int timeout_ms);
+  PF_API int pf_producer_wait_ready (pf_producer * p, int timeout_ms);
 
 /**
  * pf_producer_reclaim_stalled:
@@ -374,7 +387,7 @@ PF_API int pf_producer_wait_ready (pf_producer * p, int timeout_ms);
  *
  * Since: 0.1
  */
-PF_API int pf_producer_reclaim_stalled (pf_producer * p);
+  PF_API int pf_producer_reclaim_stalled (pf_producer * p);
 
 /**
  * pf_producer_set_flushing:
@@ -384,7 +397,7 @@ PF_API int pf_producer_reclaim_stalled (pf_producer * p);
  *
  * Since: 0.1
  */
-PF_API void pf_producer_set_flushing (pf_producer * p, int flushing);
+  PF_API void pf_producer_set_flushing (pf_producer * p, int flushing);
 
 /**
  * pf_producer_get_n_clients:
@@ -394,7 +407,7 @@ PF_API void pf_producer_set_flushing (pf_producer * p, int flushing);
  *
  * Since: 0.1
  */
-PF_API unsigned int pf_producer_get_n_clients (pf_producer * p);
+  PF_API unsigned int pf_producer_get_n_clients (pf_producer * p);
 
 /**
  * pf_producer_get_client_stats:
@@ -403,8 +416,8 @@ PF_API unsigned int pf_producer_get_n_clients (pf_producer * p);
  *
  * Since: 0.1
  */
-PF_API unsigned int pf_producer_get_client_stats (pf_producer * p,
-    pf_client_stats * stats, unsigned int max);
+  PF_API unsigned int pf_producer_get_client_stats (pf_producer * p,
+      pf_client_stats * stats, unsigned int max);
 
 /**
  * pf_producer_get_unsent:
@@ -413,9 +426,9 @@ PF_API unsigned int pf_producer_get_client_stats (pf_producer * p,
  *
  * Since: 0.1
  */
-PF_API uint64_t pf_producer_get_unsent (pf_producer * p);
+  PF_API uint64_t pf_producer_get_unsent (pf_producer * p);
 
 #ifdef __cplusplus
 }
 #endif
-#endif /* __PF_PRODUCER_H__ */
+#endif                          /* __PF_PRODUCER_H__ */

@@ -1,0 +1,112 @@
+/* pinnedflow: the releases a consumer publishes in its release ring,
+ * producer side (plain C, no GLib)
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * A consumer with a frame ring (docs/protocol.md, 3.10) publishes its
+ * releases in the release ring and rings the release doorbell. They are
+ * taken by the I/O thread when the doorbell rings (client_read_releases ()),
+ * and by a publisher before it judges whether the client has room
+ * (client_take_releases (): pf_producer_publish (), _wait_ready (),
+ * _reclaim_stalled ()), so a consumer that released is never dropped or
+ * waited for because the I/O thread has not run yet. The ring's memory
+ * order is pf-ring.c's; each release is checked as a RELEASE message is
+ * (client_handle_release (), pf-producer-client.c).
+ *
+ * Threads and locks: p->lock held; nothing blocks (the doorbell is read
+ * with MSG_DONTWAIT); no user callback (released frames go on the
+ * caller's event_list). Calls go one way: pf-producer.c and
+ * pf-producer-io.c call this file, it calls pf-producer-client.c.
+ */
+#include "pf-producer-private.h"
+#include "pf-doorbell-private.h"
+#include "pf-ring-private.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+/* Rings a consumer may send beyond its releases taken: an honest one
+ * rings once per release, after publishing it, so never more than n
+ * beyond (pf_ring_releases_published ()); the rest is slack, as the
+ * consumer side allows (DOORBELL_DRAIN_MAX, pf-consumer.c). */
+#define RELEASE_RINGS_SLACK 1024u
+
+/* Empties @c's release doorbell in one go (docs/protocol.md, 3.10; issue
+ * 35: reading less left the level-triggered fd readable, the I/O thread
+ * spinning on a consumer that rang without releasing). Reads of up to 256
+ * rings, never blocking, until one comes back short (one recv () per
+ * wake-up for an honest consumer); fails @c once all the rings it sent
+ * pass its releases by more than n + RELEASE_RINGS_SLACK. 1: read; 0: @c
+ * failed. */
+static int
+client_drain_release_doorbell (pf_producer * p, struct client *c)
+{
+  uint64_t most = c->rel_r + c->ring_mask + 1 + RELEASE_RINGS_SLACK;
+  int res;
+
+  for (;;) {
+    res = pf_doorbell_read (c->rel_doorbell, 256);
+    if (res == -EAGAIN)
+      return 1;
+    if (res == 0) {
+      client_fail (p, c, 0, "consumer hung up");
+      return 0;
+    }
+    if (res < 0) {
+      client_fail (p, c, res, "release doorbell: %s", strerror (-res));
+      return 0;
+    }
+    c->rel_rings += (uint64_t) res;
+    if (c->rel_rings > most) {
+      client_fail (p, c, -EPROTO, "release doorbell: rung %" PRIu64
+          " times for %" PRIu64 " releases taken (at most %u more are "
+          "allowed)", c->rel_rings, c->rel_r, c->ring_mask + 1 +
+          RELEASE_RINGS_SLACK);
+      return 0;
+    }
+    /* short: the stream socket was empty (a later ring wakes epoll) */
+    if (res < 256)
+      return 1;
+  }
+}
+
+/* Takes the releases @c published in its release ring, each checked as a
+ * RELEASE message is. The I/O thread calls it after emptying the doorbell
+ * (client_read_releases ()); a publisher calls it as it is, before judging
+ * whether @c has room (issue 35: a consumer that released is not dropped
+ * because the I/O thread has not run yet). */
+void
+client_take_releases (pf_producer * p, struct client *c, struct event_list *ev)
+{
+  uint64_t w;
+
+  if (c->rel == NULL || c->state == CLIENT_DEAD)
+    return;
+  if (pf_ring_releases_published (c->rel, c->ring_mask, c->rel_r, &w) < 0) {
+    client_fail (p, c, -EPROTO, "release ring: %" PRIu64 " releases "
+        "published, %" PRIu64 " taken: more than its %u entries", w,
+        c->rel_r, c->ring_mask + 1);
+    return;
+  }
+  if (w == c->rel_r)
+    return;
+  while (c->rel_r != w && c->state != CLIENT_DEAD) {
+    uint64_t seq = pf_ring_release_get (c->rel, c->ring_mask, c->rel_r);
+
+    c->rel_r++;
+    client_handle_release (p, c, seq, ev);
+  }
+  pf_ring_releases_taken (c->rel, c->rel_r);
+}
+
+/* The doorbell emptied first (a release published after that rings
+ * again, and the fd, level-triggered, wakes us again only then), then the
+ * releases. A doorbell closed at the other end is a hang-up (else it would
+ * stay readable for ever). */
+void
+client_read_releases (pf_producer * p, struct client *c, struct event_list *ev)
+{
+  if (client_drain_release_doorbell (p, c))
+    client_take_releases (p, c, ev);
+}
