@@ -114,8 +114,7 @@ struct devmap
   unsigned int access;
 };
 
-static int
-fail (int err, char *why, size_t why_len, const char *fmt, ...)
+static int fail (int err, char *why, size_t why_len, const char *fmt, ...)
     __attribute__((format (printf, 4, 5)));
 
 /* Records the reason in the thread's text and in @why (if any). */
@@ -333,8 +332,7 @@ pf_device_segment_new (int device, uint64_t size, pf_segment ** out)
   if ((err = drv.MemExportToShareableHandle (&fd, h,
               PF_DEVICE_HANDLE_POSIX_FD, 0)) != 0) {
     res = fail (err == CU_ERROR_NOT_SUPPORTED ? -ENOTSUP : -EIO, NULL, 0,
-        "cuMemExportToShareableHandle failed with %s (%d)", cu_name (err),
-        err);
+        "cuMemExportToShareableHandle failed with %s (%d)", cu_name (err), err);
     goto release;
   }
   if ((m = calloc (1, sizeof (*m))) == NULL) {
@@ -434,8 +432,7 @@ pf_device_segment_import (pf_segment * seg, void *user_data,
       prop.location.id != ordinal) {
     res = fail (-EINVAL, why, why_len, "the fd's memory is not on device %s "
         "(ordinal %d) as announced (%s, device %d)", text, ordinal,
-        err ? cu_name (err) : "properties read", err ? -1 :
-        prop.location.id);
+        err ? cu_name (err) : "properties read", err ? -1 : prop.location.id);
     goto release;
   }
   if ((m = calloc (1, sizeof (*m))) == NULL) {

@@ -44,18 +44,20 @@
 #include <pinnedflow/pf-segment.h>
 
 #ifdef __cplusplus
-extern "C" {
+extern "C"
+{
 #endif
 
 /* pf_device_segment_get_access(): what this process's mapping allows its
  * device (the driver's CU_MEM_ACCESS_FLAGS_PROT_* values).
  * Since: 0.1
  */
-enum pf_device_access {
-  PF_DEVICE_ACCESS_NONE = 0,
-  PF_DEVICE_ACCESS_READ = 1,
-  PF_DEVICE_ACCESS_READWRITE = 3,
-};
+  enum pf_device_access
+  {
+    PF_DEVICE_ACCESS_NONE = 0,
+    PF_DEVICE_ACCESS_READ = 1,
+    PF_DEVICE_ACCESS_READWRITE = 3,
+  };
 
 /**
  * pf_device_segment_new:
@@ -74,8 +76,8 @@ enum pf_device_access {
  *
  * Since: 0.1
  */
-PF_API int pf_device_segment_new (int device, uint64_t size,
-    pf_segment ** out);
+  PF_API int pf_device_segment_new (int device, uint64_t size,
+      pf_segment ** out);
 
 /**
  * pf_device_segment_import:
@@ -89,8 +91,8 @@ PF_API int pf_device_segment_new (int device, uint64_t size,
  *
  * Since: 0.1
  */
-PF_API int pf_device_segment_import (pf_segment * seg, void *user_data,
-    uint64_t * device_base, char *why, size_t why_len);
+  PF_API int pf_device_segment_import (pf_segment * seg, void *user_data,
+      uint64_t * device_base, char *why, size_t why_len);
 
 /**
  * pf_device_consumer_enable:
@@ -101,7 +103,7 @@ PF_API int pf_device_segment_import (pf_segment * seg, void *user_data,
  *
  * Since: 0.1
  */
-PF_API int pf_device_consumer_enable (pf_consumer * c);
+  PF_API int pf_device_consumer_enable (pf_consumer * c);
 
 /**
  * pf_device_segment_get_ptr:
@@ -111,7 +113,7 @@ PF_API int pf_device_consumer_enable (pf_consumer * c);
  *
  * Since: 0.1
  */
-PF_API uint64_t pf_device_segment_get_ptr (pf_segment * seg);
+  PF_API uint64_t pf_device_segment_get_ptr (pf_segment * seg);
 
 /**
  * pf_device_segment_get_access:
@@ -121,7 +123,7 @@ PF_API uint64_t pf_device_segment_get_ptr (pf_segment * seg);
  *
  * Since: 0.1
  */
-PF_API unsigned int pf_device_segment_get_access (pf_segment * seg);
+  PF_API unsigned int pf_device_segment_get_access (pf_segment * seg);
 
 /**
  * pf_device_segment_get_ordinal:
@@ -131,7 +133,7 @@ PF_API unsigned int pf_device_segment_get_access (pf_segment * seg);
  *
  * Since: 0.1
  */
-PF_API int pf_device_segment_get_ordinal (pf_segment * seg);
+  PF_API int pf_device_segment_get_ordinal (pf_segment * seg);
 
 /**
  * pf_device_segment_error:
@@ -141,9 +143,9 @@ PF_API int pf_device_segment_get_ordinal (pf_segment * seg);
  *
  * Since: 0.1
  */
-PF_API const char *pf_device_segment_error (void);
+  PF_API const char *pf_device_segment_error (void);
 
 #ifdef __cplusplus
 }
 #endif
-#endif /* __PF_DEVICE_SEGMENT_H__ */
+#endif                          /* __PF_DEVICE_SEGMENT_H__ */
