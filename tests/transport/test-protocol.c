@@ -222,8 +222,11 @@ test_hello (void)
   len = pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0);
   put32 (28, 3);
   CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTO);
-  put32 (28, 1u << 4);
+  put32 (28, 1u << 5);
   CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTO);
+  /* bit 4: it takes device segments (issue 32, protocol.md 3.11) */
+  put32 (28, PF_HELLO_DEVICE_SEGMENTS | 1);
+  CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, 0);
   /* ... and the frame ring flags: socketpair doorbells (issue 26), and the
    * retired eventfd ring of issue 13, still accepted (answered without a
    * ring) */
