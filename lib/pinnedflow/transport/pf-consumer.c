@@ -180,8 +180,7 @@ handle_frame (pf_consumer * c, pf_event * ev)
     /* a device segment: the device address (no host mapping) */
     ev->data[i] = pf_segment_get_device (s[i]->seg) != NULL ?
         (const void *) (uintptr_t) (s[i]->device_base + f->chunks[i].offset) :
-        (const uint8_t *) pf_segment_get_base (s[i]->seg) +
-        f->chunks[i].offset;
+        (const uint8_t *) pf_segment_get_base (s[i]->seg) + f->chunks[i].offset;
   }
   return 1;
 }

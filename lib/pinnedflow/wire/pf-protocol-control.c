@@ -178,8 +178,7 @@ device_segment_check (const struct pf_msg_device_segment_add *m)
       (g & (g - 1)) != 0)
     return pf_msg_fail (-EPROTO, "DEVICE_SEGMENT_ADD: segment %" PRIu64
         ": granularity %" PRIu64 " (a power of two, %u..%" PRIu64 ")",
-        m->segment_id, g, PF_DEVICE_GRANULARITY_MIN,
-        PF_DEVICE_GRANULARITY_MAX);
+        m->segment_id, g, PF_DEVICE_GRANULARITY_MIN, PF_DEVICE_GRANULARITY_MAX);
   if (m->size == 0 || m->size > PF_DEVICE_SEGMENT_MAX || m->size % g != 0)
     return pf_msg_fail (-EPROTO, "DEVICE_SEGMENT_ADD: segment %" PRIu64
         ": size %" PRIu64 " (a non-zero multiple of the granularity %"
@@ -300,13 +299,11 @@ parse_hello (const void *buf, size_t len, const struct pf_msg_header *h,
   if (m->role == PF_ROLE_PRODUCER && m->flags != 0)
     return pf_msg_fail (-EPROTO, "HELLO: producer flags 0x%x, must be 0",
         m->flags);
-  if (m->role == PF_ROLE_CONSUMER
-      && ((m->flags & ~PF_HELLO_CONSUMER_FLAGS)
+  if (m->role == PF_ROLE_CONSUMER && ((m->flags & ~PF_HELLO_CONSUMER_FLAGS)
           || (m->flags & PF_HELLO_DELIVERY_MASK) > PF_DELIVERY_NEWEST_FRAME))
     return pf_msg_fail (-EPROTO,
         "HELLO: consumer flags 0x%x (a delivery 0..2 "
-        "and the FRAME_RING and DEVICE_SEGMENTS bits, nothing else)",
-        m->flags);
+        "and the FRAME_RING and DEVICE_SEGMENTS bits, nothing else)", m->flags);
   if (m->role == PF_ROLE_PRODUCER && m->max_held == 0)
     return pf_msg_fail (-EPROTO, "HELLO: producer announces max_held 0");
   if (m->role == PF_ROLE_PRODUCER && m->session_id == 0)
