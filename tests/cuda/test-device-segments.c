@@ -225,9 +225,10 @@ consumer_main (const char *path, int mode, int expect, int signal_fd)
   pf_consumer *c = NULL;
   void *ctx = NULL;
   int fds0, seen = 0, held = 0, res;
-  pf_event ev;
+  pf_event ev, last;
 
   CHECK (want && got);
+  memset (&last, 0, sizeof (last));
   if (mode == NO_SUCH_DEVICE)
     setenv ("PFEMU_DEVICE_COUNT", "1", 1);      /* the producer's is 1 of 2 */
   if (mode == READ_ALL || mode == HOLD_THEN_WAIT || mode == NO_SUCH_DEVICE)
@@ -283,6 +284,12 @@ consumer_main (const char *path, int mode, int expect, int signal_fd)
       }
       continue;
     }
+    if (mode == READ_ALL && seen == expect) {
+      /* the last one stays held while the producer drops its segment */
+      last = ev;
+      memset (&ev, 0, sizeof (ev));
+      continue;
+    }
     CHECK_INT (pf_consumer_release (c, ev.frame.seq), ==, 0);
     pf_consumer_event_clear (&ev);
   }
@@ -301,6 +308,14 @@ consumer_main (const char *path, int mode, int expect, int signal_fd)
     CHECK_INT (skipped, ==, 0);
   }
   if (mode == READ_ALL) {
+    /* The producer removed the segment (SEGMENT_REMOVE came before the
+     * EOS) and dropped its own mapping: ours stays, with the bytes, while
+     * the frame we hold uses it. */
+    check_vmm (1, 1, 1);
+    pattern (want, FRAME, last.frame.seq);
+    CHECK_INT (cuMemcpyDtoH (got, (CUdeviceptr) (uintptr_t) last.data[0],
+            FRAME), ==, 0);
+    CHECK (memcmp (want, got, FRAME) == 0);
     /* our mapping is read-only: a write faults (and leaves the context
      * sticky: cleared, so that the teardown below can run) */
     CHECK (last_ptr != 0);
@@ -308,7 +323,21 @@ consumer_main (const char *path, int mode, int expect, int signal_fd)
     CHECK_INT (emu_query ("vmm.faults"), ==, 1);
     emu_reset ();
     CHECK_INT (cuCtxSetCurrent (ctx), ==, 0);
-    check_vmm (1, 1, 1);
+    /* the last frame lets go: unmapped, range freed, handle released,
+     * with the connection still up */
+    CHECK_INT (pf_consumer_release (c, last.frame.seq), ==, 0);
+    pf_consumer_event_clear (&last);
+    check_vmm (1, 1, 1);        /* the receiving thread unmaps it ... */
+    CHECK_INT (pf_consumer_receive (c, 0, &ev), ==, 0);
+    check_vmm (0, 0, 0);        /* ... at its next receive */
+    {
+      uint64_t bytes = 1;
+      uint32_t count = 1;
+
+      pf_consumer_get_mapped (c, &bytes, &count);
+      CHECK_INT (count, ==, 0);
+      CHECK_INT (bytes, ==, 0);
+    }
   }
   pf_consumer_unref (c);
   if (ctx != NULL)
@@ -391,14 +420,23 @@ case_frames (const char *dir, int kill_it)
     /* everything it held comes back */
     WAIT_FOR (atomic_load (&st.released) == SLOTS);
   } else {
+    /* the consumer holds the last frame: drop the segment under it (its
+     * SEGMENT_REMOVE goes out; our mapping goes now, the consumer's stays
+     * until it releases) */
+    WAIT_FOR (atomic_load (&st.released) == n - 1);
+    pf_segment_unref (seg);
+    seg = NULL;
+    check_vmm (0, 0, 0);
     CHECK_INT (pf_producer_send_eos (p), >=, 0);
     check_child (pid, 0);
     WAIT_FOR (atomic_load (&st.released) == n);
   }
   pf_producer_close (p);
   pf_producer_unref (p);
-  check_vmm (1, 1, 1);
-  pf_segment_unref (seg);
+  if (seg != NULL) {
+    check_vmm (1, 1, 1);
+    pf_segment_unref (seg);
+  }
   check_vmm (0, 0, 0);
   CHECK_INT (pf_test_count_fds (), ==, fds0);
   close (sig[0]);

@@ -166,6 +166,8 @@ int consumer_fail (pf_consumer * c, int err, const char *fmt, ...)
 /* Drops the segment table, the retired segments included (frames out
  * keep their own references). */
 void consumer_drop_segments (pf_consumer * c);
+/* Drops the removed segments no frame uses any more (receive thread). */
+void consumer_prune_retired (pf_consumer * c);
 /* Fills in the defaults of a budget's zero fields. */
 void consumer_budget_fill_defaults (pf_consumer_budget * b);
 /* The announced segment of wire id @wire_id, or NULL. */

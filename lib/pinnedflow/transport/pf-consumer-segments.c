@@ -50,16 +50,13 @@ consumer_drop_segments (pf_consumer * c)
   free_list (&c->retired);
 }
 
-/* What this connection keeps mapped: the announced segments, and the
- * removed ones that frames still use. Retired segments only we hold are
- * dropped on the way (nobody else can take a reference to them). */
-static void
-mapped_total (pf_consumer * c, uint64_t * bytes, uint32_t * count)
+/* Drops the retired segments only we hold (nobody else can take a
+ * reference to them): unmapped now (a device segment's mapping with it). */
+void
+consumer_prune_retired (pf_consumer * c)
 {
   struct cseg **l, *s;
 
-  *bytes = 0;
-  *count = 0;
   for (l = &c->retired; (s = *l) != NULL;) {
     if (pf_segment_get_refcount (s->seg) == 1) {
       *l = s->next;
@@ -67,9 +64,23 @@ mapped_total (pf_consumer * c, uint64_t * bytes, uint32_t * count)
       free (s);
       continue;
     }
+    l = &s->next;
+  }
+}
+
+/* What this connection keeps mapped: the announced segments, and the
+ * removed ones that frames still use (the others pruned on the way). */
+static void
+mapped_total (pf_consumer * c, uint64_t * bytes, uint32_t * count)
+{
+  struct cseg *s;
+
+  *bytes = 0;
+  *count = 0;
+  consumer_prune_retired (c);
+  for (s = c->retired; s != NULL; s = s->next) {
     *bytes += pf_segment_get_size (s->seg);
     (*count)++;
-    l = &s->next;
   }
   for (s = c->segs; s != NULL; s = s->next) {
     *bytes += pf_segment_get_size (s->seg);

@@ -666,6 +666,10 @@ pf_consumer_receive (pf_consumer * c, int timeout_ms, pf_event * ev)
   memset (ev->segments, 0, sizeof (ev->segments));
   memset (ev->data, 0, sizeof (ev->data));
   memset (&ev->stream, 0, sizeof (ev->stream));
+  /* removed segments whose last frame was released since: unmapped now,
+   * not at the next SEGMENT_ADD (a device segment's mapping with them) */
+  if (c->retired != NULL)
+    consumer_prune_retired (c);
   res = receive_event (c, timeout_ms, ev);
   if (res != 1 || ev->type != PF_EVENT_FRAME)
     memset (&ev->frame, 0, sizeof (ev->frame));
