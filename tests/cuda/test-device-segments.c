@@ -585,7 +585,7 @@ static int
 case_hostile (void)
 {
   struct pf_msg_device_segment_add m;
-  pf_segment *seg = NULL;
+  pf_segment *seg = NULL, *bad_seg = NULL;
   forged f;
   pf_event ev;
   struct pf_msg_frame fr;
@@ -642,6 +642,36 @@ case_hostile (void)
   /* to a consumer that did not ask */
   m = dmsg_of (seg, 5);
   expect_refused (&m, fd, 0, "did not ask");
+  check_vmm (1, 1, 1);
+  CHECK_INT (pf_test_count_fds (), ==, fds0);
+
+  /* a producer asking for what is not there */
+  CHECK_INT (pf_device_segment_new (7, MIB, &bad_seg), ==, -ENODEV);
+  CHECK (strstr (pf_device_segment_error (), "no CUDA device 7") != NULL);
+  CHECK (bad_seg == NULL);
+  CHECK_INT (pf_device_segment_new (0, 0, &bad_seg), ==, -EINVAL);
+  /* a driver without virtual memory (PFEMU_VMM, read at each call): the
+   * producer cannot make device segments, a consumer refuses them (not a
+   * protocol error: its frames are skipped) */
+  setenv ("PFEMU_VMM", "0", 1);
+  CHECK_INT (pf_device_segment_new (0, MIB, &bad_seg), ==, -ENOTSUP);
+  CHECK (strstr (pf_device_segment_error (), "cannot share") != NULL);
+  forged_start (&f, 1);
+  m = dmsg_of (seg, 9);
+  CHECK_INT (pf_test_send_fds (f.peer, f.buf,
+          pf_msg_write_device_segment_add (f.buf, &m), &fd, 1), ==, 0);
+  CHECK_INT (pf_test_send_fds (f.peer, f.buf, pf_msg_write_eos (f.buf), NULL,
+          0), ==, 0);
+  do {
+    res = pf_consumer_receive (f.c, 5000, &ev);
+    CHECK_MSG (res == 1, "receive %d: %s", res, pf_consumer_get_error (f.c));
+  } while (ev.type == PF_EVENT_STREAM);
+  CHECK_INT (ev.type, ==, PF_EVENT_EOS);
+  CHECK_MSG (strstr (pf_consumer_get_device_stats (f.c, NULL, NULL),
+          "cannot import virtual memory") != NULL, "%s",
+      pf_consumer_get_device_stats (f.c, NULL, NULL));
+  forged_stop (&f);
+  setenv ("PFEMU_VMM", "1", 1);
   check_vmm (1, 1, 1);
   CHECK_INT (pf_test_count_fds (), ==, fds0);
 

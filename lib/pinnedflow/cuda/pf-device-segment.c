@@ -276,6 +276,18 @@ map_handle (cu_handle h, size_t size, size_t g, int ordinal, int access,
   return 0;
 }
 
+/* Attributes 102 and 103: virtual memory management and POSIX-fd handles
+ * (a container or VM may refuse them on a real GPU). */
+static int
+vmm_supported (int dev)
+{
+  int vmm = 0, posix = 0;
+
+  return drv.DeviceGetAttribute (&vmm, CU_ATTR_VMM_SUPPORTED, dev) == 0 &&
+      drv.DeviceGetAttribute (&posix, CU_ATTR_POSIX_FD_SUPPORTED, dev) == 0 &&
+      vmm && posix;
+}
+
 static cu_prop
 prop_for (int ordinal)
 {
@@ -297,7 +309,7 @@ pf_device_segment_new (int device, uint64_t size, pf_segment ** out)
   struct devmap *m = NULL;
   cu_handle h = 0;
   size_t g = 0, rounded;
-  int cu_dev, vmm = 0, posix = 0, fd = -1, err, res;
+  int cu_dev, fd = -1, err, res;
 
   if (out == NULL)
     return fail (-EINVAL, NULL, 0, "no out argument");
@@ -310,12 +322,9 @@ pf_device_segment_new (int device, uint64_t size, pf_segment ** out)
   if ((err = drv.DeviceGet (&cu_dev, device)) != 0)
     return fail (-ENODEV, NULL, 0, "no CUDA device %d: cuDeviceGet failed "
         "with %s (%d)", device, cu_name (err), err);
-  if (drv.DeviceGetAttribute (&vmm, CU_ATTR_VMM_SUPPORTED, cu_dev) != 0 ||
-      drv.DeviceGetAttribute (&posix, CU_ATTR_POSIX_FD_SUPPORTED, cu_dev) != 0
-      || !vmm || !posix)
+  if (!vmm_supported (cu_dev))
     return fail (-ENOTSUP, NULL, 0, "CUDA device %d cannot share virtual "
-        "memory as a POSIX fd (virtual memory management %d, POSIX-fd "
-        "handles %d)", device, vmm, posix);
+        "memory as a POSIX fd (device attributes 102 and 103)", device);
   memset (&dev, 0, sizeof (dev));
   if ((err = drv.DeviceGetUuid (dev.uuid, cu_dev)) != 0)
     return fail (-EIO, NULL, 0, "cuDeviceGetUuid failed with %s (%d)",
@@ -420,6 +429,9 @@ pf_device_segment_import (pf_segment * seg, void *user_data,
   if ((ordinal = find_device (dev->uuid, &n_devices)) < 0)
     return fail (-ENODEV, why, why_len, "no CUDA device with UUID %s in "
         "this process (%d devices)", text, n_devices);
+  if (!vmm_supported (ordinal))
+    return fail (-ENODEV, why, why_len, "CUDA device %s (ordinal %d) cannot "
+        "import virtual memory from a POSIX fd", text, ordinal);
   if ((err = drv.MemImportFromShareableHandle (&h,
               (void *) (intptr_t) pf_segment_get_fd (seg),
               PF_DEVICE_HANDLE_POSIX_FD)) != 0)

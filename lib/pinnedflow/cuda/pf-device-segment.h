@@ -86,8 +86,9 @@ extern "C"
  * a producer announced and maps it read-only for the device with its
  * UUID, or read-write where the driver refuses a read-only mapping
  * (pf_device_segment_get_access() says which); @user_data is unused.
- * Returns -ENODEV (no driver, no device with that UUID) or -EINVAL (the
- * fd is no such memory), with the reason in @why.
+ * Returns -ENODEV (no driver, no device with that UUID, or that device
+ * cannot import virtual memory as a POSIX fd) or -EINVAL (the fd is no
+ * such memory), with the reason in @why.
  *
  * Since: 0.1
  */
