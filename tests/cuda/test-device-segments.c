@@ -102,6 +102,7 @@ cuda_up (int device)
 static void
 check_vmm (long handles, long reservations, long mappings)
 {
+  CHECK_INT (pf_device_segment_teardown_errors (), ==, 0);
   CHECK_INT (emu_query ("live.vmm.handles"), ==, handles);
   CHECK_INT (emu_query ("live.vmm.reservations"), ==, reservations);
   CHECK_INT (emu_query ("live.vmm.mappings"), ==, mappings);

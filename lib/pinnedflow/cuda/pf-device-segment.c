@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,7 @@ static char drv_why[256];
 static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
 
 static __thread char last_error[320];
+static atomic_uint_fast64_t teardown_errors;
 
 /* The key of our mapping among a segment's attachments. */
 static const char devmap_key = 0;
@@ -219,11 +221,19 @@ devmap_undo (struct devmap *m)
 {
   /* the driver's order: the mapping, the range, then the handle (the
    * memory lives until the last of them goes) */
-  if (drv.MemUnmap (m->va, m->size) != 0 ||
-      drv.MemAddressFree (m->va, m->size) != 0)
-    fprintf (stderr, "pinnedflow: unmapping a device segment failed\n");
-  if (drv.MemRelease (m->handle) != 0)
-    fprintf (stderr, "pinnedflow: releasing a device segment failed\n");
+  int bad = drv.MemUnmap (m->va, m->size) != 0;
+
+  bad += drv.MemAddressFree (m->va, m->size) != 0;
+  bad += drv.MemRelease (m->handle) != 0;
+  /* nobody to tell in a destroy notify: counted (tests read it) */
+  if (bad)
+    atomic_fetch_add (&teardown_errors, (uint64_t) bad);
+}
+
+uint64_t
+pf_device_segment_teardown_errors (void)
+{
+  return atomic_load (&teardown_errors);
 }
 
 static void

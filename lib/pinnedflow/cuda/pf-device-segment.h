@@ -137,6 +137,17 @@ extern "C"
   PF_API int pf_device_segment_get_ordinal (pf_segment * seg);
 
 /**
+ * pf_device_segment_teardown_errors:
+ *
+ * Returns: how many driver calls undoing a mapping (cuMemUnmap,
+ * cuMemAddressFree, cuMemRelease, when a device segment died) failed in
+ * this process so far: a destroy notify has nobody to tell.
+ *
+ * Since: 0.1
+ */
+PF_API uint64_t pf_device_segment_teardown_errors (void);
+
+/**
  * pf_device_segment_error:
  *
  * Returns: why the calling thread's last pf_device_segment_new() or
