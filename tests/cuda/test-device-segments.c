@@ -582,8 +582,54 @@ expect_refused (const struct pf_msg_device_segment_add *m, int fd, int want,
   forged_stop (&f);
 }
 
+/* A producer refuses to publish frames in a device segment its consumers
+ * would refuse (the encoder's rules, checked once per segment). */
+static void
+bad_device_publish (const char *dir)
+{
+  pf_segment_device dev;
+  pf_producer_frame fr;
+  pf_segment *seg = NULL;
+  pf_producer *p;
+  prod_state st;
+  char path[300];
+  int fd;
+
+  memset (&st, 0, sizeof (st));
+  snprintf (path, sizeof (path), "%s/bad", dir);
+  p = producer_up (path, &st);
+  memset (&dev, 0, sizeof (dev));
+  dev.granularity = 2048;       /* under the wire's 4096 */
+  dev.handle_type = PF_DEVICE_HANDLE_POSIX_FD;
+  memcpy (dev.uuid, "pfemu-device-000", 16);
+  fd = pf_test_memfd (65536, 1);
+  CHECK (fd >= 0);
+  CHECK_INT (pf_segment_new_device (fd, 65536, &dev, &seg), ==, 0);
+  memset (&fr, 0, sizeof (fr));
+  fr.n_chunks = 1;
+  fr.chunks[0].segment_id = pf_segment_get_id (seg);
+  fr.chunks[0].size = 4096;
+  fr.pts = fr.dts = fr.duration = fr.clock_pts = PF_TIME_NONE;
+  fr.offset = fr.offset_end = UINT64_MAX;
+  CHECK_INT (pf_producer_publish (p, &fr, &seg, NULL), ==, -EINVAL);
+  CHECK_MSG (strstr (pf_producer_get_error (p), "granularity 2048") != NULL,
+      "%s", pf_producer_get_error (p));
+  pf_segment_unref (seg);
+  /* pf_segment_new_device's own rules */
+  dev.granularity = 3 << 12;
+  CHECK_INT (pf_segment_new_device (0, 65536, &dev, &seg), ==, -EINVAL);
+  dev.granularity = 4096;
+  CHECK_INT (pf_segment_new_device (0, 4096 + 1, &dev, &seg), ==, -EINVAL);
+  dev.handle_type = 2;
+  CHECK_INT (pf_segment_new_device (0, 4096, &dev, &seg), ==, -EINVAL);
+  CHECK_INT (pf_segment_new_device (-1, 4096, &dev, &seg), ==, -EINVAL);
+  CHECK (seg == NULL);
+  pf_producer_close (p);
+  pf_producer_unref (p);
+}
+
 static int
-case_hostile (void)
+case_hostile (const char *dir)
 {
   struct pf_msg_device_segment_add m;
   pf_segment *seg = NULL, *bad_seg = NULL;
@@ -615,6 +661,9 @@ case_hostile (void)
   m = dmsg_of (seg, 5);
   m.handle_type = 2;
   CHECK (pf_msg_write_device_segment_add (f.buf, &m) == 0);
+
+  bad_device_publish (dir);
+  CHECK_INT (pf_test_count_fds (), ==, fds0);
 
   /* a plain memfd, sealed as a host segment is: no CUDA handle */
   memfd = pf_test_memfd (4 * MIB, 1);
@@ -741,7 +790,7 @@ main (int argc, char **argv)
   else if (strcmp (argv[1], "skip") == 0)
     res = case_skip (dir);
   else if (strcmp (argv[1], "hostile") == 0)
-    res = case_hostile ();
+    res = case_hostile (dir);
   pf_test_kill_children ();
   pf_test_remove_tree (dir);
   if (res == 0)

@@ -361,8 +361,9 @@ PF_API void pf_consumer_get_stream (pf_consumer * c, pf_stream_info * info);
  * %PF_CONSUMER_OPTION_DEVICE_SEGMENTS). Call it before the first
  * pf_consumer_receive(), from the receiving thread, as the budget. A FRAME
  * event's chunk in a device segment has the device address of its first
- * byte in data[] and pf_segment_get_device (segments[i]) not NULL; a
- * chunk in a host segment has NULL there.
+ * byte in data[] (never to be read from the host) and
+ * pf_segment_get_device (segments[i]) not NULL; for a chunk in a host
+ * segment pf_segment_get_device() returns NULL.
  *
  * Returns: 0, or -EINVAL (@c NULL).
  *

@@ -135,6 +135,10 @@ pseg_create (pf_segment * seg, void *user_data, int *err)
   s->id = pf_segment_get_id (seg);
   s->size = pf_segment_get_size (seg);
   if (pseg_describe_device (s, seg) < 0) {
+    /* what a consumer would have refused, in its words */
+    pthread_mutex_lock (&p->lock);
+    snprintf (p->error, sizeof (p->error), "%s", pf_msg_error ());
+    pthread_mutex_unlock (&p->lock);
     close (s->fd);
     free (s);
     *err = -EINVAL;
