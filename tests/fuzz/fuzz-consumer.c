@@ -12,7 +12,9 @@
  * newest-frame consumer then skips stale FRAMEs). After each packet the
  * consumer (a version-2 one, pf_consumer_new_from_fd_with(): STREAM events,
  * the delivery the producer's STREAMs say) is drained; every frame's chunks
- * are read end to end and released (or kept). Oracle: no crash, no SIGBUS, held frames stay readable after a
+ * are read end to end and released (or kept). The consumer asks for device
+ * segments (DEVICE_SEGMENT_ADD) but has no import function: it keeps them
+ * refused and releases their frames unseen. Oracle: no crash, no SIGBUS, held frames stay readable after a
  * failure, and after the consumer is gone no fd and no segment is left.
  */
 #include <pinnedflow/pf-consumer.h>
@@ -131,6 +133,9 @@ int
 LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
 {
   static uint8_t hello[64], release[PF_MAX_MSG_SIZE];
+  static const pf_consumer_options device_opts = {
+    .flags = PF_CONSUMER_OPTION_DEVICE_SEGMENTS
+  };
   int fds0 = pf_test_count_fds (), segs0 = pf_segment_count_live (), sv[2];
   pf_consumer *c = NULL;
   size_t pos = 0;
@@ -139,7 +144,10 @@ LLVMFuzzerTestOneInput (const uint8_t * data, size_t size)
     abort ();
   send_packet (sv[1], hello, pf_msg_write_hello (hello, PF_ROLE_PRODUCER, 4,
           1), 0);
-  if (pf_consumer_new_from_fd_with (sv[0], 1000, NULL, &c) < 0)
+  /* device segments asked for, imported by nobody (a consumer without
+   * CUDA): DEVICE_SEGMENT_ADDs are parsed and kept refused, their frames
+   * released unseen */
+  if (pf_consumer_new_from_fd_with (sv[0], 1000, &device_opts, &c) < 0)
     abort ();
   /* Discard the consumer's HELLO. */
   if (recv (sv[1], hello, sizeof (hello), 0) != 40)

@@ -40,6 +40,10 @@ check_roundtrip (const uint8_t * data, size_t size, const struct pf_msg *m)
       n = pf_msg_write_segment_add (out, m->u.segment_add.segment_id,
           m->u.segment_add.size);
       break;
+    case PF_MSG_DEVICE_SEGMENT_ADD:
+      /* the checked encoder: it must accept what the parser accepted */
+      n = pf_msg_write_device_segment_add (out, &m->u.device_segment_add);
+      break;
     case PF_MSG_SEGMENT_REMOVE:
       n = pf_msg_write_segment_remove (out, m->u.segment_remove.segment_id);
       break;

@@ -147,6 +147,31 @@ parse_corpus (void)
   frame_init (&f, 1, 1, 1, UINT64_MAX - 4, 8);
   n = pf_msg_write_frame (buf, &f);
   write_file ("parse", "frame-overflow", buf, n);
+  {
+    struct pf_msg_device_segment_add d = {.segment_id = 3,.size = 4 << 20,
+      .granularity = 2 << 20,.handle_type = PF_DEVICE_HANDLE_POSIX_FD
+    };
+
+    memcpy (d.device_uuid, "pfemu-device-000", 16);
+
+    n = pf_msg_write_device_segment_add (buf, &d);
+    write_file ("parse", "device-segment-add", buf, n);
+    put32 (buf, 32, 3 << 20);   /* granularity: no power of two */
+    write_file ("parse", "device-segment-add-granularity", buf, n);
+    put32 (buf, 32, 0);
+    put32 (buf, 36, 1);         /* granularity 4 GiB: over the bound */
+    write_file ("parse", "device-segment-add-granularity-huge", buf, n);
+    d.size = 5 << 20;
+    n = pf_msg_write_device_segment_add_unchecked (buf, &d);
+    write_file ("parse", "device-segment-add-size", buf, n);
+    d.size = 4 << 20;
+    memset (d.device_uuid, 0, sizeof (d.device_uuid));
+    n = pf_msg_write_device_segment_add_unchecked (buf, &d);
+    write_file ("parse", "device-segment-add-zero-uuid", buf, n);
+    n = pf_msg_write_hello_full (buf, PF_PROTOCOL_VERSION, PF_ROLE_CONSUMER,
+        0, PF_HELLO_DEVICE_SEGMENTS | PF_HELLO_FRAME_RING, 0);
+    write_file ("parse", "hello-consumer-device", buf, n);
+  }
   n = pf_msg_write_eos (buf);
   write_file ("parse", "eos", buf, n);
   n = pf_msg_write_release (buf, 42);
@@ -242,6 +267,34 @@ consumer_corpus (void)
   flush ("seq-repeat");
   rec (buf, pf_msg_write_release (buf, 1), 0);
   flush ("release-from-producer");
+
+  /* Device segments (the fuzzed consumer imports none: refused, their
+   * frames released unseen) beside a host segment. */
+  {
+    struct pf_msg_device_segment_add d = {.segment_id = 7,.size = 65536,
+      .granularity = 4096,.handle_type = PF_DEVICE_HANDLE_POSIX_FD
+    };
+
+    memcpy (d.device_uuid, "pfemu-device-000", 16);
+
+    rec (buf, pf_msg_write_segment_add (buf, 1, 65536), 1);
+    rec (buf, pf_msg_write_device_segment_add (buf, &d), 1);
+    for (i = 1; i <= 4; i++) {
+      frame_init (&f, i, 0, i % 2 ? 7 : 1, (uint64_t) i * 4096, 4096);
+      rec_frame (&f, 0);
+    }
+    rec (buf, pf_msg_write_segment_remove (buf, 7), 0);
+    rec (buf, pf_msg_write_eos (buf), 0);
+    flush ("device-session");
+    rec (buf, pf_msg_write_device_segment_add (buf, &d), 0);
+    flush ("device-no-fd");
+    rec (buf, pf_msg_write_device_segment_add (buf, &d), 4);
+    flush ("device-pipe");
+    rec (buf, pf_msg_write_device_segment_add (buf, &d), 1);
+    frame_init (&f, 1, 0, 7, 65000, 1000);
+    rec_frame (&f, 0);
+    flush ("device-chunk-outside");
+  }
 
   /* Version 2: a non-live stream with its segment, every frame. */
   rec (buf, pf_msg_write_stream (buf, &stream_every), 0);

@@ -222,8 +222,11 @@ test_hello (void)
   len = pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0);
   put32 (28, 3);
   CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTO);
-  put32 (28, 1u << 4);
+  put32 (28, 1u << 5);
   CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTO);
+  /* bit 4: it takes device segments (issue 32, protocol.md 3.11) */
+  put32 (28, PF_HELLO_DEVICE_SEGMENTS | 1);
+  CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, 0);
   /* ... and the frame ring flags: socketpair doorbells (issue 26), and the
    * retired eventfd ring of issue 13, still accepted (answered without a
    * ring) */
@@ -266,6 +269,81 @@ test_segment (void)
   CHECK_INT (pf_msg_parse (buf, len, 1, &msg), ==, -EPROTO);
   len = pf_msg_write_segment_remove (buf, 0);
   CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTO);
+}
+
+/* DEVICE_SEGMENT_ADD (issue 32, protocol.md 3.11): exactly one fd; the
+ * checked encoder and the parser apply the same rules (granularity a power
+ * of two in 4 KiB..1 GiB, size a non-zero multiple of it up to 1 TiB,
+ * handle type 1, flags 0, a UUID), each refusal says why. */
+static void
+test_device_segment (void)
+{
+  struct pf_msg_device_segment_add d, bad;
+  size_t len;
+  unsigned int i;
+
+  memset (&d, 0, sizeof (d));
+  d.segment_id = 3;
+  d.size = 4 << 20;
+  d.granularity = 2 << 20;
+  d.handle_type = PF_DEVICE_HANDLE_POSIX_FD;
+  memcpy (d.device_uuid, "0123456789abcdef", 16);
+  len = pf_msg_write_device_segment_add (buf, &d);
+  CHECK_INT (len, ==, 64);
+  CHECK_INT (pf_msg_parse (buf, len, 0, &msg), ==, -EPROTO);
+  CHECK_INT (pf_msg_parse (buf, len, 2, &msg), ==, -EPROTO);
+  CHECK_INT (pf_msg_parse (buf, len, 1, &msg), ==, 0);
+  CHECK_INT (msg.type, ==, PF_MSG_DEVICE_SEGMENT_ADD);
+  CHECK (memcmp (&msg.u.device_segment_add.segment_id, &d.segment_id,
+          sizeof (d) - sizeof (d.hdr)) == 0);
+  CHECK_INT (pf_msg_parse (buf, len - 8, 1, &msg), ==, -EPROTO);
+  for (i = 0; i < 8; i++) {
+    const char *why[] = { "segment id 0", "power of two", "power of two",
+      "granularity", "multiple of the granularity", "handle type", "flags",
+      "UUID"
+    };
+
+    bad = d;
+    switch (i) {
+      case 0:
+        bad.segment_id = 0;
+        break;
+      case 1:
+        bad.granularity = 3 << 20;
+        break;
+      case 2:
+        bad.granularity = 0;
+        break;
+      case 3:
+        bad.granularity = (uint64_t) 1 << 31;
+        bad.size = (uint64_t) 1 << 32;
+        break;
+      case 4:
+        bad.size = 3 << 20;
+        break;
+      case 5:
+        bad.handle_type = 2;
+        break;
+      case 6:
+        bad.flags = 1;
+        break;
+      case 7:
+        memset (bad.device_uuid, 0, 16);
+        break;
+    }
+    CHECK_INT (pf_msg_write_device_segment_add (buf, &bad), ==, 0);
+    CHECK_MSG (strstr (pf_msg_error (), why[i]) != NULL, "%u: %s", i,
+        pf_msg_error ());
+    len = pf_msg_write_device_segment_add_unchecked (buf, &bad);
+    CHECK_INT (pf_msg_parse (buf, len, 1, &msg), ==, -EPROTO);
+    CHECK_MSG (strstr (pf_msg_error (), why[i]) != NULL, "%u: %s", i,
+        pf_msg_error ());
+  }
+  bad = d;
+  bad.size = 0;
+  CHECK_INT (pf_msg_write_device_segment_add (buf, &bad), ==, 0);
+  bad.size = (uint64_t) 1 << 41;
+  CHECK_INT (pf_msg_write_device_segment_add (buf, &bad), ==, 0);
 }
 
 static void
@@ -811,6 +889,7 @@ static const t_case cases[] = {
   {"fds", test_fds},
   {"hello", test_hello},
   {"segment", test_segment},
+  {"device-segment", test_device_segment},
   {"caps", test_caps},
   {"frame", test_frame},
   {"frame-codec", test_frame_codec},

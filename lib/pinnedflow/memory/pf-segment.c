@@ -48,6 +48,7 @@ struct pf_segment
   unsigned int state;
   pthread_mutex_t lock;
   struct attachment *attachments;       /* newest first */
+  pf_segment_device device;     /* with PF_SEGMENT_STATE_DEVICE */
 };
 
 static atomic_uint_fast64_t next_id = 1;
@@ -339,6 +340,34 @@ pf_segment_import (int fd, uint64_t size, unsigned int flags, pf_segment ** out)
   return 0;
 }
 
+int
+pf_segment_new_device (int fd, uint64_t size, const pf_segment_device * dev,
+    pf_segment ** out)
+{
+  pf_segment *seg;
+
+  if (out == NULL)
+    return -EINVAL;
+  *out = NULL;
+  if (fd < 0 || dev == NULL || size == 0 || size > PF_SEGMENT_MAX_SIZE ||
+      dev->handle_type != PF_DEVICE_HANDLE_POSIX_FD ||
+      dev->granularity == 0 ||
+      (dev->granularity & (dev->granularity - 1)) != 0 ||
+      size % dev->granularity != 0)
+    return -EINVAL;
+  if ((seg = segment_alloc (fd, size, NULL, PF_SEGMENT_STATE_DEVICE)) == NULL)
+    return -ENOMEM;
+  seg->device = *dev;
+  *out = seg;
+  return 0;
+}
+
+const pf_segment_device *
+pf_segment_get_device (const pf_segment * seg)
+{
+  return (seg->state & PF_SEGMENT_STATE_DEVICE) ? &seg->device : NULL;
+}
+
 pf_segment *
 pf_segment_ref (pf_segment * seg)
 {
@@ -365,7 +394,8 @@ pf_segment_unref (pf_segment * seg)
   }
   if (seg->state & PF_SEGMENT_STATE_LOCKED)
     munlock (seg->base, seg->map_size);
-  munmap (seg->base, seg->map_size);
+  if (seg->base != NULL)
+    munmap (seg->base, seg->map_size);
   close (seg->fd);
   pthread_mutex_destroy (&seg->lock);
   free (seg);

@@ -70,7 +70,37 @@ enum pf_segment_state {
   PF_SEGMENT_STATE_WRITE_SEALED = 1u << 4,       /* F_SEAL_FUTURE_WRITE set */
   PF_SEGMENT_STATE_HUGEPAGES_REFUSED = 1u << 5,  /* asked, fell back */
   PF_SEGMENT_STATE_LOCK_REFUSED = 1u << 6,       /* asked, fell back */
+  /* a device segment (pf_segment_new_device()): no host mapping */
+  PF_SEGMENT_STATE_DEVICE = 1u << 7,
 };
+
+/* pf_segment_device.handle_type: what the fd is. The value is the CUDA
+ * driver's CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR.
+ * Since: 0.1
+ */
+#define PF_DEVICE_HANDLE_POSIX_FD 1u
+
+/**
+ * pf_segment_device:
+ * @uuid: the device's UUID (cuDeviceGetUuid), 16 bytes
+ * @granularity: the allocation granularity the memory was made with (a
+ *   power of two; the size is a multiple of it)
+ * @handle_type: %PF_DEVICE_HANDLE_POSIX_FD
+ * @ordinal: the device's ordinal in this process, or -1 when it has none
+ *   (a consumer that could not import the segment)
+ *
+ * What a device segment is, in plain data: the transport sends it
+ * (docs/protocol.md, DEVICE_SEGMENT_ADD), the CUDA layer
+ * (pf-device-segment.h) makes and maps the memory.
+ *
+ * Since: 0.1
+ */
+typedef struct {
+  uint8_t uuid[16];
+  uint64_t granularity;
+  uint32_t handle_type;
+  int32_t ordinal;
+} pf_segment_device;
 
 /**
  * pf_segment_new:
@@ -126,6 +156,41 @@ PF_API int pf_segment_import (int fd, uint64_t size, unsigned int flags,
  * Since: 0.1
  */
 PF_API const char *pf_segment_import_strerror (int err);
+
+/**
+ * pf_segment_new_device:
+ * @fd: a device memory handle exported as an fd (cuMemExportToShareableHandle
+ *   with the POSIX-fd handle type), owned by the segment on success
+ * @size: the allocation's size in bytes
+ * @dev: what the device memory is
+ * @out: (out): the new segment, with one reference
+ *
+ * A segment whose bytes live in device memory: it has an id, an fd, a size
+ * and @dev (pf_segment_get_device()), but no host mapping
+ * (pf_segment_get_base() returns NULL; state %PF_SEGMENT_STATE_DEVICE).
+ * The CUDA layer keeps its mapping of the memory attached to it
+ * (pf_segment_attach()), undone by the destroy notify before the fd is
+ * closed. Nothing here checks that @fd is device memory: the CUDA layer
+ * makes such segments (pf_device_segment_new(), pf_device_segment_import()).
+ *
+ * Returns: 0, or -EINVAL (@fd negative, @size 0 or over 1 TiB, @dev NULL,
+ * a granularity not a power of two or not dividing @size, an unknown
+ * handle type), -ENOMEM. On failure @fd is left to the caller.
+ *
+ * Since: 0.1
+ */
+PF_API int pf_segment_new_device (int fd, uint64_t size,
+    const pf_segment_device * dev, pf_segment ** out);
+
+/**
+ * pf_segment_get_device:
+ *
+ * Returns: (nullable): what the device segment @seg is, or NULL for a
+ * host segment (a memfd mapped in this process).
+ *
+ * Since: 0.1
+ */
+PF_API const pf_segment_device *pf_segment_get_device (const pf_segment * seg);
 
 /**
  * pf_segment_ref:

@@ -86,7 +86,8 @@ handshake (pf_consumer * c, const char *who, int timeout_ms, int cancel_fd)
   /* A fresh connection has room for 40 bytes: never block here. */
   n = pf_msg_write_hello_full (c->rbuf.bytes, PF_PROTOCOL_VERSION,
       PF_ROLE_CONSUMER, 0, c->requested | (c->wait_fd != c->fd ?
-          PF_HELLO_FRAME_RING : 0), 0);
+          PF_HELLO_FRAME_RING : 0) | (c->want_device ?
+          PF_HELLO_DEVICE_SEGMENTS : 0), 0);
   res = pf_socket_send (c->fd, c->rbuf.bytes, n, NULL, 0, MSG_DONTWAIT);
   if (res == -EPIPE || res == -ECONNRESET)
     return handshake_fail (c, res, "%s closed the connection before its "
@@ -147,7 +148,8 @@ static int
 options_valid (const pf_consumer_options * o)
 {
   return o == NULL || (o->delivery <= PF_DELIVERY_NEWEST_FRAME &&
-      o->flags == 0 && o->reserved[0] == 0 && o->reserved[1] == 0);
+      (o->flags & ~(uint32_t) PF_CONSUMER_OPTION_DEVICE_SEGMENTS) == 0 &&
+      o->reserved[0] == 0 && o->reserved[1] == 0);
 }
 
 /* PINNEDFLOW_FRAME_RING=0 in the environment: FRAMEs on the socket (the
@@ -189,6 +191,8 @@ new_from_fd (int fd, const char *who, int timeout_ms, int cancel_fd,
   c->rel_doorbell = -1;
   c->v2 = v2;
   c->requested = options ? options->delivery : PF_DELIVERY_DEFAULT;
+  c->want_device = options != NULL &&
+      (options->flags & PF_CONSUMER_OPTION_DEVICE_SEGMENTS) != 0;
   if (frame_ring_wanted ()) {
     /* what the caller polls: the socket and, once offered, the ring's
      * doorbell (one fd for the connection's life) */

@@ -44,6 +44,10 @@ struct cseg
 {
   uint64_t wire_id;
   pf_segment *seg;
+  /* a device segment: its device address here (imported), or refused
+   * (not importable here: its frames are released unseen) */
+  uint64_t device_base;
+  int device_refused;
   struct cseg *next;
 };
 
@@ -116,6 +120,14 @@ struct pf_consumer
   pf_consumer_budget budget;    /* with the defaults filled in */
   uint64_t session_id;
   uint32_t requested;           /* enum pf_delivery asked in our HELLO */
+  /* device segments (receive thread only): asked for in our HELLO, how
+   * they are imported, what was refused */
+  int want_device;
+  pf_consumer_device_import_func device_import;
+  void *device_import_data;
+  uint64_t device_skipped;
+  uint32_t device_refused;
+  char device_error[256];
   char error[256];
   char caps[PF_MAX_CAPS_LEN + 1];
   struct pf_msg msg;
@@ -154,6 +166,8 @@ int consumer_fail (pf_consumer * c, int err, const char *fmt, ...)
 /* Drops the segment table, the retired segments included (frames out
  * keep their own references). */
 void consumer_drop_segments (pf_consumer * c);
+/* Drops the removed segments no frame uses any more (receive thread). */
+void consumer_prune_retired (pf_consumer * c);
 /* Fills in the defaults of a budget's zero fields. */
 void consumer_budget_fill_defaults (pf_consumer_budget * b);
 /* The announced segment of wire id @wire_id, or NULL. */
@@ -163,6 +177,10 @@ struct cseg *consumer_find_seg (pf_consumer * c, uint64_t wire_id);
 int consumer_handle_segment_add (pf_consumer * c,
     const struct pf_msg_segment_add *m, int fd);
 int consumer_handle_segment_remove (pf_consumer * c, uint64_t wire_id);
+/* DEVICE_SEGMENT_ADD (owns @fd): 0 (imported or refused, see struct cseg),
+ * or what consumer_fail () returned. */
+int consumer_handle_device_segment_add (pf_consumer * c,
+    const struct pf_msg_device_segment_add *m, int fd);
 
 /* ---- pf-consumer.c ---- */
 

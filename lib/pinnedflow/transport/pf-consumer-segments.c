@@ -26,6 +26,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -49,16 +50,13 @@ consumer_drop_segments (pf_consumer * c)
   free_list (&c->retired);
 }
 
-/* What this connection keeps mapped: the announced segments, and the
- * removed ones that frames still use. Retired segments only we hold are
- * dropped on the way (nobody else can take a reference to them). */
-static void
-mapped_total (pf_consumer * c, uint64_t * bytes, uint32_t * count)
+/* Drops the retired segments only we hold (nobody else can take a
+ * reference to them): unmapped now (a device segment's mapping with it). */
+void
+consumer_prune_retired (pf_consumer * c)
 {
   struct cseg **l, *s;
 
-  *bytes = 0;
-  *count = 0;
   for (l = &c->retired; (s = *l) != NULL;) {
     if (pf_segment_get_refcount (s->seg) == 1) {
       *l = s->next;
@@ -66,9 +64,23 @@ mapped_total (pf_consumer * c, uint64_t * bytes, uint32_t * count)
       free (s);
       continue;
     }
+    l = &s->next;
+  }
+}
+
+/* What this connection keeps mapped: the announced segments, and the
+ * removed ones that frames still use (the others pruned on the way). */
+static void
+mapped_total (pf_consumer * c, uint64_t * bytes, uint32_t * count)
+{
+  struct cseg *s;
+
+  *bytes = 0;
+  *count = 0;
+  consumer_prune_retired (c);
+  for (s = c->retired; s != NULL; s = s->next) {
     *bytes += pf_segment_get_size (s->seg);
     (*count)++;
-    l = &s->next;
   }
   for (s = c->segs; s != NULL; s = s->next) {
     *bytes += pf_segment_get_size (s->seg);
@@ -249,4 +261,114 @@ consumer_handle_segment_remove (pf_consumer * c, uint64_t wire_id)
   }
   return consumer_fail (c, -EPROTO, "SEGMENT_REMOVE: unknown segment %"
       PRIu64, wire_id);
+}
+
+/* ---- device segments (DEVICE_SEGMENT_ADD, docs/protocol.md 3.11) ------
+ * The transport knows no CUDA: the fd becomes a pf_segment with no host
+ * mapping (pf_segment_new_device ()), which the import function set by
+ * the application (the CUDA layer's pf_device_segment_import ()) maps and
+ * keeps attached to it. -ENODEV from it, or no function at all, leaves the
+ * segment refused: kept in the table (so its frames are checked as any
+ * others), its frames released unseen by pf-consumer.c and counted. Any
+ * other failure is a producer sending what is no device memory: the
+ * connection fails with -EPROTO. */
+
+int
+pf_consumer_set_device_import (pf_consumer * c,
+    pf_consumer_device_import_func func, void *user_data)
+{
+  if (c == NULL)
+    return -EINVAL;
+  c->device_import = func;
+  c->device_import_data = user_data;
+  return 0;
+}
+
+const char *
+pf_consumer_get_device_stats (pf_consumer * c, uint64_t * frames_skipped,
+    uint32_t * segments_refused)
+{
+  if (frames_skipped)
+    *frames_skipped = c->device_skipped;
+  if (segments_refused)
+    *segments_refused = c->device_refused;
+  return c->device_error;
+}
+
+static void
+device_refuse (pf_consumer * c, struct cseg *s, const char *why)
+{
+  s->device_refused = 1;
+  c->device_refused++;
+  snprintf (c->device_error, sizeof (c->device_error), "DEVICE_SEGMENT_ADD: "
+      "segment %" PRIu64 " refused, its frames are skipped: %s", s->wire_id,
+      why);
+}
+
+int
+consumer_handle_device_segment_add (pf_consumer * c,
+    const struct pf_msg_device_segment_add *m, int fd)
+{
+  struct pf_msg_segment_add as_host = {.segment_id = m->segment_id,
+    .size = m->size
+  };
+  pf_segment_device dev;
+  char why[200] = "";
+  struct cseg *s;
+  pf_segment *seg;
+  int res;
+
+  if (!c->want_device) {
+    close (fd);
+    return consumer_fail (c, -EPROTO, "DEVICE_SEGMENT_ADD: segment %" PRIu64
+        " sent to a consumer that did not ask for device segments",
+        m->segment_id);
+  }
+  if (consumer_find_seg (c, m->segment_id)) {
+    close (fd);
+    return consumer_fail (c, -EPROTO, "DEVICE_SEGMENT_ADD: segment %" PRIu64
+        " announced twice", m->segment_id);
+  }
+  /* the same budget as host segments: what a producer makes us map */
+  if ((res = check_budget (c, &as_host)) < 0) {
+    close (fd);
+    return res;
+  }
+  memset (&dev, 0, sizeof (dev));
+  memcpy (dev.uuid, m->device_uuid, sizeof (dev.uuid));
+  dev.granularity = m->granularity;
+  dev.handle_type = m->handle_type;
+  dev.ordinal = -1;
+  if ((res = pf_segment_new_device (fd, m->size, &dev, &seg)) < 0) {
+    close (fd);
+    return consumer_fail (c, res == -ENOMEM ? -ENOMEM : -EPROTO,
+        "DEVICE_SEGMENT_ADD: segment %" PRIu64 " rejected: %s",
+        m->segment_id, strerror (-res));
+  }
+  if ((s = calloc (1, sizeof (*s))) == NULL) {
+    pf_segment_unref (seg);
+    return consumer_fail (c, -ENOMEM, "out of memory");
+  }
+  s->wire_id = m->segment_id;
+  s->seg = seg;
+  if (c->device_import == NULL) {
+    device_refuse (c, s, "this consumer imports no device memory (no "
+        "import function set)");
+  } else {
+    res = c->device_import (seg, c->device_import_data, &s->device_base, why,
+        sizeof (why));
+    if (res == -ENODEV) {
+      device_refuse (c, s, why);
+    } else if (res < 0) {
+      /* the mapping, if any, went with the import's failure */
+      pf_segment_unref (seg);
+      free (s);
+      return consumer_fail (c, -EPROTO, "DEVICE_SEGMENT_ADD: segment %"
+          PRIu64 " (%" PRIu64 " bytes) rejected: %s", m->segment_id, m->size,
+          why[0] ? why : strerror (-res));
+    }
+  }
+  s->next = c->segs;
+  c->segs = s;
+  return 0;
 }

@@ -108,6 +108,21 @@ held_add_locked (pf_consumer * c, uint64_t seq)
   return 0;
 }
 
+/* A frame (held already) with a chunk in a device segment this process
+ * could not import: released unseen, counted. 0: nothing to report. */
+static int
+skip_device_frame (pf_consumer * c, pf_event * ev)
+{
+  int res;
+
+  c->device_skipped++;
+  res = pf_consumer_release (c, ev->frame.seq);
+  memset (&ev->frame, 0, sizeof (ev->frame));
+  ev->type = 0;
+  return res < 0 && res != -ENOENT ? __atomic_load_n (&c->broken,
+      __ATOMIC_ACQUIRE) : 0;
+}
+
 /* A FRAME decoded into ev->frame (pf_msg_frame_decode (): its own rules
  * hold): checked against this connection's state, then exposed. 1, or the
  * connection failed (pf_consumer_receive () zeroes ev->frame then). */
@@ -157,9 +172,15 @@ handle_frame (pf_consumer * c, pf_event * ev)
   c->have_seq = 1;
   ev->type = PF_EVENT_FRAME;
   for (i = 0; i < f->n_chunks; i++) {
+    if (s[i]->device_refused)
+      return skip_device_frame (c, ev);
+  }
+  for (i = 0; i < f->n_chunks; i++) {
     ev->segments[i] = pf_segment_ref (s[i]->seg);
-    ev->data[i] = (const uint8_t *) pf_segment_get_base (s[i]->seg) +
-        f->chunks[i].offset;
+    /* a device segment: the device address (no host mapping) */
+    ev->data[i] = pf_segment_get_device (s[i]->seg) != NULL ?
+        (const void *) (uintptr_t) (s[i]->device_base + f->chunks[i].offset) :
+        (const uint8_t *) pf_segment_get_base (s[i]->seg) + f->chunks[i].offset;
   }
   return 1;
 }
@@ -338,6 +359,9 @@ handle_packet (pf_consumer * c, size_t len, int *fds, unsigned int n_fds,
       return consumer_handle_segment_add (c, &msg->u.segment_add, fds[0]);
     case PF_MSG_FRAME_RING:
       return handle_frame_ring (c, &msg->u.frame_ring, fds);
+    case PF_MSG_DEVICE_SEGMENT_ADD:
+      return consumer_handle_device_segment_add (c,
+          &msg->u.device_segment_add, fds[0]);
     case PF_MSG_SEGMENT_REMOVE:
       return consumer_handle_segment_remove (c,
           msg->u.segment_remove.segment_id);
@@ -486,7 +510,7 @@ skip_stale (pf_consumer * c, pf_event * ev)
   for (;;) {
     type = peek_type (c);
     if (type != PF_MSG_FRAME && type != PF_MSG_SEGMENT_ADD &&
-        type != PF_MSG_SEGMENT_REMOVE)
+        type != PF_MSG_SEGMENT_REMOVE && type != PF_MSG_DEVICE_SEGMENT_ADD)
       return;
     len = consumer_recv_packet (c, 0, -1, fds, &n_fds, &why);
     /* end of file (it stays), nothing after all, or a reset reported once
@@ -642,6 +666,10 @@ pf_consumer_receive (pf_consumer * c, int timeout_ms, pf_event * ev)
   memset (ev->segments, 0, sizeof (ev->segments));
   memset (ev->data, 0, sizeof (ev->data));
   memset (&ev->stream, 0, sizeof (ev->stream));
+  /* removed segments whose last frame was released since: unmapped now,
+   * not at the next SEGMENT_ADD (a device segment's mapping with them) */
+  if (c->retired != NULL)
+    consumer_prune_retired (c);
   res = receive_event (c, timeout_ms, ev);
   if (res != 1 || ev->type != PF_EVENT_FRAME)
     memset (&ev->frame, 0, sizeof (ev->frame));

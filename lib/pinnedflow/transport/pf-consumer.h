@@ -58,11 +58,26 @@ typedef struct {
   pf_stream_info stream;
 } pf_event;
 
+/* pf_consumer_options.flags
+ * Since: 0.1
+ */
+enum pf_consumer_option_flags {
+  /* Ask for device segments (HELLO bit DEVICE_SEGMENTS, docs/protocol.md
+   * 3.11): the producer then sends its device segments and the frames
+   * whose chunks lie in them. Without it neither ever comes (the producer
+   * counts those frames as frames_skipped_device). Each device segment is
+   * imported by the function of pf_consumer_set_device_import(); a
+   * consumer without one (or whose import says the device is not here)
+   * keeps the segment unmapped and releases its frames unseen, counted
+   * (pf_consumer_get_device_stats()). */
+  PF_CONSUMER_OPTION_DEVICE_SEGMENTS = 1u << 0,
+};
+
 /**
  * pf_consumer_options:
  * @delivery: enum pf_delivery requested in the HELLO (0: the producer's
  *   default, from its liveness)
- * @flags: 0
+ * @flags: #pf_consumer_option_flags
  *
  * Options of pf_consumer_connect_with() and pf_consumer_new_from_fd_with().
  * NULL options mean all zero.
@@ -74,6 +89,29 @@ typedef struct {
   uint32_t flags;
   uint64_t reserved[2];         /* 0 */
 } pf_consumer_options;
+
+/**
+ * pf_consumer_device_import_func:
+ * @seg: a device segment the producer announced (pf_segment_get_device()
+ *   says what it is; pf_segment_get_fd() is the exported handle)
+ * @user_data: as given to pf_consumer_set_device_import()
+ * @device_base: (out): the device address where the segment starts in
+ *   this process
+ * @why: a buffer of @why_len bytes for the reason of a failure
+ *
+ * Imports and maps @seg's memory for this process and attaches the mapping
+ * to @seg (pf_segment_attach(): undone by its destroy notify when the
+ * segment dies). The CUDA layer's is pf_device_segment_import().
+ *
+ * Returns: 0; -ENODEV: this process cannot use it (no CUDA, no device
+ * with its UUID): the segment is kept unmapped and its frames are
+ * released unseen; any other negative errno: the fd is no such memory
+ * (a hostile producer): the connection fails with -EPROTO.
+ *
+ * Since: 0.1
+ */
+typedef int (*pf_consumer_device_import_func) (pf_segment * seg,
+    void *user_data, uint64_t * device_base, char *why, size_t why_len);
 
 /**
  * pf_consumer_connect:
@@ -314,6 +352,41 @@ PF_API uint32_t pf_consumer_get_delivery (pf_consumer * c);
  * Since: 0.1
  */
 PF_API void pf_consumer_get_stream (pf_consumer * c, pf_stream_info * info);
+
+/**
+ * pf_consumer_set_device_import:
+ * @func: (nullable): imports a device segment, or NULL for none
+ *
+ * Sets how device segments are imported (a consumer made with
+ * %PF_CONSUMER_OPTION_DEVICE_SEGMENTS). Call it before the first
+ * pf_consumer_receive(), from the receiving thread, as the budget. A FRAME
+ * event's chunk in a device segment has the device address of its first
+ * byte in data[] (never to be read from the host) and
+ * pf_segment_get_device (segments[i]) not NULL; for a chunk in a host
+ * segment pf_segment_get_device() returns NULL.
+ *
+ * Returns: 0, or -EINVAL (@c NULL).
+ *
+ * Since: 0.1
+ */
+PF_API int pf_consumer_set_device_import (pf_consumer * c,
+    pf_consumer_device_import_func func, void *user_data);
+
+/**
+ * pf_consumer_get_device_stats:
+ * @frames_skipped: (out) (optional): frames released unseen because a
+ *   chunk lies in a device segment this consumer could not import
+ * @segments_refused: (out) (optional): such segments announced so far
+ *
+ * Receiving thread.
+ *
+ * Returns: the reason of the last refusal ("" if none), valid until the
+ * next pf_consumer_receive().
+ *
+ * Since: 0.1
+ */
+PF_API const char *pf_consumer_get_device_stats (pf_consumer * c,
+    uint64_t * frames_skipped, uint32_t * segments_refused);
 
 /* Since: 0.1 */
 typedef struct {

@@ -210,12 +210,14 @@ client_has_seg (struct client *c, uint64_t id)
 static int
 client_announce_seg (pf_producer * p, struct client *c, struct pseg *s)
 {
-  uint8_t buf[sizeof (struct pf_msg_segment_add)];
+  uint8_t buf[sizeof (struct pf_msg_device_segment_add)];
   size_t len;
   int res;
 
   if (client_has_seg (c, s->id))
     return 0;
+  if (s->is_device && !c->wants_device)
+    return 0;                   /* never: it did not ask */
   if (c->n_segs == c->cap_segs) {
     unsigned int cap = c->cap_segs ? c->cap_segs * 2 : 16;
     uint64_t *n = realloc (c->segs, cap * sizeof (*n));
@@ -227,7 +229,9 @@ client_announce_seg (pf_producer * p, struct client *c, struct pseg *s)
     c->segs = n;
     c->cap_segs = cap;
   }
-  len = pf_msg_write_segment_add (buf, s->id, s->size);
+  /* a device segment's message was checked when it was described */
+  len = s->is_device ? pf_msg_write_device_segment_add (buf, &s->dmsg) :
+      pf_msg_write_segment_add (buf, s->id, s->size);
   if ((res = client_send_ctl (p, c, buf, len, s->fd)) < 0)
     return res;
   c->segs[c->n_segs++] = s->id;
@@ -458,6 +462,7 @@ client_handle_hello (pf_producer * p, struct client *c,
   c->info.requested = msg->u.hello.flags & PF_HELLO_DELIVERY_MASK;
   c->stats.requested = c->info.requested;
   c->need_key = 1;
+  c->wants_device = (msg->u.hello.flags & PF_HELLO_DEVICE_SEGMENTS) != 0;
   /* demoted in this live stream lately: newest frame again, at once (its
    * STREAM says DEMOTED), so that reconnecting cannot make the camera
    * wait again (pf-producer-pacing.c) */
@@ -751,6 +756,14 @@ client_offer_frame (pf_producer * p, struct client *c, const uint8_t * buf,
   unsigned int i;
   int res;
 
+  if (!c->wants_device) {
+    for (i = 0; i < n_chunks; i++) {
+      if (ps[i]->is_device) {
+        c->stats.frames_skipped_device++;
+        return 0;
+      }
+    }
+  }
   if (c->need_key && (buffer_flags & PF_BUFFER_FLAG_DELTA_UNIT)) {
     c->stats.frames_skipped_key++;
     return 0;

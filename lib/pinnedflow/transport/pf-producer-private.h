@@ -108,6 +108,7 @@ struct client
   enum client_state state;
   int fd;
   int need_key;                 /* skips DELTA_UNIT frames until a key frame */
+  int wants_device;             /* its HELLO set PF_HELLO_DEVICE_SEGMENTS */
   unsigned int n_held, cap_held;
   struct held *held;            /* grows up to max_client_frames */
   uint64_t *segs;               /* segment ids announced to this client */
@@ -152,6 +153,11 @@ struct pseg
   uint64_t id;
   uint64_t size;
   int fd;                       /* our dup; -1 once the producer closed */
+  /* a device segment (pf_segment_get_device ()): its DEVICE_SEGMENT_ADD,
+   * checked when the segment was first published; sent only to the
+   * clients that asked (client.wants_device) */
+  int is_device;
+  struct pf_msg_device_segment_add dmsg;
   struct pseg *prev, *next;
 };
 

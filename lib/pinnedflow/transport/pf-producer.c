@@ -86,6 +86,26 @@ pseg_destroy (void *data)
   pf_producer_unref (p);
 }
 
+/* A device segment's DEVICE_SEGMENT_ADD, checked by the receiver's rules
+ * once, here: a segment its consumers would refuse is refused at publish
+ * (-EINVAL). 0 for a host segment. */
+static int
+pseg_describe_device (struct pseg *s, pf_segment * seg)
+{
+  const pf_segment_device *d = pf_segment_get_device (seg);
+  uint8_t buf[sizeof (struct pf_msg_device_segment_add)];
+
+  if (d == NULL)
+    return 0;
+  s->is_device = 1;
+  s->dmsg.segment_id = s->id;
+  s->dmsg.size = s->size;
+  s->dmsg.granularity = d->granularity;
+  s->dmsg.handle_type = d->handle_type;
+  memcpy (s->dmsg.device_uuid, d->uuid, sizeof (d->uuid));
+  return pf_msg_write_device_segment_add (buf, &s->dmsg) == 0 ? -EINVAL : 0;
+}
+
 /* Runs under the segment's lock, at most once per segment and producer. */
 static void *
 pseg_create (pf_segment * seg, void *user_data, int *err)
@@ -114,6 +134,16 @@ pseg_create (pf_segment * seg, void *user_data, int *err)
   }
   s->id = pf_segment_get_id (seg);
   s->size = pf_segment_get_size (seg);
+  if (pseg_describe_device (s, seg) < 0) {
+    /* what a consumer would have refused, in its words */
+    pthread_mutex_lock (&p->lock);
+    snprintf (p->error, sizeof (p->error), "%s", pf_msg_error ());
+    pthread_mutex_unlock (&p->lock);
+    close (s->fd);
+    free (s);
+    *err = -EINVAL;
+    return NULL;
+  }
   s->p = pf_producer_ref (p);
 
   pthread_mutex_lock (&p->lock);

@@ -96,7 +96,10 @@ extern "C"
     uint32_t requested;         /* enum pf_delivery asked for */
     uint32_t delivery;          /* enum pf_delivery in force */
     uint32_t demoted;           /* 1: demoted after the reliable timeout */
-    uint32_t reserved;
+    /* Frames with a chunk in a device segment not sent to this consumer:
+     * it did not ask for device segments (docs/protocol.md, 3.11). Not
+     * drops: it could not have used them. */
+    uint32_t frames_skipped_device;
   } pf_client_stats;
 
 /* pf_client_event.type

@@ -3,7 +3,8 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * Every message but the FRAME's fields: the encoders of HELLO, STREAM,
- * REFUSE, FRAME_RING, SEGMENT_ADD/REMOVE, CAPS, EOS and RELEASE, their
+ * REFUSE, FRAME_RING, SEGMENT_ADD/REMOVE, DEVICE_SEGMENT_ADD, CAPS, EOS
+ * and RELEASE, their
  * parsers, and pf_msg_parse(), which reads any message (a FRAME's fields
  * with pf_msg_frame_parse(), pf-protocol.c). The codec's core (the error
  * text, the header, the FRAME both ways) is pf-protocol.c; the byte
@@ -159,6 +160,70 @@ pf_msg_write_segment_add (void *buf, uint64_t segment_id, uint64_t size)
   return n;
 }
 
+PF_STATIC_ASSERT (offsetof (struct pf_msg_device_segment_add, device_uuid)
+    == 48, "device_uuid");
+
+/* What a receiver requires of a DEVICE_SEGMENT_ADD's fields (@m in host
+ * order): 0, or -EPROTO with pf_msg_error() set. The encoder applies it
+ * too (pf_msg_write_device_segment_add ()). */
+static int
+device_segment_check (const struct pf_msg_device_segment_add *m)
+{
+  static const uint8_t zero_uuid[16];
+  uint64_t g = m->granularity;
+
+  if (m->segment_id == 0)
+    return pf_msg_fail (-EPROTO, "DEVICE_SEGMENT_ADD: segment id 0");
+  if (g < PF_DEVICE_GRANULARITY_MIN || g > PF_DEVICE_GRANULARITY_MAX ||
+      (g & (g - 1)) != 0)
+    return pf_msg_fail (-EPROTO, "DEVICE_SEGMENT_ADD: segment %" PRIu64
+        ": granularity %" PRIu64 " (a power of two, %u..%" PRIu64 ")",
+        m->segment_id, g, PF_DEVICE_GRANULARITY_MIN, PF_DEVICE_GRANULARITY_MAX);
+  if (m->size == 0 || m->size > PF_DEVICE_SEGMENT_MAX || m->size % g != 0)
+    return pf_msg_fail (-EPROTO, "DEVICE_SEGMENT_ADD: segment %" PRIu64
+        ": size %" PRIu64 " (a non-zero multiple of the granularity %"
+        PRIu64 ", at most %" PRIu64 ")", m->segment_id, m->size, g,
+        PF_DEVICE_SEGMENT_MAX);
+  if (m->handle_type != PF_DEVICE_HANDLE_POSIX_FD)
+    return pf_msg_fail (-EPROTO, "DEVICE_SEGMENT_ADD: segment %" PRIu64
+        ": handle type %u (only %u, a POSIX fd)", m->segment_id,
+        m->handle_type, PF_DEVICE_HANDLE_POSIX_FD);
+  if (m->flags != 0)
+    return pf_msg_fail (-EPROTO, "DEVICE_SEGMENT_ADD: segment %" PRIu64
+        ": flags 0x%x, must be 0", m->segment_id, m->flags);
+  if (memcmp (m->device_uuid, zero_uuid, sizeof (zero_uuid)) == 0)
+    return pf_msg_fail (-EPROTO, "DEVICE_SEGMENT_ADD: segment %" PRIu64
+        ": device UUID all zero", m->segment_id);
+  return 0;
+}
+
+size_t
+pf_msg_write_device_segment_add_unchecked (void *buf,
+    const struct pf_msg_device_segment_add *m)
+{
+  size_t n = pf_msg_write_header (buf, PF_MSG_DEVICE_SEGMENT_ADD,
+      sizeof (struct pf_msg_device_segment_add), 1);
+
+  put64 (buf, OFF (pf_msg_device_segment_add, segment_id), m->segment_id);
+  put64 (buf, OFF (pf_msg_device_segment_add, size), m->size);
+  put64 (buf, OFF (pf_msg_device_segment_add, granularity), m->granularity);
+  put32 (buf, OFF (pf_msg_device_segment_add, handle_type), m->handle_type);
+  put32 (buf, OFF (pf_msg_device_segment_add, flags), m->flags);
+  memcpy ((uint8_t *) buf + OFF (pf_msg_device_segment_add, device_uuid),
+      m->device_uuid, sizeof (m->device_uuid));
+  return n;
+}
+
+size_t
+pf_msg_write_device_segment_add (void *buf,
+    const struct pf_msg_device_segment_add *m)
+{
+  pf_msg_error_clear ();
+  if (device_segment_check (m) < 0)
+    return 0;
+  return pf_msg_write_device_segment_add_unchecked (buf, m);
+}
+
 size_t
 pf_msg_write_segment_remove (void *buf, uint64_t segment_id)
 {
@@ -234,13 +299,11 @@ parse_hello (const void *buf, size_t len, const struct pf_msg_header *h,
   if (m->role == PF_ROLE_PRODUCER && m->flags != 0)
     return pf_msg_fail (-EPROTO, "HELLO: producer flags 0x%x, must be 0",
         m->flags);
-  if (m->role == PF_ROLE_CONSUMER
-      && ((m->flags & ~(PF_HELLO_DELIVERY_MASK | PF_HELLO_FRAME_RING |
-                  PF_HELLO_FRAME_RING_EVENTFD))
+  if (m->role == PF_ROLE_CONSUMER && ((m->flags & ~PF_HELLO_CONSUMER_FLAGS)
           || (m->flags & PF_HELLO_DELIVERY_MASK) > PF_DELIVERY_NEWEST_FRAME))
     return pf_msg_fail (-EPROTO,
         "HELLO: consumer flags 0x%x (a delivery 0..2 "
-        "and the FRAME_RING bits, nothing else)", m->flags);
+        "and the FRAME_RING and DEVICE_SEGMENTS bits, nothing else)", m->flags);
   if (m->role == PF_ROLE_PRODUCER && m->max_held == 0)
     return pf_msg_fail (-EPROTO, "HELLO: producer announces max_held 0");
   if (m->role == PF_ROLE_PRODUCER && m->session_id == 0)
@@ -278,6 +341,24 @@ parse_segment_add (const void *buf, size_t len,
   if (m->flags != 0 || m->reserved != 0)
     return pf_msg_fail (-EPROTO, "SEGMENT_ADD: flags/reserved not zero");
   return 0;
+}
+
+static int
+parse_device_segment_add (const void *buf, size_t len,
+    const struct pf_msg_header *h, struct pf_msg_device_segment_add *m)
+{
+  if (len != sizeof (struct pf_msg_device_segment_add))
+    return pf_msg_wrong_size ("DEVICE_SEGMENT_ADD", len,
+        sizeof (struct pf_msg_device_segment_add));
+  m->hdr = *h;
+  m->segment_id = get64 (buf, OFF (pf_msg_device_segment_add, segment_id));
+  m->size = get64 (buf, OFF (pf_msg_device_segment_add, size));
+  m->granularity = get64 (buf, OFF (pf_msg_device_segment_add, granularity));
+  m->handle_type = get32 (buf, OFF (pf_msg_device_segment_add, handle_type));
+  m->flags = get32 (buf, OFF (pf_msg_device_segment_add, flags));
+  memcpy (m->device_uuid, (const uint8_t *) buf +
+      OFF (pf_msg_device_segment_add, device_uuid), sizeof (m->device_uuid));
+  return device_segment_check (m);
 }
 
 static int
@@ -469,6 +550,9 @@ pf_msg_parse (const void *buf, size_t len, unsigned int n_fds,
       return parse_refuse (buf, len, &h, &msg->u.refuse);
     case PF_MSG_FRAME_RING:
       return parse_frame_ring (buf, len, &h, &msg->u.frame_ring);
+    case PF_MSG_DEVICE_SEGMENT_ADD:
+      return parse_device_segment_add (buf, len, &h,
+          &msg->u.device_segment_add);
     default:
       return pf_msg_fail (-EPROTO, "unknown message type %u", h.type);
   }

@@ -97,6 +97,27 @@ void pf_msg_stream_to_info (const struct pf_msg_stream *msg,
 size_t pf_msg_write_segment_add (void *buf, uint64_t segment_id,
     uint64_t size);
 /**
+ * pf_msg_write_device_segment_add:
+ * @m: the fields in host order (its header is ignored and written here)
+ *
+ * Writes a DEVICE_SEGMENT_ADD (64 bytes, 1 fd announced; the fd travels
+ * separately) after checking @m by the receiver's rules (the same code
+ * as pf_msg_parse ()), so a producer never announces what its consumers
+ * would refuse.
+ *
+ * Returns: the size, or 0 with pf_msg_error() saying which rule @m breaks.
+ */
+size_t pf_msg_write_device_segment_add (void *buf,
+    const struct pf_msg_device_segment_add *m);
+/**
+ * pf_msg_write_device_segment_add_unchecked:
+ *
+ * The same bytes for any fields, unchecked: for tests and corpora that
+ * forge what a hostile producer sends.
+ */
+size_t pf_msg_write_device_segment_add_unchecked (void *buf,
+    const struct pf_msg_device_segment_add *m);
+/**
  * pf_msg_write_segment_remove:
  *
  * Writes a SEGMENT_REMOVE (24 bytes). Returns: the size.

@@ -198,6 +198,8 @@ type_name (uint32_t type)
       return "REFUSE";
     case PF_MSG_FRAME_RING:
       return "FRAME_RING";
+    case PF_MSG_DEVICE_SEGMENT_ADD:
+      return "DEVICE_SEGMENT_ADD";
     default:
       return NULL;
   }
@@ -243,7 +245,7 @@ pf_msg_check_header (const void *buf, size_t len, unsigned int n_fds,
         name, h->size, len);
   if (h->reserved != 0)
     return pf_msg_fail (-EPROTO, "%s: header reserved field not zero", name);
-  if (h->type == PF_MSG_SEGMENT_ADD)
+  if (h->type == PF_MSG_SEGMENT_ADD || h->type == PF_MSG_DEVICE_SEGMENT_ADD)
     want_fds = 1;
   else if (h->type == PF_MSG_FRAME_RING)
     want_fds = 3;

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include <pinnedflow/pf-frame.h>
+#include <pinnedflow/pf-segment.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,7 +30,8 @@ extern "C" {
 
 /* PF_MAX_CHUNKS, PF_MAX_PLANES, PF_MAX_CAPS_LEN, PF_TIME_NONE and
  * PF_FRAME_HAS_VIDEO_META: pf-frame.h */
-#define PF_MAX_FDS_PER_MSG 3    /* SEGMENT_ADD carries 1 fd, FRAME_RING 3 */
+#define PF_MAX_FDS_PER_MSG 3    /* SEGMENT_ADD and DEVICE_SEGMENT_ADD carry
+                                 * 1 fd, FRAME_RING 3 */
 
 enum pf_msg_type {
   PF_MSG_HELLO = 1,             /* both ways, first message */
@@ -42,6 +44,8 @@ enum pf_msg_type {
   PF_MSG_STREAM = 8,            /* producer -> consumer (version 2) */
   PF_MSG_REFUSE = 9,            /* producer -> consumer, instead of HELLO (v2) */
   PF_MSG_FRAME_RING = 10,       /* producer -> consumer, 3 fds (v2, optional) */
+  PF_MSG_DEVICE_SEGMENT_ADD = 11,       /* producer -> consumer, 1 fd (v2,
+                                         * optional: PF_HELLO_DEVICE_SEGMENTS) */
 };
 
 /* REFUSE reasons */
@@ -65,6 +69,12 @@ enum pf_refuse_reason {
  * issue 26): still accepted in a consumer's HELLO, never answered with a
  * ring: that consumer gets its FRAMEs on the socket. */
 #define PF_HELLO_FRAME_RING_EVENTFD 0x4u
+/* HELLO flag of a consumer (issue 32): it takes device segments
+ * (PF_MSG_DEVICE_SEGMENT_ADD) and the frames whose chunks lie in them.
+ * A consumer without it never sees either. */
+#define PF_HELLO_DEVICE_SEGMENTS 0x10u
+#define PF_HELLO_CONSUMER_FLAGS (PF_HELLO_DELIVERY_MASK | PF_HELLO_FRAME_RING \
+    | PF_HELLO_FRAME_RING_EVENTFD | PF_HELLO_DEVICE_SEGMENTS)
 
 /* STREAM flags: enum pf_stream_flags (pf-frame.h). */
 #define PF_STREAM_FLAGS_ALL (PF_STREAM_LIVE | PF_STREAM_HAS_SEGMENT | \
@@ -99,6 +109,26 @@ struct pf_msg_segment_add {
   uint32_t flags;               /* 0 */
   uint32_t reserved;
 };
+
+/* A device segment (issue 32): the fd is device memory exported by the
+ * CUDA driver (cuMemExportToShareableHandle, @handle_type), of @size bytes
+ * made with @granularity on the device @device_uuid. FRAMEs name it by
+ * @segment_id as they name host segments; SEGMENT_REMOVE removes it. */
+struct pf_msg_device_segment_add {
+  struct pf_msg_header hdr;
+  uint64_t segment_id;          /* never 0, never reused (one id space with
+                                 * SEGMENT_ADD) */
+  uint64_t size;                /* a multiple of granularity, <= 1 TiB */
+  uint64_t granularity;         /* a power of two, 4 KiB .. 1 GiB */
+  uint32_t handle_type;         /* PF_DEVICE_HANDLE_POSIX_FD */
+  uint32_t flags;               /* 0 */
+  uint8_t device_uuid[16];      /* cuDeviceGetUuid, not all zero */
+};
+
+/* Bounds of a DEVICE_SEGMENT_ADD */
+#define PF_DEVICE_GRANULARITY_MIN 4096u
+#define PF_DEVICE_GRANULARITY_MAX (UINT64_C (1) << 30)
+#define PF_DEVICE_SEGMENT_MAX (UINT64_C (1) << 40)
 
 struct pf_msg_segment_remove {
   struct pf_msg_header hdr;
@@ -217,6 +247,8 @@ PF_STATIC_ASSERT (sizeof (struct pf_msg_header) == 16, "header size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_hello) == 40, "hello size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_segment_add) == 40, "segment_add size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_segment_remove) == 24, "segment_remove size");
+PF_STATIC_ASSERT (sizeof (struct pf_msg_device_segment_add) == 64,
+    "device_segment_add size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_caps) == 24, "caps size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_chunk) == 24, "chunk size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_frame) == 256, "frame size");
@@ -248,6 +280,7 @@ struct pf_msg {
     struct pf_msg_stream stream;
     struct pf_msg_refuse refuse;
     struct pf_msg_frame_ring frame_ring;
+    struct pf_msg_device_segment_add device_segment_add;
   } u;
 };
 
