@@ -527,8 +527,8 @@ run_cell (gint P, gint C, gint w, gint h)
     while (!g_file_test (ready, G_FILE_TEST_EXISTS) && !failed) {
       if (waitpid (prod[i], NULL, WNOHANG) == prod[i]
           || g_get_monotonic_time () > deadline) {
-        g_printerr ("shm-scale: %dx%d: producer %d did not get its %d "
-            "consumers\n", P, C, i, C);
+        g_printerr ("shm-scale: %dx%d: producer %d exited or did not get "
+            "its %d consumers\n", P, C, i, C);
         failed = TRUE;
       }
       g_usleep (2000);
@@ -813,13 +813,17 @@ main (int argc, char **argv)
         "processes %.1f%% of the CPUs, the machine %.1f%% busy)\n",
         c->producers, c->consumers, c->producers * c->consumers * opt_rate,
         c->cpu_pct, c->busy_pct);
+  } else if (!cells[stop].ok) {
+    printf ("scaling: the %d x %d cell failed (a process did not start, "
+        "report or finish: see above)\n", cells[stop].producers,
+        cells[stop].consumers);
   } else {
     const Cell *c = &cells[stop];
 
     printf ("scaling stops at %d x %d (%d hops/s): %s%s%s; there the cell's "
         "processes used %.1f%% of the CPUs and the machine was %.1f%% busy "
         "(%s)\n", c->producers, c->consumers,
-        c->producers * c->consumers * opt_rate, !c->ok ? "a process failed "
+        c->producers * c->consumers * opt_rate, c->lost > 0 ? "frames lost "
         : "", c->cpu_hop_us > 1.5 * base ? "cost per hop above 1.5x the 1x1 "
         : "", c->late * 100 > c->hops ? "over 1% of the frames late" : "",
         c->cpu_pct, c->busy_pct, c->busy_pct > 85 ?
