@@ -16,8 +16,9 @@
 #   cons  recv returns -> the consumer sends the frame back (RELEASE/ACK):
 #         parse, wrap, push through the probe and fakesink, buffer freed
 #   total pacing thread wakes -> that release
-# Printed as p25 / p50 / p75 in microseconds. The consumer's streaming
-# thread must be named "src" (shm-bench names both sources so).
+# Printed as p25 / p50 / p75 in microseconds. The consumer's receiving
+# thread is named "src:src" (GStreamer's sources), or give its name as the
+# first argument ("node": the node API's receiving thread in shm-bench).
 import re
 import sys
 
@@ -28,6 +29,7 @@ SEND = ('44', '46', '1')
 # recvfrom, recvmsg; read: the consumer's read of the frame doorbell
 RECV = ('45', '47', '0')
 NANOSLEEP = '230'
+CONSUMER = sys.argv[1] if len(sys.argv) > 1 else 'src:src'
 
 
 def parse(stream):
@@ -63,7 +65,7 @@ def steps(ev):
         while k < n and not (ev[k][2] == tid and ev[k][3] == 'out'):
             k += 1
         r = k + 1
-        while r < n and not (ev[r][1] == 'src:src' and ev[r][3] == 'out'
+        while r < n and not (ev[r][1] == CONSUMER and ev[r][3] == 'out'
                              and ev[r][4] in RECV and ev[r][5] != '-11'):
             r += 1
         p = r + 1
@@ -85,7 +87,8 @@ def steps(ev):
 def main():
     out = steps(parse(sys.stdin))
     if not out['total']:
-        sys.exit('no frame found (is the consumer thread named src:src?)')
+        sys.exit('no frame found (is the consumer thread named %s?)'
+                 % CONSUMER)
     print('%d frames; us p25 / p50 / p75' % len(out['total']))
     for name, v in out.items():
         v = sorted(v)

@@ -4,7 +4,7 @@
 # root or perf_event_paranoid <= 1) and splits each frame's latency with
 # hop-trace.py. perf's own tracing slows every step: compare transports
 # traced the same way, not with untraced figures.
-#   bench/shm/hop-trace.sh BUILD_DIR pinned|shm [WxH] [ROUNDS]
+#   bench/shm/hop-trace.sh BUILD_DIR pinned|shm|node [WxH] [ROUNDS]
 # SPDX-License-Identifier: LGPL-2.1-or-later
 set -eu
 build=${1:?build dir}; transport=${2:?pinned or shm}
@@ -18,4 +18,5 @@ perf record -q -o "$tmp/perf.data" \
   env GST_PLUGIN_PATH="$build/gst/shm" "$build/bench/shm/shm-bench" \
   --transport "$transport" --size "$size" --rounds "$rounds"
 perf script -i "$tmp/perf.data" -F comm,tid,cpu,time,event,trace 2>/dev/null \
-  | /usr/bin/python3 "$here/hop-trace.py"
+  | /usr/bin/python3 "$here/hop-trace.py" \
+    "$([ "$transport" = node ] && echo node || echo src:src)"
