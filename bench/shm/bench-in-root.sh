@@ -56,6 +56,7 @@ mkdir -p "$work/upper/src" "$work/ovl" "$work/merged" "$cache/ccache-$suite"
 (cd "$top" && git ls-files -z -co --exclude-standard |
   tar --null -T - -cf - 2>/dev/null) | tar -xf - -C "$work/upper/src" ||
   exit 1
+# shellcheck disable=SC2016 # the inner shell expands its own arguments
 unshare --mount --pid --fork --kill-child --propagation private \
   /bin/sh -ec '
   root=$1 work=$2 ccache=$3 m=$2/merged
