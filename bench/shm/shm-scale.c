@@ -89,6 +89,8 @@ static gboolean opt_smoke;
 static gchar *opt_role, *opt_socket, *opt_go, *opt_out;
 static gint opt_clients = 1, opt_width, opt_height;
 static gint64 opt_phase_ns;
+/* how long a process waits for its peers (connection, the start) */
+static gint opt_wait_s = 60;
 
 static GOptionEntry entries[] = {
   {"producers", 0, 0, G_OPTION_ARG_STRING, &opt_producers,
@@ -120,6 +122,8 @@ static GOptionEntry entries[] = {
       NULL},
   {"phase-ns", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT64, &opt_phase_ns,
       NULL, NULL},
+  {"wait-s", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &opt_wait_s, NULL,
+      NULL},
   {NULL}
 };
 
@@ -140,7 +144,7 @@ wait_go (const gchar * path, guint64 * t0)
 {
   gint i;
 
-  for (i = 0; i < 60000; i++) {
+  for (i = 0; i < opt_wait_s * 1000; i++) {
     gchar *text = NULL;
 
     if (g_file_get_contents (path, &text, NULL, NULL)) {
@@ -204,7 +208,8 @@ scale_produce (void)
   for (k = 0; k < filled; k++)
     pf_node_producer_discard (p, &fill[k]);
   g_free (fill);
-  if ((res = pf_node_producer_wait_clients (p, (guint) opt_clients, 60000)) < 0) {
+  if ((res = pf_node_producer_wait_clients (p, (guint) opt_clients,
+              opt_wait_s * 1000)) < 0) {
     g_printerr ("shm-scale producer %s: %d consumers did not come: %s\n",
         opt_socket, opt_clients, pf_node_strerror (res));
     pf_node_producer_free (p);
@@ -272,7 +277,7 @@ scale_consume (void)
   GString *text;
   gint res;
 
-  res = pf_node_consumer_new_with (opt_socket, 60000,
+  res = pf_node_consumer_new_with (opt_socket, opt_wait_s * 1000,
       PF_DELIVERY_EVERY_FRAME, &c);
   if (res < 0) {
     g_printerr ("shm-scale consumer %s: %s\n", opt_socket,
@@ -285,7 +290,7 @@ scale_consume (void)
     guint64 stamp[3], t;
 
     /* the first frame waits for every process of the cell to connect */
-    res = pf_node_consumer_next (c, received ? 3000 : 90000, &f);
+    res = pf_node_consumer_next (c, received ? 3000 : opt_wait_s * 1500, &f);
     if (res != 1)
       break;
     t = bench_now_ns ();
@@ -402,6 +407,20 @@ spawn (gchar ** argv)
   return pid;
 }
 
+/* TRUE when @pid has exited (then reaped: kill_children() leaves it) */
+static gboolean
+exited (GPid pid)
+{
+  gint i;
+
+  if (pid <= 0 || waitpid (pid, NULL, WNOHANG) != pid)
+    return FALSE;
+  for (i = 0; i < n_children; i++)
+    if (children[i] == pid)
+      children[i] = 0;
+  return TRUE;
+}
+
 /* Waits for @pid until @deadline (monotonic us); kills it past it.
  * Returns its exit status (-1: killed or not exited normally). */
 static gint
@@ -485,6 +504,7 @@ run_cell (gint P, gint C, gint w, gint h)
       opt_frames);
   gchar *rs = g_strdup_printf ("%d", opt_rate), *cs = g_strdup_printf ("%d",
       C), *ss = g_strdup_printf ("%d", opt_slots);
+  gchar *wt = g_strdup_printf ("%d", opt_wait_s);
   GPid *prod = g_new0 (GPid, P), *cons = g_new0 (GPid, P * C);
   gint64 deadline;
   gboolean failed = FALSE;
@@ -501,7 +521,8 @@ run_cell (gint P, gint C, gint w, gint h)
       (gchar *) "--socket", sock, (gchar *) "--go", go, (gchar *) "--out",
       out, (gchar *) "--clients", cs, (gchar *) "--width", ws,
       (gchar *) "--height", hs, (gchar *) "--frames", nf, (gchar *) "--rate",
-      rs, (gchar *) "--slots", ss, (gchar *) "--phase-ns", phase, NULL
+      rs, (gchar *) "--slots", ss, (gchar *) "--phase-ns", phase,
+      (gchar *) "--wait-s", wt, NULL
     };
 
     failed = (prod[i] = spawn (argv)) == 0;
@@ -509,7 +530,8 @@ run_cell (gint P, gint C, gint w, gint h)
       gchar *cout = g_strdup_printf ("%s/c%d.%d", cell_dir, i, j);
       gchar *cargv[] = { self_path, (gchar *) "--role", (gchar *) "consume",
         (gchar *) "--socket", sock, (gchar *) "--out", cout,
-        (gchar *) "--frames", nf, (gchar *) "--rate", rs, NULL
+        (gchar *) "--frames", nf, (gchar *) "--rate", rs,
+        (gchar *) "--wait-s", wt, NULL
       };
 
       failed = (cons[i * C + j] = spawn (cargv)) == 0;
@@ -520,15 +542,17 @@ run_cell (gint P, gint C, gint w, gint h)
     g_free (phase);
   }
   /* every producer has its consumers: then the clocks start */
-  deadline = g_get_monotonic_time () + 120 * G_TIME_SPAN_SECOND;
+  deadline = g_get_monotonic_time () + 2 * opt_wait_s * G_TIME_SPAN_SECOND;
   for (i = 0; i < P && !failed; i++) {
     gchar *ready = g_strdup_printf ("%s/p%d.ready", cell_dir, i);
 
     while (!g_file_test (ready, G_FILE_TEST_EXISTS) && !failed) {
-      if (waitpid (prod[i], NULL, WNOHANG) == prod[i]
-          || g_get_monotonic_time () > deadline) {
-        g_printerr ("shm-scale: %dx%d: producer %d exited or did not get "
-            "its %d consumers\n", P, C, i, C);
+      /* a producer or a consumer that is gone will not make it ready */
+      for (j = 0; j < P * C + P && !failed; j++)
+        failed = exited (j < P ? prod[j] : cons[j - P]);
+      if (failed || g_get_monotonic_time () > deadline) {
+        g_printerr ("shm-scale: %dx%d: a process exited before producer %d "
+            "had its %d consumers, or it waited too long\n", P, C, i, C);
         failed = TRUE;
       }
       g_usleep (2000);
@@ -547,7 +571,7 @@ run_cell (gint P, gint C, gint w, gint h)
   deadline =
       g_get_monotonic_time () +
       (gint64) opt_frames *G_TIME_SPAN_SECOND / MAX (opt_rate,
-      1) + 100 * G_TIME_SPAN_SECOND;
+      1) + (2 * opt_wait_s + 10) * G_TIME_SPAN_SECOND;
   for (i = 0; i < P * C && !failed; i++)
     if (reap (cons[i], deadline) != 0)
       failed = TRUE;
@@ -648,6 +672,7 @@ run_cell (gint P, gint C, gint w, gint h)
   g_free (rs);
   g_free (cs);
   g_free (ss);
+  g_free (wt);
   return cell;
 }
 
@@ -730,6 +755,7 @@ main (int argc, char **argv)
     opt_consumers = (gchar *) "1,2";
     opt_frames = 20;
     opt_rate = 100;
+    opt_wait_s = 10;
     opt_size = (gchar *) "320x240";
   }
   if (sscanf (opt_size, "%dx%d", &w, &h) != 2 || w <= 0 || h <= 0
