@@ -10,14 +10,22 @@
 #         ring, the doorbell's write()) starts (stamp, fill, gst_pad_push,
 #         the sink's render up to the send)
 #   send  the send syscall itself (it wakes the consumer's thread)
-#   wire  send returns -> the consumer's recv returns (the consumer's
-#         wake-up, its poll, the producer's work after the send when both
-#         run on one CPU)
-#   cons  recv returns -> the consumer sends the frame back (RELEASE/ACK):
-#         parse, wrap, push through the probe and fakesink, buffer freed
-#   total pacing thread wakes -> that release
-# Printed as p25 / p50 / p75 in microseconds. The consumer's streaming
-# thread must be named "src" (shm-bench names both sources so).
+#   wire  send returns -> the consumer's thread returns from its wait
+#         (the first poll, ppoll, epoll_wait or recv of that thread to
+#         return > 0: the consumer's wake-up, and the producer's work after
+#         the send when both run on one CPU)
+#   cons  that return -> the consumer's next send (a release, an ACK):
+#         read, wrap, push through the probe and fakesink. The element
+#         pairs' consumers release the frame before this one there (fakesink
+#         keeps the last sample, so the new frame's push frees the old);
+#         the node API's releases this one.
+#   total pacing thread wakes -> that send
+# (Until issue 35 "wire" ended at the consumer's recv; pinnedshmsrc drains
+# its frame doorbell with a recv after the frame's push, so the split now
+# ends it at the wake-up for every transport.)
+# Printed as p25 / p50 / p75 in microseconds. The consumer's receiving
+# thread is named "src:src" (GStreamer's sources), or give its name as the
+# first argument ("node": the node API's receiving thread in shm-bench).
 import re
 import sys
 
@@ -25,9 +33,11 @@ LINE = re.compile(r'^\s*(\S.*?)\s+(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+(\S+):\s*(.*)$
 # sendto, sendmsg; write: the frame ring's doorbells (an eventfd), which
 # with a ring take the FRAME's and the RELEASE's place
 SEND = ('44', '46', '1')
-# recvfrom, recvmsg; read: the consumer's read of the frame doorbell
-RECV = ('45', '47', '0')
+# recvfrom, recvmsg; read: the consumer's read of the frame doorbell; and
+# the waits before them: poll, ppoll, epoll_wait, epoll_pwait
+RECV = ('45', '47', '0', '7', '271', '232', '281')
 NANOSLEEP = '230'
+CONSUMER = sys.argv[1] if len(sys.argv) > 1 else 'src:src'
 
 
 def parse(stream):
@@ -63,8 +73,10 @@ def steps(ev):
         while k < n and not (ev[k][2] == tid and ev[k][3] == 'out'):
             k += 1
         r = k + 1
-        while r < n and not (ev[r][1] == 'src:src' and ev[r][3] == 'out'
-                             and ev[r][4] in RECV and ev[r][5] != '-11'):
+        while r < n and not (ev[r][1] == CONSUMER and ev[r][3] == 'out'
+                             and ev[r][4] in RECV
+                             and not ev[r][5].startswith('-')
+                             and ev[r][5] != '0'):
             r += 1
         p = r + 1
         while p < n and not (r < n and ev[p][2] == ev[r][2]
@@ -85,7 +97,8 @@ def steps(ev):
 def main():
     out = steps(parse(sys.stdin))
     if not out['total']:
-        sys.exit('no frame found (is the consumer thread named src:src?)')
+        sys.exit('no frame found (is the consumer thread named %s?)'
+                 % CONSUMER)
     print('%d frames; us p25 / p50 / p75' % len(out['total']))
     for name, v in out.items():
         v = sorted(v)
