@@ -21,6 +21,7 @@
 #endif
 
 #include <pinnedflow/pf-node.h>
+#include <pinnedflow/pf-device-segment.h>
 
 #include "pf-time-private.h"
 
@@ -49,6 +50,7 @@ struct node_frame
   pf_node_consumer *owner;
   struct node_caps *caps;
   pf_segment *segs[PF_MAX_CHUNKS];
+  uint64_t dev_ptr[PF_MAX_CHUNKS];      /* device frames: chunk addresses */
   struct node_frame *next_spare;
 };
 
@@ -130,6 +132,13 @@ int
 pf_node_consumer_new_with (const char *socket_path, int timeout_ms,
     uint32_t delivery, pf_node_consumer ** out)
 {
+  return pf_node_consumer_new_full (socket_path, timeout_ms, delivery, 0, out);
+}
+
+int
+pf_node_consumer_new_full (const char *socket_path, int timeout_ms,
+    uint32_t delivery, uint32_t flags, pf_node_consumer ** out)
+{
   pf_consumer_options opts = {.delivery = delivery };
   pf_node_consumer *c;
   int res;
@@ -138,8 +147,10 @@ pf_node_consumer_new_with (const char *socket_path, int timeout_ms,
     return -EINVAL;
   *out = NULL;
   if (socket_path == NULL || socket_path[0] == '\0' ||
-      delivery > PF_DELIVERY_NEWEST_FRAME)
+      delivery > PF_DELIVERY_NEWEST_FRAME || (flags & ~PF_NODE_CONSUMER_DEVICE))
     return -EINVAL;
+  if (flags & PF_NODE_CONSUMER_DEVICE)
+    opts.flags |= PF_CONSUMER_OPTION_DEVICE_SEGMENTS;
   c = calloc (1, sizeof (*c));
   if (c == NULL)
     return -ENOMEM;
@@ -149,6 +160,14 @@ pf_node_consumer_new_with (const char *socket_path, int timeout_ms,
   res = pf_consumer_connect_with (socket_path, timeout_ms, -1, &opts,
       &c->transport);
   if (res < 0) {
+    free (c);
+    return res;
+  }
+  /* the CUDA layer imports the device segments (before the first receive:
+   * the producer sends its segments right after the HELLO) */
+  if ((flags & PF_NODE_CONSUMER_DEVICE) &&
+      (res = pf_device_consumer_enable (c->transport)) < 0) {
+    pf_consumer_unref (c->transport);
     free (c);
     return res;
   }
@@ -210,7 +229,7 @@ make_frame (pf_node_consumer * c, const pf_event * ev, pf_node_frame ** out)
 {
   const pf_consumer_frame *m = &ev->frame;
   struct node_frame *f;
-  uint32_t i;
+  uint32_t i, n_dev;
 
   pthread_mutex_lock (&c->spare_lock);
   if ((f = c->spare) != NULL)
@@ -226,13 +245,29 @@ make_frame (pf_node_consumer * c, const pf_event * ev, pf_node_frame ** out)
   f->pub.seq = m->seq;
   f->pub.caps_seq = m->caps_seq;
   f->pub.n_chunks = m->n_chunks;
+  n_dev = 0;
   for (i = 0; i < m->n_chunks && i < PF_MAX_CHUNKS; i++) {
     f->segs[i] = pf_segment_ref (ev->segments[i]);
-    f->pub.chunk_data[i] = ev->data[i];
+    if (pf_segment_get_device (ev->segments[i]) != NULL) {
+      /* the transport gives a device chunk's device address: never a
+       * host pointer in a field host code reads */
+      f->dev_ptr[i] = (uint64_t) (uintptr_t) ev->data[i];
+      n_dev++;
+    } else {
+      f->pub.chunk_data[i] = ev->data[i];
+    }
     f->pub.chunk_size[i] = m->chunks[i].size;
     f->pub.size += m->chunks[i].size;
   }
-  f->pub.data = m->n_chunks == 1 ? ev->data[0] : NULL;
+  f->pub.domain = n_dev ? PF_NODE_DOMAIN_DEVICE : PF_NODE_DOMAIN_HOST;
+  f->pub.data = m->n_chunks == 1 ? f->pub.chunk_data[0] : NULL;
+  if (n_dev != 0 && n_dev != m->n_chunks) {
+    snprintf (c->error, sizeof (c->error), "FRAME %" PRIu64 ": chunks in "
+        "host and device memory at once (%u of %u on a device)", m->seq,
+        n_dev, m->n_chunks);
+    pf_node_frame_release (&f->pub);
+    return -EPROTO;
+  }
 
   if (f->caps) {
     f->pub.caps = f->caps->text;
@@ -274,8 +309,12 @@ make_frame (pf_node_consumer * c, const pf_event * ev, pf_node_frame ** out)
   f->pub.send_time = m->send_time;
   f->pub.recv_time = pf_monotonic_ns ();
   f->pub.buffer_flags = m->buffer_flags;
-  f->pub.readonly = (pf_segment_get_state (f->segs[0]) &
-      PF_SEGMENT_STATE_READONLY) ? 1 : 0;
+  if (f->pub.domain == PF_NODE_DOMAIN_DEVICE)
+    f->pub.readonly = pf_device_segment_get_access (f->segs[0]) ==
+        PF_DEVICE_ACCESS_READ;
+  else
+    f->pub.readonly = (pf_segment_get_state (f->segs[0]) &
+        PF_SEGMENT_STATE_READONLY) ? 1 : 0;
   f->pub.segment = f->segs[0];
   f->pub.segment_base = pf_segment_get_base (f->segs[0]);
   f->pub.segment_size = pf_segment_get_size (f->segs[0]);
@@ -372,6 +411,42 @@ pf_node_frame_release (pf_node_frame * frame)
   pthread_mutex_unlock (&c->spare_lock);
   consumer_unref (c);
   return res;
+}
+
+int
+pf_node_frame_get_device (const pf_node_frame * frame,
+    pf_node_device_info * info)
+{
+  const struct node_frame *f = (const struct node_frame *) frame;
+  const pf_segment_device *dev;
+  uint32_t i;
+
+  if (info)
+    memset (info, 0, sizeof (*info));
+  if (f == NULL || info == NULL || f->pub.domain != PF_NODE_DOMAIN_DEVICE ||
+      f->segs[0] == NULL || (dev = pf_segment_get_device (f->segs[0])) == NULL)
+    return -EINVAL;
+  info->ordinal = pf_device_segment_get_ordinal (f->segs[0]);
+  info->access = pf_device_segment_get_access (f->segs[0]);
+  memcpy (info->uuid, dev->uuid, sizeof (info->uuid));
+  for (i = 0; i < f->pub.n_chunks && i < PF_MAX_CHUNKS; i++)
+    info->chunk_ptr[i] = f->dev_ptr[i];
+  info->ptr = info->chunk_ptr[0];
+  return 0;
+}
+
+const char *
+pf_node_consumer_get_device_stats (pf_node_consumer * c, uint64_t * skipped,
+    uint32_t * refused)
+{
+  if (c == NULL) {
+    if (skipped)
+      *skipped = 0;
+    if (refused)
+      *refused = 0;
+    return "";
+  }
+  return pf_consumer_get_device_stats (c->transport, skipped, refused);
 }
 
 const char *
