@@ -21,7 +21,7 @@
 #endif
 
 #include <pinnedflow/pf-node.h>
-#include <pinnedflow/pf-device-segment.h>
+#include <pinnedflow/pf-node-private.h>
 
 #include "pf-time-private.h"
 
@@ -60,6 +60,8 @@ struct pf_node_consumer
   pf_consumer *transport;
   struct node_caps *caps;       /* latest, or NULL; receiving thread only */
   int broken;                   /* a violation seen here: next() fails */
+  /* device frames: the access of our mapping (the CUDA layer's) */
+  pf_node_device_access_func device_access;
   char error[256];
   /* Released frames, reused by next(): no allocation per frame once as
    * many frames as the application holds at most have been made. Frames
@@ -132,14 +134,16 @@ int
 pf_node_consumer_new_with (const char *socket_path, int timeout_ms,
     uint32_t delivery, pf_node_consumer ** out)
 {
-  return pf_node_consumer_new_full (socket_path, timeout_ms, delivery, 0, out);
+  return pf_node_consumer_connect (socket_path, timeout_ms, delivery, 0,
+      NULL, out);
 }
 
 int
-pf_node_consumer_new_full (const char *socket_path, int timeout_ms,
-    uint32_t delivery, uint32_t flags, pf_node_consumer ** out)
+pf_node_consumer_connect (const char *socket_path, int timeout_ms,
+    uint32_t delivery, uint32_t options, pf_node_device_access_func access,
+    pf_node_consumer ** out)
 {
-  pf_consumer_options opts = {.delivery = delivery };
+  pf_consumer_options opts = {.delivery = delivery,.flags = options };
   pf_node_consumer *c;
   int res;
 
@@ -147,10 +151,8 @@ pf_node_consumer_new_full (const char *socket_path, int timeout_ms,
     return -EINVAL;
   *out = NULL;
   if (socket_path == NULL || socket_path[0] == '\0' ||
-      delivery > PF_DELIVERY_NEWEST_FRAME || (flags & ~PF_NODE_CONSUMER_DEVICE))
+      delivery > PF_DELIVERY_NEWEST_FRAME)
     return -EINVAL;
-  if (flags & PF_NODE_CONSUMER_DEVICE)
-    opts.flags |= PF_CONSUMER_OPTION_DEVICE_SEGMENTS;
   c = calloc (1, sizeof (*c));
   if (c == NULL)
     return -ENOMEM;
@@ -163,14 +165,7 @@ pf_node_consumer_new_full (const char *socket_path, int timeout_ms,
     free (c);
     return res;
   }
-  /* the CUDA layer imports the device segments (before the first receive:
-   * the producer sends its segments right after the HELLO) */
-  if ((flags & PF_NODE_CONSUMER_DEVICE) &&
-      (res = pf_device_consumer_enable (c->transport)) < 0) {
-    pf_consumer_unref (c->transport);
-    free (c);
-    return res;
-  }
+  c->device_access = access;
   pthread_mutex_init (&c->spare_lock, NULL);
   *out = c;
   return 0;
@@ -310,8 +305,7 @@ make_frame (pf_node_consumer * c, const pf_event * ev, pf_node_frame ** out)
   f->pub.recv_time = pf_monotonic_ns ();
   f->pub.buffer_flags = m->buffer_flags;
   if (f->pub.domain == PF_NODE_DOMAIN_DEVICE)
-    f->pub.readonly = pf_device_segment_get_access (f->segs[0]) ==
-        PF_DEVICE_ACCESS_READ;
+    f->pub.readonly = c->device_access ? c->device_access (f->segs[0]) == 1 : 0;        /* PF_DEVICE_ACCESS_READ */
   else
     f->pub.readonly = (pf_segment_get_state (f->segs[0]) &
         PF_SEGMENT_STATE_READONLY) ? 1 : 0;
@@ -414,24 +408,16 @@ pf_node_frame_release (pf_node_frame * frame)
 }
 
 int
-pf_node_frame_get_device (const pf_node_frame * frame,
-    pf_node_device_info * info)
+pf_node_frame_get_chunk_ptrs (const pf_node_frame * frame,
+    uint64_t ptr[PF_MAX_CHUNKS])
 {
   const struct node_frame *f = (const struct node_frame *) frame;
-  const pf_segment_device *dev;
-  uint32_t i;
 
-  if (info)
-    memset (info, 0, sizeof (*info));
-  if (f == NULL || info == NULL || f->pub.domain != PF_NODE_DOMAIN_DEVICE ||
-      f->segs[0] == NULL || (dev = pf_segment_get_device (f->segs[0])) == NULL)
+  if (ptr)
+    memset (ptr, 0, sizeof (uint64_t) * PF_MAX_CHUNKS);
+  if (f == NULL || ptr == NULL || f->pub.domain != PF_NODE_DOMAIN_DEVICE)
     return -EINVAL;
-  info->ordinal = pf_device_segment_get_ordinal (f->segs[0]);
-  info->access = pf_device_segment_get_access (f->segs[0]);
-  memcpy (info->uuid, dev->uuid, sizeof (info->uuid));
-  for (i = 0; i < f->pub.n_chunks && i < PF_MAX_CHUNKS; i++)
-    info->chunk_ptr[i] = f->dev_ptr[i];
-  info->ptr = info->chunk_ptr[0];
+  memcpy (ptr, f->dev_ptr, sizeof (f->dev_ptr));
   return 0;
 }
 

@@ -41,8 +41,8 @@
 
 #include <pinnedflow/pf-node.h>
 
+#include <pinnedflow/pf-node-private.h>
 #include <pinnedflow/pf-pool.h>
-#include <pinnedflow/pf-device-segment.h>
 
 #include "pf-time-private.h"
 
@@ -110,11 +110,11 @@ on_client_change (void *user_data, const pf_client_info * info)
   pthread_mutex_unlock (&p->lock);
 }
 
-/* The pool: one segment of @n_slots slots of @slot_size bytes; in device
- * memory on @device when it is >= 0 (pf_node_producer_new_device()). */
+/* The pool: one segment of @n_slots slots of @slot_size bytes; in @given
+ * when not NULL (pf_node_producer_new_in()). */
 static int
 make_pool (const pf_node_producer_config * config, uint32_t n_slots,
-    int device, pf_pool ** out)
+    pf_segment * given, pf_pool ** out)
 {
   pf_segment *seg = NULL;
   uint64_t stride;
@@ -131,11 +131,15 @@ make_pool (const pf_node_producer_config * config, uint32_t n_slots,
     flags |= PF_SEGMENT_FLAG_LOCK;
   if (config->flags & PF_NODE_PRODUCER_HUGEPAGES)
     flags |= PF_SEGMENT_FLAG_HUGEPAGES;
-  if (device >= 0)
-    res = pf_device_segment_new (device, stride * n_slots, &seg);
-  else
+  if (given != NULL) {
+    if (pf_segment_get_size (given) < stride * n_slots)
+      return -EINVAL;
+    seg = pf_segment_ref (given);
+    res = 0;
+  } else {
     res = pf_segment_new ("pinnedflow-node-pool", stride * n_slots, flags,
         &seg);
+  }
   if (res < 0)
     return res;
   res = pf_pool_new (seg, stride, n_slots, out);
@@ -143,31 +147,16 @@ make_pool (const pf_node_producer_config * config, uint32_t n_slots,
   return res;
 }
 
-static int producer_new (const pf_node_producer_config * config, int device,
-    pf_node_producer ** out);
-
 int
 pf_node_producer_new (const pf_node_producer_config * config,
     pf_node_producer ** out)
 {
-  return producer_new (config, -1, out);
+  return pf_node_producer_new_in (config, NULL, 0, out);
 }
 
 int
-pf_node_producer_new_device (const pf_node_producer_config * config,
-    int device, pf_node_producer ** out)
-{
-  if (device < 0) {
-    if (out)
-      *out = NULL;
-    return -EINVAL;
-  }
-  return producer_new (config, device, out);
-}
-
-static int
-producer_new (const pf_node_producer_config * config, int device,
-    pf_node_producer ** out)
+pf_node_producer_new_in (const pf_node_producer_config * config,
+    pf_segment * seg, uint64_t device_base, pf_node_producer ** out)
 {
   pf_node_producer *p = NULL;
   pf_producer_config pc;
@@ -187,13 +176,12 @@ producer_new (const pf_node_producer_config * config, int device,
   p = calloc (1, sizeof (*p));
   if (p == NULL)
     return -ENOMEM;
-  res = make_pool (config, n_slots, device, &p->pool);
+  res = make_pool (config, n_slots, seg, &p->pool);
   if (res < 0) {
     free (p);
     return res;
   }
-  if (device >= 0)
-    p->device_base = pf_device_segment_get_ptr (pf_pool_get_segment (p->pool));
+  p->device_base = device_base;
   pthread_mutex_init (&p->lock, NULL);
   pf_cond_init_monotonic (&p->cond);
 

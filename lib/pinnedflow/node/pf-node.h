@@ -32,7 +32,10 @@
  * <pinnedflow/pf-video-layout.h> (plane layout, pf-video-layout.c) and
  * <pinnedflow/pf-caps.h> (caps text, pf-caps.c). The producer lives in
  * pf-node-producer.c, the consumer in pf-node-consumer.c, the error texts
- * in pf-node.c.
+ * in pf-node.c; the device side (pf_node_producer_new_device(),
+ * pf_node_consumer_new_full(), pf_node_frame_get_device(): device frames,
+ * docs/cuda.md "Device frames in nodes") in the CUDA layer,
+ * cuda/pf-node-device.c.
  */
 #ifndef __PF_NODE_H__
 #define __PF_NODE_H__
