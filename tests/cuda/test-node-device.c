@@ -58,6 +58,10 @@ static int (*cuCtxSynchronize) (void);
 static int (*cuMemcpyHtoD) (CUdeviceptr, const void *, size_t);
 static int (*cuMemcpyDtoH) (void *, CUdeviceptr, size_t);
 static long (*emu_query) (const char *);
+static int (*cuStreamCreate) (void **, unsigned int);
+static int (*cuStreamDestroy) (void *);
+static int (*emu_stream_read) (void *, const void *, size_t, size_t, size_t,
+    void *, long);
 
 /* The driver stand-in, a context on device 0 made current. Only after any
  * fork. */
@@ -76,8 +80,12 @@ cuda_up (void)
   *(void **) &cuMemcpyHtoD = dlsym (drv, "cuMemcpyHtoD_v2");
   *(void **) &cuMemcpyDtoH = dlsym (drv, "cuMemcpyDtoH_v2");
   *(void **) &emu_query = dlsym (rt, "pfemu_query");
+  *(void **) &cuStreamCreate = dlsym (drv, "cuStreamCreate");
+  *(void **) &cuStreamDestroy = dlsym (drv, "cuStreamDestroy_v2");
+  *(void **) &emu_stream_read = dlsym (rt, "pfemu_stream_read");
   CHECK (cuInit && cuCtxCreate && cuCtxSynchronize && cuMemcpyHtoD &&
-      cuMemcpyDtoH && emu_query);
+      cuMemcpyDtoH && emu_query && cuStreamCreate && cuStreamDestroy &&
+      emu_stream_read);
   CHECK_INT (cuInit (0), ==, 0);
   CHECK_INT (cuCtxCreate (&ctx, 0, 0), ==, 0);
 }
@@ -237,6 +245,44 @@ check_device_frame (pf_node_consumer * c, pf_node_frame * f, uint8_t * want,
   CHECK_INT (pf_hold_count_live (), ==, 0);
 }
 
+/* A reader's stream named with pf_node_frame_read_on(): a kernel reading
+ * the frame 150 ms late on it (the emulator's late reader) has completed
+ * when the release returns, so the producer cannot rewrite the slot under
+ * it. At most 8 streams. Takes the frame. */
+static void
+check_late_reader (pf_node_consumer * c, pf_node_frame * f, uint8_t * want,
+    uint8_t * got)
+{
+  pf_node_device_info dev;
+  void *streams[8];
+  long reads0 = emu_query ("reads");
+  int i;
+
+  CHECK_INT (pf_node_frame_get_device (f, &dev), ==, 0);
+  pattern (want, FRAME_BYTES, f->pts);
+  for (i = 0; i < 8; i++)
+    CHECK_INT (cuStreamCreate (&streams[i], 1), ==, 0);
+  memset (got, 0, FRAME_BYTES);
+  CHECK_INT (emu_stream_read (streams[0], (const void *) (uintptr_t) dev.ptr,
+          W * 4, W * 4, H, got, 150000), ==, 0);
+  CHECK_INT (pf_node_frame_read_on (f, 0), ==, -EINVAL);
+  CHECK_INT (pf_node_frame_read_on (f, (uintptr_t) streams[0]), ==, 0);
+  CHECK_INT (pf_node_frame_read_on (f, (uintptr_t) streams[0]), ==, 0);
+  CHECK_INT (pf_node_frame_read_on (f, 1), ==, 0);      /* legacy stream */
+  for (i = 1; i < 7; i++)
+    CHECK_INT (pf_node_frame_read_on (f, (uintptr_t) streams[i]), ==, 0);
+  CHECK_INT (pf_node_frame_read_on (f, (uintptr_t) streams[7]), ==, -ENOSPC);
+  CHECK_INT (emu_query ("reads"), ==, reads0);  /* still running */
+  CHECK_INT (pf_node_frame_release (f), ==, 0);
+  CHECK_INT (pf_node_device_sync_errors (), ==, 0);
+  CHECK_INT (emu_query ("reads"), ==, reads0 + 1);
+  CHECK_INT (emu_query ("reads.overwritten"), ==, 0);
+  CHECK_INT (pf_node_consumer_get_held (c), ==, 0);
+  CHECK (memcmp (want, got, FRAME_BYTES) == 0);
+  for (i = 0; i < 8; i++)
+    CHECK_INT (cuStreamDestroy (streams[i]), ==, 0);
+}
+
 enum
 {
   DEVICE,                       /* asks for device frames, reads them */
@@ -272,7 +318,10 @@ consumer_main (const char *path, int mode, int expect)
     seen++;
     CHECK (mode == DEVICE);
     CHECK_INT (f->pts, ==, (uint64_t) seen);    /* every frame, in order */
-    check_device_frame (c, f, want, got);
+    if (seen == 2)
+      check_late_reader (c, f, want, got);
+    else
+      check_device_frame (c, f, want, got);
   }
   CHECK_INT (seen, ==, expect);
   (void) pf_node_consumer_get_device_stats (c, &skipped, &refused);

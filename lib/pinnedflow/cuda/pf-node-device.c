@@ -20,8 +20,95 @@
 #include <pinnedflow/pf-node.h>
 #include <pinnedflow/pf-pool.h>
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
+
+/* The driver calls that wait for a device frame's readers (opened once,
+ * as pf-device-segment.c opens it: never linked). */
+static struct
+{
+  int (*ctx_get_current) (void **ctx);
+  int (*device_get) (int *dev, int ordinal);
+  int (*primary_retain) (void **ctx, int dev);
+  int (*primary_release) (int dev);
+  int (*ctx_push) (void *ctx);
+  int (*ctx_pop) (void **ctx);
+  int (*stream_sync) (void *stream);
+} drv;
+static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
+static atomic_uint_fast64_t sync_errors;
+
+static void
+drv_load (void)
+{
+  void *h = dlopen ("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+
+  if (h == NULL)
+    return;
+  *(void **) &drv.ctx_get_current = dlsym (h, "cuCtxGetCurrent");
+  *(void **) &drv.device_get = dlsym (h, "cuDeviceGet");
+  *(void **) &drv.primary_retain = dlsym (h, "cuDevicePrimaryCtxRetain");
+  *(void **) &drv.primary_release = dlsym (h, "cuDevicePrimaryCtxRelease_v2");
+  *(void **) &drv.ctx_push = dlsym (h, "cuCtxPushCurrent_v2");
+  *(void **) &drv.ctx_pop = dlsym (h, "cuCtxPopCurrent_v2");
+  *(void **) &drv.stream_sync = dlsym (h, "cuStreamSynchronize");
+  if (!drv.ctx_get_current || !drv.device_get || !drv.primary_retain ||
+      !drv.primary_release || !drv.ctx_push || !drv.ctx_pop || !drv.stream_sync)
+    memset (&drv, 0, sizeof (drv));
+  /* the handle stays open for the process's life, as the CUDA layer's */
+}
+
+/* pf_node_device_sync_func: cuStreamSynchronize on each reader, in the
+ * calling thread's current context, or the device's primary context (the
+ * one PyTorch and CuPy use) where none is current: what stream handles 1
+ * (legacy) and 2 (per-thread) mean. */
+static int
+sync_readers (pf_segment * seg, const uintptr_t * streams, uint32_t n)
+{
+  void *cur = NULL, *ctx = NULL;
+  int dev = -1, pushed = 0, res = 0;
+  uint32_t i;
+
+  pthread_once (&drv_once, drv_load);
+  if (drv.stream_sync == NULL) {
+    atomic_fetch_add (&sync_errors, 1);
+    return -ENOENT;
+  }
+  if (drv.ctx_get_current (&cur) != 0 || cur == NULL) {
+    if (drv.device_get (&dev, pf_device_segment_get_ordinal (seg)) != 0 ||
+        drv.primary_retain (&ctx, dev) != 0) {
+      atomic_fetch_add (&sync_errors, 1);
+      return -EIO;
+    }
+    if (drv.ctx_push (ctx) == 0)
+      pushed = 1;
+  }
+  for (i = 0; i < n; i++)
+    if (drv.stream_sync ((void *) streams[i]) != 0)
+      res = -EIO;
+  if (pushed)
+    drv.ctx_pop (&ctx);
+  if (dev >= 0)
+    drv.primary_release (dev);
+  if (res < 0)
+    atomic_fetch_add (&sync_errors, 1);
+  return res;
+}
+
+int
+pf_node_frame_read_on (pf_node_frame * frame, uintptr_t stream)
+{
+  return pf_node_frame_add_reader (frame, stream);
+}
+
+uint64_t
+pf_node_device_sync_errors (void)
+{
+  return atomic_load (&sync_errors);
+}
 
 int
 pf_node_producer_new_device (const pf_node_producer_config * config,
@@ -76,6 +163,7 @@ pf_node_consumer_new_full (const char *socket_path, int timeout_ms,
       device ? device_access : NULL, out);
   if (res < 0 || !device)
     return res;
+  pf_node_consumer_set_device_sync (*out, sync_readers);
   /* the CUDA layer imports the device segments (before the first receive:
    * the producer sends its segments right after the HELLO) */
   res = pf_device_consumer_enable (pf_node_consumer_get_transport (*out));

@@ -51,6 +51,9 @@ struct node_frame
   struct node_caps *caps;
   pf_segment *segs[PF_MAX_CHUNKS];
   uint64_t dev_ptr[PF_MAX_CHUNKS];      /* device frames: chunk addresses */
+  /* device frames: streams whose work must complete before the release */
+  uintptr_t readers[PF_NODE_MAX_READERS];
+  uint32_t n_readers;
   struct node_frame *next_spare;
 };
 
@@ -62,6 +65,7 @@ struct pf_node_consumer
   int broken;                   /* a violation seen here: next() fails */
   /* device frames: the access of our mapping (the CUDA layer's) */
   pf_node_device_access_func device_access;
+  pf_node_device_sync_func device_sync; /* set before the first frame */
   char error[256];
   /* Released frames, reused by next(): no allocation per frame once as
    * many frames as the application holds at most have been made. Frames
@@ -388,12 +392,17 @@ pf_node_frame_release (pf_node_frame * frame)
   struct node_frame *f = (struct node_frame *) frame;
   pf_node_consumer *c;
   uint32_t i;
-  int res;
+  int res, sync_res;
 
   if (f == NULL)
     return 0;
   c = f->owner;
+  /* a device frame goes back only once its readers' streams are done */
+  sync_res = f->n_readers && c->device_sync ?
+      c->device_sync (f->segs[0], f->readers, f->n_readers) : 0;
   res = pf_consumer_release (c->transport, f->pub.seq);
+  if (res == 0)
+    res = sync_res;
   for (i = 0; i < PF_MAX_CHUNKS; i++)
     if (f->segs[i])
       pf_segment_unref (f->segs[i]);
@@ -405,6 +414,31 @@ pf_node_frame_release (pf_node_frame * frame)
   pthread_mutex_unlock (&c->spare_lock);
   consumer_unref (c);
   return res;
+}
+
+void
+pf_node_consumer_set_device_sync (pf_node_consumer * c,
+    pf_node_device_sync_func sync)
+{
+  if (c)
+    c->device_sync = sync;
+}
+
+int
+pf_node_frame_add_reader (pf_node_frame * frame, uintptr_t stream)
+{
+  struct node_frame *f = (struct node_frame *) frame;
+  uint32_t i;
+
+  if (f == NULL || stream == 0 || f->pub.domain != PF_NODE_DOMAIN_DEVICE)
+    return -EINVAL;
+  for (i = 0; i < f->n_readers; i++)
+    if (f->readers[i] == stream)
+      return 0;
+  if (f->n_readers == PF_NODE_MAX_READERS)
+    return -ENOSPC;
+  f->readers[f->n_readers++] = stream;
+  return 0;
 }
 
 int

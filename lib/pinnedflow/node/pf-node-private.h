@@ -19,6 +19,14 @@
  * (pf_device_segment_get_access()). */
 typedef unsigned int (*pf_node_device_access_func) (pf_segment * seg);
 
+/* Waits for the work queued on @n @streams (readers of a device frame in
+ * @seg) before the frame goes back: 0 or -EIO. */
+typedef int (*pf_node_device_sync_func) (pf_segment * seg,
+    const uintptr_t * streams, uint32_t n);
+
+/* At most this many reader streams per device frame. */
+#define PF_NODE_MAX_READERS 8
+
 /* pf_node_consumer_new_with() that connects with the transport's
  * @options (pf_consumer_options.flags) and, when @access is not NULL,
  * reads device frames' read-only flag with it. The caller enables the
@@ -26,6 +34,16 @@ typedef unsigned int (*pf_node_device_access_func) (pf_segment * seg);
 int pf_node_consumer_connect (const char *socket_path, int timeout_ms,
     uint32_t delivery, uint32_t options, pf_node_device_access_func access,
     pf_node_consumer ** out);
+
+/* What pf_node_frame_release() calls for a device frame with readers
+ * (pf_node_frame_add_reader()) before releasing it. */
+void pf_node_consumer_set_device_sync (pf_node_consumer * c,
+    pf_node_device_sync_func sync);
+
+/* Names @stream (not 0) a reader of the device frame @frame: -EINVAL (a
+ * host frame, stream 0), -ENOSPC (PF_NODE_MAX_READERS already); a stream
+ * named twice counts once. Any thread, one at a time per frame. */
+int pf_node_frame_add_reader (pf_node_frame * frame, uintptr_t stream);
 
 /* The device address of each chunk of a device frame (0 for the others);
  * -EINVAL for a host frame. */

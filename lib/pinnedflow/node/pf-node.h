@@ -509,8 +509,9 @@ typedef struct {
  * Read it with CUDA (cuMemcpyDtoH, kernels, a DLPack/CUDA array interface
  * consumer), never with the CPU. The producer published it complete: no
  * wait is needed before reading. Every read must have completed before
- * pf_node_frame_release() (or the last export's death): the producer may
- * then write the slot again.
+ * pf_node_frame_release() (or the last export's death), when the producer
+ * may write the slot again: name the streams that read it with
+ * pf_node_frame_read_on() and the release waits for them.
  *
  * Returns: 0, or -EINVAL (a host frame, NULL).
  *
@@ -518,6 +519,40 @@ typedef struct {
  */
 PF_API int pf_node_frame_get_device (const pf_node_frame * frame,
     pf_node_device_info * info);
+
+/**
+ * pf_node_frame_read_on:
+ * @stream: a CUstream / cudaStream_t value that reads the frame (1: the
+ *   legacy default stream, 2: the per-thread default stream, as DLPack
+ *   numbers them); 0 is refused
+ *
+ * Names @stream a reader of the device frame @frame: its release
+ * (pf_node_frame_release(), or the last export's death) first waits for
+ * the work queued on @stream (cuStreamSynchronize; 1 and 2 in the
+ * releasing thread's current context, else the device's primary context),
+ * so the producer never writes a slot again under a late read. At most 8
+ * streams per frame; naming one twice counts once. The DLPack export of
+ * the Python binding calls it with the consumer's stream. Reads on a
+ * stream not named must have completed before the release.
+ *
+ * Returns: 0, -EINVAL (a host frame, stream 0), -ENOSPC (8 already).
+ *
+ * Since: 0.1
+ */
+PF_API int pf_node_frame_read_on (pf_node_frame * frame, uintptr_t stream);
+
+/**
+ * pf_node_device_sync_errors:
+ *
+ * Returns: how many releases of device frames in this process could not
+ * wait for their readers' streams (no driver, a failed
+ * cuStreamSynchronize); the frame was released anyway and
+ * pf_node_frame_release() returned -EIO or -ENOENT (an export's deleter
+ * has nobody to tell).
+ *
+ * Since: 0.1
+ */
+PF_API uint64_t pf_node_device_sync_errors (void);
 
 /**
  * pf_node_consumer_set_budget:
@@ -588,8 +623,10 @@ PF_API int pf_node_consumer_next (pf_node_consumer * c, int timeout_ms,
  * pf_node_frame_release:
  *
  * Releases the frame (the producer gets its slot back once every consumer
- * released it) and frees it. NULL is ignored. Returns 0 or -errno (-EPIPE:
- * the producer is gone; the frame is freed anyway).
+ * released it) and frees it; a device frame first waits for the streams
+ * named with pf_node_frame_read_on(). NULL is ignored. Returns 0 or -errno
+ * (-EPIPE: the producer is gone; -EIO, -ENOENT: a reader's stream could not
+ * be waited for; the frame is freed anyway).
  *
  * Since: 0.1
  */
