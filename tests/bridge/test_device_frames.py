@@ -229,6 +229,31 @@ def case_consume():
                 bt.check(cons.held == 1)
                 ctypes.CFUNCTYPE(None, ctypes.c_void_p)(deleter)(p)
                 bt.check(cons.held == 0)
+            elif k == 3:
+                # the consumer's stream, as torch.from_dlpack passes it: a
+                # kernel reading 150 ms late on it has completed when the
+                # frame went back (the emulator's late reader)
+                s = ctypes.c_void_p()
+                bt.check(drv.d.cuStreamCreate(ctypes.byref(s), 1) == 0)
+                reads0 = drv.emu.pfemu_query(b"reads")
+                out = ctypes.create_string_buffer(W * 4)
+                drv.emu.pfemu_stream_read.argtypes = [
+                    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
+                    ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p,
+                    ctypes.c_long]
+                bt.check(drv.emu.pfemu_stream_read(
+                    s, f.device_ptr, W * 4, W * 4, 1, out, 150000) == 0)
+                cap = f.__dlpack__(stream=s.value)
+                f.release()
+                bt.check(cons.held == 1)
+                bt.check(drv.emu.pfemu_query(b"reads") == reads0)
+                del cap                 # the tensor dies: the release waits
+                gc.collect()
+                bt.check(cons.held == 0)
+                bt.check(drv.emu.pfemu_query(b"reads") == reads0 + 1,
+                         "released before the reader's stream was done")
+                bt.check(out.raw == want[:W * 4])
+                bt.check(drv.d.cuStreamDestroy_v2(s) == 0)
             else:
                 f.release()
         bt.check(k == N, "%d frames, want %d" % (k, N))

@@ -15,11 +15,14 @@ memoryview, Uploader.upload) refuse a device frame with TypeError (or
 ValueError for the upload): device memory is never read by the CPU.
 
 Streams: a producer publishes a frame only once its writes completed, so
-no consumer stream waits for anything (DLPack's stream is checked and
-accepted, CAI's "stream" is None, Arrow's sync_event NULL). The other way
-round is the consumer's duty: its reads of the frame must have completed
-when the frame goes back (the last of release() and the death of every
-tensor/borrower): synchronise the stream that read before dropping them.
+no consumer stream waits for anything (CAI's "stream" is None, Arrow's
+sync_event NULL). The other way round: the frame goes back (the last of
+release() and the death of every tensor/borrower) only once the streams
+named as its readers are done (cuStreamSynchronize at the release): the
+stream given to __dlpack__(stream=) (None: the legacy default stream, -1:
+none), the legacy default stream for a __cuda_array_interface__ consumer,
+and any passed to Frame.read_on(). Reads on other streams must have
+completed before the release.
 """
 
 import ctypes
@@ -31,6 +34,10 @@ P = ctypes.c_void_p
 lib = _n.lib
 lib.pf_hold_new_segment.restype = P
 lib.pf_hold_new_segment.argtypes = [P]
+lib.pf_node_frame_read_on.restype = ctypes.c_int
+lib.pf_node_frame_read_on.argtypes = [P, ctypes.c_size_t]
+lib.pf_node_device_sync_errors.restype = ctypes.c_uint64
+lib.pf_node_device_sync_errors.argtypes = []
 
 
 def frame_device_info(frame_ptr):
@@ -110,6 +117,8 @@ class FrameDevice(object):
         check_dl_device(dl_device, self.device)
         check_stream(stream)
         desc = self._device_desc()
+        # DLPack: None is the legacy default stream; -1 names none
+        self.read_on(1 if stream is None else int(stream))
         return _x.dlpack_capsule(desc, self._p, max_version, self.readonly)
 
     def _device_arrow(self):
@@ -121,15 +130,36 @@ class FrameDevice(object):
                               "Arrow: " + lib.pf_node_strerror(res).decode())
         return _x.arrow_capsules(desc, self._p, True)
 
+    def read_on(self, stream):
+        """Names @stream (a cudaStream_t value; 1 the legacy default
+        stream, 2 the per-thread one; -1 does nothing) a reader of the
+        device frame: it goes back to the producer only once the work
+        queued on @stream completed (at most 8 streams)."""
+        if self.domain != "device":
+            raise TypeError("read_on(): a host frame")
+        s = int(stream)
+        if s == -1:
+            return
+        res = lib.pf_node_frame_read_on(self._frame_ptr(), s)
+        if res < 0:
+            raise ValueError("pinnedflow: cannot name stream %r a reader "
+                             "of the frame: %s" % (
+                                 stream, lib.pf_node_strerror(res).decode()))
+
     @property
     def __cuda_array_interface__(self):
         """Version 3, the frame's shape (as DLPack), read-only where the
-        mapping is, "stream" None (complete when published). Valid until
+        mapping is, "stream" None (complete when published). The interface
+        cannot name the consumer's stream: the legacy default stream (where
+        CuPy and Numba work unless told otherwise) is named a reader; a
+        consumer on a stream of its own calls read_on(). Valid until
         release(): a consumer that may outlive it takes cuda_borrow()."""
         if self.domain != "device":
             raise AttributeError("__cuda_array_interface__: a host frame "
                                  "(use array() or DLPack)")
-        return cai(self._device_desc(), self.readonly)
+        desc = self._device_desc()
+        self.read_on(1)
+        return cai(desc, self.readonly)
 
     def cuda_borrow(self):
         """An object with the frame's __cuda_array_interface__ that holds
@@ -137,7 +167,9 @@ class FrameDevice(object):
         it (cupy.asarray keeps it) are gone."""
         if self.domain != "device":
             raise TypeError("cuda_borrow(): a host frame (use borrow())")
-        return _CudaBorrow(self._p, cai(self._device_desc(), self.readonly))
+        desc = self._device_desc()
+        self.read_on(1)
+        return _CudaBorrow(self._p, cai(desc, self.readonly))
 
 
 class _CudaBorrow(object):
