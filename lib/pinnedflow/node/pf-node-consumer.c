@@ -8,7 +8,9 @@
  * Threading: pf_node_consumer_next(), _get_caps() and _get_error() belong
  * to one receiving thread at a time. pf_node_frame_release() may run on
  * any thread: it touches only the frame, the refcounts (atomic) and the
- * spare list (under @spare_lock).
+ * spare list (under @spare_lock); for a device frame with named readers it
+ * first blocks in the CUDA layer's wait for their streams
+ * (pf_node_frame_read_on(), one caller at a time per frame).
  *
  * Lifetime: the consumer is refcounted internally: the application's
  * handle (dropped by pf_node_consumer_free()) plus one per frame handed
@@ -308,8 +310,10 @@ make_frame (pf_node_consumer * c, const pf_event * ev, pf_node_frame ** out)
   f->pub.send_time = m->send_time;
   f->pub.recv_time = pf_monotonic_ns ();
   f->pub.buffer_flags = m->buffer_flags;
+  /* a device mapping: read-only where its access is PF_DEVICE_ACCESS_READ
+   * (1), what the CUDA layer's importer asks the driver for */
   if (f->pub.domain == PF_NODE_DOMAIN_DEVICE)
-    f->pub.readonly = c->device_access ? c->device_access (f->segs[0]) == 1 : 0;        /* PF_DEVICE_ACCESS_READ */
+    f->pub.readonly = c->device_access && c->device_access (f->segs[0]) == 1;
   else
     f->pub.readonly = (pf_segment_get_state (f->segs[0]) &
         PF_SEGMENT_STATE_READONLY) ? 1 : 0;
