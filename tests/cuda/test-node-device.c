@@ -22,6 +22,9 @@
  *   its last export died. A second consumer that did not ask gets no
  *   frame (the producer counts them skipped). Nothing left: holds,
  *   segments, mappings, fds.
+ * mixed: a raw producer sends a frame with one chunk in host memory and
+ *   one in device memory: the node consumer refuses it (-EPROTO, the
+ *   reason, every later next() too), releases it, leaks nothing.
  * novmm: the consumer's process has no virtual-memory support (PFEMU_VMM
  *   unset there): it asked for device frames but cannot import the
  *   segment: refused with the reason, every frame released unseen and
@@ -33,11 +36,13 @@
 #include <pinnedflow/pf-hold.h>
 #include <pinnedflow/pf-node-cuda.h>
 #include <pinnedflow/pf-node.h>
+#include <pinnedflow/pf-producer.h>
 
 #include "pf-test-util.h"
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,6 +293,7 @@ enum
   DEVICE,                       /* asks for device frames, reads them */
   HOST_ONLY,                    /* does not ask: gets none */
   NO_VMM,                       /* asks, its process cannot import */
+  MIXED,                        /* asks, gets a frame in both domains */
 };
 
 static int
@@ -309,6 +315,22 @@ consumer_main (const char *path, int mode, int expect)
   res = pf_node_consumer_new_full (path, 20000, PF_DELIVERY_EVERY_FRAME,
       mode == HOST_ONLY ? 0 : PF_NODE_CONSUMER_DEVICE, &c);
   CHECK_MSG (res == 0, "connect: %d %s", res, pf_consumer_connect_error ());
+  if (mode == MIXED) {
+    /* a frame in host and device memory at once: refused, released */
+    CHECK_INT (pf_node_consumer_next (c, 20000, &f), ==, -EPROTO);
+    CHECK (f == NULL);
+    CHECK_MSG (strstr (pf_node_consumer_get_error (c), "host and device") !=
+        NULL, "error: %s", pf_node_consumer_get_error (c));
+    CHECK_INT (pf_node_consumer_next (c, 0, &f), ==, -EPROTO);
+    CHECK_INT (pf_node_consumer_get_held (c), ==, 0);
+    pf_node_consumer_free (c);
+    CHECK_INT (pf_segment_count_live (), ==, 0);
+    check_vmm_empty ();
+    CHECK_INT (pf_test_count_fds (), ==, fds0);
+    free (want);
+    free (got);
+    return 0;
+  }
   for (;;) {
     res = pf_node_consumer_next (c, 20000, &f);
     CHECK_MSG (res == 1 || res == PF_NODE_EOS, "next: %d %s", res,
@@ -407,6 +429,65 @@ case_frames (const char *dir, int novmm)
   return 0;
 }
 
+static atomic_int mixed_released, mixed_connected;
+
+static void
+on_mixed_released (void *user_data, void *token)
+{
+  atomic_fetch_add (&mixed_released, 1);
+}
+
+static void
+on_mixed_connected (void *user_data, const pf_client_info * info)
+{
+  atomic_fetch_add (&mixed_connected, 1);
+}
+
+static int
+case_mixed (const char *dir)
+{
+  char path[300];
+  pf_producer_config cfg;
+  pf_producer_frame fr;
+  pf_segment *segs[2] = { NULL, NULL };
+  pf_producer *p = NULL;
+  pid_t pid;
+
+  snprintf (path, sizeof (path), "%s/sock", dir);
+  pid = spawn_consumer (path, MIXED, 0);
+  cuda_up ();
+  CHECK_INT (pf_segment_new ("host", 1 << 20, 0, &segs[0]), ==, 0);
+  CHECK_MSG (pf_device_segment_new (0, 1 << 20, &segs[1]) == 0, "%s",
+      pf_device_segment_error ());
+  memset (&cfg, 0, sizeof (cfg));
+  cfg.socket_path = path;
+  cfg.perms = 0600;
+  cfg.max_client_frames = 2;
+  cfg.reliable_timeout_ms = -1;
+  cfg.callbacks.frame_released = on_mixed_released;
+  cfg.callbacks.client_connected = on_mixed_connected;
+  CHECK_INT (pf_producer_new (&cfg, &p), ==, 0);
+  WAIT_FOR (atomic_load (&mixed_connected) == 1);
+  memset (&fr, 0, sizeof (fr));
+  fr.n_chunks = 2;
+  fr.chunks[0].segment_id = pf_segment_get_id (segs[0]);
+  fr.chunks[0].size = 4096;
+  fr.chunks[1].segment_id = pf_segment_get_id (segs[1]);
+  fr.chunks[1].size = 4096;
+  fr.pts = fr.dts = fr.duration = fr.clock_pts = PF_TIME_NONE;
+  fr.offset = fr.offset_end = UINT64_MAX;
+  CHECK_INT (pf_producer_publish (p, &fr, segs, (void *) (intptr_t) 1), ==, 1);
+  WAIT_FOR (atomic_load (&mixed_released) == 1);        /* given back */
+  check_child (pid);
+  pf_producer_close (p);
+  pf_producer_unref (p);
+  pf_segment_unref (segs[0]);
+  pf_segment_unref (segs[1]);
+  check_vmm_empty ();
+  CHECK_INT (pf_segment_count_live (), ==, 0);
+  return 0;
+}
+
 /* A producer for another process's consumer (the Python binding's test):
  * @n frames to the one consumer that connects, then EOS. */
 static int
@@ -436,13 +517,17 @@ main (int argc, char **argv)
     return run_produce (argv[2], atoi (argv[3]));
   if (argc == 4 && strcmp (argv[1], "consume") == 0)
     return consumer_main (argv[2], DEVICE, atoi (argv[3]));
-  if (argc != 2 || (strcmp (argv[1], "frames") && strcmp (argv[1], "novmm"))) {
-    fprintf (stderr, "usage: %s frames|novmm | produce|consume SOCKET N\n",
-        argv[0]);
+  if (argc != 2 || (strcmp (argv[1], "frames") && strcmp (argv[1], "novmm")
+          && strcmp (argv[1], "mixed"))) {
+    fprintf (stderr, "usage: %s frames|novmm|mixed | produce|consume "
+        "SOCKET N\n", argv[0]);
     return 2;
   }
   CHECK (mkdtemp (dir) != NULL);
-  res = case_frames (dir, strcmp (argv[1], "novmm") == 0);
+  if (strcmp (argv[1], "mixed") == 0)
+    res = case_mixed (dir);
+  else
+    res = case_frames (dir, strcmp (argv[1], "novmm") == 0);
   {
     char path[300];
 
