@@ -13,6 +13,8 @@
 #     through their __cuda_array_interface__ (cuMemcpyHtoD) and published
 #     after cuStreamSynchronize (publish(stream=1)) -> a C node consumer
 #     process (test-node-device consume) that checks every byte.
+#   host: Consumer(device=True) of a host producer gets host frames as
+#     before (array(), numpy, DLPack kDLCPU), no device interface on them.
 #   novmm: this process's driver has no virtual memory support: the
 #     consumer asked for device frames, the segment is refused with the
 #     reason, each frame released unseen and counted; no crash, no leak.
@@ -340,6 +342,45 @@ def case_novmm():
         bt.check(pinnedflow.live_segments() == 0)
 
 
+def case_host():
+    with bt.Env() as env:
+        path = env.path("host.sock")
+        prod = pinnedflow.Producer(path, slot_size=64 * 64)
+        prod.set_video("GRAY8", 64, 64)
+        cons = pinnedflow.Consumer(path, timeout_ms=5000, device=True)
+        prod.wait_clients(1, 5000)
+        with prod.loan(5000) as loan:
+            bt.check(loan.domain == "host" and loan.__dlpack_device__() ==
+                     (1, 0))
+            try:
+                loan.publish(stream=1)
+                bt.fail("publish(stream=) of a host loan")
+            except ValueError:
+                pass
+        with prod.loan(5000) as loan:
+            loan.array()[:] = 7
+            loan.publish(pts=1)
+        f = cons.next(5000)
+        bt.check(f.domain == "host" and f.device is None, repr(f))
+        bt.check((f.array() == 7).all() and (numpy.from_dlpack(f) == 7).all())
+        bt.check(f.__dlpack_device__() == (1, 0))
+        bt.check(not hasattr(f, "__cuda_array_interface__"))
+        for fn in (f.cuda_borrow, lambda: f.read_on(1)):
+            try:
+                fn()
+                bt.fail("a device interface on a host frame")
+            except TypeError:
+                pass
+        f.release()
+        bt.check(cons.device_stats == dict(frames_skipped=0,
+                                           segments_refused=0, reason=""))
+        cons.close()
+        prod.close()
+        del prod, loan, f
+        gc.collect()
+        bt.check(pinnedflow.live_segments() == 0)
+
+
 if __name__ == "__main__":
     sys.exit(bt.run_cases({"consume": case_consume, "produce": case_produce,
-                           "novmm": case_novmm}))
+                           "novmm": case_novmm, "host": case_host}))
