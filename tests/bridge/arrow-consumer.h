@@ -19,7 +19,8 @@ struct arrow_expect
   uint64_t size;
   /* For ARROW_DEVICE_CUDA: cudaMemcpy2D (dst, dpitch, src, spitch, width,
    * height, kind 2) and cudaEventSynchronize (event) of the runtime the
-   * producer used. */
+   * producer used; event_sync NULL: the array must have no sync_event
+   * (a received device frame, complete when published). */
   int (*d2h) (void *dst, size_t dpitch, const void *src, size_t spitch,
       size_t width, size_t height, int kind);
   int (*event_sync) (void *event);

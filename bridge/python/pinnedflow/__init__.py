@@ -33,6 +33,7 @@ import os
 
 from . import _native as _n
 from . import _export
+from . import _device
 
 __all__ = ["Producer", "Consumer", "Frame", "Loan", "Segment", "EOS",
            "PinnedflowError", "ProducerLost", "TIME_NONE", "parse_caps",
@@ -240,18 +241,28 @@ class _Handle(object):
         return False
 
 
-class Loan(object):
-    """A slot loaned from a Producer's pool; write it, then publish()."""
+class Loan(_device.LoanDevice):
+    """A slot loaned from a Producer's pool; write it, then publish().
+    A device producer's loan (domain "device") is written with CUDA through
+    its __cuda_array_interface__ / __dlpack__ views (see
+    pinnedflow._device); its host views raise TypeError."""
 
     def __init__(self, producer, raw):
         self._producer = producer
         self._raw = raw
         self._done = False
-        self._mv = _view(producer.segment, raw.data, raw.capacity, False)
+        self.device = producer.device
+        if raw.domain == _n.DOMAIN_DEVICE:
+            self.domain = "device"
+            self._mv = None
+        else:
+            self.domain = "host"
+            self._mv = _view(producer.segment, raw.data, raw.capacity, False)
 
     @property
     def buffer(self):
         """Writable memoryview of the whole slot (capacity bytes)."""
+        _device.refuse_host(self, "Loan.buffer")
         return self._mv
 
     @property
@@ -278,6 +289,7 @@ class Loan(object):
     def array(self):
         """Writable numpy view laid out for the producer's video (see
         Producer.set_video), or the raw slot bytes."""
+        _device.refuse_host(self, "Loan.array()")
         if self._raw.has_video_meta:
             return _layout_array(self._mv, self._producer._format,
                                  self._raw.layout)
@@ -286,17 +298,27 @@ class Loan(object):
 
     def plane(self, i):
         """Writable numpy view (rows, row bytes) of video plane @i."""
+        _device.refuse_host(self, "Loan.plane()")
         if not self._raw.has_video_meta:
             raise ValueError("no video layout: call Producer.set_video()")
         return _plane_array(self._mv, self._raw.layout, i)
 
     def publish(self, pts=None, dts=None, duration=None, size=None,
-                flags=0, clock_pts=None):
+                flags=0, clock_pts=None, stream=None):
         """Sends the frame; returns how many consumers got it. Times in
         ns; clock_pts (CLOCK_MONOTONIC, e.g. capture time) defaults to one
-        derived from pts."""
+        derived from pts. A device loan is read by its consumers as soon as
+        it is sent: every write must have completed. @stream (a
+        cudaStream_t value, 1 the legacy default stream, 2 the per-thread
+        one, e.g. torch.cuda.current_stream().cuda_stream) is synchronised
+        first (cuStreamSynchronize); without it the writes must already be
+        complete."""
         if self._done:
             raise ValueError("loan already published or discarded")
+        if stream is not None:
+            if self.domain != "device":
+                raise ValueError("publish(stream=): a host loan")
+            _device.sync_stream(stream)
         self._done = True
         if size is not None:
             self._raw.size = int(size)
@@ -333,12 +355,19 @@ class Producer(_Handle):
 
     def __init__(self, socket_path, slot_size, n_slots=4,
                  max_client_frames=0, perms=0o600, lock=True, live=False,
-                 reliable_timeout_ms=0, reliable_action="demote"):
+                 reliable_timeout_ms=0, reliable_action="demote",
+                 device=None):
         """@live: consumers that ask for no delivery get newest-frame from a
         live producer, every-frame otherwise. An every-frame consumer that
         holds back publish() for @reliable_timeout_ms (0: 5000, -1: no
         bound) is demoted to newest-frame or disconnected
-        (@reliable_action "demote" or "disconnect")."""
+        (@reliable_action "demote" or "disconnect").
+
+        @device (a CUDA ordinal): the slots are CUDA device memory
+        (pf_node_producer_new_device: one device segment shared as an fd);
+        loans are device views, only consumers made with device=True get
+        the frames. PinnedflowError ENOENT/ENODEV/ENOTSUP where the driver,
+        the device or its virtual-memory fd export is missing."""
         if reliable_action not in _RELIABLE_ACTION:
             raise ValueError("reliable_action: 'demote' or 'disconnect'")
         cfg = _n.ProducerConfig()
@@ -349,10 +378,18 @@ class Producer(_Handle):
         cfg.max_client_frames = max_client_frames
         cfg.flags = 0 if lock else _n.PRODUCER_NO_LOCK
         out = ctypes.c_void_p()
-        _check(_n.lib.pf_node_producer_new(ctypes.byref(cfg),
-                                           ctypes.byref(out)),
-               "Producer(%s)" % socket_path)
+        if device is None:
+            _check(_n.lib.pf_node_producer_new(ctypes.byref(cfg),
+                                               ctypes.byref(out)),
+                   "Producer(%s)" % socket_path)
+        else:
+            res = _n.lib.pf_node_producer_new_device(
+                ctypes.byref(cfg), int(device), ctypes.byref(out))
+            why = _n.lib.pf_device_segment_error() if res < 0 else None
+            _check(res, "Producer(%s, device=%d)" % (socket_path, device),
+                   why.decode("utf-8", "replace") if why else None)
         self._ptr = out
+        self.device = None if device is None else int(device)
         self._format = None
         self.segment = Segment(_n.lib.pf_node_producer_get_segment(out))
         try:
@@ -427,7 +464,7 @@ class Producer(_Handle):
 # Consumer
 # --------------------------------------------------------------------------
 
-class Frame(_export.HostFrameExports, _Handle):
+class Frame(_device.FrameDevice, _export.HostFrameExports, _Handle):
     """A received frame; release() (or leaving a with block) gives it back,
     once every borrower (DLPack tensor, Arrow array, borrow(),
     numpy.asarray(frame)) is gone too: see _export.HostFrameExports."""
@@ -459,8 +496,20 @@ class Frame(_export.HostFrameExports, _Handle):
         self._layout = _n.VideoLayout.from_buffer_copy(lay)
         self.segment = Segment(f.segment)
         self.segment_offset = f.segment_offset
-        self._chunks = [(f.chunk_data[i], f.chunk_size[i])
-                        for i in range(f.n_chunks)]
+        self.readonly = bool(f.readonly)
+        if f.domain == _n.DOMAIN_DEVICE:
+            # device memory: no host address anywhere in this object
+            info = _device.frame_device_info(ptr)
+            self.domain = "device"
+            self.device = info.ordinal
+            self.device_uuid = bytes(info.uuid)
+            self.device_ptr = info.ptr
+            self._chunks = []
+        else:
+            self.domain = "host"
+            self.device = self.device_uuid = self.device_ptr = None
+            self._chunks = [(f.chunk_data[i], f.chunk_size[i])
+                            for i in range(f.n_chunks)]
         self._mv = None
 
     @property
@@ -473,6 +522,7 @@ class Frame(_export.HostFrameExports, _Handle):
         if self._mv is None:
             if self._ptr is None:
                 raise ValueError("frame already released")
+            _device.refuse_host(self, "Frame.buffer")
             if len(self._chunks) != 1:
                 raise ValueError("frame has %d chunks; use chunks()"
                                  % len(self._chunks))
@@ -482,23 +532,27 @@ class Frame(_export.HostFrameExports, _Handle):
 
     def chunks(self):
         """Read-only memoryviews of each memory chunk."""
+        _device.refuse_host(self, "Frame.chunks()")
         return [_view(self.segment, a, s, True) for a, s in self._chunks]
 
     def array(self):
         """Read-only numpy view: (h, w, c) for packed RGB-like formats,
         (h, w) for GRAY, else the plain bytes."""
+        _device.refuse_host(self, "Frame.array()")
         return _layout_array(self.buffer, self.format, self._layout)
 
     def plane(self, i):
         """Read-only numpy view (rows, row bytes) of video plane @i."""
+        _device.refuse_host(self, "Frame.plane()")
         return _plane_array(self.buffer, self._layout, i)
 
     release = _Handle.close
 
     def __repr__(self):
-        return "<pinnedflow.Frame seq=%d %s %dx%d pts=%s size=%d>" % (
+        return "<pinnedflow.Frame seq=%d %s %dx%d pts=%s size=%d%s>" % (
             self.seq, self.format, self.width, self.height, self.pts,
-            self.size)
+            self.size, "" if self.domain == "host" else
+            " cuda:%d" % self.device)
 
 
 class Consumer(_Handle):
@@ -521,20 +575,29 @@ class Consumer(_Handle):
     when not). The policy in force: .delivery (after the first next()).
 
     A producer that vanishes without EOS raises ProducerLost (errno
-    ECONNRESET) from next() and from iteration, never a silent end."""
+    ECONNRESET) from next() and from iteration, never a silent end.
+
+    @device=True accepts device frames (a Producer(..., device=N), docs
+    /cuda.md "Device frames in nodes"): they arrive with no copy, domain
+    "device", lent as DLPack kDLCUDA, __cuda_array_interface__ and Arrow
+    ARROW_DEVICE_CUDA. Where this process cannot import the producer's
+    device memory (no CUDA driver, no device with its UUID, no virtual
+    memory fd support) the segment is refused and its frames released
+    unseen, counted in .device_stats; host frames come as usual. Without
+    it, the producer sends this consumer no device frame."""
 
     _free = "pf_node_consumer_free"
 
     def __init__(self, socket_path, timeout_ms=-1, max_mapped_bytes=None,
                  max_mapped_segments=None, lock_segments=False,
-                 delivery=None):
+                 delivery=None, device=False):
         if delivery not in _DELIVERY:
             raise ValueError("delivery: 'every-frame', 'newest-frame' or "
                              "None, not %r" % (delivery,))
         out = ctypes.c_void_p()
-        res = _n.lib.pf_node_consumer_new_with(os.fsencode(socket_path),
-                                               timeout_ms, _DELIVERY[delivery],
-                                               ctypes.byref(out))
+        res = _n.lib.pf_node_consumer_new_full(
+            os.fsencode(socket_path), timeout_ms, _DELIVERY[delivery],
+            _n.CONSUMER_DEVICE if device else 0, ctypes.byref(out))
         if res < 0:
             why = _n.lib.pf_consumer_connect_error()
             _check(res, "Consumer(%s)" % socket_path,
@@ -639,6 +702,17 @@ class Consumer(_Handle):
                     frames_missed=st.frames_missed,
                     delivery=_DELIVERY_NAME.get(st.delivery),
                     demoted=bool(st.demoted))
+
+    @property
+    def device_stats(self):
+        """Device frames released unseen here (frames_skipped), device
+        segments refused (segments_refused) and why (reason)."""
+        skipped, refused = _n.u64(), _n.u32()
+        why = _n.lib.pf_node_consumer_get_device_stats(
+            self._p, ctypes.byref(skipped), ctypes.byref(refused))
+        return dict(frames_skipped=skipped.value,
+                    segments_refused=refused.value,
+                    reason=why.decode("utf-8", "replace") if why else "")
 
     @property
     def caps(self):

@@ -211,6 +211,12 @@ class HostFrameExports(object):
     def _frame_ptr(self):
         return lib.pf_hold_get_data(self._p)    # _p raises once released
 
+    def _refuse_device(self, what):
+        if getattr(self, "domain", "host") == "device":
+            from . import _device
+            self._frame_ptr()
+            _device.refuse_host(self, what)
+
     @property
     def cuda_registered(self):
         """True when the frame's segment is registered with CUDA in this
@@ -222,6 +228,7 @@ class HostFrameExports(object):
     def borrow(self):
         """Read-only memoryview of the frame's bytes that holds the frame
         until it (and every numpy array made from it) is gone."""
+        self._refuse_device("borrow()")
         if len(self._chunks) != 1:
             raise BufferError("frame has %d chunks" % len(self._chunks))
         addr, size = self._chunks[0]
@@ -230,6 +237,7 @@ class HostFrameExports(object):
     def __buffer__(self, flags):
         # The buffer protocol from Python (3.12 and later): memoryview(frame)
         import inspect
+        self._refuse_device("the buffer protocol")
         if flags & inspect.BufferFlags.WRITABLE:
             raise BufferError("a received frame is read-only")
         # shaped as numpy.asarray(frame): numpy takes the buffer protocol
@@ -241,6 +249,7 @@ class HostFrameExports(object):
         """numpy.asarray(frame): the read-only view of Frame.array(), but
         holding the frame while the array lives."""
         from . import _layout_array
+        self._refuse_device("numpy.asarray()")
         a = _layout_array(self.borrow(), self.format, self._layout)
         if dtype is not None and a.dtype != dtype:
             return a.astype(dtype)
@@ -252,8 +261,11 @@ class HostFrameExports(object):
         consumers take no kDLCUDAHost (PyTorch: "Unsupported device_type"),
         and the answer must not change with unrelated uploads; a consumer
         that wants to know asks cuda_registered, or for kDLCUDAHost with
-        __dlpack__(dl_device=(3, 0)). A released frame raises ValueError."""
+        __dlpack__(dl_device=(3, 0)). A released frame raises ValueError.
+        A device frame: (kDLCUDA 2, its ordinal)."""
         self._frame_ptr()
+        if getattr(self, "domain", "host") == "device":
+            return (DL_CUDA, self.device)
         return (DL_CPU, 0)
 
     def __dlpack__(self, stream=None, max_version=None, dl_device=None,
@@ -269,6 +281,10 @@ class HostFrameExports(object):
         if copy:
             raise BufferError("pinnedflow: frames are lent, not copied "
                               "(copy=True)")
+        if getattr(self, "domain", "host") == "device":
+            # kDLCUDA at the device address (pinnedflow._device)
+            self._frame_ptr()
+            return self._device_dlpack(stream, max_version, dl_device)
         dev = DL_CPU
         if dl_device is not None:
             want = tuple(dl_device)
@@ -293,6 +309,13 @@ class HostFrameExports(object):
         # PyCapsule interface has no way to ask, and a consumer built
         # without CUDA (Debian's pyarrow) would refuse ARROW_DEVICE_CUDA_HOST
         # for memory it can read as CPU memory (cuda_registered tells).
+        if getattr(self, "domain", "host") == "device":
+            if not device:
+                raise TypeError("pinnedflow: __arrow_c_array__ is CPU "
+                                "memory: a device frame (cuda:%d) is lent "
+                                "by __arrow_c_device_array__" % self.device)
+            self._frame_ptr()
+            return self._device_arrow()
         desc = ArrowDesc()
         res = lib.pf_arrow_desc_from_frame(self._frame_ptr(), ARROW_CPU,
                                            ctypes.byref(desc))

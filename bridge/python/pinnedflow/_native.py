@@ -56,7 +56,7 @@ class Loan(ctypes.Structure):
         ("layout", VideoLayout),
         ("pts", u64), ("dts", u64), ("duration", u64),
         ("clock_pts", u64),
-        ("buffer_flags", u32), ("reserved", u32),
+        ("buffer_flags", u32), ("domain", u32),
         ("segment_offset", u64),
         ("loan_id", u64),
     ]
@@ -116,11 +116,26 @@ class Frame(ctypes.Structure):
         ("segment", ctypes.c_void_p),
         ("segment_base", ctypes.c_void_p),
         ("segment_size", u64),
-        ("segment_fd", i32), ("reserved", u32),
+        ("segment_fd", i32), ("domain", u32),
         ("segment_id", u64),
         ("segment_offset", u64),
     ]
 
+
+class DeviceInfo(ctypes.Structure):
+    """pf_node_device_info (pf-node.h)."""
+    _fields_ = [
+        ("ordinal", i32), ("access", u32),
+        ("uuid", ctypes.c_uint8 * 16),
+        ("ptr", u64),
+        ("chunk_ptr", u64 * MAX_CHUNKS),
+    ]
+
+
+# enum pf_node_domain, pf_node_consumer_flags, pf_device_access
+DOMAIN_HOST, DOMAIN_DEVICE = 0, 1
+CONSUMER_DEVICE = 1 << 0
+DEVICE_ACCESS_READ, DEVICE_ACCESS_READWRITE = 1, 3
 
 PRODUCER_NO_LOCK = 1 << 0
 PRODUCER_HUGEPAGES = 1 << 1
@@ -166,6 +181,10 @@ _protos = {
         ctypes.c_char_p, u32, u32, u32, ctypes.POINTER(VideoLayout)]),
     "pf_node_producer_new": (ctypes.c_int, [ctypes.POINTER(ProducerConfig),
                                             PP]),
+    "pf_node_producer_new_device": (ctypes.c_int, [
+        ctypes.POINTER(ProducerConfig), ctypes.c_int, PP]),
+    "pf_device_segment_error": (ctypes.c_char_p, []),
+    "pf_device_segment_get_ptr": (u64, [P]),
     "pf_node_producer_free": (None, [P]),
     "pf_node_producer_set_caps": (ctypes.c_int, [P, ctypes.c_char_p]),
     "pf_node_producer_set_video": (ctypes.c_int, [P, ctypes.c_char_p, u32,
@@ -189,6 +208,12 @@ _protos = {
         P, ctypes.c_int, ctypes.c_int]),
     "pf_node_consumer_new_with": (ctypes.c_int, [
         ctypes.c_char_p, ctypes.c_int, u32, PP]),
+    "pf_node_consumer_new_full": (ctypes.c_int, [
+        ctypes.c_char_p, ctypes.c_int, u32, u32, PP]),
+    "pf_node_consumer_get_device_stats": (ctypes.c_char_p, [
+        P, ctypes.POINTER(u64), ctypes.POINTER(u32)]),
+    "pf_node_frame_get_device": (ctypes.c_int, [
+        ctypes.POINTER(Frame), ctypes.POINTER(DeviceInfo)]),
     "pf_node_consumer_get_delivery": (u32, [P]),
     "pf_node_consumer_get_stream": (None, [P, ctypes.POINTER(StreamInfo)]),
     "pf_node_consumer_get_stats": (None, [P, ctypes.POINTER(ConsumerStats)]),
@@ -221,7 +246,8 @@ for _name, (_res, _args) in _protos.items():
 
 for _name, _cls in (("pf_node_frame", Frame), ("pf_node_loan", Loan),
                     ("pf_node_video_layout", VideoLayout),
-                    ("pf_node_caps_info", CapsInfo)):
+                    ("pf_node_caps_info", CapsInfo),
+                    ("pf_node_device_info", DeviceInfo)):
     _n = lib.pf_node_abi_sizeof(_name.encode())
     if _n != ctypes.sizeof(_cls):
         raise ImportError("pinnedflow: %s is %d bytes in the library, %d in "

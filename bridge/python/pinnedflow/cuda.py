@@ -166,6 +166,11 @@ class Uploader(_Handle):
         array interface do). The frame is borrowed until the copy completed:
         release it when you like. Raises TimeoutError when no device buffer
         came back in time."""
+        if getattr(frame, "domain", "host") == "device":
+            raise ValueError("pinnedflow: upload(): frame seq %d is already "
+                             "in device memory (cuda:%d): lend it with "
+                             "DLPack or __cuda_array_interface__"
+                             % (frame.seq, frame.device))
         out = _DFP()
         res = lib.pf_hold_upload_node_frame(self._p, frame._p, timeout_ms,
                                             ctypes.byref(out))

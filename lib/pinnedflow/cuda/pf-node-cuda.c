@@ -27,6 +27,9 @@ pf_node_frame_to_upload_source (const pf_node_frame * frame,
   if (frame == NULL || src == NULL)
     return -EINVAL;
   memset (src, 0, sizeof (*src));
+  /* a device frame is no host memory to copy from */
+  if (frame->domain == PF_NODE_DOMAIN_DEVICE)
+    return -EINVAL;
   if (frame->n_chunks != 1 || frame->data == NULL)
     return -ENOTSUP;
   if (frame->size == 0)

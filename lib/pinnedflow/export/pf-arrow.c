@@ -295,15 +295,31 @@ pf_arrow_desc_from_frame (const pf_node_frame * frame,
     ArrowDeviceType device_type, pf_arrow_desc * desc)
 {
   const pf_node_video_layout *lay;
+  pf_node_device_info dev;
   uint32_t i;
 
-  if (frame == NULL || desc == NULL || frame->n_chunks != 1 ||
-      frame->data == NULL)
+  if (frame == NULL || desc == NULL || frame->n_chunks != 1)
     return -EINVAL;
-  if (device_type != ARROW_DEVICE_CPU && device_type != ARROW_DEVICE_CUDA_HOST)
+  if (frame->domain == PF_NODE_DOMAIN_DEVICE) {
+    /* device memory is lent as ARROW_DEVICE_CUDA only */
+    if (device_type != ARROW_DEVICE_CUDA ||
+        pf_node_frame_get_device (frame, &dev) < 0 || dev.ptr == 0)
+      return -EINVAL;
+  } else if ((device_type != ARROW_DEVICE_CPU &&
+          device_type != ARROW_DEVICE_CUDA_HOST) || frame->data == NULL) {
     return -EINVAL;
+  }
   memset (desc, 0, sizeof (*desc));
-  desc->data = frame->data;
+  if (frame->domain == PF_NODE_DOMAIN_DEVICE) {
+    desc->data = (const void *) (uintptr_t) dev.ptr;
+    desc->device_id = dev.ordinal;
+    /* the producer published the frame once its writes were complete
+     * (pf_node_producer_new_device()): nothing to wait for, sync_event
+     * NULL as the specification allows */
+    desc->cuda_event = NULL;
+  } else {
+    desc->data = frame->data;
+  }
   desc->size = frame->size;
   desc->device_type = device_type;
   desc->format = frame->info.format;

@@ -32,7 +32,9 @@
  * chooses it for a host frame whose segment is registered with CUDA in
  * this process (pinned: cudaMemcpyAsync from it is a DMA; a consumer built
  * without CUDA refuses it), ARROW_DEVICE_CUDA for a device frame (pf-upload.h) with sync_event pointing at its cudaEvent_t:
- * the consumer waits on it before reading.
+ * the consumer waits on it before reading; ARROW_DEVICE_CUDA with
+ * sync_event NULL for a received device frame (pf_node_frame.domain
+ * PF_NODE_DOMAIN_DEVICE: published complete, nothing to wait for).
  *
  * Lifetime: the array holds a reference on the frame's pf_hold from the
  * export to its release callback, which runs once and drops it (the frame
@@ -164,10 +166,15 @@ typedef struct {
 
 /**
  * pf_arrow_desc_from_frame:
- * @device_type: ARROW_DEVICE_CPU, or ARROW_DEVICE_CUDA_HOST where the
- *   frame's segment is registered with CUDA in this process
+ * @device_type: for a host frame ARROW_DEVICE_CPU, or
+ *   ARROW_DEVICE_CUDA_HOST where the frame's segment is registered with
+ *   CUDA in this process; for a device frame (domain
+ *   PF_NODE_DOMAIN_DEVICE) ARROW_DEVICE_CUDA only
  *
- * The description of a received host frame: its bytes and its layout.
+ * The description of a received frame: its bytes and its layout. A
+ * device frame is described at its device address on its device, with no
+ * sync event (NULL): its producer published it once its writes had
+ * completed, so there is nothing to wait for.
  *
  * Returns: 0, or -EINVAL (a frame in several chunks, another device type).
  *

@@ -259,17 +259,31 @@ pf_dlpack_desc_from_frame (const pf_node_frame * frame, int32_t device_type,
     pf_dlpack_desc * desc)
 {
   const pf_node_video_layout *lay;
+  pf_node_device_info dev;
   const char *fmt;
+  uint8_t *base;
   uint64_t off, stride, last;
   uint32_t h, w, c;
 
-  if (frame == NULL || desc == NULL || frame->n_chunks != 1 ||
-      frame->data == NULL)
+  if (frame == NULL || desc == NULL || frame->n_chunks != 1)
     return -EINVAL;
-  if (device_type != PF_DLPACK_CPU && device_type != PF_DLPACK_CUDA_HOST)
-    return -EINVAL;
+  if (frame->domain == PF_NODE_DOMAIN_DEVICE) {
+    /* device memory is lent as kDLCUDA only: never as host memory */
+    if (device_type != PF_DLPACK_CUDA ||
+        pf_node_frame_get_device (frame, &dev) < 0 || dev.ptr == 0)
+      return -EINVAL;
+    base = (uint8_t *) (uintptr_t) dev.ptr;
+  } else {
+    if (device_type != PF_DLPACK_CPU && device_type != PF_DLPACK_CUDA_HOST)
+      return -EINVAL;
+    if (frame->data == NULL)
+      return -EINVAL;
+    base = (uint8_t *) frame->data;
+    dev.ordinal = 0;
+  }
   memset (desc, 0, sizeof (*desc));
   desc->device_type = device_type;
+  desc->device_id = dev.ordinal;
   lay = &frame->layout;
   fmt = frame->info.format;
   if (lay->n_planes == 1 && lay->pixel_stride && lay->width && lay->height &&
@@ -282,7 +296,7 @@ pf_dlpack_desc_from_frame (const pf_node_frame * frame, int32_t device_type,
     last = off + (uint64_t) (h - 1) * stride + lay->plane_row_bytes[0];
     if (last > frame->size || lay->plane_row_bytes[0] > stride)
       return -ERANGE;
-    desc->data = (uint8_t *) frame->data + off;
+    desc->data = base + off;
     if (strcmp (fmt, "GRAY16_LE") == 0 && stride % 2 == 0) {
       set_dims (desc, 2, 16, h, (int64_t) stride / 2, w, 1, 0, 0);
     } else if (c == 1) {
@@ -296,7 +310,7 @@ pf_dlpack_desc_from_frame (const pf_node_frame * frame, int32_t device_type,
     }
     return 0;
   }
-  desc->data = (void *) frame->data;
+  desc->data = base;
   set_dims (desc, 1, 8, (int64_t) frame->size, 1, 0, 0, 0, 0);
   return 0;
 }

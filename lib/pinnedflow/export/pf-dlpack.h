@@ -82,10 +82,12 @@ typedef struct {
 
 /**
  * pf_dlpack_desc_from_frame:
- * @device_type: PF_DLPACK_CPU, or PF_DLPACK_CUDA_HOST where the frame's
- *   segment is registered with CUDA in this process and the consumer asked
- *   for it (PyTorch and numpy refuse kDLCUDAHost: the Python binding lends
- *   kDLCPU unless __dlpack__(dl_device=(3, 0)))
+ * @device_type: for a host frame PF_DLPACK_CPU, or PF_DLPACK_CUDA_HOST
+ *   where the frame's segment is registered with CUDA in this process and
+ *   the consumer asked for it (PyTorch and numpy refuse kDLCUDAHost: the
+ *   Python binding lends kDLCPU unless __dlpack__(dl_device=(3, 0))); for
+ *   a device frame (domain PF_NODE_DOMAIN_DEVICE) PF_DLPACK_CUDA only: the
+ *   view is then at the frame's device address, device_id its ordinal
  *
  * The tensor view of a received host frame, shaped as the Python binding's
  * Frame.array(): (height, width, channels) uint8 for packed formats (RGBA,
@@ -94,7 +96,8 @@ typedef struct {
  * uint8, e.g. NV12 or I420: planes at the frame's plane offsets).
  *
  * Returns: 0, or -EINVAL (a frame in several chunks, an unknown device
- * type), -ERANGE (a layout outside the frame).
+ * type, a host type for a device frame or PF_DLPACK_CUDA for a host
+ * frame), -ERANGE (a layout outside the frame).
  *
  * Since: 0.1
  */

@@ -68,6 +68,25 @@ pf_hold_new_device_frame (pf_device_frame * frame)
   return pf_hold_new (frame, release_device_frame);
 }
 
+static void
+release_segment (void *data)
+{
+  pf_segment_unref (data);
+}
+
+pf_hold *
+pf_hold_new_segment (pf_segment * seg)
+{
+  pf_hold *h;
+
+  if (seg == NULL)
+    return NULL;
+  h = pf_hold_new (seg, release_segment);
+  if (h != NULL)
+    pf_segment_ref (seg);
+  return h;
+}
+
 void
 pf_hold_upload_release (void *hold, int status)
 {

@@ -67,6 +67,19 @@ PF_API pf_hold *pf_hold_new_node_frame (pf_node_frame * frame);
  */
 PF_API pf_hold *pf_hold_new_device_frame (pf_device_frame * frame);
 
+/**
+ * pf_hold_new_segment:
+ *
+ * A hold that owns one reference of @seg (taken here), dropped with
+ * pf_segment_unref() by the last reference: what a view into a node
+ * producer's slot (a loan of a device producer lent as a DLPack tensor)
+ * keeps alive, so that its memory stays mapped while the view lives. NULL
+ * when out of memory or @seg is NULL (no reference taken then).
+ *
+ * Since: 0.1
+ */
+PF_API pf_hold *pf_hold_new_segment (pf_segment * seg);
+
 /* Since: 0.1 */
 PF_API pf_hold *pf_hold_ref (pf_hold * hold);
 

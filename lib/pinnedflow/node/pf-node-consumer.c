@@ -8,7 +8,9 @@
  * Threading: pf_node_consumer_next(), _get_caps() and _get_error() belong
  * to one receiving thread at a time. pf_node_frame_release() may run on
  * any thread: it touches only the frame, the refcounts (atomic) and the
- * spare list (under @spare_lock).
+ * spare list (under @spare_lock); for a device frame with named readers it
+ * first blocks in the CUDA layer's wait for their streams
+ * (pf_node_frame_read_on(), one caller at a time per frame).
  *
  * Lifetime: the consumer is refcounted internally: the application's
  * handle (dropped by pf_node_consumer_free()) plus one per frame handed
@@ -21,6 +23,7 @@
 #endif
 
 #include <pinnedflow/pf-node.h>
+#include <pinnedflow/pf-node-private.h>
 
 #include "pf-time-private.h"
 
@@ -49,6 +52,10 @@ struct node_frame
   pf_node_consumer *owner;
   struct node_caps *caps;
   pf_segment *segs[PF_MAX_CHUNKS];
+  uint64_t dev_ptr[PF_MAX_CHUNKS];      /* device frames: chunk addresses */
+  /* device frames: streams whose work must complete before the release */
+  uintptr_t readers[PF_NODE_MAX_READERS];
+  uint32_t n_readers;
   struct node_frame *next_spare;
 };
 
@@ -58,6 +65,9 @@ struct pf_node_consumer
   pf_consumer *transport;
   struct node_caps *caps;       /* latest, or NULL; receiving thread only */
   int broken;                   /* a violation seen here: next() fails */
+  /* device frames: the access of our mapping (the CUDA layer's) */
+  pf_node_device_access_func device_access;
+  pf_node_device_sync_func device_sync; /* set before the first frame */
   char error[256];
   /* Released frames, reused by next(): no allocation per frame once as
    * many frames as the application holds at most have been made. Frames
@@ -130,7 +140,16 @@ int
 pf_node_consumer_new_with (const char *socket_path, int timeout_ms,
     uint32_t delivery, pf_node_consumer ** out)
 {
-  pf_consumer_options opts = {.delivery = delivery };
+  return pf_node_consumer_connect (socket_path, timeout_ms, delivery, 0,
+      NULL, out);
+}
+
+int
+pf_node_consumer_connect (const char *socket_path, int timeout_ms,
+    uint32_t delivery, uint32_t options, pf_node_device_access_func access,
+    pf_node_consumer ** out)
+{
+  pf_consumer_options opts = {.delivery = delivery,.flags = options };
   pf_node_consumer *c;
   int res;
 
@@ -152,6 +171,7 @@ pf_node_consumer_new_with (const char *socket_path, int timeout_ms,
     free (c);
     return res;
   }
+  c->device_access = access;
   pthread_mutex_init (&c->spare_lock, NULL);
   *out = c;
   return 0;
@@ -210,7 +230,7 @@ make_frame (pf_node_consumer * c, const pf_event * ev, pf_node_frame ** out)
 {
   const pf_consumer_frame *m = &ev->frame;
   struct node_frame *f;
-  uint32_t i;
+  uint32_t i, n_dev;
 
   pthread_mutex_lock (&c->spare_lock);
   if ((f = c->spare) != NULL)
@@ -226,13 +246,29 @@ make_frame (pf_node_consumer * c, const pf_event * ev, pf_node_frame ** out)
   f->pub.seq = m->seq;
   f->pub.caps_seq = m->caps_seq;
   f->pub.n_chunks = m->n_chunks;
+  n_dev = 0;
   for (i = 0; i < m->n_chunks && i < PF_MAX_CHUNKS; i++) {
     f->segs[i] = pf_segment_ref (ev->segments[i]);
-    f->pub.chunk_data[i] = ev->data[i];
+    if (pf_segment_get_device (ev->segments[i]) != NULL) {
+      /* the transport gives a device chunk's device address: never a
+       * host pointer in a field host code reads */
+      f->dev_ptr[i] = (uint64_t) (uintptr_t) ev->data[i];
+      n_dev++;
+    } else {
+      f->pub.chunk_data[i] = ev->data[i];
+    }
     f->pub.chunk_size[i] = m->chunks[i].size;
     f->pub.size += m->chunks[i].size;
   }
-  f->pub.data = m->n_chunks == 1 ? ev->data[0] : NULL;
+  f->pub.domain = n_dev ? PF_NODE_DOMAIN_DEVICE : PF_NODE_DOMAIN_HOST;
+  f->pub.data = m->n_chunks == 1 ? f->pub.chunk_data[0] : NULL;
+  if (n_dev != 0 && n_dev != m->n_chunks) {
+    snprintf (c->error, sizeof (c->error), "FRAME %" PRIu64 ": chunks in "
+        "host and device memory at once (%u of %u on a device)", m->seq,
+        n_dev, m->n_chunks);
+    pf_node_frame_release (&f->pub);
+    return -EPROTO;
+  }
 
   if (f->caps) {
     f->pub.caps = f->caps->text;
@@ -274,8 +310,13 @@ make_frame (pf_node_consumer * c, const pf_event * ev, pf_node_frame ** out)
   f->pub.send_time = m->send_time;
   f->pub.recv_time = pf_monotonic_ns ();
   f->pub.buffer_flags = m->buffer_flags;
-  f->pub.readonly = (pf_segment_get_state (f->segs[0]) &
-      PF_SEGMENT_STATE_READONLY) ? 1 : 0;
+  /* a device mapping: read-only where its access is PF_DEVICE_ACCESS_READ
+   * (1), what the CUDA layer's importer asks the driver for */
+  if (f->pub.domain == PF_NODE_DOMAIN_DEVICE)
+    f->pub.readonly = c->device_access && c->device_access (f->segs[0]) == 1;
+  else
+    f->pub.readonly = (pf_segment_get_state (f->segs[0]) &
+        PF_SEGMENT_STATE_READONLY) ? 1 : 0;
   f->pub.segment = f->segs[0];
   f->pub.segment_base = pf_segment_get_base (f->segs[0]);
   f->pub.segment_size = pf_segment_get_size (f->segs[0]);
@@ -355,12 +396,17 @@ pf_node_frame_release (pf_node_frame * frame)
   struct node_frame *f = (struct node_frame *) frame;
   pf_node_consumer *c;
   uint32_t i;
-  int res;
+  int res, sync_res;
 
   if (f == NULL)
     return 0;
   c = f->owner;
+  /* a device frame goes back only once its readers' streams are done */
+  sync_res = f->n_readers && c->device_sync ?
+      c->device_sync (f->segs[0], f->readers, f->n_readers) : 0;
   res = pf_consumer_release (c->transport, f->pub.seq);
+  if (res == 0)
+    res = sync_res;
   for (i = 0; i < PF_MAX_CHUNKS; i++)
     if (f->segs[i])
       pf_segment_unref (f->segs[i]);
@@ -372,6 +418,59 @@ pf_node_frame_release (pf_node_frame * frame)
   pthread_mutex_unlock (&c->spare_lock);
   consumer_unref (c);
   return res;
+}
+
+void
+pf_node_consumer_set_device_sync (pf_node_consumer * c,
+    pf_node_device_sync_func sync)
+{
+  if (c)
+    c->device_sync = sync;
+}
+
+int
+pf_node_frame_add_reader (pf_node_frame * frame, uintptr_t stream)
+{
+  struct node_frame *f = (struct node_frame *) frame;
+  uint32_t i;
+
+  if (f == NULL || stream == 0 || f->pub.domain != PF_NODE_DOMAIN_DEVICE)
+    return -EINVAL;
+  for (i = 0; i < f->n_readers; i++)
+    if (f->readers[i] == stream)
+      return 0;
+  if (f->n_readers == PF_NODE_MAX_READERS)
+    return -ENOSPC;
+  f->readers[f->n_readers++] = stream;
+  return 0;
+}
+
+int
+pf_node_frame_get_chunk_ptrs (const pf_node_frame * frame,
+    uint64_t ptr[PF_MAX_CHUNKS])
+{
+  const struct node_frame *f = (const struct node_frame *) frame;
+
+  if (ptr)
+    memset (ptr, 0, sizeof (uint64_t) * PF_MAX_CHUNKS);
+  if (f == NULL || ptr == NULL || f->pub.domain != PF_NODE_DOMAIN_DEVICE)
+    return -EINVAL;
+  memcpy (ptr, f->dev_ptr, sizeof (f->dev_ptr));
+  return 0;
+}
+
+const char *
+pf_node_consumer_get_device_stats (pf_node_consumer * c, uint64_t * skipped,
+    uint32_t * refused)
+{
+  if (c == NULL) {
+    if (skipped)
+      *skipped = 0;
+    if (refused)
+      *refused = 0;
+    return "";
+  }
+  return pf_consumer_get_device_stats (c->transport, skipped, refused);
 }
 
 const char *

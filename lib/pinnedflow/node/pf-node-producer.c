@@ -41,6 +41,7 @@
 
 #include <pinnedflow/pf-node.h>
 
+#include <pinnedflow/pf-node-private.h>
 #include <pinnedflow/pf-pool.h>
 
 #include "pf-time-private.h"
@@ -69,6 +70,7 @@ struct pf_node_producer
 {
   pf_producer *transport;
   pf_pool *pool;
+  uint64_t device_base;         /* device pool: its device address, else 0 */
 
   pthread_mutex_t lock;
   pthread_cond_t cond;          /* a client connected or left */
@@ -108,10 +110,11 @@ on_client_change (void *user_data, const pf_client_info * info)
   pthread_mutex_unlock (&p->lock);
 }
 
-/* The pool: one segment of @n_slots slots of @slot_size bytes. */
+/* The pool: one segment of @n_slots slots of @slot_size bytes; in @given
+ * when not NULL (pf_node_producer_new_in()). */
 static int
 make_pool (const pf_node_producer_config * config, uint32_t n_slots,
-    pf_pool ** out)
+    pf_segment * given, pf_pool ** out)
 {
   pf_segment *seg = NULL;
   uint64_t stride;
@@ -128,7 +131,15 @@ make_pool (const pf_node_producer_config * config, uint32_t n_slots,
     flags |= PF_SEGMENT_FLAG_LOCK;
   if (config->flags & PF_NODE_PRODUCER_HUGEPAGES)
     flags |= PF_SEGMENT_FLAG_HUGEPAGES;
-  res = pf_segment_new ("pinnedflow-node-pool", stride * n_slots, flags, &seg);
+  if (given != NULL) {
+    if (pf_segment_get_size (given) < stride * n_slots)
+      return -EINVAL;
+    seg = pf_segment_ref (given);
+    res = 0;
+  } else {
+    res = pf_segment_new ("pinnedflow-node-pool", stride * n_slots, flags,
+        &seg);
+  }
   if (res < 0)
     return res;
   res = pf_pool_new (seg, stride, n_slots, out);
@@ -139,6 +150,13 @@ make_pool (const pf_node_producer_config * config, uint32_t n_slots,
 int
 pf_node_producer_new (const pf_node_producer_config * config,
     pf_node_producer ** out)
+{
+  return pf_node_producer_new_in (config, NULL, 0, out);
+}
+
+int
+pf_node_producer_new_in (const pf_node_producer_config * config,
+    pf_segment * seg, uint64_t device_base, pf_node_producer ** out)
 {
   pf_node_producer *p = NULL;
   pf_producer_config pc;
@@ -158,11 +176,12 @@ pf_node_producer_new (const pf_node_producer_config * config,
   p = calloc (1, sizeof (*p));
   if (p == NULL)
     return -ENOMEM;
-  res = make_pool (config, n_slots, &p->pool);
+  res = make_pool (config, n_slots, seg, &p->pool);
   if (res < 0) {
     free (p);
     return res;
   }
+  p->device_base = device_base;
   pthread_mutex_init (&p->lock, NULL);
   pf_cond_init_monotonic (&p->cond);
 
@@ -306,7 +325,13 @@ loan_common (pf_node_producer * p, int timeout_ms, int video,
   loan->slot = slot.index;
   loan->loan_id = slot.id;
   loan->segment_offset = slot.offset;
-  loan->data = slot.data;
+  if (p->device_base) {
+    /* a device slot: its device address, never host memory */
+    loan->data = (void *) (uintptr_t) (p->device_base + slot.offset);
+    loan->domain = PF_NODE_DOMAIN_DEVICE;
+  } else {
+    loan->data = slot.data;
+  }
   loan->capacity = slot.size;
   loan->size = video ? loan->layout.size : slot.size;
   loan->pts = loan->dts = loan->duration = PF_TIME_NONE;

@@ -77,5 +77,7 @@ pf_node_abi_sizeof (const char *type_name)
     return sizeof (pf_node_video_layout);
   if (strcmp (type_name, "pf_node_caps_info") == 0)
     return sizeof (pf_node_caps_info);
+  if (strcmp (type_name, "pf_node_device_info") == 0)
+    return sizeof (pf_node_device_info);
   return 0;
 }

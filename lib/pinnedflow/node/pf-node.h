@@ -32,7 +32,10 @@
  * <pinnedflow/pf-video-layout.h> (plane layout, pf-video-layout.c) and
  * <pinnedflow/pf-caps.h> (caps text, pf-caps.c). The producer lives in
  * pf-node-producer.c, the consumer in pf-node-consumer.c, the error texts
- * in pf-node.c.
+ * in pf-node.c; the device side (pf_node_producer_new_device(),
+ * pf_node_consumer_new_full(), pf_node_frame_get_device(): device frames,
+ * docs/cuda.md "Device frames in nodes") in the CUDA layer,
+ * cuda/pf-node-device.c.
  */
 #ifndef __PF_NODE_H__
 #define __PF_NODE_H__
@@ -68,6 +71,14 @@ extern "C" {
  * Since: 0.1
  */
 PF_API const char *pf_node_strerror (int err);
+
+/* Where a frame's bytes live (pf_node_frame.domain, pf_node_loan.domain).
+ * Since: 0.1
+ */
+enum pf_node_domain {
+  PF_NODE_DOMAIN_HOST = 0,      /* host memory: the producer's shm segment */
+  PF_NODE_DOMAIN_DEVICE = 1,    /* CUDA device memory (a device segment) */
+};
 
 /* ------------------------------------------------------------------------ */
 /* Producer                                                                  */
@@ -120,7 +131,10 @@ typedef struct {
    * when published. */
   uint64_t clock_pts;
   uint32_t buffer_flags;        /* GstBufferFlags bits, usually 0 */
-  uint32_t reserved;
+  /* enum pf_node_domain: PF_NODE_DOMAIN_DEVICE for a loan of a device
+   * producer (pf_node_producer_new_device()): data is then a device
+   * address (a CUdeviceptr), not host memory */
+  uint32_t domain;
   uint64_t segment_offset;      /* where data lies in the segment */
   uint64_t loan_id;             /* private: catches double publish */
 } pf_node_loan;
@@ -136,6 +150,37 @@ typedef struct {
  */
 PF_API int pf_node_producer_new (const pf_node_producer_config * config,
     pf_node_producer ** out);
+
+/**
+ * pf_node_producer_new_device:
+ * @device: the CUDA device ordinal the slots live on
+ *
+ * pf_node_producer_new() with the pool in device memory: one device
+ * segment (pf_device_segment_new(), CUDA virtual memory exported as an
+ * fd) of n_slots slots of slot_size bytes (the LOCK, HUGEPAGES flags do
+ * not apply). A loan's data is the slot's device address (a CUdeviceptr,
+ * loan->domain PF_NODE_DOMAIN_DEVICE): write it with CUDA (cuMemcpy*,
+ * kernels, a PyTorch tensor copy_()), never with the CPU.
+ *
+ * The rule of publishing: pf_node_producer_publish() sends the frame at
+ * once, consumers may read it at once; every write into the slot must have
+ * COMPLETED before it is called (cuStreamSynchronize /
+ * cudaStreamSynchronize on the stream that wrote, or a synchronous copy).
+ * No event travels with the frame.
+ *
+ * Only consumers that asked for device frames (PF_NODE_CONSUMER_DEVICE)
+ * and could import the segment get the frames; the others are skipped
+ * (the transport counts them: pf_client_stats.frames_skipped_device).
+ *
+ * Returns: 0 or -errno as pf_node_producer_new(), or
+ * pf_device_segment_new()'s: -ENOENT (no CUDA driver), -ENODEV (no such
+ * device), -ENOTSUP (it cannot export memory as an fd), -EIO
+ * (pf_device_segment_error() says which call failed).
+ *
+ * Since: 0.1
+ */
+PF_API int pf_node_producer_new_device (const pf_node_producer_config *
+    config, int device, pf_node_producer ** out);
 
 /**
  * pf_node_producer_free:
@@ -357,14 +402,20 @@ typedef struct {
   uint64_t send_time;           /* CLOCK_MONOTONIC when published */
   uint64_t recv_time;           /* CLOCK_MONOTONIC when received here */
   uint32_t buffer_flags;
-  uint32_t readonly;            /* 1: the mapping is read-only (always today) */
+  /* 1: the mapping is read-only (host frames: always; device frames: where
+   * the driver mapped the segment read-only, pf_device_segment_get_access) */
+  uint32_t readonly;
 
   /* The segment of chunk 0: register it once with a GPU runtime. */
   pf_segment *segment;
-  const void *segment_base;
+  const void *segment_base;     /* NULL for a device frame */
   uint64_t segment_size;
   int32_t segment_fd;
-  uint32_t reserved;
+  /* enum pf_node_domain. PF_NODE_DOMAIN_DEVICE (only for a consumer made
+   * with PF_NODE_CONSUMER_DEVICE): the bytes are device memory; data,
+   * chunk_data and segment_base are NULL, pf_node_frame_get_device() gives
+   * the device addresses. */
+  uint32_t domain;
   uint64_t segment_id;          /* process-local, never reused */
   uint64_t segment_offset;      /* of chunk 0 */
 } pf_node_frame;
@@ -397,6 +448,111 @@ PF_API int pf_node_consumer_new (const char *socket_path, int timeout_ms,
  */
 PF_API int pf_node_consumer_new_with (const char *socket_path, int timeout_ms,
     uint32_t delivery, pf_node_consumer ** out);
+
+/* Since: 0.1 */
+enum pf_node_consumer_flags {
+  /* Accept device frames (docs/cuda.md, "Device frames in nodes"): the
+   * producer's device segments are imported once (read-only where the
+   * driver allows) and their frames delivered with domain
+   * PF_NODE_DOMAIN_DEVICE, no copy. A segment this process cannot import
+   * (no CUDA driver, no device with its UUID, no virtual-memory fd
+   * support) is refused and its frames released unseen, counted
+   * (pf_node_consumer_get_device_stats()); host frames come as usual. */
+  PF_NODE_CONSUMER_DEVICE = 1u << 0,
+};
+
+/**
+ * pf_node_consumer_new_full:
+ * @delivery: as pf_node_consumer_new_with()
+ * @flags: #pf_node_consumer_flags
+ *
+ * pf_node_consumer_new_with() with flags. Without PF_NODE_CONSUMER_DEVICE
+ * the producer never sends device frames to this consumer.
+ *
+ * Returns: as pf_node_consumer_new_with(); -EINVAL for an unknown flag.
+ *
+ * Since: 0.1
+ */
+PF_API int pf_node_consumer_new_full (const char *socket_path,
+    int timeout_ms, uint32_t delivery, uint32_t flags,
+    pf_node_consumer ** out);
+
+/**
+ * pf_node_consumer_get_device_stats:
+ * @skipped: (out) (optional): frames released unseen because their device
+ *   segment could not be imported here
+ * @refused: (out) (optional): device segments refused
+ *
+ * Returns: why the last device segment was refused ("" if none).
+ *
+ * Since: 0.1
+ */
+PF_API const char *pf_node_consumer_get_device_stats (pf_node_consumer * c,
+    uint64_t * skipped, uint32_t * refused);
+
+/* Where a device frame lives in this process (pf_node_frame_get_device()).
+ * Since: 0.1
+ */
+typedef struct {
+  int32_t ordinal;              /* the CUDA device ordinal here */
+  uint32_t access;              /* enum pf_device_access: 1 read, 3 read-write */
+  uint8_t uuid[16];             /* the device's UUID */
+  uint64_t ptr;                 /* device address of the frame's first byte */
+  uint64_t chunk_ptr[PF_MAX_CHUNKS];    /* of each chunk (n_chunks) */
+} pf_node_device_info;
+
+/**
+ * pf_node_frame_get_device:
+ *
+ * The device side of a device frame (domain PF_NODE_DOMAIN_DEVICE): its
+ * device, the access of this process's mapping and the device addresses.
+ * Read it with CUDA (cuMemcpyDtoH, kernels, a DLPack/CUDA array interface
+ * consumer), never with the CPU. The producer published it complete: no
+ * wait is needed before reading. Every read must have completed before
+ * pf_node_frame_release() (or the last export's death), when the producer
+ * may write the slot again: name the streams that read it with
+ * pf_node_frame_read_on() and the release waits for them.
+ *
+ * Returns: 0, or -EINVAL (a host frame, NULL).
+ *
+ * Since: 0.1
+ */
+PF_API int pf_node_frame_get_device (const pf_node_frame * frame,
+    pf_node_device_info * info);
+
+/**
+ * pf_node_frame_read_on:
+ * @stream: a CUstream / cudaStream_t value that reads the frame (1: the
+ *   legacy default stream, 2: the per-thread default stream, as DLPack
+ *   numbers them); 0 is refused
+ *
+ * Names @stream a reader of the device frame @frame: its release
+ * (pf_node_frame_release(), or the last export's death) first waits for
+ * the work queued on @stream (cuStreamSynchronize; 1 and 2 in the
+ * releasing thread's current context, else the device's primary context),
+ * so the producer never writes a slot again under a late read. At most 8
+ * streams per frame; naming one twice counts once. The DLPack export of
+ * the Python binding calls it with the consumer's stream. Reads on a
+ * stream not named must have completed before the release.
+ *
+ * Returns: 0, -EINVAL (a host frame, stream 0), -ENOSPC (8 already).
+ *
+ * Since: 0.1
+ */
+PF_API int pf_node_frame_read_on (pf_node_frame * frame, uintptr_t stream);
+
+/**
+ * pf_node_device_sync_errors:
+ *
+ * Returns: how many releases of device frames in this process could not
+ * wait for their readers' streams (no driver, a failed
+ * cuStreamSynchronize); the frame was released anyway and
+ * pf_node_frame_release() returned -EIO or -ENOENT (an export's deleter
+ * has nobody to tell).
+ *
+ * Since: 0.1
+ */
+PF_API uint64_t pf_node_device_sync_errors (void);
 
 /**
  * pf_node_consumer_set_budget:
@@ -467,8 +623,10 @@ PF_API int pf_node_consumer_next (pf_node_consumer * c, int timeout_ms,
  * pf_node_frame_release:
  *
  * Releases the frame (the producer gets its slot back once every consumer
- * released it) and frees it. NULL is ignored. Returns 0 or -errno (-EPIPE:
- * the producer is gone; the frame is freed anyway).
+ * released it) and frees it; a device frame first waits for the streams
+ * named with pf_node_frame_read_on(). NULL is ignored. Returns 0 or -errno
+ * (-EPIPE: the producer is gone; -EIO, -ENOENT: a reader's stream could not
+ * be waited for; the frame is freed anyway).
  *
  * Since: 0.1
  */
