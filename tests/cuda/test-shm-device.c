@@ -4,6 +4,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  *   test-shm-device frames|nv12|no-vmm|host-only|off
+ *   test-shm-device produce SOCKET   (the producer alone, for docs/cuda.md)
  *
  * Run with the emulators' environment and PFEMU_VMM=1 (meson:
  * emu_vmm_env). One case per process; exit 0 pass. A producer process
@@ -31,6 +32,9 @@
  *   not-negotiated error that says why.
  * off: device-frames=off before pinnedcudadownload: the same error,
  *   naming the property.
+ * produce: the producer alone on SOCKET (RGBA 64x48, 20 frames, then EOS
+ *   once they are back), for a gst-launch-1.0 consumer; on a GPU as on the
+ *   emulators (their leak checks only where they are loaded).
  */
 #include <pinnedflow/pf-device-segment.h>
 #include <pinnedflow/pf-producer.h>
@@ -86,19 +90,22 @@ pixel (uint64_t seq, guint plane, gsize row, gsize x)
 
 /* the emulators' counters (the cudart stand-in holds them) */
 static void
-emu_up (void)
+emu_up (gboolean required)
 {
   const char *rt_path = getenv ("GST_PINNEDFLOW_CUDART");
   void *rt = rt_path ? dlopen (rt_path, RTLD_NOW | RTLD_LOCAL) : NULL;
 
-  CHECK_MSG (rt != NULL, "cannot load the cudart emulator: %s", dlerror ());
-  *(void **) &emu_query = dlsym (rt, "pfemu_query");
-  CHECK (emu_query != NULL);
+  if (rt != NULL)
+    *(void **) &emu_query = dlsym (rt, "pfemu_query");
+  CHECK_MSG (emu_query != NULL || !required, "cannot load the cudart "
+      "emulator: %s", dlerror ());
 }
 
 static void
 check_vmm_empty (void)
 {
+  if (emu_query == NULL)
+    return;                     /* a real driver: nothing to ask */
   CHECK_INT (pf_device_segment_teardown_errors (), ==, 0);
   CHECK_INT (emu_query ("live.vmm.handles"), ==, 0);
   CHECK_INT (emu_query ("live.vmm.reservations"), ==, 0);
@@ -131,7 +138,7 @@ on_connected (void *user_data, const pf_client_info * info)
 }
 
 static int
-producer_main (const char *path, const layout * l)
+producer_main (const char *path, const layout * l, gboolean emulated)
 {
   void *drv = dlopen ("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   guint8 *buf = malloc (PITCH * (l->rows[0] + l->rows[1]));
@@ -149,7 +156,7 @@ producer_main (const char *path, const layout * l)
   *(void **) &cuCtxSynchronize = dlsym (drv, "cuCtxSynchronize");
   *(void **) &cuMemcpyHtoD = dlsym (drv, "cuMemcpyHtoD_v2");
   CHECK (cuInit && cuCtxCreate && cuCtxSynchronize && cuMemcpyHtoD);
-  emu_up ();
+  emu_up (emulated);
   CHECK_INT (cuInit (0), ==, 0);
   CHECK_INT (cuCtxCreate (&ctx, 0, 0), ==, 0);
   fds0 = pf_test_count_fds ();
@@ -379,10 +386,13 @@ main (int argc, char **argv)
   pid_t pid;
   int fds0;
 
+  if (strcmp (c, "produce") == 0 && argc == 3)
+    return producer_main (argv[2], &RGBA, FALSE);
   if (strcmp (c, "frames") != 0 && strcmp (c, "nv12") != 0
       && strcmp (c, "no-vmm") != 0 && strcmp (c, "host-only") != 0
       && strcmp (c, "off") != 0) {
-    fprintf (stderr, "usage: %s frames|nv12|no-vmm|host-only|off\n", argv[0]);
+    fprintf (stderr, "usage: %s frames|nv12|no-vmm|host-only|off, or "
+        "%s produce SOCKET\n", argv[0], argv[0]);
     return 2;
   }
   CHECK_MSG (getenv ("PFEMU_VMM") != NULL, "run with PFEMU_VMM=1 (meson)");
@@ -393,7 +403,7 @@ main (int argc, char **argv)
   pid = pf_test_fork ();
   CHECK (pid >= 0);
   if (pid == 0)
-    _exit (producer_main (path, l));
+    _exit (producer_main (path, l, TRUE));
 
   if (strcmp (c, "no-vmm") == 0) {
     /* this process's driver cannot import virtual memory */
@@ -407,7 +417,7 @@ main (int argc, char **argv)
     want = "device-frames=off";
   }
   gst_init (&argc, &argv);
-  emu_up ();
+  emu_up (TRUE);
   fds0 = pf_test_count_fds ();
   run_pipeline (path, l, mid, want);
   CHECK_INT (pf_test_exit_code (pf_test_wait (pid)), ==, 0);
