@@ -39,8 +39,8 @@ set_output_caps (GstPinnedShmSrc * self, GstCaps * base, gboolean device)
       if (device)
         GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
             ("Downstream refused the producer's device frames"),
-            ("caps %" GST_PTR_FORMAT " (device-frames=off gives host "
-                "frames only)", out));
+            ("caps %" GST_PTR_FORMAT " (downstream does not take "
+                "memory:PinnedflowCUDA)", out));
       else
         GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
             ("Downstream refused the producer's caps"),
