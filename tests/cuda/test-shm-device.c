@@ -32,6 +32,12 @@
  *   not-negotiated error that says why.
  * off: device-frames=off before pinnedcudadownload: the same error,
  *   naming the property.
+ * sink: the producer is a pipeline, videotestsrc pattern=ball ! RGBA 64x48 !
+ *   pinnedcudaupload ! video/x-raw(memory:PinnedflowCUDA) ! pinnedshmsink:
+ *   each frame copied once device to device into the sink's device
+ *   segment (its stats: device-copies 20) and published as a device frame;
+ *   here pinnedshmsrc ! pinnedcudadownload ! appsink gets every frame
+ *   byte-exact against the same videotestsrc frames made here.
  * produce: the producer alone on SOCKET (RGBA 64x48, 20 frames, then EOS
  *   once they are back), for a gst-launch-1.0 consumer; on a GPU as on the
  *   emulators (their leak checks only where they are loaded).
@@ -81,6 +87,12 @@ typedef struct
 
 static const layout RGBA = { "RGBA", 1, {W * 4, 0}, {H, 0}, {0, 0} };
 static const layout NV12 = { "NV12", 2, {W, W}, {H, H / 2}, {0, H} };
+
+/* the sink case: what videotestsrc made, frame by frame (GstBuffer) */
+static GPtrArray *expected;
+
+#define SINK_SOURCE "videotestsrc num-buffers=20 pattern=ball ! " \
+  "video/x-raw,format=RGBA,width=64,height=48,framerate=30/1"
 
 static guint8
 pixel (uint64_t seq, guint plane, gsize row, gsize x)
@@ -256,6 +268,23 @@ check_frame (GstSample * sample, const layout * l, uint64_t seq)
       gst_video_format_to_string (GST_VIDEO_INFO_FORMAT (&info)));
   CHECK (gst_video_frame_map (&frame, &info, gst_sample_get_buffer (sample),
           GST_MAP_READ));
+  if (expected != NULL) {
+    GstVideoFrame want;
+    const guint8 *d = GST_VIDEO_FRAME_PLANE_DATA (&frame, 0);
+
+    CHECK (seq <= expected->len);
+    CHECK (gst_video_frame_map (&want, &info, g_ptr_array_index (expected,
+                seq - 1), GST_MAP_READ));
+    for (r = 0; r < H; r++)
+      CHECK_MSG (memcmp (d + r * GST_VIDEO_FRAME_PLANE_STRIDE (&frame, 0),
+              (const guint8 *) GST_VIDEO_FRAME_PLANE_DATA (&want, 0) +
+              r * GST_VIDEO_FRAME_PLANE_STRIDE (&want, 0), W * 4) == 0,
+          "frame %" G_GUINT64_FORMAT " row %" G_GSIZE_FORMAT " differs", seq,
+          r);
+    gst_video_frame_unmap (&want);
+    gst_video_frame_unmap (&frame);
+    return;
+  }
   for (pl = 0; pl < l->n_planes; pl++) {
     const guint8 *d = GST_VIDEO_FRAME_PLANE_DATA (&frame, pl);
     gint stride = GST_VIDEO_FRAME_PLANE_STRIDE (&frame, pl);
@@ -376,6 +405,71 @@ run_pipeline (const char *path, const layout * l, const char *mid,
   gst_object_unref (pipe);
 }
 
+/* Runs @desc (ending in an appsink named sink, or a pinnedshmsink named
+ * s) to EOS, then to NULL; the appsink's buffers into *@out when given.
+ * Returns the pipeline, or fails. */
+static GstElement *
+run_to_eos (const gchar * desc, GPtrArray * out)
+{
+  GError *err = NULL;
+  GstElement *pipe = gst_parse_launch (desc, &err);
+  GstElement *sink;
+  GstBus *bus;
+  GstMessage *msg;
+
+  CHECK_MSG (pipe != NULL, "%s: %s", desc, err ? err->message : "?");
+  sink = gst_bin_get_by_name (GST_BIN (pipe), "sink");
+  bus = gst_element_get_bus (pipe);
+  CHECK (gst_element_set_state (pipe, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  if (out != NULL) {
+    GstSample *sample;
+
+    CHECK (sink != NULL);
+    while ((sample = gst_app_sink_pull_sample (GST_APP_SINK (sink))) != NULL) {
+      g_ptr_array_add (out, gst_buffer_copy_deep (gst_sample_get_buffer
+              (sample)));
+      gst_sample_unref (sample);
+    }
+  }
+  msg = gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND,
+      GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
+  CHECK_MSG (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS,
+      "%s: no EOS", desc);
+  gst_message_unref (msg);
+  CHECK (gst_element_set_state (pipe, GST_STATE_NULL) ==
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (bus);
+  if (sink != NULL)
+    gst_object_unref (sink);
+  return pipe;
+}
+
+/* The producer process of the sink case: pinnedcudaupload's device frames
+ * through pinnedshmsink, one device copy each. */
+static int
+sink_producer_main (const char *path)
+{
+  gchar *desc = g_strdup_printf ("%s ! pinnedcudaupload ! "
+      "video/x-raw(memory:PinnedflowCUDA) ! pinnedshmsink name=s "
+      "socket-path=%s wait-for-connection=true", SINK_SOURCE, path);
+  GstElement *pipe, *s;
+
+  gst_init (NULL, NULL);
+  pipe = run_to_eos (desc, NULL);
+  s = gst_bin_get_by_name (GST_BIN (pipe), "s");
+  CHECK_INT (stat_u64 (s, "frames"), ==, N_FRAMES);
+  CHECK_INT (stat_u64 (s, "device-copies"), ==, N_FRAMES);
+  CHECK_INT (stat_u64 (s, "zero-copy-frames"), ==, 0);
+  gst_object_unref (s);
+  gst_object_unref (pipe);
+  g_free (desc);
+  emu_up (TRUE);
+  /* every slot back, the segment gone with the sink */
+  check_vmm_empty ();
+  return 0;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -389,9 +483,10 @@ main (int argc, char **argv)
   if (strcmp (c, "produce") == 0 && argc == 3)
     return producer_main (argv[2], &RGBA, FALSE);
   if (strcmp (c, "frames") != 0 && strcmp (c, "nv12") != 0
+      && strcmp (c, "sink") != 0
       && strcmp (c, "no-vmm") != 0 && strcmp (c, "host-only") != 0
       && strcmp (c, "off") != 0) {
-    fprintf (stderr, "usage: %s frames|nv12|no-vmm|host-only|off, or "
+    fprintf (stderr, "usage: %s frames|nv12|sink|no-vmm|host-only|off, or "
         "%s produce SOCKET\n", argv[0], argv[0]);
     return 2;
   }
@@ -403,7 +498,8 @@ main (int argc, char **argv)
   pid = pf_test_fork ();
   CHECK (pid >= 0);
   if (pid == 0)
-    _exit (producer_main (path, l, TRUE));
+    _exit (strcmp (c, "sink") == 0 ? sink_producer_main (path) :
+        producer_main (path, l, TRUE));
 
   if (strcmp (c, "no-vmm") == 0) {
     /* this process's driver cannot import virtual memory */
@@ -417,6 +513,14 @@ main (int argc, char **argv)
     want = "device-frames=off";
   }
   gst_init (&argc, &argv);
+  if (strcmp (c, "sink") == 0) {
+    /* the frames the producer's videotestsrc makes, made here on the CPU */
+    expected = g_ptr_array_new_with_free_func ((GDestroyNotify)
+        gst_buffer_unref);
+    gst_object_unref (run_to_eos (SINK_SOURCE " ! appsink name=sink "
+            "sync=false", expected));
+    CHECK_INT (expected->len, ==, N_FRAMES);
+  }
   emu_up (TRUE);
   fds0 = pf_test_count_fds ();
   run_pipeline (path, l, mid, want);
@@ -424,6 +528,8 @@ main (int argc, char **argv)
   /* the pipeline's mappings and fds are gone with it */
   check_vmm_empty ();
   CHECK_INT (pf_test_count_fds (), ==, fds0);
+  if (expected != NULL)
+    g_ptr_array_unref (expected);
   pf_test_remove_tree (dir);
   printf ("%s: ok\n", c);
   return 0;
