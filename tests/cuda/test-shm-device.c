@@ -38,6 +38,10 @@
  *   segment (its stats: device-copies 20) and published as a device frame;
  *   here pinnedshmsrc ! pinnedcudadownload ! appsink gets every frame
  *   byte-exact against the same videotestsrc frames made here.
+ * sink-no-vmm: the same producer without virtual memory support (PFEMU_VMM
+ *   unset there): it falls back to host frames (copies 20, device-copies
+ *   0, caps without the memory feature), read here as system memory,
+ *   byte-exact.
  * produce: the producer alone on SOCKET (RGBA 64x48, 20 frames, then EOS
  *   once they are back), for a gst-launch-1.0 consumer; on a GPU as on the
  *   emulators (their leak checks only where they are loaded).
@@ -388,11 +392,15 @@ run_pipeline (const char *path, const layout * l, const char *mid,
 
     CHECK_INT (seq, ==, N_FRAMES);
     CHECK_INT (stat_u64 (src, "frames"), ==, N_FRAMES);
-    /* every one pushed as device memory, none copied on the way in */
-    CHECK_INT (stat_u64 (src, "device-frames"), ==, N_FRAMES);
-    CHECK (down != NULL);
-    CHECK_INT (stat_u64 (down, "frames"), ==, N_FRAMES);
-    gst_object_unref (down);
+    if (down != NULL) {
+      /* every one pushed as device memory, none copied on the way in */
+      CHECK_INT (stat_u64 (src, "device-frames"), ==, N_FRAMES);
+      CHECK_INT (stat_u64 (down, "frames"), ==, N_FRAMES);
+      gst_object_unref (down);
+    } else {
+      /* host frames (sink-no-vmm) */
+      CHECK_INT (stat_u64 (src, "device-frames"), ==, 0);
+    }
   } else {
     CHECK_INT (seq, ==, 0);
     CHECK_INT (stat_u64 (src, "device-frames"), ==, 0);
@@ -445,21 +453,25 @@ run_to_eos (const gchar * desc, GPtrArray * out)
   return pipe;
 }
 
-/* The producer process of the sink case: pinnedcudaupload's device frames
- * through pinnedshmsink, one device copy each. */
+/* The producer process of the sink cases: pinnedcudaupload's device frames
+ * through pinnedshmsink, one device copy each; without virtual memory
+ * (@vmm FALSE) one download each, host frames. */
 static int
-sink_producer_main (const char *path)
+sink_producer_main (const char *path, gboolean vmm)
 {
   gchar *desc = g_strdup_printf ("%s ! pinnedcudaupload ! "
       "video/x-raw(memory:PinnedflowCUDA) ! pinnedshmsink name=s "
       "socket-path=%s wait-for-connection=true", SINK_SOURCE, path);
   GstElement *pipe, *s;
 
+  if (!vmm)
+    unsetenv ("PFEMU_VMM");
   gst_init (NULL, NULL);
   pipe = run_to_eos (desc, NULL);
   s = gst_bin_get_by_name (GST_BIN (pipe), "s");
   CHECK_INT (stat_u64 (s, "frames"), ==, N_FRAMES);
-  CHECK_INT (stat_u64 (s, "device-copies"), ==, N_FRAMES);
+  CHECK_INT (stat_u64 (s, "copies"), ==, N_FRAMES);
+  CHECK_INT (stat_u64 (s, "device-copies"), ==, vmm ? N_FRAMES : 0);
   CHECK_INT (stat_u64 (s, "zero-copy-frames"), ==, 0);
   gst_object_unref (s);
   gst_object_unref (pipe);
@@ -483,10 +495,11 @@ main (int argc, char **argv)
   if (strcmp (c, "produce") == 0 && argc == 3)
     return producer_main (argv[2], &RGBA, FALSE);
   if (strcmp (c, "frames") != 0 && strcmp (c, "nv12") != 0
-      && strcmp (c, "sink") != 0
+      && strcmp (c, "sink") != 0 && strcmp (c, "sink-no-vmm") != 0
       && strcmp (c, "no-vmm") != 0 && strcmp (c, "host-only") != 0
       && strcmp (c, "off") != 0) {
-    fprintf (stderr, "usage: %s frames|nv12|sink|no-vmm|host-only|off, or "
+    fprintf (stderr,
+        "usage: %s frames|nv12|sink|sink-no-vmm|no-vmm|host-only|off, " "or "
         "%s produce SOCKET\n", argv[0], argv[0]);
     return 2;
   }
@@ -498,8 +511,8 @@ main (int argc, char **argv)
   pid = pf_test_fork ();
   CHECK (pid >= 0);
   if (pid == 0)
-    _exit (strcmp (c, "sink") == 0 ? sink_producer_main (path) :
-        producer_main (path, l, TRUE));
+    _exit (strncmp (c, "sink", 4) == 0 ? sink_producer_main (path,
+            strcmp (c, "sink") == 0) : producer_main (path, l, TRUE));
 
   if (strcmp (c, "no-vmm") == 0) {
     /* this process's driver cannot import virtual memory */
@@ -508,12 +521,14 @@ main (int argc, char **argv)
   } else if (strcmp (c, "host-only") == 0) {
     mid = "! video/x-raw";
     want = "downstream does not accept";
+  } else if (strcmp (c, "sink-no-vmm") == 0) {
+    mid = "! video/x-raw";      /* host frames, as the sink sends them */
   } else if (strcmp (c, "off") == 0) {
     mid = "device-frames=off ! pinnedcudadownload name=down";
     want = "device-frames=off";
   }
   gst_init (&argc, &argv);
-  if (strcmp (c, "sink") == 0) {
+  if (strncmp (c, "sink", 4) == 0) {
     /* the frames the producer's videotestsrc makes, made here on the CPU */
     expected = g_ptr_array_new_with_free_func ((GDestroyNotify)
         gst_buffer_unref);
