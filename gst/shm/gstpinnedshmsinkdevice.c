@@ -68,7 +68,11 @@ typedef struct
   guint slot;
 } SlotToken;
 
-static G_DEFINE_QUARK (pinnedshmsink-device-slot, slot);
+static GQuark
+slot_quark (void)
+{
+  return g_quark_from_static_string ("pinnedshmsink-device-slot");
+}
 
 static void
 slot_pool_unref (GstPinnedShmSinkDevice * pool)
