@@ -208,6 +208,7 @@ gst_pinned_shm_src_connect (GstPinnedShmSrc * self, gint timeout_ms)
   reconnect = self->on_disconnect == GST_PINNED_SHM_SRC_ON_DISCONNECT_RECONNECT;
   GST_OBJECT_UNLOCK (self);
 
+  gst_pinned_shm_src_device_options (self, &options);
   if (timeout_ms >= 0)
     deadline = g_get_monotonic_time () + (gint64) timeout_ms *1000;
 
@@ -270,6 +271,11 @@ gst_pinned_shm_src_connect (GstPinnedShmSrc * self, gint timeout_ms)
       "x, max held %u)", path, (guint64) pf_consumer_get_session_id (c),
       pf_consumer_get_max_held (c));
   apply_budget (self, c);
+  if (!gst_pinned_shm_src_device_enable (self, c)) {
+    pf_consumer_unref (c);
+    ret = GST_FLOW_ERROR;
+    goto done;
+  }
   set_connection (self, c);
 
 done:
@@ -299,6 +305,7 @@ gst_pinned_shm_src_probe (GstPinnedShmSrc * self)
   gst_pinned_shm_src_drop_connection (self);
   gst_pinned_shm_src_clear_pending (self);
   gst_caps_replace (&self->caps, NULL);
+  self->out_device = FALSE;
   self->is_video = FALSE;
   gst_pinned_shm_layout_reset (&self->layout);
   self->poll_first = FALSE;
@@ -324,11 +331,19 @@ gst_pinned_shm_src_probe (GstPinnedShmSrc * self)
     live = is_live == GST_PINNED_SHM_SRC_IS_LIVE_TRUE;
 
   if (options.delivery == GST_PINNED_SHM_SRC_DELIVERY_AUTO
+      && is_live == GST_PINNED_SHM_SRC_IS_LIVE_AUTO && have_path)
+    gst_pinned_shm_src_device_options (self, &options);
+  if (options.delivery == GST_PINNED_SHM_SRC_DELIVERY_AUTO
       && is_live == GST_PINNED_SHM_SRC_IS_LIVE_AUTO && have_path
       && self->cancel_fd >= 0 && g_file_test (path, G_FILE_TEST_EXISTS)
       && pf_consumer_connect_with (path, PROBE_CONNECT_MS, self->cancel_fd,
           &options, &c) == 0) {
     apply_budget (self, c);
+    /* a failure shows when create() finds no connection and connects */
+    if (!gst_pinned_shm_src_device_enable (self, c))
+      g_clear_pointer (&c, pf_consumer_unref);
+  }
+  if (c != NULL) {
     deadline = g_get_monotonic_time () + PROBE_STREAM_MS * 1000;
     for (;;) {
       gint left = (gint) MAX ((deadline - g_get_monotonic_time ()) / 1000, 0);

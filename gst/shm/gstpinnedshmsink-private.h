@@ -57,6 +57,8 @@ GST_DEBUG_CATEGORY_EXTERN (gst_pinned_shm_sink_debug);
 /* max-clients=0 (no limit) sizes an auto pool as if for this many */
 #define UNLIMITED_POOL_CLIENTS 4
 
+typedef struct _GstPinnedShmSinkDevice GstPinnedShmSinkDevice;
+
 struct _GstPinnedShmSink
 {
   GstBaseSink parent;
@@ -116,11 +118,33 @@ struct _GstPinnedShmSink
   GstVideoInfo vinfo;
   GstBufferPool *copy_pool;
   gsize copy_pool_size;
+  /* streaming thread only: memory:PinnedflowCUDA input published as
+   * device frames (gstpinnedshmsinkdevice.c), and its slots (NULL until
+   * the first such frame); device_copies counts as the stats above */
+  gboolean device_mode;
+  GstPinnedShmSinkDevice *device;
+  guint64 device_copies;
 
   /* under lock (the client-event callback, any thread) */
   guint64 demotions;
   guint64 refused;
 };
+
+/* gstpinnedshmsinkdevice.c: device frames. set_caps: TRUE when @caps
+ * (memory:PinnedflowCUDA video) will be published as device frames (the
+ * wire caps keep the feature); FALSE: host frames. render, in device mode:
+ * one device-to-device copy of @buf into a device segment slot, @frame's
+ * chunk and @segs set; returns the token to publish with (its last unref
+ * frees the slot), or NULL with *@ret (an error posted, or FLUSHING). */
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_device_set_caps (GstPinnedShmSink * self,
+    GstCaps * caps);
+G_GNUC_INTERNAL
+GstBuffer *gst_pinned_shm_sink_device_copy (GstPinnedShmSink * self,
+    GstBuffer * buf, pf_producer_frame * frame, pf_segment ** segs,
+    GstFlowReturn * ret);
+G_GNUC_INTERNAL
+void gst_pinned_shm_sink_device_stop (GstPinnedShmSink * self);
 
 /* gstpinnedshmsinkbus.c: the producer's callbacks of @self (frames
  * released, clients connected and gone, drops, demotions, refusals) into

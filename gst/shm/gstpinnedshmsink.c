@@ -352,6 +352,7 @@ gst_pinned_shm_sink_start (GstBaseSink * bsink)
   COUNTER_SET (self->bytes, 0);
   COUNTER_SET (self->zero_copy_frames, 0);
   COUNTER_SET (self->copies, 0);
+  COUNTER_SET (self->device_copies, 0);
   COUNTER_SET (self->drops, 0);
   COUNTER_SET (self->published, 0);
   COUNTER_SET (self->released, 0);
@@ -402,6 +403,7 @@ gst_pinned_shm_sink_stop (GstBaseSink * bsink)
 
   gst_pinned_shm_sink_set_copy_pool (self, NULL);
   self->copy_pool_size = 0;
+  gst_pinned_shm_sink_device_stop (self);
 
   g_mutex_lock (&self->lock);
   g_atomic_int_set (&self->n_clients, 0);
@@ -428,9 +430,13 @@ gst_pinned_shm_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
     self->is_video = TRUE;
   }
 
-  /* consumers map the segment: memory:DMABuf is system memory to them */
-  wire = gst_pinned_shm_sink_wire_caps (caps,
-      self->is_video ? &self->vinfo : NULL);
+  /* consumers map the segment: memory:DMABuf is system memory to them;
+   * device memory stays device memory where it is sent as device frames */
+  if (gst_pinned_shm_sink_device_set_caps (self, caps))
+    wire = gst_caps_ref (caps);
+  else
+    wire = gst_pinned_shm_sink_wire_caps (caps,
+        self->is_video ? &self->vinfo : NULL);
   str = gst_caps_to_string (wire);
   gst_caps_unref (wire);
   g_mutex_lock (&self->lock);

@@ -165,6 +165,16 @@ gst_pinned_shm_sink_wire_caps (GstCaps * caps, const GstVideoInfo * info)
   const gchar *format;
   GstCaps *wire;
 
+  if (f != NULL && !gst_caps_features_is_any (f)
+      && (gst_caps_features_contains (f, "memory:PinnedflowCUDA")
+          || gst_caps_features_contains (f, "memory:CUDAMemory"))) {
+    /* device memory is mapped (downloaded) and copied into the host
+     * segments: host frames, whose caps must not say device (pinnedshmsrc
+     * would take them for a device stream) */
+    wire = gst_caps_copy (caps);
+    gst_caps_set_features (wire, 0, NULL);
+    return wire;
+  }
   if (f == NULL || gst_caps_features_is_any (f)
       || !gst_caps_features_contains (f, GST_CAPS_FEATURE_MEMORY_DMABUF))
     return gst_caps_ref (caps);

@@ -123,9 +123,15 @@ gst_pinned_shm_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   }
 
   memset (&frame, 0, sizeof (frame));
-  zero_copy = gst_pinned_shm_frame_set_chunks (&frame, buf, segs);
+  zero_copy = !self->device_mode
+      && gst_pinned_shm_frame_set_chunks (&frame, buf, segs);
   if (zero_copy) {
     token = gst_buffer_ref (buf);
+  } else if (self->device_mode) {
+    /* one device-to-device copy into the device segment (device frames) */
+    token = gst_pinned_shm_sink_device_copy (self, buf, &frame, segs, &ret);
+    if (token == NULL)
+      return ret;
   } else {
     token = gst_pinned_shm_sink_copy_to_pool (self, buf, &ret);
     if (token == NULL) {

@@ -42,6 +42,7 @@ gst_pinned_shm_sink_get_stats (GstPinnedShmSink * self)
       "bytes", G_TYPE_UINT64, COUNTER_GET (self->bytes),
       "zero-copy-frames", G_TYPE_UINT64, COUNTER_GET (self->zero_copy_frames),
       "copies", G_TYPE_UINT64, COUNTER_GET (self->copies),
+      "device-copies", G_TYPE_UINT64, COUNTER_GET (self->device_copies),
       "drops", G_TYPE_UINT64, COUNTER_GET (self->drops),
       "in-flight", G_TYPE_UINT64,
       published > released ? published - released : 0,

@@ -102,8 +102,23 @@ struct _GstPinnedShmSrc
   pf_stream_info stream;        /* the producer's last STREAM */
   GstVideoInfo vinfo;
 
+  /* device frames (gstpinnedshmsrcdevice.c); streaming thread, or the
+   * state change to PAUSED while it is stopped. device_import: this
+   * connection asked for device segments (decided at each connect);
+   * out_device: the caps set downstream carry memory:PinnedflowCUDA;
+   * device_refused: the connection's refused device segments seen so far;
+   * cuda_rt: the runtime (a GstPinnedCudaRuntime), with device_import */
+  gboolean device_import;
+  gboolean out_device;
+  guint32 device_refused;
+  gconstpointer cuda_rt;
+  gchar *device_why_not;        /* why not device_import, or NULL */
+  guint64 device_frames_out;    /* counter (stats), as frames */
+
   /* ---- the rest ---- */
-  GstCaps *caps;                /* current caps from the producer */
+  /* current caps from the producer, without memory features (out_device
+   * says what went downstream) */
+  GstCaps *caps;
   gboolean ever_connected;
   /* one event going to PAUSED read after the caps (a FRAME or EOS), and
    * the STREAM */
@@ -119,6 +134,7 @@ struct _GstPinnedShmSrc
   gboolean lock_segments;
   GstPinnedShmSrcDelivery delivery;
   GstPinnedShmSrcIsLive is_live;
+  GstPinnedShmSrcDeviceFrames device_frames;
 
   /* lock protects consumer (see above) and these stats */
   GMutex lock;
@@ -169,6 +185,36 @@ GstFlowReturn gst_pinned_shm_src_receive_error (GstPinnedShmSrc * self,
 G_GNUC_INTERNAL
 GstFlowReturn gst_pinned_shm_src_create (GstPushSrc * psrc,
     GstBuffer ** outbuf);
+
+/* gstpinnedshmsrcdevice.c: device frames (memory:PinnedflowCUDA). Each
+ * connect: decides whether to ask for device segments (sets the flag in
+ * @options; device-frames, CUDA, downstream), and once connected makes @c
+ * import them (FALSE: error posted). */
+G_GNUC_INTERNAL
+void gst_pinned_shm_src_device_options (GstPinnedShmSrc * self,
+    pf_consumer_options * options);
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_src_device_enable (GstPinnedShmSrc * self,
+    pf_consumer * c);
+/* Strips memory features from @caps (writable): TRUE when one said device
+ * memory (memory:PinnedflowCUDA or memory:CUDAMemory). */
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_src_device_strip (GstCaps * caps);
+/* @caps (no memory feature) with memory:PinnedflowCUDA (transfer full). */
+G_GNUC_INTERNAL
+GstCaps *gst_pinned_shm_src_device_caps (GstCaps * caps);
+/* A device stream that cannot come here: posts why (not-negotiated) and
+ * returns GST_FLOW_NOT_NEGOTIATED; GST_FLOW_OK when it can. */
+G_GNUC_INTERNAL
+GstFlowReturn gst_pinned_shm_src_device_check (GstPinnedShmSrc * self,
+    pf_consumer * c);
+/* @ev's device frame as a buffer of one read-only pinnedflow CUDA memory
+ * over the producer's device segment (no copy), released when it is
+ * freed; FALSE with *@why (transfer full) when it cannot be wrapped. */
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_src_device_wrap (GstPinnedShmSrc * self,
+    pf_consumer * c, const pf_event * ev, GstBuffer ** out, guint64 * total,
+    gchar ** why);
 
 /* gstpinnedshmsrcstats.c: the stats property's structure, the counters
  * (reset going to PAUSED; per frame; the connection's) and QoS. */

@@ -86,6 +86,7 @@ GST_DEBUG_CATEGORY (gst_pinned_shm_src_debug);
 #define DEFAULT_MAX_MAPPED_SEGMENTS PF_CONSUMER_DEFAULT_MAX_SEGMENTS
 #define DEFAULT_LOCK_SEGMENTS FALSE
 #define DEFAULT_BUSY_POLL_US 0
+#define DEFAULT_DEVICE_FRAMES GST_PINNED_SHM_SRC_DEVICE_FRAMES_AUTO
 
 enum
 {
@@ -99,6 +100,7 @@ enum
   PROP_BUSY_POLL_US,
   PROP_DELIVERY,
   PROP_IS_LIVE,
+  PROP_DEVICE_FRAMES,
   PROP_STATS,
   N_PROPERTIES
 };
@@ -153,6 +155,27 @@ gst_pinned_shm_src_is_live_get_type (void)
 
   if (g_once_init_enter (&type)) {
     GType t = g_enum_register_static ("GstPinnedShmSrcIsLive", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+GType
+gst_pinned_shm_src_device_frames_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_PINNED_SHM_SRC_DEVICE_FRAMES_AUTO, "Ask for device frames when "
+          "CUDA is usable and downstream accepts memory:PinnedflowCUDA",
+        "auto"},
+    {GST_PINNED_SHM_SRC_DEVICE_FRAMES_ON, "Ask for device frames", "on"},
+    {GST_PINNED_SHM_SRC_DEVICE_FRAMES_OFF, "Never ask for device frames",
+        "off"},
+    {0, NULL, NULL},
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstPinnedShmSrcDeviceFrames", values);
     g_once_init_leave (&type, t);
   }
   return type;
@@ -215,6 +238,9 @@ gst_pinned_shm_src_set_property (GObject * object, guint prop_id,
     case PROP_IS_LIVE:
       self->is_live = g_value_get_enum (value);
       break;
+    case PROP_DEVICE_FRAMES:
+      self->device_frames = g_value_get_enum (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -262,6 +288,9 @@ gst_pinned_shm_src_get_property (GObject * object, guint prop_id,
     case PROP_IS_LIVE:
       g_value_set_enum (value, self->is_live);
       break;
+    case PROP_DEVICE_FRAMES:
+      g_value_set_enum (value, self->device_frames);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -304,6 +333,7 @@ gst_pinned_shm_src_stop (GstBaseSrc * bsrc)
   gst_pinned_shm_src_drop_connection (self);
   gst_pinned_shm_src_clear_pending (self);
   gst_caps_replace (&self->caps, NULL);
+  self->out_device = FALSE;
   /* buffers still out are freed when they come back */
   g_clear_pointer (&self->pool, gst_pinned_shm_frame_pool_close);
   return TRUE;
@@ -393,6 +423,7 @@ gst_pinned_shm_src_finalize (GObject * object)
   GstPinnedShmSrc *self = GST_PINNED_SHM_SRC (object);
 
   g_free (self->socket_path);
+  g_free (self->device_why_not);
   gst_caps_replace (&self->caps, NULL);
   gst_pinned_shm_src_clear_pending (self);
   gst_pinned_shm_src_drop_connection (self);
@@ -415,6 +446,7 @@ gst_pinned_shm_src_init (GstPinnedShmSrc * self)
   self->busy_poll_us = DEFAULT_BUSY_POLL_US;
   self->delivery = DEFAULT_DELIVERY;
   self->is_live = DEFAULT_IS_LIVE;
+  self->device_frames = DEFAULT_DEVICE_FRAMES;
   self->live = TRUE;
   self->keep_ts = FALSE;
   self->poll_first_probe = TRUE;
@@ -580,6 +612,28 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
       GST_TYPE_PINNED_SHM_SRC_IS_LIVE, DEFAULT_IS_LIVE,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
   /**
+   * GstPinnedShmSrc:device-frames:
+   *
+   * Whether to ask the producer for device segments (CUDA device memory
+   * shared as fds) and push their frames with no copy as
+   * `video/x-raw(memory:PinnedflowCUDA)`, one read-only pinnedflow CUDA
+   * memory per frame, given back to the producer when it is freed.
+   * `auto` (the default) asks when the CUDA runtime loads and the element
+   * downstream accepts memory:PinnedflowCUDA (e.g. pinnedcudadownload);
+   * `on` asks whenever CUDA loads; `off` never asks. A consumer that does
+   * not ask never gets the producer's device frames: a device stream (its
+   * caps carry memory:PinnedflowCUDA or memory:CUDAMemory) then fails
+   * with a not-negotiated error saying why, as does one whose device
+   * segments cannot be imported here (no device with their UUID, no
+   * virtual memory support). Host frames are unaffected.
+   */
+  properties[PROP_DEVICE_FRAMES] = g_param_spec_enum ("device-frames",
+      "Device frames", "Ask for the producer's device frames and push them "
+      "as memory:PinnedflowCUDA with no copy: auto (CUDA usable and "
+      "downstream accepts them), on, off",
+      GST_TYPE_PINNED_SHM_SRC_DEVICE_FRAMES, DEFAULT_DEVICE_FRAMES,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  /**
    * GstPinnedShmSrc:stats:
    *
    * A structure with connected (gboolean), frames, bytes, reconnects,
@@ -589,12 +643,13 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
    * latency-mean, latency-max (ns from the producer's send to our create;
    * guint64), held (guint: frames downstream still holds), live (gboolean:
    * the element is a live source), delivery (string: every-frame,
-   * newest-frame, none before the producer said) and demoted (gboolean).
+   * newest-frame, none before the producer said), demoted (gboolean) and
+   * device-frames (guint64: of frames, those pushed as device memory).
    */
   properties[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
       "Counters: connected, frames, bytes, held, reconnects, errors, gaps, "
       "missed, stale-dropped, latency-last, latency-mean, latency-max (ns), "
-      "live, delivery, demoted", GST_TYPE_STRUCTURE,
+      "live, delivery, demoted, device-frames", GST_TYPE_STRUCTURE,
       G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
   g_object_class_install_properties (gobject_class, N_PROPERTIES, properties);
 
@@ -620,4 +675,5 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
   gst_type_mark_as_plugin_api (GST_TYPE_PINNED_SHM_SRC_ON_DISCONNECT, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_PINNED_SHM_SRC_DELIVERY, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_PINNED_SHM_SRC_IS_LIVE, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_PINNED_SHM_SRC_DEVICE_FRAMES, 0);
 }

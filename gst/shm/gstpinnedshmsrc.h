@@ -66,6 +66,18 @@ typedef enum
   GST_PINNED_SHM_SRC_IS_LIVE_FALSE = 2,
 } GstPinnedShmSrcIsLive;
 
+/* device-frames: whether to ask the producer for device segments */
+typedef enum
+{
+  GST_PINNED_SHM_SRC_DEVICE_FRAMES_AUTO = 0,
+  GST_PINNED_SHM_SRC_DEVICE_FRAMES_ON = 1,
+  GST_PINNED_SHM_SRC_DEVICE_FRAMES_OFF = 2,
+} GstPinnedShmSrcDeviceFrames;
+
+#define GST_TYPE_PINNED_SHM_SRC_DEVICE_FRAMES \
+  (gst_pinned_shm_src_device_frames_get_type ())
+GType gst_pinned_shm_src_device_frames_get_type (void);
+
 #define GST_TYPE_PINNED_SHM_SRC_IS_LIVE \
   (gst_pinned_shm_src_is_live_get_type ())
 GType gst_pinned_shm_src_is_live_get_type (void);

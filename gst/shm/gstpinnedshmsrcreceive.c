@@ -23,10 +23,45 @@
 
 #define GST_CAT_DEFAULT gst_pinned_shm_src_debug
 
+/* Sets @base (the producer's caps without memory features; taken) on the
+ * pad, with memory:PinnedflowCUDA when @device, unless they are there
+ * already. */
 static GstFlowReturn
-handle_caps (GstPinnedShmSrc * self, const gchar * str)
+set_output_caps (GstPinnedShmSrc * self, GstCaps * base, gboolean device)
+{
+  if (self->caps == NULL || self->out_device != device
+      || !gst_caps_is_equal (self->caps, base)) {
+    GstCaps *out = device ? gst_pinned_shm_src_device_caps (base) :
+        gst_caps_ref (base);
+    gboolean ok = gst_base_src_set_caps (GST_BASE_SRC (self), out);
+
+    if (!ok) {
+      if (device)
+        GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+            ("Downstream refused the producer's device frames"),
+            ("caps %" GST_PTR_FORMAT " (downstream does not take "
+                "memory:PinnedflowCUDA)", out));
+      else
+        GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+            ("Downstream refused the producer's caps"),
+            ("caps %" GST_PTR_FORMAT, out));
+    }
+    gst_caps_unref (out);
+    if (!ok) {
+      gst_caps_unref (base);
+      return GST_FLOW_NOT_NEGOTIATED;
+    }
+  }
+  self->out_device = device;
+  gst_caps_take (&self->caps, base);
+  return GST_FLOW_OK;
+}
+
+static GstFlowReturn
+handle_caps (GstPinnedShmSrc * self, pf_consumer * c, const gchar * str)
 {
   GstCaps *caps = gst_caps_from_string (str);
+  gboolean device;
 
   if (caps == NULL || !gst_caps_is_fixed (caps)) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Producer sent invalid caps"),
@@ -36,6 +71,14 @@ handle_caps (GstPinnedShmSrc * self, const gchar * str)
   }
 
   GST_DEBUG_OBJECT (self, "caps %" GST_PTR_FORMAT, caps);
+  caps = gst_caps_make_writable (caps);
+  /* a device stream says so in its caps (memory:PinnedflowCUDA or
+   * memory:CUDAMemory); what goes downstream follows the frames' domain */
+  device = gst_pinned_shm_src_device_strip (caps);
+  if (device && gst_pinned_shm_src_device_check (self, c) != GST_FLOW_OK) {
+    gst_caps_unref (caps);
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
   if (self->pool != NULL)
     gst_pinned_shm_frame_pool_forget (self->pool);
   self->is_video = FALSE;
@@ -44,17 +87,7 @@ handle_caps (GstPinnedShmSrc * self, const gchar * str)
       && gst_video_info_from_caps (&self->vinfo, caps))
     self->is_video = TRUE;
 
-  if (self->caps == NULL || !gst_caps_is_equal (self->caps, caps)) {
-    if (!gst_base_src_set_caps (GST_BASE_SRC (self), caps)) {
-      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-          ("Downstream refused the producer's caps"),
-          ("caps %" GST_PTR_FORMAT, caps));
-      gst_caps_unref (caps);
-      return GST_FLOW_NOT_NEGOTIATED;
-    }
-  }
-  gst_caps_take (&self->caps, caps);
-  return GST_FLOW_OK;
+  return set_output_caps (self, caps, device);
 }
 
 /* The producer's STREAM: its liveness, our delivery, its segment (with
@@ -142,9 +175,38 @@ make_buffer (GstPinnedShmSrc * self, pf_consumer * c, const pf_event * ev,
   const pf_consumer_frame *f = &ev->frame;
   GstBuffer *buf = NULL;
   const gchar *invalid;
+  gchar *why = NULL;
   guint64 total = 0;
+  gboolean device = f->n_chunks > 0
+      && pf_segment_get_device (ev->segments[0]) != NULL;
+  GstFlowReturn ret;
+  guint i;
 
-  if (self->pool != NULL ? !gst_pinned_shm_frame_pool_wrap (self->pool,
+  for (i = 1; i < f->n_chunks && i < PF_MAX_CHUNKS; i++) {
+    if ((pf_segment_get_device (ev->segments[i]) != NULL) != device) {
+      invalid = "a frame with chunks in host and device memory";
+      goto error;
+    }
+  }
+  if (device != self->out_device) {
+    /* the frames changed domain: so do the caps downstream */
+    if (self->caps == NULL) {
+      invalid = "a frame before the caps";
+      goto error;
+    }
+    if (device && (ret = gst_pinned_shm_src_device_check (self, c)) !=
+        GST_FLOW_OK)
+      return ret;
+    if ((ret = set_output_caps (self, gst_caps_ref (self->caps), device)) !=
+        GST_FLOW_OK)
+      return ret;
+  }
+  if (device) {
+    if (!gst_pinned_shm_src_device_wrap (self, c, ev, &buf, &total, &why)) {
+      invalid = why;
+      goto error;
+    }
+  } else if (self->pool != NULL ? !gst_pinned_shm_frame_pool_wrap (self->pool,
           self->allocator, c, ev, &buf, &total)
       : !gst_pinned_shm_frame_wrap_chunks (self->allocator, c, ev,
           (buf = gst_buffer_new ()), &total)) {
@@ -155,7 +217,8 @@ make_buffer (GstPinnedShmSrc * self, pf_consumer * c, const pf_event * ev,
       g_atomic_int_get (&self->clock_is_monotonic), self->keep_ts, f, buf);
   if (gst_pinned_shm_src_note_sequence (self, f, buf))
     self->counters_dirty = TRUE;
-  if (!gst_pinned_shm_frame_add_video_meta (f, total,
+  /* a device frame's meta is the wrapped memory's (pitch, rows) */
+  if (!device && !gst_pinned_shm_frame_add_video_meta (f, total,
           self->is_video ? &self->vinfo : NULL, buf, &self->layout)) {
     invalid = "video meta does not match the caps, or a plane is not inside "
         "one chunk of the frame";
@@ -166,9 +229,11 @@ make_buffer (GstPinnedShmSrc * self, pf_consumer * c, const pf_event * ev,
   return GST_FLOW_OK;
 
 error:
-  gst_buffer_unref (buf);
+  if (buf != NULL)
+    gst_buffer_unref (buf);
   GST_ELEMENT_ERROR (self, STREAM, DECODE, ("Invalid frame from producer"),
       ("frame %" G_GUINT64_FORMAT ": %s", (guint64) f->seq, invalid));
+  g_free (why);
   return GST_FLOW_ERROR;
 }
 
@@ -209,7 +274,7 @@ gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
     gchar *caps = self->pending_caps;
 
     self->pending_caps = NULL;
-    ret = handle_caps (self, caps);
+    ret = handle_caps (self, self->consumer, caps);
     g_free (caps);
     if (ret != GST_FLOW_OK)
       return ret;
@@ -256,6 +321,25 @@ gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
     } else {
       res = pf_consumer_receive (c, 0, &ev);
     }
+    if (res >= 0 && self->device_import) {
+      /* a device segment refused here (no device with its UUID, no
+       * virtual memory support): its frames never come */
+      uint32_t refused = 0;
+
+      (void) pf_consumer_get_device_stats (c, NULL, &refused);
+      if (refused != self->device_refused) {
+        self->device_refused = refused;
+        if (self->out_device
+            && (ret = gst_pinned_shm_src_device_check (self, c)) !=
+            GST_FLOW_OK) {
+          if (res == 1)
+            pf_consumer_event_clear (&ev);
+          return ret;
+        }
+        GST_WARNING_OBJECT (self, "device segment refused: %s",
+            pf_consumer_get_device_stats (c, NULL, NULL));
+      }
+    }
     if (res == 0) {
       res = wait_for_event (self, c);
       if (res < 0)
@@ -284,7 +368,7 @@ gst_pinned_shm_src_create (GstPushSrc * psrc, GstBuffer ** outbuf)
     type = ev.type;
     switch (ev.type) {
       case PF_EVENT_CAPS:
-        ret = handle_caps (self, ev.caps);
+        ret = handle_caps (self, c, ev.caps);
         break;
       case PF_EVENT_STREAM:
         handle_stream (self, &ev.stream);

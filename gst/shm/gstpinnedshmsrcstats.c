@@ -51,7 +51,8 @@ gst_pinned_shm_src_get_stats (GstPinnedShmSrc * self)
       "live", G_TYPE_BOOLEAN, self->live,
       "delivery", G_TYPE_STRING,
       gst_pinned_shm_delivery_name (self->delivery_in_force, "none"), "demoted",
-      G_TYPE_BOOLEAN, self->demoted, NULL);
+      G_TYPE_BOOLEAN, self->demoted, "device-frames", G_TYPE_UINT64,
+      COUNTER_GET (self->device_frames_out), NULL);
   g_mutex_unlock (&self->lock);
   return s;
 }
@@ -61,6 +62,7 @@ void
 gst_pinned_shm_src_reset_stats (GstPinnedShmSrc * self)
 {
   COUNTER_SET (self->frames, 0);
+  COUNTER_SET (self->device_frames_out, 0);
   COUNTER_SET (self->bytes, 0);
   COUNTER_SET (self->latency_last, 0);
   COUNTER_SET (self->latency_sum, 0);

@@ -101,7 +101,10 @@ allocator_free (GstAllocator * allocator, GstMemory * memory)
         rt->GetErrorString (err));
     leave_no_error (rt, err);
   }
-  if ((err = rt->Free (mem->dev_ptr)) != GST_PINNED_CUDA_SUCCESS) {
+  if (mem->notify != NULL) {
+    /* wrapped: its owner frees it */
+    mem->notify (mem->notify_data);
+  } else if ((err = rt->Free (mem->dev_ptr)) != GST_PINNED_CUDA_SUCCESS) {
     GST_ERROR ("cudaFree: %s", rt->GetErrorString (err));
     leave_no_error (rt, err);
   }

@@ -58,6 +58,12 @@ typedef struct
    * NULL). */
   gpointer cu_ctx;
   GstObject *ctx_owner;
+
+  /* Device memory someone else owns (gst_pinned_cuda_memory_new_wrapped):
+   * @notify(@notify_data) runs when the memory is freed, instead of
+   * cudaFree. NULL for the pool's own allocations. */
+  GDestroyNotify notify;
+  gpointer notify_data;
 } GstPinnedCudaMemory;
 
 #define GST_TYPE_PINNED_CUDA_ALLOCATOR (gst_pinned_cuda_allocator_get_type ())
@@ -92,6 +98,34 @@ GST_PINNEDCUDA_API GstBufferPool *gst_pinned_cuda_buffer_pool_new_in_context (co
  * Since: 0.1
  */
 GST_PINNEDCUDA_API gchar *gst_pinned_cuda_buffer_pool_get_last_error (GstBufferPool * pool);
+
+/**
+ * gst_pinned_cuda_memory_new_wrapped:
+ * @rt: the runtime
+ * @device_id: the device @dev_ptr belongs to
+ * @layout: the frame's planes (gst_pinned_cuda_layout_init())
+ * @dev_ptr: the frame's first byte on the device; plane p starts at
+ *   @dev_ptr + @pitch * @layout->row_offset[p]
+ * @pitch: bytes per row of every plane (at least @layout->max_width_bytes)
+ * @flags: #GstMemoryFlags (GST_MEMORY_FLAG_READONLY for memory the device
+ *   may only read)
+ * @notify: called with @notify_data when the memory is freed (any thread)
+ * @notify_data: its argument
+ * @error: where a CUDA failure is told
+ *
+ * Wraps device memory someone else owns (a device segment of another
+ * process, imported and mapped) as pinnedflow CUDA memory, without a copy.
+ * Its event is made and never recorded: waiting on it returns at once, so
+ * @dev_ptr must hold its bytes already (a published device frame does).
+ * On failure @notify is not called.
+ *
+ * Returns: (transfer full) (nullable): the memory, or NULL with @error set.
+ * Since: 0.1
+ */
+GST_PINNEDCUDA_API GstMemory *gst_pinned_cuda_memory_new_wrapped (const GstPinnedCudaRuntime * rt,
+    gint device_id, const GstPinnedCudaLayout * layout, gpointer dev_ptr,
+    gsize pitch, GstMemoryFlags flags, GDestroyNotify notify,
+    gpointer notify_data, GError ** error);
 
 G_END_DECLS
 #endif /* __GST_PINNED_CUDA_MEMORY_H__ */

@@ -1,0 +1,322 @@
+/* GStreamer pinnedflow: pinnedshmsink's device frames
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * memory:PinnedflowCUDA input (pinnedcudaupload's frames) published as
+ * device frames: each buffer's one GstPinnedCudaMemory is copied device to
+ * device (cudaMemcpy2D, its whole pitched allocation, so the buffer's video
+ * meta describes the copy too) into a slot of the sink's device segment
+ * (pf_device_segment_new(): CUDA virtual memory exported as an fd,
+ * docs/protocol.md 3.11), then published from there; consumers that asked
+ * for device segments import it once and read the frame with no copy
+ * (pinnedshmsrc device-frames). One copy per frame, counted in the stats
+ * (device-copies). Where the device cannot export virtual memory (or the
+ * plugin has no CUDA library) the sink keeps its host path: the memory is
+ * mapped (downloaded) into the host pool and sent as host frames, caps
+ * without the memory feature (gst_pinned_shm_sink_wire_caps()).
+ *
+ * Not done: proposing an exportable device pool upstream, so that
+ * pinnedcudaupload writes into the segment with no copy at all.
+ *
+ * Threads and lifetimes: set_caps and render (the streaming thread) and
+ * stop() (streaming stopped) call these. The slots (SlotPool) are a plain
+ * refcounted struct: the sink's reference (from the first device frame to
+ * stop() or a frame of another size) and one per token out; a token is a
+ * GstBuffer that the producer unrefs when every consumer released its
+ * frame (on its I/O thread, or in pf_producer_close()), which frees the
+ * slot. SlotPool.lock guards busy and closed; a render waiting for a free
+ * slot wakes every 20 ms to see the sink unlocked.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstpinnedshmsink-private.h"
+
+#include <errno.h>
+
+#ifdef GST_PINNED_SHM_CUDA
+#include <gst/pinnedcuda/gstpinnedcuda.h>
+#include <gst/pinnedcuda/gstpinnedcudamemory.h>
+#include <pinnedflow/pf-device-segment.h>
+#endif
+
+#define GST_CAT_DEFAULT gst_pinned_shm_sink_debug
+
+#define FEATURE_PINNEDFLOW_CUDA "memory:PinnedflowCUDA"
+#define MAX_SLOTS 64
+#define SLOT_ALIGN 4096
+
+#ifdef GST_PINNED_SHM_CUDA
+
+struct _GstPinnedShmSinkDevice
+{
+  gint refcount;
+  GMutex lock;
+  GCond cond;
+  pf_segment *seg;
+  guint64 base;                 /* device address of the segment */
+  gsize frame_size, slot_size;
+  guint n_slots;
+  guint64 busy;                 /* bit per slot, under lock */
+  gint device;
+};
+
+typedef struct
+{
+  GstPinnedShmSinkDevice *pool;
+  guint slot;
+} SlotToken;
+
+static GQuark
+slot_quark (void)
+{
+  return g_quark_from_static_string ("pinnedshmsink-device-slot");
+}
+
+static void
+slot_pool_unref (GstPinnedShmSinkDevice * pool)
+{
+  if (!g_atomic_int_dec_and_test (&pool->refcount))
+    return;
+  pf_segment_unref (pool->seg);
+  g_mutex_clear (&pool->lock);
+  g_cond_clear (&pool->cond);
+  g_free (pool);
+}
+
+static void
+slot_token_free (gpointer data)
+{
+  SlotToken *t = data;
+
+  g_mutex_lock (&t->pool->lock);
+  t->pool->busy &= ~(G_GUINT64_CONSTANT (1) << t->slot);
+  g_cond_signal (&t->pool->cond);
+  g_mutex_unlock (&t->pool->lock);
+  slot_pool_unref (t->pool);
+  g_free (t);
+}
+
+/* Slots for frames of @frame_size bytes on @device, or NULL (*@why). */
+static GstPinnedShmSinkDevice *
+slot_pool_new (gint device, gsize frame_size, guint n_slots, gchar ** why)
+{
+  GstPinnedShmSinkDevice *pool;
+  gsize slot_size = (frame_size + SLOT_ALIGN - 1) & ~(gsize) (SLOT_ALIGN - 1);
+  pf_segment *seg = NULL;
+  int res;
+
+  n_slots = CLAMP (n_slots, 2, MAX_SLOTS);
+  res = pf_device_segment_new (device, (guint64) slot_size * n_slots, &seg);
+  if (res < 0) {
+    *why = g_strdup_printf ("pf_device_segment_new (device %d, %"
+        G_GSIZE_FORMAT " bytes): %s", device, slot_size * n_slots,
+        pf_device_segment_error ());
+    return NULL;
+  }
+  pool = g_new0 (GstPinnedShmSinkDevice, 1);
+  pool->refcount = 1;
+  g_mutex_init (&pool->lock);
+  g_cond_init (&pool->cond);
+  pool->seg = seg;
+  pool->base = pf_device_segment_get_ptr (seg);
+  pool->frame_size = frame_size;
+  pool->slot_size = slot_size;
+  pool->n_slots = n_slots;
+  pool->device = device;
+  return pool;
+}
+
+/* A free slot (its index), waiting while every slot is out; -1 when the
+ * sink is unlocked (flushing) meanwhile. */
+static gint
+slot_acquire (GstPinnedShmSink * self, GstPinnedShmSinkDevice * pool)
+{
+  gint slot = -1;
+
+  g_mutex_lock (&pool->lock);
+  for (;;) {
+    guint i;
+    gboolean unlocked;
+
+    for (i = 0; i < pool->n_slots; i++) {
+      if (!(pool->busy & (G_GUINT64_CONSTANT (1) << i))) {
+        pool->busy |= G_GUINT64_CONSTANT (1) << i;
+        slot = (gint) i;
+        break;
+      }
+    }
+    if (slot >= 0)
+      break;
+    g_mutex_unlock (&pool->lock);
+    g_mutex_lock (&self->lock);
+    unlocked = self->unlocked;
+    g_mutex_unlock (&self->lock);
+    g_mutex_lock (&pool->lock);
+    if (unlocked)
+      break;
+    g_cond_wait_until (&pool->cond, &pool->lock,
+        g_get_monotonic_time () + 20 * G_TIME_SPAN_MILLISECOND);
+  }
+  g_mutex_unlock (&pool->lock);
+  return slot;
+}
+
+gboolean
+gst_pinned_shm_sink_device_set_caps (GstPinnedShmSink * self, GstCaps * caps)
+{
+  GstCapsFeatures *f = gst_caps_get_features (caps, 0);
+  pf_segment *probe = NULL;
+
+  self->device_mode = FALSE;
+  if (f == NULL || gst_caps_features_is_any (f)
+      || !gst_caps_features_contains (f, FEATURE_PINNEDFLOW_CUDA))
+    return FALSE;
+  if (!self->is_video) {
+    GST_INFO_OBJECT (self, "device memory but not video: host frames");
+    return FALSE;
+  }
+  /* can this process export device memory? (one granule, freed at once) */
+  if (self->device == NULL && pf_device_segment_new (0, 1, &probe) < 0) {
+    GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
+        ("Device frames are sent as host frames (one download each)"),
+        ("no device segments here: %s", pf_device_segment_error ()));
+    return FALSE;
+  }
+  if (probe != NULL)
+    pf_segment_unref (probe);
+  self->device_mode = TRUE;
+  GST_INFO_OBJECT (self, "publishing device frames");
+  return TRUE;
+}
+
+GstBuffer *
+gst_pinned_shm_sink_device_copy (GstPinnedShmSink * self, GstBuffer * buf,
+    pf_producer_frame * frame, pf_segment ** segs, GstFlowReturn * ret)
+{
+  GstMemory *mem = gst_buffer_n_memory (buf) == 1 ?
+      gst_buffer_peek_memory (buf, 0) : NULL;
+  GstPinnedCudaMemory *dmem = (GstPinnedCudaMemory *) mem;
+  const GstPinnedCudaRuntime *rt;
+  GstPinnedCudaError err = GST_PINNED_CUDA_SUCCESS;
+  GstPinnedShmSinkDevice *pool;
+  const gchar *call = "cudaEventSynchronize";
+  gchar *why = NULL;
+  SlotToken *t;
+  GstBuffer *token;
+  gsize size;
+  gint slot;
+  int prev;
+
+  *ret = GST_FLOW_ERROR;
+  if (mem == NULL || !gst_is_pinned_cuda_memory (mem)) {
+    GST_ELEMENT_ERROR (self, STREAM, WRONG_TYPE,
+        ("memory:PinnedflowCUDA caps, and a buffer that is not one "
+            "pinnedflow CUDA memory"), ("%u memories",
+            gst_buffer_n_memory (buf)));
+    return NULL;
+  }
+  rt = dmem->rt;
+  size = dmem->pitch * dmem->layout.total_rows;
+  if (self->device != NULL && (self->device->frame_size != size
+          || self->device->device != dmem->device_id))
+    g_clear_pointer (&self->device, slot_pool_unref);
+  if (self->device == NULL) {
+    guint n;
+
+    GST_OBJECT_LOCK (self);
+    n = self->max_client_buffers + POOL_RESERVE;
+    GST_OBJECT_UNLOCK (self);
+    self->device = slot_pool_new (dmem->device_id, size, n, &why);
+    if (self->device == NULL) {
+      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+          ("Could not make the device segment for device frames"), ("%s", why));
+      g_free (why);
+      return NULL;
+    }
+  }
+  pool = self->device;
+  slot = slot_acquire (self, pool);
+  if (slot < 0) {
+    *ret = GST_FLOW_FLUSHING;
+    return NULL;
+  }
+
+  /* after upstream's writes (its event), one copy on the device, done
+   * before the frame is published (the protocol's rule) */
+  prev = gst_pinned_cuda_context_push_enter (rt, dmem->device_id, dmem->cu_ctx);
+  err = rt->EventSynchronize (dmem->event);
+  if (err == GST_PINNED_CUDA_SUCCESS) {
+    call = "cudaMemcpy2D";
+    err = rt->Memcpy2D ((void *) (uintptr_t) (pool->base +
+            (guint64) slot * pool->slot_size), dmem->pitch, dmem->dev_ptr,
+        dmem->pitch, dmem->pitch, dmem->layout.total_rows,
+        GST_PINNED_CUDA_MEMCPY_DEVICE_TO_DEVICE);
+  }
+  if (err == GST_PINNED_CUDA_SUCCESS) {
+    /* a device-to-device cudaMemcpy2D may return before it is done */
+    call = "cudaStreamSynchronize";
+    err = rt->StreamSynchronize (NULL);
+  }
+  if (err != GST_PINNED_CUDA_SUCCESS)
+    gst_pinned_cuda_take_last_error (rt);
+  gst_pinned_cuda_device_leave (rt, dmem->device_id, prev);
+
+  t = g_new0 (SlotToken, 1);
+  t->pool = pool;
+  t->slot = (guint) slot;
+  g_atomic_int_inc (&pool->refcount);
+  token = gst_buffer_new ();
+  gst_mini_object_set_qdata (GST_MINI_OBJECT_CAST (token), slot_quark (), t,
+      slot_token_free);
+  if (err != GST_PINNED_CUDA_SUCCESS) {
+    GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
+        ("Could not copy the frame into the device segment"), ("%s: %s",
+            call, rt->GetErrorString (err)));
+    gst_buffer_unref (token);
+    return NULL;
+  }
+
+  frame->n_chunks = 1;
+  frame->chunks[0].segment_id = pf_segment_get_id (pool->seg);
+  frame->chunks[0].offset = (guint64) slot *pool->slot_size;
+  frame->chunks[0].size = size;
+  segs[0] = pool->seg;
+  COUNTER_ADD (self->device_copies, 1);
+  *ret = GST_FLOW_OK;
+  return token;
+}
+
+void
+gst_pinned_shm_sink_device_stop (GstPinnedShmSink * self)
+{
+  /* tokens still out keep the segment until their frames come back */
+  g_clear_pointer (&self->device, slot_pool_unref);
+  self->device_mode = FALSE;
+}
+
+#else /* !GST_PINNED_SHM_CUDA */
+
+gboolean
+gst_pinned_shm_sink_device_set_caps (GstPinnedShmSink * self, GstCaps * caps)
+{
+  self->device_mode = FALSE;
+  return FALSE;
+}
+
+GstBuffer *
+gst_pinned_shm_sink_device_copy (GstPinnedShmSink * self, GstBuffer * buf,
+    pf_producer_frame * frame, pf_segment ** segs, GstFlowReturn * ret)
+{
+  *ret = GST_FLOW_ERROR;
+  return NULL;
+}
+
+void
+gst_pinned_shm_sink_device_stop (GstPinnedShmSink * self)
+{
+  self->device_mode = FALSE;
+}
+
+#endif /* GST_PINNED_SHM_CUDA */
