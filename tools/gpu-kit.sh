@@ -166,6 +166,13 @@ pack () {
       find "$tmp/bin" "$tmp/libexec" "$tmp/lib" -type f -exec ldd {} \;) |
     awk '$2 == "=>" { print $1, $3 } $2 ~ /^\(/ { print $1, "" }' | sort -u)
   [ $missing -eq 0 ] || die "pack: unresolved libraries (see above)"
+  # the device-segments step's program (gpu-kit/devseg.c), against the
+  # build's libpinnedflow (in the kit now, which its rpath finds)
+  cc -O2 -Wall -Werror -I"$b/lib/pinnedflow/include" \
+    -o "$tmp/bin/gpukit-devseg" "$here/gpu-kit/devseg.c" \
+    -L"$b/lib/pinnedflow" -lpinnedflow -ldl \
+    -Wl,-rpath,'$ORIGIN/../build/lib/pinnedflow' ||
+    die "building gpukit-devseg failed"
   # symbols only the debugger needs
   find "$tmp/build" "$tmp/bin" -type f -exec strip --strip-unneeded {} \;
   find "$tmp/lib" "$tmp/lib-fallback" "$tmp/libexec" -type f \
@@ -176,7 +183,8 @@ pack () {
   mv "$tmp"/python/*.py "$tmp/python/pinnedflow/"
   cp "$here/gpu-kit.sh" "$tmp/gpu-kit.sh"
   cp "$here/gpu-kit/frames.py" "$here/gpu-kit/device.c" \
-    "$here/gpu-kit/tensor.sh" "$tmp/gpu-kit/"
+    "$here/gpu-kit/tensor.sh" "$here/gpu-kit/devseg.sh" \
+    "$here/gpu-kit/devseg.c" "$here/gpu-kit/devframes.py" "$tmp/gpu-kit/"
   # issue 33's example and its two helpers (the tensor-* steps)
   mkdir -p "$tmp/examples"
   cp "$top"/bridge/examples/{tensor_app.py,gst_ctypes.py,cudart_tensor.py} \
@@ -706,7 +714,8 @@ run () {
   export kit B mode out have_device orig_ld
   export -f line_buffered run_device run_upload_emulated run_upload_real \
     run_cuda run_gst_runtime run_nvcodec run_interop_126 run_nvh264enc run_frames \
-    run_dora run_cuda_bench run_tensor gst126_usable
+    run_dora run_cuda_bench run_tensor gst126_usable run_devseg devseg_note \
+    run_devframes
 
   # GStreamer and the project from the kit only; registry in the results
   local ld="$B/lib/pinnedflow:$kit/lib"
@@ -812,6 +821,11 @@ print(":".join(p for p in sys.path if p and os.path.isdir(p)))' 2>/dev/null)
     env_for driver gst126
     [ -z "$first" ] || step "tensor-$first-1.26" 90 run_tensor "$first" gst126
   fi
+  # issue 32's device segments between processes: C, then Python with
+  # torch (device frames that no other step has met on a GPU)
+  env_for driver
+  step device-segments 30 run_devseg
+  step device-frames-torch 60 run_devframes
   env_for cudart
   if [ "$mode" = emulator ]; then
     step upload 60 run_upload_emulated
@@ -845,6 +859,9 @@ print(":".join(p for p in sys.path if p and os.path.isdir(p)))' 2>/dev/null)
 
 # run_tensor (the tensor-* steps): gpu-kit/tensor.sh, here and in the kit
 . "$here/gpu-kit/tensor.sh" || die "$here/gpu-kit/tensor.sh missing"
+# run_devseg, run_devframes (device-segments, device-frames-torch):
+# gpu-kit/devseg.sh, here and in the kit
+. "$here/gpu-kit/devseg.sh" || die "$here/gpu-kit/devseg.sh missing"
 
 # -------------------------------------------------------------------- ci
 # make_root, make_roots, ci: tools/gpu-kit/ci.sh (a source tree only)
