@@ -646,6 +646,7 @@ summary () {
         sed -n 's/^\(real: [^ ]* ok.*\)/upload: \1/p' "$out/upload.log"
     } 2>/dev/null | sed 's/^/    /'
     echo
+    devseg_summary
     echo "dora #1872, 1080p30 RGBA camera process -> device frame (bench-dora1872)${tag}:"
     echo
     grep -E '^(baseline|\| mode|\|---|\| \([abc]\)|latency p50|\(c\) engine)' \
@@ -715,7 +716,7 @@ run () {
   export -f line_buffered run_device run_upload_emulated run_upload_real \
     run_cuda run_gst_runtime run_nvcodec run_interop_126 run_nvh264enc run_frames \
     run_dora run_cuda_bench run_tensor gst126_usable run_devseg devseg_note \
-    run_devframes
+    run_devframes devseg_summary
 
   # GStreamer and the project from the kit only; registry in the results
   local ld="$B/lib/pinnedflow:$kit/lib"

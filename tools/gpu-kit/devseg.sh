@@ -88,3 +88,17 @@ if not torch.cuda.is_available():
     "$py" "$kit/gpu-kit/devframes.py" "$be" "$w" "$h" "$n" || return $?
   echo "NOTE: $(sed -n 's/^consumer: \(.*\); mapping \([^;]*\); \([0-9]*\) frames .*/\1; mapping \2; \3 frames/p' "$log") ${w}x$h, $what, all released, none left; $(sed -n 's/^consumer_hop_us: p50 \([0-9.]*\) .*/hop p50 \1 us/p' "$log"), $(sed -n 's/^producer_fps: \([0-9]*\) .*/\1 frames\/s with the compare/p' "$log")$(sed -n 's/^consumer: CuPy not checked: \(.*\)/; CuPy not checked: \1/p' "$log" | cut -c1-80)"
 }
+
+# summary.md's block for the two steps: what the driver said (attributes
+# 102/103), the consumer's mapping, the timings, or why they failed.
+devseg_summary () {
+  echo "Device segments between processes (issue 32; device-segments, device-frames-torch)${tag}:"
+  echo
+  {
+    grep -E '^(device|attribute 10[23] [^:]*|segment|access|hop_us|rate_fps|released|SKIP|FAIL|NO CUDA DEVICE): |^(consumer|producer): ([0-9]|mapping)' \
+      "$out/device-segments.log" | sed 's/^/device-segments: /'
+    grep -E '^(consumer|producer|consumer_hop_us|producer_fps|FAIL|NO CUDA DEVICE|SKIP): ' \
+      "$out/device-frames-torch.log" | sed 's/^/device-frames-torch: /'
+  } 2>/dev/null | cut -c1-300 | sed 's/^/    /'
+  echo
+}
