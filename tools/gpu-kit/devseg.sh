@@ -52,7 +52,8 @@ devseg_note () {
 # loan) -> a Python consumer process taking each with torch.from_dlpack at
 # the frame's device address (and cupy.asarray where CuPy imports),
 # compared on the device. GPU: 60 frames 1920x1080 with torch (missing or
-# seeing no device: a failure); emulator: 20 frames 640x480 through the
+# seeing no device: a failure; left out of GPUKIT_TENSOR_BACKENDS: a skip,
+# said); the driver without VMM POSIX-fd sharing: "SKIP: PARTIAL"; emulator: 20 frames 640x480 through the
 # driver stand-in with ctypes (no torch there).
 run_devframes () {
   local py=${GPUKIT_PYTHON:-python3} be n w h emu="" ld why log what
@@ -68,6 +69,12 @@ run_devframes () {
       echo "NO CUDA DEVICE: the device step found none"
       return 77
     fi
+    # a host without torch says so (as for the tensor-* steps)
+    case " ${GPUKIT_TENSOR_BACKENDS:-torch} " in
+      *" torch "*) ;;
+      *) echo "SKIP: torch not asked for: GPUKIT_TENSOR_BACKENDS=$GPUKIT_TENSOR_BACKENDS"
+        return 77 ;;
+    esac
   fi
   if ! command -v "$py" > /dev/null; then
     echo "SKIP: no $py on this host (GPUKIT_PYTHON)"
