@@ -166,9 +166,9 @@ pack () {
       find "$tmp/bin" "$tmp/libexec" "$tmp/lib" -type f -exec ldd {} \;) |
     awk '$2 == "=>" { print $1, $3 } $2 ~ /^\(/ { print $1, "" }' | sort -u)
   [ $missing -eq 0 ] || die "pack: unresolved libraries (see above)"
-  # the device-segments step's program (gpu-kit/devseg.c), against the
-  # build's libpinnedflow (in the kit now, which its rpath finds)
-  cc -O2 -Wall -Werror -I"$b/lib/pinnedflow/include" \
+  # gpu-kit/devseg.c against the build's libpinnedflow (rpath: the kit's)
+  cc -std=gnu11 -O2 -Wall -Wextra -Wno-unused-parameter -Wshadow -Wformat=2 \
+    -Wmissing-prototypes -Werror -I"$b/lib/pinnedflow/include" \
     -o "$tmp/bin/gpukit-devseg" "$here/gpu-kit/devseg.c" \
     -L"$b/lib/pinnedflow" -lpinnedflow -ldl \
     -Wl,-rpath,'$ORIGIN/../build/lib/pinnedflow' ||
@@ -860,8 +860,7 @@ print(":".join(p for p in sys.path if p and os.path.isdir(p)))' 2>/dev/null)
 
 # run_tensor (the tensor-* steps): gpu-kit/tensor.sh, here and in the kit
 . "$here/gpu-kit/tensor.sh" || die "$here/gpu-kit/tensor.sh missing"
-# run_devseg, run_devframes (device-segments, device-frames-torch):
-# gpu-kit/devseg.sh, here and in the kit
+# run_devseg, run_devframes: gpu-kit/devseg.sh, here and in the kit
 . "$here/gpu-kit/devseg.sh" || die "$here/gpu-kit/devseg.sh missing"
 
 # -------------------------------------------------------------------- ci
