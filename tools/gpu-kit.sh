@@ -771,7 +771,8 @@ print(":".join(p for p in sys.path if p and os.path.isdir(p)))' 2>/dev/null)
 
   # Steps most valuable first (a lease may end the run early): the device,
   # H2D per frame size, camera -> device frame (#1872), device frames into
-  # torch/CuPy, the GPU tests, the 1.26 interop, NVENC, the kit's GStreamer.
+  # torch/CuPy, device segments between processes, the tensor example,
+  # the GPU tests, the 1.26 interop, NVENC, the kit's GStreamer.
   env_for driver
   step device 30 run_device
   rc=$?
@@ -799,9 +800,13 @@ print(":".join(p for p in sys.path if p and os.path.isdir(p)))' 2>/dev/null)
     why=$(echo "$line" | cut -d' ' -f4- | tr -d '|' | cut -c1-240)
     record "$n" "$s" "$STEP_SECS" "$why"
   done
+  # issue 32's device segments between processes, C then Python with
+  # torch (a few seconds; no GPU has run them yet)
+  env_for driver
+  step device-segments 30 run_devseg
+  step device-frames-torch 60 run_devframes
   # issue 33's example, camera process -> appsink -> tensor -> appsrc
   # (one row per backend and GStreamer)
-  env_for driver
   if [ "$mode" = emulator ]; then
     step tensor-cudart 45 run_tensor cudart
     env_for driver gst126
@@ -822,11 +827,6 @@ print(":".join(p for p in sys.path if p and os.path.isdir(p)))' 2>/dev/null)
     env_for driver gst126
     [ -z "$first" ] || step "tensor-$first-1.26" 90 run_tensor "$first" gst126
   fi
-  # issue 32's device segments between processes: C, then Python with
-  # torch (device frames that no other step has met on a GPU)
-  env_for driver
-  step device-segments 30 run_devseg
-  step device-frames-torch 60 run_devframes
   env_for cudart
   if [ "$mode" = emulator ]; then
     step upload 60 run_upload_emulated
