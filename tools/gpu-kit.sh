@@ -166,6 +166,13 @@ pack () {
       find "$tmp/bin" "$tmp/libexec" "$tmp/lib" -type f -exec ldd {} \;) |
     awk '$2 == "=>" { print $1, $3 } $2 ~ /^\(/ { print $1, "" }' | sort -u)
   [ $missing -eq 0 ] || die "pack: unresolved libraries (see above)"
+  # gpu-kit/devseg.c against the build's libpinnedflow (rpath: the kit's)
+  cc -std=gnu11 -O2 -Wall -Wextra -Wno-unused-parameter -Wshadow -Wformat=2 \
+    -Wmissing-prototypes -Werror -I"$b/lib/pinnedflow/include" \
+    -o "$tmp/bin/gpukit-devseg" "$here/gpu-kit/devseg.c" \
+    -L"$b/lib/pinnedflow" -lpinnedflow -ldl \
+    -Wl,-rpath,'$ORIGIN/../build/lib/pinnedflow' ||
+    die "building gpukit-devseg failed"
   # symbols only the debugger needs
   find "$tmp/build" "$tmp/bin" -type f -exec strip --strip-unneeded {} \;
   find "$tmp/lib" "$tmp/lib-fallback" "$tmp/libexec" -type f \
@@ -176,7 +183,8 @@ pack () {
   mv "$tmp"/python/*.py "$tmp/python/pinnedflow/"
   cp "$here/gpu-kit.sh" "$tmp/gpu-kit.sh"
   cp "$here/gpu-kit/frames.py" "$here/gpu-kit/device.c" \
-    "$here/gpu-kit/tensor.sh" "$tmp/gpu-kit/"
+    "$here/gpu-kit/tensor.sh" "$here/gpu-kit/devseg.sh" \
+    "$here/gpu-kit/devseg.c" "$here/gpu-kit/devframes.py" "$tmp/gpu-kit/"
   # issue 33's example and its two helpers (the tensor-* steps)
   mkdir -p "$tmp/examples"
   cp "$top"/bridge/examples/{tensor_app.py,gst_ctypes.py,cudart_tensor.py} \
@@ -638,6 +646,7 @@ summary () {
         sed -n 's/^\(real: [^ ]* ok.*\)/upload: \1/p' "$out/upload.log"
     } 2>/dev/null | sed 's/^/    /'
     echo
+    devseg_summary
     echo "dora #1872, 1080p30 RGBA camera process -> device frame (bench-dora1872)${tag}:"
     echo
     grep -E '^(baseline|\| mode|\|---|\| \([abc]\)|latency p50|\(c\) engine)' \
@@ -706,7 +715,8 @@ run () {
   export kit B mode out have_device orig_ld
   export -f line_buffered run_device run_upload_emulated run_upload_real \
     run_cuda run_gst_runtime run_nvcodec run_interop_126 run_nvh264enc run_frames \
-    run_dora run_cuda_bench run_tensor gst126_usable
+    run_dora run_cuda_bench run_tensor gst126_usable run_devseg devseg_note \
+    run_devframes devseg_summary
 
   # GStreamer and the project from the kit only; registry in the results
   local ld="$B/lib/pinnedflow:$kit/lib"
@@ -761,7 +771,8 @@ print(":".join(p for p in sys.path if p and os.path.isdir(p)))' 2>/dev/null)
 
   # Steps most valuable first (a lease may end the run early): the device,
   # H2D per frame size, camera -> device frame (#1872), device frames into
-  # torch/CuPy, the GPU tests, the 1.26 interop, NVENC, the kit's GStreamer.
+  # torch/CuPy, device segments between processes, the tensor example,
+  # the GPU tests, the 1.26 interop, NVENC, the kit's GStreamer.
   env_for driver
   step device 30 run_device
   rc=$?
@@ -789,9 +800,13 @@ print(":".join(p for p in sys.path if p and os.path.isdir(p)))' 2>/dev/null)
     why=$(echo "$line" | cut -d' ' -f4- | tr -d '|' | cut -c1-240)
     record "$n" "$s" "$STEP_SECS" "$why"
   done
+  # issue 32's device segments between processes, C then Python with
+  # torch (a few seconds; no GPU has run them yet)
+  env_for driver
+  step device-segments 30 run_devseg
+  step device-frames-torch 60 run_devframes
   # issue 33's example, camera process -> appsink -> tensor -> appsrc
   # (one row per backend and GStreamer)
-  env_for driver
   if [ "$mode" = emulator ]; then
     step tensor-cudart 45 run_tensor cudart
     env_for driver gst126
@@ -845,6 +860,8 @@ print(":".join(p for p in sys.path if p and os.path.isdir(p)))' 2>/dev/null)
 
 # run_tensor (the tensor-* steps): gpu-kit/tensor.sh, here and in the kit
 . "$here/gpu-kit/tensor.sh" || die "$here/gpu-kit/tensor.sh missing"
+# run_devseg, run_devframes: gpu-kit/devseg.sh, here and in the kit
+. "$here/gpu-kit/devseg.sh" || die "$here/gpu-kit/devseg.sh missing"
 
 # -------------------------------------------------------------------- ci
 # make_root, make_roots, ci: tools/gpu-kit/ci.sh (a source tree only)

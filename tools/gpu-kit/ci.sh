@@ -39,7 +39,7 @@ make_roots () {
 # GStreamer there, checked), the kit mounted read-only, its results in
 # RESULTS.
 run_in_root () {
-  local root=$1 cres=$2 kit=$default_kit t0 rc
+  local root=$1 cres=$2 kit=$default_kit t0 rc s
   if ls "$root"/usr/lib/x86_64-linux-gnu/libgst* "$root"/usr/bin/gst-* \
       > /dev/null 2>&1; then
     echo "gpu-kit: the root $root has GStreamer installed: it proves nothing"
@@ -65,6 +65,11 @@ run_in_root () {
   rc=$?
   grep '^gpu-kit: [0-9]* passed' "$cres.log"
   [ $rc -eq 0 ] || tail -30 "$cres.log"
+  # issue 32's device-segment steps must have run there, not been skipped
+  for s in device-segments device-frames-torch; do
+    grep -q "^| $s | pass |" "$cres/summary.md" ||
+      { echo "gpu-kit: FAILED: $s did not pass in $root: $(grep "^| $s |" "$cres/summary.md")"; rc=1; }
+  done
   echo "gpu-kit: emulator run in $root ($(. "$root/etc/os-release"; echo "$VERSION_CODENAME"), python $(chroot "$root" python3 -c 'import sys, numpy; print(sys.version.split()[0] + ", numpy " + numpy.__version__)'), no GStreamer) took $(( $(date +%s) - t0 )) s, exit $rc"
   return $rc
 }
@@ -96,7 +101,7 @@ ci () {
 
 # A GPU run on this machine (no GPU) must fail and say why.
 ci_gpu_mode () {
-  local t0 r=$work/ci-results-gpu-mode
+  local t0 r=$work/ci-results-gpu-mode s
   t0=$(date +%s)
   rm -rf "$r"
   if env -i PATH="$SCRUBBED_PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 \
@@ -110,6 +115,13 @@ ci_gpu_mode () {
     tail -3 "$r.log"
     return 1
   fi
+  # the device-segment steps too, with the reason
+  for s in device-segments device-frames-torch; do
+    if ! grep -q "^| $s | fail | .*NO CUDA DEVICE" "$r/summary.md"; then
+      echo "gpu-kit: FAILED: a GPU run without a GPU: $s is not a failure with the NO CUDA DEVICE reason: $(grep "^| $s |" "$r/summary.md")"
+      return 1
+    fi
+  done
   echo "gpu-kit: GPU-mode run without a GPU fails as it must ($(( $(date +%s) - t0 )) s): $(tail -1 "$r/summary.md")"
 }
 
