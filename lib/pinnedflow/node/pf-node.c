@@ -52,7 +52,8 @@ pf_node_strerror (int err)
     case EADDRINUSE:
       return "another producer is live on that socket path";
     case ENOTSUP:
-      return "unknown video format";
+      return "not supported (an unknown video format, or a CUDA device that "
+          "cannot share memory as an fd)";
     case ENOENT:
       return "no such socket or frame";
     case EINVAL:
