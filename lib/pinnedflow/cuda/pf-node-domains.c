@@ -20,7 +20,7 @@
  * Threading: prepare() runs on the publishing thread, release() on the
  * transport's I/O thread or the publisher's, stats on any: @lock guards
  * the domain table and the counters (a leaf: never held while calling the
- * transport); the pools have their own locks. A domain once made stays
+ * transport); release() takes no lock but the pool's (see there). A domain once made stays
  * until the producer is freed (destroy(), after the transport closed and
  * every token came back).
  */
@@ -78,6 +78,11 @@ drv_load (void)
     memset (&drv, 0, sizeof (drv));
   /* the handle stays open for the process's life, as the CUDA layer's */
 }
+
+/* How long a publish waits for a free device slot (its consumers' last
+ * release may be on its way from the transport's I/O thread) before the
+ * domain gets the host frame instead. */
+#define DEVICE_LOAN_MS 200
 
 struct domain
 {
@@ -170,7 +175,7 @@ domain_upload (struct domain *d, const void *bytes, uint64_t size,
   void *popped;
   int err;
 
-  if (pf_pool_loan (d->pool, 0, slot) < 0)
+  if (pf_pool_loan (d->pool, DEVICE_LOAN_MS, slot) < 0)
     return -EAGAIN;
   base = pf_device_segment_get_ptr (pf_pool_get_segment (d->pool));
   if (drv.ctx_push (d->ctx) != 0) {
@@ -245,14 +250,14 @@ domains_release (void *data, void *token)
   struct domains *ds = data;
   uintptr_t t = (uintptr_t) token - PF_NODE_DOMAIN_TOKEN_MIN;
   unsigned int idx = (unsigned int) (t >> 16);
-  pf_pool *pool = NULL;
+  pf_pool *pool;
 
-  pthread_mutex_lock (&ds->lock);
-  if (idx < ds->n)
-    pool = ds->d[idx].pool;
-  pthread_mutex_unlock (&ds->lock);
-  if (pool != NULL)
-    pf_pool_return (pool, (uint32_t) (t & 0xffff));
+  /* without ds->lock (a publish may hold it, waiting for this very slot):
+   * a domain's pool is set once, before its first token left prepare(),
+   * and the transport's lock orders that before this release */
+  if (idx >= PF_NODE_MAX_DOMAINS || (pool = ds->d[idx].pool) == NULL)
+    return;
+  pf_pool_return (pool, (uint32_t) (t & 0xffff));
 }
 
 static void
