@@ -51,6 +51,7 @@ static struct
   int (*ctx_push) (void *ctx);
   int (*ctx_pop) (void **ctx);
   int (*memcpy_htod) (uint64_t dst, const void *src, size_t bytes);
+  int (*ctx_sync) (void);
 } drv;
 static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
 
@@ -72,9 +73,10 @@ drv_load (void)
   *(void **) &drv.ctx_push = dlsym (h, "cuCtxPushCurrent_v2");
   *(void **) &drv.ctx_pop = dlsym (h, "cuCtxPopCurrent_v2");
   *(void **) &drv.memcpy_htod = dlsym (h, "cuMemcpyHtoD_v2");
+  *(void **) &drv.ctx_sync = dlsym (h, "cuCtxSynchronize");
   if (!drv.init || !drv.device_get_count || !drv.device_get ||
       !drv.device_get_uuid || !drv.primary_retain || !drv.primary_release ||
-      !drv.ctx_push || !drv.ctx_pop || !drv.memcpy_htod)
+      !drv.ctx_push || !drv.ctx_pop || !drv.memcpy_htod || !drv.ctx_sync)
     memset (&drv, 0, sizeof (drv));
   /* the handle stays open for the process's life, as the CUDA layer's */
 }
@@ -182,7 +184,12 @@ domain_upload (struct domain *d, const void *bytes, uint64_t size,
     pf_pool_return (d->pool, slot->index);
     return -EIO;
   }
+  /* complete before publish (docs/cuda.md: a producer publishes a device
+   * frame once its writes are done): cuMemcpyHtoD from pageable memory
+   * may return before the device has the bytes */
   err = drv.memcpy_htod (base + slot->offset, bytes, size);
+  if (err == 0)
+    err = drv.ctx_sync ();
   drv.ctx_pop (&popped);
   if (err != 0) {
     pf_pool_return (d->pool, slot->index);
