@@ -171,6 +171,13 @@ parse_corpus (void)
     n = pf_msg_write_hello_full (buf, PF_PROTOCOL_VERSION, PF_ROLE_CONSUMER,
         0, PF_HELLO_DEVICE_SEGMENTS | PF_HELLO_FRAME_RING, 0);
     write_file ("parse", "hello-consumer-device", buf, n);
+    n = pf_msg_write_domain (buf, d.device_uuid);       /* all zero: refused */
+    write_file ("parse", "domain-zero-uuid", buf, n);
+    memcpy (d.device_uuid, "pfemu-device-000", 16);
+    n = pf_msg_write_domain (buf, d.device_uuid);
+    write_file ("parse", "domain", buf, n);
+    put32 (buf, 16, 1);         /* flags: must be 0 */
+    write_file ("parse", "domain-flags", buf, n);
   }
   n = pf_msg_write_eos (buf);
   write_file ("parse", "eos", buf, n);
