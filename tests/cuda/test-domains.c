@@ -29,6 +29,7 @@
  *   a consumer of device 0 alongside still gets one copy per frame.
  */
 #include <pinnedflow/pf-device-segment.h>
+#include <pinnedflow/pf-node-cuda.h>
 #include <pinnedflow/pf-node-domains.h>
 #include <pinnedflow/pf-node.h>
 #include <pinnedflow/pf-producer.h>
@@ -41,6 +42,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,6 +56,14 @@
 #define MAX_KIDS 8
 
 typedef unsigned long long CUdeviceptr;
+
+/* What the consumer processes counted, in shared memory made before the
+ * fork: the uploads they made themselves (the node Uploader). */
+static struct shared
+{
+  atomic_long consumer_uploads;
+  atomic_long consumer_upload_bytes;
+} *shared;
 
 static int (*cuInit) (unsigned int);
 static int (*cuCtxCreate) (void **, unsigned int, int);
@@ -103,7 +114,8 @@ enum
 {
   HOST,                         /* no device frames asked for */
   DEVICE,                       /* device 0: device frames expected */
-  DEVICE_HOSTED,                /* device 0, host frames expected (off) */
+  DEVICE_HOSTED,                /* device 0, host frames expected (off):
+                                 * uploads each itself (the node Uploader) */
   FAR,                          /* device 1 the producer lacks: host frames */
 };
 
@@ -112,6 +124,7 @@ consumer_main (const char *path, int mode, int n_frames)
 {
   uint8_t *want = malloc (FRAME_BYTES), *got = malloc (FRAME_BYTES);
   pf_node_consumer *c = NULL;
+  pf_uploader *up = NULL;
   pf_node_frame *f;
   int fds0, seen = 0, res;
 
@@ -124,6 +137,14 @@ consumer_main (const char *path, int mode, int n_frames)
   res = pf_node_consumer_new_full (path, 20000, PF_DELIVERY_EVERY_FRAME,
       mode == HOST ? 0 : PF_NODE_CONSUMER_DEVICE, &c);
   CHECK_MSG (res == 0, "connect: %d %s", res, pf_consumer_connect_error ());
+  if (mode == DEVICE_HOSTED) {
+    pf_uploader_config ucfg;
+
+    memset (&ucfg, 0, sizeof (ucfg));
+    ucfg.pool_size = 4;
+    res = pf_uploader_new (&ucfg, &up, NULL, 0);
+    CHECK_MSG (res == 0, "pf_uploader_new: %d", res);
+  }
   if (mode == HOST) {
     /* a host consumer names no device */
     CHECK_INT (pf_node_consumer_set_domain (c, 0), ==, -EINVAL);
@@ -158,9 +179,31 @@ consumer_main (const char *path, int mode, int n_frames)
       CHECK_MSG (memcmp (want, f->data, FRAME_BYTES) == 0, "frame %d: host "
           "bytes differ", seen);
     }
+    if (up != NULL) {
+      pf_device_frame *d = NULL;
+
+      /* as today: this consumer uploads the frame itself (the engine
+       * releases it once copied) */
+      CHECK_INT (pf_node_frame_upload (up, f, 20000, &d), ==, 0);
+      memset (got, 0, FRAME_BYTES);
+      CHECK_INT (pf_device_frame_download (d, got, FRAME_BYTES), ==, 0);
+      CHECK_MSG (memcmp (want, got, FRAME_BYTES) == 0, "frame %d: uploaded "
+          "bytes differ", seen);
+      pf_device_frame_release (d);
+      continue;
+    }
     CHECK_INT (pf_node_frame_release (f), ==, 0);
   }
   CHECK_INT (seen, ==, n_frames);
+  if (up != NULL) {
+    pf_uploader_stats us;
+
+    pf_uploader_get_stats (up, &us);
+    CHECK_INT (us.frames, ==, (uint64_t) n_frames);
+    atomic_fetch_add (&shared->consumer_uploads, (long) us.frames);
+    atomic_fetch_add (&shared->consumer_upload_bytes, (long) us.bytes);
+    pf_uploader_free (up);
+  }
   CHECK_INT (pf_node_consumer_get_held (c), ==, 0);
   pf_node_consumer_free (c);
   CHECK_INT (pf_segment_count_live (), ==, 0);
@@ -262,6 +305,8 @@ run (const char *dir, int enable, int n_dev, int n_host, int n_far,
   int fds0, i, k = 0, res;
 
   snprintf (path, sizeof (path), "%s/sock", dir);
+  atomic_store (&shared->consumer_uploads, 0);
+  atomic_store (&shared->consumer_upload_bytes, 0);
   /* before any CUDA here */
   for (i = 0; i < n_dev; i++)
     pid[k++] = spawn_consumer (path, enable ? DEVICE : DEVICE_HOSTED, n_frames);
@@ -337,6 +382,7 @@ case_copy (const char *dir)
   long htod;
 
   run (dir, 1, 4, 1, 0, N_FRAMES, &st, &cpu, &htod);
+  CHECK_INT (atomic_load (&shared->consumer_uploads), ==, 0);
   /* one upload per frame, for four consumers of the domain */
   CHECK_INT (st.frames, ==, N_FRAMES);
   CHECK_INT (st.uploads, ==, N_FRAMES);
@@ -364,6 +410,8 @@ case_off (const char *dir)
 
   run (dir, 0, 2, 1, 0, N_FRAMES, &st, &cpu, &htod);
   CHECK_INT (htod, ==, 0);      /* nothing copied by the producer */
+  /* each device consumer uploaded every frame itself */
+  CHECK_INT (atomic_load (&shared->consumer_uploads), ==, 2 * N_FRAMES);
   return 0;
 }
 
@@ -404,17 +452,24 @@ bench (const char *dir, int on, int n_frames)
 
     CHECK (d != NULL);
     CHECK_INT (htod, ==, n_frames);
-    printf ("after: frames %d, uploads %llu (%.2f per frame; the emulator "
-        "counts %ld cuMemcpyHtoD), device copies per frame 1, device pool "
-        "%llu bytes in %u slots, producer CPU per frame %.1f us\n",
-        n_frames, (unsigned long long) st.uploads,
+    CHECK_INT (atomic_load (&shared->consumer_uploads), ==, 0);
+    printf ("after: frames %d, producer uploads %llu (%.2f per frame; the "
+        "emulator counts %ld cuMemcpyHtoD), consumer uploads 0, device "
+        "pool %llu bytes in %u slots shared by the 4, producer CPU per "
+        "frame %.1f us\n", n_frames, (unsigned long long) st.uploads,
         (double) st.uploads / (double) st.frames, htod,
         (unsigned long long) st.device_bytes, d->n_slots, cpu / 1000.0);
   } else {
+    long ups = atomic_load (&shared->consumer_uploads);
+
     CHECK_INT (htod, ==, 0);
-    printf ("before: frames %d, producer uploads 0, 4 device consumers "
-        "each uploading every frame itself (4 per frame, 4 device copies "
-        "per frame), producer CPU per frame %.1f us\n", n_frames, cpu / 1000.0);
+    CHECK_INT (ups, ==, 4L * n_frames);
+    printf ("before: frames %d, producer uploads 0, consumer uploads %ld "
+        "(%.2f per frame, each of the 4 device consumers through its node "
+        "Uploader, a pool of 4 device buffers each), %ld bytes uploaded, "
+        "producer CPU per frame %.1f us\n", n_frames, ups,
+        (double) ups / n_frames,
+        atomic_load (&shared->consumer_upload_bytes), cpu / 1000.0);
   }
   return 0;
 }
@@ -434,6 +489,9 @@ main (int argc, char **argv)
     return 2;
   }
   CHECK (mkdtemp (dir) != NULL);
+  shared = mmap (NULL, sizeof (*shared), PROT_READ | PROT_WRITE,
+      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  CHECK (shared != MAP_FAILED);
   if (strcmp (argv[1], "copy") == 0)
     res = case_copy (dir);
   else if (strcmp (argv[1], "off") == 0)
