@@ -3,7 +3,7 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- *   test-domains copy|off|far
+ *   test-domains copy|off|far|rules
  *   test-domains bench on|off N     (bench/domains: prints the counts)
  *
  * Run with the emulators' environment and PFEMU_VMM=1 (meson:
@@ -23,6 +23,14 @@
  * off: the same without pf_node_producer_enable_domains(): no upload in
  *   the producer, the device consumers get host frames (they would upload
  *   themselves, as before).
+ * rules: the transport's side, in one process: pf_consumer_set_domain()'s
+ *   refusals, pf_producer_get_device_domains(), a DOMAIN from a consumer
+ *   that did not ask for device segments or with flags set ends that
+ *   connection (-EPROTO) and nobody else's, pf_producer_publish_domains()'s
+ *   refusals (a device variant in host memory, two variants on one device,
+ *   no variant, too many) with the reason, and a frame in two domains: the
+ *   consumer of device 0 gets the device variant, the other the host one,
+ *   each variant's token back once its consumer let go of it.
  * far: a device consumer whose process has two devices asks for device 1,
  *   which the producer's process (one device) cannot reach: it gets host
  *   frames, the producer counts the domain unreachable and copies nothing;
@@ -33,6 +41,7 @@
 #include <pinnedflow/pf-node-domains.h>
 #include <pinnedflow/pf-node.h>
 #include <pinnedflow/pf-producer.h>
+#include <pinnedflow/pf-protocol-private.h>
 
 #include "pf-test-util.h"
 
@@ -439,6 +448,168 @@ case_far (const char *dir)
   return 0;
 }
 
+static int rules_released[3];
+static int rules_failed;
+
+static void
+on_rules_released (void *user_data, void *token)
+{
+  uintptr_t t = (uintptr_t) token;
+
+  if (t >= 1 && t <= 2)
+    __atomic_fetch_add (&rules_released[t], 1, __ATOMIC_SEQ_CST);
+}
+
+static void
+on_rules_disconnected (void *user_data, const pf_client_info * info)
+{
+  if (info->error == -EPROTO)
+    __atomic_fetch_add (&rules_failed, 1, __ATOMIC_SEQ_CST);
+}
+
+/* A raw connection: our HELLO with @flags, the producer's read, then
+ * @msg; 1 when the producer hung up on it. */
+static int
+raw_domain (const char *path, uint32_t flags, const void *msg, size_t len)
+{
+  uint8_t buf[64];
+  int fd = pf_test_connect (path), res;
+  size_t n;
+
+  CHECK (fd >= 0);
+  n = pf_msg_write_hello_full (buf, PF_PROTOCOL_VERSION, PF_ROLE_CONSUMER, 0,
+      flags, 0);
+  CHECK_INT (pf_test_send_fds (fd, buf, n, NULL, 0), ==, 0);
+  CHECK_INT (pf_test_send_fds (fd, msg, len, NULL, 0), ==, 0);
+  res = pf_test_wait_hangup (fd, 10000);
+  close (fd);
+  return res == 1 || res == -ECONNRESET;
+}
+
+static int
+case_rules (const char *dir)
+{
+  static const uint8_t zero[16];
+  char path[300];
+  pf_producer_config cfg;
+  pf_consumer_options opt = {.flags = PF_CONSUMER_OPTION_DEVICE_SEGMENTS };
+  pf_producer_frame fr[2];
+  pf_segment *host = NULL, *dev = NULL, *dev2 = NULL;
+  pf_segment *hs[1], *ds[1], *ds2[1];
+  pf_producer_variant v[PF_PRODUCER_MAX_VARIANTS + 1];
+  pf_producer_domain dom[2];
+  pf_client_stats cs[2];
+  pf_consumer *a = NULL, *b = NULL;
+  pf_producer *p = NULL;
+  uint8_t msg[64], uuid[16];
+  int sent[PF_PRODUCER_MAX_VARIANTS + 1], i, fds0;
+
+  snprintf (path, sizeof (path), "%s/sock", dir);
+  cuda_up (0);
+  fds0 = pf_test_count_fds ();
+  memcpy (uuid, "pfemu-device-000", 16);
+  CHECK_INT (pf_segment_new ("host", 1 << 20, 0, &host), ==, 0);
+  CHECK_MSG (pf_device_segment_new (0, 1 << 20, &dev) == 0, "%s",
+      pf_device_segment_error ());
+  CHECK_INT (pf_device_segment_new (0, 1 << 20, &dev2), ==, 0);
+  hs[0] = host;
+  ds[0] = dev;
+  ds2[0] = dev2;
+  memset (&cfg, 0, sizeof (cfg));
+  cfg.socket_path = path;
+  cfg.perms = 0600;
+  cfg.max_client_frames = 4;
+  cfg.callbacks.frame_released = on_rules_released;
+  cfg.callbacks.client_disconnected = on_rules_disconnected;
+  CHECK_INT (pf_producer_new (&cfg, &p), ==, 0);
+
+  /* a device consumer names device 0; a host one cannot name any */
+  CHECK_INT (pf_consumer_connect_with (path, 10000, -1, &opt, &a), ==, 0);
+  CHECK_INT (pf_consumer_connect (path, 10000, &b), ==, 0);
+  CHECK_INT (pf_consumer_set_domain (b, uuid), ==, -EINVAL);
+  CHECK_INT (pf_consumer_set_domain (a, zero), ==, -EINVAL);
+  CHECK_INT (pf_consumer_set_domain (NULL, uuid), ==, -EINVAL);
+  CHECK_INT (pf_producer_get_device_domains (p, dom, 2), ==, 0);
+  CHECK_INT (pf_consumer_set_domain (a, uuid), ==, 0);
+  WAIT_FOR (pf_producer_get_device_domains (p, dom, 2) == 1);
+  CHECK (memcmp (dom[0].uuid, uuid, 16) == 0);
+  CHECK_INT (dom[0].n_clients, ==, 1);
+
+  /* hostile DOMAINs end their own connection only */
+  CHECK_INT (raw_domain (path, 0, msg, pf_msg_write_domain (msg, uuid)), ==, 1);
+  pf_msg_write_domain (msg, uuid);
+  msg[16] = 1;                  /* flags */
+  CHECK_INT (raw_domain (path, PF_HELLO_DEVICE_SEGMENTS, msg, 40), ==, 1);
+  WAIT_FOR (__atomic_load_n (&rules_failed, __ATOMIC_SEQ_CST) == 2);
+  CHECK_INT (pf_producer_get_n_clients (p), ==, 2);
+
+  /* publish_domains' refusals */
+  for (i = 0; i < 2; i++) {
+    memset (&fr[i], 0, sizeof (fr[i]));
+    fr[i].n_chunks = 1;
+    fr[i].chunks[0].size = 4096;
+    fr[i].pts = fr[i].dts = fr[i].duration = fr[i].clock_pts = PF_TIME_NONE;
+    fr[i].offset = fr[i].offset_end = UINT64_MAX;
+  }
+  fr[0].chunks[0].segment_id = pf_segment_get_id (host);
+  fr[1].chunks[0].segment_id = pf_segment_get_id (dev);
+  v[0] = (pf_producer_variant) {
+  &fr[0], hs, (void *) 1};
+  v[1] = (pf_producer_variant) {
+  &fr[1], ds, (void *) 2};
+  CHECK_INT (pf_producer_publish_domains (p, v, 0, sent), ==, -EINVAL);
+  for (i = 2; i <= PF_PRODUCER_MAX_VARIANTS; i++)
+    v[i] = v[1];
+  CHECK_INT (pf_producer_publish_domains (p, v, PF_PRODUCER_MAX_VARIANTS + 1,
+          sent), ==, -EINVAL);
+  /* the host variant as a device variant */
+  v[2] = v[0];
+  CHECK_INT (pf_producer_publish_domains (p, v, 3, sent), ==, -EINVAL);
+  CHECK_MSG (strstr (pf_producer_get_error (p), "not in a device segment")
+      != NULL, "error: %s", pf_producer_get_error (p));
+  /* two variants on device 0 */
+  v[2] = v[1];
+  v[2].segments = ds2;
+  {
+    pf_producer_frame f2 = fr[1];
+
+    f2.chunks[0].segment_id = pf_segment_get_id (dev2);
+    v[2].frame = &f2;
+    CHECK_INT (pf_producer_publish_domains (p, v, 3, sent), ==, -EINVAL);
+    CHECK_MSG (strstr (pf_producer_get_error (p), "same device") != NULL,
+        "error: %s", pf_producer_get_error (p));
+  }
+  CHECK_INT (pf_producer_get_unsent (p), ==, 0);
+
+  /* one frame, two domains: a gets the device variant, b the host one */
+  CHECK_INT (pf_producer_publish_domains (p, v, 2, sent), ==, 2);
+  CHECK_INT (sent[0], ==, 1);
+  CHECK_INT (sent[1], ==, 1);
+  CHECK_INT (pf_producer_get_client_stats (p, cs, 2), ==, 2);
+  CHECK_INT (cs[0].frames_sent + cs[1].frames_sent, ==, 2);
+  CHECK_INT (cs[0].frames_skipped_device + cs[1].frames_skipped_device, ==, 0);
+  /* b lets go: the host token comes back, the device one stays with a */
+  pf_consumer_unref (b);
+  WAIT_FOR (__atomic_load_n (&rules_released[1], __ATOMIC_SEQ_CST) == 1);
+  pf_test_sleep_ms (50);
+  CHECK_INT (__atomic_load_n (&rules_released[2], __ATOMIC_SEQ_CST), ==, 0);
+  pf_consumer_unref (a);
+  WAIT_FOR (__atomic_load_n (&rules_released[2], __ATOMIC_SEQ_CST) == 1);
+  CHECK_INT (__atomic_load_n (&rules_released[1], __ATOMIC_SEQ_CST), ==, 1);
+  CHECK_INT (__atomic_load_n (&rules_failed, __ATOMIC_SEQ_CST), ==, 2);
+
+  pf_producer_close (p);
+  pf_producer_unref (p);
+  pf_segment_unref (host);
+  pf_segment_unref (dev);
+  pf_segment_unref (dev2);
+  check_vmm_empty ();
+  CHECK_INT (pf_segment_count_live (), ==, 0);
+  CHECK_INT (pf_test_count_fds (), ==, fds0);
+  unlink (path);
+  return 0;
+}
+
 /* bench/domains (one run per process: CUDA's fork rule): four device
  * consumers and a host one, the producer copying once per frame ("on")
  * or not at all ("off": each device consumer then uploads the frame
@@ -489,10 +660,11 @@ main (int argc, char **argv)
   int res;
 
   if (argc < 2 || (strcmp (argv[1], "copy") && strcmp (argv[1], "off") &&
-          strcmp (argv[1], "far") && (strcmp (argv[1], "bench") ||
+          strcmp (argv[1], "far") && strcmp (argv[1], "rules") &&
+          (strcmp (argv[1], "bench") ||
               argc != 4 || (strcmp (argv[2], "on") &&
                   strcmp (argv[2], "off"))))) {
-    fprintf (stderr, "usage: %s copy|off|far | bench on|off N_FRAMES\n",
+    fprintf (stderr, "usage: %s copy|off|far|rules | bench on|off N_FRAMES\n",
         argv[0]);
     return 2;
   }
@@ -506,6 +678,8 @@ main (int argc, char **argv)
     res = case_off (dir);
   else if (strcmp (argv[1], "far") == 0)
     res = case_far (dir);
+  else if (strcmp (argv[1], "rules") == 0)
+    res = case_rules (dir);
   else
     res = bench (dir, strcmp (argv[2], "on") == 0, atoi (argv[3]));
   rmdir (dir);
