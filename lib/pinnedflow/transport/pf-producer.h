@@ -302,6 +302,9 @@ extern "C"
     uint32_t n_clients;         /* consumers that asked for it */
   } pf_producer_domain;
 
+/* Variants of one frame pf_producer_publish_domains() takes, at most. */
+#define PF_PRODUCER_MAX_VARIANTS 8
+
 /**
  * pf_producer_publish_domains:
  * @variants: @n_variants variants of one frame: [0] the host (default)
@@ -324,7 +327,6 @@ extern "C"
  *
  * Since: 0.1
  */
-#define PF_PRODUCER_MAX_VARIANTS 8
   PF_API int pf_producer_publish_domains (pf_producer * p,
       const pf_producer_variant * variants, unsigned int n_variants,
       int *sent);
