@@ -401,6 +401,11 @@ producer_corpus (void)
   rec (buf, pf_msg_write_refuse (buf, PF_REFUSE_TOO_MANY_CONSUMERS, 1), 0);
   write_file ("producer", "refuse-from-consumer", seq_buf, seq_len);
   seq_len = 0;
+  /* a DOMAIN from a consumer that did not ask for device segments */
+  rec (buf, pf_msg_write_release (buf, 1), 0);
+  rec (buf, pf_msg_write_domain (buf, (const uint8_t *) "pfemu-device-000"), 0);
+  write_file ("producer", "domain-without-device-bit", seq_buf, seq_len);
+  seq_len = 0;
 }
 
 int
