@@ -8,10 +8,11 @@
  * here (pf_node_producer_set_domain_hooks(), pf-node-private.h) for the
  * device variants of its host frame. For each device domain its consumers
  * want (pf_producer_get_device_domains()) this file keeps a pool of device
- * slots in one device segment on that device (pf_device_segment_new(), as
- * many slots of the same stride as the host pool), loans a slot, copies
+ * slots in one device segment on that device (pf_device_segment_new(),
+ * twice as many slots of the host pool's stride), loans a slot, copies
  * the frame into it once (cuMemcpyHtoD in the device's primary context)
- * and hands back a variant whose token names the domain and the slot; the
+ * (then cuCtxSynchronize: complete before publish) and hands back a
+ * variant whose token names the domain and the slot; the
  * slot goes back to its pool when that token does (every consumer of the
  * domain released it, or nobody got it).
  *
@@ -83,8 +84,12 @@ drv_load (void)
 
 /* How long a publish waits for a free device slot (its consumers' last
  * release may be on its way from the transport's I/O thread) before the
- * domain gets the host frame instead. */
-#define DEVICE_LOAN_MS 200
+ * domain gets the host frame instead: short, so that consumers sitting on
+ * their device frames cannot slow a live producer much. */
+#define DEVICE_LOAN_MS 20
+/* Device slots per host slot: consumers of a domain with newest-frame
+ * delivery may hold other frames than the host consumers do. */
+#define DEVICE_SLOTS_PER_HOST_SLOT 2
 
 struct domain
 {
@@ -302,9 +307,10 @@ pf_node_producer_enable_domains (pf_node_producer * p)
   if ((ds = calloc (1, sizeof (*ds))) == NULL)
     return -ENOMEM;
   pthread_mutex_init (&ds->lock, NULL);
-  ds->n_slots = pf_node_producer_get_n_slots (p);
   /* at least the host pool's stride (a page multiple): every frame fits */
-  ds->stride = pf_segment_get_size (seg) / ds->n_slots & ~UINT64_C (4095);
+  ds->stride = pf_segment_get_size (seg) / pf_node_producer_get_n_slots (p)
+      & ~UINT64_C (4095);
+  ds->n_slots = pf_node_producer_get_n_slots (p) * DEVICE_SLOTS_PER_HOST_SLOT;
   memset (&h, 0, sizeof (h));
   h.prepare = domains_prepare;
   h.release = domains_release;

@@ -46,7 +46,7 @@ extern "C"
   {
     uint8_t uuid[16];           /* the device (cuDeviceGetUuid) */
     int32_t ordinal;            /* its ordinal here, -1: not in this process */
-    uint32_t n_slots;           /* device slots (as many as the host pool) */
+    uint32_t n_slots;           /* device slots (twice the host pool's) */
     uint32_t free_slots;        /* of those, not held by any consumer */
     uint32_t reserved;
     uint64_t uploads;           /* host-to-device copies into it */
