@@ -73,6 +73,7 @@ static struct shared
   atomic_long consumer_uploads;
   atomic_long consumer_upload_bytes;
   atomic_long device_consumer_cpu_ns;   /* their whole lives, all of them */
+  atomic_long consumer_device_buffers;  /* live device allocations, theirs */
 } *shared;
 
 static int (*cuInit) (unsigned int);
@@ -223,6 +224,10 @@ consumer_main (const char *path, int mode, int n_frames)
     CHECK_INT (us.frames, ==, (uint64_t) n_frames);
     atomic_fetch_add (&shared->consumer_uploads, (long) us.frames);
     atomic_fetch_add (&shared->consumer_upload_bytes, (long) us.bytes);
+    /* the device memory this consumer holds for the stream: its Uploader's
+     * pool, as the emulator counts it */
+    atomic_fetch_add (&shared->consumer_device_buffers,
+        emu_query ("live.allocations"));
     pf_uploader_free (up);
   }
   CHECK_INT (pf_node_consumer_get_held (c), ==, 0);
@@ -321,6 +326,7 @@ run (const char *dir, int enable, int n_dev, int n_host, int n_far,
   atomic_store (&shared->consumer_uploads, 0);
   atomic_store (&shared->consumer_upload_bytes, 0);
   atomic_store (&shared->device_consumer_cpu_ns, 0);
+  atomic_store (&shared->consumer_device_buffers, 0);
   /* before any CUDA here */
   for (i = 0; i < n_dev; i++)
     pid[k++] = spawn_consumer (path, enable ? DEVICE : DEVICE_HOSTED, n_frames);
@@ -644,10 +650,11 @@ bench (const char *dir, int on, int n_frames)
     CHECK_INT (ups, ==, 4L * n_frames);
     printf ("before: frames %d, producer uploads 0, consumer uploads %ld "
         "(%.2f per frame, each of the 4 device consumers through its node "
-        "Uploader, a pool of 4 device buffers each), %ld bytes uploaded, "
-        "producer CPU per frame %.1f us, the 4 device consumers' CPU per "
-        "frame %.1f us\n", n_frames, ups, (double) ups / n_frames,
-        atomic_load (&shared->consumer_upload_bytes), cpu / 1000.0,
+        "Uploader), %ld bytes uploaded, %ld device buffers of at least a "
+        "frame live in the 4 consumers, producer CPU per frame %.1f us, the "
+        "4 device consumers' CPU per frame %.1f us\n", n_frames, ups,
+        (double) ups / n_frames, atomic_load (&shared->consumer_upload_bytes),
+        atomic_load (&shared->consumer_device_buffers), cpu / 1000.0,
         atomic_load (&shared->device_consumer_cpu_ns) / 1000.0 / n_frames);
   }
   return 0;
