@@ -18,11 +18,17 @@
 #   novmm: this process's driver has no virtual memory support: the
 #     consumer asked for device frames, the segment is refused with the
 #     reason, each frame released unseen and counted; no crash, no leak.
+#   domains: one copy per domain in Python: Producer.enable_domains() with
+#     a Consumer(device=True) that set_domain(0) and a host Consumer, in one
+#     process: the device consumer gets every frame in the device domain,
+#     byte-exact (cuMemcpyDtoH), the host one in host memory; domain_stats
+#     count one upload per frame; nothing left.
 # torch (CPU) cannot take kDLCUDA: it is not tried.
 import ctypes
 import gc
 import os
 import sys
+import time
 
 import numpy
 
@@ -381,6 +387,61 @@ def case_host():
         bt.check(pinnedflow.live_segments() == 0)
 
 
+def case_domains():
+    drv = Driver()
+    with bt.Env() as env:
+        path = env.path("domains.sock")
+        prod = pinnedflow.Producer(path, slot_size=FRAME)
+        prod.set_video("RGBA", W, H)
+        prod.enable_domains()
+        dev = pinnedflow.Consumer(path, timeout_ms=5000, device=True)
+        host = pinnedflow.Consumer(path, timeout_ms=5000)
+        try:
+            host.set_domain(0)
+            bt.fail("set_domain on a host consumer")
+        except pinnedflow.PinnedflowError:
+            pass
+        dev.set_domain(0)
+        prod.wait_clients(2, 5000)
+        for _ in range(5000):
+            if prod.device_domains:
+                break
+            time.sleep(0.001)
+        bt.check(prod.device_domains == [(b"pfemu-device-000", 1)],
+                 repr(prod.device_domains))
+        for k in range(1, N + 1):
+            with prod.loan(5000) as loan:
+                loan.array()[:] = pattern(k).reshape(loan.array().shape)
+                loan.publish(pts=k)
+            f = dev.next(5000)
+            bt.check(f.domain == "device" and f.pts == k and f.device == 0,
+                     repr(f))
+            got = numpy.frombuffer(drv.read(f.device_ptr, FRAME),
+                                   dtype=numpy.uint8)
+            bt.check((got == pattern(k)).all(), "frame %d: device bytes" % k)
+            f.release()
+            g = host.next(5000)
+            bt.check(g.domain == "host" and g.pts == k, repr(g))
+            bt.check((numpy.asarray(g.array()).reshape(-1) ==
+                      pattern(k)).all(), "frame %d: host bytes" % k)
+            g.release()
+        prod.wait_idle(5000)
+        st = prod.domain_stats
+        bt.check(st["frames"] == N and st["uploads"] == N and
+                 st["frames_uploaded"] == N and st["unreachable"] == 0, st)
+        bt.check(len(st["domains"]) == 1 and
+                 st["domains"][0]["ordinal"] == 0 and
+                 st["domains"][0]["uploads"] == N, st)
+        dev.close()
+        host.close()
+        prod.close()
+        del prod, loan, f, g
+        gc.collect()
+        bt.check(pinnedflow.live_segments() == 0)
+        bt.check(drv.vmm_live() == (0, 0, 0), repr(drv.vmm_live()))
+
+
 if __name__ == "__main__":
     sys.exit(bt.run_cases({"consume": case_consume, "produce": case_produce,
-                           "novmm": case_novmm, "host": case_host}))
+                           "novmm": case_novmm, "host": case_host,
+                           "domains": case_domains}))

@@ -61,6 +61,9 @@ check_roundtrip (const uint8_t * data, size_t size, const struct pf_msg *m)
     case PF_MSG_RELEASE:
       n = pf_msg_write_release (out, m->u.release.seq);
       break;
+    case PF_MSG_DOMAIN:
+      n = pf_msg_write_domain (out, m->u.domain.device_uuid);
+      break;
     default:
       abort ();                 /* accepted an unknown type */
   }

@@ -171,6 +171,13 @@ parse_corpus (void)
     n = pf_msg_write_hello_full (buf, PF_PROTOCOL_VERSION, PF_ROLE_CONSUMER,
         0, PF_HELLO_DEVICE_SEGMENTS | PF_HELLO_FRAME_RING, 0);
     write_file ("parse", "hello-consumer-device", buf, n);
+    n = pf_msg_write_domain (buf, d.device_uuid);       /* all zero: refused */
+    write_file ("parse", "domain-zero-uuid", buf, n);
+    memcpy (d.device_uuid, "pfemu-device-000", 16);
+    n = pf_msg_write_domain (buf, d.device_uuid);
+    write_file ("parse", "domain", buf, n);
+    put32 (buf, 16, 1);         /* flags: must be 0 */
+    write_file ("parse", "domain-flags", buf, n);
   }
   n = pf_msg_write_eos (buf);
   write_file ("parse", "eos", buf, n);
@@ -393,6 +400,11 @@ producer_corpus (void)
   rec (buf, pf_msg_write_release (buf, 4), 0);
   rec (buf, pf_msg_write_refuse (buf, PF_REFUSE_TOO_MANY_CONSUMERS, 1), 0);
   write_file ("producer", "refuse-from-consumer", seq_buf, seq_len);
+  seq_len = 0;
+  /* a DOMAIN from a consumer that did not ask for device segments */
+  rec (buf, pf_msg_write_release (buf, 1), 0);
+  rec (buf, pf_msg_write_domain (buf, (const uint8_t *) "pfemu-device-000"), 0);
+  write_file ("producer", "domain-without-device-bit", seq_buf, seq_len);
   seq_len = 0;
 }
 

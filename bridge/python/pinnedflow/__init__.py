@@ -440,6 +440,45 @@ class Producer(_Handle):
         _check(_n.lib.pf_node_producer_wait_idle(self._p, timeout_ms),
                "wait_idle")
 
+    def enable_domains(self):
+        """One copy per domain (docs/cuda.md): each frame is uploaded once
+        into each device its consumers named (Consumer.set_domain()),
+        shared by them all. Before the first publish; a host producer.
+        PinnedflowError ENOENT where this process has no CUDA driver (the
+        consumers then get host frames)."""
+        _check(_n.lib.pf_node_producer_enable_domains(self._p),
+               "Producer.enable_domains")
+
+    @property
+    def device_domains(self):
+        """The devices the connected consumers named (set_domain()), as
+        a list of (uuid bytes, consumers)."""
+        d = (_n.ProducerDomain * _n.MAX_DOMAINS)()
+        n = _n.lib.pf_producer_get_device_domains(
+            _n.lib.pf_node_producer_get_transport(self._p), d,
+            _n.MAX_DOMAINS)
+        return [(bytes(x.uuid), x.n_clients) for x in d[:min(n,
+                                                             _n.MAX_DOMAINS)]]
+
+    @property
+    def domain_stats(self):
+        """Copies per domain and per frame: frames, uploads,
+        frames_uploaded, unreachable, device_bytes, and per domain its
+        uuid (bytes), ordinal, slots, free_slots, uploads, bytes,
+        device_bytes, no_slot."""
+        st = _n.DomainStats()
+        _check(_n.lib.pf_node_producer_get_domain_stats(
+            self._p, ctypes.byref(st)), "Producer.domain_stats")
+        return dict(
+            frames=st.frames, uploads=st.uploads,
+            frames_uploaded=st.frames_uploaded, unreachable=st.unreachable,
+            device_bytes=st.device_bytes,
+            domains=[dict(uuid=bytes(d.uuid), ordinal=d.ordinal,
+                          slots=d.n_slots, free_slots=d.free_slots,
+                          uploads=d.uploads, bytes=d.bytes,
+                          device_bytes=d.device_bytes, no_slot=d.no_slot)
+                     for d in st.domain[:st.n_domains]])
+
     def wait_clients(self, n=1, timeout_ms=-1):
         """Waits until at least @n consumers are connected."""
         _check(_n.lib.pf_node_producer_wait_clients(self._p, n,
@@ -702,6 +741,15 @@ class Consumer(_Handle):
                     frames_missed=st.frames_missed,
                     delivery=_DELIVERY_NAME.get(st.delivery),
                     demoted=bool(st.demoted))
+
+    def set_domain(self, ordinal):
+        """Names the CUDA device this consumer (device=True) wants its
+        frames on: a producer with enable_domains() sends them already
+        there, one upload shared by every consumer of that device.
+        PinnedflowError EINVAL (not device=True), ENODEV (no such
+        device)."""
+        _check(_n.lib.pf_node_consumer_set_domain(self._p, int(ordinal)),
+               "Consumer.set_domain")
 
     @property
     def device_stats(self):

@@ -132,6 +132,32 @@ class DeviceInfo(ctypes.Structure):
     ]
 
 
+class DomainInfo(ctypes.Structure):
+    """pf_node_domain_info (pf-node-domains.h)."""
+    _fields_ = [
+        ("uuid", ctypes.c_uint8 * 16), ("ordinal", i32), ("n_slots", u32),
+        ("free_slots", u32), ("reserved", u32), ("uploads", u64),
+        ("bytes", u64), ("device_bytes", u64), ("no_slot", u64),
+    ]
+
+
+MAX_DOMAINS = 7
+
+
+class ProducerDomain(ctypes.Structure):
+    """pf_producer_domain (pf-producer.h)."""
+    _fields_ = [("uuid", ctypes.c_uint8 * 16), ("n_clients", u32)]
+
+
+class DomainStats(ctypes.Structure):
+    """pf_node_domain_stats (pf-node-domains.h)."""
+    _fields_ = [
+        ("frames", u64), ("uploads", u64), ("frames_uploaded", u64),
+        ("unreachable", u64), ("device_bytes", u64), ("n_domains", u32),
+        ("reserved", u32), ("domain", DomainInfo * MAX_DOMAINS),
+    ]
+
+
 # enum pf_node_domain, pf_node_consumer_flags, pf_device_access
 DOMAIN_HOST, DOMAIN_DEVICE = 0, 1
 CONSUMER_DEVICE = 1 << 0
@@ -238,6 +264,13 @@ _protos = {
     "pf_segment_get_base": (P, [P]),
     "pf_segment_get_state": (ctypes.c_uint, [P]),
     "pf_segment_count_live": (ctypes.c_int, []),
+    "pf_node_producer_enable_domains": (ctypes.c_int, [P]),
+    "pf_node_producer_get_domain_stats": (ctypes.c_int, [
+        P, ctypes.POINTER(DomainStats)]),
+    "pf_node_consumer_set_domain": (ctypes.c_int, [P, ctypes.c_int]),
+    "pf_node_producer_get_transport": (P, [P]),
+    "pf_producer_get_device_domains": (ctypes.c_uint, [
+        P, ctypes.POINTER(ProducerDomain), ctypes.c_uint]),
 }
 for _name, (_res, _args) in _protos.items():
     _f = getattr(lib, _name)

@@ -57,4 +57,35 @@ int pf_node_frame_get_chunk_ptrs (const pf_node_frame * frame,
 int pf_node_producer_new_in (const pf_node_producer_config * config,
     pf_segment * seg, uint64_t device_base, pf_node_producer ** out);
 
+/* One copy per domain (cuda/pf-node-domains.c, docs/cuda.md "One copy
+ * per domain"): what a host node producer asks of the CUDA layer at each
+ * publish. Tokens of device variants are above PF_NODE_DOMAIN_TOKEN_MIN
+ * (host slots' tokens are slot + 1 <= 4096). */
+#define PF_NODE_DOMAIN_TOKEN_MIN ((uintptr_t) 0x10000)
+typedef struct
+{
+  /* Fills up to @max device variants of the host frame @host (its bytes
+   * at @bytes in this process): their frames, segments (one chunk each)
+   * and tokens (> PF_NODE_DOMAIN_TOKEN_MIN). Returns how many (0: none
+   * wanted or none possible); never fails the publish. */
+  unsigned int (*prepare) (void *data, pf_producer * transport,
+      const pf_producer_frame * host, const void *bytes,
+      pf_producer_frame * frames, pf_segment ** segs, void **tokens,
+      unsigned int max);
+  /* A device variant's token came back (frame_released), or was never
+   * sent (publish gave it to nobody). */
+  void (*release) (void *data, void *token);
+  /* With pf_node_producer_free(), after the transport closed. */
+  void (*destroy) (void *data);
+  void *data;
+} pf_node_domain_hooks;
+
+/* Installs @hooks (copied) on the host producer @p: -EINVAL for a device
+ * pool, -EBUSY when some are installed already. Before the first publish. */
+int pf_node_producer_set_domain_hooks (pf_node_producer * p,
+    const pf_node_domain_hooks * hooks);
+
+/* The data of @p's domain hooks, or NULL when none are installed. */
+void *pf_node_producer_get_domain_data (pf_node_producer * p);
+
 #endif /* __PF_NODE_PRIVATE_H__ */

@@ -71,6 +71,10 @@ struct pf_node_producer
   pf_producer *transport;
   pf_pool *pool;
   uint64_t device_base;         /* device pool: its device address, else 0 */
+  /* one copy per domain (pf_node_producer_set_domain_hooks ()): set
+   * before the first publish, read without the lock after */
+  int have_domains;
+  pf_node_domain_hooks domains;
 
   pthread_mutex_t lock;
   pthread_cond_t cond;          /* a client connected or left */
@@ -93,6 +97,10 @@ on_frame_released (void *user_data, void *token)
   pf_node_producer *p = user_data;
   uintptr_t t = (uintptr_t) token;
 
+  if (t >= PF_NODE_DOMAIN_TOKEN_MIN && p->have_domains) {
+    p->domains.release (p->domains.data, token);
+    return;
+  }
   if (t == 0 || t > pf_pool_get_n_slots (p->pool))
     return;
   pf_pool_return (p->pool, (uint32_t) (t - 1));
@@ -219,6 +227,8 @@ pf_node_producer_free (pf_node_producer * p)
    * thread: no callback can arrive after this. */
   pf_producer_close (p->transport);
   pf_producer_unref (p->transport);
+  if (p->have_domains && p->domains.destroy)
+    p->domains.destroy (p->domains.data);
   pf_pool_unref (p->pool);
   pthread_cond_destroy (&p->cond);
   pthread_mutex_destroy (&p->lock);
@@ -404,6 +414,41 @@ fill_frame (pf_node_producer * p, const pf_node_loan * loan,
   }
 }
 
+/* publish with the device variants the domain hooks made: each variant's
+ * token comes back when its consumers released it, at once when nobody
+ * got it. */
+static int
+publish_domains (pf_node_producer * p, const pf_producer_frame * host,
+    pf_segment * seg, uint32_t slot)
+{
+  pf_producer_frame frames[PF_PRODUCER_MAX_VARIANTS];
+  pf_segment *segs[PF_PRODUCER_MAX_VARIANTS];
+  void *tokens[PF_PRODUCER_MAX_VARIANTS];
+  pf_producer_variant v[PF_PRODUCER_MAX_VARIANTS];
+  int sent[PF_PRODUCER_MAX_VARIANTS];
+  unsigned int n, i;
+  int res;
+
+  n = p->domains.prepare (p->domains.data, p->transport, host,
+      (const uint8_t *) pf_segment_get_base (seg) + host->chunks[0].offset,
+      frames + 1, segs + 1, tokens + 1, PF_PRODUCER_MAX_VARIANTS - 1);
+  v[0].frame = host;
+  v[0].segments = &seg;
+  v[0].token = slot_token (slot);
+  for (i = 1; i <= n; i++) {
+    v[i].frame = &frames[i];
+    v[i].segments = &segs[i];
+    v[i].token = tokens[i];
+  }
+  res = pf_producer_publish_domains (p->transport, v, n + 1, sent);
+  if (res < 0 || sent[0] == 0)  /* nobody holds it: no frame_released */
+    pf_pool_return (p->pool, slot);
+  for (i = 1; i <= n; i++)
+    if (res < 0 || sent[i] == 0)
+      p->domains.release (p->domains.data, tokens[i]);
+  return res;
+}
+
 int
 pf_node_producer_publish (pf_node_producer * p, pf_node_loan * loan)
 {
@@ -433,10 +478,32 @@ pf_node_producer_publish (pf_node_producer * p, pf_node_loan * loan)
   /* every-frame consumers are never skipped: wait for their room (at most
    * the reliable timeout, then they are demoted or disconnected) */
   pf_producer_wait_ready (p->transport, -1);
+  if (p->have_domains)
+    return publish_domains (p, &frame, segs[0], slot);
   res = pf_producer_publish (p->transport, &frame, segs, slot_token (slot));
   if (res <= 0)                 /* nobody holds it: no frame_released */
     pf_pool_return (p->pool, slot);
   return res;
+}
+
+void *
+pf_node_producer_get_domain_data (pf_node_producer * p)
+{
+  return p != NULL && p->have_domains ? p->domains.data : NULL;
+}
+
+int
+pf_node_producer_set_domain_hooks (pf_node_producer * p,
+    const pf_node_domain_hooks * hooks)
+{
+  if (p == NULL || hooks == NULL || hooks->prepare == NULL ||
+      hooks->release == NULL || p->device_base != 0)
+    return -EINVAL;
+  if (p->have_domains)
+    return -EBUSY;
+  p->domains = *hooks;
+  p->have_domains = 1;
+  return 0;
 }
 
 int

@@ -372,3 +372,22 @@ consumer_handle_device_segment_add (pf_consumer * c,
   c->segs = s;
   return 0;
 }
+
+/* pf_consumer_set_domain(): a DOMAIN on the socket (docs/protocol.md,
+ * 3.12), blocking as a RELEASE does (the socket's send timeout). */
+int
+pf_consumer_set_domain (pf_consumer * c, const uint8_t device_uuid[16])
+{
+  static const uint8_t zero[16];
+  uint8_t buf[sizeof (struct pf_msg_domain)];
+  size_t len;
+
+  if (c == NULL || device_uuid == NULL || !c->want_device ||
+      memcmp (device_uuid, zero, sizeof (zero)) == 0)
+    return -EINVAL;
+  if (__atomic_load_n (&c->broken, __ATOMIC_ACQUIRE) ||
+      __atomic_load_n (&c->write_closed, __ATOMIC_ACQUIRE))
+    return -EPIPE;
+  len = pf_msg_write_domain (buf, device_uuid);
+  return pf_socket_send (c->fd, buf, len, NULL, 0, 0);
+}

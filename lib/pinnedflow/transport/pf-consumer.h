@@ -388,6 +388,26 @@ PF_API int pf_consumer_set_device_import (pf_consumer * c,
 PF_API const char *pf_consumer_get_device_stats (pf_consumer * c,
     uint64_t * frames_skipped, uint32_t * segments_refused);
 
+/**
+ * pf_consumer_set_domain:
+ * @device_uuid: the device (cuDeviceGetUuid) this consumer wants its frames
+ *   in, not all zero
+ *
+ * Tells the producer this consumer's memory domain (a DOMAIN message,
+ * docs/protocol.md 3.12; @c made with %PF_CONSUMER_OPTION_DEVICE_SEGMENTS):
+ * a producer that publishes frames in several domains
+ * (pf_producer_publish_domains()) sends it the variant on that device,
+ * else the host one. Frames already on their way keep their domain. Any
+ * thread, after the connect; the last call counts.
+ *
+ * Returns: 0; -EINVAL (no device segments asked for, a zero UUID); -EPIPE
+ * (the connection is closed) or the send's error.
+ *
+ * Since: 0.1
+ */
+PF_API int pf_consumer_set_domain (pf_consumer * c,
+    const uint8_t device_uuid[16]);
+
 /* Since: 0.1 */
 typedef struct {
   uint64_t frames_received;     /* FRAMEs read, stale ones included */

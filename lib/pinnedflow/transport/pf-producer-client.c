@@ -567,6 +567,12 @@ client_read (pf_producer * p, struct client *c, struct event_list *ev)
     client_handle_hello (p, c, &msg, ev);
     return;
   }
+  if (msg.type == PF_MSG_DOMAIN && c->wants_device) {
+    /* its domain (pf_producer_publish_domains ()): the last one counts */
+    memcpy (c->domain_uuid, msg.u.domain.device_uuid, 16);
+    c->has_domain = 1;
+    return;
+  }
   if (msg.type != PF_MSG_RELEASE) {
     client_fail (p, c, -EPROTO, "unexpected message type %u from a "
         "consumer", msg.type);

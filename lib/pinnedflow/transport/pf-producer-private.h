@@ -6,8 +6,10 @@
  * pf-producer-io.c: its I/O thread, the deferred callbacks and its end
  * (close, free). pf-producer-client.c: one consumer's state machine.
  * pf-producer-pacing.c: a live stream's lag budget and penalties.
+ * pf-producer-domains.c: one frame in several memory domains
+ * (pf_producer_publish_domains(), issue 32).
  * Calls go one way only, down this list (a file calls those below it,
- * never one above): pf-producer.c -> pf-producer-io.c ->
+ * never one above): pf-producer-domains.c -> pf-producer.c -> pf-producer-io.c ->
  * pf-producer-client.c -> pf-producer-pacing.c; what a lower file needs of
  * the producer (the event lists, the wake-up) is inline here.
  * Not installed. Every struct below is guarded by pf_producer.lock (see
@@ -109,6 +111,8 @@ struct client
   int fd;
   int need_key;                 /* skips DELTA_UNIT frames until a key frame */
   int wants_device;             /* its HELLO set PF_HELLO_DEVICE_SEGMENTS */
+  int has_domain;               /* it sent a DOMAIN: domain_uuid */
+  uint8_t domain_uuid[16];
   unsigned int n_held, cap_held;
   struct held *held;            /* grows up to max_client_frames */
   uint64_t *segs;               /* segment ids announced to this client */
@@ -302,6 +306,17 @@ producer_wake (pf_producer * p)
     r = write (p->wake_fd, &one, sizeof (one));
   (void) r;
 }
+
+/* ---- pf-producer.c ---- */
+
+/* The announced segment of each of @n @segments in @ps (p->lock held; it
+ * is dropped and taken again on a miss): 0 or a negative errno. */
+int producer_lookup_psegs (pf_producer * p, unsigned int n,
+    pf_segment * const *segments, struct pseg **ps);
+/* Each chunk of @frame inside the segment @ps names: 0 with *@total its
+ * bytes, or -EINVAL with p->error set. */
+int producer_chunks_check (pf_producer * p, const pf_producer_frame * frame,
+    struct pseg *const *ps, uint64_t * total);
 
 /* ---- pf-producer-io.c ---- */
 

@@ -317,9 +317,9 @@ pf_producer_set_caps (pf_producer * p, const char *caps)
  * frame from the same pool segment) without the segment's lock and list;
  * it is safe because the caller holds @segments for the call, so a cached
  * pseg found for one is alive. 0, or a negative errno (p->lock held). */
-static int
-lookup_psegs (pf_producer * p, unsigned int n, pf_segment * const *segments,
-    struct pseg **ps)
+int
+producer_lookup_psegs (pf_producer * p, unsigned int n,
+    pf_segment * const *segments, struct pseg **ps)
 {
   unsigned int i, miss = 0;
   int res = 0;
@@ -352,8 +352,8 @@ lookup_psegs (pf_producer * p, unsigned int n, pf_segment * const *segments,
  * check (the FRAME's own rules are the codec's, pf_msg_frame_encode ()).
  * 0 with *@total the frame's bytes, or -EINVAL with p->error set. Under
  * p->lock. */
-static int
-chunks_check (pf_producer * p, const pf_producer_frame * frame,
+int
+producer_chunks_check (pf_producer * p, const pf_producer_frame * frame,
     struct pseg *const *ps, uint64_t * total)
 {
   unsigned int i;
@@ -408,14 +408,14 @@ pf_producer_publish (pf_producer * p, const pf_producer_frame * frame,
     res = -EPIPE;
     goto out;
   }
-  if ((res = lookup_psegs (p, frame->n_chunks, segments, ps)) < 0)
+  if ((res = producer_lookup_psegs (p, frame->n_chunks, segments, ps)) < 0)
     goto out;
   if (p->closed) {
     res = -EPIPE;
     goto out;
   }
   now = pf_monotonic_ns ();
-  if (chunks_check (p, frame, ps, &bytes) < 0) {
+  if (producer_chunks_check (p, frame, ps, &bytes) < 0) {
     res = -EINVAL;
     goto out;
   }

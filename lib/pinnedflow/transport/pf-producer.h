@@ -279,6 +279,73 @@ extern "C"
       const pf_producer_frame * frame,
       pf_segment * const *segments, void *token);
 
+/* One variant of a frame published in several memory domains
+ * (pf_producer_publish_domains()): its chunks, their segments and the
+ * token frame_released hands back once every consumer that got this
+ * variant released it.
+ * Since: 0.1
+ */
+  typedef struct
+  {
+    const pf_producer_frame *frame;
+    pf_segment *const *segments;
+    void *token;
+  } pf_producer_variant;
+
+/* A device domain some connected consumer wants
+ * (pf_producer_get_device_domains()).
+ * Since: 0.1
+ */
+  typedef struct
+  {
+    uint8_t uuid[16];           /* the device (cuDeviceGetUuid) */
+    uint32_t n_clients;         /* consumers that asked for it */
+  } pf_producer_domain;
+
+/* Variants of one frame pf_producer_publish_domains() takes, at most. */
+#define PF_PRODUCER_MAX_VARIANTS 8
+
+/**
+ * pf_producer_publish_domains:
+ * @variants: @n_variants variants of one frame: [0] the host (default)
+ *   variant, each later one with every chunk in device segments of one
+ *   device (a device not named twice)
+ * @n_variants: 1 .. %PF_PRODUCER_MAX_VARIANTS
+ * @sent: (out) (optional): @n_variants entries, the consumers that got
+ *   each variant: frame_released follows for variants[i].token iff
+ *   sent[i] > 0
+ *
+ * pf_producer_publish() of one frame in several memory domains (issue
+ * 32, "one copy per domain"; docs/protocol.md 3.12): one frame number,
+ * each consumer gets the variant in the domain it asked for
+ * (pf_consumer_set_domain()), else variants[0]. Delivery, drops and
+ * key-frame waits as pf_producer_publish().
+ *
+ * Returns: how many consumers got the frame, all variants together, or
+ * -EINVAL (a variant breaks publish's rules, or a device variant is not
+ * on one device: pf_producer_get_error() says which), -EPIPE, -ENOMEM.
+ *
+ * Since: 0.1
+ */
+  PF_API int pf_producer_publish_domains (pf_producer * p,
+      const pf_producer_variant * variants, unsigned int n_variants,
+      int *sent);
+
+/**
+ * pf_producer_get_device_domains:
+ * @domains: (out) (optional): up to @max entries
+ *
+ * The device domains the connected consumers asked for (a DOMAIN after a
+ * HELLO with device segments): what is worth copying a host frame into
+ * before pf_producer_publish_domains(). Any thread.
+ *
+ * Returns: the number of distinct devices (may exceed @max).
+ *
+ * Since: 0.1
+ */
+  PF_API unsigned int pf_producer_get_device_domains (pf_producer * p,
+      pf_producer_domain * domains, unsigned int max);
+
 /**
  * pf_producer_get_error:
  *

@@ -257,6 +257,18 @@ pf_msg_write_eos (void *buf)
 }
 
 size_t
+pf_msg_write_domain (void *buf, const uint8_t device_uuid[16])
+{
+  size_t n = pf_msg_write_header (buf, PF_MSG_DOMAIN,
+      sizeof (struct pf_msg_domain), 0);
+
+  put32 (buf, OFF (pf_msg_domain, flags), 0);
+  put32 (buf, OFF (pf_msg_domain, reserved), 0);
+  memcpy ((uint8_t *) buf + OFF (pf_msg_domain, device_uuid), device_uuid, 16);
+  return n;
+}
+
+size_t
 pf_msg_write_release (void *buf, uint64_t seq)
 {
   size_t n = pf_msg_write_header (buf, PF_MSG_RELEASE,
@@ -412,6 +424,27 @@ parse_eos (size_t len)
 
 /* Any seq: whether the consumer holds it is the producer's to check. */
 static int
+parse_domain (const void *buf, size_t len, const struct pf_msg_header *h,
+    struct pf_msg_domain *m)
+{
+  static const uint8_t zero[16];
+
+  if (len != sizeof (struct pf_msg_domain))
+    return pf_msg_wrong_size ("DOMAIN", len, sizeof (struct pf_msg_domain));
+  m->hdr = *h;
+  m->flags = get32 (buf, OFF (pf_msg_domain, flags));
+  m->reserved = get32 (buf, OFF (pf_msg_domain, reserved));
+  memcpy (m->device_uuid, (const uint8_t *) buf + OFF (pf_msg_domain,
+          device_uuid), 16);
+  if (m->flags != 0 || m->reserved != 0)
+    return pf_msg_fail (-EPROTO, "DOMAIN: flags 0x%x, reserved 0x%x (must "
+        "be 0)", m->flags, m->reserved);
+  if (memcmp (m->device_uuid, zero, 16) == 0)
+    return pf_msg_fail (-EPROTO, "DOMAIN: device UUID all zero");
+  return 0;
+}
+
+static int
 parse_release (const void *buf, size_t len, const struct pf_msg_header *h,
     struct pf_msg_release *m)
 {
@@ -544,6 +577,8 @@ pf_msg_parse (const void *buf, size_t len, unsigned int n_fds,
       return parse_eos (len);
     case PF_MSG_RELEASE:
       return parse_release (buf, len, &h, &msg->u.release);
+    case PF_MSG_DOMAIN:
+      return parse_domain (buf, len, &h, &msg->u.domain);
     case PF_MSG_STREAM:
       return parse_stream (buf, len, &h, &msg->u.stream);
     case PF_MSG_REFUSE:

@@ -186,6 +186,13 @@ int pf_msg_frame_decode (const void *buf, size_t len, unsigned int n_fds,
  * Writes a RELEASE of @seq (24 bytes). Returns: the size.
  */
 size_t pf_msg_write_release (void *buf, uint64_t seq);
+/**
+ * pf_msg_write_domain:
+ *
+ * Writes a DOMAIN naming the device @device_uuid (40 bytes). Returns: the
+ * size.
+ */
+size_t pf_msg_write_domain (void *buf, const uint8_t device_uuid[16]);
 
 #ifdef __cplusplus
 }

@@ -200,6 +200,8 @@ type_name (uint32_t type)
       return "FRAME_RING";
     case PF_MSG_DEVICE_SEGMENT_ADD:
       return "DEVICE_SEGMENT_ADD";
+    case PF_MSG_DOMAIN:
+      return "DOMAIN";
     default:
       return NULL;
   }

@@ -46,6 +46,8 @@ enum pf_msg_type {
   PF_MSG_FRAME_RING = 10,       /* producer -> consumer, 3 fds (v2, optional) */
   PF_MSG_DEVICE_SEGMENT_ADD = 11,       /* producer -> consumer, 1 fd (v2,
                                          * optional: PF_HELLO_DEVICE_SEGMENTS) */
+  PF_MSG_DOMAIN = 12,           /* consumer -> producer (v2, optional: after
+                                 * a HELLO with PF_HELLO_DEVICE_SEGMENTS) */
 };
 
 /* REFUSE reasons */
@@ -123,6 +125,20 @@ struct pf_msg_device_segment_add {
   uint32_t handle_type;         /* PF_DEVICE_HANDLE_POSIX_FD */
   uint32_t flags;               /* 0 */
   uint8_t device_uuid[16];      /* cuDeviceGetUuid, not all zero */
+};
+
+/* The memory domain a consumer wants its frames in (issue 32, "one copy
+ * per domain"): the device @device_uuid (cuDeviceGetUuid). Optional, sent
+ * any time after a HELLO that set PF_HELLO_DEVICE_SEGMENTS, the last one
+ * counts; a consumer that never sends one is in the host domain. A
+ * producer that publishes a frame in several domains
+ * (pf_producer_publish_domains()) gives it the variant whose device
+ * segments lie on that device, else the host one. */
+struct pf_msg_domain {
+  struct pf_msg_header hdr;
+  uint32_t flags;               /* 0 */
+  uint32_t reserved;            /* 0 */
+  uint8_t device_uuid[16];      /* not all zero */
 };
 
 /* Bounds of a DEVICE_SEGMENT_ADD */
@@ -249,6 +265,7 @@ PF_STATIC_ASSERT (sizeof (struct pf_msg_segment_add) == 40, "segment_add size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_segment_remove) == 24, "segment_remove size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_device_segment_add) == 64,
     "device_segment_add size");
+PF_STATIC_ASSERT (sizeof (struct pf_msg_domain) == 40, "domain size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_caps) == 24, "caps size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_chunk) == 24, "chunk size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_frame) == 256, "frame size");
@@ -281,6 +298,7 @@ struct pf_msg {
     struct pf_msg_refuse refuse;
     struct pf_msg_frame_ring frame_ring;
     struct pf_msg_device_segment_add device_segment_add;
+    struct pf_msg_domain domain;
   } u;
 };
 

@@ -1,0 +1,696 @@
+/* pinnedflow CUDA suite: one copy per memory domain (issue 32, item 3;
+ * docs/cuda.md "One copy per domain")
+ * Copyright (C) 2026 gst-pinnedflow developers
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ *   test-domains copy|off|far|rules
+ *   test-domains bench on|off N     (bench/domains: prints the counts)
+ *
+ * Run with the emulators' environment and PFEMU_VMM=1 (meson:
+ * emu_vmm_env). Consumer processes are forked before anything in the
+ * parent touches CUDA (the emulator enforces CUDA's fork rule).
+ *
+ * copy: a host node producer with domains enabled
+ *   (pf_node_producer_enable_domains()), four node consumer processes
+ *   that want device 0 (pf_node_consumer_set_domain()) and one host
+ *   consumer: each frame is uploaded once (the producer's stats and the
+ *   emulator's count of cuMemcpyHtoD calls in the producer's process
+ *   agree: N frames, N uploads), the four device consumers get every
+ *   frame in the device domain and read it back byte-exact
+ *   (cuMemcpyDtoH), the host consumer gets every frame in host memory
+ *   byte-exact; every frame comes back on both pools; nothing left
+ *   (fds, segments, VMM handles, reservations, mappings) in any process.
+ * off: the same without pf_node_producer_enable_domains(): no upload in
+ *   the producer, the device consumers get host frames (they would upload
+ *   themselves, as before).
+ * rules: the transport's side, in one process: pf_consumer_set_domain()'s
+ *   refusals, pf_producer_get_device_domains(), a DOMAIN from a consumer
+ *   that did not ask for device segments or with flags set ends that
+ *   connection (-EPROTO) and nobody else's, pf_producer_publish_domains()'s
+ *   refusals (a device variant in host memory, two variants on one device,
+ *   no variant, too many) with the reason, and a frame in two domains: the
+ *   consumer of device 0 gets the device variant, the other the host one,
+ *   each variant's token back once its consumer let go of it.
+ * far: a device consumer whose process has two devices asks for device 1,
+ *   which the producer's process (one device) cannot reach: it gets host
+ *   frames, the producer counts the domain unreachable and copies nothing;
+ *   a consumer of device 0 alongside still gets one copy per frame.
+ */
+#include <pinnedflow/pf-device-segment.h>
+#include <pinnedflow/pf-node-cuda.h>
+#include <pinnedflow/pf-node-domains.h>
+#include <pinnedflow/pf-node.h>
+#include <pinnedflow/pf-producer.h>
+#include <pinnedflow/pf-protocol-private.h>
+
+#include "pf-test-util.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#define W 320
+#define H 240
+#define FRAME_BYTES (W * H * 4)
+#define SLOTS 4
+#define N_FRAMES 12
+#define MAX_KIDS 8
+
+typedef unsigned long long CUdeviceptr;
+
+/* What the consumer processes counted, in shared memory made before the
+ * fork: the uploads they made themselves (the node Uploader). */
+static struct shared
+{
+  atomic_long consumer_uploads;
+  atomic_long consumer_upload_bytes;
+  atomic_long device_consumer_cpu_ns;   /* their whole lives, all of them */
+  atomic_long consumer_device_buffers;  /* live device allocations, theirs */
+} *shared;
+
+static int (*cuInit) (unsigned int);
+static int (*cuCtxCreate) (void **, unsigned int, int);
+static int (*cuMemcpyDtoH) (void *, CUdeviceptr, size_t);
+static long (*emu_query) (const char *);
+
+/* The driver stand-in, a context on device @dev made current. Only after
+ * any fork. */
+static void
+cuda_up (int dev)
+{
+  const char *rt_path = getenv ("GST_PINNEDFLOW_CUDART");
+  void *drv = dlopen ("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  void *rt = rt_path ? dlopen (rt_path, RTLD_NOW | RTLD_LOCAL) : NULL;
+  void *ctx = NULL;
+
+  CHECK_MSG (drv && rt, "cannot load the emulators: %s", dlerror ());
+  *(void **) &cuInit = dlsym (drv, "cuInit");
+  *(void **) &cuCtxCreate = dlsym (drv, "cuCtxCreate_v2");
+  *(void **) &cuMemcpyDtoH = dlsym (drv, "cuMemcpyDtoH_v2");
+  *(void **) &emu_query = dlsym (rt, "pfemu_query");
+  CHECK (cuInit && cuCtxCreate && cuMemcpyDtoH && emu_query);
+  CHECK_INT (cuInit (0), ==, 0);
+  CHECK_INT (cuCtxCreate (&ctx, 0, dev), ==, 0);
+}
+
+static void
+check_vmm_empty (void)
+{
+  CHECK_INT (pf_device_segment_teardown_errors (), ==, 0);
+  CHECK_INT (emu_query ("live.vmm.handles"), ==, 0);
+  CHECK_INT (emu_query ("live.vmm.reservations"), ==, 0);
+  CHECK_INT (emu_query ("live.vmm.mappings"), ==, 0);
+}
+
+static void
+pattern (uint8_t * buf, size_t n, uint64_t k)
+{
+  size_t i;
+
+  for (i = 0; i < n; i++)
+    buf[i] = (uint8_t) ((i * 13 + k * 71 + (i >> 9)) & 0xff);
+}
+
+/* CPU time of this process so far (user + system), ns. */
+static uint64_t
+cpu_ns (void)
+{
+  struct rusage ru;
+
+  getrusage (RUSAGE_SELF, &ru);
+  return (uint64_t) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u +
+      (uint64_t) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
+}
+
+/* ---- consumers --------------------------------------------------------- */
+
+enum
+{
+  HOST,                         /* no device frames asked for */
+  DEVICE,                       /* device 0: device frames expected */
+  DEVICE_HOSTED,                /* device 0, host frames expected (off):
+                                 * uploads each itself (the node Uploader) */
+  FAR,                          /* device 1 the producer lacks: host frames */
+};
+
+static int
+consumer_main (const char *path, int mode, int n_frames)
+{
+  uint8_t *want = malloc (FRAME_BYTES), *got = malloc (FRAME_BYTES);
+  pf_node_consumer *c = NULL;
+  pf_uploader *up = NULL;
+  pf_node_frame *f;
+  int fds0, seen = 0, res;
+
+  CHECK (want && got);
+  if (mode == FAR)
+    setenv ("PFEMU_DEVICE_COUNT", "2", 1);      /* this process: 2 devices */
+  if (mode != HOST)
+    cuda_up (mode == FAR ? 1 : 0);
+  fds0 = pf_test_count_fds ();
+  res = pf_node_consumer_new_full (path, 20000, PF_DELIVERY_EVERY_FRAME,
+      mode == HOST ? 0 : PF_NODE_CONSUMER_DEVICE, &c);
+  CHECK_MSG (res == 0, "connect: %d %s", res, pf_consumer_connect_error ());
+  if (mode == DEVICE_HOSTED) {
+    pf_uploader_config ucfg;
+
+    memset (&ucfg, 0, sizeof (ucfg));
+    ucfg.pool_size = 4;
+    res = pf_uploader_new (&ucfg, &up, NULL, 0);
+    CHECK_MSG (res == 0, "pf_uploader_new: %d", res);
+  }
+  if (mode == HOST) {
+    /* a host consumer names no device */
+    CHECK_INT (pf_node_consumer_set_domain (c, 0), ==, -EINVAL);
+  } else {
+    CHECK_INT (pf_node_consumer_set_domain (c, -1), ==, -EINVAL);
+    CHECK_INT (pf_node_consumer_set_domain (c, 7), ==, -ENODEV);
+    CHECK_INT (pf_node_consumer_set_domain (c, mode == FAR ? 1 : 0), ==, 0);
+  }
+  for (;;) {
+    res = pf_node_consumer_next (c, 20000, &f);
+    CHECK_MSG (res == 1 || res == PF_NODE_EOS, "next: %d %s", res,
+        pf_node_consumer_get_error (c));
+    if (res == PF_NODE_EOS)
+      break;
+    seen++;
+    CHECK_INT (f->pts, ==, (uint64_t) seen);    /* every frame, in order */
+    CHECK_INT (f->size, ==, FRAME_BYTES);
+    pattern (want, FRAME_BYTES, f->pts);
+    if (mode == DEVICE) {
+      pf_node_device_info dev;
+
+      CHECK_INT (f->domain, ==, PF_NODE_DOMAIN_DEVICE);
+      CHECK_INT (pf_node_frame_get_device (f, &dev), ==, 0);
+      CHECK_INT (dev.ordinal, ==, 0);
+      memset (got, 0, FRAME_BYTES);
+      CHECK_INT (cuMemcpyDtoH (got, dev.ptr, FRAME_BYTES), ==, 0);
+      CHECK_MSG (memcmp (want, got, FRAME_BYTES) == 0, "frame %d: device "
+          "bytes differ", seen);
+    } else {
+      CHECK_INT (f->domain, ==, PF_NODE_DOMAIN_HOST);
+      CHECK (f->data != NULL);
+      CHECK_MSG (memcmp (want, f->data, FRAME_BYTES) == 0, "frame %d: host "
+          "bytes differ", seen);
+    }
+    if (up != NULL) {
+      pf_device_frame *d = NULL;
+
+      /* as today: this consumer uploads the frame itself (the engine
+       * releases it once copied) */
+      CHECK_INT (pf_node_frame_upload (up, f, 20000, &d), ==, 0);
+      memset (got, 0, FRAME_BYTES);
+      CHECK_INT (pf_device_frame_download (d, got, FRAME_BYTES), ==, 0);
+      CHECK_MSG (memcmp (want, got, FRAME_BYTES) == 0, "frame %d: uploaded "
+          "bytes differ", seen);
+      pf_device_frame_release (d);
+      continue;
+    }
+    CHECK_INT (pf_node_frame_release (f), ==, 0);
+  }
+  CHECK_INT (seen, ==, n_frames);
+  if (up != NULL) {
+    pf_uploader_stats us;
+
+    pf_uploader_get_stats (up, &us);
+    CHECK_INT (us.frames, ==, (uint64_t) n_frames);
+    atomic_fetch_add (&shared->consumer_uploads, (long) us.frames);
+    atomic_fetch_add (&shared->consumer_upload_bytes, (long) us.bytes);
+    /* the device memory this consumer holds for the stream: its Uploader's
+     * pool, as the emulator counts it */
+    atomic_fetch_add (&shared->consumer_device_buffers,
+        emu_query ("live.allocations"));
+    pf_uploader_free (up);
+  }
+  CHECK_INT (pf_node_consumer_get_held (c), ==, 0);
+  pf_node_consumer_free (c);
+  CHECK_INT (pf_segment_count_live (), ==, 0);
+  if (mode != HOST)
+    check_vmm_empty ();
+  CHECK_INT (pf_test_count_fds (), ==, fds0);
+  if (mode == DEVICE || mode == DEVICE_HOSTED)
+    atomic_fetch_add (&shared->device_consumer_cpu_ns, (long) cpu_ns ());
+  free (want);
+  free (got);
+  return 0;
+}
+
+static pid_t
+spawn_consumer (const char *path, int mode, int n_frames)
+{
+  pid_t pid = pf_test_fork ();
+
+  CHECK (pid >= 0);
+  if (pid == 0)
+    _exit (consumer_main (path, mode, n_frames));
+  return pid;
+}
+
+static void
+check_child (pid_t pid)
+{
+  int st = pf_test_wait (pid);
+
+  CHECK_MSG (pf_test_exit_code (st) == 0, "child %d: exit %d", (int) pid,
+      pf_test_exit_code (st));
+}
+
+/* ---- the producer ------------------------------------------------------ */
+
+/* Every device slot of every domain with a pool back. */
+static int
+all_free (const pf_node_domain_stats * st)
+{
+  uint32_t i;
+
+  for (i = 0; i < st->n_domains; i++)
+    if (st->domain[i].ordinal >= 0 &&
+        st->domain[i].free_slots != st->domain[i].n_slots)
+      return 0;
+  return 1;
+}
+
+/* The stats' entry of device @ordinal, or NULL. */
+static const pf_node_domain_info *
+domain_of (const pf_node_domain_stats * st, int ordinal)
+{
+  uint32_t i;
+
+  for (i = 0; i < st->n_domains; i++)
+    if (st->domain[i].ordinal == ordinal)
+      return &st->domain[i];
+  return NULL;
+}
+
+/* Device domains wanted, and by how many consumers in all. */
+static unsigned int
+wanted (pf_node_producer * p, unsigned int *n_clients)
+{
+  pf_producer_domain d[4];
+  unsigned int n, i;
+
+  n = pf_producer_get_device_domains (pf_node_producer_get_transport (p), d, 4);
+  *n_clients = 0;
+  for (i = 0; i < n && i < 4; i++)
+    *n_clients += d[i].n_clients;
+  return n;
+}
+
+/* One run: @n_dev consumers of device 0, @n_host host consumers, @n_far
+ * consumers of device 1; domains enabled or not. Checks everything; the
+ * figures in @st (zeroed without domains) and @cpu_per_frame. */
+static void
+run (const char *dir, int enable, int n_dev, int n_host, int n_far,
+    int n_frames, pf_node_domain_stats * st, uint64_t * cpu_per_frame,
+    long *htod_calls)
+{
+  char path[300];
+  pf_node_producer_config cfg;
+  pf_client_stats cs[MAX_KIDS];
+  pf_node_producer *p = NULL;
+  pid_t pid[MAX_KIDS];
+  unsigned int n_clients = (unsigned int) (n_dev + n_host + n_far), nd;
+  long htod0;
+  uint64_t cpu0;
+  int fds0, i, k = 0, res;
+
+  snprintf (path, sizeof (path), "%s/sock", dir);
+  atomic_store (&shared->consumer_uploads, 0);
+  atomic_store (&shared->consumer_upload_bytes, 0);
+  atomic_store (&shared->device_consumer_cpu_ns, 0);
+  atomic_store (&shared->consumer_device_buffers, 0);
+  /* before any CUDA here */
+  for (i = 0; i < n_dev; i++)
+    pid[k++] = spawn_consumer (path, enable ? DEVICE : DEVICE_HOSTED, n_frames);
+  for (i = 0; i < n_host; i++)
+    pid[k++] = spawn_consumer (path, HOST, n_frames);
+  for (i = 0; i < n_far; i++)
+    pid[k++] = spawn_consumer (path, FAR, n_frames);
+  cuda_up (0);
+  fds0 = pf_test_count_fds ();
+
+  memset (&cfg, 0, sizeof (cfg));
+  cfg.socket_path = path;
+  cfg.n_slots = SLOTS;
+  cfg.slot_size = FRAME_BYTES;
+  CHECK_INT (pf_node_producer_new (&cfg, &p), ==, 0);
+  CHECK_INT (pf_node_producer_get_domain_stats (p, st), ==, -EINVAL);
+  if (enable) {
+    res = pf_node_producer_enable_domains (p);
+    CHECK_MSG (res == 0, "enable_domains: %d", res);
+    CHECK_INT (pf_node_producer_enable_domains (p), ==, -EBUSY);
+  }
+  CHECK_INT (pf_node_producer_set_video (p, "RGBA", W, H, 30, 1), ==, 0);
+  CHECK_INT (pf_node_producer_wait_clients (p, n_clients, 20000), ==, 0);
+  /* every device consumer has named its domain */
+  WAIT_FOR (wanted (p, &nd) == (unsigned int) ((n_dev > 0) + (n_far > 0)) &&
+      nd == (unsigned int) (n_dev + n_far));
+
+  htod0 = emu_query ("calls.cuMemcpyHtoD_v2");
+  cpu0 = cpu_ns ();
+  for (i = 1; i <= n_frames; i++) {
+    pf_node_loan loan;
+
+    CHECK_INT (pf_node_producer_loan_video (p, 20000, &loan), ==, 0);
+    CHECK_INT (loan.domain, ==, PF_NODE_DOMAIN_HOST);
+    pattern (loan.data, FRAME_BYTES, (uint64_t) i);
+    loan.pts = (uint64_t) i;
+    res = pf_node_producer_publish (p, &loan);
+    CHECK_MSG (res == (int) n_clients, "publish %d: %d", i, res);
+  }
+  *cpu_per_frame = (cpu_ns () - cpu0) / (uint64_t) n_frames;
+  *htod_calls = emu_query ("calls.cuMemcpyHtoD_v2") - htod0;
+
+  /* every frame back on both pools */
+  CHECK_INT (pf_node_producer_wait_idle (p, 20000), ==, 0);
+  CHECK_INT (pf_node_producer_get_free_slots (p), ==, SLOTS);
+  if (enable) {
+    WAIT_FOR (pf_node_producer_get_domain_stats (p, st) == 0 && all_free (st));
+  } else {
+    memset (st, 0, sizeof (*st));
+  }
+  CHECK_INT (pf_producer_get_client_stats (pf_node_producer_get_transport
+          (p), cs, MAX_KIDS), ==, n_clients);
+  for (i = 0; i < (int) n_clients; i++) {
+    CHECK_INT (cs[i].frames_sent, ==, (uint64_t) n_frames);
+    CHECK_INT (cs[i].frames_released, ==, (uint64_t) n_frames);
+    CHECK_INT (cs[i].frames_skipped_device, ==, 0);
+  }
+  CHECK_INT (pf_node_producer_send_eos (p), >=, 0);
+  for (i = 0; i < k; i++)
+    check_child (pid[i]);
+  pf_node_producer_free (p);
+  check_vmm_empty ();
+  CHECK_INT (pf_segment_count_live (), ==, 0);
+  CHECK_INT (pf_test_count_fds (), ==, fds0);
+  unlink (path);
+}
+
+static int
+case_copy (const char *dir)
+{
+  pf_node_domain_stats st;
+  uint64_t cpu;
+  long htod;
+
+  run (dir, 1, 4, 1, 0, N_FRAMES, &st, &cpu, &htod);
+  CHECK_INT (atomic_load (&shared->consumer_uploads), ==, 0);
+  /* one upload per frame, for four consumers of the domain */
+  CHECK_INT (st.frames, ==, N_FRAMES);
+  CHECK_INT (st.uploads, ==, N_FRAMES);
+  CHECK_INT (st.frames_uploaded, ==, N_FRAMES);
+  CHECK_INT (htod, ==, N_FRAMES);       /* the emulator agrees */
+  CHECK_INT (st.unreachable, ==, 0);
+  CHECK_INT (st.n_domains, ==, 1);
+  CHECK (domain_of (&st, 0) == &st.domain[0]);
+  CHECK (memcmp (st.domain[0].uuid, "pfemu-device-000", 16) == 0);
+  CHECK_INT (st.domain[0].uploads, ==, N_FRAMES);
+  CHECK_INT (st.domain[0].bytes, ==, (uint64_t) N_FRAMES * FRAME_BYTES);
+  CHECK_INT (st.domain[0].no_slot, ==, 0);
+  CHECK_INT (st.domain[0].n_slots, ==, 2 * SLOTS);      /* twice the host's */
+  CHECK (st.domain[0].device_bytes >= (uint64_t) 2 * SLOTS * FRAME_BYTES);
+  CHECK_INT (st.device_bytes, ==, st.domain[0].device_bytes);
+  return 0;
+}
+
+static int
+case_off (const char *dir)
+{
+  pf_node_domain_stats st;
+  uint64_t cpu;
+  long htod;
+
+  run (dir, 0, 2, 1, 0, N_FRAMES, &st, &cpu, &htod);
+  CHECK_INT (htod, ==, 0);      /* nothing copied by the producer */
+  /* each device consumer uploaded every frame itself */
+  CHECK_INT (atomic_load (&shared->consumer_uploads), ==, 2 * N_FRAMES);
+  return 0;
+}
+
+static int
+case_far (const char *dir)
+{
+  pf_node_domain_stats st;
+  uint64_t cpu;
+  long htod;
+
+  run (dir, 1, 1, 0, 1, N_FRAMES, &st, &cpu, &htod);
+  CHECK_INT (st.uploads, ==, N_FRAMES); /* device 0's, once per frame */
+  CHECK_INT (htod, ==, N_FRAMES);
+  CHECK_INT (st.unreachable, ==, N_FRAMES);
+  CHECK_INT (st.n_domains, ==, 2);
+  CHECK (domain_of (&st, 0) != NULL);
+  CHECK_INT (domain_of (&st, 0)->uploads, ==, N_FRAMES);
+  CHECK (domain_of (&st, -1) != NULL);
+  CHECK_INT (domain_of (&st, -1)->uploads, ==, 0);
+  return 0;
+}
+
+static int rules_released[3];
+static int rules_failed;
+
+static void
+on_rules_released (void *user_data, void *token)
+{
+  uintptr_t t = (uintptr_t) token;
+
+  if (t >= 1 && t <= 2)
+    __atomic_fetch_add (&rules_released[t], 1, __ATOMIC_SEQ_CST);
+}
+
+static void
+on_rules_disconnected (void *user_data, const pf_client_info * info)
+{
+  if (info->error == -EPROTO)
+    __atomic_fetch_add (&rules_failed, 1, __ATOMIC_SEQ_CST);
+}
+
+/* A raw connection: our HELLO with @flags, the producer's read, then
+ * @msg; 1 when the producer hung up on it. */
+static int
+raw_domain (const char *path, uint32_t flags, const void *msg, size_t len)
+{
+  uint8_t buf[64];
+  int fd = pf_test_connect (path), res;
+  size_t n;
+
+  CHECK (fd >= 0);
+  n = pf_msg_write_hello_full (buf, PF_PROTOCOL_VERSION, PF_ROLE_CONSUMER, 0,
+      flags, 0);
+  CHECK_INT (pf_test_send_fds (fd, buf, n, NULL, 0), ==, 0);
+  CHECK_INT (pf_test_send_fds (fd, msg, len, NULL, 0), ==, 0);
+  res = pf_test_wait_hangup (fd, 10000);
+  close (fd);
+  return res == 1 || res == -ECONNRESET;
+}
+
+static int
+case_rules (const char *dir)
+{
+  static const uint8_t zero[16];
+  char path[300];
+  pf_producer_config cfg;
+  pf_consumer_options opt = {.flags = PF_CONSUMER_OPTION_DEVICE_SEGMENTS };
+  pf_producer_frame fr[2];
+  pf_segment *host = NULL, *dev = NULL, *dev2 = NULL;
+  pf_segment *hs[1], *ds[1], *ds2[1];
+  pf_producer_variant v[PF_PRODUCER_MAX_VARIANTS + 1];
+  pf_producer_domain dom[2];
+  pf_client_stats cs[2];
+  pf_consumer *a = NULL, *b = NULL;
+  pf_producer *p = NULL;
+  uint8_t msg[64], uuid[16];
+  int sent[PF_PRODUCER_MAX_VARIANTS + 1], i, fds0;
+
+  snprintf (path, sizeof (path), "%s/sock", dir);
+  cuda_up (0);
+  fds0 = pf_test_count_fds ();
+  memcpy (uuid, "pfemu-device-000", 16);
+  CHECK_INT (pf_segment_new ("host", 1 << 20, 0, &host), ==, 0);
+  CHECK_MSG (pf_device_segment_new (0, 1 << 20, &dev) == 0, "%s",
+      pf_device_segment_error ());
+  CHECK_INT (pf_device_segment_new (0, 1 << 20, &dev2), ==, 0);
+  hs[0] = host;
+  ds[0] = dev;
+  ds2[0] = dev2;
+  memset (&cfg, 0, sizeof (cfg));
+  cfg.socket_path = path;
+  cfg.perms = 0600;
+  cfg.max_client_frames = 4;
+  cfg.callbacks.frame_released = on_rules_released;
+  cfg.callbacks.client_disconnected = on_rules_disconnected;
+  CHECK_INT (pf_producer_new (&cfg, &p), ==, 0);
+
+  /* a device consumer names device 0; a host one cannot name any */
+  CHECK_INT (pf_consumer_connect_with (path, 10000, -1, &opt, &a), ==, 0);
+  CHECK_INT (pf_consumer_connect (path, 10000, &b), ==, 0);
+  CHECK_INT (pf_consumer_set_domain (b, uuid), ==, -EINVAL);
+  CHECK_INT (pf_consumer_set_domain (a, zero), ==, -EINVAL);
+  CHECK_INT (pf_consumer_set_domain (NULL, uuid), ==, -EINVAL);
+  CHECK_INT (pf_producer_get_device_domains (p, dom, 2), ==, 0);
+  CHECK_INT (pf_consumer_set_domain (a, uuid), ==, 0);
+  WAIT_FOR (pf_producer_get_device_domains (p, dom, 2) == 1);
+  CHECK (memcmp (dom[0].uuid, uuid, 16) == 0);
+  CHECK_INT (dom[0].n_clients, ==, 1);
+
+  /* hostile DOMAINs end their own connection only */
+  CHECK_INT (raw_domain (path, 0, msg, pf_msg_write_domain (msg, uuid)), ==, 1);
+  pf_msg_write_domain (msg, uuid);
+  msg[16] = 1;                  /* flags */
+  CHECK_INT (raw_domain (path, PF_HELLO_DEVICE_SEGMENTS, msg, 40), ==, 1);
+  WAIT_FOR (__atomic_load_n (&rules_failed, __ATOMIC_SEQ_CST) == 2);
+  CHECK_INT (pf_producer_get_n_clients (p), ==, 2);
+
+  /* publish_domains' refusals */
+  for (i = 0; i < 2; i++) {
+    memset (&fr[i], 0, sizeof (fr[i]));
+    fr[i].n_chunks = 1;
+    fr[i].chunks[0].size = 4096;
+    fr[i].pts = fr[i].dts = fr[i].duration = fr[i].clock_pts = PF_TIME_NONE;
+    fr[i].offset = fr[i].offset_end = UINT64_MAX;
+  }
+  fr[0].chunks[0].segment_id = pf_segment_get_id (host);
+  fr[1].chunks[0].segment_id = pf_segment_get_id (dev);
+  v[0] = (pf_producer_variant) {
+  &fr[0], hs, (void *) 1};
+  v[1] = (pf_producer_variant) {
+  &fr[1], ds, (void *) 2};
+  CHECK_INT (pf_producer_publish_domains (p, v, 0, sent), ==, -EINVAL);
+  for (i = 2; i <= PF_PRODUCER_MAX_VARIANTS; i++)
+    v[i] = v[1];
+  CHECK_INT (pf_producer_publish_domains (p, v, PF_PRODUCER_MAX_VARIANTS + 1,
+          sent), ==, -EINVAL);
+  /* the host variant as a device variant */
+  v[2] = v[0];
+  CHECK_INT (pf_producer_publish_domains (p, v, 3, sent), ==, -EINVAL);
+  CHECK_MSG (strstr (pf_producer_get_error (p), "not in a device segment")
+      != NULL, "error: %s", pf_producer_get_error (p));
+  /* two variants on device 0 */
+  v[2] = v[1];
+  v[2].segments = ds2;
+  {
+    pf_producer_frame f2 = fr[1];
+
+    f2.chunks[0].segment_id = pf_segment_get_id (dev2);
+    v[2].frame = &f2;
+    CHECK_INT (pf_producer_publish_domains (p, v, 3, sent), ==, -EINVAL);
+    CHECK_MSG (strstr (pf_producer_get_error (p), "same device") != NULL,
+        "error: %s", pf_producer_get_error (p));
+  }
+  CHECK_INT (pf_producer_get_unsent (p), ==, 0);
+
+  /* one frame, two domains: a gets the device variant, b the host one */
+  CHECK_INT (pf_producer_publish_domains (p, v, 2, sent), ==, 2);
+  CHECK_INT (sent[0], ==, 1);
+  CHECK_INT (sent[1], ==, 1);
+  CHECK_INT (pf_producer_get_client_stats (p, cs, 2), ==, 2);
+  CHECK_INT (cs[0].frames_sent + cs[1].frames_sent, ==, 2);
+  CHECK_INT (cs[0].frames_skipped_device + cs[1].frames_skipped_device, ==, 0);
+  /* b lets go: the host token comes back, the device one stays with a */
+  pf_consumer_unref (b);
+  WAIT_FOR (__atomic_load_n (&rules_released[1], __ATOMIC_SEQ_CST) == 1);
+  pf_test_sleep_ms (50);
+  CHECK_INT (__atomic_load_n (&rules_released[2], __ATOMIC_SEQ_CST), ==, 0);
+  pf_consumer_unref (a);
+  WAIT_FOR (__atomic_load_n (&rules_released[2], __ATOMIC_SEQ_CST) == 1);
+  CHECK_INT (__atomic_load_n (&rules_released[1], __ATOMIC_SEQ_CST), ==, 1);
+  CHECK_INT (__atomic_load_n (&rules_failed, __ATOMIC_SEQ_CST), ==, 2);
+
+  pf_producer_close (p);
+  pf_producer_unref (p);
+  pf_segment_unref (host);
+  pf_segment_unref (dev);
+  pf_segment_unref (dev2);
+  check_vmm_empty ();
+  CHECK_INT (pf_segment_count_live (), ==, 0);
+  CHECK_INT (pf_test_count_fds (), ==, fds0);
+  unlink (path);
+  return 0;
+}
+
+/* bench/domains (one run per process: CUDA's fork rule): four device
+ * consumers and a host one, the producer copying once per frame ("on")
+ * or not at all ("off": each device consumer then uploads the frame
+ * itself, pf_upload / the node Uploader, one copy per consumer per frame
+ * and four device copies of each frame). One line of counts. */
+static int
+bench (const char *dir, int on, int n_frames)
+{
+  pf_node_domain_stats st;
+  uint64_t cpu;
+  long htod;
+
+  run (dir, on, 4, 1, 0, n_frames, &st, &cpu, &htod);
+  if (on) {
+    const pf_node_domain_info *d = domain_of (&st, 0);
+
+    CHECK (d != NULL);
+    CHECK_INT (htod, ==, n_frames);
+    CHECK_INT (atomic_load (&shared->consumer_uploads), ==, 0);
+    printf ("after: frames %d, producer uploads %llu (%.2f per frame; the "
+        "emulator counts %ld cuMemcpyHtoD), consumer uploads 0, device "
+        "pool %llu bytes in %u slots shared by the 4, producer CPU per "
+        "frame %.1f us, the 4 device consumers' CPU per frame %.1f us\n",
+        n_frames, (unsigned long long) st.uploads,
+        (double) st.uploads / (double) st.frames, htod,
+        (unsigned long long) st.device_bytes, d->n_slots, cpu / 1000.0,
+        atomic_load (&shared->device_consumer_cpu_ns) / 1000.0 / n_frames);
+  } else {
+    long ups = atomic_load (&shared->consumer_uploads);
+
+    CHECK_INT (htod, ==, 0);
+    CHECK_INT (ups, ==, 4L * n_frames);
+    printf ("before: frames %d, producer uploads 0, consumer uploads %ld "
+        "(%.2f per frame, each of the 4 device consumers through its node "
+        "Uploader), %ld bytes uploaded, %ld device buffers of at least a "
+        "frame live in the 4 consumers, producer CPU per frame %.1f us, the "
+        "4 device consumers' CPU per frame %.1f us\n", n_frames, ups,
+        (double) ups / n_frames, atomic_load (&shared->consumer_upload_bytes),
+        atomic_load (&shared->consumer_device_buffers), cpu / 1000.0,
+        atomic_load (&shared->device_consumer_cpu_ns) / 1000.0 / n_frames);
+  }
+  return 0;
+}
+
+int
+main (int argc, char **argv)
+{
+  char dir[] = "/tmp/pf-domains-XXXXXX";
+  int res;
+
+  if (argc < 2 || (strcmp (argv[1], "copy") && strcmp (argv[1], "off") &&
+          strcmp (argv[1], "far") && strcmp (argv[1], "rules") &&
+          (strcmp (argv[1], "bench") ||
+              argc != 4 || (strcmp (argv[2], "on") &&
+                  strcmp (argv[2], "off"))))) {
+    fprintf (stderr, "usage: %s copy|off|far|rules | bench on|off N_FRAMES\n",
+        argv[0]);
+    return 2;
+  }
+  CHECK (mkdtemp (dir) != NULL);
+  shared = mmap (NULL, sizeof (*shared), PROT_READ | PROT_WRITE,
+      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  CHECK (shared != MAP_FAILED);
+  if (strcmp (argv[1], "copy") == 0)
+    res = case_copy (dir);
+  else if (strcmp (argv[1], "off") == 0)
+    res = case_off (dir);
+  else if (strcmp (argv[1], "far") == 0)
+    res = case_far (dir);
+  else if (strcmp (argv[1], "rules") == 0)
+    res = case_rules (dir);
+  else
+    res = bench (dir, strcmp (argv[2], "on") == 0, atoi (argv[3]));
+  rmdir (dir);
+  if (res == 0)
+    printf ("ok %s\n", argv[1]);
+  return res;
+}
