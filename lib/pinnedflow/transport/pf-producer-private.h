@@ -40,6 +40,11 @@
  * connections cannot take every one of the MAX_CLIENTS places. */
 #define HANDSHAKE_TIMEOUT_NS UINT64_C (5000000000)
 
+/* The release doorbell on demand (pf-producer-release.c): with a client
+ * on a ring and nothing published for this long, the I/O thread takes the
+ * releases and asks for the doorbell until the next publish. */
+#define RELEASE_IDLE_NS UINT64_C (500000000)
+
 /* GstBufferFlags' DELTA_UNIT: a frame that is not a key frame. */
 #define PF_BUFFER_FLAG_DELTA_UNIT 0x2000u
 /* Drops of one client are reported at most this often (the first at once). */
@@ -211,6 +216,12 @@ struct pf_producer
   /* Delivery */
   pthread_cond_t cond;          /* CLOCK_MONOTONIC: a client may have room */
   unsigned int n_waiters;       /* in pf_producer_wait_ready() */
+  /* The release doorbell on demand (pf-producer-release.c): the waits for
+   * a release (a blocked wait_ready, pf_producer_want_releases (), the
+   * idle I/O thread); while not 0, every ring's release_want is set */
+  unsigned int want_releases;
+  int idle_want;                /* the I/O thread's one, until a publish */
+  uint64_t last_publish_ns;     /* monotonic ns of the last publish */
   int flushing;
   int live;
   int reliable_timeout_ms;      /* -1: no bound */
@@ -334,6 +345,19 @@ void client_read_releases (pf_producer * p, struct client *c,
     struct event_list *ev);
 void client_take_releases (pf_producer * p, struct client *c,
     struct event_list *ev);
+/* The release doorbell on demand (pf-producer-release.c). @delta +1: a
+ * wait for a release begins: the rings' release_want set (on the first),
+ * then every ring's releases taken (@ev); -1: it ended (cleared on the
+ * last). */
+void release_want (pf_producer * p, int delta, struct event_list *ev);
+/* The I/O thread, each round: ms until the producer counts as idle (no
+ * publish for RELEASE_IDLE_NS with a client on a ring), 0 when it is
+ * (release_idle () then asks for the doorbell), -1: never. */
+int release_idle_ms (pf_producer * p, uint64_t * now);
+void release_idle (pf_producer * p, struct event_list *ev);
+/* A publish: the idle want (if any) ends, and the I/O thread is woken
+ * to count from now again. */
+void release_publish (pf_producer * p, uint64_t now);
 int client_offer_frame (pf_producer * p, struct client *c,
     const uint8_t * buf, size_t len, struct pseg *const *ps,
     unsigned int n_chunks, struct pframe *f, uint64_t bytes,

@@ -13,6 +13,24 @@
  * order is pf-ring.c's; each release is checked as a RELEASE message is
  * (client_handle_release (), pf-producer-client.c).
  *
+ * The release doorbell on demand (issue 35; docs/protocol.md, 3.10; the
+ * memory order: pf-ring.c, SYNC POINT 4). Since a publisher takes the
+ * releases itself, the doorbell only matters to a thread that sleeps until
+ * a release comes. The producer announces in every ring it makes that its
+ * consumer need ring only while the ring's release_want is set, and sets
+ * it while p->want_releases counts a wait (release_want ()): a blocked
+ * pf_producer_wait_ready (), each pf_producer_want_releases (1) not yet
+ * ended (the pools' waits for a free slot), and the idle I/O thread. A
+ * wait that begins sets the word, fences, then takes every ring's
+ * releases before its caller sleeps: a release published after that is
+ * rung for. The idle rescan keeps frame_released coming when nobody
+ * publishes (the end of a stream, a paused pipeline): with a client on a
+ * ring and nothing published for RELEASE_IDLE_NS, the I/O thread takes the
+ * releases and wants the doorbell until the next publish (which wakes it
+ * to count from there again). So
+ * while a stream flows, the I/O thread is woken about twice a second for
+ * it, not once per frame.
+ *
  * Threads and locks: p->lock held; nothing blocks (the doorbell is read
  * with MSG_DONTWAIT); no user callback (released frames go on the
  * caller's event_list). Calls go one way: pf-producer.c and
@@ -109,4 +127,85 @@ client_read_releases (pf_producer * p, struct client *c, struct event_list *ev)
 {
   if (client_drain_release_doorbell (p, c))
     client_take_releases (p, c, ev);
+}
+
+/* Sets or clears the release_want of every ring (active clients). */
+static void
+want_set_all (pf_producer * p, int want)
+{
+  struct client *c;
+
+  for (c = p->clients; c != NULL; c = c->next)
+    if (c->ring != NULL && c->state != CLIENT_DEAD)
+      pf_ring_release_want (c->ring, want);
+}
+
+void
+release_want (pf_producer * p, int delta, struct event_list *ev)
+{
+  struct client *c;
+
+  if (delta < 0) {
+    /* no fence: a consumer that still sees the word set rings once more */
+    if (p->want_releases > 0 && --p->want_releases == 0)
+      want_set_all (p, 0);
+    return;
+  }
+  if (p->want_releases++ == 0)
+    want_set_all (p, 1);
+  /* SYNC POINT 4: the word, the fence, then the releases (pf-ring.c):
+   * what this does not take, its consumer rings for */
+  pf_ring_release_want_fence ();
+  for (c = p->clients; c != NULL; c = c->next)
+    if (c->state == CLIENT_ACTIVE && c->rel != NULL)
+      client_take_releases (p, c, ev);
+}
+
+/* 1 when a client has a ring (only its releases can go unrung). Not
+ * only those that hold frames: a publish would have to wake the I/O
+ * thread to count from it when the first is held. */
+static int
+ring_clients (pf_producer * p)
+{
+  struct client *c;
+
+  for (c = p->clients; c != NULL; c = c->next)
+    if (c->state == CLIENT_ACTIVE && c->rel != NULL)
+      return 1;
+  return 0;
+}
+
+int
+release_idle_ms (pf_producer * p, uint64_t * now)
+{
+  uint64_t due = p->last_publish_ns + RELEASE_IDLE_NS;
+
+  if (p->idle_want || !ring_clients (p))
+    return -1;
+  if (*now == 0)
+    *now = pf_monotonic_ns ();
+  return *now >= due ? 0 : (int) ((due - *now) / 1000000) + 1;
+}
+
+void
+release_idle (pf_producer * p, struct event_list *ev)
+{
+  uint64_t now = 0;
+
+  if (release_idle_ms (p, &now) != 0)
+    return;
+  p->idle_want = 1;
+  release_want (p, +1, ev);
+}
+
+void
+release_publish (pf_producer * p, uint64_t now)
+{
+  p->last_publish_ns = now;
+  if (!p->idle_want)
+    return;
+  p->idle_want = 0;
+  release_want (p, -1, NULL);
+  /* asleep without a deadline: it counts from this publish again */
+  producer_wake (p);
 }

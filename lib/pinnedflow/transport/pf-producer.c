@@ -14,8 +14,11 @@
  * the last reference of segments (whose destroy notify takes p->lock).
  *
  * Waiting: pf_producer_wait_ready() sleeps on p->cond (CLOCK_MONOTONIC)
- * under p->lock; the I/O thread broadcasts it after every round that may
- * have made room (releases, reaped clients, a drained socket), and so do
+ * under p->lock, with the release doorbells asked for while it does
+ * (release_want (), pf-producer-release.c: the consumers with a frame
+ * ring ring only then); the I/O thread broadcasts it after every round
+ * that may have made room (releases, reaped clients, a drained socket),
+ * and so do
  * pf_producer_set_flushing(), _set_live(), _set_reliable_timeout() and
  * close. The waiter itself applies the reliable timeout (it knows when it
  * started waiting for whom) and, in a live stream, the lag budget
@@ -385,6 +388,8 @@ pf_producer_publish (pf_producer * p, const pf_producer_frame * frame,
     goto out;
   }
   now = pf_monotonic_ns ();
+  /* we take the releases now: no doorbell for them while we publish */
+  release_publish (p, now);
   if (chunks_check (p, frame, ps, &bytes) < 0) {
     res = -EINVAL;
     goto out;
@@ -496,6 +501,7 @@ pf_producer_get_client_stats (pf_producer * p, pf_client_stats * stats,
       stats[n].requested = c->info.requested;
       stats[n].delivery = c->info.delivery;
       stats[n].demoted = c->demoted;
+      stats[n].release_rings = (uint32_t) c->rel_rings;
     }
     n++;
   }
@@ -659,7 +665,7 @@ pf_producer_wait_ready (pf_producer * p, int timeout_ms)
   /* a live stream's wait: when it began, when its lag budget runs out */
   uint64_t wait_start = 0, live_deadline = UINT64_MAX;
   struct timespec ts;
-  int res;
+  int res, wanting = 0;
 
   if (p == NULL)
     return -EINVAL;
@@ -705,6 +711,14 @@ pf_producer_wait_ready (pf_producer * p, int timeout_ms)
     }
     if (deadline < next)
       next = deadline;
+    if (!wanting) {
+      /* about to sleep until a release: the release doorbells from now
+       * on, and the releases published before that (pf-producer-release.c);
+       * then look again */
+      release_want (p, +1, &ev);
+      wanting = 1;
+      continue;
+    }
     if (next == UINT64_MAX) {
       pthread_cond_wait (&p->cond, &p->lock);
     } else {
@@ -715,11 +729,28 @@ pf_producer_wait_ready (pf_producer * p, int timeout_ms)
   }
   if (wait_start != 0)
     pacing_spend (p, wait_start, pf_monotonic_ns ());
+  if (wanting)
+    release_want (p, -1, &ev);
   p->n_waiters--;
   pthread_mutex_unlock (&p->lock);
   if (ev.head != NULL || ev.released != NULL)
     io_dispatch_events (p, &ev);
   return res;
+}
+
+int
+pf_producer_want_releases (pf_producer * p, int want)
+{
+  struct event_list ev = { NULL };
+
+  if (p == NULL)
+    return -EINVAL;
+  pthread_mutex_lock (&p->lock);
+  release_want (p, want ? +1 : -1, &ev);
+  pthread_mutex_unlock (&p->lock);
+  if (ev.head != NULL || ev.released != NULL)
+    io_dispatch_events (p, &ev);
+  return 0;
 }
 
 int
