@@ -24,42 +24,39 @@
 #include <pinnedflow/pf-segment.h>
 
 #ifdef __cplusplus
-extern "C"
-{
+extern "C" {
 #endif
 
 /* Since: 0.1 */
-  typedef struct pf_consumer pf_consumer;
+typedef struct pf_consumer pf_consumer;
 
 /* Since: 0.1 */
-  enum pf_event_type
-  {
-    PF_EVENT_CAPS = 1,
-    PF_EVENT_FRAME = 2,
-    PF_EVENT_EOS = 3,
-    /* The producer's stream changed (liveness, segment, this consumer's
-     * delivery): ev->stream. Only for consumers made with the _with() calls. */
-    PF_EVENT_STREAM = 4,
-  };
+enum pf_event_type {
+  PF_EVENT_CAPS = 1,
+  PF_EVENT_FRAME = 2,
+  PF_EVENT_EOS = 3,
+  /* The producer's stream changed (liveness, segment, this consumer's
+   * delivery): ev->stream. Only for consumers made with the _with() calls. */
+  PF_EVENT_STREAM = 4,
+};
 
 /* Since: 0.1 */
-  typedef struct
-  {
-    int type;                   /* enum pf_event_type */
-    /* PF_EVENT_CAPS: the new caps; valid until the next pf_consumer_receive() */
-    const char *caps;
-    uint32_t caps_seq;
-    /* PF_EVENT_FRAME: the frame as sent (seq, timestamps, video meta, chunks
-     * with the producer's segment ids) ... */
-    pf_consumer_frame frame;
-    /* ... and, per chunk, the local segment (one reference owned by the event:
-     * pf_consumer_event_clear() drops it; take your own to keep it) and the
-     * address of the chunk's first byte in our read-only mapping. */
-    pf_segment *segments[PF_MAX_CHUNKS];
-    const void *data[PF_MAX_CHUNKS];
-    /* PF_EVENT_STREAM: what the producer said (also pf_consumer_get_stream()) */
-    pf_stream_info stream;
-  } pf_event;
+typedef struct {
+  int type;                     /* enum pf_event_type */
+  /* PF_EVENT_CAPS: the new caps; valid until the next pf_consumer_receive() */
+  const char *caps;
+  uint32_t caps_seq;
+  /* PF_EVENT_FRAME: the frame as sent (seq, timestamps, video meta, chunks
+   * with the producer's segment ids) ... */
+  pf_consumer_frame frame;
+  /* ... and, per chunk, the local segment (one reference owned by the event:
+   * pf_consumer_event_clear() drops it; take your own to keep it) and the
+   * address of the chunk's first byte in our read-only mapping. */
+  pf_segment *segments[PF_MAX_CHUNKS];
+  const void *data[PF_MAX_CHUNKS];
+  /* PF_EVENT_STREAM: what the producer said (also pf_consumer_get_stream()) */
+  pf_stream_info stream;
+} pf_event;
 
 /**
  * pf_consumer_options:
@@ -72,12 +69,11 @@ extern "C"
  *
  * Since: 0.1
  */
-  typedef struct
-  {
-    uint32_t delivery;
-    uint32_t flags;
-    uint64_t reserved[2];       /* 0 */
-  } pf_consumer_options;
+typedef struct {
+  uint32_t delivery;
+  uint32_t flags;
+  uint64_t reserved[2];         /* 0 */
+} pf_consumer_options;
 
 /**
  * pf_consumer_connect:
@@ -103,8 +99,8 @@ extern "C"
  *
  * Since: 0.1
  */
-  PF_API int pf_consumer_connect (const char *socket_path, int timeout_ms,
-      pf_consumer ** out);
+PF_API int pf_consumer_connect (const char *socket_path, int timeout_ms,
+    pf_consumer ** out);
 
 /**
  * pf_consumer_connect_cancellable:
@@ -121,8 +117,8 @@ extern "C"
  *
  * Since: 0.1
  */
-  PF_API int pf_consumer_connect_cancellable (const char *socket_path,
-      int timeout_ms, int cancel_fd, pf_consumer ** out);
+PF_API int pf_consumer_connect_cancellable (const char *socket_path, int timeout_ms,
+    int cancel_fd, pf_consumer ** out);
 
 /**
  * pf_consumer_connect_with:
@@ -145,15 +141,15 @@ extern "C"
  *
  * Since: 0.1
  */
-  PF_API int pf_consumer_connect_with (const char *socket_path, int timeout_ms,
-      int cancel_fd, const pf_consumer_options * options, pf_consumer ** out);
+PF_API int pf_consumer_connect_with (const char *socket_path, int timeout_ms,
+    int cancel_fd, const pf_consumer_options * options, pf_consumer ** out);
 
 /* pf_consumer_new_from_fd() with @options, reporting as
  * pf_consumer_connect_with().
  * Since: 0.1
  */
-  PF_API int pf_consumer_new_from_fd_with (int fd, int timeout_ms,
-      const pf_consumer_options * options, pf_consumer ** out);
+PF_API int pf_consumer_new_from_fd_with (int fd, int timeout_ms,
+    const pf_consumer_options * options, pf_consumer ** out);
 
 /* Like pf_consumer_connect() on an already connected SOCK_SEQPACKET socket
  * (e.g. one end of a socketpair()): does the HELLO exchange, waiting up to
@@ -162,35 +158,33 @@ extern "C"
  * failure).
  * Since: 0.1
  */
-  PF_API int pf_consumer_new_from_fd (int fd, int timeout_ms,
-      pf_consumer ** out);
+PF_API int pf_consumer_new_from_fd (int fd, int timeout_ms, pf_consumer ** out);
 
 /* Why the last pf_consumer_connect()/pf_consumer_new_from_fd() of this
  * thread failed (there is no consumer to ask then).
  * Since: 0.1
  */
-  PF_API const char *pf_consumer_connect_error (void);
+PF_API const char *pf_consumer_connect_error (void);
 /* Since: 0.1 */
-  PF_API pf_consumer *pf_consumer_ref (pf_consumer * c);
+PF_API pf_consumer *pf_consumer_ref (pf_consumer * c);
 /* Dropping the last reference closes the connection; releases of frames
  * still out are then no-ops (the producer reclaims them on hang-up).
  * Since: 0.1
  */
-  PF_API void pf_consumer_unref (pf_consumer * c);
+PF_API void pf_consumer_unref (pf_consumer * c);
 
 /* Flags of #pf_consumer_budget.
  * Since: 0.1
  */
-  enum pf_consumer_budget_flags
-  {
-    /* Prefault every imported segment (MAP_POPULATE) instead of mapping it
-     * lazily: no page fault on first use, but every page of every segment,
-     * holes included, is committed at once. */
-    PF_CONSUMER_PREFAULT = 1u << 0,
-    /* Also try to mlock() every imported segment (implies PREFAULT; falls
-     * back to unlocked when refused, see pf_segment_get_state()). */
-    PF_CONSUMER_LOCK = 1u << 1,
-  };
+enum pf_consumer_budget_flags {
+  /* Prefault every imported segment (MAP_POPULATE) instead of mapping it
+   * lazily: no page fault on first use, but every page of every segment,
+   * holes included, is committed at once. */
+  PF_CONSUMER_PREFAULT = 1u << 0,
+  /* Also try to mlock() every imported segment (implies PREFAULT; falls
+   * back to unlocked when refused, see pf_segment_get_state()). */
+  PF_CONSUMER_LOCK = 1u << 1,
+};
 
 /* Defaults of #pf_consumer_budget: a 4K RGBA pool of 16 frames (506 MiB)
  * fits, a 1 GiB segment does not. */
@@ -213,12 +207,11 @@ extern "C"
  *
  * Since: 0.1
  */
-  typedef struct
-  {
-    uint64_t max_bytes;
-    uint32_t max_segments;
-    uint32_t flags;
-  } pf_consumer_budget;
+typedef struct {
+  uint64_t max_bytes;
+  uint32_t max_segments;
+  uint32_t flags;
+} pf_consumer_budget;
 
 /**
  * pf_consumer_set_budget:
@@ -231,19 +224,19 @@ extern "C"
  *
  * Since: 0.1
  */
-  PF_API int pf_consumer_set_budget (pf_consumer * c,
-      const pf_consumer_budget * budget);
+PF_API int pf_consumer_set_budget (pf_consumer * c,
+    const pf_consumer_budget * budget);
 /* The budget in force, defaults filled in.
  * Since: 0.1
  */
-  PF_API void pf_consumer_get_budget (pf_consumer * c,
-      pf_consumer_budget * budget);
+PF_API void pf_consumer_get_budget (pf_consumer * c,
+    pf_consumer_budget * budget);
 /* What counts against the budget now (bytes, segments; either may be
  * NULL). Receiving thread only.
  * Since: 0.1
  */
-  PF_API void pf_consumer_get_mapped (pf_consumer * c, uint64_t * bytes,
-      uint32_t * count);
+PF_API void pf_consumer_get_mapped (pf_consumer * c, uint64_t * bytes,
+    uint32_t * count);
 
 /* What to poll for POLLIN to integrate with any event loop: the socket,
  * or, when the consumer asks for a frame ring (the default; see
@@ -251,7 +244,7 @@ extern "C"
  * ring's doorbell. The same fd for the connection's life.
  * Since: 0.1
  */
-  PF_API int pf_consumer_get_fd (pf_consumer * c);
+PF_API int pf_consumer_get_fd (pf_consumer * c);
 /* Receiving thread, before it polls pf_consumer_get_fd(): acknowledges
  * the frames taken from the frame ring (reads their doorbell rings), so
  * that the fd does not poll readable for them; done here, the read is off
@@ -259,7 +252,7 @@ extern "C"
  * was not). 0, or the negative errno that failed the connection.
  * Since: 0.1
  */
-  PF_API int pf_consumer_prepare_wait (pf_consumer * c);
+PF_API int pf_consumer_prepare_wait (pf_consumer * c);
 
 /**
  * pf_consumer_receive:
@@ -283,66 +276,63 @@ extern "C"
  *
  * Since: 0.1
  */
-  PF_API int pf_consumer_receive (pf_consumer * c, int timeout_ms,
-      pf_event * ev);
+PF_API int pf_consumer_receive (pf_consumer * c, int timeout_ms, pf_event * ev);
 
 /* Drops the references a FRAME event holds (its segments and data
  * pointers are NULL after, and its type 0). Safe on any event, and twice.
  * Since: 0.1
  */
-  PF_API void pf_consumer_event_clear (pf_event * ev);
+PF_API void pf_consumer_event_clear (pf_event * ev);
 
 /* Releases frame @seq. -ENOENT if not held, -EPIPE if disconnected.
  * Since: 0.1
  */
-  PF_API int pf_consumer_release (pf_consumer * c, uint64_t seq);
+PF_API int pf_consumer_release (pf_consumer * c, uint64_t seq);
 
 /* Frames received and not yet released.
  * Since: 0.1
  */
-  PF_API unsigned int pf_consumer_get_held (pf_consumer * c);
+PF_API unsigned int pf_consumer_get_held (pf_consumer * c);
 /* The producer's per-client limit from its HELLO.
  * Since: 0.1
  */
-  PF_API uint32_t pf_consumer_get_max_held (pf_consumer * c);
+PF_API uint32_t pf_consumer_get_max_held (pf_consumer * c);
 /* Since: 0.1 */
-  PF_API uint64_t pf_consumer_get_session_id (pf_consumer * c);
+PF_API uint64_t pf_consumer_get_session_id (pf_consumer * c);
 /* The last error, human readable (empty if none).
  * Since: 0.1
  */
-  PF_API const char *pf_consumer_get_error (pf_consumer * c);
+PF_API const char *pf_consumer_get_error (pf_consumer * c);
 
 /* The delivery in force (enum pf_delivery: 1 or 2) as the producer's last
  * STREAM said; 0 before the first STREAM was received. Receiving thread.
  * Since: 0.1
  */
-  PF_API uint32_t pf_consumer_get_delivery (pf_consumer * c);
+PF_API uint32_t pf_consumer_get_delivery (pf_consumer * c);
 /* The producer's last STREAM (all zero before one came). Receiving
  * thread.
  * Since: 0.1
  */
-  PF_API void pf_consumer_get_stream (pf_consumer * c, pf_stream_info * info);
+PF_API void pf_consumer_get_stream (pf_consumer * c, pf_stream_info * info);
 
 /* Since: 0.1 */
-  typedef struct
-  {
-    uint64_t frames_received;   /* FRAMEs read, stale ones included */
-    /* newest frame: queued frames released unseen for a newer one */
-    uint64_t frames_stale_dropped;
-    /* gaps in seq: frames the producer did not send us (drops, key-frame
-     * waits) after our first frame */
-    uint64_t frames_missed;
-    uint32_t delivery;          /* as pf_consumer_get_delivery() */
-    uint32_t demoted;           /* 1: the producer demoted us */
-  } pf_consumer_stats;
+typedef struct {
+  uint64_t frames_received;     /* FRAMEs read, stale ones included */
+  /* newest frame: queued frames released unseen for a newer one */
+  uint64_t frames_stale_dropped;
+  /* gaps in seq: frames the producer did not send us (drops, key-frame
+   * waits) after our first frame */
+  uint64_t frames_missed;
+  uint32_t delivery;            /* as pf_consumer_get_delivery() */
+  uint32_t demoted;             /* 1: the producer demoted us */
+} pf_consumer_stats;
 
 /* Counters of this connection. Receiving thread.
  * Since: 0.1
  */
-  PF_API void pf_consumer_get_stats (pf_consumer * c,
-      pf_consumer_stats * stats);
+PF_API void pf_consumer_get_stats (pf_consumer * c, pf_consumer_stats * stats);
 
 #ifdef __cplusplus
 }
 #endif
-#endif                          /* __PF_CONSUMER_H__ */
+#endif /* __PF_CONSUMER_H__ */

@@ -17,36 +17,34 @@
 #include <stddef.h>
 
 #ifdef __cplusplus
-extern "C"
-{
+extern "C" {
 #endif
 
 /* Which way the bytes go, seen from the maker. */
-  enum pf_doorbell_dir
-  {
-    PF_DOORBELL_WE_RING,        /* we ring, the peer reads */
-    PF_DOORBELL_PEER_RINGS,     /* the peer rings, we read */
-  };
+enum pf_doorbell_dir {
+  PF_DOORBELL_WE_RING,          /* we ring, the peer reads */
+  PF_DOORBELL_PEER_RINGS,       /* the peer rings, we read */
+};
 
 /* A new doorbell: @fds[0] ours, @fds[1] for the peer (both close-on-exec;
  * the direction not used is shut down). 0 or a negative errno. */
-  int pf_doorbell_new (enum pf_doorbell_dir dir, int fds[2]);
+int pf_doorbell_new (enum pf_doorbell_dir dir, int fds[2]);
 
 /* Rings @fd once: 0, -EAGAIN (full: rung already), or a negative errno
  * (-EPIPE: the peer closed its end). Never blocks. */
-  int pf_doorbell_ring (int fd);
+int pf_doorbell_ring (int fd);
 
 /* Reads at most @max rings (bytes; capped at 256 per call): how many, 0
  * when the other end is closed (end of file, or reset), -EAGAIN when none
  * is there, another negative errno for an fd that is no doorbell. Never
  * blocks. */
-  int pf_doorbell_read (int fd, size_t max);
+int pf_doorbell_read (int fd, size_t max);
 
 /* 0 if @fd, received from a peer, can be a doorbell (an AF_UNIX
  * SOCK_STREAM socket), -EPROTO if not. */
-  int pf_doorbell_check (int fd);
+int pf_doorbell_check (int fd);
 
 #ifdef __cplusplus
 }
 #endif
-#endif                          /* __PF_DOORBELL_PRIVATE_H__ */
+#endif /* __PF_DOORBELL_PRIVATE_H__ */

@@ -15,8 +15,7 @@
 #include <sys/types.h>
 
 #ifdef __cplusplus
-extern "C"
-{
+extern "C" {
 #endif
 
 /* Receive at most this many fds per packet; more is a truncation (all are
@@ -25,11 +24,10 @@ extern "C"
 #define PF_SOCKET_MAX_RECV_FDS 16
 
 /* Identity of the socket file we created, to unlink only our own. */
-  typedef struct
-  {
-    uint64_t dev;
-    uint64_t ino;
-  } pf_socket_file;
+typedef struct {
+  uint64_t dev;
+  uint64_t ino;
+} pf_socket_file;
 
 /**
  * pf_socket_listen:
@@ -45,21 +43,21 @@ extern "C"
  *
  * Returns: the listening fd, or a negative errno.
  */
-  int pf_socket_listen (const char *path, unsigned int perms, int backlog,
-      pf_socket_file * file);
+int pf_socket_listen (const char *path, unsigned int perms, int backlog,
+    pf_socket_file * file);
 
 /* Unlinks @path if it is still the file pf_socket_listen() created. */
-  void pf_socket_unlink (const char *path, const pf_socket_file * file);
+void pf_socket_unlink (const char *path, const pf_socket_file * file);
 
 /* One connect attempt (blocking socket, close-on-exec). Returns the fd or a
  * negative errno (-ENOENT / -ECONNREFUSED: nobody listens yet). */
-  int pf_socket_connect (const char *path);
+int pf_socket_connect (const char *path);
 
 /* sendmsg() of one packet with @n_fds fds, MSG_NOSIGNAL added to @flags.
  * Returns 0 when the whole packet went out, or a negative errno (-EAGAIN
  * with MSG_DONTWAIT when the socket is full). */
-  int pf_socket_send (int fd, const void *buf, size_t len, const int *fds,
-      unsigned int n_fds, int flags);
+int pf_socket_send (int fd, const void *buf, size_t len, const int *fds,
+    unsigned int n_fds, int flags);
 
 /**
  * pf_socket_recv:
@@ -74,17 +72,17 @@ extern "C"
  * Returns: the packet length (> 0), 0 on end of stream, -EAGAIN, -EPROTO or
  * another negative errno.
  */
-  ssize_t pf_socket_recv (int fd, void *buf, size_t cap, int flags, int *fds,
-      unsigned int *n_fds, const char **why);
+ssize_t pf_socket_recv (int fd, void *buf, size_t cap, int flags, int *fds,
+    unsigned int *n_fds, const char **why);
 
 /* SO_PEERCRED of a connected socket. */
-  int pf_socket_peercred (int fd, int32_t * pid, uint32_t * uid,
-      uint32_t * gid);
+int pf_socket_peercred (int fd, int32_t * pid, uint32_t * uid,
+    uint32_t * gid);
 
 /* Closes @n fds and sets them to -1. */
-  void pf_socket_close_fds (int *fds, unsigned int n);
+void pf_socket_close_fds (int *fds, unsigned int n);
 
 #ifdef __cplusplus
 }
 #endif
-#endif                          /* __PF_SOCKET_PRIVATE_H__ */
+#endif /* __PF_SOCKET_PRIVATE_H__ */
