@@ -42,7 +42,9 @@
 
 /* The release doorbell on demand (pf-producer-release.c): with a client
  * on a ring and nothing published for this long, the I/O thread takes the
- * releases and asks for the doorbell until the next publish. */
+ * releases and asks for the doorbell until the next publish.
+ * PINNEDFLOW_RELEASE_IDLE_MS in the environment changes it (0: never; the
+ * tests that must see a release come through the doorbell alone). */
 #define RELEASE_IDLE_NS UINT64_C (500000000)
 
 /* GstBufferFlags' DELTA_UNIT: a frame that is not a key frame. */
@@ -222,6 +224,8 @@ struct pf_producer
   unsigned int want_releases;
   int idle_want;                /* the I/O thread's one, until a publish */
   uint64_t last_publish_ns;     /* monotonic ns of the last publish */
+  uint64_t idle_ns;             /* RELEASE_IDLE_NS, or the environment's
+                                 * PINNEDFLOW_RELEASE_IDLE_MS; 0: never */
   int flushing;
   int live;
   int reliable_timeout_ms;      /* -1: no bound */

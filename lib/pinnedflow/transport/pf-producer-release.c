@@ -178,9 +178,9 @@ ring_clients (pf_producer * p)
 int
 release_idle_ms (pf_producer * p, uint64_t * now)
 {
-  uint64_t due = p->last_publish_ns + RELEASE_IDLE_NS;
+  uint64_t due = p->last_publish_ns + p->idle_ns;
 
-  if (p->idle_want || !ring_clients (p))
+  if (p->idle_want || p->idle_ns == 0 || !ring_clients (p))
     return -1;
   if (*now == 0)
     *now = pf_monotonic_ns ();

@@ -145,6 +145,7 @@ pf_producer_new (const pf_producer_config * config, pf_producer ** out)
 {
   struct epoll_event e = {.events = EPOLLIN };
   pthread_condattr_t ca;
+  const char *env;
   pf_producer *p;
   uint64_t i, n_spare;
   int res;
@@ -173,6 +174,9 @@ pf_producer_new (const pf_producer_config * config, pf_producer ** out)
       PF_PRODUCER_DEFAULT_RELIABLE_TIMEOUT_MS : config->reliable_timeout_ms;
   p->reliable_action = config->reliable_action;
   p->live_max_lag_ms = PF_PRODUCER_DEFAULT_LIVE_MAX_LAG_MS;
+  p->idle_ns = RELEASE_IDLE_NS;
+  if ((env = getenv ("PINNEDFLOW_RELEASE_IDLE_MS")) != NULL && *env != '\0')
+    p->idle_ns = strtoull (env, NULL, 10) * UINT64_C (1000000);
   p->listen_fd = p->epoll_fd = p->wake_fd = -1;
   p->max_client_frames = config->max_client_frames;
   p->max_clients = config->max_clients;
