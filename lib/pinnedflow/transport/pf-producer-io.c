@@ -8,7 +8,9 @@
  * a client id, or a client id | TOKEN_RELEASES). It accepts connections
  * (client_new()), hands each ready client to pf-producer-client.c
  * (client_flush(), client_read(), client_read_releases()), fails the
- * handshakes past their deadline, reaps dead clients and broadcasts
+ * handshakes past their deadline, takes the releases when nothing was
+ * published for a while (release_idle(), pf-producer-release.c: release
+ * doorbells ring only on demand), reaps dead clients and broadcasts
  * p->cond after every round that may have made room.
  *
  * Contract: the loop holds p->lock except in epoll_wait() and the user

@@ -27,9 +27,8 @@
  * publishes (the end of a stream, a paused pipeline): with a client on a
  * ring and nothing published for RELEASE_IDLE_NS, the I/O thread takes the
  * releases and wants the doorbell until the next publish (which wakes it
- * to count from there again). So
- * while a stream flows, the I/O thread is woken about twice a second for
- * it, not once per frame.
+ * to count from there again). So while a stream flows, the I/O thread is
+ * woken about twice a second for it, not once per frame.
  *
  * Threads and locks: p->lock held; nothing blocks (the doorbell is read
  * with MSG_DONTWAIT); no user callback (released frames go on the

@@ -18,9 +18,8 @@
  * (release_want (), pf-producer-release.c: the consumers with a frame
  * ring ring only then); the I/O thread broadcasts it after every round
  * that may have made room (releases, reaped clients, a drained socket),
- * and so do
- * pf_producer_set_flushing(), _set_live(), _set_reliable_timeout() and
- * close. The waiter itself applies the reliable timeout (it knows when it
+ * and so do pf_producer_set_flushing(), _set_live(),
+ * _set_reliable_timeout() and close. The waiter itself applies the reliable timeout (it knows when it
  * started waiting for whom) and, in a live stream, the lag budget
  * (pf-producer-pacing.c), and dispatches what that caused after
  * unlocking, like pf_producer_publish() does with drop reports.
