@@ -22,6 +22,9 @@
  *  - old-consumer: a consumer that rings after every release (as before
  *    issue 35, written from the protocol) still gets every frame, its
  *    rings read and counted;
+ *  - quiet-consumer-idle: a consumer that never rings, even when asked,
+ *    still has its releases taken while the producer is idle (the idle
+ *    rescan repeats while frames are held);
  *  - consumer-rings: pf_consumer against a raw producer (written from
  *    docs/protocol.md): a ring header of zeros (a producer from before
  *    issue 35) gets a ring per release; the flag without release_want
@@ -357,6 +360,75 @@ test_idle_rescan (void)
 
 /* ---- raw peers, written from docs/protocol.md ---- */
 
+/* A consumer that never rings, even when asked (a hostile or broken one):
+ * while the producer stays idle, its releases are taken all the same, by
+ * the idle rescan, as long as frames are held. */
+static void
+test_quiet_consumer_idle (void)
+{
+  int fds0 = t_count_fds ();
+  uint8_t buf[PF_MAX_MSG_SIZE], *map = NULL, *rel;
+  int got[8], n_got, i, k, fd = -1, bells[2] = { -1, -1 };
+  uint64_t size = 0, rel_off = 0, seq;
+  pf_producer_config cfg;
+  uint32_t n = 0;
+  pf_segment *seg;
+  t_producer tp;
+  ssize_t len;
+
+  memset (&cfg, 0, sizeof (cfg));
+  setenv ("PINNEDFLOW_RELEASE_IDLE_MS", "50", 1);
+  CHECK_INT (t_producer_start_config (&tp, t_path ("sock"), 2, &cfg), ==, 0);
+  unsetenv ("PINNEDFLOW_RELEASE_IDLE_MS");
+  CHECK_INT (pf_producer_set_caps (tp.p, "video/x-raw"), ==, 0);
+  CHECK_INT (pf_segment_new ("t", SEG_SIZE * 2, 0, &seg), ==, 0);
+  for (k = 0; k < 500 && (fd = pf_test_connect (t_path ("sock"))) < 0; k++)
+    t_sleep_ms (10);
+  CHECK (fd >= 0);
+  pf_msg_write_hello (buf, PF_ROLE_CONSUMER, 0, 0);
+  t_put32 (buf, 28, PF_DELIVERY_EVERY_FRAME | PF_HELLO_FRAME_RING);
+  CHECK_INT (send (fd, buf, 40, MSG_NOSIGNAL), ==, 40);
+  while (map == NULL) {
+    len = t_raw_recv (fd, buf, sizeof (buf), got, 8, &n_got);
+    CHECK_MSG (len > 0, "no FRAME_RING (recv %zd)", len);
+    if (t_get32 (buf, 0) != PF_MSG_FRAME_RING || n_got != 3) {
+      for (i = 0; i < n_got; i++)
+        close (got[i]);
+      continue;
+    }
+    n = t_get32 (buf, 16);
+    memcpy (&size, buf + 24, 8);
+    memcpy (&rel_off, buf + 32, 8);
+    map = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, got[0], 0);
+    close (got[0]);
+    bells[0] = got[1];
+    bells[1] = got[2];
+    CHECK (map != MAP_FAILED);
+  }
+  CHECK_INT (n, ==, 2);         /* entries for max_held 2 */
+  rel = map + rel_off;
+  /* the producer says it rings on demand */
+  CHECK_INT (t_get32 (rel, 16) & PF_RELEASE_RING_ON_DEMAND, !=, 0);
+  wait_connected (&tp, 1);
+  CHECK_INT (t_publish (&tp, seg, 0, SEG_SIZE, 1), ==, 1);
+  CHECK_INT (__atomic_load_n ((uint64_t *) (map + 8), __ATOMIC_ACQUIRE), ==, 1);
+  memcpy (&seq, map + 64 + 16, 8);
+  CHECK_INT (seq, ==, 1);
+  /* idle: it asks for the doorbell */
+  WAIT_FOR (__atomic_load_n ((uint32_t *) (map + 16), __ATOMIC_RELAXED) != 0);
+  /* released in the ring, and never rung */
+  __atomic_store_n ((uint64_t *) (rel + 64), seq, __ATOMIC_RELAXED);
+  __atomic_store_n ((uint64_t *) rel, 1, __ATOMIC_RELEASE);
+  WAIT_FOR (atomic_load (&tp.released) == 1);
+  CHECK_INT (stats_of (&tp).release_rings, ==, 0);
+  CHECK_INT (stats_of (&tp).held, ==, 0);
+  munmap (map, size);
+  close (bells[0]);
+  close (bells[1]);
+  close (fd);
+  t_finish (&tp, seg, fds0);
+}
+
 /* A consumer of before issue 35: it rings after every release, whatever
  * the ring's header says. Reads @n frames (every frame, max_held 1) and
  * releases each. */
@@ -621,6 +693,7 @@ main (int argc, char **argv)
     {"wait-ready", test_wait_ready},
     {"few-rings", test_few_rings},
     {"idle-rescan", test_idle_rescan},
+    {"quiet-consumer-idle", test_quiet_consumer_idle},
     {"old-consumer", test_old_consumer},
     {"consumer-rings", test_consumer_rings},
     {NULL, NULL}

@@ -224,6 +224,7 @@ struct pf_producer
   unsigned int want_releases;
   int idle_want;                /* the I/O thread's one, until a publish */
   uint64_t last_publish_ns;     /* monotonic ns of the last publish */
+  uint64_t idle_scan_ns;        /* ... and of the last idle rescan */
   uint64_t idle_ns;             /* RELEASE_IDLE_NS, or the environment's
                                  * PINNEDFLOW_RELEASE_IDLE_MS; 0: never */
   int flushing;
@@ -356,7 +357,9 @@ void client_take_releases (pf_producer * p, struct client *c,
 void release_want (pf_producer * p, int delta, struct event_list *ev);
 /* The I/O thread, each round: ms until the producer counts as idle (no
  * publish for RELEASE_IDLE_NS with a client on a ring), 0 when it is
- * (release_idle () then asks for the doorbell), -1: never. */
+ * (release_idle () then takes the releases and asks for the doorbell;
+ * idle already, it takes them again every RELEASE_IDLE_NS while frames
+ * are held), -1: never. */
 int release_idle_ms (pf_producer * p, uint64_t * now);
 void release_idle (pf_producer * p, struct event_list *ev);
 /* A publish: the idle want (if any) ends, and the I/O thread is woken

@@ -27,8 +27,12 @@
  * publishes (the end of a stream, a paused pipeline): with a client on a
  * ring and nothing published for RELEASE_IDLE_NS, the I/O thread takes the
  * releases and wants the doorbell until the next publish (which wakes it
- * to count from there again). So while a stream flows, the I/O thread is
- * woken about twice a second for it, not once per frame.
+ * to count from there again); while it stays idle with frames held, it
+ * takes the releases again every RELEASE_IDLE_NS, so a consumer that does
+ * not ring when asked holds the producer's frames no longer than one that
+ * does not release (the reliable timeout and the pools' reclaim still
+ * apply to it). So while a stream flows, the I/O thread is woken about
+ * twice a second for it, not once per frame.
  *
  * Threads and locks: p->lock held; nothing blocks (the doorbell is read
  * with MSG_DONTWAIT); no user callback (released frames go on the
@@ -174,13 +178,34 @@ ring_clients (pf_producer * p)
   return 0;
 }
 
+/* 1 when a client on a ring holds frames. */
+static int
+ring_frames_held (pf_producer * p)
+{
+  struct client *c;
+
+  for (c = p->clients; c != NULL; c = c->next)
+    if (c->state == CLIENT_ACTIVE && c->rel != NULL && c->n_held > 0)
+      return 1;
+  return 0;
+}
+
 int
 release_idle_ms (pf_producer * p, uint64_t * now)
 {
-  uint64_t due = p->last_publish_ns + p->idle_ns;
+  uint64_t due;
 
-  if (p->idle_want || p->idle_ns == 0 || !ring_clients (p))
+  if (p->idle_ns == 0 || !ring_clients (p))
     return -1;
+  if (!p->idle_want) {
+    due = p->last_publish_ns + p->idle_ns;
+  } else if (ring_frames_held (p)) {
+    /* idle already: the doorbells are wanted, but a consumer that does
+     * not ring when asked must not keep its frames for ever either */
+    due = p->idle_scan_ns + p->idle_ns;
+  } else {
+    return -1;
+  }
   if (*now == 0)
     *now = pf_monotonic_ns ();
   return *now >= due ? 0 : (int) ((due - *now) / 1000000) + 1;
@@ -190,11 +215,19 @@ void
 release_idle (pf_producer * p, struct event_list *ev)
 {
   uint64_t now = 0;
+  struct client *c;
 
   if (release_idle_ms (p, &now) != 0)
     return;
-  p->idle_want = 1;
-  release_want (p, +1, ev);
+  p->idle_scan_ns = now;
+  if (!p->idle_want) {
+    p->idle_want = 1;
+    release_want (p, +1, ev);
+    return;
+  }
+  for (c = p->clients; c != NULL; c = c->next)
+    if (c->state == CLIENT_ACTIVE && c->rel != NULL)
+      client_take_releases (p, c, ev);
 }
 
 void
