@@ -32,8 +32,8 @@
  * The producer's idle rescan (pf-producer-release.c) would take
  * unrung releases after 500 ms and hide a doorbell that never rings: these
  * producers run with PINNEDFLOW_RELEASE_IDLE_MS=0 (never), so a ring that
- * does not come fails the case (WAIT_FOR's 30 s), except idle-rescan,
- * which checks that path with a short delay.
+ * does not come fails the case (WAIT_FOR's 30 s), except idle-rescan
+ * and quiet-consumer-idle, which check that path with a delay of 50 ms.
  *
  * Processes: each case runs in a forked child (harness.c); producer and
  * consumer are threads of it, or the consumer is raw (its rings read off
