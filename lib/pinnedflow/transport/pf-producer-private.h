@@ -131,6 +131,9 @@ struct client
   uint64_t rel_rings;           /* rings read from its release doorbell,
                                  * all told (client_read_releases ()) */
   int rel_doorbell;             /* our end: the consumer rings it, or -1 */
+  int held_want;                /* its release_want set because it holds
+                                 * more than half its limit after a publish
+                                 * (pf-producer-release.c) */
   uint32_t ctl_sent;            /* messages put on the socket (sent or
                                  * queued), the HELLO included */
   uint64_t blocked_since;       /* ns a waiter found it full; 0 after a release */
@@ -362,9 +365,16 @@ void release_want (pf_producer * p, int delta, struct event_list *ev);
  * are held), -1: never. */
 int release_idle_ms (pf_producer * p, uint64_t * now);
 void release_idle (pf_producer * p, struct event_list *ev);
+/* The end of a stream (an EOS sent): idle at once, no publish is coming
+ * to take the last releases. */
+void release_idle_now (pf_producer * p, struct event_list *ev);
 /* A publish: the idle want (if any) ends, and the I/O thread is woken
  * to count from now again. */
 void release_publish (pf_producer * p, uint64_t now);
+/* After a publish reached @c: its release doorbell wanted while it holds
+ * more than half of max_client_frames (a memory the producer's
+ * application waits for, unseen by us, may be running out), not after. */
+void release_held (pf_producer * p, struct client *c, struct event_list *ev);
 int client_offer_frame (pf_producer * p, struct client *c,
     const uint8_t * buf, size_t len, struct pseg *const *ps,
     unsigned int n_chunks, struct pframe *f, uint64_t bytes,

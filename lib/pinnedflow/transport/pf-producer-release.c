@@ -34,6 +34,16 @@
  * apply to it). So while a stream flows, the I/O thread is woken about
  * twice a second for it, not once per frame.
  *
+ * What the producer's application waits for without telling us (a pool
+ * of its own that feeds the publisher, the upstream producer of a relay,
+ * whose frames a pinnedshmsrc ! pinnedshmsink holds) is covered by the
+ * held rule (release_held ()): a consumer that holds more than half its
+ * max_client_frames after a publish is asked to ring until a publish finds
+ * it below that again. A consumer that keeps up holds one or two frames
+ * at a publish and is never asked; one that lags rings, and its frames
+ * come back as they are released, as before issue 35. The end of a stream
+ * (pf_producer_send_eos ()) counts as idle at once.
+ *
  * Threads and locks: p->lock held; nothing blocks (the doorbell is read
  * with MSG_DONTWAIT); no user callback (released frames go on the
  * caller's event_list). Calls go one way: pf-producer.c and
@@ -140,7 +150,7 @@ want_set_all (pf_producer * p, int want)
 
   for (c = p->clients; c != NULL; c = c->next)
     if (c->ring != NULL && c->state != CLIENT_DEAD)
-      pf_ring_release_want (c->ring, want);
+      pf_ring_release_want (c->ring, want || c->held_want);
 }
 
 void
@@ -228,6 +238,35 @@ release_idle (pf_producer * p, struct event_list *ev)
   for (c = p->clients; c != NULL; c = c->next)
     if (c->state == CLIENT_ACTIVE && c->rel != NULL)
       client_take_releases (p, c, ev);
+}
+
+void
+release_held (pf_producer * p, struct client *c, struct event_list *ev)
+{
+  int want = c->n_held > 1;
+
+  if (c->ring == NULL || want == c->held_want)
+    return;
+  c->held_want = want;
+  /* wanted anyway while something waits */
+  if (p->want_releases > 0)
+    return;
+  pf_ring_release_want (c->ring, want);
+  if (want) {
+    /* SYNC POINT 4, as in release_want () */
+    pf_ring_release_want_fence ();
+    client_take_releases (p, c, ev);
+  }
+}
+
+void
+release_idle_now (pf_producer * p, struct event_list *ev)
+{
+  if (p->idle_want)
+    return;
+  p->idle_want = 1;
+  p->idle_scan_ns = pf_monotonic_ns ();
+  release_want (p, +1, ev);
 }
 
 void

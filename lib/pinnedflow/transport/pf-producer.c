@@ -424,6 +424,9 @@ pf_producer_publish (pf_producer * p, const pf_producer_frame * frame,
       continue;
     count += client_offer_frame (p, c, (const uint8_t *) &msg, sizeof (msg),
         ps, frame->n_chunks, pf, bytes, frame->buffer_flags, now, &ev);
+    /* lagging: its releases rung from now on (pf-producer-release.c) */
+    if (c->state == CLIENT_ACTIVE)
+      release_held (p, c, &ev);
     /* the next wait_ready must look at this one */
     if (c->state == CLIENT_ACTIVE &&
         c->stats.delivery == PF_DELIVERY_EVERY_FRAME &&
@@ -458,6 +461,7 @@ int
 pf_producer_send_eos (pf_producer * p)
 {
   uint8_t buf[sizeof (struct pf_msg_header)];
+  struct event_list ev = { NULL };
   struct client *c;
   size_t len = pf_msg_write_eos (buf);
 
@@ -469,7 +473,12 @@ pf_producer_send_eos (pf_producer * p)
   for (c = p->clients; c != NULL; c = c->next)
     if (c->state == CLIENT_ACTIVE)
       client_send_ctl (p, c, buf, len, -1);
+  /* no publish comes to take the last releases: the doorbells now, as
+   * when idle (pf-producer-release.c) */
+  release_idle_now (p, &ev);
   pthread_mutex_unlock (&p->lock);
+  if (ev.head != NULL || ev.released != NULL)
+    io_dispatch_events (p, &ev);
   return 0;
 }
 
