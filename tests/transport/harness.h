@@ -28,8 +28,8 @@
  * sleeps until a release must: with the release doorbells asked for
  * meanwhile (pf_producer_want_releases (); a consumer with a frame ring
  * rings only then, docs/protocol.md 3.10). Without it a release reaches
- * frame_released at the next publish, or after the producer's idle
- * delay (500 ms). */
+ * frame_released at the next publish, or, for a consumer that keeps up,
+ * after the producer's idle delay (500 ms). */
 #define T_WAIT_RELEASED(tp, cond) do { \
     pf_producer_want_releases ((tp)->p, 1); \
     WAIT_FOR (cond); \
