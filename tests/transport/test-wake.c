@@ -20,9 +20,9 @@
  *  - few-rings: a producer that never waits, with a consumer that keeps
  *    up, gets no ring at all for hundreds of releases, and frame_released
  *    for all of them;
- *  - lagging: a consumer that holds more than one frame at a publish is
- *    asked to ring (what the producer's application waits for may be
- *    running out), and no longer once it caught up;
+ *  - lagging: a consumer that holds more than half its limit at a
+ *    publish is asked to ring (what the producer's application waits for
+ *    may be running out), and no longer once it caught up;
  *  - old-consumer: a consumer that rings after every release (as before
  *    issue 35, written from the protocol) still gets every frame, its
  *    rings read and counted;
@@ -306,9 +306,9 @@ test_few_rings (void)
   wait_connected (&tp, 1);
   for (i = 1; i <= n; i++) {
     /* the consumer keeps up: it released every frame before this one
-     * (one that lags, holding more than one frame at a publish, is asked
-     * to ring: pf-producer-release.c, release_held ()); this reads a
-     * counter of the consumer's thread, no release of ours */
+     * (one that lags, holding more than half its limit at a publish, is
+     * asked to ring: pf-producer-release.c, release_held ()); this reads
+     * a counter of the consumer's thread, no release of ours */
     WAIT_FOR (atomic_load (&r.got) >= i - 1);
     CHECK_INT (t_publish (&tp, seg, (uint64_t) (i % 16) * SEG_SIZE, SEG_SIZE,
             (uint64_t) i), ==, 1);
@@ -327,14 +327,14 @@ test_few_rings (void)
   t_finish (&tp, seg, fds0);
 }
 
-/* A consumer that lags (two frames held at a publish) is asked to ring
- * until a publish finds it caught up. */
+/* A consumer that lags (more than half its limit, 3 of 4 frames, held at
+ * a publish) is asked to ring until a publish finds it caught up. */
 static void
 test_lagging (void)
 {
   int fds0 = t_count_fds ();
   pf_consumer_options opts = {.delivery = PF_DELIVERY_EVERY_FRAME };
-  uint64_t seqs[3];
+  uint64_t seqs[4];
   pf_consumer *c;
   pf_segment *seg;
   t_producer tp;
@@ -344,8 +344,8 @@ test_lagging (void)
   start (&tp, &seg, 4, 4);
   c = t_connect (&opts);
   wait_connected (&tp, 1);
-  /* two frames out: it lags */
-  for (i = 1; i <= 2; i++) {
+  /* three frames out: it lags */
+  for (i = 1; i <= 3; i++) {
     CHECK_INT (t_publish (&tp, seg, (uint64_t) (i - 1) * SEG_SIZE, SEG_SIZE,
             (uint64_t) i), ==, 1);
     do {
@@ -358,24 +358,24 @@ test_lagging (void)
     pf_consumer_event_clear (&ev);
   }
   /* its releases ring, and come back without a publish or a wait */
-  CHECK_INT (pf_consumer_release (c, seqs[0]), ==, 0);
-  CHECK_INT (pf_consumer_release (c, seqs[1]), ==, 0);
-  WAIT_FOR (atomic_load (&tp.released) == 2);
+  for (i = 0; i < 3; i++)
+    CHECK_INT (pf_consumer_release (c, seqs[i]), ==, 0);
+  WAIT_FOR (atomic_load (&tp.released) == 3);
   CHECK_INT (stats_of (&tp).release_rings, >=, 1);
   /* caught up: the next publish ends it */
-  CHECK_INT (t_publish (&tp, seg, 2 * SEG_SIZE, SEG_SIZE, 3), ==, 1);
+  CHECK_INT (t_publish (&tp, seg, 3 * SEG_SIZE, SEG_SIZE, 4), ==, 1);
   do {
     memset (&ev, 0, sizeof (ev));
     CHECK_INT (pf_consumer_receive (c, 5000, &ev), ==, 1);
     if (ev.type != PF_EVENT_FRAME)
       pf_consumer_event_clear (&ev);
   } while (ev.type != PF_EVENT_FRAME);
-  seqs[2] = ev.frame.seq;
+  seqs[3] = ev.frame.seq;
   pf_consumer_event_clear (&ev);
   i = (int) stats_of (&tp).release_rings;
-  CHECK_INT (pf_consumer_release (c, seqs[2]), ==, 0);
+  CHECK_INT (pf_consumer_release (c, seqs[3]), ==, 0);
   t_sleep_ms (20);
-  CHECK_INT (atomic_load (&tp.released), ==, 2);
+  CHECK_INT (atomic_load (&tp.released), ==, 3);
   CHECK_INT (stats_of (&tp).release_rings, ==, (uint32_t) i);
   pf_consumer_unref (c);
   t_finish (&tp, seg, fds0);
@@ -607,8 +607,11 @@ test_old_consumer (void)
   }
   /* its rings wake the I/O thread: every release comes back */
   WAIT_FOR (atomic_load (&tp.released) == N_FRAMES);
+  /* each frame released once, by its release (a frame given back twice
+   * would count here and not there) */
   st = stats_of (&tp);
   CHECK_INT (st.frames_released, ==, N_FRAMES);
+  CHECK_INT (st.held, ==, 0);
   WAIT_FOR (stats_of (&tp).release_rings == N_FRAMES);
   CHECK_INT (atomic_load (&tp.events[PF_CLIENT_EVENT_DEMOTED]), ==, 0);
   t_producer_stop (&tp);

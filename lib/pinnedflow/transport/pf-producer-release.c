@@ -39,10 +39,15 @@
  * whose frames a pinnedshmsrc ! pinnedshmsink holds) is covered by the
  * held rule (release_held ()): a consumer that holds more than half its
  * max_client_frames after a publish is asked to ring until a publish finds
- * it below that again. A consumer that keeps up holds one or two frames
- * at a publish and is never asked; one that lags rings, and its frames
- * come back as they are released, as before issue 35. The end of a stream
- * (pf_producer_send_eos ()) counts as idle at once.
+ * it below that again (a pool sized for the consumers' limits runs dry
+ * only past it). A consumer that keeps up holds one or two frames at a
+ * publish (a GStreamer consumer often keeps the previous one: a sink's
+ * last sample) and is not asked, unless its limit is 1 or 2; one that lags
+ * rings, and its frames come back as they are released, as before issue
+ * 35. The end of a stream (pf_producer_send_eos ()) counts as idle at
+ * once. A relay's upstream that waits for frames the relay still holds,
+ * with the relay's consumers below half their limit, is not seen: it waits
+ * for the relay's next publish or its idle rescan.
  *
  * Threads and locks: p->lock held; nothing blocks (the doorbell is read
  * with MSG_DONTWAIT); no user callback (released frames go on the
@@ -243,7 +248,7 @@ release_idle (pf_producer * p, struct event_list *ev)
 void
 release_held (pf_producer * p, struct client *c, struct event_list *ev)
 {
-  int want = c->n_held > 1;
+  int want = c->n_held > p->max_client_frames / 2;
 
   if (c->ring == NULL || want == c->held_want)
     return;

@@ -424,9 +424,6 @@ pf_producer_publish (pf_producer * p, const pf_producer_frame * frame,
       continue;
     count += client_offer_frame (p, c, (const uint8_t *) &msg, sizeof (msg),
         ps, frame->n_chunks, pf, bytes, frame->buffer_flags, now, &ev);
-    /* lagging: its releases rung from now on (pf-producer-release.c) */
-    if (c->state == CLIENT_ACTIVE)
-      release_held (p, c, &ev);
     /* the next wait_ready must look at this one */
     if (c->state == CLIENT_ACTIVE &&
         c->stats.delivery == PF_DELIVERY_EVERY_FRAME &&
@@ -442,6 +439,13 @@ pf_producer_publish (pf_producer * p, const pf_producer_frame * frame,
   } else {
     p->unsent++;
   }
+  /* lagging clients: their releases rung from now on
+   * (pf-producer-release.c); only now, with the new frame in p->frames,
+   * since asking takes the releases, and a fast consumer may have
+   * released this frame already */
+  for (c = p->clients; c != NULL; c = c->next)
+    if (c->state == CLIENT_ACTIVE)
+      release_held (p, c, &ev);
   res = count;
 
 out:
