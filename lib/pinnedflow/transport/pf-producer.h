@@ -169,8 +169,8 @@ extern "C"
      * published in their release rings. A consumer with a frame ring
      * wakes the I/O thread for a release only while something waits for
      * one (pf_producer_wait_ready() blocked, pf_producer_want_releases()),
-     * while it lags (more than one frame held at a publish) and after an
-     * EOS: otherwise its releases are taken at the next publish, or by the
+     * while it lags (more than half max_client_frames held at a publish)
+     * and after an EOS: otherwise its releases are taken at the next publish, or by the
      * I/O thread once nothing was published for 500 ms (issue 35). */
     void (*frame_released) (void *user_data, void *frame_token);
     void (*client_connected) (void *user_data, const pf_client_info * info);
