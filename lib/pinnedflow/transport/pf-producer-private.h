@@ -227,6 +227,7 @@ struct pf_producer
   unsigned int want_releases;
   int idle_want;                /* the I/O thread's one, until a publish */
   uint64_t last_publish_ns;     /* monotonic ns of the last publish */
+  uint64_t publish_gap_ns;      /* running mean of the gaps between them */
   uint64_t idle_scan_ns;        /* ... and of the last idle rescan */
   uint64_t idle_ns;             /* RELEASE_IDLE_NS, or the environment's
                                  * PINNEDFLOW_RELEASE_IDLE_MS; 0: never */

@@ -25,14 +25,15 @@
  * releases before its caller sleeps: a release published after that is
  * rung for. The idle rescan keeps frame_released coming when nobody
  * publishes (the end of a stream, a paused pipeline): with a client on a
- * ring and nothing published for RELEASE_IDLE_NS, the I/O thread takes the
+ * ring and nothing published for idle_delay () (sixteen of the stream's
+ * usual gaps between publishes, at most RELEASE_IDLE_NS), the I/O thread takes the
  * releases and wants the doorbell until the next publish (which wakes it
  * to count from there again); while it stays idle with frames held, it
  * takes the releases again every RELEASE_IDLE_NS, so a consumer that does
  * not ring when asked holds the producer's frames no longer than one that
  * does not release (the reliable timeout and the pools' reclaim still
  * apply to it). So while a stream flows, the I/O thread is woken about
- * twice a second for it, not once per frame.
+ * once in sixteen frames for it (its timer), not once per frame.
  *
  * What the producer's application waits for without telling us (a pool
  * of its own that feeds the publisher, the upstream producer of a relay,
@@ -61,6 +62,9 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
+
+/* the shortest idle delay (idle_delay ()) */
+#define IDLE_MIN_NS UINT64_C (2000000)
 
 /* Rings a consumer may send beyond its releases taken: an honest one
  * rings once per release, after publishing it, so never more than n
@@ -193,6 +197,23 @@ ring_clients (pf_producer * p)
   return 0;
 }
 
+/* How long without a publish makes the stream idle: sixteen of its usual
+ * gaps between publishes (their running mean), at least IDLE_MIN_NS and at
+ * most p->idle_ns. A relay's sink (pinnedshmsrc ! pinnedshmsink) holds its
+ * upstream's frames until its consumers' releases are taken, and its next
+ * publish waits for the upstream, which waits for them: the stall is
+ * bounded by a few frame periods, not by p->idle_ns; a stream that flows
+ * never reaches it. */
+static uint64_t
+idle_delay (pf_producer * p)
+{
+  uint64_t d = 16 * p->publish_gap_ns;
+
+  if (p->publish_gap_ns == 0 || d > p->idle_ns)
+    return p->idle_ns;
+  return d < IDLE_MIN_NS ? IDLE_MIN_NS : d;
+}
+
 /* 1 when a client on a ring holds frames. */
 static int
 ring_frames_held (pf_producer * p)
@@ -213,7 +234,7 @@ release_idle_ms (pf_producer * p, uint64_t * now)
   if (p->idle_ns == 0 || !ring_clients (p))
     return -1;
   if (!p->idle_want) {
-    due = p->last_publish_ns + p->idle_ns;
+    due = p->last_publish_ns + idle_delay (p);
   } else if (ring_frames_held (p)) {
     /* idle already: the doorbells are wanted, but a consumer that does
      * not ring when asked must not keep its frames for ever either */
@@ -277,6 +298,15 @@ release_idle_now (pf_producer * p, struct event_list *ev)
 void
 release_publish (pf_producer * p, uint64_t now)
 {
+  if (p->last_publish_ns != 0 && now > p->last_publish_ns) {
+    uint64_t gap = now - p->last_publish_ns;
+
+    /* a running mean (1/8 of each new gap); a pause (the stream idle)
+     * does not count */
+    if (gap < p->idle_ns)
+      p->publish_gap_ns = p->publish_gap_ns == 0 ? gap :
+          p->publish_gap_ns - p->publish_gap_ns / 8 + gap / 8;
+  }
   p->last_publish_ns = now;
   if (!p->idle_want)
     return;
