@@ -9,7 +9,9 @@
  * kernel has udmabuf (an INFO message once per sink where not); the copy
  * pool and the copy of a buffer in other memory into it (read by
  * gstpinnedshmsinkdmabuf.c); the warning when
- * a pool could not be page-locked.
+ * a pool could not be page-locked; the pools' starved hook, which asks
+ * the producer for the consumers' release doorbells while a thread waits
+ * for a buffer.
  *
  * Threads and lifetimes: the copy pool is the streaming thread's, replaced
  * under the sink's lock (unlock() sets it flushing); the slot count reads
@@ -124,16 +126,72 @@ gst_pinned_shm_sink_set_copy_pool (GstPinnedShmSink * self,
   }
 }
 
-/* A pinned pool for @caps with @count buffers of @size bytes. */
+/* The pools' starved hook (gst_pinned_buffer_pool_set_starved_func ()):
+ * a thread that finds a pool empty (upstream in the proposed pool, render
+ * in the copy pool) waits for the consumers' releases, and consumers with
+ * a frame ring ring the release doorbell only while the producer says it
+ * waits (pf_producer_want_releases (), issue 35). The hook asks for them,
+ * which also takes what they released so far: frame_released
+ * (gstpinnedshmsinkbus.c) gives those buffers back to their pool on this
+ * thread, before the acquire looks again. A weak reference: the proposed
+ * pool may outlive the sink upstream. The producer's reference goes to
+ * the fed hook, which ends the wait on the same producer even if the
+ * sink restarted meanwhile. Takes self->lock alone (the lock order of
+ * gstpinnedshmsink-private.h: from render, under the preroll lock). */
+static gpointer
+pool_starved (GstBufferPool * pool, gpointer user_data)
+{
+  GstPinnedShmSink *self = g_weak_ref_get (user_data);
+  pf_producer *producer = NULL;
+
+  if (self == NULL)
+    return NULL;
+  g_mutex_lock (&self->lock);
+  if (self->producer)
+    producer = pf_producer_ref (self->producer);
+  g_mutex_unlock (&self->lock);
+  gst_object_unref (self);
+  if (producer)
+    pf_producer_want_releases (producer, 1);
+  return producer;
+}
+
+static void
+pool_fed (GstBufferPool * pool, gpointer token, gpointer user_data)
+{
+  pf_producer *producer = token;
+
+  if (producer == NULL)
+    return;
+  pf_producer_want_releases (producer, 0);
+  pf_producer_unref (producer);
+}
+
+static void
+pool_hook_free (gpointer user_data)
+{
+  g_weak_ref_clear (user_data);
+  g_free (user_data);
+}
+
+/* A pinned pool for @caps with @count buffers of @size bytes, with the
+ * starved hook. */
 static GstBufferPool *
 make_pool (GstPinnedShmSink * self, GstCaps * caps, gsize size, guint count,
     gboolean video_meta)
 {
   GstBufferPool *pool = gst_pinned_buffer_pool_new_configured (caps, size,
       count, count, video_meta, POOL_SEGMENT_FLAGS);
+  GWeakRef *ref;
 
-  if (pool == NULL)
+  if (pool == NULL) {
     GST_WARNING_OBJECT (self, "pool refused its configuration");
+    return NULL;
+  }
+  ref = g_new0 (GWeakRef, 1);
+  g_weak_ref_init (ref, self);
+  gst_pinned_buffer_pool_set_starved_func (pool, pool_starved, pool_fed, ref,
+      pool_hook_free);
   return pool;
 }
 

@@ -24,6 +24,18 @@
 /* CHECK, CHECK_INT, CHECK_MSG, WAIT_FOR: a failed check ends the case. */
 #include "pf-test-util.h"
 
+/* WAIT_FOR (@cond) on what frame_released counts, as a producer that
+ * sleeps until a release must: with the release doorbells asked for
+ * meanwhile (pf_producer_want_releases (); a consumer with a frame ring
+ * rings only then, docs/protocol.md 3.10). Without it a release reaches
+ * frame_released at the next publish, or, for a consumer that keeps up,
+ * after the producer's idle delay (500 ms). */
+#define T_WAIT_RELEASED(tp, cond) do { \
+    pf_producer_want_releases ((tp)->p, 1); \
+    WAIT_FOR (cond); \
+    pf_producer_want_releases ((tp)->p, 0); \
+  } while (0)
+
 typedef struct
 {
   const char *name;

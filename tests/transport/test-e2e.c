@@ -89,7 +89,7 @@ test_in_process (void)
   for (i = 1; i <= 200; i++) {
     /* Releases travel back asynchronously: wait for the producer to see
      * them, or it would (rightly) skip frames beyond the limit. */
-    WAIT_FOR (tp.released >= i - 4);
+    T_WAIT_RELEASED (&tp, tp.released >= i - 4);
     CHECK_INT (t_publish (&tp, seg, (uint64_t) (i % 4) * SEG_SIZE, FRAME_SIZE,
             i), ==, 1);
     CHECK_INT (consume (c, 1, 1, &caps), ==, 1);
@@ -172,7 +172,7 @@ test_three_processes (void)
   WAIT_FOR (pf_producer_get_n_clients (tp.p) == 3);
 
   for (i = 1; i <= a.n_frames; i++) {
-    WAIT_FOR (tp.released >= i - 4);
+    T_WAIT_RELEASED (&tp, tp.released >= i - 4);
     CHECK_INT (t_publish (&tp, seg, (uint64_t) (i % 4) * SEG_SIZE,
             FRAME_SIZE, i), ==, 3);
   }

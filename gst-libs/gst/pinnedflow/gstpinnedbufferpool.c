@@ -27,7 +27,12 @@
  * release and sleep forever (reproduced with a plain GstBufferPool). The
  * pool calls the base acquire with DONTWAIT and waits itself on the
  * pf_pool's change counter, bumped by every release (pf_pool_notify()),
- * every returned slot and flushing.
+ * every returned slot and flushing. An owner whose buffers come back
+ * through something that must be asked (pinnedshmsink: its consumers
+ * ring the release doorbell only while the producer waits for a release,
+ * issue 35) sets a starved hook (gst_pinned_buffer_pool_set_starved_func
+ * ()): called when an acquire finds the pool empty, before it looks again
+ * and waits, and its fed half when that acquire returns.
  *
  * Threading: @pfpool and @segment are set by start/stop under the object
  * lock and read under it (with a reference), except on the per-buffer path
@@ -114,6 +119,13 @@ struct _GstPinnedBufferPool
    * when not asked for or not possible (no /dev/udmabuf). */
   const int *slot_dmabufs;
   GstAllocator *dmabuf_allocator;
+
+  /* gst_pinned_buffer_pool_set_starved_func (): set before the pool is
+   * used, read under the object lock on the way to a wait */
+  GstPinnedBufferPoolStarvedFunc starved;
+  GstPinnedBufferPoolFedFunc fed;
+  gpointer starved_data;
+  GDestroyNotify starved_notify;
 };
 
 #define gst_pinned_buffer_pool_parent_class parent_class
@@ -530,6 +542,37 @@ wait_for_change (GstPinnedBufferPool * self, pf_pool * seen, guint32 change)
   pf_pool_unref (pfpool);
 }
 
+/* The starved hook, if any: called once an acquire found the pool empty,
+ * before it looks again (and then waits); returns what goes to the fed
+ * hook. */
+static gpointer
+starved_begin (GstPinnedBufferPool * self, gboolean * called)
+{
+  GstPinnedBufferPoolStarvedFunc starved;
+  gpointer data;
+
+  GST_OBJECT_LOCK (self);
+  starved = self->starved;
+  data = self->starved_data;
+  GST_OBJECT_UNLOCK (self);
+  *called = starved != NULL;
+  return starved ? starved (GST_BUFFER_POOL (self), data) : NULL;
+}
+
+static void
+starved_end (GstPinnedBufferPool * self, gpointer token)
+{
+  GstPinnedBufferPoolFedFunc fed;
+  gpointer data;
+
+  GST_OBJECT_LOCK (self);
+  fed = self->fed;
+  data = self->starved_data;
+  GST_OBJECT_UNLOCK (self);
+  if (fed)
+    fed (GST_BUFFER_POOL (self), token, data);
+}
+
 static GstFlowReturn
 gst_pinned_buffer_pool_acquire_buffer (GstBufferPool * pool,
     GstBuffer ** buffer, GstBufferPoolAcquireParams * params)
@@ -537,7 +580,8 @@ gst_pinned_buffer_pool_acquire_buffer (GstBufferPool * pool,
   GstPinnedBufferPool *self = POOL_CAST (pool);
   GstBufferPoolAcquireParams p = { 0, };
   GstFlowReturn ret;
-  gboolean dontwait;
+  gboolean dontwait, starving = FALSE;
+  gpointer token = NULL;
 
   if (params)
     p = *params;
@@ -551,11 +595,23 @@ gst_pinned_buffer_pool_acquire_buffer (GstBufferPool * pool,
     guint32 change = pf_pool_get_change (seen);
 
     ret = PARENT_POOL_CLASS->acquire_buffer (pool, buffer, &p);
-    if (ret != GST_FLOW_EOS || dontwait)
-      return ret;
+    if (ret != GST_FLOW_EOS)
+      break;
+    if (!starving) {
+      /* empty: the owner's hook (it may give buffers back now, and have
+       * later ones woken for), then once more, DONTWAIT or not */
+      token = starved_begin (self, &starving);
+      if (starving)
+        continue;
+    }
+    if (dontwait)
+      break;
     /* Flushing: the base class answers GST_FLOW_FLUSHING next time. */
     wait_for_change (self, seen, change);
   }
+  if (starving)
+    starved_end (self, token);
+  return ret;
 }
 
 static void
@@ -726,10 +782,36 @@ gst_pinned_buffer_pool_get_slot_layout (GstBufferPool * pool,
   return TRUE;
 }
 
+void
+gst_pinned_buffer_pool_set_starved_func (GstBufferPool * pool,
+    GstPinnedBufferPoolStarvedFunc starved, GstPinnedBufferPoolFedFunc fed,
+    gpointer user_data, GDestroyNotify notify)
+{
+  GstPinnedBufferPool *self;
+  GDestroyNotify old_notify;
+  gpointer old_data;
+
+  g_return_if_fail (GST_IS_PINNED_BUFFER_POOL (pool));
+  self = GST_PINNED_BUFFER_POOL (pool);
+  GST_OBJECT_LOCK (self);
+  old_notify = self->starved_notify;
+  old_data = self->starved_data;
+  self->starved = starved;
+  self->fed = fed;
+  self->starved_data = user_data;
+  self->starved_notify = notify;
+  GST_OBJECT_UNLOCK (self);
+  if (old_notify)
+    old_notify (old_data);
+}
+
 static void
 gst_pinned_buffer_pool_finalize (GObject * object)
 {
   GstPinnedBufferPool *self = GST_PINNED_BUFFER_POOL (object);
+
+  if (self->starved_notify)
+    self->starved_notify (self->starved_data);
 
   /* The base class's dispose deactivated the pool: stop ran, unless
    * buffers were still out (then the pf_pool is dropped here). */

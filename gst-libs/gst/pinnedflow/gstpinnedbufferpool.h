@@ -122,5 +122,56 @@ GST_PINNEDFLOW_API GstPinnedSegment *gst_pinned_buffer_pool_get_segment (GstBuff
 GST_PINNEDFLOW_API gboolean gst_pinned_buffer_pool_get_slot_layout (GstBufferPool * pool,
     guint * n_slots, gsize * slot_stride, gsize * slot_size);
 
+/**
+ * GstPinnedBufferPoolStarvedFunc:
+ * @pool: the pool
+ * @user_data: as given to gst_pinned_buffer_pool_set_starved_func()
+ *
+ * Called when an acquire finds every buffer out, before it looks once more
+ * and (without %GST_BUFFER_POOL_ACQUIRE_FLAG_DONTWAIT) waits, on the
+ * acquiring thread, with no lock of the pool held: buffers may be released
+ * to the pool from here (the acquire then takes one). For an owner whose
+ * buffers come back only when asked for while someone waits.
+ *
+ * Returns: (nullable): handed to the #GstPinnedBufferPoolFedFunc when that
+ * acquire returns
+ *
+ * Since: 0.1
+ */
+typedef gpointer (*GstPinnedBufferPoolStarvedFunc) (GstBufferPool * pool,
+    gpointer user_data);
+
+/**
+ * GstPinnedBufferPoolFedFunc:
+ * @pool: the pool
+ * @token: what the #GstPinnedBufferPoolStarvedFunc of this acquire returned
+ * @user_data: as given to gst_pinned_buffer_pool_set_starved_func()
+ *
+ * Called once per call of the #GstPinnedBufferPoolStarvedFunc, when that
+ * acquire returns (a buffer, flushing, or none with DONTWAIT).
+ *
+ * Since: 0.1
+ */
+typedef void (*GstPinnedBufferPoolFedFunc) (GstBufferPool * pool,
+    gpointer token, gpointer user_data);
+
+/**
+ * gst_pinned_buffer_pool_set_starved_func: (skip)
+ * @pool: a #GstPinnedBufferPool
+ * @starved: (nullable): called when an acquire finds the pool empty
+ * @fed: (nullable): called when that acquire returns
+ * @user_data: for both
+ * @notify: (nullable): frees @user_data when replaced or with the pool
+ *
+ * Sets the hooks of an empty pool (pinnedshmsink asks its producer for the
+ * consumers' release doorbells with them). Set them before the pool is
+ * used: an acquire in progress may still call the previous ones.
+ *
+ * Since: 0.1
+ */
+GST_PINNEDFLOW_API void gst_pinned_buffer_pool_set_starved_func (GstBufferPool * pool,
+    GstPinnedBufferPoolStarvedFunc starved, GstPinnedBufferPoolFedFunc fed,
+    gpointer user_data, GDestroyNotify notify);
+
 G_END_DECLS
 #endif /* __GST_PINNED_BUFFER_POOL_H__ */

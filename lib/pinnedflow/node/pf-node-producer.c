@@ -25,7 +25,9 @@
  *
  * Delivery: publish waits for every every-frame consumer to have room
  * (pf_producer_wait_ready(), bounded by the transport's reliable timeout);
- * a loan that finds no free slot asks the transport every LOAN_SLICE_MS to
+ * a loan that finds no free slot asks for the consumers' release
+ * doorbells while it waits (pf_producer_want_releases(): they ring only
+ * then, issue 35), and asks the transport every LOAN_SLICE_MS to
  * disconnect the consumers that hold slots and released none for that
  * timeout (pf_producer_reclaim_stalled()), so consumers that stop releasing
  * cannot stall the producer for ever, whatever their delivery.
@@ -276,35 +278,49 @@ pf_node_producer_set_video (pf_node_producer * p, const char *format,
 }
 
 /* pf_pool_loan() that applies the transport's reliable timeout while it
- * waits. */
+ * waits, with the release doorbells asked for meanwhile (a consumer with
+ * a frame ring rings only while the producer waits for a release:
+ * pf_producer_want_releases ()). */
 static int
 pool_loan (pf_node_producer * p, int timeout_ms, pf_pool_slot * slot)
 {
   struct timespec deadline;
-  int res, slice, left;
+  int res, slice, left, wanting = 0;
 
   if (timeout_ms > 0)
     pf_deadline_after (&deadline, timeout_ms);
   for (;;) {
     res = pf_pool_loan (p->pool, 0, slot);
     if (res != -EAGAIN || timeout_ms == 0)
-      return res;
+      break;
     /* every slot is out: consumers that hold frames and have released
      * none for the reliable timeout are disconnected, which gives their
      * slots back (demoting them would free nothing) */
     pf_producer_reclaim_stalled (p->transport);
+    if (!wanting) {
+      /* takes what was released so far (frame_released returns those
+       * slots, on this thread); what comes after rings: look again */
+      pf_producer_want_releases (p->transport, 1);
+      wanting = 1;
+      continue;
+    }
     slice = LOAN_SLICE_MS;
     if (timeout_ms > 0) {
       left = pf_deadline_remaining_ms (&deadline);
-      if (left <= 0)
-        return -ETIMEDOUT;
+      if (left <= 0) {
+        res = -ETIMEDOUT;
+        break;
+      }
       if (left < slice)
         slice = left;
     }
     res = pf_pool_loan (p->pool, slice, slot);
     if (res != -ETIMEDOUT && res != -EAGAIN)
-      return res;
+      break;
   }
+  if (wanting)
+    pf_producer_want_releases (p->transport, 0);
+  return res;
 }
 
 static int
@@ -548,9 +564,16 @@ pf_node_producer_send_eos (pf_node_producer * p)
 int
 pf_node_producer_wait_idle (pf_node_producer * p, int timeout_ms)
 {
+  int res;
+
   if (p == NULL)
     return -EINVAL;
-  return pf_pool_wait_idle (p->pool, timeout_ms);
+  /* a wait for releases: the consumers' release doorbells meanwhile (and
+   * what they released so far taken now) */
+  pf_producer_want_releases (p->transport, 1);
+  res = pf_pool_wait_idle (p->pool, timeout_ms);
+  pf_producer_want_releases (p->transport, 0);
+  return res;
 }
 
 typedef struct

@@ -77,6 +77,10 @@ struct pf_consumer
   struct pf_release_ring *rel;
   uint64_t rel_w;               /* releases published, under held_spin */
   int rel_doorbell;             /* -1 without a ring */
+  /* the frame ring whose release_want says when to ring the release
+   * doorbell (a producer that announced PF_RELEASE_RING_ON_DEMAND), or
+   * NULL: after every release. Set with rel. */
+  const struct pf_frame_ring *rel_want;
 
   uint32_t max_held;
   int v2;                       /* made by a _with() call */

@@ -19,7 +19,9 @@
  * socket's messages (ring_take (), pf_ring_precedes (), the stash); the
  * doorbell is read off the frame's path (doorbell_settle ()) and emptied,
  * bounded, when nothing is left (doorbell_drain ()); pf_consumer_release ()
- * publishes through its release ring (pf_ring_release_push ()).
+ * publishes through its release ring (pf_ring_release_push ()) and rings
+ * the release doorbell after it, or, to a producer that rings on demand,
+ * only while that one waits for a release (pf_ring_release_ring_needed ()).
  *
  * Nothing the producer controls can make us block (issue 26): every read
  * and write on an fd it shares passes MSG_DONTWAIT (the socket's receives;
@@ -217,6 +219,8 @@ handle_frame_ring (pf_consumer * c, const struct pf_msg_frame_ring *m, int *fds)
   c->rel = pf_ring_release_ring (map, m->n_entries);
   c->rel_w = 0;
   c->rel_doorbell = fds[2];
+  /* read once: a producer of before issue 35 left zeros (ring always) */
+  c->rel_want = pf_ring_release_on_demand (map, m->n_entries) ? map : NULL;
   held_unlock (c);
   return 0;
 
@@ -699,7 +703,8 @@ int
 pf_consumer_release (pf_consumer * c, uint64_t seq)
 {
   uint8_t buf[sizeof (struct pf_msg_release)];
-  int rel_doorbell = -1;
+  const struct pf_frame_ring *want = NULL;
+  int rel_doorbell = -1, in_ring = 0;
   unsigned int i;
   size_t len;
   int res;
@@ -718,16 +723,22 @@ pf_consumer_release (pf_consumer * c, uint64_t seq)
   /* through the release ring if it has room (it always has with an
    * honest producer), else a RELEASE message */
   if (c->rel != NULL && pf_ring_release_push (c->rel, c->ring_mask,
-          &c->rel_w, seq))
+          &c->rel_w, seq)) {
+    in_ring = 1;
     rel_doorbell = c->rel_doorbell;
+    want = c->rel_want;
+  }
   held_unlock (c);
   if (__atomic_load_n (&c->broken, __ATOMIC_ACQUIRE)
       || __atomic_load_n (&c->write_closed, __ATOMIC_ACQUIRE))
     return -EPIPE;
-  if (rel_doorbell >= 0) {
-    /* never blocks: a full doorbell is rung already, and one the producer
-     * closed changes nothing (the release is in the ring) */
-    (void) pf_doorbell_ring (rel_doorbell);
+  if (in_ring) {
+    /* rung only if the producer waits for a release, or did not say
+     * (pf-ring.c, SYNC POINT 4); never blocks: a full doorbell is rung
+     * already, and one the producer closed changes nothing (the release
+     * is in the ring) */
+    if (want == NULL || pf_ring_release_ring_needed (want))
+      (void) pf_doorbell_ring (rel_doorbell);
     return 0;
   }
   len = pf_msg_write_release (buf, seq);

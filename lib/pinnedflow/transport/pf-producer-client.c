@@ -397,6 +397,9 @@ client_offer_ring (pf_producer * p, struct client *c)
       || pf_doorbell_new (PF_DOORBELL_WE_RING, bell) < 0
       || pf_doorbell_new (PF_DOORBELL_PEER_RINGS, relbell) < 0)
     goto out;
+  /* its release doorbell on demand: wanted now if something waits for a
+   * release already (pf-producer-release.c) */
+  pf_ring_release_want (map, p->want_releases > 0);
   fds[1] = bell[1];
   fds[2] = relbell[1];
   bell[1] = relbell[1] = -1;

@@ -83,6 +83,9 @@ pf_producer_publish_domains (pf_producer * p,
     goto out;
   }
   now = pf_monotonic_ns ();
+  /* we take the releases now: no doorbell for them while we publish
+   * (pf-producer-release.c, as pf_producer_publish ()) */
+  release_publish (p, now);
   for (v = 0; v < n_variants; v++) {
     const pf_producer_frame *f = variants[v].frame;
 
@@ -155,6 +158,11 @@ pf_producer_publish_domains (pf_producer * p,
   }
   if (count == 0)
     p->unsent++;
+  /* lagging clients: their releases rung from now on (the held rule,
+   * after the frames are in p->frames, as pf_producer_publish ()) */
+  for (c = p->clients; c != NULL; c = c->next)
+    if (c->state == CLIENT_ACTIVE)
+      release_held (p, c, &ev);
   res = count;
 
 out:

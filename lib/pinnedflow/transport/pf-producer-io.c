@@ -8,7 +8,9 @@
  * a client id, or a client id | TOKEN_RELEASES). It accepts connections
  * (client_new()), hands each ready client to pf-producer-client.c
  * (client_flush(), client_read(), client_read_releases()), fails the
- * handshakes past their deadline, reaps dead clients and broadcasts
+ * handshakes past their deadline, takes the releases when nothing was
+ * published for a while (release_idle(), pf-producer-release.c: release
+ * doorbells ring only on demand), reaps dead clients and broadcasts
  * p->cond after every round that may have made room.
  *
  * Contract: the loop holds p->lock except in epoll_wait() and the user
@@ -184,13 +186,14 @@ ms_until (uint64_t now, uint64_t deadline, int timeout)
 
 /* With p->lock: resumes accepting (paused for lack of fds) after half a
  * second, fails connections past their HELLO deadline; returns how long
- * epoll may wait (-1: no deadline). O(clients). */
+ * epoll may wait (-1: no deadline), the idle rescan of the releases
+ * (pf-producer-release.c) included. O(clients). */
 static int
 io_timeout (pf_producer * p)
 {
   uint64_t now = 0;
   struct client *c;
-  int timeout = -1;
+  int timeout = -1, idle;
 
   /* the clock is read only when something has a deadline (not for the
    * wake-ups of a stream's releases) */
@@ -212,6 +215,9 @@ io_timeout (pf_producer * p)
     else
       timeout = ms_until (now, c->hello_deadline, timeout);
   }
+  idle = release_idle_ms (p, &now);
+  if (idle >= 0 && (timeout < 0 || idle < timeout))
+    timeout = idle;
   return timeout;
 }
 
@@ -267,6 +273,9 @@ io_thread (void *data)
       if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
         client_read (p, c, &ev);
     }
+    /* nothing published for a while: the releases now, and the
+     * release doorbells from now on (pf-producer-release.c) */
+    release_idle (p, &ev);
     reap_dead (p, &ev);
     /* releases, reaps and drained sockets may have made room */
     if (p->n_waiters > 0)

@@ -42,6 +42,13 @@
  * connections cannot take every one of the MAX_CLIENTS places. */
 #define HANDSHAKE_TIMEOUT_NS UINT64_C (5000000000)
 
+/* The release doorbell on demand (pf-producer-release.c): with a client
+ * on a ring and nothing published for this long, the I/O thread takes the
+ * releases and asks for the doorbell until the next publish.
+ * PINNEDFLOW_RELEASE_IDLE_MS in the environment changes it (0: never; the
+ * tests that must see a release come through the doorbell alone). */
+#define RELEASE_IDLE_NS UINT64_C (500000000)
+
 /* GstBufferFlags' DELTA_UNIT: a frame that is not a key frame. */
 #define PF_BUFFER_FLAG_DELTA_UNIT 0x2000u
 /* Drops of one client are reported at most this often (the first at once). */
@@ -129,6 +136,9 @@ struct client
   uint64_t rel_rings;           /* rings read from its release doorbell,
                                  * all told (client_read_releases ()) */
   int rel_doorbell;             /* our end: the consumer rings it, or -1 */
+  int held_want;                /* its release_want set because it holds
+                                 * more than half its limit after a publish
+                                 * (pf-producer-release.c) */
   uint32_t ctl_sent;            /* messages put on the socket (sent or
                                  * queued), the HELLO included */
   uint64_t blocked_since;       /* ns a waiter found it full; 0 after a release */
@@ -221,6 +231,16 @@ struct pf_producer
   /* Delivery */
   pthread_cond_t cond;          /* CLOCK_MONOTONIC: a client may have room */
   unsigned int n_waiters;       /* in pf_producer_wait_ready() */
+  /* The release doorbell on demand (pf-producer-release.c): the waits for
+   * a release (a blocked wait_ready, pf_producer_want_releases (), the
+   * idle I/O thread); while not 0, every ring's release_want is set */
+  unsigned int want_releases;
+  int idle_want;                /* the I/O thread's one, until a publish */
+  uint64_t last_publish_ns;     /* monotonic ns of the last publish */
+  uint64_t publish_gap_ns;      /* running mean of the gaps between them */
+  uint64_t idle_scan_ns;        /* ... and of the last idle rescan */
+  uint64_t idle_ns;             /* RELEASE_IDLE_NS, or the environment's
+                                 * PINNEDFLOW_RELEASE_IDLE_MS; 0: never */
   int flushing;
   int live;
   int reliable_timeout_ms;      /* -1: no bound */
@@ -355,6 +375,28 @@ void client_read_releases (pf_producer * p, struct client *c,
     struct event_list *ev);
 void client_take_releases (pf_producer * p, struct client *c,
     struct event_list *ev);
+/* The release doorbell on demand (pf-producer-release.c). @delta +1: a
+ * wait for a release begins: the rings' release_want set (on the first),
+ * then every ring's releases taken (@ev); -1: it ended (cleared on the
+ * last). */
+void release_want (pf_producer * p, int delta, struct event_list *ev);
+/* The I/O thread, each round: ms until the producer counts as idle (no
+ * publish for RELEASE_IDLE_NS with a client on a ring), 0 when it is
+ * (release_idle () then takes the releases and asks for the doorbell;
+ * idle already, it takes them again every RELEASE_IDLE_NS while frames
+ * are held), -1: never. */
+int release_idle_ms (pf_producer * p, uint64_t * now);
+void release_idle (pf_producer * p, struct event_list *ev);
+/* The end of a stream (an EOS sent): idle at once, no publish is coming
+ * to take the last releases. */
+void release_idle_now (pf_producer * p, struct event_list *ev);
+/* A publish: the idle want (if any) ends, and the I/O thread is woken
+ * to count from now again. */
+void release_publish (pf_producer * p, uint64_t now);
+/* After a publish reached @c: its release doorbell wanted while it holds
+ * more than half of max_client_frames (a memory the producer's
+ * application waits for, unseen by us, may be running out), not after. */
+void release_held (pf_producer * p, struct client *c, struct event_list *ev);
 int client_offer_frame (pf_producer * p, struct client *c,
     const uint8_t * buf, size_t len, struct pseg *const *ps,
     unsigned int n_chunks, struct pframe *f, uint64_t bytes,

@@ -14,10 +14,12 @@
  * the last reference of segments (whose destroy notify takes p->lock).
  *
  * Waiting: pf_producer_wait_ready() sleeps on p->cond (CLOCK_MONOTONIC)
- * under p->lock; the I/O thread broadcasts it after every round that may
- * have made room (releases, reaped clients, a drained socket), and so do
- * pf_producer_set_flushing(), _set_live(), _set_reliable_timeout() and
- * close. The waiter itself applies the reliable timeout (it knows when it
+ * under p->lock, with the release doorbells asked for while it does
+ * (release_want (), pf-producer-release.c: the consumers with a frame
+ * ring ring only then); the I/O thread broadcasts it after every round
+ * that may have made room (releases, reaped clients, a drained socket),
+ * and so do pf_producer_set_flushing(), _set_live(),
+ * _set_reliable_timeout() and close. The waiter itself applies the reliable timeout (it knows when it
  * started waiting for whom) and, in a live stream, the lag budget
  * (pf-producer-pacing.c), and dispatches what that caused after
  * unlocking, like pf_producer_publish() does with drop reports.
@@ -172,6 +174,7 @@ pf_producer_new (const pf_producer_config * config, pf_producer ** out)
 {
   struct epoll_event e = {.events = EPOLLIN };
   pthread_condattr_t ca;
+  const char *env;
   pf_producer *p;
   uint64_t i, n_spare;
   int res;
@@ -200,6 +203,9 @@ pf_producer_new (const pf_producer_config * config, pf_producer ** out)
       PF_PRODUCER_DEFAULT_RELIABLE_TIMEOUT_MS : config->reliable_timeout_ms;
   p->reliable_action = config->reliable_action;
   p->live_max_lag_ms = PF_PRODUCER_DEFAULT_LIVE_MAX_LAG_MS;
+  p->idle_ns = RELEASE_IDLE_NS;
+  if ((env = getenv ("PINNEDFLOW_RELEASE_IDLE_MS")) != NULL && *env != '\0')
+    p->idle_ns = strtoull (env, NULL, 10) * UINT64_C (1000000);
   p->listen_fd = p->epoll_fd = p->wake_fd = -1;
   p->max_client_frames = config->max_client_frames;
   p->max_clients = config->max_clients;
@@ -415,6 +421,8 @@ pf_producer_publish (pf_producer * p, const pf_producer_frame * frame,
     goto out;
   }
   now = pf_monotonic_ns ();
+  /* we take the releases now: no doorbell for them while we publish */
+  release_publish (p, now);
   if (producer_chunks_check (p, frame, ps, &bytes) < 0) {
     res = -EINVAL;
     goto out;
@@ -461,6 +469,13 @@ pf_producer_publish (pf_producer * p, const pf_producer_frame * frame,
   } else {
     p->unsent++;
   }
+  /* lagging clients: their releases rung from now on
+   * (pf-producer-release.c); only now, with the new frame in p->frames,
+   * since asking takes the releases, and a fast consumer may have
+   * released this frame already */
+  for (c = p->clients; c != NULL; c = c->next)
+    if (c->state == CLIENT_ACTIVE)
+      release_held (p, c, &ev);
   res = count;
 
 out:
@@ -480,6 +495,7 @@ int
 pf_producer_send_eos (pf_producer * p)
 {
   uint8_t buf[sizeof (struct pf_msg_header)];
+  struct event_list ev = { NULL };
   struct client *c;
   size_t len = pf_msg_write_eos (buf);
 
@@ -491,7 +507,12 @@ pf_producer_send_eos (pf_producer * p)
   for (c = p->clients; c != NULL; c = c->next)
     if (c->state == CLIENT_ACTIVE)
       client_send_ctl (p, c, buf, len, -1);
+  /* no publish comes to take the last releases: the doorbells now, as
+   * when idle (pf-producer-release.c) */
+  release_idle_now (p, &ev);
   pthread_mutex_unlock (&p->lock);
+  if (ev.head != NULL || ev.released != NULL)
+    io_dispatch_events (p, &ev);
   return 0;
 }
 
@@ -526,6 +547,7 @@ pf_producer_get_client_stats (pf_producer * p, pf_client_stats * stats,
       stats[n].requested = c->info.requested;
       stats[n].delivery = c->info.delivery;
       stats[n].demoted = c->demoted;
+      stats[n].release_rings = (uint32_t) c->rel_rings;
     }
     n++;
   }
@@ -689,7 +711,7 @@ pf_producer_wait_ready (pf_producer * p, int timeout_ms)
   /* a live stream's wait: when it began, when its lag budget runs out */
   uint64_t wait_start = 0, live_deadline = UINT64_MAX;
   struct timespec ts;
-  int res;
+  int res, wanting = 0;
 
   if (p == NULL)
     return -EINVAL;
@@ -735,6 +757,14 @@ pf_producer_wait_ready (pf_producer * p, int timeout_ms)
     }
     if (deadline < next)
       next = deadline;
+    if (!wanting) {
+      /* about to sleep until a release: the release doorbells from now
+       * on, and the releases published before that (pf-producer-release.c);
+       * then look again */
+      release_want (p, +1, &ev);
+      wanting = 1;
+      continue;
+    }
     if (next == UINT64_MAX) {
       pthread_cond_wait (&p->cond, &p->lock);
     } else {
@@ -745,11 +775,28 @@ pf_producer_wait_ready (pf_producer * p, int timeout_ms)
   }
   if (wait_start != 0)
     pacing_spend (p, wait_start, pf_monotonic_ns ());
+  if (wanting)
+    release_want (p, -1, &ev);
   p->n_waiters--;
   pthread_mutex_unlock (&p->lock);
   if (ev.head != NULL || ev.released != NULL)
     io_dispatch_events (p, &ev);
   return res;
+}
+
+int
+pf_producer_want_releases (pf_producer * p, int want)
+{
+  struct event_list ev = { NULL };
+
+  if (p == NULL)
+    return -EINVAL;
+  pthread_mutex_lock (&p->lock);
+  release_want (p, want ? +1 : -1, &ev);
+  pthread_mutex_unlock (&p->lock);
+  if (ev.head != NULL || ev.released != NULL)
+    io_dispatch_events (p, &ev);
+  return 0;
 }
 
 int

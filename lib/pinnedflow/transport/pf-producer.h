@@ -100,6 +100,12 @@ extern "C"
      * it did not ask for device segments (docs/protocol.md, 3.11). Not
      * drops: it could not have used them. */
     uint32_t frames_skipped_device;
+    /* Rings read from its release doorbell (frame ring only), modulo
+     * 2^32: about one per release while something waits for releases
+     * (pf_producer_want_releases()), none otherwise (a consumer that
+     * rings after every release is one from before issue 35). */
+    uint32_t release_rings;
+    uint32_t reserved;          /* 0 */
   } pf_client_stats;
 
 /* pf_client_event.type
@@ -163,9 +169,14 @@ extern "C"
     /* Every consumer that received the frame released it, or went away.
      * Called once per published frame that reached at least one consumer,
      * from the I/O thread, from pf_producer_close(), or on the thread of
-     * pf_producer_publish() or pf_producer_wait_ready(), which take the
-     * releases consumers published in their release rings before judging
-     * whether they have room. */
+     * pf_producer_publish(), pf_producer_wait_ready() or
+     * pf_producer_want_releases(), which take the releases consumers
+     * published in their release rings. A consumer with a frame ring
+     * wakes the I/O thread for a release only while something waits for
+     * one (pf_producer_wait_ready() blocked, pf_producer_want_releases()),
+     * while it lags (more than half max_client_frames held at a publish)
+     * and after an EOS: otherwise its releases are taken at the next publish, or by the
+     * I/O thread once nothing was published for 500 ms (issue 35). */
     void (*frame_released) (void *user_data, void *frame_token);
     void (*client_connected) (void *user_data, const pf_client_info * info);
     void (*client_disconnected) (void *user_data, const pf_client_info * info);
@@ -458,6 +469,30 @@ extern "C"
  * Since: 0.1
  */
   PF_API int pf_producer_reclaim_stalled (pf_producer * p);
+
+/**
+ * pf_producer_want_releases:
+ * @want: 1 when a thread of the caller is about to sleep until a frame is
+ *   released (frame_released), 0 when that wait ended
+ *
+ * A consumer with a frame ring rings the producer's release doorbell only
+ * while something waits for a release (docs/protocol.md, 3.10): a
+ * publisher takes the releases itself, so a producer that keeps
+ * publishing is not woken once per frame for them. pf_producer_wait_ready()
+ * says so itself; any other wait for frame_released (a pool of frame
+ * slots with none free, a thread waiting for a frame to come back) must
+ * call this with 1 before it sleeps and with 0 when it stops waiting, one
+ * 0 for each 1 (the calls count). The call with 1 also takes every release
+ * published so far, so frame_released may run on the caller's thread
+ * before it returns: call it without a lock that frame_released takes, and
+ * look again for what was released before sleeping. Releases published
+ * after it wake the I/O thread, which runs frame_released.
+ *
+ * Returns: 0, or -EINVAL (@p NULL).
+ *
+ * Since: 0.1
+ */
+  PF_API int pf_producer_want_releases (pf_producer * p, int want);
 
 /**
  * pf_producer_set_flushing:

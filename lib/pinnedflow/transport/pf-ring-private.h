@@ -83,6 +83,15 @@ uint64_t pf_ring_release_get (const struct pf_release_ring *rel,
     uint32_t mask, uint64_t i);
 /* Gives back the release entries before @r (after they were read). */
 void pf_ring_releases_taken (struct pf_release_ring *rel, uint64_t r);
+/* The release doorbell on demand (PF_RELEASE_RING_ON_DEMAND, which
+ * pf_ring_create () announces): sets (@want 1) or clears the ring's
+ * release_want, which the consumer reads after each release it publishes
+ * and rings only while it is set. After setting it on every ring, the
+ * caller calls pf_ring_release_want_fence () once, then takes the
+ * releases (pf_ring_releases_published ()) before it sleeps: either it
+ * sees a release or its consumer rings for it. */
+void pf_ring_release_want (struct pf_frame_ring *ring, int want);
+void pf_ring_release_want_fence (void);
 
 /* ---- the consumer ---- */
 
@@ -109,6 +118,11 @@ enum pf_ring_take_result
 int pf_ring_take (const struct pf_frame_ring *ring, uint32_t mask,
     uint64_t * r, uint32_t recvd, struct pf_msg_frame *out, uint64_t * w);
 
+/* 1 if the producer of the ring mapped at @map (@n_entries) rings the
+ * release doorbell on demand only (PF_RELEASE_RING_ON_DEMAND): read once,
+ * at attach; 0 (a producer before it) means after every release. */
+int pf_ring_release_on_demand (const void *map, uint32_t n_entries);
+
 /* 1 if an entry beyond @r is published (a read of write_seq). */
 int pf_ring_pending (const struct pf_frame_ring *ring, uint64_t r);
 
@@ -122,6 +136,10 @@ int pf_ring_precedes (const struct pf_frame_ring *ring, uint32_t mask,
  * caller serializes the writers and rings the release doorbell next. */
 int pf_ring_release_push (struct pf_release_ring *rel, uint32_t mask,
     uint64_t * w, uint64_t seq);
+/* After a pf_ring_release_push () that returned 1, to a producer that
+ * rings on demand: 1 if it wants the release doorbell rung now (a fence,
+ * then a load of its release_want). */
+int pf_ring_release_ring_needed (const struct pf_frame_ring *ring);
 
 #ifdef __cplusplus
 }

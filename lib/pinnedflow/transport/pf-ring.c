@@ -41,6 +41,13 @@
  *   SYNC POINT 3  read_seq: producer's RELEASE store
  *                 (pf_ring_releases_taken ()) / consumer's ACQUIRE load
  *                 (pf_ring_release_push ()).
+ *   SYNC POINT 4  the release doorbell on demand (issue 35): the
+ *                 producer's store of release_want, SEQ_CST fence, load of
+ *                 the release write_seq (pf_ring_release_want (),
+ *                 pf_ring_release_want_fence (), then
+ *                 pf_ring_releases_published ()) / the consumer's store of
+ *                 write_seq, SEQ_CST fence, load of release_want
+ *                 (pf_ring_release_push (), pf_ring_release_ring_needed ()).
  *   Relaxed: a release seq slot (stored by the consumer before SYNC POINT
  *   2's store, loaded by the producer after its load) and an entry's
  *   hdr.reserved (stored by the producer before SYNC POINT 1's store,
@@ -88,6 +95,30 @@
  * before its byte came) is made up for by the callers (the consumer's
  * doorbell_settle () and doorbell_drain (), the producer's level-triggered
  * epoll).
+ *
+ * The release doorbell on demand (issue 35). A publisher takes the
+ * releases itself before it judges a consumer's room, so the release
+ * doorbell matters only to a producer thread that sleeps until a release
+ * comes. A producer that says so in the release ring's flags
+ * (PF_RELEASE_RING_ON_DEMAND, written before the memfd is sent) keeps
+ * release_want (in the frame ring's header: the line the producer writes,
+ * not the consumer's write_seq line) set while such a thread waits, and
+ * the consumer rings only while it is set. The lost wake-up this could
+ * cause is ruled out by a Dekker pair, each side a store, a SEQ_CST fence
+ * and a load of the other's word (SYNC POINT 4): the producer stores
+ * want = 1, fences, then loads write_seq and takes the releases before it
+ * sleeps; the consumer stores write_seq (SYNC POINT 2), fences, then loads
+ * want. By the fences' total order, one of the two loads sees the other
+ * side's store: the producer takes the release, or the consumer sees want
+ * and rings, which wakes the producer's I/O thread (which takes it). The
+ * want store is relaxed and its load is relaxed: they carry no data, the
+ * release's seq is ordered by SYNC POINT 2 as before. Clearing want needs
+ * no fence: a consumer that still sees it set rings once too often, which
+ * costs a wake-up and is counted like any ring. A consumer that does not
+ * ring when asked (or a producer that never clears want) hurts only the
+ * sleeper's latency: the producer's waits are bounded by its timeouts
+ * (reliable timeout, the loan's slices) and by its idle rescan
+ * (pf-producer-release.c), never by a ring.
  *
  * A hostile peer writes what it likes, whenever it likes, into the whole
  * mapping; the memfd is sealed against shrinking, so it cannot take the
@@ -176,6 +207,9 @@ pf_ring_create (uint32_t n_entries, int *memfd, void **map)
   h = m;
   h->magic = PF_FRAME_RING_MAGIC;
   h->n_entries = n_entries;
+  /* the release doorbell on demand (SYNC POINT 4): before the memfd is
+   * sent, so the consumer finds it there from the start */
+  pf_ring_release_ring (m, n_entries)->flags = PF_RELEASE_RING_ON_DEMAND;
   *memfd = fd;
   *map = m;
   return 0;
@@ -219,6 +253,24 @@ pf_ring_release_get (const struct pf_release_ring *rel, uint32_t mask,
   /* relaxed: ordered by SYNC POINT 2; pairs with the consumer's relaxed
    * store of the slot (pf_ring_release_push ()) */
   return __atomic_load_n (&seqs[i & mask], __ATOMIC_RELAXED);
+}
+
+void
+pf_ring_release_want (struct pf_frame_ring *ring, int want)
+{
+  /* SYNC POINT 4 (store): ordered before the releases taken next by
+   * pf_ring_release_want_fence (); pairs with the consumer's load in
+   * pf_ring_release_ring_needed () */
+  __atomic_store_n (&ring->release_want, want ? 1u : 0u, __ATOMIC_RELAXED);
+}
+
+void
+pf_ring_release_want_fence (void)
+{
+  /* SYNC POINT 4 (fence): the want stores above, then the loads of
+   * write_seq (pf_ring_releases_published ()) that follow; the consumer
+   * fences between its store of write_seq and its load of want */
+  __atomic_thread_fence (__ATOMIC_SEQ_CST);
 }
 
 void
@@ -273,6 +325,18 @@ pf_ring_attach (const struct pf_msg_frame_ring *m, const int fds[3],
   }
   *map = p;
   return 0;
+}
+
+int
+pf_ring_release_on_demand (const void *map, uint32_t n_entries)
+{
+  const struct pf_release_ring *rel =
+      pf_ring_release_ring ((void *) map, n_entries);
+
+  /* relaxed: written by the producer before it sent the memfd; atomic
+   * only so that a concurrent write is a defined value */
+  return (__atomic_load_n (&rel->flags, __ATOMIC_RELAXED) &
+      PF_RELEASE_RING_ON_DEMAND) != 0;
 }
 
 int
@@ -343,4 +407,17 @@ pf_ring_release_push (struct pf_release_ring *rel, uint32_t mask,
    * (pf_ring_releases_published ()) */
   __atomic_store_n (&rel->write_seq, ++*w, __ATOMIC_RELEASE);
   return 1;
+}
+
+int
+pf_ring_release_ring_needed (const struct pf_frame_ring *ring)
+{
+  /* SYNC POINT 4 (fence): our store of write_seq
+   * (pf_ring_release_push ()), then the load of want; the producer fences
+   * between its store of want and its load of write_seq
+   * (pf_ring_release_want_fence ()): either it sees our release, or we see
+   * its want (Dekker) */
+  __atomic_thread_fence (__ATOMIC_SEQ_CST);
+  /* SYNC POINT 4 (load): pairs with pf_ring_release_want () */
+  return __atomic_load_n (&ring->release_want, __ATOMIC_RELAXED) != 0;
 }

@@ -234,12 +234,19 @@ struct pf_msg_frame_ring {
 #define PF_FRAME_RING_MAGIC 0x474e4952u        /* "RING" */
 #define PF_FRAME_RING_MAX 4096
 
+/* pf_release_ring.flags: the consumer rings the release doorbell only
+ * while pf_frame_ring.release_want is not 0 (issue 35); without it (0,
+ * what a producer before it left there), after every release. */
+#define PF_RELEASE_RING_ON_DEMAND 0x1u
+
 /* The start of the release ring; n_entries uint64_t seqs follow. */
 struct pf_release_ring {
   uint64_t write_seq;           /* consumer: releases published (release
                                  * order after the entry) */
   uint64_t read_seq;            /* producer: releases taken */
-  uint8_t pad[48];
+  uint32_t flags;               /* producer, at creation only:
+                                 * PF_RELEASE_RING_ON_DEMAND */
+  uint8_t pad[44];
 };
 
 /* The start of the ring's memfd; the entries follow. */
@@ -248,7 +255,9 @@ struct pf_frame_ring {
   uint32_t n_entries;
   uint64_t write_seq;           /* entries published, written with release
                                  * order after the entry */
-  uint8_t pad[48];
+  uint32_t release_want;        /* producer: not 0 while it waits for a
+                                 * release (PF_RELEASE_RING_ON_DEMAND) */
+  uint8_t pad[44];
 };
 
 /* The producer's answer to a HELLO it will not serve; it closes next. */
@@ -275,6 +284,10 @@ PF_STATIC_ASSERT (sizeof (struct pf_msg_refuse) == 24, "refuse size");
 PF_STATIC_ASSERT (sizeof (struct pf_msg_frame_ring) == 40, "frame_ring size");
 PF_STATIC_ASSERT (sizeof (struct pf_release_ring) == 64, "release ring header");
 PF_STATIC_ASSERT (sizeof (struct pf_frame_ring) == 64, "frame ring header");
+PF_STATIC_ASSERT (offsetof (struct pf_release_ring, flags) == 16,
+    "release ring flags");
+PF_STATIC_ASSERT (offsetof (struct pf_frame_ring, release_want) == 16,
+    "frame ring release_want");
 
 /* Largest message on the wire. */
 #define PF_MAX_MSG_SIZE (sizeof (struct pf_msg_caps) + PF_MAX_CAPS_LEN)
