@@ -129,10 +129,15 @@ slot_pool_new (gint device, gsize frame_size, guint n_slots, gchar ** why)
 }
 
 /* A free slot (its index), waiting while every slot is out; -1 when the
- * sink is unlocked (flushing) meanwhile. */
+ * sink is unlocked (flushing) meanwhile. While it waits it asks for the
+ * release doorbells (pf_producer_want_releases (), issue 35: consumers
+ * ring only while the producer waits); from render, so self->producer is
+ * set, and no lock of ours is held when frame_released runs here. */
 static gint
 slot_acquire (GstPinnedShmSink * self, GstPinnedShmSinkDevice * pool)
 {
+  pf_producer *producer = self->producer;
+  gboolean wanted = FALSE;
   gint slot = -1;
 
   g_mutex_lock (&pool->lock);
@@ -150,6 +155,13 @@ slot_acquire (GstPinnedShmSink * self, GstPinnedShmSinkDevice * pool)
     if (slot >= 0)
       break;
     g_mutex_unlock (&pool->lock);
+    if (!wanted && producer != NULL) {
+      /* takes what was released so far: slot_token_free () may run now */
+      pf_producer_want_releases (producer, 1);
+      wanted = TRUE;
+      g_mutex_lock (&pool->lock);
+      continue;
+    }
     g_mutex_lock (&self->lock);
     unlocked = self->unlocked;
     g_mutex_unlock (&self->lock);
@@ -160,6 +172,8 @@ slot_acquire (GstPinnedShmSink * self, GstPinnedShmSinkDevice * pool)
         g_get_monotonic_time () + 20 * G_TIME_SPAN_MILLISECOND);
   }
   g_mutex_unlock (&pool->lock);
+  if (wanted)
+    pf_producer_want_releases (producer, 0);
   return slot;
 }
 

@@ -175,15 +175,24 @@ domain_get (struct domains *ds, const uint8_t uuid[16])
 /* One copy of @bytes into a free slot of @d: 0 with the slot in @slot,
  * -EAGAIN (none free), -EIO (the copy failed: the slot went back). */
 static int
-domain_upload (struct domain *d, const void *bytes, uint64_t size,
-    pf_pool_slot * slot)
+domain_upload (struct domain *d, pf_producer * transport, const void *bytes,
+    uint64_t size, pf_pool_slot * slot)
 {
   uint64_t base;
   void *popped;
   int err;
 
-  if (pf_pool_loan (d->pool, DEVICE_LOAN_MS, slot) < 0)
-    return -EAGAIN;
+  if (pf_pool_loan (d->pool, 0, slot) < 0) {
+    /* every slot out: their consumers' releases may be in the release
+     * rings, unrung while nobody waits (the doorbell on demand,
+     * pf_producer_want_releases ()): ask for them while we wait (this
+     * takes those there, and domains_release () takes no lock of ours) */
+    pf_producer_want_releases (transport, 1);
+    err = pf_pool_loan (d->pool, DEVICE_LOAN_MS, slot);
+    pf_producer_want_releases (transport, 0);
+    if (err < 0)
+      return -EAGAIN;
+  }
   base = pf_device_segment_get_ptr (pf_pool_get_segment (d->pool));
   if (drv.ctx_push (d->ctx) != 0) {
     pf_pool_return (d->pool, slot->index);
@@ -233,7 +242,7 @@ domains_prepare (void *data, pf_producer * transport,
       ds->st.unreachable++;
       continue;
     }
-    if (domain_upload (d, bytes, host->chunks[0].size, &slot) < 0) {
+    if (domain_upload (d, transport, bytes, host->chunks[0].size, &slot) < 0) {
       d->info.no_slot++;
       continue;
     }
