@@ -104,14 +104,19 @@ class FrameDevice(object):
     """The device exports of a received Frame (mixed into
     _export.HostFrameExports' dispatch)."""
 
-    def _device_desc(self):
-        desc = _x.DlpackDesc()
-        res = lib.pf_dlpack_desc_from_frame(self._frame_ptr(), _x.DL_CUDA,
-                                            ctypes.byref(desc))
+    def _device_export(self, desc, fill, kind, what):
+        """Fills @desc with @fill(frame, @kind, desc); a BufferError that
+        says the frame is not @what on failure."""
+        res = fill(self._frame_ptr(), kind, ctypes.byref(desc))
         if res < 0:
-            raise BufferError("pinnedflow: device frame not viewable as a "
-                              "tensor: " + lib.pf_node_strerror(res).decode())
+            raise BufferError("pinnedflow: device frame not %s: %s"
+                              % (what, lib.pf_node_strerror(res).decode()))
         return desc
+
+    def _device_desc(self):
+        return self._device_export(_x.DlpackDesc(),
+                                   lib.pf_dlpack_desc_from_frame, _x.DL_CUDA,
+                                   "viewable as a tensor")
 
     def _device_dlpack(self, stream, max_version, dl_device):
         check_dl_device(dl_device, self.device)
@@ -122,12 +127,9 @@ class FrameDevice(object):
         return _x.dlpack_capsule(desc, self._p, max_version, self.readonly)
 
     def _device_arrow(self):
-        desc = _x.ArrowDesc()
-        res = lib.pf_arrow_desc_from_frame(self._frame_ptr(), _x.ARROW_CUDA,
-                                           ctypes.byref(desc))
-        if res < 0:
-            raise BufferError("pinnedflow: device frame not exportable to "
-                              "Arrow: " + lib.pf_node_strerror(res).decode())
+        desc = self._device_export(_x.ArrowDesc(),
+                                   lib.pf_arrow_desc_from_frame,
+                                   _x.ARROW_CUDA, "exportable to Arrow")
         return _x.arrow_capsules(desc, self._p, True)
 
     def read_on(self, stream):

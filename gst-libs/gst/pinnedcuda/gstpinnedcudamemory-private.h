@@ -2,7 +2,7 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Used by gstpinnedcudamemory.c and gstpinnedcudabufferpool.c only; hidden
+ * Used by gstpinnedcudamemory*.c and gstpinnedcudabufferpool.c only; hidden
  * in libgstpinnedflowcuda-1.0 (no GST_PINNEDCUDA_API).
  */
 #ifndef __GST_PINNED_CUDA_MEMORY_PRIVATE_H__
@@ -14,6 +14,14 @@ G_BEGIN_DECLS
 
 /* The process-wide allocator (transfer full). */
 GstAllocator *gst_pinned_cuda_allocator_get (void);
+
+/* A new memory of @size bytes (@flags, and NO_SHARE) over @dev_ptr, with
+ * its @pitch, @layout and @event (all taken); the caller sets the rest
+ * (context, or notify). */
+GstPinnedCudaMemory *gst_pinned_cuda_memory_new (const GstPinnedCudaRuntime *
+    rt, gint device_id, const GstPinnedCudaLayout * layout,
+    GstMemoryFlags flags, gsize size, gpointer dev_ptr, gsize pitch,
+    GstPinnedCudaEvent event);
 
 /* A device allocation for a frame of @layout on @device_id (cudaMallocPitch
  * + an event), in the context current (@cu_ctx pushed by the caller: it is

@@ -247,13 +247,33 @@ gst_pinned_cuda_probe_pitch (const GstPinnedCudaRuntime * rt,
   return TRUE;
 }
 
+GstPinnedCudaMemory *
+gst_pinned_cuda_memory_new (const GstPinnedCudaRuntime * rt, gint device_id,
+    const GstPinnedCudaLayout * layout, GstMemoryFlags flags, gsize size,
+    gpointer dev_ptr, gsize pitch, GstPinnedCudaEvent event)
+{
+  GstPinnedCudaMemory *mem = g_new0 (GstPinnedCudaMemory, 1);
+  GstAllocator *allocator = gst_pinned_cuda_allocator_get ();
+
+  gst_memory_init (GST_MEMORY_CAST (mem), flags | GST_MEMORY_FLAG_NO_SHARE,
+      allocator, NULL, size, 0, 0, size);
+  gst_object_unref (allocator);
+  mem->rt = rt;
+  mem->device_id = device_id;
+  mem->layout = *layout;
+  mem->dev_ptr = dev_ptr;
+  mem->pitch = pitch;
+  mem->event = event;
+  g_mutex_init (&mem->lock);
+  return mem;
+}
+
 GstMemory *
 gst_pinned_cuda_memory_alloc (const GstPinnedCudaRuntime * rt, gint device_id,
     const GstPinnedCudaLayout * layout, gpointer cu_ctx, GstObject * owner,
     GError ** error)
 {
   GstPinnedCudaMemory *mem;
-  GstAllocator *allocator;
   void *ptr = NULL;
   gsize pitch = 0;
   GstPinnedCudaEvent event = NULL;
@@ -276,21 +296,10 @@ gst_pinned_cuda_memory_alloc (const GstPinnedCudaRuntime * rt, gint device_id,
     return NULL;
   }
 
-  mem = g_new0 (GstPinnedCudaMemory, 1);
-  allocator = gst_pinned_cuda_allocator_get ();
-  gst_memory_init (GST_MEMORY_CAST (mem), GST_MEMORY_FLAG_NO_SHARE,
-      allocator, NULL, pitch * layout->total_rows,
-      0, 0, pitch * layout->total_rows);
-  gst_object_unref (allocator);
-  mem->rt = rt;
-  mem->device_id = device_id;
-  mem->layout = *layout;
-  mem->dev_ptr = ptr;
-  mem->pitch = pitch;
-  mem->event = event;
+  mem = gst_pinned_cuda_memory_new (rt, device_id, layout, 0,
+      pitch * layout->total_rows, ptr, pitch, event);
   mem->cu_ctx = cu_ctx;
   mem->ctx_owner = owner ? gst_object_ref (owner) : NULL;
-  g_mutex_init (&mem->lock);
   return GST_MEMORY_CAST (mem);
 }
 

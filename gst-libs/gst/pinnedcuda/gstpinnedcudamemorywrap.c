@@ -26,7 +26,6 @@ gst_pinned_cuda_memory_new_wrapped (const GstPinnedCudaRuntime * rt,
     gpointer notify_data, GError ** error)
 {
   GstPinnedCudaMemory *mem;
-  GstAllocator *allocator;
   GstPinnedCudaEvent event = NULL;
   GstPinnedCudaError err;
   gsize size;
@@ -56,19 +55,9 @@ gst_pinned_cuda_memory_new_wrapped (const GstPinnedCudaRuntime * rt,
     return NULL;
   }
 
-  mem = g_new0 (GstPinnedCudaMemory, 1);
-  allocator = gst_pinned_cuda_allocator_get ();
-  gst_memory_init (GST_MEMORY_CAST (mem), flags | GST_MEMORY_FLAG_NO_SHARE,
-      allocator, NULL, size, 0, 0, size);
-  gst_object_unref (allocator);
-  mem->rt = rt;
-  mem->device_id = device_id;
-  mem->layout = *layout;
-  mem->dev_ptr = dev_ptr;
-  mem->pitch = pitch;
-  mem->event = event;
+  mem = gst_pinned_cuda_memory_new (rt, device_id, layout, flags, size,
+      dev_ptr, pitch, event);
   mem->notify = notify;
   mem->notify_data = notify_data;
-  g_mutex_init (&mem->lock);
   return GST_MEMORY_CAST (mem);
 }

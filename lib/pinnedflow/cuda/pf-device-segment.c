@@ -19,6 +19,7 @@
  * segment dies). The error text is per thread.
  */
 #include "pf-device-segment.h"
+#include "pf-msg-private.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -126,10 +127,8 @@ fail (int err, char *why, size_t why_len, const char *fmt, ...)
   va_list ap;
 
   va_start (ap, fmt);
-  vsnprintf (last_error, sizeof (last_error), fmt, ap);
+  pf_vset_msg_in (last_error, sizeof (last_error), why, why_len, fmt, ap);
   va_end (ap);
-  if (why != NULL && why_len > 0)
-    snprintf (why, why_len, "%s", last_error);
   return err;
 }
 

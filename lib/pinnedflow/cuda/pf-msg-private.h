@@ -20,6 +20,22 @@
 #define PF_CUDA_THREAD_ERROR_LEN 1536
 extern __thread char pf_cuda_thread_error[PF_CUDA_THREAD_ERROR_LEN];
 
+/* vprintf into @text (a thread's own text, @text_len bytes), and a copy
+ * into @msg (always terminated, truncated to @msg_len) unless @msg is NULL
+ * or @msg_len 0; pf-device-segment.c keeps its own text with it. */
+static inline void pf_vset_msg_in (char *text, size_t text_len, char *msg,
+    size_t msg_len, const char *fmt, va_list ap)
+    __attribute__((format (printf, 5, 0)));
+
+static inline void
+pf_vset_msg_in (char *text, size_t text_len, char *msg, size_t msg_len,
+    const char *fmt, va_list ap)
+{
+  vsnprintf (text, text_len, fmt, ap);
+  if (msg != NULL && msg_len > 0)
+    snprintf (msg, msg_len, "%s", text);
+}
+
 /* printf into the calling thread's text, and a copy into @msg (always
  * terminated, truncated to @msg_len) unless @msg is NULL or @msg_len 0. */
 static inline void pf_set_msg (char *msg, size_t msg_len, const char *fmt, ...)
@@ -31,10 +47,9 @@ pf_set_msg (char *msg, size_t msg_len, const char *fmt, ...)
   va_list ap;
 
   va_start (ap, fmt);
-  vsnprintf (pf_cuda_thread_error, sizeof (pf_cuda_thread_error), fmt, ap);
+  pf_vset_msg_in (pf_cuda_thread_error, sizeof (pf_cuda_thread_error), msg,
+      msg_len, fmt, ap);
   va_end (ap);
-  if (msg != NULL && msg_len > 0)
-    snprintf (msg, msg_len, "%s", pf_cuda_thread_error);
 }
 
 #endif /* __PF_MSG_PRIVATE_H__ */

@@ -78,14 +78,10 @@ pf_producer_publish_domains (pf_producer * p,
         variants[v].segments, ps[v]);
   if (res < 0)
     goto out;
-  if (p->closed) {
-    res = -EPIPE;
+  /* closed meanwhile, or the clock and the releases taken (as
+   * pf_producer_publish ()) */
+  if ((res = producer_publish_start (p, &now)) < 0)
     goto out;
-  }
-  now = pf_monotonic_ns ();
-  /* we take the releases now: no doorbell for them while we publish
-   * (pf-producer-release.c, as pf_producer_publish ()) */
-  release_publish (p, now);
   for (v = 0; v < n_variants; v++) {
     const pf_producer_frame *f = variants[v].frame;
 

@@ -333,6 +333,9 @@ producer_wake (pf_producer * p)
  * is dropped and taken again on a miss): 0 or a negative errno. */
 int producer_lookup_psegs (pf_producer * p, unsigned int n,
     pf_segment * const *segments, struct pseg **ps);
+/* After the lookups (p->lock held): -EPIPE if closed, else 0 with *@now
+ * the clock and the releases taken (release_publish ()). */
+int producer_publish_start (pf_producer * p, uint64_t * now);
 /* Each chunk of @frame inside the segment @ps names: 0 with *@total its
  * bytes, or -EINVAL with p->error set. */
 int producer_chunks_check (pf_producer * p, const pf_producer_frame * frame,

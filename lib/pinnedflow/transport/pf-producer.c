@@ -353,6 +353,19 @@ producer_lookup_psegs (pf_producer * p, unsigned int n,
   return res;
 }
 
+/* After the lookups (p->lock held; a miss may have dropped it): -EPIPE
+ * if the producer closed meanwhile, else 0 with *@now the clock, and the
+ * releases taken now: no doorbell for them while we publish. */
+int
+producer_publish_start (pf_producer * p, uint64_t * now)
+{
+  if (p->closed)
+    return -EPIPE;
+  *now = pf_monotonic_ns ();
+  release_publish (p, *now);
+  return 0;
+}
+
 /* The chunks of @frame against the segments they name (@ps, whose ids are
  * never 0): each a range inside its segment, what only the producer can
  * check (the FRAME's own rules are the codec's, pf_msg_frame_encode ()).
@@ -416,13 +429,8 @@ pf_producer_publish (pf_producer * p, const pf_producer_frame * frame,
   }
   if ((res = producer_lookup_psegs (p, frame->n_chunks, segments, ps)) < 0)
     goto out;
-  if (p->closed) {
-    res = -EPIPE;
+  if ((res = producer_publish_start (p, &now)) < 0)
     goto out;
-  }
-  now = pf_monotonic_ns ();
-  /* we take the releases now: no doorbell for them while we publish */
-  release_publish (p, now);
   if (producer_chunks_check (p, frame, ps, &bytes) < 0) {
     res = -EINVAL;
     goto out;
