@@ -537,6 +537,17 @@ main (int argc, char **argv)
     CHECK_INT (expected->len, ==, N_FRAMES);
   }
   emu_up (TRUE);
+  {
+    /* the system clock's poll fds (made at its first wait, kept for the
+     * process's life) are not the pipeline's: made before counting */
+    GstClock *clk = gst_system_clock_obtain ();
+    GstClockID id = gst_clock_new_single_shot_id (clk,
+        gst_clock_get_time (clk) + GST_MSECOND);
+
+    gst_clock_id_wait (id, NULL);
+    gst_clock_id_unref (id);
+    gst_object_unref (clk);
+  }
   fds0 = pf_test_count_fds ();
   run_pipeline (path, l, mid, want);
   CHECK_INT (pf_test_exit_code (pf_test_wait (pid)), ==, 0);
