@@ -66,6 +66,13 @@ extern "C"
     uint32_t n_domains;         /* entries in domain[] */
     uint32_t reserved;
     pf_node_domain_info domain[PF_NODE_MAX_DOMAINS];
+    /* a device producer's host domain (pf_node_producer_new_device()) */
+    uint64_t downloads;         /* device-to-host copies, one per frame at most */
+    uint64_t download_bytes;    /* bytes copied into the host domain */
+    uint64_t host_no_slot;      /* frames its host consumers missed: no free host slot */
+    uint64_t host_bytes;        /* host memory of its download pool (pinned) */
+    uint32_t host_slots;        /* slots of that pool (0: none made yet) */
+    uint32_t host_free_slots;   /* of those, not held by any consumer */
   } pf_node_domain_stats;
 
 /**
