@@ -94,6 +94,8 @@ static struct shared
 
 /* This run's producer: device slots (pf_node_producer_new_device()). */
 static int dev_producer;
+/* The device memory of this run's producer's pool (a device producer). */
+static uint64_t producer_device_bytes;
 
 static int (*cuInit) (unsigned int);
 static int (*cuCtxCreate) (void **, unsigned int, int);
@@ -251,6 +253,10 @@ consumer_main (const char *path, int mode, int n_frames)
   if (mode == DEVICE)
     atomic_fetch_add (&shared->consumer_extra_dtoh,
         emu_query ("calls.cuMemcpyDtoH_v2") - seen);
+  /* and its device memory is the producer's, mapped: none of its own */
+  if (mode == DEVICE)
+    atomic_fetch_add (&shared->consumer_device_buffers,
+        emu_query ("live.allocations"));
   if (up != NULL) {
     pf_uploader_stats us;
 
@@ -377,7 +383,8 @@ run (const char *dir, int enable, int n_dev, int n_host, int n_far,
   CHECK (src != NULL);
   /* before any CUDA here */
   for (i = 0; i < n_dev; i++)
-    pid[k++] = spawn_consumer (path, enable ? DEVICE : DEVICE_HOSTED, n_frames);
+    pid[k++] = spawn_consumer (path, enable || dev_producer ? DEVICE :
+        DEVICE_HOSTED, n_frames);
   for (i = 0; i < n_host; i++)
     pid[k++] = spawn_consumer (path, dev_producer && !enable ?
         HOST_DOWNLOADING : HOST, n_frames);
@@ -401,6 +408,9 @@ run (const char *dir, int enable, int n_dev, int n_host, int n_far,
     CHECK_INT (pf_node_producer_enable_domains (p), ==, -EBUSY);
   }
   CHECK_INT (pf_node_producer_set_video (p, "RGBA", W, H, 30, 1), ==, 0);
+  if (dev_producer)
+    producer_device_bytes =
+        pf_segment_get_size (pf_node_producer_get_segment (p));
   CHECK_INT (pf_node_producer_wait_clients (p, n_clients, 20000), ==, 0);
   /* every device consumer has named its domain */
   WAIT_FOR (wanted (p, &nd) == (unsigned int) ((n_dev > 0) + (n_far > 0)) &&
@@ -785,6 +795,7 @@ mixed (const char *dir, int on, int n_frames)
   run (dir, on, 2, 2, 0, n_frames, &st, &cpu, &dtoh);
   downs = atomic_load (&shared->consumer_downloads);
   CHECK_INT (atomic_load (&shared->consumer_extra_dtoh), ==, 0);
+  CHECK_INT (atomic_load (&shared->consumer_device_buffers), ==, 0);
   if (on) {
     CHECK_INT (dtoh, ==, n_frames);
     CHECK_INT (st.downloads, ==, (uint64_t) n_frames);
@@ -795,11 +806,15 @@ mixed (const char *dir, int on, int n_frames)
   }
   printf ("%s: frames %d, producer downloads %ld (%.2f per frame, the "
       "emulator's cuMemcpyDtoH count), consumer downloads %ld (%.2f per "
-      "frame), device-to-device copies 0, device copies per frame for the 2 "
-      "GPU consumers 0, pinned host pool %llu bytes in %u slots, producer "
+      "frame), the 2 GPU consumers' own copies %ld and device buffers %ld "
+      "(they map the producer's %llu-byte device pool), pinned host pool "
+      "%llu bytes in %u slots, producer "
       "CPU per frame %.1f us, the 4 consumers' CPU per frame %.1f us "
       "(the 2 CPU ones %s)\n", on ? "after" : "before", n_frames, dtoh,
       (double) dtoh / n_frames, downs, (double) downs / n_frames,
+      atomic_load (&shared->consumer_extra_dtoh),
+      atomic_load (&shared->consumer_device_buffers),
+      (unsigned long long) producer_device_bytes,
       (unsigned long long) st.host_bytes, st.host_slots, cpu / 1000.0,
       atomic_load (&shared->consumer_cpu_ns) / 1000.0 / n_frames,
       on ? "without CUDA" : "with CUDA, downloading");

@@ -74,8 +74,8 @@ pf_node_producer_enable_domains (pf_node_producer * p)
   if (pf_node_producer_get_domain_data (p) != NULL)
     return -EBUSY;
   /* the pool's stride (a page multiple): every frame fits a slot */
-  res = pf_domains_new (pf_segment_get_size (seg) / n_slots & ~UINT64_C
-      (4095), n_slots, pf_segment_get_device (seg) != NULL ? seg : NULL, &ds);
+  res = pf_domains_new (pf_node_producer_get_slot_stride (p), n_slots,
+      pf_segment_get_device (seg) != NULL ? seg : NULL, &ds);
   if (res < 0)
     return res;
   memset (&h, 0, sizeof (h));

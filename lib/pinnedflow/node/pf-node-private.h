@@ -93,6 +93,9 @@ typedef struct
 int pf_node_producer_set_domain_hooks (pf_node_producer * p,
     const pf_node_domain_hooks * hooks);
 
+/* The slot stride of @p's pool (a page multiple), 0 for NULL. */
+uint64_t pf_node_producer_get_slot_stride (pf_node_producer * p);
+
 /* The data of @p's domain hooks, or NULL when none are installed. */
 void *pf_node_producer_get_domain_data (pf_node_producer * p);
 

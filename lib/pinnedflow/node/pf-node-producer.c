@@ -648,6 +648,12 @@ pf_node_producer_get_n_slots (pf_node_producer * p)
   return p ? pf_pool_get_n_slots (p->pool) : 0;
 }
 
+uint64_t
+pf_node_producer_get_slot_stride (pf_node_producer * p)
+{
+  return p ? pf_pool_get_slot_stride (p->pool) : 0;
+}
+
 unsigned int
 pf_node_producer_get_free_slots (pf_node_producer * p)
 {
