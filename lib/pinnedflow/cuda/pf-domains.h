@@ -19,6 +19,9 @@
  * variant first. Tokens are >= PF_DOMAINS_TOKEN_MIN (a caller's own tokens
  * stay below it).
  *
+ * Exported (PF_API) for this project's GStreamer plugin
+ * (gst/shm/gstpinnedshmsinkdomains.c), not installed: no ABI promise.
+ *
  * Threading: upload/download on one publishing thread at a time; release
  * and stats on any thread. The CUDA driver is opened with dlopen, never
  * linked.
@@ -28,6 +31,7 @@
 
 #include <stdint.h>
 
+#include <pinnedflow/pf-api.h>
 #include <pinnedflow/pf-node-domains.h>
 #include <pinnedflow/pf-producer.h>
 #include <pinnedflow/pf-segment.h>
@@ -43,16 +47,16 @@ typedef struct pf_domains pf_domains;
  * for a host producer. Returns 0; -ENOENT (no CUDA driver), -ENODEV
  * (cuInit failed, or @home's device is not in this process), -EINVAL,
  * -ENOMEM. */
-int pf_domains_new (uint64_t stride, uint32_t n_slots, pf_segment * home,
+PF_API int pf_domains_new (uint64_t stride, uint32_t n_slots, pf_segment * home,
     pf_domains ** out);
 
 /* After every token came back (or the transport is closed). */
-void pf_domains_free (pf_domains * ds);
+PF_API void pf_domains_free (pf_domains * ds);
 
 /* A host producer's frame @host (one chunk; its bytes at @bytes here):
  * the device variants its consumers want, up to @max (frames, segments,
  * tokens). 0: none wanted or none possible; never fails the publish. */
-unsigned int pf_domains_upload (pf_domains * ds, pf_producer * transport,
+PF_API unsigned int pf_domains_upload (pf_domains * ds, pf_producer * transport,
     const pf_producer_frame * host, const void *bytes,
     pf_producer_frame * frames, pf_segment ** segs, void **tokens,
     unsigned int max);
@@ -62,19 +66,20 @@ unsigned int pf_domains_upload (pf_domains * ds, pf_producer * transport,
  * domain is connected (one that did not ask for device segments, or did
  * not name the home device). 1 with @frame, @seg and @token filled; 0
  * (nobody in the host domain, or no host slot free: counted). */
-int pf_domains_download (pf_domains * ds, pf_producer * transport,
+PF_API int pf_domains_download (pf_domains * ds, pf_producer * transport,
     const pf_producer_frame * dev, uint64_t dev_ptr,
     pf_producer_frame * frame, pf_segment ** seg, void **token);
 
 /* A variant's token came back (its consumers released it, or nobody got
  * it). Tokens below PF_DOMAINS_TOKEN_MIN are ignored. Any thread. */
-void pf_domains_release (pf_domains * ds, void *token);
+PF_API void pf_domains_release (pf_domains * ds, void *token);
 
 /* Copies per domain and per frame, memory held. Any thread. */
-void pf_domains_get_stats (pf_domains * ds, pf_node_domain_stats * stats);
+PF_API void pf_domains_get_stats (pf_domains * ds,
+    pf_node_domain_stats * stats);
 
 /* The UUID of device @ordinal in this process: 0; -ENOENT (no CUDA
  * driver), -ENODEV (no such device, cuInit failed), -EINVAL. */
-int pf_domains_uuid_of (int ordinal, uint8_t uuid[16]);
+PF_API int pf_domains_uuid_of (int ordinal, uint8_t uuid[16]);
 
 #endif /* __PF_DOMAINS_H__ */
