@@ -13,7 +13,8 @@
  *   shares it, the others get the host frame;
  * - a device stream (memory:PinnedflowCUDA input, gstpinnedshmsinkdevice.c)
  *   with consumers in the host domain (those that did not ask for device
- *   segments or did not name the sink's device): one download per frame
+ *   segments or named another device; one that asked and named none takes
+ *   the device frame, as before): one download per frame
  *   into a pinned host pool, published as the host variant (today's sink
  *   sends them nothing: they skip device frames).
  * Nothing is copied into a domain nobody asked for. The copier is made at
@@ -200,7 +201,11 @@ publish_variants (pf_producer * producer, pf_producer_variant * v,
   unsigned int i;
   int res;
 
-  res = pf_producer_publish_domains (producer, v, n, sent);
+  /* consumers of device segments that named no domain (pinnedshmsrc
+   * device-frames before it sends a DOMAIN): the device frame of a device
+   * stream, as before; the host frame of a host stream, as before */
+  res = pf_producer_publish_domains_full (producer, v, n, mine == 1 ? 1 : 0,
+      sent);
   for (i = 0; i < n; i++) {
     if (i == mine) {
       if (res > 0 && sent[i] == 0)

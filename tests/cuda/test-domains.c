@@ -46,8 +46,10 @@
  *   no copy (their only cuMemcpyDtoH calls are the test's reads), the host
  *   consumers and the far one read the host frame byte-exact; every frame
  *   back on both pools; nothing left anywhere.
- * download-none: the same producer with only device consumers of its
- *   device: no download, no host pool made.
+ * download-none: the same producer with only device consumers: two of
+ *   its device and one that asked for device frames but named no domain
+ *   (it gets the device frame, as before domains): no download, no host
+ *   pool made.
  */
 #include <pinnedflow/pf-device-segment.h>
 #include <pinnedflow/pf-node-cuda.h>
@@ -94,6 +96,8 @@ static struct shared
 
 /* This run's producer: device slots (pf_node_producer_new_device()). */
 static int dev_producer;
+/* Consumers of device segments that name no domain, added to a run. */
+static int n_undeclared;
 /* The device memory of this run's producer's pool (a device producer). */
 static uint64_t producer_device_bytes;
 
@@ -367,7 +371,8 @@ run (const char *dir, int enable, int n_dev, int n_host, int n_far,
   pf_client_stats cs[MAX_KIDS];
   pf_node_producer *p = NULL;
   pid_t pid[MAX_KIDS];
-  unsigned int n_clients = (unsigned int) (n_dev + n_host + n_far), nd;
+  unsigned int n_clients = (unsigned int) (n_dev + n_host + n_far +
+      n_undeclared), nd;
   long copy0;
   uint64_t cpu0;
   int fds0, i, k = 0, res;
@@ -390,6 +395,8 @@ run (const char *dir, int enable, int n_dev, int n_host, int n_far,
         HOST_DOWNLOADING : HOST, n_frames);
   for (i = 0; i < n_far; i++)
     pid[k++] = spawn_consumer (path, FAR, n_frames);
+  for (i = 0; i < n_undeclared; i++)
+    pid[k++] = spawn_consumer (path, HOST_DOWNLOADING, n_frames);
   cuda_up (0);
   fds0 = pf_test_count_fds ();
 
@@ -562,7 +569,9 @@ case_download_none (const char *dir)
   long dtoh;
 
   dev_producer = 1;
+  n_undeclared = 1;             /* takes the device frame, as before */
   run (dir, 1, 2, 0, 0, N_FRAMES, &st, &cpu, &dtoh);
+  CHECK_INT (atomic_load (&shared->consumer_downloads), ==, N_FRAMES);
   CHECK_INT (st.frames, ==, N_FRAMES);
   CHECK_INT (st.downloads, ==, 0);
   CHECK_INT (dtoh, ==, 0);

@@ -359,22 +359,6 @@ pf_domains_upload (pf_domains * ds, pf_producer * transport,
   return n;
 }
 
-/* The connected consumers in the host domain of a device producer: all
- * but those that named its device. */
-static unsigned int
-host_consumers (pf_domains * ds, pf_producer * transport)
-{
-  pf_producer_domain want[64];
-  unsigned int n_all, n_want, i, home = 0;
-
-  n_all = pf_producer_get_n_clients (transport);
-  n_want = pf_producer_get_device_domains (transport, want, 64);
-  for (i = 0; i < n_want && i < 64; i++)
-    if (memcmp (want[i].uuid, ds->home_uuid, 16) == 0)
-      home = want[i].n_clients;
-  return n_all > home ? n_all - home : 0;
-}
-
 /* The host pool, made at the first download (under ds->lock): 0 or a
  * negative errno. */
 static int
@@ -420,7 +404,7 @@ pf_domains_download (pf_domains * ds, pf_producer * transport,
     return 0;
   pthread_mutex_lock (&ds->lock);
   ds->st.frames++;
-  if (host_consumers (ds, transport) == 0)
+  if (pf_producer_get_host_domain_clients (transport, ds->home_uuid) == 0)
     goto out;
   if (dev->n_chunks != 1 || dev->chunks[0].size > ds->stride ||
       (ds->host_pool == NULL && host_pool_make (ds) < 0) ||

@@ -15,8 +15,9 @@
  * - the variants' tokens come back with pf_domains_release();
  * - pf_domains_get_stats(): copies per domain and per frame.
  *
- * The caller publishes the variants (pf_producer_publish_domains()): host
- * variant first. Tokens are >= PF_DOMAINS_TOKEN_MIN (a caller's own tokens
+ * The caller publishes the variants (pf_producer_publish_domains(), for a
+ * device stream pf_producer_publish_domains_full() with its own frame as
+ * device_default): host variant first. Tokens are >= PF_DOMAINS_TOKEN_MIN (a caller's own tokens
  * stay below it).
  *
  * Exported (PF_API) for this project's GStreamer plugin
@@ -63,8 +64,11 @@ PF_API unsigned int pf_domains_upload (pf_domains * ds, pf_producer * transport,
 
 /* A device producer's frame @dev (one chunk, at device address @dev_ptr
  * on the home device): its host variant when a consumer in the host
- * domain is connected (one that did not ask for device segments, or did
- * not name the home device). 1 with @frame, @seg and @token filled; 0
+ * domain is connected (pf_producer_get_host_domain_clients(): one that
+ * did not ask for device segments, or named another device; a consumer of
+ * device segments that named none takes the device frame, as before).
+ * Publish it with pf_producer_publish_domains_full(), the device frame as
+ * device_default. 1 with @frame, @seg and @token filled; 0
  * (nobody in the host domain, or no host slot free: counted). */
 PF_API int pf_domains_download (pf_domains * ds, pf_producer * transport,
     const pf_producer_frame * dev, uint64_t dev_ptr,

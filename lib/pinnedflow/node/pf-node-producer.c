@@ -490,7 +490,9 @@ publish_device_domains (pf_node_producer * p, const pf_producer_frame * dev,
   v[1].frame = dev;
   v[1].segments = &seg;
   v[1].token = slot_token (slot);
-  res = pf_producer_publish_domains (p->transport, v, 2, sent);
+  /* consumers of device segments that named no domain: the device frame,
+   * as before */
+  res = pf_producer_publish_domains_full (p->transport, v, 2, 1, sent);
   if (res < 0 || sent[0] == 0)
     p->domains.release (p->domains.data, htoken);
   if (res < 0 || sent[1] == 0)
