@@ -365,7 +365,7 @@ run (const char *dir, int enable, int n_dev, int n_host, int n_far,
 {
   const char *copy_call = dev_producer ? "calls.cuMemcpyDtoH_v2" :
       "calls.cuMemcpyHtoD_v2";
-  uint8_t *src = malloc (FRAME_BYTES);
+  uint8_t *src;
   char path[300];
   pf_node_producer_config cfg;
   pf_client_stats cs[MAX_KIDS];
@@ -385,8 +385,7 @@ run (const char *dir, int enable, int n_dev, int n_host, int n_far,
   atomic_store (&shared->consumer_downloads, 0);
   atomic_store (&shared->consumer_extra_dtoh, 0);
   atomic_store (&shared->consumer_cpu_ns, 0);
-  CHECK (src != NULL);
-  /* before any CUDA here */
+  /* before any CUDA (or allocation the children would inherit) here */
   for (i = 0; i < n_dev; i++)
     pid[k++] = spawn_consumer (path, enable || dev_producer ? DEVICE :
         DEVICE_HOSTED, n_frames);
@@ -399,6 +398,8 @@ run (const char *dir, int enable, int n_dev, int n_host, int n_far,
     pid[k++] = spawn_consumer (path, HOST_DOWNLOADING, n_frames);
   cuda_up (0);
   fds0 = pf_test_count_fds ();
+  src = malloc (FRAME_BYTES);
+  CHECK (src != NULL);
 
   memset (&cfg, 0, sizeof (cfg));
   cfg.socket_path = path;
