@@ -3,7 +3,7 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- *   test-shm-domains upload|upload-off|download
+ *   test-shm-domains upload|upload-off|upload-nocuda|download
  *
  * Run with the emulators' environment and PFEMU_VMM=1 (meson:
  * emu_vmm_env). Node consumer processes (forked before anything here
@@ -24,6 +24,9 @@
  *   in the device domain, the host one in host memory.
  * upload-off: the same with domains=false: no upload here, the device
  *   consumers get host frames (as before: they would upload themselves).
+ * upload-nocuda: domains=true where CUDA is not usable in the sink's
+ *   process (the emulator fails its cuInit): no error, no upload, the
+ *   device consumers get host frames, the stream runs to EOS.
  * download: appsrc ! pinnedcudaupload ! pinnedshmsink (a device stream,
  *   device-copies N), a consumer of device 0 and two host consumers
  *   (no CUDA in their processes): one download per frame in the sink
@@ -249,7 +252,8 @@ static int
 run (const char *c, const char *path)
 {
   gboolean download = strcmp (c, "download") == 0;
-  gboolean off = strcmp (c, "upload-off") == 0;
+  gboolean nocuda = strcmp (c, "upload-nocuda") == 0;
+  gboolean off = strcmp (c, "upload-off") == 0 || nocuda;
   int modes[3], n_kids = 3, i, fds0;
   pid_t pid[MAX_KIDS];
   gchar *desc;
@@ -274,6 +278,8 @@ run (const char *c, const char *path)
     if (pid[i] == 0)
       _exit (consumer_main (path, modes[i]));
   }
+  if (nocuda)                   /* this process only: cuInit fails */
+    setenv ("PFEMU_FAIL", "cuInit:1:100", 1);
   gst_init (NULL, NULL);
   emu_up (FALSE);
   fds0 = pf_test_count_fds ();
@@ -282,7 +288,7 @@ run (const char *c, const char *path)
       "name=sink socket-path=%s wait-for-connection=true min-clients=%d "
       "domains=%s", W, H, download ? "! pinnedcudaupload ! "
       "video/x-raw(memory:PinnedflowCUDA)" : "", path, n_kids,
-      off ? "false" : "true");
+      off && !nocuda ? "false" : "true");
   pipe = gst_parse_launch (desc, &err);
   CHECK_MSG (pipe != NULL, "%s: %s", desc, err ? err->message : "?");
   src = gst_bin_get_by_name (GST_BIN (pipe), "src");
@@ -331,6 +337,8 @@ run (const char *c, const char *path)
     CHECK_INT (domain_entries (sink, &up0), ==, 0);
   } else if (off) {
     CHECK_INT (htod, ==, 0);
+    /* the copier was tried once (nocuda) or never */
+    CHECK_INT (emu_query ("calls.cuInit"), ==, nocuda ? 1 : 0);
     CHECK_INT (stat_u64 (sink, "domain-uploads"), ==, 0);
     CHECK_INT (domain_entries (sink, &up0), ==, 0);
   } else {
@@ -367,8 +375,9 @@ main (int argc, char **argv)
   int res;
 
   if (argc != 2 || (strcmp (c, "upload") && strcmp (c, "upload-off") &&
-          strcmp (c, "download"))) {
-    fprintf (stderr, "usage: %s upload|upload-off|download\n", argv[0]);
+          strcmp (c, "upload-nocuda") && strcmp (c, "download"))) {
+    fprintf (stderr, "usage: %s upload|upload-off|upload-nocuda|download\n",
+        argv[0]);
     return 2;
   }
   CHECK_MSG (getenv ("PFEMU_VMM") != NULL, "run with PFEMU_VMM=1 (meson)");
