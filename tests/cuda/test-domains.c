@@ -31,7 +31,9 @@
  *   refusals (a device variant in host memory, two variants on one device,
  *   no variant, too many) with the reason, and a frame in two domains: the
  *   consumer of device 0 gets the device variant, the other the host one,
- *   each variant's token back once its consumer let go of it.
+ *   each variant's token back once its consumer let go of it;
+ *   pf_producer_get_host_domain_clients(); the copier's (pf-domains.h)
+ *   refusals, and one download in process, its slot back on release.
  * far: a device consumer whose process has two devices asks for device 1,
  *   which the producer's process (one device) cannot reach: it gets host
  *   frames, the producer counts the domain unreachable and copies nothing;
@@ -56,6 +58,7 @@
 #include <pinnedflow/pf-node-domains.h>
 #include <pinnedflow/pf-node.h>
 #include <pinnedflow/pf-producer.h>
+#include <pinnedflow/pf-domains.h>
 #include <pinnedflow/pf-protocol-private.h>
 
 #include "pf-test-util.h"
@@ -713,7 +716,44 @@ case_rules (const char *dir)
     CHECK_MSG (strstr (pf_producer_get_error (p), "same device") != NULL,
         "error: %s", pf_producer_get_error (p));
   }
+  CHECK_INT (pf_producer_publish_domains_full (p, v, 2, 2, sent), ==, -EINVAL);
   CHECK_INT (pf_producer_get_unsent (p), ==, 0);
+  /* a device stream on device 0 has one host consumer (b); on another
+   * device, two (a named device 0) */
+  CHECK_INT (pf_producer_get_host_domain_clients (p, uuid), ==, 1);
+  CHECK_INT (pf_producer_get_host_domain_clients (p, (const uint8_t *)
+          "pfemu-device-001"), ==, 2);
+  {
+    pf_domains *dx;
+    pf_node_domain_stats st;
+    pf_producer_frame hf;
+    pf_segment *hseg = NULL;
+    void *tok = NULL;
+
+    /* the copier's refusals; tokens not its own are ignored */
+    CHECK_INT (pf_domains_new (0, 4, NULL, &dx), ==, -EINVAL);
+    CHECK_INT (pf_domains_new (4095, 4, NULL, &dx), ==, -EINVAL);
+    CHECK_INT (pf_domains_new (4096, 0, NULL, &dx), ==, -EINVAL);
+    CHECK_INT (pf_domains_new (4096, 4, host, &dx), ==, -EINVAL);
+    CHECK_INT (pf_domains_new (4096, 4, dev, &dx), ==, 0);
+    pf_domains_release (dx, (void *) 1);
+    pf_domains_release (dx, (void *) (PF_DOMAINS_TOKEN_MIN + (99 << 16)));
+    /* a host copier does not download, a device one does not upload */
+    CHECK_INT (pf_domains_upload (dx, p, &fr[0], pf_segment_get_base (host),
+            &hf, &hseg, &tok, 1), ==, 0);
+    /* b is in the host domain: one download, into the pinned pool */
+    CHECK_INT (pf_domains_download (dx, p, &fr[1],
+            pf_device_segment_get_ptr (dev), &hf, &hseg, &tok), ==, 1);
+    CHECK (hseg != NULL && pf_segment_get_device (hseg) == NULL);
+    CHECK_INT (hf.chunks[0].size, ==, 4096);
+    pf_domains_get_stats (dx, &st);
+    CHECK_INT (st.downloads, ==, 1);
+    CHECK_INT (st.host_free_slots, ==, st.host_slots - 1);
+    pf_domains_release (dx, tok);
+    pf_domains_get_stats (dx, &st);
+    CHECK_INT (st.host_free_slots, ==, st.host_slots);
+    pf_domains_free (dx);
+  }
 
   /* one frame, two domains: a gets the device variant, b the host one */
   CHECK_INT (pf_producer_publish_domains (p, v, 2, sent), ==, 2);
