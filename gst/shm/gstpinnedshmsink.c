@@ -771,14 +771,21 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
    * uid, sent, released, dropped (all reasons), dropped-limit,
    * dropped-socket-full, dropped-not-ready, skipped-to-key-frame, requested
    * and delivery (strings: auto, every-frame, newest-frame), demoted
-   * (gboolean), held and bytes.
+   * (gboolean), held and bytes; and the copies per domain
+   * (#GstPinnedShmSink:domains): domains-wanted (guint), domain-frames,
+   * domain-uploads, domain-unreachable, domain-device-bytes,
+   * domain-downloads, domain-download-bytes, domain-host-no-slot,
+   * domain-host-bytes (guint64) and domains, an array of structures with
+   * uuid, ordinal, slots, free-slots, uploads, bytes, device-bytes,
+   * no-slot.
    */
   properties[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
       "Counters: frames, bytes, zero-copy-frames, copies, drops, in-flight, "
       "demotions, refused, live, and per client (clients array) id, pid, "
       "uid, sent, released, dropped, dropped-limit, dropped-socket-full, "
       "dropped-not-ready, skipped-to-key-frame, requested, delivery, "
-      "demoted, held, bytes",
+      "demoted, held, bytes; copies per domain: domains-wanted, "
+      "domain-uploads, domain-downloads, ..., domains array",
       GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
   /**
    * GstPinnedShmSink:domains:
