@@ -115,6 +115,7 @@ enum
   PROP_LIVE_MAX_LAG,
   PROP_NUM_CLIENTS,
   PROP_STATS,
+  PROP_DOMAINS,
   N_PROPERTIES
 };
 
@@ -184,6 +185,9 @@ gst_pinned_shm_sink_set_property (GObject * object, guint prop_id,
 
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
+    case PROP_DOMAINS:
+      g_atomic_int_set (&self->domains, g_value_get_boolean (value));
+      break;
     case PROP_SOCKET_PATH:
       g_free (self->socket_path);
       self->socket_path = g_value_dup_string (value);
@@ -303,6 +307,9 @@ gst_pinned_shm_sink_get_property (GObject * object, guint prop_id,
     case PROP_STATS:
       g_value_take_boxed (value, gst_pinned_shm_sink_get_stats (self));
       break;
+    case PROP_DOMAINS:
+      g_value_set_boolean (value, g_atomic_int_get (&self->domains));
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -404,6 +411,7 @@ gst_pinned_shm_sink_stop (GstBaseSink * bsink)
   gst_pinned_shm_sink_set_copy_pool (self, NULL);
   self->copy_pool_size = 0;
   gst_pinned_shm_sink_device_stop (self);
+  gst_pinned_shm_sink_domains_stop (self);
 
   g_mutex_lock (&self->lock);
   g_atomic_int_set (&self->n_clients, 0);
@@ -583,6 +591,7 @@ gst_pinned_shm_sink_finalize (GObject * object)
   GstPinnedShmSink *self = GST_PINNED_SHM_SINK (object);
 
   g_free (self->socket_path);
+  gst_pinned_shm_sink_domains_finalize (self);
   g_mutex_clear (&self->lock);
   g_cond_clear (&self->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
@@ -604,6 +613,7 @@ gst_pinned_shm_sink_init (GstPinnedShmSink * self)
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);
   gst_video_info_init (&self->vinfo);
+  gst_pinned_shm_sink_domains_init (self);
   /* a last-sample would pin one pool buffer for nothing */
   gst_base_sink_set_last_sample_enabled (GST_BASE_SINK (self), FALSE);
 }
@@ -761,15 +771,39 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
    * uid, sent, released, dropped (all reasons), dropped-limit,
    * dropped-socket-full, dropped-not-ready, skipped-to-key-frame, requested
    * and delivery (strings: auto, every-frame, newest-frame), demoted
-   * (gboolean), held and bytes.
+   * (gboolean), held and bytes; and the copies per domain
+   * (#GstPinnedShmSink:domains): domains-wanted (guint), domain-frames,
+   * domain-uploads, domain-unreachable, domain-device-bytes,
+   * domain-downloads, domain-download-bytes, domain-host-no-slot,
+   * domain-host-bytes (guint64) and domains, an array of structures with
+   * uuid, ordinal, slots, free-slots, uploads, bytes, device-bytes,
+   * no-slot.
    */
   properties[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
       "Counters: frames, bytes, zero-copy-frames, copies, drops, in-flight, "
       "demotions, refused, live, and per client (clients array) id, pid, "
       "uid, sent, released, dropped, dropped-limit, dropped-socket-full, "
       "dropped-not-ready, skipped-to-key-frame, requested, delivery, "
-      "demoted, held, bytes",
+      "demoted, held, bytes; copies per domain: domains-wanted, "
+      "domain-uploads, domain-downloads, ..., domains array",
       GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  /**
+   * GstPinnedShmSink:domains:
+   *
+   * One copy per memory domain (docs/cuda.md): a host stream whose
+   * consumers named a device gets one upload per frame into that device,
+   * shared by them; a device stream (memory:PinnedflowCUDA) with consumers
+   * in the host domain gets one download per frame into a pinned pool.
+   * Only where CUDA is usable in this process (else as before, never an
+   * error); the stats count the copies (domain-uploads, domain-downloads,
+   * domains). FALSE: never copies (device consumers of a host stream
+   * upload themselves, host consumers of a device stream get no frames).
+   */
+  properties[PROP_DOMAINS] = g_param_spec_boolean ("domains",
+      "Copies per domain", "Copy each frame once into each memory domain a "
+      "consumer wants (a device it named, or host memory for a device "
+      "stream), where CUDA is usable here", TRUE,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
   g_object_class_install_properties (gobject_class, N_PROPERTIES, properties);
 
   /**

@@ -150,7 +150,9 @@ gst_pinned_shm_sink_render (GstBaseSink * bsink, GstBuffer * buf)
       self->is_video ? &self->vinfo : NULL, gst_pinned_shm_time_to_wire (bsink,
           g_atomic_int_get (&self->clock_is_monotonic), &self->latency, buf));
 
-  sent = pf_producer_publish (producer, &frame, segs, token);
+  /* with its copies in the domains the consumers want (domains=true) */
+  sent = gst_pinned_shm_sink_domains_publish (self, producer, &frame, segs,
+      token);
 
   /* after the send: the consumer may be woken on this CPU, and runs only
    * once we block, so only counters here */

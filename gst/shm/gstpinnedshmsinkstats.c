@@ -95,5 +95,6 @@ gst_pinned_shm_sink_get_stats (GstPinnedShmSink * self)
   g_free (cs);
 
   gst_structure_take_value (s, "clients", &clients);
+  gst_pinned_shm_sink_domains_add_stats (self, s);
   return s;
 }

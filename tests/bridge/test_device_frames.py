@@ -23,6 +23,12 @@
 #     process: the device consumer gets every frame in the device domain,
 #     byte-exact (cuMemcpyDtoH), the host one in host memory; domain_stats
 #     count one upload per frame; nothing left.
+#   download: Producer(device=0).enable_domains() with a Consumer(device=
+#     True) that set_domain(0) and a host Consumer, in one process: the
+#     device consumer gets the producer's device frame (no copy: the
+#     emulator counts no cuMemcpyDtoH but the test's reads), the host one
+#     the frame downloaded once (domain_stats: one download per frame,
+#     the emulator's cuMemcpyDtoH count agrees), byte-exact; nothing left.
 # torch (CPU) cannot take kDLCUDA: it is not tried.
 import ctypes
 import gc
@@ -441,7 +447,70 @@ def case_domains():
         bt.check(drv.vmm_live() == (0, 0, 0), repr(drv.vmm_live()))
 
 
+def case_download():
+    drv = Driver()
+    with bt.Env() as env:
+        path = env.path("download.sock")
+        prod = pinnedflow.Producer(path, slot_size=FRAME, n_slots=3,
+                                   device=0)
+        prod.set_video("RGBA", W, H)
+        prod.enable_domains()
+        dev = pinnedflow.Consumer(path, timeout_ms=5000, device=True)
+        host = pinnedflow.Consumer(path, timeout_ms=5000)
+        dev.set_domain(0)
+        prod.wait_clients(2, 5000)
+        for _ in range(5000):
+            if prod.device_domains:
+                break
+            time.sleep(0.001)
+        bt.check(prod.device_domains == [(b"pfemu-device-000", 1)],
+                 repr(prod.device_domains))
+        dtoh = b"calls.cuMemcpyDtoH_v2"
+        dtoh0 = drv.emu.pfemu_query(dtoh)
+        for k in range(1, N + 1):
+            with prod.loan(5000) as loan:
+                bt.check(loan.domain == "device")
+                drv.write(loan.device_ptr, pattern(k).tobytes())
+                bt.check(loan.publish(pts=k, stream=1) == 2)
+            # this frame's download, and the k - 1 reads of this test so far
+            bt.check(drv.emu.pfemu_query(dtoh) - dtoh0 == 2 * k - 1,
+                     "downloads")
+            f = dev.next(5000)
+            bt.check(f.domain == "device" and f.pts == k and f.device == 0,
+                     repr(f))
+            got = numpy.frombuffer(drv.read(f.device_ptr, FRAME),
+                                   dtype=numpy.uint8)
+            bt.check((got == pattern(k)).all(), "frame %d: device bytes" % k)
+            f.release()
+            g = host.next(5000)
+            bt.check(g.domain == "host" and g.pts == k, repr(g))
+            bt.check((numpy.asarray(g.array()).reshape(-1) ==
+                      pattern(k)).all(), "frame %d: host bytes" % k)
+            g.release()
+        # one download per frame, plus this test's N reads
+        bt.check(drv.emu.pfemu_query(dtoh) - dtoh0 == 2 * N, "copies")
+        prod.wait_idle(5000)
+        st = prod.domain_stats
+        bt.check(st["frames"] == N and st["downloads"] == N and
+                 st["download_bytes"] == N * FRAME and st["uploads"] == 0 and
+                 st["host_no_slot"] == 0 and st["host_slots"] == 6 and
+                 st["domains"] == [], st)
+        for _ in range(5000):
+            if prod.domain_stats["host_free_slots"] == 6:
+                break
+            time.sleep(0.001)
+        bt.check(prod.domain_stats["host_free_slots"] == 6, "host slots")
+        dev.close()
+        host.close()
+        prod.close()
+        del prod, loan, f, g
+        gc.collect()
+        bt.check(pinnedflow.live_segments() == 0)
+        bt.check(drv.vmm_live() == (0, 0, 0), repr(drv.vmm_live()))
+
+
 if __name__ == "__main__":
     sys.exit(bt.run_cases({"consume": case_consume, "produce": case_produce,
                            "novmm": case_novmm, "host": case_host,
-                           "domains": case_domains}))
+                           "domains": case_domains,
+                           "download": case_download}))

@@ -3,8 +3,9 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- *   test-domains copy|off|far|rules
+ *   test-domains copy|off|far|rules|download|download-none
  *   test-domains bench on|off N     (bench/domains: prints the counts)
+ *   test-domains mixed on|off N     (bench/domains/mixed.sh)
  *
  * Run with the emulators' environment and PFEMU_VMM=1 (meson:
  * emu_vmm_env). Consumer processes are forked before anything in the
@@ -30,17 +31,34 @@
  *   refusals (a device variant in host memory, two variants on one device,
  *   no variant, too many) with the reason, and a frame in two domains: the
  *   consumer of device 0 gets the device variant, the other the host one,
- *   each variant's token back once its consumer let go of it.
+ *   each variant's token back once its consumer let go of it;
+ *   pf_producer_get_host_domain_clients(); the copier's (pf-domains.h)
+ *   refusals, and one download in process, its slot back on release.
  * far: a device consumer whose process has two devices asks for device 1,
  *   which the producer's process (one device) cannot reach: it gets host
  *   frames, the producer counts the domain unreachable and copies nothing;
  *   a consumer of device 0 alongside still gets one copy per frame.
+ * download: a device node producer (pf_node_producer_new_device()) with
+ *   domains enabled, two consumer processes of device 0, two host
+ *   consumers (no CUDA in their processes) and one consumer whose process
+ *   names device 1, which the producer lacks: each frame is downloaded
+ *   once into the producer's pinned host pool (its stats and the
+ *   emulator's count of cuMemcpyDtoH in the producer's process agree: N
+ *   frames, N downloads), the device consumers get the device frame with
+ *   no copy (their only cuMemcpyDtoH calls are the test's reads), the host
+ *   consumers and the far one read the host frame byte-exact; every frame
+ *   back on both pools; nothing left anywhere.
+ * download-none: the same producer with only device consumers: two of
+ *   its device and one that asked for device frames but named no domain
+ *   (it gets the device frame, as before domains): no download, no host
+ *   pool made.
  */
 #include <pinnedflow/pf-device-segment.h>
 #include <pinnedflow/pf-node-cuda.h>
 #include <pinnedflow/pf-node-domains.h>
 #include <pinnedflow/pf-node.h>
 #include <pinnedflow/pf-producer.h>
+#include <pinnedflow/pf-domains.h>
 #include <pinnedflow/pf-protocol-private.h>
 
 #include "pf-test-util.h"
@@ -74,11 +92,23 @@ static struct shared
   atomic_long consumer_upload_bytes;
   atomic_long device_consumer_cpu_ns;   /* their whole lives, all of them */
   atomic_long consumer_device_buffers;  /* live device allocations, theirs */
+  atomic_long consumer_downloads;       /* device-to-host copies, theirs */
+  atomic_long consumer_extra_dtoh;      /* cuMemcpyDtoH beyond the reads */
+  atomic_long consumer_cpu_ns;  /* every consumer's whole life */
 } *shared;
+
+/* This run's producer: device slots (pf_node_producer_new_device()). */
+static int dev_producer;
+/* Consumers of device segments that name no domain, added to a run. */
+static int n_undeclared;
+/* The device memory of this run's producer's pool (a device producer). */
+static uint64_t producer_device_bytes;
 
 static int (*cuInit) (unsigned int);
 static int (*cuCtxCreate) (void **, unsigned int, int);
 static int (*cuMemcpyDtoH) (void *, CUdeviceptr, size_t);
+static int (*cuMemcpyHtoD) (CUdeviceptr, const void *, size_t);
+static int (*cuCtxSynchronize) (void);
 static long (*emu_query) (const char *);
 
 /* The driver stand-in, a context on device @dev made current. Only after
@@ -95,8 +125,11 @@ cuda_up (int dev)
   *(void **) &cuInit = dlsym (drv, "cuInit");
   *(void **) &cuCtxCreate = dlsym (drv, "cuCtxCreate_v2");
   *(void **) &cuMemcpyDtoH = dlsym (drv, "cuMemcpyDtoH_v2");
+  *(void **) &cuMemcpyHtoD = dlsym (drv, "cuMemcpyHtoD_v2");
+  *(void **) &cuCtxSynchronize = dlsym (drv, "cuCtxSynchronize");
   *(void **) &emu_query = dlsym (rt, "pfemu_query");
-  CHECK (cuInit && cuCtxCreate && cuMemcpyDtoH && emu_query);
+  CHECK (cuInit && cuCtxCreate && cuMemcpyDtoH && cuMemcpyHtoD
+      && cuCtxSynchronize && emu_query);
   CHECK_INT (cuInit (0), ==, 0);
   CHECK_INT (cuCtxCreate (&ctx, 0, dev), ==, 0);
 }
@@ -139,6 +172,10 @@ enum
   DEVICE_HOSTED,                /* device 0, host frames expected (off):
                                  * uploads each itself (the node Uploader) */
   FAR,                          /* device 1 the producer lacks: host frames */
+  HOST_DOWNLOADING,             /* device segments, no domain named: device
+                                 * frames, each downloaded here (what a CPU
+                                 * consumer of a device stream does without
+                                 * domains) */
 };
 
 static int
@@ -170,7 +207,7 @@ consumer_main (const char *path, int mode, int n_frames)
   if (mode == HOST) {
     /* a host consumer names no device */
     CHECK_INT (pf_node_consumer_set_domain (c, 0), ==, -EINVAL);
-  } else {
+  } else if (mode != HOST_DOWNLOADING) {
     CHECK_INT (pf_node_consumer_set_domain (c, -1), ==, -EINVAL);
     CHECK_INT (pf_node_consumer_set_domain (c, 7), ==, -ENODEV);
     CHECK_INT (pf_node_consumer_set_domain (c, mode == FAR ? 1 : 0), ==, 0);
@@ -185,7 +222,7 @@ consumer_main (const char *path, int mode, int n_frames)
     CHECK_INT (f->pts, ==, (uint64_t) seen);    /* every frame, in order */
     CHECK_INT (f->size, ==, FRAME_BYTES);
     pattern (want, FRAME_BYTES, f->pts);
-    if (mode == DEVICE) {
+    if (mode == DEVICE || mode == HOST_DOWNLOADING) {
       pf_node_device_info dev;
 
       CHECK_INT (f->domain, ==, PF_NODE_DOMAIN_DEVICE);
@@ -195,6 +232,8 @@ consumer_main (const char *path, int mode, int n_frames)
       CHECK_INT (cuMemcpyDtoH (got, dev.ptr, FRAME_BYTES), ==, 0);
       CHECK_MSG (memcmp (want, got, FRAME_BYTES) == 0, "frame %d: device "
           "bytes differ", seen);
+      if (mode == HOST_DOWNLOADING)
+        atomic_fetch_add (&shared->consumer_downloads, 1);
     } else {
       CHECK_INT (f->domain, ==, PF_NODE_DOMAIN_HOST);
       CHECK (f->data != NULL);
@@ -217,6 +256,14 @@ consumer_main (const char *path, int mode, int n_frames)
     CHECK_INT (pf_node_frame_release (f), ==, 0);
   }
   CHECK_INT (seen, ==, n_frames);
+  /* a device consumer's only device-to-host copies are this test's reads */
+  if (mode == DEVICE)
+    atomic_fetch_add (&shared->consumer_extra_dtoh,
+        emu_query ("calls.cuMemcpyDtoH_v2") - seen);
+  /* and its device memory is the producer's, mapped: none of its own */
+  if (mode == DEVICE)
+    atomic_fetch_add (&shared->consumer_device_buffers,
+        emu_query ("live.allocations"));
   if (up != NULL) {
     pf_uploader_stats us;
 
@@ -236,7 +283,8 @@ consumer_main (const char *path, int mode, int n_frames)
   if (mode != HOST)
     check_vmm_empty ();
   CHECK_INT (pf_test_count_fds (), ==, fds0);
-  if (mode == DEVICE || mode == DEVICE_HOSTED)
+  atomic_fetch_add (&shared->consumer_cpu_ns, (long) cpu_ns ());
+  if (mode != HOST && mode != FAR)
     atomic_fetch_add (&shared->device_consumer_cpu_ns, (long) cpu_ns ());
   free (want);
   free (got);
@@ -265,12 +313,14 @@ check_child (pid_t pid)
 
 /* ---- the producer ------------------------------------------------------ */
 
-/* Every device slot of every domain with a pool back. */
+/* Every slot of every domain with a pool back. */
 static int
 all_free (const pf_node_domain_stats * st)
 {
   uint32_t i;
 
+  if (st->host_free_slots != st->host_slots)
+    return 0;
   for (i = 0; i < st->n_domains; i++)
     if (st->domain[i].ordinal >= 0 &&
         st->domain[i].free_slots != st->domain[i].n_slots)
@@ -305,20 +355,28 @@ wanted (pf_node_producer * p, unsigned int *n_clients)
 }
 
 /* One run: @n_dev consumers of device 0, @n_host host consumers, @n_far
- * consumers of device 1; domains enabled or not. Checks everything; the
- * figures in @st (zeroed without domains) and @cpu_per_frame. */
+ * consumers of device 1; domains enabled or not; a host producer, or a
+ * device one (dev_producer). Checks everything; the figures in @st
+ * (zeroed without domains), @cpu_per_frame and @copy_calls (the
+ * emulator's count of the producer's process's copies into the other
+ * domain: cuMemcpyHtoD for a host producer, cuMemcpyDtoH for a device
+ * one). */
 static void
 run (const char *dir, int enable, int n_dev, int n_host, int n_far,
     int n_frames, pf_node_domain_stats * st, uint64_t * cpu_per_frame,
-    long *htod_calls)
+    long *copy_calls)
 {
+  const char *copy_call = dev_producer ? "calls.cuMemcpyDtoH_v2" :
+      "calls.cuMemcpyHtoD_v2";
+  uint8_t *src;
   char path[300];
   pf_node_producer_config cfg;
   pf_client_stats cs[MAX_KIDS];
   pf_node_producer *p = NULL;
   pid_t pid[MAX_KIDS];
-  unsigned int n_clients = (unsigned int) (n_dev + n_host + n_far), nd;
-  long htod0;
+  unsigned int n_clients = (unsigned int) (n_dev + n_host + n_far +
+      n_undeclared), nd;
+  long copy0;
   uint64_t cpu0;
   int fds0, i, k = 0, res;
 
@@ -327,21 +385,33 @@ run (const char *dir, int enable, int n_dev, int n_host, int n_far,
   atomic_store (&shared->consumer_upload_bytes, 0);
   atomic_store (&shared->device_consumer_cpu_ns, 0);
   atomic_store (&shared->consumer_device_buffers, 0);
-  /* before any CUDA here */
+  atomic_store (&shared->consumer_downloads, 0);
+  atomic_store (&shared->consumer_extra_dtoh, 0);
+  atomic_store (&shared->consumer_cpu_ns, 0);
+  /* before any CUDA (or allocation the children would inherit) here */
   for (i = 0; i < n_dev; i++)
-    pid[k++] = spawn_consumer (path, enable ? DEVICE : DEVICE_HOSTED, n_frames);
+    pid[k++] = spawn_consumer (path, enable || dev_producer ? DEVICE :
+        DEVICE_HOSTED, n_frames);
   for (i = 0; i < n_host; i++)
-    pid[k++] = spawn_consumer (path, HOST, n_frames);
+    pid[k++] = spawn_consumer (path, dev_producer && !enable ?
+        HOST_DOWNLOADING : HOST, n_frames);
   for (i = 0; i < n_far; i++)
     pid[k++] = spawn_consumer (path, FAR, n_frames);
+  for (i = 0; i < n_undeclared; i++)
+    pid[k++] = spawn_consumer (path, HOST_DOWNLOADING, n_frames);
   cuda_up (0);
   fds0 = pf_test_count_fds ();
+  src = malloc (FRAME_BYTES);
+  CHECK (src != NULL);
 
   memset (&cfg, 0, sizeof (cfg));
   cfg.socket_path = path;
   cfg.n_slots = SLOTS;
   cfg.slot_size = FRAME_BYTES;
-  CHECK_INT (pf_node_producer_new (&cfg, &p), ==, 0);
+  if (dev_producer)
+    CHECK_INT (pf_node_producer_new_device (&cfg, 0, &p), ==, 0);
+  else
+    CHECK_INT (pf_node_producer_new (&cfg, &p), ==, 0);
   CHECK_INT (pf_node_producer_get_domain_stats (p, st), ==, -EINVAL);
   if (enable) {
     res = pf_node_producer_enable_domains (p);
@@ -349,25 +419,37 @@ run (const char *dir, int enable, int n_dev, int n_host, int n_far,
     CHECK_INT (pf_node_producer_enable_domains (p), ==, -EBUSY);
   }
   CHECK_INT (pf_node_producer_set_video (p, "RGBA", W, H, 30, 1), ==, 0);
+  if (dev_producer)
+    producer_device_bytes =
+        pf_segment_get_size (pf_node_producer_get_segment (p));
   CHECK_INT (pf_node_producer_wait_clients (p, n_clients, 20000), ==, 0);
   /* every device consumer has named its domain */
   WAIT_FOR (wanted (p, &nd) == (unsigned int) ((n_dev > 0) + (n_far > 0)) &&
       nd == (unsigned int) (n_dev + n_far));
 
-  htod0 = emu_query ("calls.cuMemcpyHtoD_v2");
+  copy0 = emu_query (copy_call);
   cpu0 = cpu_ns ();
   for (i = 1; i <= n_frames; i++) {
     pf_node_loan loan;
 
     CHECK_INT (pf_node_producer_loan_video (p, 20000, &loan), ==, 0);
-    CHECK_INT (loan.domain, ==, PF_NODE_DOMAIN_HOST);
-    pattern (loan.data, FRAME_BYTES, (uint64_t) i);
+    if (dev_producer) {
+      /* the frame written on the device, complete before publish */
+      CHECK_INT (loan.domain, ==, PF_NODE_DOMAIN_DEVICE);
+      pattern (src, FRAME_BYTES, (uint64_t) i);
+      CHECK_INT (cuMemcpyHtoD ((CUdeviceptr) (uintptr_t) loan.data, src,
+              FRAME_BYTES), ==, 0);
+      CHECK_INT (cuCtxSynchronize (), ==, 0);
+    } else {
+      CHECK_INT (loan.domain, ==, PF_NODE_DOMAIN_HOST);
+      pattern (loan.data, FRAME_BYTES, (uint64_t) i);
+    }
     loan.pts = (uint64_t) i;
     res = pf_node_producer_publish (p, &loan);
     CHECK_MSG (res == (int) n_clients, "publish %d: %d", i, res);
   }
   *cpu_per_frame = (cpu_ns () - cpu0) / (uint64_t) n_frames;
-  *htod_calls = emu_query ("calls.cuMemcpyHtoD_v2") - htod0;
+  *copy_calls = emu_query (copy_call) - copy0;
 
   /* every frame back on both pools */
   CHECK_INT (pf_node_producer_wait_idle (p, 20000), ==, 0);
@@ -392,6 +474,7 @@ run (const char *dir, int enable, int n_dev, int n_host, int n_far,
   CHECK_INT (pf_segment_count_live (), ==, 0);
   CHECK_INT (pf_test_count_fds (), ==, fds0);
   unlink (path);
+  free (src);
 }
 
 static int
@@ -451,6 +534,54 @@ case_far (const char *dir)
   CHECK_INT (domain_of (&st, 0)->uploads, ==, N_FRAMES);
   CHECK (domain_of (&st, -1) != NULL);
   CHECK_INT (domain_of (&st, -1)->uploads, ==, 0);
+  return 0;
+}
+
+/* A device producer: one download per frame for its host consumers. */
+static int
+case_download (const char *dir)
+{
+  pf_node_domain_stats st;
+  uint64_t cpu;
+  long dtoh;
+
+  dev_producer = 1;
+  run (dir, 1, 2, 2, 1, N_FRAMES, &st, &cpu, &dtoh);
+  CHECK_INT (st.frames, ==, N_FRAMES);
+  CHECK_INT (st.downloads, ==, N_FRAMES);
+  CHECK_INT (dtoh, ==, N_FRAMES);       /* the emulator agrees */
+  CHECK_INT (st.download_bytes, ==, (uint64_t) N_FRAMES * FRAME_BYTES);
+  CHECK_INT (st.host_no_slot, ==, 0);
+  CHECK_INT (st.host_slots, ==, 2 * SLOTS);     /* twice the producer's */
+  CHECK (st.host_bytes >= (uint64_t) 2 * SLOTS * FRAME_BYTES);
+  /* nothing uploaded, no device pool: the device consumers share the
+   * producer's own frames */
+  CHECK_INT (st.uploads, ==, 0);
+  CHECK_INT (st.n_domains, ==, 0);
+  CHECK_INT (st.device_bytes, ==, 0);
+  CHECK_INT (atomic_load (&shared->consumer_extra_dtoh), ==, 0);
+  CHECK_INT (atomic_load (&shared->consumer_downloads), ==, 0);
+  return 0;
+}
+
+/* A device producer without host consumers: nothing copied. */
+static int
+case_download_none (const char *dir)
+{
+  pf_node_domain_stats st;
+  uint64_t cpu;
+  long dtoh;
+
+  dev_producer = 1;
+  n_undeclared = 1;             /* takes the device frame, as before */
+  run (dir, 1, 2, 0, 0, N_FRAMES, &st, &cpu, &dtoh);
+  CHECK_INT (atomic_load (&shared->consumer_downloads), ==, N_FRAMES);
+  CHECK_INT (st.frames, ==, N_FRAMES);
+  CHECK_INT (st.downloads, ==, 0);
+  CHECK_INT (dtoh, ==, 0);
+  CHECK_INT (st.host_slots, ==, 0);     /* no host pool made */
+  CHECK_INT (st.host_bytes, ==, 0);
+  CHECK_INT (atomic_load (&shared->consumer_extra_dtoh), ==, 0);
   return 0;
 }
 
@@ -585,7 +716,44 @@ case_rules (const char *dir)
     CHECK_MSG (strstr (pf_producer_get_error (p), "same device") != NULL,
         "error: %s", pf_producer_get_error (p));
   }
+  CHECK_INT (pf_producer_publish_domains_full (p, v, 2, 2, sent), ==, -EINVAL);
   CHECK_INT (pf_producer_get_unsent (p), ==, 0);
+  /* a device stream on device 0 has one host consumer (b); on another
+   * device, two (a named device 0) */
+  CHECK_INT (pf_producer_get_host_domain_clients (p, uuid), ==, 1);
+  CHECK_INT (pf_producer_get_host_domain_clients (p, (const uint8_t *)
+          "pfemu-device-001"), ==, 2);
+  {
+    pf_domains *dx;
+    pf_node_domain_stats st;
+    pf_producer_frame hf;
+    pf_segment *hseg = NULL;
+    void *tok = NULL;
+
+    /* the copier's refusals; tokens not its own are ignored */
+    CHECK_INT (pf_domains_new (0, 4, NULL, &dx), ==, -EINVAL);
+    CHECK_INT (pf_domains_new (4095, 4, NULL, &dx), ==, -EINVAL);
+    CHECK_INT (pf_domains_new (4096, 0, NULL, &dx), ==, -EINVAL);
+    CHECK_INT (pf_domains_new (4096, 4, host, &dx), ==, -EINVAL);
+    CHECK_INT (pf_domains_new (4096, 4, dev, &dx), ==, 0);
+    pf_domains_release (dx, (void *) 1);
+    pf_domains_release (dx, (void *) (PF_DOMAINS_TOKEN_MIN + (99 << 16)));
+    /* a host copier does not download, a device one does not upload */
+    CHECK_INT (pf_domains_upload (dx, p, &fr[0], pf_segment_get_base (host),
+            &hf, &hseg, &tok, 1), ==, 0);
+    /* b is in the host domain: one download, into the pinned pool */
+    CHECK_INT (pf_domains_download (dx, p, &fr[1],
+            pf_device_segment_get_ptr (dev), &hf, &hseg, &tok), ==, 1);
+    CHECK (hseg != NULL && pf_segment_get_device (hseg) == NULL);
+    CHECK_INT (hf.chunks[0].size, ==, 4096);
+    pf_domains_get_stats (dx, &st);
+    CHECK_INT (st.downloads, ==, 1);
+    CHECK_INT (st.host_free_slots, ==, st.host_slots - 1);
+    pf_domains_release (dx, tok);
+    pf_domains_get_stats (dx, &st);
+    CHECK_INT (st.host_free_slots, ==, st.host_slots);
+    pf_domains_free (dx);
+  }
 
   /* one frame, two domains: a gets the device variant, b the host one */
   CHECK_INT (pf_producer_publish_domains (p, v, 2, sent), ==, 2);
@@ -660,19 +828,69 @@ bench (const char *dir, int on, int n_frames)
   return 0;
 }
 
+/* bench/domains/mixed.sh: a device producer, two consumers of its device
+ * and two CPU consumers; "off": the producer copies nothing (today's
+ * device stream: a CPU consumer gets frames only by asking for device
+ * segments and downloading each frame itself, one download per CPU
+ * consumer per frame, CUDA in every consumer); "on": one download per
+ * frame in the producer, shared by the two. One line of counts. */
+static int
+mixed (const char *dir, int on, int n_frames)
+{
+  pf_node_domain_stats st;
+  uint64_t cpu;
+  long dtoh, downs;
+
+  dev_producer = 1;
+  run (dir, on, 2, 2, 0, n_frames, &st, &cpu, &dtoh);
+  downs = atomic_load (&shared->consumer_downloads);
+  CHECK_INT (atomic_load (&shared->consumer_extra_dtoh), ==, 0);
+  CHECK_INT (atomic_load (&shared->consumer_device_buffers), ==, 0);
+  if (on) {
+    CHECK_INT (dtoh, ==, n_frames);
+    CHECK_INT (st.downloads, ==, (uint64_t) n_frames);
+    CHECK_INT (downs, ==, 0);
+  } else {
+    CHECK_INT (dtoh, ==, 0);
+    CHECK_INT (downs, ==, 2L * n_frames);
+  }
+  printf ("%s: frames %d, producer downloads %ld (%.2f per frame, the "
+      "emulator's cuMemcpyDtoH count), consumer downloads %ld (%.2f per "
+      "frame), the 2 GPU consumers' own copies %ld and device buffers %ld "
+      "(they map the producer's %llu-byte device pool), pinned host pool "
+      "%llu bytes in %u slots, producer "
+      "CPU per frame %.1f us, the 4 consumers' CPU per frame %.1f us "
+      "(the 2 CPU ones %s)\n", on ? "after" : "before", n_frames, dtoh,
+      (double) dtoh / n_frames, downs, (double) downs / n_frames,
+      atomic_load (&shared->consumer_extra_dtoh),
+      atomic_load (&shared->consumer_device_buffers),
+      (unsigned long long) producer_device_bytes,
+      (unsigned long long) st.host_bytes, st.host_slots, cpu / 1000.0,
+      atomic_load (&shared->consumer_cpu_ns) / 1000.0 / n_frames,
+      on ? "without CUDA" : "with CUDA, downloading");
+  return 0;
+}
+
 int
 main (int argc, char **argv)
 {
   char dir[] = "/tmp/pf-domains-XXXXXX";
   int res;
 
-  if (argc < 2 || (strcmp (argv[1], "copy") && strcmp (argv[1], "off") &&
-          strcmp (argv[1], "far") && strcmp (argv[1], "rules") &&
-          (strcmp (argv[1], "bench") ||
-              argc != 4 || (strcmp (argv[2], "on") &&
-                  strcmp (argv[2], "off"))))) {
-    fprintf (stderr, "usage: %s copy|off|far|rules | bench on|off N_FRAMES\n",
-        argv[0]);
+  static const char *const cases[] = { "copy", "off", "far", "rules",
+    "download", "download-none"
+  };
+  int is_case = 0, is_bench;
+  unsigned int i;
+
+  for (i = 0; i < sizeof (cases) / sizeof (cases[0]); i++)
+    is_case |= argc == 2 && strcmp (argv[1], cases[i]) == 0;
+  is_bench = argc == 4 && (strcmp (argv[1], "bench") == 0 ||
+      strcmp (argv[1], "mixed") == 0) && (strcmp (argv[2], "on") == 0 ||
+      strcmp (argv[2], "off") == 0) && atoi (argv[3]) > 0;
+  if (!is_case && !is_bench) {
+    fprintf (stderr, "usage: %s copy|off|far|rules|download|download-none "
+        "| bench|mixed on|off N_FRAMES\n", argv[0]);
     return 2;
   }
   CHECK (mkdtemp (dir) != NULL);
@@ -687,6 +905,12 @@ main (int argc, char **argv)
     res = case_far (dir);
   else if (strcmp (argv[1], "rules") == 0)
     res = case_rules (dir);
+  else if (strcmp (argv[1], "download") == 0)
+    res = case_download (dir);
+  else if (strcmp (argv[1], "download-none") == 0)
+    res = case_download_none (dir);
+  else if (strcmp (argv[1], "mixed") == 0)
+    res = mixed (dir, strcmp (argv[2], "on") == 0, atoi (argv[3]));
   else
     res = bench (dir, strcmp (argv[2], "on") == 0, atoi (argv[3]));
   rmdir (dir);

@@ -441,11 +441,15 @@ class Producer(_Handle):
                "wait_idle")
 
     def enable_domains(self):
-        """One copy per domain (docs/cuda.md): each frame is uploaded once
-        into each device its consumers named (Consumer.set_domain()),
-        shared by them all. Before the first publish; a host producer.
-        PinnedflowError ENOENT where this process has no CUDA driver (the
-        consumers then get host frames)."""
+        """One copy per domain (docs/cuda.md): a host producer uploads
+        each frame once into each device its consumers named
+        (Consumer.set_domain()), shared by them all; a device producer
+        (device=N) downloads each frame once into a pinned host pool when
+        a consumer in the host domain is connected (one that did not ask
+        for device frames or did not set_domain(N)), and its consumers of
+        device N get the device frame with no copy. Before the first
+        publish. PinnedflowError ENOENT where this process has no CUDA
+        driver (a host producer's consumers then get host frames)."""
         _check(_n.lib.pf_node_producer_enable_domains(self._p),
                "Producer.enable_domains")
 
@@ -465,7 +469,9 @@ class Producer(_Handle):
         """Copies per domain and per frame: frames, uploads,
         frames_uploaded, unreachable, device_bytes, and per domain its
         uuid (bytes), ordinal, slots, free_slots, uploads, bytes,
-        device_bytes, no_slot."""
+        device_bytes, no_slot; a device producer's host domain: downloads,
+        download_bytes, host_no_slot, host_bytes, host_slots,
+        host_free_slots."""
         st = _n.DomainStats()
         _check(_n.lib.pf_node_producer_get_domain_stats(
             self._p, ctypes.byref(st)), "Producer.domain_stats")
@@ -473,6 +479,9 @@ class Producer(_Handle):
             frames=st.frames, uploads=st.uploads,
             frames_uploaded=st.frames_uploaded, unreachable=st.unreachable,
             device_bytes=st.device_bytes,
+            downloads=st.downloads, download_bytes=st.download_bytes,
+            host_no_slot=st.host_no_slot, host_bytes=st.host_bytes,
+            host_slots=st.host_slots, host_free_slots=st.host_free_slots,
             domains=[dict(uuid=bytes(d.uuid), ordinal=d.ordinal,
                           slots=d.n_slots, free_slots=d.free_slots,
                           uploads=d.uploads, bytes=d.bytes,

@@ -155,6 +155,8 @@ class DomainStats(ctypes.Structure):
         ("frames", u64), ("uploads", u64), ("frames_uploaded", u64),
         ("unreachable", u64), ("device_bytes", u64), ("n_domains", u32),
         ("reserved", u32), ("domain", DomainInfo * MAX_DOMAINS),
+        ("downloads", u64), ("download_bytes", u64), ("host_no_slot", u64),
+        ("host_bytes", u64), ("host_slots", u32), ("host_free_slots", u32),
     ]
 
 

@@ -1,4 +1,4 @@
-/* pinnedflow node API: one copy per memory domain (host node producers)
+/* pinnedflow node API: one copy per memory domain (node producers)
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
@@ -10,7 +10,13 @@
  * domains (pf_producer_publish_domains()): every consumer of D shares the
  * one copy, host consumers get the host frame. Nothing is copied into a
  * domain nobody asked for (pf_producer_get_device_domains() at each
- * publish). docs/cuda.md, "One copy per domain".
+ * publish). A device node producer (pf_node_producer_new_device()) with
+ * consumers in the host domain (not asking for device frames, or naming
+ * another device) downloads each frame once into a pinned host pool and
+ * publishes it in both domains: its consumers of its device get the device
+ * frame with no copy, the host ones share the download; no host consumer,
+ * no download. The copies are pf-domains.c's (the producer-side copier
+ * pinnedshmsink shares). docs/cuda.md, "One copy per domain".
  *
  *   pf_node_producer_new (&cfg, &p);
  *   pf_node_producer_enable_domains (p);   // -ENOENT: no CUDA here
@@ -66,19 +72,27 @@ extern "C"
     uint32_t n_domains;         /* entries in domain[] */
     uint32_t reserved;
     pf_node_domain_info domain[PF_NODE_MAX_DOMAINS];
+    /* a device producer's host domain (pf_node_producer_new_device()) */
+    uint64_t downloads;         /* device-to-host copies, one per frame at most */
+    uint64_t download_bytes;    /* bytes copied into the host domain */
+    uint64_t host_no_slot;      /* frames its host consumers missed: no free host slot */
+    uint64_t host_bytes;        /* host memory of its download pool (pinned) */
+    uint32_t host_slots;        /* slots of that pool (0: none made yet) */
+    uint32_t host_free_slots;   /* of those, not held by any consumer */
   } pf_node_domain_stats;
 
 /**
  * pf_node_producer_enable_domains:
- * @p: a host node producer (pf_node_producer_new()), before its first
- *   publish
+ * @p: a node producer (pf_node_producer_new() or
+ *   pf_node_producer_new_device()), before its first publish
  *
- * Makes @p upload each frame once into each device domain its consumers
- * ask for (see above).
+ * Makes a host producer upload each frame once into each device domain
+ * its consumers ask for, a device producer download each frame once for
+ * its consumers in the host domain (see above).
  *
  * Returns: 0; -ENOENT (no CUDA driver in this process: consumers get host
- * frames), -ENODEV (cuInit failed), -EINVAL (a device pool producer, NULL),
- * -EBUSY (enabled already), -ENOMEM.
+ * frames), -ENODEV (cuInit failed, or a device producer's device is not
+ * found again), -EINVAL (NULL), -EBUSY (enabled already), -ENOMEM.
  *
  * Since: 0.1
  */
@@ -87,7 +101,8 @@ extern "C"
 /**
  * pf_node_producer_get_domain_stats:
  *
- * Copies per domain and per frame (uploads / frames), device memory held.
+ * Copies per domain and per frame (uploads / frames, downloads / frames),
+ * device and host memory held.
  * Any thread.
  *
  * Returns: 0, or -EINVAL (@p has no domains enabled, NULL).

@@ -58,8 +58,8 @@ int pf_node_producer_new_in (const pf_node_producer_config * config,
     pf_segment * seg, uint64_t device_base, pf_node_producer ** out);
 
 /* One copy per domain (cuda/pf-node-domains.c, docs/cuda.md "One copy
- * per domain"): what a host node producer asks of the CUDA layer at each
- * publish. Tokens of device variants are above PF_NODE_DOMAIN_TOKEN_MIN
+ * per domain"): what a node producer asks of the CUDA layer at each
+ * publish (prepare: a host producer, download: a device producer). Tokens of device variants are above PF_NODE_DOMAIN_TOKEN_MIN
  * (host slots' tokens are slot + 1 <= 4096). */
 #define PF_NODE_DOMAIN_TOKEN_MIN ((uintptr_t) 0x10000)
 typedef struct
@@ -72,7 +72,14 @@ typedef struct
       const pf_producer_frame * host, const void *bytes,
       pf_producer_frame * frames, pf_segment ** segs, void **tokens,
       unsigned int max);
-  /* A device variant's token came back (frame_released), or was never
+  /* A device producer's frame @dev (its bytes at device address @dev_ptr):
+   * its host variant (@frame, @seg, @token > PF_NODE_DOMAIN_TOKEN_MIN)
+   * when a consumer in the host domain wants one: 1, else 0 (the frame is
+   * published on the device alone); never fails the publish. */
+  int (*download) (void *data, pf_producer * transport,
+      const pf_producer_frame * dev, uint64_t dev_ptr,
+      pf_producer_frame * frame, pf_segment ** seg, void **token);
+  /* A variant's token came back (frame_released), or was never
    * sent (publish gave it to nobody). */
   void (*release) (void *data, void *token);
   /* With pf_node_producer_free(), after the transport closed. */
@@ -80,10 +87,14 @@ typedef struct
   void *data;
 } pf_node_domain_hooks;
 
-/* Installs @hooks (copied) on the host producer @p: -EINVAL for a device
- * pool, -EBUSY when some are installed already. Before the first publish. */
+/* Installs @hooks (copied) on @p (a host pool needs prepare, a device
+ * pool download): -EINVAL without them, -EBUSY when some are installed
+ * already. Before the first publish. */
 int pf_node_producer_set_domain_hooks (pf_node_producer * p,
     const pf_node_domain_hooks * hooks);
+
+/* The slot stride of @p's pool (a page multiple), 0 for NULL. */
+uint64_t pf_node_producer_get_slot_stride (pf_node_producer * p);
 
 /* The data of @p's domain hooks, or NULL when none are installed. */
 void *pf_node_producer_get_domain_data (pf_node_producer * p);

@@ -465,6 +465,41 @@ publish_domains (pf_node_producer * p, const pf_producer_frame * host,
   return res;
 }
 
+/* A device producer's publish: the device frame @dev, and its host
+ * variant first when the hooks made one (a consumer in the host domain). */
+static int
+publish_device_domains (pf_node_producer * p, const pf_producer_frame * dev,
+    pf_segment * seg, uint32_t slot)
+{
+  pf_producer_frame host;
+  pf_segment *hseg = NULL;
+  pf_producer_variant v[2];
+  void *htoken = NULL;
+  int sent[2], res;
+
+  if (p->domains.download (p->domains.data, p->transport, dev,
+          p->device_base + dev->chunks[0].offset, &host, &hseg, &htoken) != 1) {
+    res = pf_producer_publish (p->transport, dev, &seg, slot_token (slot));
+    if (res <= 0)
+      pf_pool_return (p->pool, slot);
+    return res;
+  }
+  v[0].frame = &host;
+  v[0].segments = &hseg;
+  v[0].token = htoken;
+  v[1].frame = dev;
+  v[1].segments = &seg;
+  v[1].token = slot_token (slot);
+  /* consumers of device segments that named no domain: the device frame,
+   * as before */
+  res = pf_producer_publish_domains_full (p->transport, v, 2, 1, sent);
+  if (res < 0 || sent[0] == 0)
+    p->domains.release (p->domains.data, htoken);
+  if (res < 0 || sent[1] == 0)
+    pf_pool_return (p->pool, slot);
+  return res;
+}
+
 int
 pf_node_producer_publish (pf_node_producer * p, pf_node_loan * loan)
 {
@@ -494,6 +529,8 @@ pf_node_producer_publish (pf_node_producer * p, pf_node_loan * loan)
   /* every-frame consumers are never skipped: wait for their room (at most
    * the reliable timeout, then they are demoted or disconnected) */
   pf_producer_wait_ready (p->transport, -1);
+  if (p->have_domains && p->device_base != 0)
+    return publish_device_domains (p, &frame, segs[0], slot);
   if (p->have_domains)
     return publish_domains (p, &frame, segs[0], slot);
   res = pf_producer_publish (p->transport, &frame, segs, slot_token (slot));
@@ -512,8 +549,9 @@ int
 pf_node_producer_set_domain_hooks (pf_node_producer * p,
     const pf_node_domain_hooks * hooks)
 {
-  if (p == NULL || hooks == NULL || hooks->prepare == NULL ||
-      hooks->release == NULL || p->device_base != 0)
+  if (p == NULL || hooks == NULL || hooks->release == NULL ||
+      (p->device_base == 0 && hooks->prepare == NULL) ||
+      (p->device_base != 0 && hooks->download == NULL))
     return -EINVAL;
   if (p->have_domains)
     return -EBUSY;
@@ -610,6 +648,12 @@ unsigned int
 pf_node_producer_get_n_slots (pf_node_producer * p)
 {
   return p ? pf_pool_get_n_slots (p->pool) : 0;
+}
+
+uint64_t
+pf_node_producer_get_slot_stride (pf_node_producer * p)
+{
+  return p ? pf_pool_get_slot_stride (p->pool) : 0;
 }
 
 unsigned int

@@ -46,6 +46,14 @@ int
 pf_producer_publish_domains (pf_producer * p,
     const pf_producer_variant * variants, unsigned int n_variants, int *sent)
 {
+  return pf_producer_publish_domains_full (p, variants, n_variants, 0, sent);
+}
+
+int
+pf_producer_publish_domains_full (pf_producer * p,
+    const pf_producer_variant * variants, unsigned int n_variants,
+    unsigned int device_default, int *sent)
+{
   struct event_list ev = { NULL };
   struct pseg *ps[PF_PRODUCER_MAX_VARIANTS][PF_MAX_CHUNKS];
   const uint8_t *uuid[PF_PRODUCER_MAX_VARIANTS] = { NULL };
@@ -61,7 +69,7 @@ pf_producer_publish_domains (pf_producer * p,
     for (v = 0; v < n_variants && v < PF_PRODUCER_MAX_VARIANTS; v++)
       sent[v] = 0;
   if (p == NULL || variants == NULL || n_variants < 1 ||
-      n_variants > PF_PRODUCER_MAX_VARIANTS)
+      n_variants > PF_PRODUCER_MAX_VARIANTS || device_default >= n_variants)
     return -EINVAL;
   for (v = 0; v < n_variants; v++) {
     const pf_producer_frame *f = variants[v].frame;
@@ -125,12 +133,16 @@ pf_producer_publish_domains (pf_producer * p,
     client_take_releases (p, c, &ev);
     if (c->state != CLIENT_ACTIVE)
       continue;
-    /* its domain's variant, else the host one */
+    /* its domain's variant, else the host one (a consumer of device
+     * segments that named no domain: device_default's) */
     v = 0;
-    if (c->wants_device && c->has_domain)
+    if (c->wants_device && c->has_domain) {
       for (w = 1; w < n_variants && v == 0; w++)
         if (memcmp (uuid[w], c->domain_uuid, 16) == 0)
           v = w;
+    } else if (c->wants_device) {
+      v = device_default;
+    }
     w = client_offer_frame (p, c, (const uint8_t *) &msg[v], sizeof (msg[v]),
         ps[v], variants[v].frame->n_chunks, pf[v], bytes[v],
         variants[v].frame->buffer_flags, now, &ev);
@@ -172,6 +184,24 @@ out:
   if (ev.head != NULL || ev.released != NULL)
     io_dispatch_events (p, &ev);
   return res;
+}
+
+unsigned int
+pf_producer_get_host_domain_clients (pf_producer * p,
+    const uint8_t device_uuid[16])
+{
+  unsigned int n = 0;
+  struct client *c;
+
+  if (p == NULL || device_uuid == NULL)
+    return 0;
+  pthread_mutex_lock (&p->lock);
+  for (c = p->clients; c != NULL; c = c->next)
+    if (c->state == CLIENT_ACTIVE && (!c->wants_device || (c->has_domain &&
+                memcmp (c->domain_uuid, device_uuid, 16) != 0)))
+      n++;
+  pthread_mutex_unlock (&p->lock);
+  return n;
 }
 
 unsigned int

@@ -339,8 +339,40 @@ extern "C"
  * Since: 0.1
  */
   PF_API int pf_producer_publish_domains (pf_producer * p,
+      const pf_producer_variant * variants, unsigned int n_variants, int *sent);
+
+/**
+ * pf_producer_publish_domains_full:
+ * @device_default: the variant a consumer that asked for device segments
+ *   but named no domain gets (0: the host one, as
+ *   pf_producer_publish_domains(); a device stream's own variant, so that
+ *   such consumers keep getting its device frames)
+ *
+ * pf_producer_publish_domains() with @device_default.
+ *
+ * Returns: as pf_producer_publish_domains(); -EINVAL also for
+ * @device_default >= @n_variants.
+ *
+ * Since: 0.1
+ */
+  PF_API int pf_producer_publish_domains_full (pf_producer * p,
       const pf_producer_variant * variants, unsigned int n_variants,
-      int *sent);
+      unsigned int device_default, int *sent);
+
+/**
+ * pf_producer_get_host_domain_clients:
+ * @device_uuid: the device of a device stream
+ *
+ * The connected consumers that would get the host variant of a device
+ * stream's frame on @device_uuid (pf_producer_publish_domains_full() with
+ * that frame as @device_default): those that did not ask for device
+ * segments, and those that named another device. What is worth
+ * downloading a device frame for. Any thread.
+ *
+ * Since: 0.1
+ */
+  PF_API unsigned int pf_producer_get_host_domain_clients (pf_producer * p,
+      const uint8_t device_uuid[16]);
 
 /**
  * pf_producer_get_device_domains:
