@@ -66,6 +66,33 @@ PFEMU_CORE int pfemu_core_Memset2D (void *dst, size_t pitch,
  * page-locked or registered host memory; 0: unknown to the device */
 PFEMU_CORE int pfemu_core_PointerMemoryType (const void *ptr);
 
+/* What cuPointerGetAttribute reports of @ptr: 1 (invalid value) when the
+ * device knows no such pointer. type: as above; device: the one the
+ * memory is on (a host registration: its context's); ctx: the context it
+ * was allocated, opened or registered in (NULL for a cuMemMap mapping,
+ * which belongs to none); base, size: the allocation, mapping or
+ * registration holding it; handle_types: a mapping's
+ * requestedHandleTypes; access: the calling thread's device's
+ * (CU_MEM_ACCESS_FLAGS_PROT_*); id: unique per allocation or mapping. */
+enum
+{
+  PFEMU_PTR_ALLOC = 0,          /* cuMemAlloc, cudaMallocPitch */
+  PFEMU_PTR_MAPPING = 1,        /* cuMemMap */
+  PFEMU_PTR_IPC = 2,            /* cuIpcOpenMemHandle */
+  PFEMU_PTR_HOST = 3,           /* page-locked or registered host memory */
+};
+struct pfemu_core_ptr
+{
+  int type, device, kind, handle_types;
+  void *ctx;
+  char *base;
+  size_t size;
+  unsigned access;
+  unsigned long long id;
+};
+PFEMU_CORE int pfemu_core_PointerInfo (const void *ptr,
+    struct pfemu_core_ptr *out);
+
 /* shared with cudart (the cuda* function of the same name does this) */
 PFEMU_CORE int pfemu_core_GetDeviceCount (int *count);
 PFEMU_CORE int pfemu_core_DeviceGetAttribute (int *value, int attr, int device);
@@ -106,7 +133,7 @@ PFEMU_CORE int pfemu_core_Memcpy2D (void *dst, size_t dpitch,
  * copies still queued on it (as cudaFree does). VmmCount: +/- the live
  * handles and reservations pfemu_query reports. */
 PFEMU_CORE int pfemu_core_VmmMap (void *va, void *view, size_t size,
-    int device);
+    int device, int handle_types);
 PFEMU_CORE int pfemu_core_VmmUnmap (void *va);
 PFEMU_CORE int pfemu_core_VmmSetAccess (void *va, int device, unsigned access);
 PFEMU_CORE void pfemu_core_VmmCount (int handles, int reservations);

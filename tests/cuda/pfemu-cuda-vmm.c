@@ -90,7 +90,9 @@ struct handle
   size_t size;
   int device;
   int types;                    /* requestedHandleTypes */
-  int released;
+  int refs;                     /* cuMemCreate/Import 1, +1 per
+                                 * cuMemRetainAllocationHandle, -1 per
+                                 * cuMemRelease */
   int maps;
   struct handle *next;
 };
@@ -107,6 +109,9 @@ struct map
 struct resv
 {
   char *base;
+  char *shadow;                 /* the copy engine's views, at the same
+                                 * offsets: contiguous where the
+                                 * mappings are */
   size_t size;
   struct map *maps;
   struct resv *next;
@@ -183,7 +188,7 @@ handle_maybe_free (struct handle *h)
 {
   struct handle **l;
 
-  if (!h->released || h->maps > 0)
+  if (h->refs > 0 || h->maps > 0)
     return;
   for (l = &handles; *l; l = &(*l)->next) {
     if (*l == h) {
@@ -207,6 +212,7 @@ add_handle (int fd, size_t size, int device, int types)
   h->size = size;
   h->device = device;
   h->types = types;
+  h->refs = 1;
   h->next = handles;
   handles = h;
   pfemu_core_VmmCount (1, 0);
@@ -296,9 +302,9 @@ release (CUmemGenericAllocationHandle hv)
 {
   struct handle *h = find_handle (hv);
 
-  if (!h || h->released)
+  if (!h || h->refs == 0)
     return INVALID_VALUE;
-  h->released = 1;
+  h->refs--;
   handle_maybe_free (h);
   return OK;
 }
@@ -314,7 +320,7 @@ properties (CUmemAllocationProp * prop, CUmemGenericAllocationHandle hv)
 {
   struct handle *h = find_handle (hv);
 
-  if (!prop || !h || h->released)
+  if (!prop || !h || h->refs == 0)
     return INVALID_VALUE;
   memset (prop, 0, sizeof *prop);
   prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -340,7 +346,7 @@ export_fd (void *shareable, CUmemGenericAllocationHandle hv, int type,
   struct handle *h = find_handle (hv);
   int fd;
 
-  if (!shareable || !h || h->released || flags != 0)
+  if (!shareable || !h || h->refs == 0 || flags != 0)
     return INVALID_VALUE;
   if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
     return NOT_SUPPORTED;
@@ -423,7 +429,7 @@ reserve (CUdeviceptr * ptr, size_t size, size_t align, CUdeviceptr addr,
     unsigned long long flags)
 {
   struct resv *r;
-  char *p, *base;
+  char *p, *base, *shadow;
   size_t span;
 
   (void) addr;                  /* a hint: not followed */
@@ -446,11 +452,16 @@ reserve (CUdeviceptr * ptr, size_t size, size_t align, CUdeviceptr addr,
     munmap (p, (size_t) (base - p));
   if (base + size < p + span)
     munmap (base + size, (size_t) (p + span - (base + size)));
-  if (!(r = calloc (1, sizeof *r))) {
+  shadow = mmap (NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+      MAP_NORESERVE, -1, 0);
+  if (shadow == MAP_FAILED || !(r = calloc (1, sizeof *r))) {
+    if (shadow != MAP_FAILED)
+      munmap (shadow, size);
     munmap (base, size);
     return OUT_OF_MEMORY;
   }
   r->base = base;
+  r->shadow = shadow;
   r->size = size;
   r->next = resvs;
   resvs = r;
@@ -478,6 +489,7 @@ address_free (CUdeviceptr ptr, size_t size)
     return INVALID_VALUE;       /* not a reservation, or still mapped */
   *l = r->next;
   munmap (r->base, r->size);
+  munmap (r->shadow, r->size);
   free (r);
   pfemu_core_VmmCount (0, -1);
   return OK;
@@ -490,6 +502,14 @@ cuMemAddressFree (CUdeviceptr ptr, size_t size)
 }
 
 /* ---------------------------------------------------------- mappings */
+
+/* Back to reserved address space (PROT_NONE, no memory behind it). */
+static void
+unreserve (void *p, size_t size)
+{
+  mmap (p, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED |
+      MAP_NORESERVE, -1, 0);
+}
 
 /* V held. The reservation holding all of [p, p + size), or NULL. */
 static struct resv *
@@ -512,7 +532,7 @@ map (CUdeviceptr ptr, size_t size, size_t offset,
   struct map *m;
   int err;
 
-  if (!h || h->released || flags != 0 || size == 0)
+  if (!h || h->refs == 0 || flags != 0 || size == 0)
     return INVALID_VALUE;
   if (ptr % GRANULARITY || size % GRANULARITY || offset % GRANULARITY ||
       offset > h->size || size > h->size - offset)
@@ -524,25 +544,25 @@ map (CUdeviceptr ptr, size_t size, size_t offset,
       return INVALID_VALUE;     /* already mapped */
   /* the copy engine's view: read-write (the core checks the access of
    * every copy; a copy queued before cuMemSetAccess took the access away
-   * must not crash the worker) */
-  view = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, h->fd,
-      (off_t) (HEADER + offset));
+   * must not crash the worker), at the mapping's offset in the
+   * reservation's shadow, so that adjacent mappings have adjacent views
+   * and one copy runs across them */
+  view = mmap (r->shadow + (va - r->base), size, PROT_READ | PROT_WRITE,
+      MAP_SHARED | MAP_FIXED, h->fd, (off_t) (HEADER + offset));
   if (view == MAP_FAILED)
     return OUT_OF_MEMORY;
   got = mmap (va, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd,
       (off_t) (HEADER + offset));
   if (got == MAP_FAILED || !(m = calloc (1, sizeof *m))) {
-    munmap (view, size);
+    unreserve (view, size);
     if (got != MAP_FAILED)
-      mmap (va, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED |
-          MAP_NORESERVE, -1, 0);
+      unreserve (va, size);
     return OUT_OF_MEMORY;
   }
-  if ((err = pfemu_core_VmmMap (va, view, size, h->device)) != OK) {
+  if ((err = pfemu_core_VmmMap (va, view, size, h->device, h->types)) != OK) {
     free (m);
-    munmap (view, size);
-    mmap (va, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED |
-        MAP_NORESERVE, -1, 0);
+    unreserve (view, size);
+    unreserve (va, size);
     return err;
   }
   m->va = va;
@@ -600,10 +620,9 @@ unmap (CUdeviceptr ptr, size_t size)
     }
     *l = m->next;
     pfemu_core_VmmUnmap (m->va);
-    /* back to reserved address space */
-    mmap (m->va, m->size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
-        MAP_FIXED | MAP_NORESERVE, -1, 0);
-    munmap (m->view, m->size);
+    /* back to reserved address space, the view's too */
+    unreserve (m->va, m->size);
+    unreserve (m->view, m->size);
     m->h->maps--;
     handle_maybe_free (m->h);
     free (m);
@@ -615,6 +634,38 @@ EXPORT CUresult
 cuMemUnmap (CUdeviceptr ptr, size_t size)
 {
   CALL ("cuMemUnmap", unmap (ptr, size));
+}
+
+/* V held. The mapping holding @p, or NULL. */
+static struct map *
+find_map (const char *p)
+{
+  for (struct resv * r = resvs; r; r = r->next)
+    for (struct map * m = r->maps; m; m = m->next)
+      if (p >= m->va && p < m->va + m->size)
+        return m;
+  return NULL;
+}
+
+/* The handle mapped at any address of a mapping, the same value cuMemMap
+ * was given (one more reference: the caller releases it), even where the
+ * mapper released its own already. */
+static int
+retain (CUmemGenericAllocationHandle * out, void *addr)
+{
+  struct map *m = find_map (addr);
+
+  if (!out || !m)
+    return INVALID_VALUE;
+  m->h->refs++;
+  *out = (CUmemGenericAllocationHandle) (uintptr_t) m->h;
+  return OK;
+}
+
+EXPORT CUresult
+cuMemRetainAllocationHandle (CUmemGenericAllocationHandle * handle, void *addr)
+{
+  CALL ("cuMemRetainAllocationHandle", retain (handle, addr));
 }
 
 /* ------------------------------------------------------------ access */
@@ -665,20 +716,17 @@ static int
 get_access (unsigned long long *flags, const CUmemLocation * loc,
     CUdeviceptr ptr)
 {
-  const char *p = (const char *) (uintptr_t) ptr;
+  struct map *m;
   int err;
 
   if (!flags)
     return INVALID_VALUE;
   if ((err = check_location (loc)) != OK)
     return err;
-  for (struct resv * r = resvs; r; r = r->next)
-    for (struct map * m = r->maps; m; m = m->next)
-      if (p >= m->va && p < m->va + m->size) {
-        *flags = m->access[loc->id];
-        return OK;
-      }
-  return INVALID_VALUE;
+  if (!(m = find_map ((const char *) (uintptr_t) ptr)))
+    return INVALID_VALUE;
+  *flags = m->access[loc->id];
+  return OK;
 }
 
 EXPORT CUresult

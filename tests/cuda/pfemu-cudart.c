@@ -143,6 +143,14 @@ struct alloc
   int vmm;
   unsigned access[4];
   int device;
+  int handle_types;             /* a mapping's: requestedHandleTypes */
+  /* legacy IPC (pfemu-cuda-ipc.c): ipc 1: opened from another process's
+   * handle (cuIpcOpenMemHandle), closed by cuIpcCloseMemHandle only; fd:
+   * the allocation's memfd, kept open with PFEMU_IPC=1 so that
+   * cuIpcGetMemHandle can name it (else -1) */
+  int ipc;
+  int fd;
+  unsigned long long id;        /* CU_POINTER_ATTRIBUTE_BUFFER_ID */
   struct alloc *next;
 };
 
@@ -511,7 +519,16 @@ count_list_allocs (void)
 {
   long n = 0;
   for (struct alloc * a = allocs; a; a = a->next)
-    n += !a->vmm;
+    n += !a->vmm && !a->ipc;
+  return n;
+}
+
+static long
+count_list_ipc_maps (void)
+{
+  long n = 0;
+  for (struct alloc * a = allocs; a; a = a->next)
+    n += a->ipc;
   return n;
 }
 
@@ -633,8 +650,7 @@ fork_child (void)
 }
 
 __attribute__((constructor))
-     static void
-     pfemu_init (void)
+     static void pfemu_init (void)
 {
   read_env ();
   pthread_atfork (fork_prepare, fork_parent, fork_child);
@@ -1273,16 +1289,45 @@ pfemu_core_DeviceGetAttribute (int *value, int attr, int device)
 
 /* ----------------------------------------------------------- memory */
 
-/* G held. The allocation holding [p, p + len), or NULL. */
+/* G held. The cuMemMap mapping that starts where @a ends, in the same
+ * reservation: its copy-engine view continues @a's too (pfemu-cuda-vmm.c
+ * maps the views at the same offsets of one shadow range), so a copy can
+ * run across both as a GPU's does over contiguous virtual addresses. */
+static struct alloc *
+next_mapping (const struct alloc *a)
+{
+  if (!a->vmm)
+    return NULL;
+  for (struct alloc * b = allocs; b; b = b->next)
+    if (b->vmm && b->dev == a->dev + a->size && b->view == a->view + a->size)
+      return b;
+  return NULL;
+}
+
+/* G held. The allocation holding [p, p + len), or NULL; a range over
+ * adjacent mappings of one reservation is held by the first (its view
+ * reaches the others); a range running into a hole, or past an
+ * allocation's end, is held by none. */
 static struct alloc *
 find_alloc (const void *p, size_t len)
 {
   const char *c = p;
-  for (struct alloc * a = allocs; a; a = a->next)
-    if (c >= a->dev && c < a->dev + a->size)
+  for (struct alloc * a = allocs; a; a = a->next) {
+    if (c >= a->dev && c < a->dev + a->size) {
       /* exact bounds, not the page the allocation ends in */
-      return (c < a->dev + a->bytes &&
-          len <= (size_t) (a->dev + a->bytes - c)) ? a : NULL;
+      const struct alloc *m = a;
+      size_t left;
+      if (c >= a->dev + a->bytes)
+        return NULL;
+      left = (size_t) (a->dev + a->bytes - c);
+      while (len > left) {
+        if (!(m = next_mapping (m)))
+          return NULL;
+        left += m->bytes;
+      }
+      return a;
+    }
+  }
   return NULL;
 }
 
@@ -1324,6 +1369,28 @@ struct event;
 static void demand_event_locked (struct event *e);
 static long fault_pending_locked (const char *lo, const char *hi);
 
+static unsigned long long alloc_ids;
+
+/* PFEMU_IPC=1: legacy IPC (cuIpc*) on, read at each allocation */
+static int
+ipc_enabled (void)
+{
+  const char *e = getenv ("PFEMU_IPC");
+  return e && strcmp (e, "1") == 0;
+}
+
+/* G held. The device memory allocated in @ctx is on: the context's, else
+ * the calling thread's current one (cudart), else 0. */
+static int
+alloc_device_of_locked (void *ctx)
+{
+  int alive, dev = ctx ? handle_device_locked (ctx, &alive) : -1;
+
+  if (dev < 0)
+    dev = current_device;
+  return dev >= 0 && dev < MAX_DEVICES ? dev : 0;
+}
+
 /* A device allocation of exactly @bytes (accessible: whole pages). */
 static cudaError_t
 alloc_device (void **dev_ptr, size_t bytes)
@@ -1338,21 +1405,25 @@ alloc_device (void **dev_ptr, size_t bytes)
   fd = memfd_create ("pfemu-device", MFD_CLOEXEC);
   if (fd < 0)
     return cudaErrorMemoryAllocation;
-  if (ftruncate (fd, (off_t) size) < 0) {
+  if (ftruncate (fd, (off_t) size) < 0 || !(a = calloc (1, sizeof *a))) {
     close (fd);
     return cudaErrorMemoryAllocation;
   }
-  a = calloc (1, sizeof *a);
   a->size = size;
   a->bytes = bytes;
   a->dev = mmap (NULL, size, PROT_NONE, MAP_SHARED, fd, 0);
   a->view = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close (fd);
+  /* kept for cuIpcGetMemHandle only where legacy IPC is on */
+  a->fd = ipc_enabled ()? fd : -1;
+  if (a->fd < 0)
+    close (fd);
   if (a->dev == MAP_FAILED || a->view == MAP_FAILED) {
     if (a->dev != MAP_FAILED)
       munmap (a->dev, size);
     if (a->view != MAP_FAILED)
       munmap (a->view, size);
+    if (a->fd >= 0)
+      close (a->fd);
     free (a);
     return cudaErrorMemoryAllocation;
   }
@@ -1360,6 +1431,8 @@ alloc_device (void **dev_ptr, size_t bytes)
   memset (a->view, 0xA5, size);
   a->ctx = cur_ctx ();
   pthread_mutex_lock (&G);
+  a->device = alloc_device_of_locked (a->ctx);
+  a->id = ++alloc_ids;
   a->next = allocs;
   allocs = a;
   ctr.allocations++;
@@ -1403,7 +1476,7 @@ pfemu_core_Free (void *dev_ptr)
     return cudaSuccess;
   pthread_mutex_lock (&G);
   for (l = &allocs; *l; l = &(*l)->next) {
-    if ((*l)->dev == dev_ptr && !(*l)->vmm) {
+    if ((*l)->dev == dev_ptr && !(*l)->vmm && !(*l)->ipc) {
       a = *l;
       *l = a->next;
       break;
@@ -1418,6 +1491,8 @@ pfemu_core_Free (void *dev_ptr)
     return cudaErrorInvalidValue;
   munmap (a->dev, a->size);
   munmap (a->view, a->size);
+  if (a->fd >= 0)
+    close (a->fd);
   free (a);
   return cudaSuccess;
 }
@@ -2095,13 +2170,21 @@ pfemu_core_StreamWaitEvent (void *stream, void *event, unsigned int flags)
  * (a GPU's MMU faults: CUDA_ERROR_ILLEGAL_ADDRESS, and the context is
  * unusable from then on). Counted in vmm.faults. */
 static int
-vmm_denies (const struct alloc *a, unsigned bit)
+vmm_denies (const struct alloc *a, const void *p, size_t len, unsigned bit)
 {
   int dev = current_device >= 0 && current_device < MAX_DEVICES ?
       current_device : 0;
+  size_t covered = (size_t) (a->dev + a->bytes - (const char *) p);
 
-  if (!a->vmm || (a->access[dev] & bit))
+  if (!a->vmm)
     return 0;
+  /* every mapping the range touches (find_alloc checked they follow) */
+  while (a && (a->access[dev] & bit)) {
+    if (covered >= len)
+      return 0;
+    if ((a = next_mapping (a)))
+      covered += a->bytes;
+  }
   ctr.vmm_faults++;
   return 1;
 }
@@ -2146,7 +2229,7 @@ resolve_copy (struct op *o, void *dst, size_t dpitch, const void *src,
   if (dst_dev) {
     if (!(a = find_alloc (dst, dspan)))
       return cudaErrorInvalidValue;
-    if (vmm_denies (a, 2))
+    if (vmm_denies (a, dst, dspan, 2))
       o->fail_err = cudaErrorIllegalAddress, o->sticky = 1;
     o->dst = a->view + ((const char *) dst - a->dev);
   } else {
@@ -2161,7 +2244,7 @@ resolve_copy (struct op *o, void *dst, size_t dpitch, const void *src,
   if (src_dev) {
     if (!(a = find_alloc (src, sspan)))
       return cudaErrorInvalidValue;
-    if (vmm_denies (a, 1))
+    if (vmm_denies (a, src, sspan, 1))
       o->fail_err = cudaErrorIllegalAddress, o->sticky = 1;
     o->src = a->view + ((const char *) src - a->dev);
   } else {
@@ -2326,7 +2409,7 @@ pfemu_core_Memset2D (void *dst, size_t pitch, unsigned int value,
     pthread_mutex_unlock (&G);
     return cudaErrorInvalidValue;
   }
-  if (vmm_denies (a, 2)) {
+  if (vmm_denies (a, dst, pitch * (height - 1) + bytes, 2)) {
     sticky_error = cudaErrorIllegalAddress;
     pthread_mutex_unlock (&G);
     return cudaErrorIllegalAddress;
@@ -2368,10 +2451,57 @@ pfemu_core_PointerMemoryType (const void *ptr)
   return t;
 }
 
+PFEMU_CORE int
+pfemu_core_PointerInfo (const void *ptr, struct pfemu_core_ptr *out)
+{
+  const char *c = ptr;
+  int dev, alive, found = 0;
+  struct reg *r;
+
+  memset (out, 0, sizeof *out);
+  pthread_mutex_lock (&G);
+  check_generation ();
+  dev = current_device >= 0 && current_device < MAX_DEVICES ?
+      current_device : -1;
+  for (struct alloc * a = allocs; a && !found; a = a->next) {
+    if (c < a->dev || c >= a->dev + a->size)
+      continue;
+    found = 1;
+    out->type = 2;
+    out->device = a->device;
+    out->ctx = a->ctx;
+    out->base = a->dev;
+    out->size = a->bytes;
+    out->kind = a->vmm ? PFEMU_PTR_MAPPING : a->ipc ? PFEMU_PTR_IPC :
+        PFEMU_PTR_ALLOC;
+    out->handle_types = a->handle_types;
+    out->id = a->id;
+    if (a->vmm)
+      out->access = dev >= 0 ? a->access[dev] : 0;
+    else
+      out->access = dev == a->device ? 3 : 0;
+  }
+  if (!found && (r = find_reg (ptr, 1))) {
+    found = 1;
+    out->type = 1;
+    out->ctx = r->ctx;
+    out->device = r->ctx ? handle_device_locked (r->ctx, &alive) : 0;
+    if (out->device < 0)
+      out->device = 0;
+    out->base = r->base;
+    out->size = r->size;
+    out->kind = PFEMU_PTR_HOST;
+    out->access = 3;
+  }
+  pthread_mutex_unlock (&G);
+  return found ? cudaSuccess : cudaErrorInvalidValue;
+}
+
 /* ---------------------------------------------- virtual memory hooks */
 
 PFEMU_CORE int
-pfemu_core_VmmMap (void *va, void *view, size_t size, int device)
+pfemu_core_VmmMap (void *va, void *view, size_t size, int device,
+    int handle_types)
 {
   struct alloc *a;
 
@@ -2385,8 +2515,12 @@ pfemu_core_VmmMap (void *va, void *view, size_t size, int device)
   a->size = a->bytes = size;
   a->vmm = 1;
   a->device = device;
-  a->ctx = cur_ctx ();
+  a->handle_types = handle_types;
+  a->fd = -1;
+  /* a mapping belongs to no context (CU_POINTER_ATTRIBUTE_CONTEXT: NULL) */
+  a->ctx = NULL;
   pthread_mutex_lock (&G);
+  a->id = ++alloc_ids;
   a->next = allocs;
   allocs = a;
   pthread_mutex_unlock (&G);
@@ -2784,6 +2918,7 @@ pfemu_query (const char *name)
   C ("live.registrations", count_list_regs (0));
   C ("live.allocations", count_list_allocs ());
   C ("live.vmm.mappings", count_list_vmm_maps ());
+  C ("live.ipc.mappings", count_list_ipc_maps ());
   C ("live.vmm.handles", vmm_handles);
   C ("live.vmm.reservations", vmm_reservations);
   C ("vmm.faults", ctr.vmm_faults);
@@ -2898,7 +3033,7 @@ pfemu_live_total (void)
   pthread_mutex_lock (&G);
   n = count_list_regs (0) + count_list_allocs () + count_list_streams () +
       count_list_events () + count_list_regs (1) + count_list_vmm_maps () +
-      vmm_handles + vmm_reservations;
+      vmm_handles + vmm_reservations + count_list_ipc_maps ();
   pthread_mutex_unlock (&G);
   return n;
 }
@@ -2921,6 +3056,10 @@ pfemu_leak_report (void)
         "  virtual memory: %ld mapping(s), %ld handle(s), %ld "
         "reservation(s) alive\n", count_list_vmm_maps (), vmm_handles,
         vmm_reservations);
+  if (count_list_ipc_maps () > 0)
+    off += snprintf (buf + off, sizeof buf - off,
+        "  legacy IPC: %ld opened handle(s) not closed\n",
+        count_list_ipc_maps ());
   for (struct reg * r = regs; r && off < sizeof buf - 128; r = r->next)
     off += snprintf (buf + off, sizeof buf - off,
         "  %s %p size %zu flags 0x%x\n",

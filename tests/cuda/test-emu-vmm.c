@@ -102,6 +102,17 @@ static CUresult (*cuMemFreeHost) (void *);
 static CUresult (*cuStreamCreate) (CUstream *, unsigned int);
 static CUresult (*cuStreamDestroy) (CUstream);
 static CUresult (*cuStreamSynchronize) (CUstream);
+static CUresult (*cuMemRetainAllocationHandle) (Handle *, void *);
+static CUresult (*cuPointerGetAttribute) (void *, int, CUdeviceptr);
+static CUresult (*cuPointerGetAttributes) (unsigned int, int *, void **,
+    CUdeviceptr);
+static CUresult (*cuMemAlloc) (CUdeviceptr *, size_t);
+static CUresult (*cuMemcpy2D) (const CUDA_MEMCPY2D *);
+static CUresult (*cuMemcpy2DAsync) (const CUDA_MEMCPY2D *, CUstream);
+static CUresult (*cuMemcpyDtoDAsync) (CUdeviceptr, CUdeviceptr, size_t,
+    CUstream);
+static CUresult (*cuMemcpyDtoHAsync) (void *, CUdeviceptr, size_t, CUstream);
+static CUresult (*cuMemcpy) (CUdeviceptr, CUdeviceptr, size_t);
 
 static int
 load (void)
@@ -148,8 +159,18 @@ load (void)
   SYM (cuStreamCreate, "cuStreamCreate");
   SYM (cuStreamDestroy, "cuStreamDestroy_v2");
   SYM (cuStreamSynchronize, "cuStreamSynchronize");
+  SYM (cuMemRetainAllocationHandle, "cuMemRetainAllocationHandle");
+  SYM (cuPointerGetAttribute, "cuPointerGetAttribute");
+  SYM (cuPointerGetAttributes, "cuPointerGetAttributes");
+  SYM (cuMemAlloc, "cuMemAlloc_v2");
+  SYM (cuMemcpy2D, "cuMemcpy2D_v2");
+  SYM (cuMemcpy2DAsync, "cuMemcpy2DAsync_v2");
+  SYM (cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+  SYM (cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+  SYM (cuMemcpy, "cuMemcpy");
   if (!emu_query || !emu_reset || !emu_live_total || !cuMemCreate ||
-      !cuMemGetAccess || !cuStreamSynchronize) {
+      !cuMemGetAccess || !cuStreamSynchronize || !cuMemRetainAllocationHandle
+      || !cuPointerGetAttributes || !cuMemcpy) {
     fprintf (stderr, "a symbol is missing\n");
     return -1;
   }
@@ -749,6 +770,386 @@ case_devices (void)
   EQ (count_fds (), fds_before);
 }
 
+/* -------------------------------------------------------------- retain */
+
+/* cuMemRetainAllocationHandle: the handle mapped at any address of a
+ * mapping (the same value), one more reference each, released by as many
+ * cuMemRelease; an address no mapping holds: 1. */
+static void
+case_retain (void)
+{
+  CUmemAllocationProp prop =
+      prop_for (0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  unsigned char *buf = malloc (GRAN), *back = malloc (GRAN);
+  CUcontext ctx = NULL;
+  CUdeviceptr va = 0, plain = 0;
+  Handle h = 0, r1 = 0, r2 = 0, r3 = 0;
+  int fd = -1, fds_before = count_fds ();
+
+  EQ (cuInit (0), 0);
+  EQ (cuCtxCreate (&ctx, 0, 0), 0);
+  EQ (cuMemCreate (&h, 2 * GRAN, &prop, 0), 0);
+  EQ (cuMemAddressReserve (&va, 4 * GRAN, 0, 0, 0), 0);
+  /* nothing mapped yet: not an allocation's address */
+  EQ (cuMemRetainAllocationHandle (&r1, (void *) (uintptr_t) va), 1);
+  EQ (cuMemMap (va, 2 * GRAN, 0, h, 0), 0);
+  EQ (set_access (va, 2 * GRAN, 0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE), 0);
+  EQ (cuMemRetainAllocationHandle (NULL, (void *) (uintptr_t) va), 1);
+  /* the start, the middle, the last byte: the same handle */
+  EQ (cuMemRetainAllocationHandle (&r1, (void *) (uintptr_t) va), 0);
+  EQ (r1, h);
+  EQ (cuMemRetainAllocationHandle (&r2,
+          (void *) (uintptr_t) (va + GRAN + 12345)), 0);
+  EQ (r2, h);
+  EQ (cuMemRetainAllocationHandle (&r3,
+          (void *) (uintptr_t) (va + 2 * GRAN - 1)), 0);
+  EQ (r3, h);
+  /* past the mapping, in the reservation's hole; host and cuMemAlloc
+   * memory: refused */
+  EQ (cuMemRetainAllocationHandle (&r1,
+          (void *) (uintptr_t) (va + 2 * GRAN)), 1);
+  EQ (cuMemRetainAllocationHandle (&r1, buf), 1);
+  EQ (cuMemAlloc (&plain, 4096), 0);
+  EQ (cuMemRetainAllocationHandle (&r1, (void *) (uintptr_t) plain), 1);
+  EQ (cuMemFree (plain), 0);
+
+  /* four references: the creator's and three retained; the handle works
+   * until the last is released, the memory until the unmap */
+  EQ (cuMemRelease (h), 0);
+  EQ (cuMemRelease (h), 0);
+  EQ (cuMemRelease (h), 0);
+  EQ (cuMemExportToShareableHandle (&fd, h,
+          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), 0);
+  CHECK (fd >= 0);
+  close (fd);
+  EQ (cuMemRelease (h), 0);
+  EQ (cuMemRelease (h), 1);     /* one release too many */
+  EQ (cuMemExportToShareableHandle (&fd, h,
+          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), 1);
+  EQ (emu_query ("live.vmm.handles"), 1);       /* kept by the mapping */
+  fill (buf, GRAN, 4);
+  EQ (cuMemcpyHtoD (va + GRAN, buf, GRAN), 0);
+  EQ (cuMemcpyDtoH (back, va + GRAN, GRAN), 0);
+  CHECK (memcmp (buf, back, GRAN) == 0);
+  /* retained from the mapping after every reference went: the same value
+   * again, usable, and it keeps the memory past the unmap */
+  EQ (cuMemRetainAllocationHandle (&r1, (void *) (uintptr_t) va), 0);
+  EQ (r1, h);
+  EQ (cuMemUnmap (va, 2 * GRAN), 0);
+  EQ (emu_query ("live.vmm.handles"), 1);
+  EQ (cuMemRetainAllocationHandle (&r2, (void *) (uintptr_t) va), 1);
+  EQ (cuMemMap (va + 2 * GRAN, 2 * GRAN, 0, r1, 0), 0);
+  EQ (set_access (va + 2 * GRAN, 2 * GRAN, 0,
+          CU_MEM_ACCESS_FLAGS_PROT_READ), 0);
+  EQ (cuMemcpyDtoH (back, va + 3 * GRAN, GRAN), 0);
+  CHECK (memcmp (buf, back, GRAN) == 0);        /* the same bytes */
+  EQ (cuMemRelease (r1), 0);
+  EQ (cuMemUnmap (va + 2 * GRAN, 2 * GRAN), 0);
+  EQ (emu_query ("live.vmm.handles"), 0);
+  EQ (cuMemAddressFree (va, 4 * GRAN), 0);
+  EQ (cuCtxDestroy (ctx), 0);
+  check_nothing_alive ();
+  EQ (count_fds (), fds_before);
+  free (buf);
+  free (back);
+}
+
+/* --------------------------------------------------------------- attrs */
+
+enum
+{
+  ATTR_CONTEXT = 1, ATTR_MEMORY_TYPE = 2, ATTR_DEVICE_POINTER = 3,
+  ATTR_HOST_POINTER = 4, ATTR_BUFFER_ID = 7, ATTR_DEVICE_ORDINAL = 9,
+  ATTR_IPC_CAPABLE = 10, ATTR_RANGE_START = 11, ATTR_RANGE_SIZE = 12,
+  ATTR_MAPPED = 13, ATTR_HANDLE_TYPES = 14, ATTR_ACCESS_FLAGS = 16,
+  ATTR_MAPPING_SIZE = 18, ATTR_MAPPING_BASE = 19,
+};
+
+static long
+attr_int (int attr, CUdeviceptr p)
+{
+  int v = -77;
+  CUresult r = cuPointerGetAttribute (&v, attr, p);
+  return r == 0 ? v : -1000 - r;
+}
+
+/* cuPointerGetAttribute(s) on two devices: each allocation and mapping
+ * says the device its memory is on, its range, its context, its access. */
+static void
+case_attrs (void)
+{
+  CUmemAllocationProp prop1 =
+      prop_for (1, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUmemAllocationProp prop0 = prop_for (0, CU_MEM_HANDLE_TYPE_NONE);
+  CUresult (*pop) (CUcontext *) = CU ("cuCtxPopCurrent_v2",
+      CUresult (*)(CUcontext *));
+  CUresult (*push) (CUcontext) = CU ("cuCtxPushCurrent_v2",
+      CUresult (*)(CUcontext));
+  CUcontext ctx0 = NULL, ctx1 = NULL, got = NULL, popped;
+  CUdeviceptr d0 = 0, d1 = 0, va = 0, va0 = 0, v = 0;
+  unsigned long long id0 = 0, id1 = 0, types = 9;
+  unsigned int mtype = 0;
+  unsigned char flag = 9;
+  size_t size = 0;
+  void *host = NULL, *hp = NULL;
+  Handle h = 0, h0 = 0;
+  int fds_before = count_fds ();
+
+  EQ (cuInit (0), 0);
+  EQ (cuCtxCreate (&ctx0, 0, 0), 0);
+  EQ (cuMemAlloc (&d0, 10000), 0);
+  EQ (cuMemAllocHost (&host, 8192), 0);
+  EQ (pop (&popped), 0);
+  EQ (cuCtxCreate (&ctx1, 0, 1), 0);
+  EQ (cuMemAlloc (&d1, 5000), 0);
+
+  /* cuMemAlloc memory: its device, context, range; asked from the other
+   * device's context too */
+  EQ (attr_int (ATTR_DEVICE_ORDINAL, d0), 0);
+  EQ (attr_int (ATTR_DEVICE_ORDINAL, d1 + 4999), 1);
+  EQ (cuPointerGetAttribute (&got, ATTR_CONTEXT, d0 + 5), 0);
+  CHECK (got == ctx0);
+  EQ (cuPointerGetAttribute (&got, ATTR_CONTEXT, d1), 0);
+  CHECK (got == ctx1);
+  EQ (cuPointerGetAttribute (&mtype, ATTR_MEMORY_TYPE, d1), 0);
+  EQ (mtype, CU_MEMORYTYPE_DEVICE);
+  EQ (cuPointerGetAttribute (&v, ATTR_RANGE_START, d0 + 9999), 0);
+  EQ (v, d0);
+  EQ (cuPointerGetAttribute (&size, ATTR_RANGE_SIZE, d0 + 100), 0);
+  EQ (size, 10000);
+  EQ (cuPointerGetAttribute (&flag, ATTR_IPC_CAPABLE, d0), 0);
+  EQ (flag, 1);
+  EQ (cuPointerGetAttribute (&id0, ATTR_BUFFER_ID, d0), 0);
+  EQ (cuPointerGetAttribute (&id1, ATTR_BUFFER_ID, d1), 0);
+  CHECK (id0 != 0 && id1 != 0 && id0 != id1);
+  /* the current context is device 1's: read-write on its own memory,
+   * none on device 0's (no peer access) */
+  EQ (attr_int (ATTR_ACCESS_FLAGS, d1), 3);
+  EQ (attr_int (ATTR_ACCESS_FLAGS, d0), 0);
+  EQ (cuPointerGetAttribute (&hp, ATTR_HOST_POINTER, d1), 1);
+  /* page-locked host memory: host, its context's device */
+  EQ (cuPointerGetAttribute (&mtype, ATTR_MEMORY_TYPE,
+          (CUdeviceptr) (uintptr_t) host), 0);
+  EQ (mtype, CU_MEMORYTYPE_HOST);
+  EQ (cuPointerGetAttribute (&hp, ATTR_HOST_POINTER,
+          (CUdeviceptr) (uintptr_t) host + 8), 0);
+  CHECK (hp == (char *) host + 8);
+  /* unknown to the device */
+  EQ (attr_int (ATTR_DEVICE_ORDINAL, (CUdeviceptr) (uintptr_t) & fds_before),
+      -1001);
+  EQ (attr_int (ATTR_DEVICE_ORDINAL, d1 + 8192), -1001);
+  EQ (cuPointerGetAttribute (NULL, ATTR_DEVICE_ORDINAL, d1), 1);
+  EQ (attr_int (6, d1), -1801); /* SYNC_MEMOPS: not here */
+
+  /* a mapping of a device 1 allocation (made in device 1's context):
+   * device 1, no context, the mapping's range and handle types, the
+   * access set for device 1 */
+  EQ (cuMemCreate (&h, 2 * GRAN, &prop1, 0), 0);
+  EQ (cuMemAddressReserve (&va, 2 * GRAN, 0, 0, 0), 0);
+  EQ (cuMemMap (va, 2 * GRAN, 0, h, 0), 0);
+  EQ (attr_int (ATTR_DEVICE_ORDINAL, va + GRAN), 1);
+  EQ (attr_int (ATTR_ACCESS_FLAGS, va), 0);
+  EQ (set_access (va, 2 * GRAN, 1, CU_MEM_ACCESS_FLAGS_PROT_READ), 0);
+  EQ (attr_int (ATTR_ACCESS_FLAGS, va), CU_MEM_ACCESS_FLAGS_PROT_READ);
+  got = ctx0;
+  EQ (cuPointerGetAttribute (&got, ATTR_CONTEXT, va), 0);
+  CHECK (got == NULL);
+  EQ (cuPointerGetAttribute (&v, ATTR_MAPPING_BASE, va + 77), 0);
+  EQ (v, va);
+  EQ (cuPointerGetAttribute (&size, ATTR_MAPPING_SIZE, va + 77), 0);
+  EQ (size, 2 * GRAN);
+  EQ (cuPointerGetAttribute (&types, ATTR_HANDLE_TYPES, va), 0);
+  EQ (types, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  EQ (cuPointerGetAttribute (&flag, ATTR_MAPPED, va), 0);
+  EQ (flag, 1);
+  EQ (cuPointerGetAttribute (&flag, ATTR_IPC_CAPABLE, va), 0);
+  EQ (flag, 0);
+  /* a device 0 mapping asked from device 0's context */
+  EQ (cuMemCreate (&h0, GRAN, &prop0, 0), 0);
+  EQ (cuMemAddressReserve (&va0, GRAN, 0, 0, 0), 0);
+  EQ (cuMemMap (va0, GRAN, 0, h0, 0), 0);
+  EQ (pop (&popped), 0);
+  EQ (push (ctx0), 0);
+  EQ (set_access (va0, GRAN, 0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE), 0);
+  EQ (attr_int (ATTR_DEVICE_ORDINAL, va0), 0);
+  EQ (attr_int (ATTR_ACCESS_FLAGS, va0), 3);
+  EQ (attr_int (ATTR_ACCESS_FLAGS, va), 0);     /* device 1's mapping */
+  EQ (cuPointerGetAttribute (&types, ATTR_HANDLE_TYPES, va0), 0);
+  EQ (types, 0);
+
+  /* several at once; an unknown pointer is no error there */
+  {
+    int attrs[4] = { ATTR_DEVICE_ORDINAL, ATTR_MEMORY_TYPE, ATTR_RANGE_SIZE,
+      ATTR_HOST_POINTER
+    };
+    int ord = -5;
+    unsigned int t = 9;
+    size_t sz = 1;
+    void *hptr = &sz;
+    void *data[4] = { &ord, &t, &sz, &hptr };
+    EQ (cuPointerGetAttributes (4, attrs, data, va + 5), 0);
+    EQ (ord, 1);
+    EQ (t, CU_MEMORYTYPE_DEVICE);
+    EQ (sz, 2 * GRAN);
+    CHECK (hptr == NULL);
+    EQ (cuPointerGetAttributes (4, attrs, data,
+            (CUdeviceptr) (uintptr_t) & ord), 0);
+    EQ (ord, 0);
+    EQ (t, 0);
+    EQ (sz, 0);
+    EQ (cuPointerGetAttributes (0, attrs, data, va), 1);
+  }
+
+  EQ (cuMemUnmap (va, 2 * GRAN), 0);
+  EQ (cuMemUnmap (va0, GRAN), 0);
+  EQ (cuMemAddressFree (va, 2 * GRAN), 0);
+  EQ (cuMemAddressFree (va0, GRAN), 0);
+  EQ (cuMemRelease (h), 0);
+  EQ (cuMemRelease (h0), 0);
+  EQ (attr_int (ATTR_DEVICE_ORDINAL, va), -1001);       /* gone */
+  EQ (cuMemFree (d0), 0);
+  EQ (cuMemFree (d1), 0);
+  EQ (cuMemFreeHost (host), 0);
+  EQ (cuCtxDestroy (ctx1), 0);
+  EQ (cuCtxDestroy (ctx0), 0);
+  check_nothing_alive ();
+  EQ (count_fds (), fds_before);
+}
+
+/* ---------------------------------------------------------------- span */
+
+/* Copies over two adjacent mappings of one reservation (two allocations)
+ * run as over contiguous device memory; one that runs into an unmapped
+ * hole, or into a mapping without access, is refused, never a host
+ * SIGSEGV. */
+static void
+case_span (void)
+{
+  CUmemAllocationProp prop = prop_for (0, CU_MEM_HANDLE_TYPE_NONE);
+  size_t n = 3 * GRAN, w = 1000, pitch = 4096, rows;
+  unsigned char *buf = malloc (n), *back = malloc (n), *pinned = NULL;
+  CUstream stream = NULL;
+  CUcontext ctx = NULL;
+  CUdeviceptr va = 0, a1, a2, d = 0;
+  CUDA_MEMCPY2D c;
+  Handle h1 = 0, h2 = 0, h3 = 0;
+  int fds_before = count_fds ();
+
+  EQ (cuInit (0), 0);
+  EQ (cuCtxCreate (&ctx, 0, 0), 0);
+  EQ (cuMemCreate (&h1, GRAN, &prop, 0), 0);
+  EQ (cuMemCreate (&h2, 2 * GRAN, &prop, 0), 0);
+  EQ (cuMemCreate (&h3, GRAN, &prop, 0), 0);
+  EQ (cuMemAddressReserve (&va, 6 * GRAN, 0, 0, 0), 0);
+  /* [h1][h2 h2][hole][h3] */
+  EQ (cuMemMap (va, GRAN, 0, h1, 0), 0);
+  EQ (cuMemMap (va + GRAN, 2 * GRAN, 0, h2, 0), 0);
+  EQ (cuMemMap (va + 4 * GRAN, GRAN, 0, h3, 0), 0);
+  EQ (set_access (va, 3 * GRAN, 0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE), 0);
+  EQ (set_access (va + 4 * GRAN, GRAN, 0,
+          CU_MEM_ACCESS_FLAGS_PROT_READWRITE), 0);
+  EQ (cuMemRelease (h1), 0);
+  EQ (cuMemRelease (h2), 0);
+  EQ (cuMemRelease (h3), 0);
+
+  /* one copy in, one copy out, over the boundary between h1 and h2 */
+  fill (buf, n, 5);
+  a1 = va + GRAN / 2;
+  EQ (cuMemcpyHtoD (a1, buf, 2 * GRAN), 0);
+  EQ (cuCtxSynchronize (), 0);
+  EQ (cuMemcpyDtoH (back, a1, 2 * GRAN), 0);
+  CHECK (memcmp (buf, back, 2 * GRAN) == 0);
+  /* the bytes landed in both allocations: read each on its own */
+  EQ (cuMemcpyDtoH (back, va + GRAN, GRAN), 0);
+  CHECK (memcmp (buf + GRAN / 2, back, GRAN) == 0);
+  /* the whole of both, device to device (cuMemcpy, DtoD, async) */
+  EQ (cuMemcpyHtoD (va, buf, 3 * GRAN), 0);
+  EQ (cuCtxSynchronize (), 0);
+  EQ (cuMemAlloc (&d, 3 * GRAN), 0);
+  EQ (cuMemcpyDtoD (d, va, 3 * GRAN), 0);
+  EQ (cuMemcpyDtoH (back, d, 3 * GRAN), 0);
+  CHECK (memcmp (buf, back, 3 * GRAN) == 0);
+  fill (back, n, 6);
+  EQ (cuMemcpyHtoD (d, back, 3 * GRAN), 0);
+  EQ (cuMemcpy (va, d, 3 * GRAN), 0);
+  EQ (cuStreamCreate (&stream, 0), 0);
+  EQ (cuMemAllocHost ((void **) &pinned, n), 0);
+  EQ (cuMemcpyDtoHAsync (pinned, va, 3 * GRAN, stream), 0);
+  EQ (cuStreamSynchronize (stream), 0);
+  CHECK (memcmp (back, pinned, 3 * GRAN) == 0);
+  EQ (cuMemcpyHtoD (d, buf, 3 * GRAN), 0);
+  EQ (cuCtxSynchronize (), 0);
+  EQ (cuMemcpyDtoDAsync (va, d, 3 * GRAN, stream), 0);
+  EQ (cuMemcpyDtoHAsync (pinned, va, 3 * GRAN, stream), 0);
+  EQ (cuStreamSynchronize (stream), 0);
+  CHECK (memcmp (buf, pinned, 3 * GRAN) == 0);
+  /* 2D, rows crossing the boundary at GRAN */
+  rows = 64;
+  a2 = va + GRAN - 30 * pitch;
+  memset (&c, 0, sizeof c);
+  c.srcMemoryType = CU_MEMORYTYPE_HOST;
+  c.srcHost = buf;
+  c.srcPitch = w;
+  c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.dstDevice = a2;
+  c.dstPitch = pitch;
+  c.WidthInBytes = w;
+  c.Height = rows;
+  EQ (cuMemcpy2D (&c), 0);
+  EQ (cuCtxSynchronize (), 0);
+  memset (&c, 0, sizeof c);
+  c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.srcDevice = a2;
+  c.srcPitch = pitch;
+  c.dstMemoryType = CU_MEMORYTYPE_HOST;
+  c.dstHost = pinned;
+  c.dstPitch = w;
+  c.WidthInBytes = w;
+  c.Height = rows;
+  EQ (cuMemcpy2DAsync (&c, stream), 0);
+  EQ (cuStreamSynchronize (stream), 0);
+  CHECK (memcmp (buf, pinned, w * rows) == 0);
+
+  /* into the hole at 3 * GRAN: refused, nothing written, no SIGSEGV */
+  EQ (emu_query ("vmm.faults"), 0);
+  EQ (cuMemcpyHtoD (va + 3 * GRAN - 4096, buf, 8192), 1);
+  EQ (cuMemcpyDtoH (back, va + 3 * GRAN - 4096, 8192), 1);
+  EQ (cuMemcpyDtoD (va + 2 * GRAN, va + 3 * GRAN - 100, 200), 1);
+  EQ (cuMemcpyDtoDAsync (d, va + 2 * GRAN, GRAN + 1, stream), 1);
+  EQ (cuMemcpyHtoD (va + 3 * GRAN, buf, 16), 1);        /* in the hole */
+  /* over the hole into h3: still refused (not contiguous) */
+  EQ (cuMemcpyDtoH (back, va + 2 * GRAN, 3 * GRAN), 1);
+  EQ (cuStreamSynchronize (stream), 0);
+  EQ (emu_query ("sticky"), 0);
+  EQ (cuMemcpyDtoH (back, va + 3 * GRAN - 4096, 4096), 0);
+  CHECK (memcmp (buf + 3 * GRAN - 4096, back, 4096) == 0);
+
+  /* access: read-only on h2: a write over h1 and h2 faults (700) */
+  EQ (set_access (va + GRAN, 2 * GRAN, 0, CU_MEM_ACCESS_FLAGS_PROT_READ), 0);
+  EQ (cuMemcpyDtoH (back, va, 2 * GRAN), 0);    /* reading is fine */
+  memset (pinned, 0xEE, 32);
+  EQ (cuMemcpyHtoD (va + GRAN - 16, pinned, 32), 700);
+  unstick (ctx);
+  EQ (cuMemcpyDtoH (pinned, va + GRAN - 16, 32), 0);
+  CHECK (memcmp (back + GRAN - 16, pinned, 32) == 0);   /* not written */
+  /* unmapping the second part leaves a hole: copies across it refused */
+  EQ (cuMemUnmap (va + GRAN, 2 * GRAN), 0);
+  EQ (cuMemcpyDtoH (back, va + GRAN - 16, 32), 1);
+  EQ (cuMemcpyDtoH (back, va + GRAN - 16, 16), 0);
+
+  EQ (cuStreamDestroy (stream), 0);
+  EQ (cuMemFreeHost (pinned), 0);
+  EQ (cuMemFree (d), 0);
+  EQ (cuMemUnmap (va, GRAN), 0);
+  EQ (cuMemUnmap (va + 4 * GRAN, GRAN), 0);
+  EQ (cuMemAddressFree (va, 6 * GRAN), 0);
+  EQ (cuCtxDestroy (ctx), 0);
+  check_nothing_alive ();
+  EQ (count_fds (), fds_before);
+  free (buf);
+  free (back);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -764,8 +1165,15 @@ main (int argc, char **argv)
     case_forged ();
   else if (strcmp (c, "devices") == 0)
     case_devices ();
+  else if (strcmp (c, "retain") == 0)
+    case_retain ();
+  else if (strcmp (c, "attrs") == 0)
+    case_attrs ();
+  else if (strcmp (c, "span") == 0)
+    case_span ();
   else {
-    fprintf (stderr, "usage: %s share|rules|forged|devices\n", argv[0]);
+    fprintf (stderr, "usage: %s share|rules|forged|devices|retain|attrs|"
+        "span\n", argv[0]);
     return 2;
   }
   if (failures)
