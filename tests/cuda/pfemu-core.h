@@ -131,11 +131,31 @@ PFEMU_CORE int pfemu_core_Memcpy2D (void *dst, size_t dpitch,
  * synchronous one from the call, an asynchronous one at its stream's
  * next sync point. cuMemFree refuses a mapping. VmmUnmap faults the
  * copies still queued on it (as cudaFree does). VmmCount: +/- the live
- * handles and reservations pfemu_query reports. */
+ * handles and reservations pfemu_query reports, and the device memory
+ * bytes this process holds (created handles, not imported ones). A copy
+ * may run over adjacent mappings whose views are adjacent too (one
+ * reservation: pfemu-cuda-vmm.c maps the views into a shadow of it). */
 PFEMU_CORE int pfemu_core_VmmMap (void *va, void *view, size_t size,
     int device, int handle_types);
 PFEMU_CORE int pfemu_core_VmmUnmap (void *va);
 PFEMU_CORE int pfemu_core_VmmSetAccess (void *va, int device, unsigned access);
-PFEMU_CORE void pfemu_core_VmmCount (int handles, int reservations);
+PFEMU_CORE void pfemu_core_VmmCount (int handles, int reservations,
+    long bytes);
+
+/* Legacy IPC (pfemu-cuda-ipc.c). With PFEMU_IPC=1 (read at each
+ * allocation) an allocation keeps its memfd open. IpcExport: the
+ * allocation holding @ptr (cuMemAlloc / cudaMallocPitch memory, not a
+ * mapping nor an opened handle, made with its memfd kept): the memfd (the
+ * core's: not to be closed), its whole-page size, its bytes, its device;
+ * 1 when there is none. IpcOpen: maps @fd (another process's allocation,
+ * the caller's fd) as device memory of @device, opened in the current
+ * context: *va; freed by IpcClose only (cuMemFree refuses it), which
+ * faults the copies still queued on it; 1 when @va is not one. Counted in
+ * live.ipc.mappings. */
+PFEMU_CORE int pfemu_core_IpcExport (const void *ptr, int *fd, size_t *size,
+    size_t *bytes, int *device);
+PFEMU_CORE int pfemu_core_IpcOpen (int fd, size_t size, size_t bytes,
+    int device, void **va);
+PFEMU_CORE int pfemu_core_IpcClose (void *va);
 
 #endif

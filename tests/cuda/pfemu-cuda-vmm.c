@@ -94,6 +94,7 @@ struct handle
                                  * cuMemRetainAllocationHandle, -1 per
                                  * cuMemRelease */
   int maps;
+  size_t held;
   struct handle *next;
 };
 
@@ -197,12 +198,14 @@ handle_maybe_free (struct handle *h)
     }
   }
   close (h->fd);
+  pfemu_core_VmmCount (-1, 0, -(long) h->held);
   free (h);
-  pfemu_core_VmmCount (-1, 0);
 }
 
+/* @held: the bytes this process holds by it (cuMemCreate's; 0 for an
+ * import: another process's memory) */
 static CUmemGenericAllocationHandle
-add_handle (int fd, size_t size, int device, int types)
+add_handle (int fd, size_t size, int device, int types, size_t held)
 {
   struct handle *h = calloc (1, sizeof *h);
 
@@ -213,9 +216,10 @@ add_handle (int fd, size_t size, int device, int types)
   h->device = device;
   h->types = types;
   h->refs = 1;
+  h->held = held;
   h->next = handles;
   handles = h;
-  pfemu_core_VmmCount (1, 0);
+  pfemu_core_VmmCount (1, 0, (long) held);
   return (CUmemGenericAllocationHandle) (uintptr_t) h;
 }
 
@@ -280,7 +284,7 @@ create (CUmemGenericAllocationHandle * out, size_t size,
   memset (p, 0xA5, size);
   munmap (p, size);
   if (!(hv = add_handle (fd, size, prop->location.id,
-              prop->requestedHandleTypes)))
+              prop->requestedHandleTypes, size)))
     goto oom;
   *out = hv;
   return OK;
@@ -407,7 +411,7 @@ import_fd (CUmemGenericAllocationHandle * out, void *os_handle, int type)
   if ((fd = fcntl (fd, F_DUPFD_CLOEXEC, 3)) < 0)
     return OUT_OF_MEMORY;
   if (!(hv = add_handle (fd, (size_t) hdr.size, mine,
-              CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))) {
+              CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0))) {
     close (fd);
     return OUT_OF_MEMORY;
   }
@@ -465,7 +469,7 @@ reserve (CUdeviceptr * ptr, size_t size, size_t align, CUdeviceptr addr,
   r->size = size;
   r->next = resvs;
   resvs = r;
-  pfemu_core_VmmCount (0, 1);
+  pfemu_core_VmmCount (0, 1, 0);
   *ptr = (CUdeviceptr) (uintptr_t) base;
   return OK;
 }
@@ -491,7 +495,7 @@ address_free (CUdeviceptr ptr, size_t size)
   munmap (r->base, r->size);
   munmap (r->shadow, r->size);
   free (r);
-  pfemu_core_VmmCount (0, -1);
+  pfemu_core_VmmCount (0, -1, 0);
   return OK;
 }
 

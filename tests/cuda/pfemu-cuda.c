@@ -24,11 +24,13 @@
  * made current by itself), cuCtxCreate pushes, cuCtxPopCurrent pops.
  *
  * What a GPU does and the emulator cannot (kernels, modules, textures,
- * graphics interop, legacy IPC, memory pools, external resources)
+ * graphics interop, IPC events, memory pools, external resources)
  * returns CUDA_ERROR_NOT_SUPPORTED (801); the device attributes say those
  * features are absent, so GStreamer does not try them. Virtual memory
  * management (cuMemCreate, cuMemMap, POSIX-fd export and import) is
- * pfemu-cuda-vmm.c's, built into the same library, on with PFEMU_VMM=1.
+ * pfemu-cuda-vmm.c's, built into the same library, on with PFEMU_VMM=1;
+ * legacy IPC of memory (cuIpcGetMemHandle, cuIpcOpenMemHandle,
+ * cuIpcCloseMemHandle) is pfemu-cuda-ipc.c's, on with PFEMU_IPC=1.
  */
 #include "pfemu-core.h"
 #include "pfemu-cuda.h"
@@ -98,6 +100,7 @@ static const struct
   {100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
   {101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
   {201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+  {208, "CUDA_ERROR_ALREADY_MAPPED", "resource already mapped"},
   {400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
   {600, "CUDA_ERROR_NOT_READY", "device not ready"},
   {700, "CUDA_ERROR_ILLEGAL_ADDRESS",
@@ -980,8 +983,9 @@ cuGetProcAddress_v2 (const char *symbol, void **pfn, int version,
 }
 
 /* Counted (calls.<name>), then refused: no kernels, modules, textures,
- * graphics interop, peer access, legacy IPC, retained VMM handles,
- * memory pools or external resources on the emulated device. Arguments
+ * graphics interop, peer access, IPC events, memory pools or external
+ * resources on the emulated device (legacy IPC of memory is
+ * pfemu-cuda-ipc.c's). Arguments
  * are ignored, so one signature serves them all (the caller's arguments
  * are in registers or on its own stack; nothing here reads them). */
 #define UNSUPPORTED(name)                                       \
@@ -1019,10 +1023,6 @@ UNSUPPORTED (cuTexObjectDestroy)
 UNSUPPORTED (cuLaunchKernel)
 UNSUPPORTED (cuIpcGetEventHandle)
 UNSUPPORTED (cuIpcOpenEventHandle)
-UNSUPPORTED (cuIpcGetMemHandle)
-UNSUPPORTED (cuIpcOpenMemHandle)
-UNSUPPORTED (cuIpcOpenMemHandle_v2)
-UNSUPPORTED (cuIpcCloseMemHandle)
 UNSUPPORTED (cuMemAllocAsync)
 UNSUPPORTED (cuMemAllocFromPoolAsync)
 UNSUPPORTED (cuMemFreeAsync)

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -206,6 +207,7 @@ struct op
   int sticky;                   /* fail_err poisons the whole context */
   int owns_src;                 /* src is a staging copy, freed after */
   int h2h;                      /* host to host (driver API only) */
+  int dir;                      /* 0 H2H, 1 H2D, 2 D2H, 3 D2D */
   long late_us;                 /* OP_READ: how long the reader runs */
   void (*host_fn) (void *);     /* OP_HOST: cudaLaunchHostFunc's */
   void *host_data;
@@ -363,7 +365,23 @@ static struct
   /* virtual memory (pfemu-cuda-vmm.c): copies and memsets refused by a
    * mapping's access flags (sticky 700) */
   long vmm_faults;
+  /* copies by direction (0 host to host, 1 HtoD, 2 DtoH, 3 DtoD), sync
+   * and async, each plane a copy; their bytes */
+  long dir_copies[4], dir_bytes[4];
 } ctr;
+
+/* device memory held by this process: cuMemAlloc / cudaMallocPitch
+ * allocations and cuMemCreate handles (not imported or IPC-opened ones:
+ * those are another process's), now and at most (kept by pfemu_reset) */
+static long device_bytes, device_bytes_peak;
+
+static void
+device_bytes_add_locked (long delta)
+{
+  device_bytes += delta;
+  if (device_bytes > device_bytes_peak)
+    device_bytes_peak = device_bytes;
+}
 
 /* live virtual-memory handles and reservations (pfemu-cuda-vmm.c's, kept
  * by pfemu_reset()) */
@@ -683,7 +701,7 @@ is_release (const char *name)
     "cuMemFree_v2", "cuMemFreeHost", "cuMemHostUnregister",
     "cuStreamDestroy_v2", "cuStreamDestroy", "cuEventDestroy_v2",
     "cuEventDestroy", "cuCtxDestroy_v2", "cuDevicePrimaryCtxRelease_v2",
-    "cuDevicePrimaryCtxRelease",
+    "cuDevicePrimaryCtxRelease", "cuIpcCloseMemHandle",
   };
   for (size_t i = 0; i < sizeof releases / sizeof releases[0]; i++)
     if (strcmp (name, releases[i]) == 0)
@@ -1436,6 +1454,7 @@ alloc_device (void **dev_ptr, size_t bytes)
   a->next = allocs;
   allocs = a;
   ctr.allocations++;
+  device_bytes_add_locked ((long) a->bytes);
   pthread_mutex_unlock (&G);
   *dev_ptr = a->dev;
   return cudaSuccess;
@@ -1486,6 +1505,8 @@ pfemu_core_Free (void *dev_ptr)
    * that use the allocation: those still queued fault. */
   if (a && fault_pending_locked (a->view, a->view + a->size) > 0)
     ctr.free_pending++;
+  if (a)
+    device_bytes_add_locked (-(long) a->bytes);
   pthread_mutex_unlock (&G);
   if (!a)
     return cudaErrorInvalidValue;
@@ -2220,6 +2241,7 @@ resolve_copy (struct op *o, void *dst, size_t dpitch, const void *src,
   if (kind == H2H && !driver_call)
     return cudaErrorInvalidMemcpyDirection;
   o->h2h = kind == H2H;
+  o->dir = kind;
 
   o->dpitch = dpitch;
   o->spitch = spitch;
@@ -2283,6 +2305,8 @@ pfemu_core_Memcpy2DAsync (void *dst, size_t dpitch, const void *src,
       &pinned);
   if (res != cudaSuccess)
     goto fail;
+  ctr.dir_copies[o->dir & 3]++;
+  ctr.dir_bytes[o->dir & 3] += (long) (o->width * o->height);
   if (o->h2h)
     ctr.copies_h2h++;
   else if (!o->host_lo)
@@ -2348,6 +2372,8 @@ pfemu_core_Memcpy2D (void *dst, size_t dpitch, const void *src, size_t spitch,
     return o.fail_err;
   }
   ctr.copies_sync++;
+  ctr.dir_copies[o.dir & 3]++;
+  ctr.dir_bytes[o.dir & 3] += (long) (o.width * o.height);
   /* On the legacy default stream: after the blocking streams' work (not
    * the non-blocking ones'). */
   drain_blocking_locked ();
@@ -2497,6 +2523,90 @@ pfemu_core_PointerInfo (const void *ptr, struct pfemu_core_ptr *out)
   return found ? cudaSuccess : cudaErrorInvalidValue;
 }
 
+/* ------------------------------------------------ legacy IPC hooks */
+
+PFEMU_CORE int
+pfemu_core_IpcExport (const void *ptr, int *fd, size_t *size, size_t *bytes,
+    int *device)
+{
+  const char *c = ptr;
+  int res = cudaErrorInvalidValue;
+
+  pthread_mutex_lock (&G);
+  for (struct alloc * a = allocs; a; a = a->next) {
+    if (c < a->dev || c >= a->dev + a->size)
+      continue;
+    /* only what cuMemAlloc made here, and was made with its memfd kept */
+    if (!a->vmm && !a->ipc && a->fd >= 0) {
+      *fd = a->fd;
+      *size = a->size;
+      *bytes = a->bytes;
+      *device = a->device;
+      res = cudaSuccess;
+    }
+    break;
+  }
+  pthread_mutex_unlock (&G);
+  return res;
+}
+
+PFEMU_CORE int
+pfemu_core_IpcOpen (int fd, size_t size, size_t bytes, int device, void **va)
+{
+  struct alloc *a = calloc (1, sizeof *a);
+
+  if (!a)
+    return cudaErrorMemoryAllocation;
+  a->dev = mmap (NULL, size, PROT_NONE, MAP_SHARED, fd, 0);
+  a->view = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (a->dev == MAP_FAILED || a->view == MAP_FAILED) {
+    if (a->dev != MAP_FAILED)
+      munmap (a->dev, size);
+    if (a->view != MAP_FAILED)
+      munmap (a->view, size);
+    free (a);
+    return cudaErrorMemoryAllocation;
+  }
+  a->size = size;
+  a->bytes = bytes;
+  a->ipc = 1;
+  a->fd = -1;
+  a->device = device;
+  a->ctx = cur_ctx ();
+  pthread_mutex_lock (&G);
+  a->id = ++alloc_ids;
+  a->next = allocs;
+  allocs = a;
+  pthread_mutex_unlock (&G);
+  *va = a->dev;
+  return cudaSuccess;
+}
+
+PFEMU_CORE int
+pfemu_core_IpcClose (void *va)
+{
+  struct alloc **l, *a = NULL;
+
+  pthread_mutex_lock (&G);
+  for (l = &allocs; *l; l = &(*l)->next) {
+    if ((*l)->dev == va && (*l)->ipc) {
+      a = *l;
+      *l = a->next;
+      break;
+    }
+  }
+  /* the copies still queued on it fault, as after cuMemFree */
+  if (a && fault_pending_locked (a->view, a->view + a->size) > 0)
+    ctr.free_pending++;
+  pthread_mutex_unlock (&G);
+  if (!a)
+    return cudaErrorInvalidValue;
+  munmap (a->dev, a->size);
+  munmap (a->view, a->size);
+  free (a);
+  return cudaSuccess;
+}
+
 /* ---------------------------------------------- virtual memory hooks */
 
 PFEMU_CORE int
@@ -2567,9 +2677,10 @@ pfemu_core_VmmSetAccess (void *va, int device, unsigned access)
 }
 
 PFEMU_CORE void
-pfemu_core_VmmCount (int handles, int reservations)
+pfemu_core_VmmCount (int handles, int reservations, long bytes)
 {
   pthread_mutex_lock (&G);
+  device_bytes_add_locked (bytes);
   vmm_handles += handles;
   vmm_reservations += reservations;
   pthread_mutex_unlock (&G);
@@ -2919,6 +3030,14 @@ pfemu_query (const char *name)
   C ("live.allocations", count_list_allocs ());
   C ("live.vmm.mappings", count_list_vmm_maps ());
   C ("live.ipc.mappings", count_list_ipc_maps ());
+  C ("copies.htod", ctr.dir_copies[1]);
+  C ("copies.dtoh", ctr.dir_copies[2]);
+  C ("copies.dtod", ctr.dir_copies[3]);
+  C ("bytes.htod", ctr.dir_bytes[1]);
+  C ("bytes.dtoh", ctr.dir_bytes[2]);
+  C ("bytes.dtod", ctr.dir_bytes[3]);
+  C ("live.device.bytes", device_bytes);
+  C ("device.bytes.peak", device_bytes_peak);
   C ("live.vmm.handles", vmm_handles);
   C ("live.vmm.reservations", vmm_reservations);
   C ("vmm.faults", ctr.vmm_faults);
@@ -3072,6 +3191,47 @@ pfemu_leak_report (void)
   return buf;
 }
 
+/* PFEMU_STATS=FILE: at exit, one line appended per process that used the
+ * emulated device: its copies by direction and their bytes, the device
+ * memory it held at most, the IPC and export calls it made, its CPU time
+ * (getrusage) and its command line's first word. For benchmarks
+ * (bench/domains/ipc-compare.sh), not tests. */
+static void
+stats_report (void)
+{
+  static const char *names[] = {
+    "copies.htod", "copies.dtoh", "copies.dtod", "bytes.htod",
+    "bytes.dtoh", "bytes.dtod", "device.bytes.peak",
+    "calls.cuIpcGetMemHandle", "calls.cuIpcOpenMemHandle",
+    "calls.cuIpcCloseMemHandle", "calls.cuMemExportToShareableHandle",
+    "calls.cuMemImportFromShareableHandle", "calls.cuMemCreate",
+    "calls.cuMemAllocPitch_v2", "calls.cuMemAlloc_v2",
+    "calls.cudaMallocPitch",
+  };
+  const char *path = getenv ("PFEMU_STATS");
+  struct rusage ru;
+  char exe[64] = "?";
+  FILE *f;
+
+  if (!path || !*path || n_calls == 0)
+    return;
+  if ((f = fopen ("/proc/self/comm", "re"))) {
+    if (fgets (exe, sizeof exe, f))
+      exe[strcspn (exe, "\n")] = 0;
+    fclose (f);
+  }
+  if (!(f = fopen (path, "ae")))
+    return;
+  getrusage (RUSAGE_SELF, &ru);
+  fprintf (f, "pfemu-stats pid=%d comm=%s cpu.ms=%ld", (int) getpid (), exe,
+      (long) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
+      (long) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000);
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    fprintf (f, " %s=%ld", names[i], pfemu_query (names[i]));
+  fputc ('\n', f);
+  fclose (f);
+}
+
 static void
 pfemu_exit_report (void)
 {
@@ -3083,6 +3243,7 @@ pfemu_exit_report (void)
    * alive is its parent's, reported by the parent */
   if (forked_after_init)
     return;
+  stats_report ();
   live = pfemu_live_total ();
   if (path && *path) {
     FILE *f = fopen (path, "ae");

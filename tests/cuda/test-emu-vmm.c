@@ -113,6 +113,13 @@ static CUresult (*cuMemcpyDtoDAsync) (CUdeviceptr, CUdeviceptr, size_t,
     CUstream);
 static CUresult (*cuMemcpyDtoHAsync) (void *, CUdeviceptr, size_t, CUstream);
 static CUresult (*cuMemcpy) (CUdeviceptr, CUdeviceptr, size_t);
+typedef struct
+{
+  char reserved[64];
+} IpcHandle;
+static CUresult (*cuIpcGetMemHandle) (IpcHandle *, CUdeviceptr);
+static CUresult (*cuIpcOpenMemHandle) (CUdeviceptr *, IpcHandle, unsigned int);
+static CUresult (*cuIpcCloseMemHandle) (CUdeviceptr);
 
 static int
 load (void)
@@ -168,6 +175,9 @@ load (void)
   SYM (cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
   SYM (cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
   SYM (cuMemcpy, "cuMemcpy");
+  SYM (cuIpcGetMemHandle, "cuIpcGetMemHandle");
+  SYM (cuIpcOpenMemHandle, "cuIpcOpenMemHandle");
+  SYM (cuIpcCloseMemHandle, "cuIpcCloseMemHandle");
   if (!emu_query || !emu_reset || !emu_live_total || !cuMemCreate ||
       !cuMemGetAccess || !cuStreamSynchronize || !cuMemRetainAllocationHandle
       || !cuPointerGetAttributes || !cuMemcpy) {
@@ -1150,6 +1160,191 @@ case_span (void)
   free (back);
 }
 
+/* ----------------------------------------------------------------- ipc */
+
+#define IPC_SIZE ((size_t) (1 << 20) + 123)
+
+static int
+send_msg (int sock, char tag, const void *data, size_t n)
+{
+  char buf[1 + sizeof (IpcHandle)];
+
+  buf[0] = tag;
+  if (n)
+    memcpy (buf + 1, data, n);
+  return send (sock, buf, 1 + n, MSG_NOSIGNAL) == (ssize_t) (1 + n) ? 0 : -1;
+}
+
+static int
+recv_msg (int sock, void *data, size_t n)
+{
+  char buf[1 + sizeof (IpcHandle)];
+  ssize_t got = recv (sock, buf, sizeof buf, 0);
+
+  if (got < 1 || (size_t) got != 1 + n)
+    return -1;
+  if (n)
+    memcpy (data, buf + 1, n);
+  return (unsigned char) buf[0];
+}
+
+static int
+ipc_child (int sock)
+{
+  unsigned char *want = malloc (IPC_SIZE), *got = malloc (IPC_SIZE);
+  IpcHandle h, forged, stale;
+  CUcontext ctx = NULL;
+  CUdeviceptr p = 0, p2 = 0;
+  unsigned char flag = 9;
+  size_t size = 0;
+  int fds_before = count_fds (), dev = -1;
+
+  EQ (recv_msg (sock, &h, sizeof h), 'H');
+  EQ (cuInit (0), 0);
+  /* no context: refused */
+  EQ (cuIpcOpenMemHandle (&p, h, 1), 201);
+  EQ (cuCtxCreate (&ctx, 0, 0), 0);
+  EQ (cuIpcOpenMemHandle (&p, h, 0), 1);        /* flags: LAZY only */
+  EQ (cuIpcOpenMemHandle (NULL, h, 1), 1);
+  forged = h;
+  forged.reserved[0] ^= 1;
+  EQ (cuIpcOpenMemHandle (&p, forged, 1), 1);
+  memset (&forged, 0, sizeof forged);
+  EQ (cuIpcOpenMemHandle (&p, forged, 1), 1);
+  forged = h;
+  forged.reserved[48] = 5;      /* the device field: no device 5 */
+  EQ (cuIpcOpenMemHandle (&p, forged, 1), 101);
+  EQ (cuIpcOpenMemHandle (&p, h, 1), 0);
+  CHECK (p != 0);
+  EQ (cuIpcOpenMemHandle (&p2, h, 1), 208);     /* once per process */
+  EQ (emu_query ("live.ipc.mappings"), 1);
+  /* device memory of device 0, opened, not exportable again */
+  EQ (cuPointerGetAttribute (&dev, 9, p), 0);
+  EQ (dev, 0);
+  EQ (cuPointerGetAttribute (&size, 12, p + 5), 0);
+  EQ (size, IPC_SIZE);
+  EQ (cuPointerGetAttribute (&flag, 10, p), 0);
+  EQ (flag, 0);
+  EQ (cuIpcGetMemHandle (&forged, p), 1);
+  /* the exporter's bytes, exactly */
+  fill (want, IPC_SIZE, 1);
+  EQ (cuMemcpyDtoH (got, p, IPC_SIZE), 0);
+  CHECK (memcmp (want, got, IPC_SIZE) == 0);
+  EQ (cuMemFree (p), 1);        /* closed by cuIpcCloseMemHandle only */
+  /* written here, read there (read-write, the same memory) */
+  fill (want, IPC_SIZE / 2, 3);
+  EQ (cuMemcpyHtoD (p + IPC_SIZE / 2, want, IPC_SIZE / 2), 0);
+  EQ (cuCtxSynchronize (), 0);
+  EQ (send_msg (sock, 'R', NULL, 0), 0);
+
+  /* the exporter freed it: still alive here while open */
+  EQ (recv_msg (sock, &stale, sizeof stale), 'F');
+  fill (want, IPC_SIZE, 1);
+  EQ (cuMemcpyDtoH (got, p, IPC_SIZE / 2), 0);
+  CHECK (memcmp (want, got, IPC_SIZE / 2) == 0);
+  /* a handle of an allocation freed since: refused */
+  EQ (cuIpcOpenMemHandle (&p2, stale, 1), 1);
+  EQ (cuIpcCloseMemHandle (p + 1), 1);  /* not the base */
+  EQ (cuIpcCloseMemHandle (p), 0);
+  EQ (cuIpcCloseMemHandle (p), 1);      /* twice */
+  EQ (cuMemcpyDtoH (got, p, 16), 1);    /* gone */
+  EQ (cuCtxDestroy (ctx), 0);
+  check_nothing_alive ();
+  EQ (count_fds (), fds_before);
+  EQ (send_msg (sock, failures ? 'X' : 'D', NULL, 0), 0);
+  free (want);
+  free (got);
+  return failures ? 1 : 0;
+}
+
+/* Legacy IPC (PFEMU_IPC=1): a cuMemAlloc allocation's handle opened in a
+ * forked child maps the same bytes both ways; the rules of pfemu-cuda-ipc.c
+ * (flags, forged handles, twice, in the exporter, stale, close order). */
+static void
+case_ipc (void)
+{
+  CUmemAllocationProp prop = prop_for (0, CU_MEM_HANDLE_TYPE_NONE);
+  unsigned char *buf, *want;
+  IpcHandle h, h_mid, h2;
+  CUcontext ctx = NULL;
+  CUdeviceptr d = 0, d2 = 0, p = 0, va = 0;
+  void *host = NULL;
+  Handle vh = 0;
+  int sv[2], status = 0, fds_before;
+  pid_t pid;
+
+  CHECK (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+  pid = fork ();
+  if (pid == 0) {
+    close (sv[0]);
+    _exit (ipc_child (sv[1]));
+  }
+  close (sv[1]);
+  fds_before = count_fds ();
+  buf = malloc (IPC_SIZE);
+  want = malloc (IPC_SIZE);
+
+  EQ (cuInit (0), 0);
+  EQ (cuCtxCreate (&ctx, 0, 0), 0);
+  /* off without PFEMU_IPC=1 */
+  unsetenv ("PFEMU_IPC");
+  EQ (cuMemAlloc (&d, 4096), 0);
+  EQ (cuIpcGetMemHandle (&h, d), 801);
+  setenv ("PFEMU_IPC", "1", 1);
+  /* made before it was on: its memfd is gone, no handle */
+  EQ (cuIpcGetMemHandle (&h, d), 1);
+  EQ (cuMemFree (d), 0);
+
+  EQ (cuMemAlloc (&d, IPC_SIZE), 0);
+  fill (buf, IPC_SIZE, 1);
+  EQ (cuMemcpyHtoD (d, buf, IPC_SIZE), 0);
+  EQ (cuCtxSynchronize (), 0);
+  EQ (cuIpcGetMemHandle (NULL, d), 1);
+  EQ (cuIpcGetMemHandle (&h, d), 0);
+  EQ (cuIpcGetMemHandle (&h_mid, d + 4000), 0); /* the same allocation */
+  CHECK (memcmp (&h, &h_mid, sizeof h) == 0);
+  /* not in the exporting process */
+  EQ (cuIpcOpenMemHandle (&p, h, 1), 201);
+  /* not cuMemAlloc memory: a mapping, host memory, a stack address */
+  EQ (cuMemCreate (&vh, GRAN, &prop, 0), 0);
+  EQ (cuMemAddressReserve (&va, GRAN, 0, 0, 0), 0);
+  EQ (cuMemMap (va, GRAN, 0, vh, 0), 0);
+  EQ (cuIpcGetMemHandle (&h2, va), 1);
+  EQ (cuMemUnmap (va, GRAN), 0);
+  EQ (cuMemAddressFree (va, GRAN), 0);
+  EQ (cuMemRelease (vh), 0);
+  EQ (cuMemAllocHost (&host, 4096), 0);
+  EQ (cuIpcGetMemHandle (&h2, (CUdeviceptr) (uintptr_t) host), 1);
+  EQ (cuMemFreeHost (host), 0);
+  EQ (cuIpcGetMemHandle (&h2, (CUdeviceptr) (uintptr_t) & status), 1);
+
+  EQ (send_msg (sv[0], 'H', &h, sizeof h), 0);
+  EQ (recv_msg (sv[0], NULL, 0), 'R');
+  /* the child's write, here */
+  EQ (cuMemcpyDtoH (buf, d, IPC_SIZE), 0);
+  fill (want, IPC_SIZE, 1);
+  CHECK (memcmp (want, buf, IPC_SIZE / 2) == 0);
+  fill (want, IPC_SIZE / 2, 3);
+  CHECK (memcmp (want, buf + IPC_SIZE / 2, IPC_SIZE / 2) == 0);
+  /* freed while the child has it open; a second allocation's handle,
+   * freed before the child opens it */
+  EQ (cuMemFree (d), 0);
+  EQ (cuMemAlloc (&d2, 8192), 0);
+  EQ (cuIpcGetMemHandle (&h2, d2), 0);
+  EQ (cuMemFree (d2), 0);
+  EQ (send_msg (sv[0], 'F', &h2, sizeof h2), 0);
+  EQ (recv_msg (sv[0], NULL, 0), 'D');
+  CHECK (waitpid (pid, &status, 0) == pid);
+  CHECK (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+
+  EQ (cuCtxDestroy (ctx), 0);
+  check_nothing_alive ();
+  EQ (count_fds (), fds_before);
+  close (sv[0]);
+  free (buf);
+  free (want);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1171,9 +1366,11 @@ main (int argc, char **argv)
     case_attrs ();
   else if (strcmp (c, "span") == 0)
     case_span ();
+  else if (strcmp (c, "ipc") == 0)
+    case_ipc ();
   else {
     fprintf (stderr, "usage: %s share|rules|forged|devices|retain|attrs|"
-        "span\n", argv[0]);
+        "span|ipc\n", argv[0]);
     return 2;
   }
   if (failures)
