@@ -947,7 +947,6 @@ case_attrs (void)
   /* unknown to the device */
   EQ (attr_int (ATTR_DEVICE_ORDINAL, (CUdeviceptr) (uintptr_t) & fds_before),
       -1001);
-  EQ (attr_int (ATTR_DEVICE_ORDINAL, d1 + 8192), -1001);
   EQ (cuPointerGetAttribute (NULL, ATTR_DEVICE_ORDINAL, d1), 1);
   EQ (attr_int (6, d1), -1801); /* SYNC_MEMOPS: not here */
 
