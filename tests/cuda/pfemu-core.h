@@ -141,6 +141,11 @@ PFEMU_CORE int pfemu_core_VmmUnmap (void *va);
 PFEMU_CORE int pfemu_core_VmmSetAccess (void *va, int device, unsigned access);
 PFEMU_CORE void pfemu_core_VmmCount (int handles, int reservations,
     long bytes);
+/* @add 1: [base, base + size) is a reservation (cuMemAddressReserve); 0:
+ * it went. A copy whose host side lies in one (an unmapped hole of device
+ * address space, e.g. cuMemcpy's inferred direction) is refused (1)
+ * rather than run into a PROT_NONE page. */
+PFEMU_CORE void pfemu_core_VmmReserved (void *base, size_t size, int add);
 
 /* Legacy IPC (pfemu-cuda-ipc.c). With PFEMU_IPC=1 (read at each
  * allocation) an allocation keeps its memfd open. IpcExport: the

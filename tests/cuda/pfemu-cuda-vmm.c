@@ -470,6 +470,7 @@ reserve (CUdeviceptr * ptr, size_t size, size_t align, CUdeviceptr addr,
   r->next = resvs;
   resvs = r;
   pfemu_core_VmmCount (0, 1, 0);
+  pfemu_core_VmmReserved (base, size, 1);
   *ptr = (CUdeviceptr) (uintptr_t) base;
   return OK;
 }
@@ -494,6 +495,7 @@ address_free (CUdeviceptr ptr, size_t size)
   *l = r->next;
   munmap (r->base, r->size);
   munmap (r->shadow, r->size);
+  pfemu_core_VmmReserved (r->base, r->size, 0);
   free (r);
   pfemu_core_VmmCount (0, -1, 0);
   return OK;

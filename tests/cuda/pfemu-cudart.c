@@ -387,6 +387,16 @@ device_bytes_add_locked (long delta)
  * by pfemu_reset()) */
 static long vmm_handles, vmm_reservations;
 
+/* the reservations' address ranges (pfemu_core_VmmReserved): a copy whose
+ * "host" side lies in one is an unmapped device address, refused */
+#define MAX_RESERVED 256
+static struct
+{
+  const char *base;
+  size_t size;
+} reserved[MAX_RESERVED];
+static int n_reserved;
+
 /* CU_CTX_SCHED_MASK and CU_CTX_SCHED_BLOCKING_SYNC (cuda.h) */
 #define CTX_SCHED_MASK 0x07u
 #define CTX_SCHED_BLOCKING_SYNC 0x04u
@@ -2210,6 +2220,18 @@ vmm_denies (const struct alloc *a, const void *p, size_t len, unsigned bit)
   return 1;
 }
 
+/* G held. Whether [p, p + len) overlaps a reservation. */
+static int
+in_reserved_locked (const void *p, size_t len)
+{
+  const char *c = p;
+
+  for (int i = 0; i < n_reserved; i++)
+    if (c < reserved[i].base + reserved[i].size && reserved[i].base < c + len)
+      return 1;
+  return 0;
+}
+
 /* G held. Resolves both sides of a 2D copy; on success fills @o's
  * dst/src with internal pointers and host_lo/host_hi, and *pinned. */
 static cudaError_t
@@ -2236,6 +2258,11 @@ resolve_copy (struct op *o, void *dst, size_t dpitch, const void *src,
     return cudaErrorInvalidMemcpyDirection;
   if (((kind & 1) != 0) != dst_dev || ((kind & 2) != 0) != src_dev)
     return cudaErrorInvalidValue;       /* e.g. H2D into host memory */
+  /* a side in a reservation but in no mapping: a hole of device address
+   * space, not host memory (touching it from the host would fault) */
+  if ((!dst_dev && in_reserved_locked (dst, dspan)) ||
+      (!src_dev && in_reserved_locked (src, sspan)))
+    return cudaErrorInvalidValue;
   /* not used by pinnedflow: refused through cudart; the driver's copies
    * (cuMemcpy2D with two host sides) do it */
   if (kind == H2H && !driver_call)
@@ -2674,6 +2701,25 @@ pfemu_core_VmmSetAccess (void *va, int device, unsigned access)
   }
   pthread_mutex_unlock (&G);
   return res;
+}
+
+PFEMU_CORE void
+pfemu_core_VmmReserved (void *base, size_t size, int add)
+{
+  pthread_mutex_lock (&G);
+  if (add && n_reserved < MAX_RESERVED) {
+    reserved[n_reserved].base = base;
+    reserved[n_reserved].size = size;
+    n_reserved++;
+  } else if (!add) {
+    for (int i = 0; i < n_reserved; i++) {
+      if (reserved[i].base == base) {
+        reserved[i] = reserved[--n_reserved];
+        break;
+      }
+    }
+  }
+  pthread_mutex_unlock (&G);
 }
 
 PFEMU_CORE void

@@ -1126,6 +1126,10 @@ case_span (void)
   EQ (cuMemcpyDtoD (va + 2 * GRAN, va + 3 * GRAN - 100, 200), 1);
   EQ (cuMemcpyDtoDAsync (d, va + 2 * GRAN, GRAN + 1, stream), 1);
   EQ (cuMemcpyHtoD (va + 3 * GRAN, buf, 16), 1);        /* in the hole */
+  /* cuMemcpy infers the direction: a hole is no host memory either */
+  EQ (cuMemcpy (va + 3 * GRAN, d, 16), 1);
+  EQ (cuMemcpy (d, va + 3 * GRAN + 64, 16), 1);
+  EQ (cuMemcpy (va + 3 * GRAN - 8, d, 16), 1);
   /* over the hole into h3: still refused (not contiguous) */
   EQ (cuMemcpyDtoH (back, va + 2 * GRAN, 3 * GRAN), 1);
   EQ (cuStreamSynchronize (stream), 0);
