@@ -2818,6 +2818,11 @@ pfemu_stream_read (void *stream, const void *dev, size_t pitch, size_t width,
   }
   o = calloc (1, sizeof *o);
   o->type = OP_READ;
+  /* a kernel reading a mapping its device may not read: the MMU fault */
+  if (vmm_denies (a, dev, pitch * (height - 1) + width, 1)) {
+    o->fail_err = cudaErrorIllegalAddress;
+    o->sticky = 1;
+  }
   o->src = a->view + ((const char *) dev - a->dev);
   o->spitch = pitch;
   o->dst = dst;

@@ -39,7 +39,7 @@
 
 #define GRAN ((size_t) 2 << 20)
 
-static void *drv;
+static void *drv, *rt_lib;
 static long (*emu_query) (const char *);
 static void (*emu_reset) (void);
 static long (*emu_live_total) (void);
@@ -132,6 +132,7 @@ load (void)
     fprintf (stderr, "cannot load the emulators: %s\n", dlerror ());
     return -1;
   }
+  rt_lib = rt;
   emu_query = dlsym (rt, "pfemu_query");
   emu_reset = dlsym (rt, "pfemu_reset");
   emu_live_total = dlsym (rt, "pfemu_live_total");
@@ -1145,6 +1146,26 @@ case_span (void)
   unstick (ctx);
   EQ (cuMemcpyDtoH (pinned, va + GRAN - 16, 32), 0);
   CHECK (memcmp (back + GRAN - 16, pinned, 32) == 0);   /* not written */
+  /* a late reader (a consumer's kernel) on a mapping without access for
+   * its device: the fault at the stream's sync, sticky, nothing read */
+  {
+    int (*stream_read) (void *, const void *, size_t, size_t, size_t,
+        void *, long) = (int (*)(void *, const void *, size_t, size_t,
+            size_t, void *, long)) dlsym (rt_lib, "pfemu_stream_read");
+    CUstream s2 = NULL;
+    CHECK (stream_read != NULL);
+    EQ (cuStreamCreate (&s2, 0), 0);
+    EQ (stream_read (s2, (void *) (uintptr_t) (va + GRAN - 512), 1024, 1024, 1, back, 0), 0);   /* readable: a and b */
+    EQ (cuStreamSynchronize (s2), 0);
+    EQ (set_access (va + 4 * GRAN, GRAN, 0, CU_MEM_ACCESS_FLAGS_PROT_NONE), 0);
+    EQ (stream_read (s2, (void *) (uintptr_t) (va + 4 * GRAN), 4096, 4096,
+            1, back, 0), 0);
+    EQ (cuStreamSynchronize (s2), 700);
+    EQ (emu_query ("reads.faulted"), 1);
+    EQ (emu_query ("reads"), 1);
+    EQ (cuStreamDestroy (s2), 700);
+    unstick (ctx);
+  }
   /* unmapping the second part leaves a hole: copies across it refused */
   EQ (cuMemUnmap (va + GRAN, 2 * GRAN), 0);
   EQ (cuMemcpyDtoH (back, va + GRAN - 16, 32), 1);
