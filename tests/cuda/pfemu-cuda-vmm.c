@@ -23,11 +23,14 @@
  * a UUID of no device here CUDA_ERROR_INVALID_DEVICE.
  *
  * A reservation (cuMemAddressReserve) is a PROT_NONE range of host
- * address space; cuMemMap maps the allocation's data there, still
- * PROT_NONE (a stray host access faults, as device memory does), and a
- * second view of it for the copy engine; the core (pfemu-core.h) learns
- * the mapping, so cuMemcpy* and cuMemsetD* on it work like on cuMemAlloc
- * memory, within one mapping. Access starts as none for every device;
+ * address space, with a shadow range of its size; cuMemMap maps the
+ * allocation's data there, still PROT_NONE (a stray host access faults,
+ * as device memory does), and a second view of it for the copy engine at
+ * the same offset of the shadow (adjacent mappings: adjacent views); the
+ * core (pfemu-core.h) learns the mapping and the reservation, so
+ * cuMemcpy* and cuMemsetD* on it work like on cuMemAlloc memory, across
+ * adjacent mappings of one reservation too, and a range into a hole is
+ * refused (CUDA_ERROR_INVALID_VALUE), never touched. Access starts as none for every device;
  * cuMemSetAccess sets it per device for whole mappings; a copy or memset
  * by a context on a device without the access it needs fails with
  * CUDA_ERROR_ILLEGAL_ADDRESS and leaves the context's sticky error (what
@@ -39,8 +42,11 @@
  * Order: cuMemRelease may come before cuMemUnmap (the memory lives until
  * its last mapping goes, as the driver documents); cuMemUnmap takes whole
  * mappings only; cuMemAddressFree of a reservation that still has
- * mappings is refused (CUDA_ERROR_INVALID_VALUE) and keeps it; a handle
- * released twice, or never made, is CUDA_ERROR_INVALID_VALUE.
+ * mappings is refused (CUDA_ERROR_INVALID_VALUE) and keeps it. Handles
+ * are counted: cuMemCreate or an import makes one reference,
+ * cuMemRetainAllocationHandle (any address of a mapping: the same handle
+ * value) one more, each cuMemRelease drops one; one more release than
+ * references, or a handle never made, is CUDA_ERROR_INVALID_VALUE.
  *
  * Locking: one mutex (V) guards the handle and reservation lists; the
  * core takes its own lock inside (V, then the core's: never the other
@@ -555,8 +561,10 @@ map (CUdeviceptr ptr, size_t size, size_t offset,
    * and one copy runs across them */
   view = mmap (r->shadow + (va - r->base), size, PROT_READ | PROT_WRITE,
       MAP_SHARED | MAP_FIXED, h->fd, (off_t) (HEADER + offset));
-  if (view == MAP_FAILED)
+  if (view == MAP_FAILED) {
+    unreserve (r->shadow + (va - r->base), size);
     return OUT_OF_MEMORY;
+  }
   got = mmap (va, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd,
       (off_t) (HEADER + offset));
   if (got == MAP_FAILED || !(m = calloc (1, sizeof *m))) {
