@@ -1241,6 +1241,27 @@ ipc_child (int sock)
   EQ (cuIpcOpenMemHandle (&p, h, 1), 0);
   CHECK (p != 0);
   EQ (cuIpcOpenMemHandle (&p2, h, 1), 208);     /* once per process */
+  /* hostile handles: the marker right, the exporter's pid, any fd number
+   * of it (its other files, closed ones), random sizes and inodes: all
+   * refused, nothing mapped, no crash */
+  srand (7);
+  for (int i = 0; i < 500; i++) {
+    IpcHandle bad = h;
+    CUresult r;
+    for (int b = 12; b < 64; b++)
+      if (rand () % 3 == 0)
+        bad.reserved[b] = (char) rand ();
+    if (i % 2 == 0) {
+      int fdn = rand () % 64;
+      memcpy (bad.reserved + 12, &fdn, sizeof fdn);
+    }
+    if (memcmp (&bad, &h, sizeof h) == 0)
+      continue;
+    p2 = 0;
+    r = cuIpcOpenMemHandle (&p2, bad, 1);
+    CHECK (r == 1 || r == 101 || r == 208);
+    CHECK (p2 == 0);
+  }
   EQ (emu_query ("live.ipc.mappings"), 1);
   /* device memory of device 0, opened, not exportable again */
   EQ (cuPointerGetAttribute (&dev, 9, p), 0);
