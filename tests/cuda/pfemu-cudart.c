@@ -678,7 +678,8 @@ fork_child (void)
 }
 
 __attribute__((constructor))
-     static void pfemu_init (void)
+     static void
+     pfemu_init (void)
 {
   read_env ();
   pthread_atfork (fork_prepare, fork_parent, fork_child);
