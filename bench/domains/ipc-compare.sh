@@ -52,6 +52,7 @@ src="videotestsrc num-buffers=$n pattern=ball ! $caps"
 export PFEMU_IPC=1 PFEMU_VMM=1
 rc=0
 
+# shellcheck disable=SC2086
 "$emu" "$build" gst-launch-1.0 -q $src ! filesink location="$tmp/ref.raw" ||
   exit 1
 gstver=$("$emu" "$build" gst-launch-1.0 --version | sed -n 's/.*GStreamer //p' |

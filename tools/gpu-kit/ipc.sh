@@ -15,8 +15,8 @@
 #           -> cudaipcsrc io-mode=import ! cudadownload
 #   mmap    cudaupload ! cudaipcsink ipc-mode=mmap -> cudaipcsrc ! cudadownload
 #   pinned  pinnedcudaupload ! video/x-raw(memory:PinnedflowCUDA) ! pinnedshmsink
-#           -> pinnedshmsrc device-frames=on delivery=every-frame
-#           ! pinnedcudadownload
+#           -> pinnedshmsrc device-frames=on delivery=every-frame !
+#           pinnedcudadownload
 # Per row: frames received (cudaipcsink keeps only its latest frame: a
 # consumer late at the end misses frames, counted), frames byte-exact in
 # order against the same frames made on the CPU, wall time per frame from
