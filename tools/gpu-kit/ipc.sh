@@ -85,10 +85,10 @@ run_ipc_compare () {
     wait $cpid
     local crc=$?
     t1=$(date +%s%N)
-    [ $prc -eq 0 ] && [ $crc -eq 0 ] || {
+    if [ $prc -ne 0 ] || [ $crc -ne 0 ]; then
       echo "$row: producer exit $prc, consumer exit $crc"
       tail -n 5 "$pt.log" "$ct.log"
-    }
+    fi
     # in order: each frame received is the next reference frame or a later
     # one (dropped frames skipped), byte for byte
     local size recv exact=0 k=0 j
