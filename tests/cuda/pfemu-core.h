@@ -162,5 +162,15 @@ PFEMU_CORE int pfemu_core_IpcExport (const void *ptr, int *fd, size_t *size,
 PFEMU_CORE int pfemu_core_IpcOpen (int fd, size_t size, size_t bytes,
     int device, void **va);
 PFEMU_CORE int pfemu_core_IpcClose (void *va);
+/* IPC events: IpcEventExport gives @event's shared page (made at the first
+ * export: the event's counters move there; the core's memfd, not to be
+ * closed) when it was made with CU_EVENT_INTERPROCESS |
+ * CU_EVENT_DISABLE_TIMING (else 1); IpcEventOpen maps such a page (@fd:
+ * the caller's) as an event of this process, destroyed as any other.
+ * Either side records, queries, synchronises and waits on the shared
+ * counters (a wait for another process's record polls); a record of an
+ * exported event on the legacy stream runs without a local waiter. */
+PFEMU_CORE int pfemu_core_IpcEventExport (void *event, int *fd);
+PFEMU_CORE int pfemu_core_IpcEventOpen (int fd, void **event);
 
 #endif

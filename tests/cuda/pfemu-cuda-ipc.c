@@ -36,8 +36,15 @@
  * that address, once (else 1); cuMemFree refuses it (1); copies still
  * queued on it fault (700 at their stream's sync), as after cuMemFree.
  *
- * IPC events (cuIpcGetEventHandle, cuIpcOpenEventHandle) are not
- * emulated: CUDA_ERROR_NOT_SUPPORTED (pfemu-cuda.c).
+ * IPC events: cuIpcGetEventHandle takes an event made with
+ * CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING (else 1, as the driver
+ * documents); its counters move into a page of a memfd (the core's,
+ * pfemu-core.h), which the 64-byte handle names as a memory handle names
+ * an allocation. cuIpcOpenEventHandle in another process maps that page
+ * (refused in the exporter: 201; forged, gone: 1) as an event of its own
+ * (cuEventDestroy frees it): cuEventQuery, cuEventSynchronize and
+ * cuStreamWaitEvent there see the exporter's records complete (a wait
+ * polls every 100 us), and its own records are the exporter's to see.
  *
  * Locking: one mutex (I) guards the list of opened handles; the core
  * takes its own lock inside (I, then the core's).
@@ -247,4 +254,77 @@ EXPORT CUresult
 cuIpcCloseMemHandle (CUdeviceptr ptr)
 {
   CALL ("cuIpcCloseMemHandle", close_handle (ptr));
+}
+
+/* ------------------------------------------------------------ events */
+
+#define EVENT_MAGIC "PFEMUIEV"
+
+struct event_handle
+{
+  char magic[8];
+  uint32_t pid;
+  int32_t fd;
+  uint64_t ino, dev;
+  char reserved[32];
+};
+
+_Static_assert (sizeof (struct event_handle) == sizeof (CUipcMemHandle),
+    "a CUipcEventHandle (64 bytes) holds the handle");
+
+static int
+get_event_handle (CUipcMemHandle * out, CUevent event)
+{
+  struct event_handle h;
+  struct stat st;
+  int fd;
+
+  if (!out || pfemu_core_IpcEventExport (event, &fd) != OK ||
+      fstat (fd, &st) < 0)
+    return INVALID_VALUE;       /* no event, or not INTERPROCESS */
+  memset (&h, 0, sizeof h);
+  memcpy (h.magic, EVENT_MAGIC, sizeof h.magic);
+  h.pid = (uint32_t) getpid ();
+  h.fd = fd;
+  h.ino = (uint64_t) st.st_ino;
+  h.dev = (uint64_t) st.st_dev;
+  memcpy (out, &h, sizeof h);
+  return OK;
+}
+
+EXPORT CUresult
+cuIpcGetEventHandle (CUipcMemHandle * handle, CUevent event)
+{
+  CALL ("cuIpcGetEventHandle", get_event_handle (handle, event));
+}
+
+static int
+open_event_handle (CUevent * out, const CUipcMemHandle * in)
+{
+  struct event_handle h;
+  struct stat st;
+  char path[64];
+  int fd, err;
+
+  memcpy (&h, in, sizeof h);
+  if (!out || memcmp (h.magic, EVENT_MAGIC, sizeof h.magic) != 0 || h.fd < 0)
+    return INVALID_VALUE;
+  if (h.pid == (uint32_t) getpid ())
+    return INVALID_CONTEXT;
+  snprintf (path, sizeof path, "/proc/%u/fd/%d", (unsigned) h.pid, h.fd);
+  if ((fd = open (path, O_RDWR | O_CLOEXEC)) < 0)
+    return INVALID_VALUE;       /* the exporter or its event is gone */
+  if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || (uint64_t) st.st_ino != h.ino || (uint64_t) st.st_dev != h.dev || st.st_size != 4096) {   /* the core's page */
+    close (fd);
+    return INVALID_VALUE;
+  }
+  err = pfemu_core_IpcEventOpen (fd, out);
+  close (fd);
+  return err;
+}
+
+EXPORT CUresult
+cuIpcOpenEventHandle (CUevent * event, CUipcMemHandle handle)
+{
+  CALL ("cuIpcOpenEventHandle", open_event_handle (event, &handle));
 }

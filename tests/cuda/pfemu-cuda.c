@@ -24,13 +24,14 @@
  * made current by itself), cuCtxCreate pushes, cuCtxPopCurrent pops.
  *
  * What a GPU does and the emulator cannot (kernels, modules, textures,
- * graphics interop, IPC events, memory pools, external resources)
+ * graphics interop, memory pools, external resources)
  * returns CUDA_ERROR_NOT_SUPPORTED (801); the device attributes say those
  * features are absent, so GStreamer does not try them. Virtual memory
  * management (cuMemCreate, cuMemMap, POSIX-fd export and import) is
  * pfemu-cuda-vmm.c's, built into the same library, on with PFEMU_VMM=1;
- * legacy IPC of memory (cuIpcGetMemHandle, cuIpcOpenMemHandle,
- * cuIpcCloseMemHandle) is pfemu-cuda-ipc.c's, on with PFEMU_IPC=1.
+ * legacy IPC (cuIpcGetMemHandle, cuIpcOpenMemHandle, cuIpcCloseMemHandle,
+ * cuIpcGetEventHandle, cuIpcOpenEventHandle) is pfemu-cuda-ipc.c's, on
+ * with PFEMU_IPC=1.
  */
 #include "pfemu-core.h"
 #include "pfemu-cuda.h"
@@ -983,9 +984,8 @@ cuGetProcAddress_v2 (const char *symbol, void **pfn, int version,
 }
 
 /* Counted (calls.<name>), then refused: no kernels, modules, textures,
- * graphics interop, peer access, IPC events, memory pools or external
- * resources on the emulated device (legacy IPC of memory is
- * pfemu-cuda-ipc.c's). Arguments
+ * graphics interop, peer access, memory pools or external resources on
+ * the emulated device (legacy IPC is pfemu-cuda-ipc.c's). Arguments
  * are ignored, so one signature serves them all (the caller's arguments
  * are in registers or on its own stack; nothing here reads them). */
 #define UNSUPPORTED(name)                                       \
@@ -1021,8 +1021,6 @@ UNSUPPORTED (cuModuleGetFunction)
 UNSUPPORTED (cuTexObjectCreate)
 UNSUPPORTED (cuTexObjectDestroy)
 UNSUPPORTED (cuLaunchKernel)
-UNSUPPORTED (cuIpcGetEventHandle)
-UNSUPPORTED (cuIpcOpenEventHandle)
 UNSUPPORTED (cuMemAllocAsync)
 UNSUPPORTED (cuMemAllocFromPoolAsync)
 UNSUPPORTED (cuMemFreeAsync)

@@ -177,9 +177,23 @@ struct ctx
   struct ctx *next;
 };
 
+/* An IPC event's counters (pfemu-cuda-ipc.c), in a page the exporting
+ * and the importing processes share: read and written there, with
+ * atomics, instead of in struct event. */
+#define EV_SHARED_MAGIC "PFEMUEVT"
+struct ev_shared
+{
+  char magic[8];
+  uint64_t recorded, completed;
+  int32_t error, pad;
+};
+
 struct event
 {
   uint64_t recorded, completed;
+  struct ev_shared *sh;         /* exported or imported: its counters */
+  int sh_fd;                    /* exported: the page's memfd, else -1 */
+  int imported;
   int refs;                     /* handle + queued ops */
   int alive;
   int device;                   /* current device when created */
@@ -1767,11 +1781,53 @@ event_unref_locked (struct event *ev)
         break;
       }
     }
+    if (ev->sh)
+      munmap (ev->sh, sizeof *ev->sh);
+    if (ev->sh_fd >= 0)
+      close (ev->sh_fd);
     free (ev);
   }
 }
 
 static void run_read (struct op *o);
+
+/* An event's counters: its shared page's for an IPC event. */
+static uint64_t
+ev_recorded (const struct event *e)
+{
+  return e->sh ? __atomic_load_n (&e->sh->recorded, __ATOMIC_ACQUIRE) :
+      e->recorded;
+}
+
+static uint64_t
+ev_completed (const struct event *e)
+{
+  return e->sh ? __atomic_load_n (&e->sh->completed, __ATOMIC_ACQUIRE) :
+      e->completed;
+}
+
+static cudaError_t
+ev_error (const struct event *e)
+{
+  return e->sh ? (cudaError_t) __atomic_load_n (&e->sh->error,
+      __ATOMIC_ACQUIRE) : e->error;
+}
+
+/* G held. Until @e's record @seq completed: signalled in this process;
+ * an IPC event may be completed by another process: polled (100 us). */
+static void
+ev_wait_locked (struct event *e, uint64_t seq)
+{
+  while (ev_completed (e) < seq) {
+    if (e->sh) {
+      pthread_mutex_unlock (&G);
+      usleep (100);
+      pthread_mutex_lock (&G);
+    } else {
+      pthread_cond_wait (&events_cond, &G);
+    }
+  }
+}
 
 static void *
 stream_worker (void *data)
@@ -1809,15 +1865,26 @@ stream_worker (void *data)
       s->error = o->fail_err;
     if (o->fail_err && o->sticky && !sticky_error)
       sticky_error = o->fail_err;
-    if (o->type == OP_RECORD && s->error)
+    if (o->type == OP_RECORD && s->error) {
       o->ev->error = s->error;
+      if (o->ev->sh)
+        __atomic_store_n (&o->ev->sh->error, s->error, __ATOMIC_RELEASE);
+    }
     if (o->type == OP_WAIT) {
       demand_event_locked (o->ev);
-      while (o->ev->completed < o->seq)
-        pthread_cond_wait (&events_cond, &G);
+      ev_wait_locked (o->ev, o->seq);
     } else if (o->type == OP_RECORD) {
-      if (o->ev->completed < o->seq)
+      if (o->ev->sh) {
+        uint64_t done = __atomic_load_n (&o->ev->sh->completed,
+            __ATOMIC_ACQUIRE);
+        /* records complete in order in one process; another process's
+         * later record may have completed first: keep the highest */
+        while (done < o->seq && !__atomic_compare_exchange_n
+            (&o->ev->sh->completed, &done, o->seq, 0, __ATOMIC_RELEASE,
+                __ATOMIC_ACQUIRE));
+      } else if (o->ev->completed < o->seq) {
         o->ev->completed = o->seq;
+      }
     } else if (o->type == OP_COPY) {
       s->pending_copies--;
     }
@@ -2042,6 +2109,7 @@ pfemu_core_EventCreateWithFlags (void **event, unsigned int flags)
   if (device_count <= 0)
     return cudaErrorNoDevice;
   e = calloc (1, sizeof *e);
+  e->sh_fd = -1;
   e->refs = 1;
   e->alive = 1;
   e->device = current_device;
@@ -2077,6 +2145,7 @@ pfemu_core_EventRecord (void *event, void *stream)
   struct event *e;
   struct stream *s = NULL;
   struct op *o;
+  uint64_t seq;
 
   stream = STREAM_HANDLE (stream);
   pthread_mutex_lock (&G);
@@ -2100,7 +2169,10 @@ pfemu_core_EventRecord (void *event, void *stream)
     return cudaErrorInvalidResourceHandle;
   }
   ctr.events_recorded++;
-  e->recorded++;
+  if (e->sh)
+    seq = __atomic_add_fetch (&e->sh->recorded, 1, __ATOMIC_ACQ_REL);
+  else
+    seq = ++e->recorded;
   if (!s) {
     /* The legacy default stream: after the blocking streams' work, queued
      * behind what the legacy stream has (late synchronous copies). */
@@ -2110,10 +2182,13 @@ pfemu_core_EventRecord (void *event, void *stream)
   o = calloc (1, sizeof *o);
   o->type = OP_RECORD;
   o->ev = e;
-  o->seq = e->recorded;
+  o->seq = seq;
   e->refs++;
   enqueue_locked (s, o);
   e->legacy_lseq = s->legacy ? o->lseq : 0;
+  /* another process may wait for it: the legacy stream runs it now */
+  if (e->sh)
+    demand_event_locked (e);
   pthread_mutex_unlock (&G);
   return cudaSuccess;
 }
@@ -2129,7 +2204,8 @@ pfemu_core_EventQuery (void *event)
     res = cudaErrorInvalidResourceHandle;
   } else {
     demand_event_locked (e);
-    res = e->completed >= e->recorded ? e->error : cudaErrorNotReady;
+    res = ev_completed (e) >= ev_recorded (e) ? ev_error (e) :
+        cudaErrorNotReady;
   }
   pthread_mutex_unlock (&G);
   return res;
@@ -2147,7 +2223,7 @@ pfemu_core_EventSynchronize (void *event)
     pthread_mutex_unlock (&G);
     return cudaErrorInvalidResourceHandle;
   }
-  target = e->recorded;
+  target = ev_recorded (e);
   demand_event_locked (e);
   /* Without cudaEventBlockingSync the calling thread busy-waits for the
    * event on a GPU ("will actively spin", cudaEventCreateWithFlags); the
@@ -2156,13 +2232,12 @@ pfemu_core_EventSynchronize (void *event)
   ctr.event_syncs++;
   if (!(e->flags & EVENT_BLOCKING_SYNC)) {
     ctr.event_syncs_spinning++;
-    if (e->completed < target)
+    if (ev_completed (e) < target)
       ctr.event_syncs_spun++;
   }
   e->refs++;
-  while (e->completed < target)
-    pthread_cond_wait (&events_cond, &G);
-  err = e->error;
+  ev_wait_locked (e, target);
+  err = ev_error (e);
   event_unref_locked (e);
   pthread_mutex_unlock (&G);
   return err;
@@ -2188,7 +2263,7 @@ pfemu_core_StreamWaitEvent (void *stream, void *event, unsigned int flags)
   o = calloc (1, sizeof *o);
   o->type = OP_WAIT;
   o->ev = e;
-  o->seq = e->recorded;
+  o->seq = ev_recorded (e);
   e->refs++;
   enqueue_locked (s, o);
   pthread_mutex_unlock (&G);
@@ -2632,6 +2707,74 @@ pfemu_core_IpcClose (void *va)
   munmap (a->dev, a->size);
   munmap (a->view, a->size);
   free (a);
+  return cudaSuccess;
+}
+
+PFEMU_CORE int
+pfemu_core_IpcEventExport (void *event, int *fd)
+{
+  struct ev_shared *sh;
+  struct event *e;
+  int res = cudaErrorInvalidValue, f = -1;
+
+  pthread_mutex_lock (&G);
+  /* CU_EVENT_INTERPROCESS and CU_EVENT_DISABLE_TIMING, as the driver
+   * requires; not an imported one */
+  if (!(e = find_event_locked (event)) || (e->flags & 0x6) != 0x6 ||
+      e->imported)
+    goto out;
+  if (!e->sh) {
+    res = cudaErrorMemoryAllocation;
+    if ((f = memfd_create ("pfemu-ipc-event", MFD_CLOEXEC)) < 0 ||
+        ftruncate (f, 4096) < 0)
+      goto out;
+    sh = mmap (NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+    if (sh == MAP_FAILED)
+      goto out;
+    memcpy (sh->magic, EV_SHARED_MAGIC, sizeof sh->magic);
+    sh->recorded = e->recorded;
+    sh->completed = e->completed;
+    sh->error = e->error;
+    e->sh = sh;
+    e->sh_fd = f;
+    f = -1;
+  }
+  *fd = e->sh_fd;
+  res = cudaSuccess;
+out:
+  pthread_mutex_unlock (&G);
+  if (f >= 0)
+    close (f);
+  return res;
+}
+
+PFEMU_CORE int
+pfemu_core_IpcEventOpen (int fd, void **event)
+{
+  struct ev_shared *sh;
+  struct event *e;
+
+  sh = mmap (NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (sh == MAP_FAILED)
+    return cudaErrorInvalidValue;
+  if (memcmp (sh->magic, EV_SHARED_MAGIC, sizeof sh->magic) != 0 ||
+      !(e = calloc (1, sizeof *e))) {
+    munmap (sh, sizeof *sh);
+    return cudaErrorInvalidValue;
+  }
+  e->sh = sh;
+  e->sh_fd = -1;
+  e->imported = 1;
+  e->refs = 1;
+  e->alive = 1;
+  e->device = current_device;
+  e->ctx = cur_ctx ();
+  e->flags = 0x6;               /* it behaves as one made with DISABLE_TIMING */
+  pthread_mutex_lock (&G);
+  e->next = events;
+  events = e;
+  pthread_mutex_unlock (&G);
+  *event = e;
   return cudaSuccess;
 }
 

@@ -120,6 +120,15 @@ typedef struct
 static CUresult (*cuIpcGetMemHandle) (IpcHandle *, CUdeviceptr);
 static CUresult (*cuIpcOpenMemHandle) (CUdeviceptr *, IpcHandle, unsigned int);
 static CUresult (*cuIpcCloseMemHandle) (CUdeviceptr);
+static CUresult (*cuIpcGetEventHandle) (IpcHandle *, CUevent);
+static CUresult (*cuIpcOpenEventHandle) (CUevent *, IpcHandle);
+static CUresult (*cuEventCreate) (CUevent *, unsigned int);
+static CUresult (*cuEventDestroy) (CUevent);
+static CUresult (*cuEventRecord) (CUevent, CUstream);
+static CUresult (*cuEventQuery) (CUevent);
+static CUresult (*cuEventSynchronize) (CUevent);
+static CUresult (*cuStreamWaitEvent) (CUstream, CUevent, unsigned int);
+static CUresult (*cuStreamQuery) (CUstream);
 
 static int
 load (void)
@@ -179,6 +188,15 @@ load (void)
   SYM (cuIpcGetMemHandle, "cuIpcGetMemHandle");
   SYM (cuIpcOpenMemHandle, "cuIpcOpenMemHandle");
   SYM (cuIpcCloseMemHandle, "cuIpcCloseMemHandle");
+  SYM (cuIpcGetEventHandle, "cuIpcGetEventHandle");
+  SYM (cuIpcOpenEventHandle, "cuIpcOpenEventHandle");
+  SYM (cuEventCreate, "cuEventCreate");
+  SYM (cuEventDestroy, "cuEventDestroy_v2");
+  SYM (cuEventRecord, "cuEventRecord");
+  SYM (cuEventQuery, "cuEventQuery");
+  SYM (cuEventSynchronize, "cuEventSynchronize");
+  SYM (cuStreamWaitEvent, "cuStreamWaitEvent");
+  SYM (cuStreamQuery, "cuStreamQuery");
   if (!emu_query || !emu_reset || !emu_live_total || !cuMemCreate ||
       !cuMemGetAccess || !cuStreamSynchronize || !cuMemRetainAllocationHandle
       || !cuPointerGetAttributes || !cuMemcpy) {
@@ -1186,6 +1204,16 @@ case_span (void)
 
 /* ----------------------------------------------------------------- ipc */
 
+/* a stream's host function that holds the stream until a byte arrives */
+static void
+gate_fn (void *data)
+{
+  char c;
+
+  if (read (*(int *) data, &c, 1) != 1)
+    fprintf (stderr, "gate: read failed\n");
+}
+
 #define IPC_SIZE ((size_t) (1 << 20) + 123)
 
 static int
@@ -1282,9 +1310,48 @@ ipc_child (int sock)
   EQ (cuCtxSynchronize (), 0);
   EQ (send_msg (sock, 'R', NULL, 0), 0);
 
+  /* an IPC event: the exporter's copy into the memory, held back on its
+   * stream, then recorded; here a stream waits for that record before it
+   * reads the memory */
+  {
+    IpcHandle eh, bad;
+    CUevent iev = NULL;
+    CUstream cs = NULL;
+    unsigned char *cpin = NULL;
+
+    EQ (recv_msg (sock, &eh, sizeof eh), 'E');
+    bad = eh;
+    bad.reserved[0] ^= 1;
+    EQ (cuIpcOpenEventHandle (&iev, bad), 1);
+    bad = eh;
+    bad.reserved[16] ^= 1;      /* the inode */
+    EQ (cuIpcOpenEventHandle (&iev, bad), 1);
+    EQ (cuIpcOpenEventHandle (&iev, eh), 0);
+    EQ (cuEventQuery (iev), 600);       /* held back there */
+    EQ (cuStreamCreate (&cs, 0), 0);
+    EQ (cuMemAllocHost ((void **) &cpin, IPC_SIZE), 0);
+    EQ (cuStreamWaitEvent (cs, iev, 0), 0);
+    EQ (cuMemcpyDtoHAsync (cpin, p, IPC_SIZE, cs), 0);
+    /* 50 ms, 25 times a copy's time here: the copy waits still */
+    usleep (50000);
+    EQ (cuStreamQuery (cs), 600);
+    EQ (cuEventQuery (iev), 600);
+    EQ (send_msg (sock, 'Q', NULL, 0), 0);
+    /* after the exporter's record: its copy's bytes, all of them */
+    EQ (cuStreamSynchronize (cs), 0);
+    fill (want, IPC_SIZE, 7);
+    CHECK (memcmp (want, cpin, IPC_SIZE) == 0);
+    EQ (cuEventSynchronize (iev), 0);
+    EQ (cuEventQuery (iev), 0);
+    EQ (cuEventDestroy (iev), 0);
+    EQ (cuStreamDestroy (cs), 0);
+    EQ (cuMemFreeHost (cpin), 0);
+    EQ (send_msg (sock, 'V', NULL, 0), 0);
+  }
+
   /* the exporter freed it: still alive here while open */
   EQ (recv_msg (sock, &stale, sizeof stale), 'F');
-  fill (want, IPC_SIZE, 1);
+  fill (want, IPC_SIZE, 7);
   EQ (cuMemcpyDtoH (got, p, IPC_SIZE / 2), 0);
   CHECK (memcmp (want, got, IPC_SIZE / 2) == 0);
   /* a handle of an allocation freed since: refused */
@@ -1371,6 +1438,46 @@ case_ipc (void)
   CHECK (memcmp (want, buf, IPC_SIZE / 2) == 0);
   fill (want, IPC_SIZE / 2, 3);
   CHECK (memcmp (want, buf + IPC_SIZE / 2, IPC_SIZE / 2) == 0);
+  /* an IPC event: INTERPROCESS | DISABLE_TIMING only; recorded after a
+   * copy held back on the stream (a host function waiting on a pipe)
+   * until the child has queried it and queued its wait */
+  {
+    int (*launch_host) (void *, void (*)(void *), void *) =
+        (int (*)(void *, void (*)(void *), void *)) dlsym (rt_lib,
+        "cudaLaunchHostFunc");
+    CUevent ev = NULL, plain = NULL, own = NULL;
+    CUstream s = NULL;
+    IpcHandle eh;
+    void *pin = NULL;
+    int gate[2];
+
+    CHECK (launch_host != NULL && pipe (gate) == 0);
+    EQ (cuEventCreate (&plain, 0x2), 0);        /* no INTERPROCESS */
+    EQ (cuIpcGetEventHandle (&eh, plain), 1);
+    EQ (cuEventDestroy (plain), 0);
+    EQ (cuEventCreate (&ev, 0x6), 0);
+    EQ (cuIpcGetEventHandle (NULL, ev), 1);
+    EQ (cuIpcGetEventHandle (&eh, ev), 0);
+    EQ (cuIpcOpenEventHandle (&own, eh), 201);  /* not in the exporter */
+    EQ (cuStreamCreate (&s, 0), 0);
+    EQ (cuMemAllocHost (&pin, IPC_SIZE), 0);
+    fill (pin, IPC_SIZE, 7);
+    EQ (launch_host (s, gate_fn, &gate[0]), 0);
+    EQ (cuMemcpyHtoDAsync (d, pin, IPC_SIZE, s), 0);
+    EQ (cuEventRecord (ev, s), 0);
+    EQ (send_msg (sv[0], 'E', &eh, sizeof eh), 0);
+    EQ (recv_msg (sv[0], NULL, 0), 'Q');
+    EQ (cuEventQuery (ev), 600);
+    CHECK (write (gate[1], "g", 1) == 1);
+    EQ (cuStreamSynchronize (s), 0);
+    EQ (cuEventQuery (ev), 0);
+    EQ (recv_msg (sv[0], NULL, 0), 'V');
+    EQ (cuEventDestroy (ev), 0);
+    EQ (cuStreamDestroy (s), 0);
+    EQ (cuMemFreeHost (pin), 0);
+    close (gate[0]);
+    close (gate[1]);
+  }
   /* freed while the child has it open; a second allocation's handle,
    * freed before the child opens it */
   EQ (cuMemFree (d), 0);
