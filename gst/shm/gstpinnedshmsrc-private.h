@@ -24,7 +24,9 @@
 
 #include <pinnedflow/pf-consumer.h>
 
-G_BEGIN_DECLS GST_DEBUG_CATEGORY_EXTERN (gst_pinned_shm_src_debug);
+G_BEGIN_DECLS
+
+GST_DEBUG_CATEGORY_EXTERN (gst_pinned_shm_src_debug);
 
 /* see GstPinnedShmSrc.poll_first */
 #define POLL_FIRST_PROBE 8
@@ -118,7 +120,8 @@ struct _GstPinnedShmSrc
   /* memory:CUDAMemory out (gstpinnedshmsrccuda.c, its rules):
    * out_cuda_memory: the device caps set carry it; cuda_ctx: the
    * GstCudaContext; cuda_pool (1.22's copy) for frames of cuda_pool_info;
-   * domain_device: the device named in the last DOMAIN, -1 none */
+   * domain_device (g_atomic_int): the device named in the last DOMAIN,
+   * -1 none */
   gboolean out_cuda_memory;
   gpointer cuda_ctx;
   GstBufferPool *cuda_pool;
@@ -165,35 +168,37 @@ struct _GstPinnedShmSrc
  * is readable (1), @timeout_ms passed (0) or the element is unlocked
  * (-1). */
 G_GNUC_INTERNAL
-    gint gst_pinned_shm_src_wait_or_cancel (GstPinnedShmSrc * self, gint fd,
+gint gst_pinned_shm_src_wait_or_cancel (GstPinnedShmSrc * self, gint fd,
     gint timeout_ms);
 /* Lets the connection go (frames still out keep it alive). */
 G_GNUC_INTERNAL
-    void gst_pinned_shm_src_drop_connection (GstPinnedShmSrc * self);
+void gst_pinned_shm_src_drop_connection (GstPinnedShmSrc * self);
 /* Drops what going to PAUSED read ahead and create() did not take. */
-G_GNUC_INTERNAL void gst_pinned_shm_src_clear_pending (GstPinnedShmSrc * self);
+G_GNUC_INTERNAL
+void gst_pinned_shm_src_clear_pending (GstPinnedShmSrc * self);
 /* Going to PAUSED: resets the connection state and the stats, decides
  * whether the element is live, asking the producer when it is up. */
-G_GNUC_INTERNAL void gst_pinned_shm_src_probe (GstPinnedShmSrc * self);
+G_GNUC_INTERNAL
+void gst_pinned_shm_src_probe (GstPinnedShmSrc * self);
 /* Connects (streaming thread): GST_FLOW_OK, GST_FLOW_FLUSHING (unlocked)
  * or GST_FLOW_ERROR (error posted). */
 G_GNUC_INTERNAL
-    GstFlowReturn gst_pinned_shm_src_connect (GstPinnedShmSrc * self,
+GstFlowReturn gst_pinned_shm_src_connect (GstPinnedShmSrc * self,
     gint timeout_ms);
 /* The connection ended with @res: on-disconnect applied, *@retry set when
  * create() should connect again. */
 G_GNUC_INTERNAL
-    GstFlowReturn gst_pinned_shm_src_handle_disconnect (GstPinnedShmSrc * self,
+GstFlowReturn gst_pinned_shm_src_handle_disconnect (GstPinnedShmSrc * self,
     gint res, const gchar * why, gboolean * retry);
 /* A receive error other than the end of the connection: error posted,
  * connection dropped. */
 G_GNUC_INTERNAL
-    GstFlowReturn gst_pinned_shm_src_receive_error (GstPinnedShmSrc * self,
+GstFlowReturn gst_pinned_shm_src_receive_error (GstPinnedShmSrc * self,
     pf_consumer * c, gint res);
 
 /* gstpinnedshmsrcreceive.c: the create vfunc. */
 G_GNUC_INTERNAL
-    GstFlowReturn gst_pinned_shm_src_create (GstPushSrc * psrc,
+GstFlowReturn gst_pinned_shm_src_create (GstPushSrc * psrc,
     GstBuffer ** outbuf);
 
 /* gstpinnedshmsrcdevice.c: device frames (memory:PinnedflowCUDA). Each
@@ -201,58 +206,62 @@ G_GNUC_INTERNAL
  * @options; device-frames, CUDA, downstream), and once connected makes @c
  * import them (FALSE: error posted). */
 G_GNUC_INTERNAL
-    void gst_pinned_shm_src_device_options (GstPinnedShmSrc * self,
+void gst_pinned_shm_src_device_options (GstPinnedShmSrc * self,
     pf_consumer_options * options);
 G_GNUC_INTERNAL
-    gboolean gst_pinned_shm_src_device_enable (GstPinnedShmSrc * self,
+gboolean gst_pinned_shm_src_device_enable (GstPinnedShmSrc * self,
     pf_consumer * c);
 /* Strips memory features from @caps (writable): TRUE when one said device
  * memory (memory:PinnedflowCUDA or memory:CUDAMemory). */
-G_GNUC_INTERNAL gboolean gst_pinned_shm_src_device_strip (GstCaps * caps);
-/* @caps (no memory feature) with memory:PinnedflowCUDA (transfer full). */
 G_GNUC_INTERNAL
-    GstCaps * gst_pinned_shm_src_device_caps (GstPinnedShmSrc * self,
+gboolean gst_pinned_shm_src_device_strip (GstCaps * caps);
+/* @caps (no memory feature) with the device memory feature downstream
+ * takes (gst_pinned_shm_src_cuda_choose_caps()), transfer full. */
+G_GNUC_INTERNAL
+GstCaps *gst_pinned_shm_src_device_caps (GstPinnedShmSrc * self,
     GstCaps * caps);
 /* A device stream that cannot come here: posts why (not-negotiated) and
  * returns GST_FLOW_NOT_NEGOTIATED; GST_FLOW_OK when it can. */
 G_GNUC_INTERNAL
-    GstFlowReturn gst_pinned_shm_src_device_check (GstPinnedShmSrc * self,
+GstFlowReturn gst_pinned_shm_src_device_check (GstPinnedShmSrc * self,
     pf_consumer * c);
 /* @ev's device frame as a buffer of one read-only pinnedflow CUDA memory
  * over the producer's device segment (no copy), released when it is
  * freed; FALSE with *@why (transfer full) when it cannot be wrapped. */
 G_GNUC_INTERNAL
-    gboolean gst_pinned_shm_src_device_wrap (GstPinnedShmSrc * self,
+gboolean gst_pinned_shm_src_device_wrap (GstPinnedShmSrc * self,
     pf_consumer * c, const pf_event * ev, GstBuffer ** out, guint64 * total,
     gchar ** why);
 
 /* gstpinnedshmsrccuda.c (built with CUDA only): the device caps to set
  * for @base (memory:PinnedflowCUDA, else memory:CUDAMemory, whichever
  * downstream takes first; sets out_cuda_memory); the GstCudaContext for
- * memory:CUDAMemory (posts an error: FALSE); context set and query; the
- * frame at @data as memory:CUDAMemory (wrapped 1.24+, copied 1.22; takes
- * @loan: freed by @loan_free when the frame can go back; FALSE with
- * *@why); the DOMAIN of the connection (FALSE: an error posted); the
- * state dropped at stop and finalize. */
+ * memory:CUDAMemory (FALSE: error posted); context set and query; the
+ * DOMAIN of the connection (FALSE: error posted); the state dropped at
+ * stop and finalize; the frame at @data as memory:CUDAMemory (wrapped
+ * 1.24+, copied 1.22; takes @loan, freed by @loan_free once the frame
+ * can go back; FALSE with *@why, transfer full). */
 G_GNUC_INTERNAL
-    GstCaps * gst_pinned_shm_src_cuda_choose_caps (GstPinnedShmSrc * self,
+GstCaps *gst_pinned_shm_src_cuda_choose_caps (GstPinnedShmSrc * self,
     GstCaps * base);
 G_GNUC_INTERNAL
-    gboolean gst_pinned_shm_src_cuda_ensure (GstPinnedShmSrc * self);
+gboolean gst_pinned_shm_src_cuda_ensure (GstPinnedShmSrc * self);
 G_GNUC_INTERNAL
-    void gst_pinned_shm_src_cuda_set_context (GstPinnedShmSrc * self,
+void gst_pinned_shm_src_cuda_set_context (GstPinnedShmSrc * self,
     GstContext * context);
 G_GNUC_INTERNAL
-    gboolean gst_pinned_shm_src_cuda_query (GstPinnedShmSrc * self,
+gboolean gst_pinned_shm_src_cuda_query (GstPinnedShmSrc * self,
     GstQuery * query);
 G_GNUC_INTERNAL
-    gboolean gst_pinned_shm_src_cuda_set_domain (GstPinnedShmSrc * self,
+gboolean gst_pinned_shm_src_cuda_set_domain (GstPinnedShmSrc * self,
     pf_consumer * c);
-G_GNUC_INTERNAL void gst_pinned_shm_src_cuda_stop (GstPinnedShmSrc * self);
-G_GNUC_INTERNAL void gst_pinned_shm_src_cuda_finalize (GstPinnedShmSrc * self);
+G_GNUC_INTERNAL
+void gst_pinned_shm_src_cuda_stop (GstPinnedShmSrc * self);
+G_GNUC_INTERNAL
+void gst_pinned_shm_src_cuda_finalize (GstPinnedShmSrc * self);
 #ifdef GST_PINNED_SHM_CUDA
 G_GNUC_INTERNAL
-    gboolean gst_pinned_shm_src_cuda_out (GstPinnedShmSrc * self, gint ordinal,
+gboolean gst_pinned_shm_src_cuda_out (GstPinnedShmSrc * self, gint ordinal,
     const GstPinnedCudaLayout * layout, guint8 * data, gsize pitch,
     gpointer loan, GDestroyNotify loan_free, GstBuffer ** out, gchar ** why);
 #endif
@@ -260,19 +269,20 @@ G_GNUC_INTERNAL
 /* gstpinnedshmsrcstats.c: the stats property's structure, the counters
  * (reset going to PAUSED; per frame; the connection's) and QoS. */
 G_GNUC_INTERNAL
-    GstStructure * gst_pinned_shm_src_get_stats (GstPinnedShmSrc * self);
-G_GNUC_INTERNAL void gst_pinned_shm_src_reset_stats (GstPinnedShmSrc * self);
+GstStructure *gst_pinned_shm_src_get_stats (GstPinnedShmSrc * self);
 G_GNUC_INTERNAL
-    gboolean gst_pinned_shm_src_note_sequence (GstPinnedShmSrc * self,
+void gst_pinned_shm_src_reset_stats (GstPinnedShmSrc * self);
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_src_note_sequence (GstPinnedShmSrc * self,
     const pf_consumer_frame * f, GstBuffer * buf);
 G_GNUC_INTERNAL
-    void gst_pinned_shm_src_count_frame (GstPinnedShmSrc * self,
+void gst_pinned_shm_src_count_frame (GstPinnedShmSrc * self,
     const pf_consumer_frame * f, guint64 total);
 G_GNUC_INTERNAL
-    void gst_pinned_shm_src_post_qos (GstPinnedShmSrc * self, GstBuffer * buf,
+void gst_pinned_shm_src_post_qos (GstPinnedShmSrc * self, GstBuffer * buf,
     gboolean flush);
 G_GNUC_INTERNAL
-    void gst_pinned_shm_src_update_counters (GstPinnedShmSrc * self,
+void gst_pinned_shm_src_update_counters (GstPinnedShmSrc * self,
     pf_consumer * c);
 
 G_END_DECLS
