@@ -648,9 +648,14 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
    * Whether to ask the producer for device segments (CUDA device memory
    * shared as fds) and push their frames with no copy as
    * `video/x-raw(memory:PinnedflowCUDA)`, one read-only pinnedflow CUDA
-   * memory per frame, given back to the producer when it is freed.
+   * memory per frame, given back to the producer when it is freed; where
+   * downstream takes only `video/x-raw(memory:CUDAMemory)` (nvcodec), as
+   * GStreamer's CUDA memory in the pipeline's GstCudaContext: wrapped with
+   * no copy on libgstcuda 1.24+, copied once device to device on 1.22
+   * (stats: device-copies).
    * `auto` (the default) asks when the CUDA runtime loads and the element
-   * downstream accepts memory:PinnedflowCUDA (e.g. pinnedcudadownload);
+   * downstream accepts memory:PinnedflowCUDA (e.g. pinnedcudadownload) or
+   * memory:CUDAMemory (e.g. cudadownload);
    * `on` asks whenever CUDA loads; `off` never asks. A consumer that does
    * not ask never gets the producer's device frames: a device stream (its
    * caps carry memory:PinnedflowCUDA or memory:CUDAMemory) then fails
@@ -660,8 +665,9 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
    */
   properties[PROP_DEVICE_FRAMES] = g_param_spec_enum ("device-frames",
       "Device frames", "Ask for the producer's device frames and push them "
-      "as memory:PinnedflowCUDA with no copy: auto (CUDA usable and "
-      "downstream accepts them), on, off",
+      "as memory:PinnedflowCUDA with no copy, or memory:CUDAMemory where "
+      "downstream takes only that: auto (CUDA usable and downstream accepts "
+      "them), on, off",
       GST_TYPE_PINNED_SHM_SRC_DEVICE_FRAMES, DEFAULT_DEVICE_FRAMES,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
   /**

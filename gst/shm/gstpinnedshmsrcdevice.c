@@ -9,11 +9,14 @@
  * read-only pinnedflow CUDA memory (memory:PinnedflowCUDA, the memory
  * pinnedcudaupload makes and pinnedcudadownload takes) over the chunk's
  * device address; the frame goes back to the producer when that memory is
- * freed. Whether to ask (#GstPinnedShmSrc:device-frames): off never; on
+ * freed. Where downstream takes GStreamer's memory:CUDAMemory only, the
+ * frame goes out as that (gstpinnedshmsrccuda.c: wrapped on 1.24+, one
+ * device copy on 1.22), and the connection names its device in a DOMAIN.
+ * Whether to ask (#GstPinnedShmSrc:device-frames): off never; on
  * always (an error when CUDA cannot be used here); auto when the CUDA
- * runtime loads and downstream accepts memory:PinnedflowCUDA, so that a
- * consumer without CUDA, or whose downstream takes system memory only,
- * never asks and never fails for it. A device stream (a caps feature from
+ * runtime loads and downstream accepts memory:PinnedflowCUDA or
+ * memory:CUDAMemory, so that a consumer without CUDA, or whose downstream
+ * takes system memory only, never asks and never fails for it. A device stream (a caps feature from
  * the producer, or a device frame) that this connection cannot take posts
  * a not-negotiated error saying why, as does a device segment its import
  * refused (no device with its UUID, no virtual memory support).
