@@ -3,7 +3,7 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- *   test-shm-src-cuda cuda|nv12|auto|order|domain
+ *   test-shm-src-cuda cuda|nv12|auto|order|domain|no-device
  *
  * Run with the emulators' environment and PFEMU_VMM=1 (meson:
  * emu_vmm_env): GStreamer's own libgstcuda and nvcodec (cudadownload) run
@@ -36,6 +36,10 @@
  *   and cudadownload; the producer uploaded each frame once (its domain
  *   stats: N uploads, checked there), this process uploaded nothing
  *   (no host-to-device copy here).
+ * no-device: pinnedshmsrc device-frames=on cuda-device-id=3 on a machine
+ *   with one device: a RESOURCE SETTINGS error naming the property once
+ *   connected, no frame, no crash; the producer (a node producer) sees the
+ *   consumer come and go; no fd or mapping left here.
  */
 #include <pinnedflow/pf-device-segment.h>
 #include <pinnedflow/pf-node-domains.h>
@@ -272,6 +276,63 @@ node_producer_main (const char *path)
   return 0;
 }
 
+/* a node producer that waits for one consumer to come and to go */
+static int
+idle_producer_main (const char *path)
+{
+  pf_node_producer_config cfg;
+  pf_node_producer *p = NULL;
+
+  memset (&cfg, 0, sizeof (cfg));
+  cfg.socket_path = path;
+  cfg.n_slots = SLOTS;
+  cfg.slot_size = W * 4 * H;
+  CHECK_INT (pf_node_producer_new (&cfg, &p), ==, 0);
+  CHECK_INT (pf_node_producer_set_video (p, "RGBA", W, H, 30, 1), ==, 0);
+  CHECK_INT (pf_node_producer_wait_clients (p, 1, 20000), ==, 0);
+  WAIT_FOR (pf_node_producer_get_n_clients (p) == 0);
+  pf_node_producer_free (p);
+  return 0;
+}
+
+/* The src refuses a device that is not there, once connected. */
+static void
+run_no_device (const char *path)
+{
+  gchar *desc = g_strdup_printf ("pinnedshmsrc name=src socket-path=%s "
+      "connect-timeout=20000 delivery=every-frame device-frames=on "
+      "cuda-device-id=3 ! video/x-raw(memory:CUDAMemory) ! cudadownload ! "
+      "fakesink", path);
+  GError *err = NULL, *e = NULL;
+  GstElement *pipe = gst_parse_launch (desc, &err);
+  GstBus *bus;
+  GstMessage *msg;
+  gchar *dbg = NULL;
+
+  CHECK_MSG (pipe != NULL, "%s: %s", desc, err ? err->message : "?");
+  bus = gst_element_get_bus (pipe);
+  (void) gst_element_set_state (pipe, GST_STATE_PLAYING);
+  msg = gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND,
+      GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
+  CHECK_MSG (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR,
+      "no error");
+  gst_message_parse_error (msg, &e, &dbg);
+  printf ("no-device: error from %s: %s (%s)\n", GST_MESSAGE_SRC_NAME (msg),
+      e->message, dbg ? dbg : "");
+  CHECK (g_error_matches (e, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_SETTINGS));
+  CHECK_MSG (strstr (e->message, "cuda-device-id=3") != NULL, "%s", e->message);
+  CHECK_MSG (strcmp (GST_MESSAGE_SRC_NAME (msg), "src") == 0, "from %s",
+      GST_MESSAGE_SRC_NAME (msg));
+  g_clear_error (&e);
+  g_free (dbg);
+  gst_message_unref (msg);
+  CHECK (gst_element_set_state (pipe, GST_STATE_NULL) ==
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (bus);
+  gst_object_unref (pipe);
+  g_free (desc);
+}
+
 /* ---- this process: the pipeline ---------------------------------------- */
 
 static void
@@ -432,8 +493,9 @@ main (int argc, char **argv)
 
   if (strcmp (c, "cuda") != 0 && strcmp (c, "nv12") != 0
       && strcmp (c, "auto") != 0 && strcmp (c, "order") != 0
-      && strcmp (c, "domain") != 0) {
-    fprintf (stderr, "usage: %s cuda|nv12|auto|order|domain\n", argv[0]);
+      && strcmp (c, "domain") != 0 && strcmp (c, "no-device") != 0) {
+    fprintf (stderr, "usage: %s cuda|nv12|auto|order|domain|no-device\n",
+        argv[0]);
     return 2;
   }
   CHECK_MSG (getenv ("PFEMU_VMM") != NULL, "run with PFEMU_VMM=1 (meson)");
@@ -453,9 +515,10 @@ main (int argc, char **argv)
   CHECK (pid >= 0);
   if (pid == 0)
     _exit (strcmp (c, "domain") == 0 ? node_producer_main (path) :
+        strcmp (c, "no-device") == 0 ? idle_producer_main (path) :
         sink_producer_main (path, format));
 
-  if (strcmp (c, "domain") != 0) {
+  if (strcmp (c, "domain") != 0 && strcmp (c, "no-device") != 0) {
     gchar *src = source_desc (format);
     gchar *desc = g_strdup_printf ("%s ! appsink name=sink sync=false", src);
 
@@ -480,7 +543,10 @@ main (int argc, char **argv)
     gst_object_unref (clk);
   }
   fds0 = pf_test_count_fds ();
-  run_pipeline (path, c);
+  if (strcmp (c, "no-device") == 0)
+    run_no_device (path);
+  else
+    run_pipeline (path, c);
   CHECK_INT (pf_test_exit_code (pf_test_wait (pid)), ==, 0);
   /* every frame went back: nothing of the producer's left mapped here */
   check_vmm_empty ();
