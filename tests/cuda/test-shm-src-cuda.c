@@ -38,8 +38,8 @@
  *   (no host-to-device copy here).
  * no-device: pinnedshmsrc device-frames=on cuda-device-id=3 on a machine
  *   with one device: a RESOURCE SETTINGS error naming the property once
- *   connected, no frame, no crash; the producer (a node producer) sees the
- *   consumer come and go; no fd or mapping left here.
+ *   connected, no frame, no crash; the producer (a node producer) stays up
+ *   until the pipeline is down; no fd or mapping left here.
  */
 #include <pinnedflow/pf-device-segment.h>
 #include <pinnedflow/pf-node-domains.h>
@@ -276,12 +276,14 @@ node_producer_main (const char *path)
   return 0;
 }
 
-/* a node producer that waits for one consumer to come and to go */
+/* a node producer that stays up until @done_fd reads EOF (the consumer
+ * may come and go before it could see it) */
 static int
-idle_producer_main (const char *path)
+idle_producer_main (const char *path, int done_fd)
 {
   pf_node_producer_config cfg;
   pf_node_producer *p = NULL;
+  char b;
 
   memset (&cfg, 0, sizeof (cfg));
   cfg.socket_path = path;
@@ -289,8 +291,7 @@ idle_producer_main (const char *path)
   cfg.slot_size = W * 4 * H;
   CHECK_INT (pf_node_producer_new (&cfg, &p), ==, 0);
   CHECK_INT (pf_node_producer_set_video (p, "RGBA", W, H, 30, 1), ==, 0);
-  CHECK_INT (pf_node_producer_wait_clients (p, 1, 20000), ==, 0);
-  WAIT_FOR (pf_node_producer_get_n_clients (p) == 0);
+  while (read (done_fd, &b, 1) > 0);
   pf_node_producer_free (p);
   return 0;
 }
@@ -489,7 +490,7 @@ main (int argc, char **argv)
   char dir[256], path[300];
   GstElementFactory *f;
   pid_t pid;
-  int fds0;
+  int fds0, done[2];
 
   if (strcmp (c, "cuda") != 0 && strcmp (c, "nv12") != 0
       && strcmp (c, "auto") != 0 && strcmp (c, "order") != 0
@@ -511,12 +512,17 @@ main (int argc, char **argv)
 
   CHECK_INT (pf_test_make_tmpdir (dir, sizeof (dir), "pf-src-cuda"), ==, 0);
   snprintf (path, sizeof (path), "%s/sock", dir);
+  /* no-device: the producer's end of the pipe reads EOF when we are done */
+  CHECK_INT (pipe (done), ==, 0);
   pid = pf_test_fork ();
   CHECK (pid >= 0);
-  if (pid == 0)
+  if (pid == 0) {
+    close (done[1]);
     _exit (strcmp (c, "domain") == 0 ? node_producer_main (path) :
-        strcmp (c, "no-device") == 0 ? idle_producer_main (path) :
+        strcmp (c, "no-device") == 0 ? idle_producer_main (path, done[0]) :
         sink_producer_main (path, format));
+  }
+  close (done[0]);
 
   if (strcmp (c, "domain") != 0 && strcmp (c, "no-device") != 0) {
     gchar *src = source_desc (format);
@@ -547,6 +553,8 @@ main (int argc, char **argv)
     run_no_device (path);
   else
     run_pipeline (path, c);
+  close (done[1]);
+  fds0--;                       /* that one, counted in fds0 */
   CHECK_INT (pf_test_exit_code (pf_test_wait (pid)), ==, 0);
   /* every frame went back: nothing of the producer's left mapped here */
   check_vmm_empty ();
