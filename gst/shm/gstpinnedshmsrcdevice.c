@@ -16,10 +16,11 @@
  * always (an error when CUDA cannot be used here); auto when the CUDA
  * runtime loads and downstream accepts memory:PinnedflowCUDA or
  * memory:CUDAMemory, so that a consumer without CUDA, or whose downstream
- * takes system memory only, never asks and never fails for it. A device stream (a caps feature from
- * the producer, or a device frame) that this connection cannot take posts
- * a not-negotiated error saying why, as does a device segment its import
- * refused (no device with its UUID, no virtual memory support).
+ * takes system memory only, never asks and never fails for it. A device
+ * stream (a caps feature from the producer, or a device frame) that this
+ * connection cannot take posts a not-negotiated error saying why, as does
+ * a device segment its import refused (no device with its UUID, no
+ * virtual memory support).
  *
  * Built with the CUDA library (GST_PINNED_SHM_CUDA, meson -Dcuda not
  * disabled); without it every function says no and the source stays a
