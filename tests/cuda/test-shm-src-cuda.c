@@ -276,9 +276,10 @@ node_producer_main (const char *path, gboolean domains)
     CHECK_MSG (res == 1, "publish %d: %d", k, res);
   }
   if (!domains) {
-    /* no domains: no domain stats. EOS first: pinnedshmsrc keeps its last
-     * host frames until it reads on (found here, not this test's subject),
-     * so they come back when it hangs up; the consumer's side checks that
+    /* no domains: no domain stats. EOS first: appsink keeps the last
+     * buffer it gave out (its cached GstSample) until the next pull or its
+     * stop, and here that buffer is the producer's frame itself, so it
+     * comes back when the consumer stops; the consumer's side checks that
      * nothing stays mapped there */
     CHECK_INT (pf_node_producer_get_domain_stats (p, &st), ==, -EINVAL);
     memset (&st, 0, sizeof (st));
