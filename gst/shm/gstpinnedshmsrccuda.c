@@ -142,15 +142,21 @@ gst_pinned_shm_src_cuda_query (GstPinnedShmSrc * self, GstQuery * query)
       t->handle_context_query (GST_ELEMENT (self), query, self->cuda_ctx);
 }
 
-void
-gst_pinned_shm_src_cuda_stop (GstPinnedShmSrc * self)
+static void
+drop_pool (GstPinnedShmSrc * self)
 {
-  self->out_cuda_memory = FALSE;
   if (self->cuda_pool != NULL) {
     /* buffers still out are freed when they come back */
     gst_buffer_pool_set_active (self->cuda_pool, FALSE);
     gst_clear_object (&self->cuda_pool);
   }
+}
+
+void
+gst_pinned_shm_src_cuda_stop (GstPinnedShmSrc * self)
+{
+  self->out_cuda_memory = FALSE;
+  drop_pool (self);
 }
 
 void
@@ -172,9 +178,10 @@ copy_frame (GstPinnedShmSrc * self, const GstPinnedCudaGst * t, gint ordinal,
   GstBuffer *buf = NULL;
   guint p;
 
+  /* new caps: a pool for their frames */
   if (self->cuda_pool != NULL
       && !gst_video_info_is_equal (&self->cuda_pool_info, &self->vinfo))
-    gst_pinned_shm_src_cuda_stop (self);
+    drop_pool (self);
   if (self->cuda_pool == NULL) {
     self->cuda_pool = gst_pinned_cuda_gst_pool_new (t, self->cuda_ctx,
         &self->vinfo, 2, 0);

@@ -3,8 +3,8 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- *   test-shm-src-cuda cuda|nv12|auto|order|domain|domain-off|no-device|
- *                     other-device
+ *   test-shm-src-cuda cuda|nv12|auto|order|domain|domain-off|resize|
+ *                     no-device|other-device
  *
  * Run with the emulators' environment and PFEMU_VMM=1 (meson:
  * emu_vmm_env): GStreamer's own libgstcuda and nvcodec (cudadownload) run
@@ -37,6 +37,9 @@
  *   and cudadownload; the producer uploaded each frame once (its domain
  *   stats: N uploads, checked there), this process uploaded nothing
  *   (no host-to-device copy here).
+ * resize: the domain case with new caps halfway (frames 11-20 at 32x24):
+ *   every frame byte-exact at its size through memory:CUDAMemory (1.22: a
+ *   pool for the new size), device-copies as in cuda.
  * domain-off: the same producer without domains enabled, and
  *   pinnedshmsrc device-frames=on ! video/x-raw ! appsink: the DOMAIN is
  *   sent (domain-device 0) and host frames still come, byte-exact, as
@@ -235,10 +238,24 @@ pattern (gsize i, guint64 k)
   return (guint8) ((i * 13 + k * 71 + (i >> 9)) & 0xff);
 }
 
+/* the node producers' frame size: W x H, after frame N_FRAMES / 2 half
+ * that with @resize */
+static guint
+frame_w (guint64 seq, gboolean resize)
+{
+  return resize && seq > N_FRAMES / 2 ? W / 2 : W;
+}
+
+static guint
+frame_h (guint64 seq, gboolean resize)
+{
+  return resize && seq > N_FRAMES / 2 ? H / 2 : H;
+}
+
 /* a host node producer that uploads into the domains its consumers want
- * (@domains), or that ignores them */
+ * (@domains), or that ignores them; new caps halfway with @resize */
 static int
-node_producer_main (const char *path, gboolean domains)
+node_producer_main (const char *path, gboolean domains, gboolean resize)
 {
   pf_node_producer_config cfg;
   pf_node_producer *p = NULL;
@@ -266,10 +283,14 @@ node_producer_main (const char *path, gboolean domains)
   }
   CHECK_MSG (k < 2000, "no DOMAIN from pinnedshmsrc");
   for (k = 1; k <= N_FRAMES; k++) {
+    gsize n = (gsize) frame_w (k, resize) * 4 * frame_h (k, resize);
     pf_node_loan loan;
 
+    if (resize && k == N_FRAMES / 2 + 1)
+      CHECK_INT (pf_node_producer_set_video (p, "RGBA", W / 2, H / 2, 30, 1),
+          ==, 0);
     CHECK_INT (pf_node_producer_loan_video (p, 20000, &loan), ==, 0);
-    for (i = 0; i < (gsize) W * 4 * H; i++)
+    for (i = 0; i < n; i++)
       ((guint8 *) loan.data)[i] = pattern (i, (guint64) k);
     loan.pts = (uint64_t) k *(GST_SECOND / 30);
     res = pf_node_producer_publish (p, &loan);
@@ -376,7 +397,7 @@ run_error (const char *path, const char *c)
 /* ---- this process: the pipeline ---------------------------------------- */
 
 static void
-check_frame (GstSample * sample, guint64 seq, gboolean node)
+check_frame (GstSample * sample, guint64 seq, gboolean node, gboolean resize)
 {
   GstVideoInfo info;
   GstVideoFrame frame, want;
@@ -389,13 +410,16 @@ check_frame (GstSample * sample, guint64 seq, gboolean node)
   if (node) {
     const guint8 *d = GST_VIDEO_FRAME_PLANE_DATA (&frame, 0);
     gint stride = GST_VIDEO_FRAME_PLANE_STRIDE (&frame, 0);
+    gsize w = frame_w (seq, resize), h = frame_h (seq, resize);
 
-    for (r = 0; r < H; r++)
-      for (x = 0; x < W * 4; x++)
-        CHECK_MSG (d[r * stride + x] == pattern (r * W * 4 + x, seq),
+    CHECK_INT (GST_VIDEO_INFO_WIDTH (&info), ==, w);
+    CHECK_INT (GST_VIDEO_INFO_HEIGHT (&info), ==, h);
+    for (r = 0; r < h; r++)
+      for (x = 0; x < w * 4; x++)
+        CHECK_MSG (d[r * stride + x] == pattern (r * w * 4 + x, seq),
             "frame %" G_GUINT64_FORMAT " row %" G_GSIZE_FORMAT " byte %"
             G_GSIZE_FORMAT ": %02x, want %02x", seq, r, x, d[r * stride + x],
-            pattern (r * W * 4 + x, seq));
+            pattern (r * w * 4 + x, seq));
     gst_video_frame_unmap (&frame);
     return;
   }
@@ -437,7 +461,8 @@ src_caps_have (GstElement * src, const gchar * feature)
 static void
 run_pipeline (const char *path, const char *c)
 {
-  gboolean node = strncmp (c, "domain", 6) == 0;
+  gboolean resize = strcmp (c, "resize") == 0;
+  gboolean node = strncmp (c, "domain", 6) == 0 || resize;
   gboolean host = strcmp (c, "domain-off") == 0;
   gboolean order = strcmp (c, "order") == 0;
   const char *mode = strcmp (c, "auto") == 0 ? "auto" : "on";
@@ -473,7 +498,7 @@ run_pipeline (const char *path, const char *c)
     GstMessage *msg;
 
     if (sample != NULL) {
-      check_frame (sample, ++seq, node);
+      check_frame (sample, ++seq, node, resize);
       gst_sample_unref (sample);
       continue;
     }
@@ -491,7 +516,7 @@ run_pipeline (const char *path, const char *c)
     }
     while ((sample = gst_app_sink_try_pull_sample (GST_APP_SINK (sink),
                 0)) != NULL) {
-      check_frame (sample, ++seq, node);
+      check_frame (sample, ++seq, node, resize);
       gst_sample_unref (sample);
     }
     gst_message_unref (msg);
@@ -537,9 +562,10 @@ main (int argc, char **argv)
   if (strcmp (c, "cuda") != 0 && strcmp (c, "nv12") != 0
       && strcmp (c, "auto") != 0 && strcmp (c, "order") != 0
       && strcmp (c, "domain") != 0 && strcmp (c, "domain-off") != 0
-      && strcmp (c, "no-device") != 0 && strcmp (c, "other-device") != 0) {
+      && strcmp (c, "resize") != 0 && strcmp (c, "no-device") != 0
+      && strcmp (c, "other-device") != 0) {
     fprintf (stderr, "usage: %s cuda|nv12|auto|order|domain|domain-off|"
-        "no-device|other-device\n", argv[0]);
+        "resize|no-device|other-device\n", argv[0]);
     return 2;
   }
   CHECK_MSG (getenv ("PFEMU_VMM") != NULL, "run with PFEMU_VMM=1 (meson)");
@@ -561,15 +587,16 @@ main (int argc, char **argv)
   CHECK (pid >= 0);
   if (pid == 0) {
     close (done[1]);
-    _exit (strncmp (c, "domain", 6) == 0 ? node_producer_main (path,
-            strcmp (c, "domain") == 0) :
+    _exit (strncmp (c, "domain", 6) == 0 || strcmp (c, "resize") == 0 ?
+        node_producer_main (path, strcmp (c, "domain-off") != 0,
+            strcmp (c, "resize") == 0) :
         strcmp (c, "no-device") == 0 ? idle_producer_main (path, done[0]) :
         sink_producer_main (path, format, strcmp (c, "other-device") != 0));
   }
   close (done[0]);
 
-  if (strncmp (c, "domain", 6) != 0 && strcmp (c, "no-device") != 0
-      && strcmp (c, "other-device") != 0) {
+  if (strncmp (c, "domain", 6) != 0 && strcmp (c, "resize") != 0
+      && strcmp (c, "no-device") != 0 && strcmp (c, "other-device") != 0) {
     gchar *src = source_desc (format);
     gchar *desc = g_strdup_printf ("%s ! appsink name=sink sync=false", src);
 
