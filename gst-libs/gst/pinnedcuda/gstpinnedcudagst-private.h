@@ -35,6 +35,7 @@
 
 #include <gst/gst.h>
 #include <gst/video/video.h>
+#include <gst/pinnedcuda/gstpinnedcudaloader.h>
 
 G_BEGIN_DECLS
 
@@ -96,6 +97,39 @@ const GstPinnedCudaGst *gst_pinned_cuda_gst_get (void);
 
 /* TRUE when @caps' first structure has the memory:CUDAMemory feature. */
 gboolean gst_pinned_cuda_gst_caps_is_cuda_memory (const GstCaps * caps);
+
+/* gstpinnedcudagstcopy.c: device frames into memory:CUDAMemory on 1.22
+ * (no gst_cuda_allocator_alloc_wrapped), for the tensor import and
+ * pinnedshmsrc. */
+
+/* A GstCudaBufferPool of @ctx for frames of @info (memory:CUDAMemory
+ * caps), configured and active; NULL when libgstcuda refuses. */
+GstBufferPool *gst_pinned_cuda_gst_pool_new (const GstPinnedCudaGst * t,
+    gpointer ctx, const GstVideoInfo * info, guint min, guint max);
+
+/* A pitched device frame: plane p at row row_offset[p] of @data, each row
+ * @pitch bytes apart, row_bytes[p] of them used; total_rows rows. */
+typedef struct
+{
+  const guint8 *data;
+  gsize pitch;
+  guint n_planes;
+  gsize row_offset[GST_VIDEO_MAX_PLANES];
+  gsize row_bytes[GST_VIDEO_MAX_PLANES];
+  gsize total_rows;
+} GstPinnedCudaGstPlanes;
+
+/* One device-to-device copy of @src into @out (a buffer of one GstCudaMemory
+ * with its video meta, from gst_pinned_cuda_gst_pool_new()), ordered after
+ * @stream (NULL: the legacy default stream) with device @device's primary
+ * context pushed (cudaMemcpyDefault: unified addressing finds both
+ * pointers), complete on return. FALSE: *@err is the CUDA error of the
+ * call *@what names, or GST_PINNED_CUDA_SUCCESS with *@what saying what
+ * else failed (no video meta, no GST_MAP_CUDA map). */
+gboolean gst_pinned_cuda_gst_copy_planes (const GstPinnedCudaRuntime * rt,
+    gint device, GstBuffer * out, const GstPinnedCudaGstPlanes * src,
+    GstPinnedCudaStream stream, const gchar ** what,
+    GstPinnedCudaError * err);
 
 G_END_DECLS
 #endif /* __GST_PINNED_CUDA_GST_PRIVATE_H__ */
