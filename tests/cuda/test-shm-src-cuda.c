@@ -204,14 +204,17 @@ source_desc (const char *format)
 }
 
 /* pinnedcudaupload's device frames through pinnedshmsink; @strict: the
- * consumer takes every frame */
+ * consumer takes every frame; else (other-device) the sink copies into
+ * no other domain (domains=false): its frames stay on device 0, whatever
+ * device the consumer named */
 static int
 sink_producer_main (const char *path, const char *format, gboolean strict)
 {
   gchar *src = source_desc (format);
   gchar *desc = g_strdup_printf ("%s ! pinnedcudaupload ! "
       "video/x-raw(memory:PinnedflowCUDA) ! pinnedshmsink name=s "
-      "socket-path=%s wait-for-connection=true", src, path);
+      "socket-path=%s wait-for-connection=true%s", src, path,
+      strict ? "" : " domains=false");
   GstElement *pipe = NULL, *s;
 
   gst_init (NULL, NULL);
