@@ -33,7 +33,11 @@
  *   (domain-downloads N, the emulator's cuMemcpyDtoH count in this process
  *   agrees), the host consumers get every frame in host memory (before:
  *   none), the device consumer the device frame (its only cuMemcpyDtoH
- *   calls are the test's reads).
+ *   calls are the test's reads). One of the host consumers is
+ *   `pinnedshmsrc device-frames=off ! appsink`: the sink tells it the host
+ *   frames' caps (no memory:PinnedflowCUDA, pf_producer_set_caps_full ()),
+ *   so it negotiates system memory and reads every frame byte-exact
+ *   (before: a not-negotiated error, "the producer sends device frames").
  */
 #include <pinnedflow/pf-device-segment.h>
 #include <pinnedflow/pf-node-domains.h>
@@ -43,7 +47,9 @@
 #include "pf-test-util.h"
 
 #include <gst/gst.h>
+#include <gst/app/gstappsink.h>
 #include <gst/app/gstappsrc.h>
+#include <gst/video/video.h>
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -76,6 +82,7 @@ enum
   HOST,                         /* no device frames asked for */
   DEVICE,                       /* names device 0, device frames expected */
   DEVICE_HOSTED,                /* names device 0, host frames expected */
+  GST_HOST,                     /* pinnedshmsrc device-frames=off ! appsink */
 };
 
 static guint8
@@ -190,6 +197,77 @@ consumer_main (const char *path, int mode)
   return 0;
 }
 
+/* pinnedshmsrc without device frames, a host consumer of a device stream:
+ * system-memory caps, every frame byte-exact (its video meta's layout) */
+static int
+gst_consumer_main (const char *path)
+{
+  gchar *desc = g_strdup_printf ("pinnedshmsrc socket-path=%s "
+      "connect-timeout=20000 delivery=every-frame device-frames=off ! "
+      "appsink name=out sync=false", path);
+  GstElement *pipe, *out;
+  GError *err = NULL;
+  int seen = 0;
+
+  gst_init (NULL, NULL);
+  pipe = gst_parse_launch (desc, &err);
+  CHECK_MSG (pipe != NULL, "%s: %s", desc, err ? err->message : "?");
+  out = gst_bin_get_by_name (GST_BIN (pipe), "out");
+  CHECK (gst_element_set_state (pipe, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  for (;;) {
+    GstSample *smp = gst_app_sink_try_pull_sample (GST_APP_SINK (out),
+        30 * GST_SECOND);
+    GstCaps *caps;
+    GstCapsFeatures *feat;
+    GstVideoInfo vi;
+    GstVideoFrame vf;
+    gsize row, x;
+
+    if (smp == NULL) {
+      GstMessage *m = gst_bus_pop_filtered (GST_ELEMENT_BUS (pipe),
+          GST_MESSAGE_ERROR);
+      GError *e = NULL;
+
+      if (m != NULL)
+        gst_message_parse_error (m, &e, NULL);
+      CHECK_MSG (gst_app_sink_is_eos (GST_APP_SINK (out)), "no frame %d, "
+          "no EOS: %s", seen + 1, e ? e->message : "no error");
+      break;
+    }
+    seen++;
+    caps = gst_sample_get_caps (smp);
+    feat = gst_caps_get_features (caps, 0);
+    CHECK_MSG (feat == NULL || gst_caps_features_is_equal (feat,
+            GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY), "caps %s",
+        gst_caps_to_string (caps));
+    CHECK (gst_video_info_from_caps (&vi, caps));
+    CHECK_INT (GST_VIDEO_INFO_WIDTH (&vi), ==, W);
+    CHECK_INT (GST_VIDEO_INFO_HEIGHT (&vi), ==, H);
+    CHECK (gst_video_frame_map (&vf, &vi, gst_sample_get_buffer (smp),
+            GST_MAP_READ));
+    for (row = 0; row < H; row++) {
+      const guint8 *r = (const guint8 *) GST_VIDEO_FRAME_PLANE_DATA (&vf, 0) +
+          row * GST_VIDEO_FRAME_PLANE_STRIDE (&vf, 0);
+
+      for (x = 0; x < ROW; x++)
+        CHECK_MSG (r[x] == pixel (seen, row, x), "pinnedshmsrc frame %d row "
+            "%zu byte %zu: %u, not %u", seen, row, x, r[x],
+            pixel (seen, row, x));
+    }
+    gst_video_frame_unmap (&vf);
+    gst_sample_unref (smp);
+  }
+  CHECK_INT (seen, ==, N_FRAMES);
+  CHECK (gst_element_set_state (pipe, GST_STATE_NULL) ==
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (out);
+  gst_object_unref (pipe);
+  g_free (desc);
+  CHECK_INT (pf_segment_count_live (), ==, 0);
+  return 0;
+}
+
 /* ---- the sink ---------------------------------------------------------- */
 
 static guint64
@@ -266,7 +344,8 @@ run (const char *c, const char *path)
 
   if (download) {
     modes[0] = DEVICE;
-    modes[1] = modes[2] = HOST;
+    modes[1] = HOST;
+    modes[2] = GST_HOST;
   } else {
     modes[0] = modes[1] = off ? DEVICE_HOSTED : DEVICE;
     modes[2] = HOST;
@@ -276,7 +355,8 @@ run (const char *c, const char *path)
     pid[i] = pf_test_fork ();
     CHECK (pid[i] >= 0);
     if (pid[i] == 0)
-      _exit (consumer_main (path, modes[i]));
+      _exit (modes[i] == GST_HOST ? gst_consumer_main (path) :
+          consumer_main (path, modes[i]));
   }
   if (nocuda)                   /* this process only: cuInit fails */
     setenv ("PFEMU_FAIL", "cuInit:1:100", 1);
