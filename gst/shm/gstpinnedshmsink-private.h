@@ -124,6 +124,13 @@ struct _GstPinnedShmSink
   gboolean device_mode;
   GstPinnedShmSinkDevice *device;
   guint64 device_copies;
+  /* streaming thread only: device_mode's input is memory:CUDAMemory
+   * (gstpinnedshmsinkcuda.c), not memory:PinnedflowCUDA; the pipeline's
+   * GstCudaContext (set by set_context or found at propose_allocation, in
+   * upstream's streaming thread before our first buffer; dropped by
+   * stop()) */
+  gboolean cuda_memory_input;
+  GObject *cuda_ctx;
 
   /* under lock (the client-event callback, any thread) */
   guint64 demotions;
@@ -145,6 +152,56 @@ GstBuffer *gst_pinned_shm_sink_device_copy (GstPinnedShmSink * self,
     GstFlowReturn * ret);
 G_GNUC_INTERNAL
 void gst_pinned_shm_sink_device_stop (GstPinnedShmSink * self);
+
+/* gstpinnedshmsinkcuda.c: memory:CUDAMemory input. usable: libgstcuda
+ * loaded. frame_map: @buf's one GstCudaMemory mapped for its device
+ * pointer, its planes (video meta, else the memory's layout) checked to
+ * fit it, into @f (FALSE: an element error posted); frame_copy: one
+ * device-to-device copy per plane into the device address @dst, at the
+ * same offsets and strides, synchronised (FALSE: error posted);
+ * frame_unmap: undoes frame_map (again: nothing). export (1.24+): a
+ * buffer of libgstcuda virtual memory published with no copy: @frame's
+ * chunk and @segs set, the token returned (a reference to @buf); NULL:
+ * not such memory, copy it. propose: adds a virtual-memory
+ * GstCudaBufferPool to @query (FALSE: none here). set_context, query
+ * (a CONTEXT query answered), stop: the GstCudaContext. */
+typedef struct
+{
+  GstMemory *mem;
+  GstMapInfo map;
+  gpointer ctx, cu_ctx;
+  gint device;
+  guint n_planes;
+  gsize offset[GST_VIDEO_MAX_PLANES], width[GST_VIDEO_MAX_PLANES];
+  gint stride[GST_VIDEO_MAX_PLANES];
+  guint rows[GST_VIDEO_MAX_PLANES];
+  gsize size;
+} GstPinnedShmSinkCudaFrame;
+
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_cuda_usable (void);
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_cuda_frame_map (GstPinnedShmSink * self,
+    GstBuffer * buf, GstPinnedShmSinkCudaFrame * f);
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_cuda_frame_copy (GstPinnedShmSink * self,
+    GstPinnedShmSinkCudaFrame * f, guint64 dst);
+G_GNUC_INTERNAL
+void gst_pinned_shm_sink_cuda_frame_unmap (GstPinnedShmSinkCudaFrame * f);
+G_GNUC_INTERNAL
+GstBuffer *gst_pinned_shm_sink_cuda_export (GstPinnedShmSink * self,
+    GstBuffer * buf, pf_producer_frame * frame, pf_segment ** segs);
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_cuda_propose (GstPinnedShmSink * self,
+    GstQuery * query, GstCaps * caps, const GstVideoInfo * info, guint count);
+G_GNUC_INTERNAL
+void gst_pinned_shm_sink_cuda_set_context (GstPinnedShmSink * self,
+    GstContext * context);
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_cuda_query (GstPinnedShmSink * self,
+    GstQuery * query);
+G_GNUC_INTERNAL
+void gst_pinned_shm_sink_cuda_stop (GstPinnedShmSink * self);
 
 /* gstpinnedshmsinkbus.c: the producer's callbacks of @self (frames
  * released, clients connected and gone, drops, demotions, refusals) into

@@ -34,6 +34,7 @@
 #include "gstpinnedshmsink-private.h"
 
 #include <errno.h>
+#include <string.h>
 
 #ifdef GST_PINNED_SHM_CUDA
 #include <gst/pinnedcuda/gstpinnedcuda.h>
@@ -44,6 +45,7 @@
 #define GST_CAT_DEFAULT gst_pinned_shm_sink_debug
 
 #define FEATURE_PINNEDFLOW_CUDA "memory:PinnedflowCUDA"
+#define FEATURE_CUDA_MEMORY "memory:CUDAMemory"
 #define MAX_SLOTS 64
 #define SLOT_ALIGN 4096
 
@@ -184,9 +186,19 @@ gst_pinned_shm_sink_device_set_caps (GstPinnedShmSink * self, GstCaps * caps)
   pf_segment *probe = NULL;
 
   self->device_mode = FALSE;
-  if (f == NULL || gst_caps_features_is_any (f)
-      || !gst_caps_features_contains (f, FEATURE_PINNEDFLOW_CUDA))
+  self->cuda_memory_input = FALSE;
+  if (f == NULL || gst_caps_features_is_any (f))
     return FALSE;
+  if (gst_caps_features_contains (f, FEATURE_CUDA_MEMORY)) {
+    if (!gst_pinned_shm_sink_cuda_usable ()) {
+      GST_INFO_OBJECT (self, "memory:CUDAMemory without libgstcuda: host "
+          "frames");
+      return FALSE;
+    }
+    self->cuda_memory_input = TRUE;
+  } else if (!gst_caps_features_contains (f, FEATURE_PINNEDFLOW_CUDA)) {
+    return FALSE;
+  }
   if (!self->is_video) {
     GST_INFO_OBJECT (self, "device memory but not video: host frames");
     return FALSE;
@@ -205,66 +217,47 @@ gst_pinned_shm_sink_device_set_caps (GstPinnedShmSink * self, GstCaps * caps)
   return TRUE;
 }
 
-GstBuffer *
-gst_pinned_shm_sink_device_copy (GstPinnedShmSink * self, GstBuffer * buf,
-    pf_producer_frame * frame, pf_segment ** segs, GstFlowReturn * ret)
+/* The slots for frames of @size bytes on @device: the sink's, made (or
+ * made again for another size or device) here; NULL with an error posted. */
+static GstPinnedShmSinkDevice *
+slots_for (GstPinnedShmSink * self, gint device, gsize size)
 {
-  GstMemory *mem = gst_buffer_n_memory (buf) == 1 ?
-      gst_buffer_peek_memory (buf, 0) : NULL;
-  GstPinnedCudaMemory *dmem = (GstPinnedCudaMemory *) mem;
-  const GstPinnedCudaRuntime *rt;
-  GstPinnedCudaError err = GST_PINNED_CUDA_SUCCESS;
-  GstPinnedShmSinkDevice *pool;
-  const gchar *call = "cudaEventSynchronize";
   gchar *why = NULL;
-  SlotToken *t;
-  GstBuffer *token;
-  gsize size;
-  gint slot;
+  guint n;
+
+  if (self->device != NULL && (self->device->frame_size != size
+          || self->device->device != device))
+    g_clear_pointer (&self->device, slot_pool_unref);
+  if (self->device != NULL)
+    return self->device;
+  GST_OBJECT_LOCK (self);
+  n = self->max_client_buffers + POOL_RESERVE;
+  GST_OBJECT_UNLOCK (self);
+  self->device = slot_pool_new (device, size, n, &why);
+  if (self->device == NULL) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("Could not make the device segment for device frames"), ("%s", why));
+    g_free (why);
+  }
+  return self->device;
+}
+
+/* One copy of a memory:PinnedflowCUDA frame into the slot at @dst, after
+ * upstream's writes (its event): FALSE with an error posted. */
+static gboolean
+copy_pinned_cuda (GstPinnedShmSink * self, GstPinnedCudaMemory * dmem,
+    guint64 dst)
+{
+  const GstPinnedCudaRuntime *rt = dmem->rt;
+  GstPinnedCudaError err;
+  const gchar *call = "cudaEventSynchronize";
   int prev;
 
-  *ret = GST_FLOW_ERROR;
-  if (mem == NULL || !gst_is_pinned_cuda_memory (mem)) {
-    GST_ELEMENT_ERROR (self, STREAM, WRONG_TYPE,
-        ("memory:PinnedflowCUDA caps, and a buffer that is not one "
-            "pinnedflow CUDA memory"), ("%u memories",
-            gst_buffer_n_memory (buf)));
-    return NULL;
-  }
-  rt = dmem->rt;
-  size = dmem->pitch * dmem->layout.total_rows;
-  if (self->device != NULL && (self->device->frame_size != size
-          || self->device->device != dmem->device_id))
-    g_clear_pointer (&self->device, slot_pool_unref);
-  if (self->device == NULL) {
-    guint n;
-
-    GST_OBJECT_LOCK (self);
-    n = self->max_client_buffers + POOL_RESERVE;
-    GST_OBJECT_UNLOCK (self);
-    self->device = slot_pool_new (dmem->device_id, size, n, &why);
-    if (self->device == NULL) {
-      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-          ("Could not make the device segment for device frames"), ("%s", why));
-      g_free (why);
-      return NULL;
-    }
-  }
-  pool = self->device;
-  slot = slot_acquire (self, pool);
-  if (slot < 0) {
-    *ret = GST_FLOW_FLUSHING;
-    return NULL;
-  }
-
-  /* after upstream's writes (its event), one copy on the device, done
-   * before the frame is published (the protocol's rule) */
   prev = gst_pinned_cuda_context_push_enter (rt, dmem->device_id, dmem->cu_ctx);
   err = rt->EventSynchronize (dmem->event);
   if (err == GST_PINNED_CUDA_SUCCESS) {
     call = "cudaMemcpy2D";
-    err = rt->Memcpy2D ((void *) (uintptr_t) (pool->base +
-            (guint64) slot * pool->slot_size), dmem->pitch, dmem->dev_ptr,
+    err = rt->Memcpy2D ((void *) (uintptr_t) dst, dmem->pitch, dmem->dev_ptr,
         dmem->pitch, dmem->pitch, dmem->layout.total_rows,
         GST_PINNED_CUDA_MEMCPY_DEVICE_TO_DEVICE);
   }
@@ -276,6 +269,72 @@ gst_pinned_shm_sink_device_copy (GstPinnedShmSink * self, GstBuffer * buf,
   if (err != GST_PINNED_CUDA_SUCCESS)
     gst_pinned_cuda_take_last_error (rt);
   gst_pinned_cuda_device_leave (rt, dmem->device_id, prev);
+  if (err != GST_PINNED_CUDA_SUCCESS) {
+    GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
+        ("Could not copy the frame into the device segment"), ("%s: %s",
+            call, rt->GetErrorString (err)));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+GstBuffer *
+gst_pinned_shm_sink_device_copy (GstPinnedShmSink * self, GstBuffer * buf,
+    pf_producer_frame * frame, pf_segment ** segs, GstFlowReturn * ret)
+{
+  GstMemory *mem = gst_buffer_n_memory (buf) == 1 ?
+      gst_buffer_peek_memory (buf, 0) : NULL;
+  GstPinnedCudaMemory *dmem = (GstPinnedCudaMemory *) mem;
+  GstPinnedShmSinkCudaFrame cf;
+  GstPinnedShmSinkDevice *pool;
+  gboolean copied;
+  SlotToken *t;
+  GstBuffer *token;
+  guint64 dst;
+  gsize size;
+  gint slot, device;
+
+  *ret = GST_FLOW_ERROR;
+  memset (&cf, 0, sizeof (cf));
+  if (self->cuda_memory_input) {
+    /* libgstcuda's virtual memory (our pool, 1.24+): no copy at all */
+    token = gst_pinned_shm_sink_cuda_export (self, buf, frame, segs);
+    if (token != NULL) {
+      *ret = GST_FLOW_OK;
+      return token;
+    }
+    if (!gst_pinned_shm_sink_cuda_frame_map (self, buf, &cf))
+      return NULL;
+    size = cf.size;
+    device = cf.device;
+  } else {
+    if (mem == NULL || !gst_is_pinned_cuda_memory (mem)) {
+      GST_ELEMENT_ERROR (self, STREAM, WRONG_TYPE,
+          ("memory:PinnedflowCUDA caps, and a buffer that is not one "
+              "pinnedflow CUDA memory"), ("%u memories",
+              gst_buffer_n_memory (buf)));
+      return NULL;
+    }
+    size = dmem->pitch * dmem->layout.total_rows;
+    device = dmem->device_id;
+  }
+  pool = slots_for (self, device, size);
+  if (pool == NULL)
+    goto failed;
+  slot = slot_acquire (self, pool);
+  if (slot < 0) {
+    *ret = GST_FLOW_FLUSHING;
+    goto failed;
+  }
+
+  /* one copy on the device, done before the frame is published (the
+   * protocol's rule) */
+  dst = pool->base + (guint64) slot *pool->slot_size;
+  if (self->cuda_memory_input)
+    copied = gst_pinned_shm_sink_cuda_frame_copy (self, &cf, dst);
+  else
+    copied = copy_pinned_cuda (self, dmem, dst);
+  gst_pinned_shm_sink_cuda_frame_unmap (&cf);
 
   t = g_new0 (SlotToken, 1);
   t->pool = pool;
@@ -284,10 +343,7 @@ gst_pinned_shm_sink_device_copy (GstPinnedShmSink * self, GstBuffer * buf,
   token = gst_buffer_new ();
   gst_mini_object_set_qdata (GST_MINI_OBJECT_CAST (token), slot_quark (), t,
       slot_token_free);
-  if (err != GST_PINNED_CUDA_SUCCESS) {
-    GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
-        ("Could not copy the frame into the device segment"), ("%s: %s",
-            call, rt->GetErrorString (err)));
+  if (!copied) {
     gst_buffer_unref (token);
     return NULL;
   }
@@ -300,6 +356,10 @@ gst_pinned_shm_sink_device_copy (GstPinnedShmSink * self, GstBuffer * buf,
   COUNTER_ADD (self->device_copies, 1);
   *ret = GST_FLOW_OK;
   return token;
+
+failed:
+  gst_pinned_shm_sink_cuda_frame_unmap (&cf);
+  return NULL;
 }
 
 void
@@ -308,6 +368,8 @@ gst_pinned_shm_sink_device_stop (GstPinnedShmSink * self)
   /* tokens still out keep the segment until their frames come back */
   g_clear_pointer (&self->device, slot_pool_unref);
   self->device_mode = FALSE;
+  self->cuda_memory_input = FALSE;
+  gst_pinned_shm_sink_cuda_stop (self);
 }
 
 #else /* !GST_PINNED_SHM_CUDA */

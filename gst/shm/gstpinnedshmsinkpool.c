@@ -33,6 +33,15 @@
 
 #define GST_CAT_DEFAULT gst_pinned_shm_sink_debug
 
+static gboolean
+gst_pinned_cuda_caps_is_cuda_memory (GstCaps * caps)
+{
+  GstCapsFeatures *f = gst_caps_get_features (caps, 0);
+
+  return f != NULL && !gst_caps_features_is_any (f)
+      && gst_caps_features_contains (f, "memory:CUDAMemory");
+}
+
 /* Segment flags of every pool the sink creates: mlock where allowed, and
  * every mapping made after ours (the consumers') is read-only. */
 #define POOL_SEGMENT_FLAGS \
@@ -253,6 +262,15 @@ gst_pinned_shm_sink_propose_allocation (GstBaseSink * bsink, GstQuery * query)
   GST_OBJECT_LOCK (self);
   count = gst_pinned_shm_sink_pool_count_locked (self);
   GST_OBJECT_UNLOCK (self);
+
+  /* memory:CUDAMemory: libgstcuda's exportable virtual-memory pool where
+   * there is one (1.24+: frames published with no copy), else nothing of
+   * ours (upstream's GstCudaMemory is copied once on the device) */
+  if (gst_pinned_cuda_caps_is_cuda_memory (caps)) {
+    gst_pinned_shm_sink_cuda_propose (self, query, caps, &info,
+        count + POOL_RESERVE);
+    return TRUE;
+  }
 
   /* memory:DMABuf caps (a DMA_DRM format too) are the slots' layout in
    * plain terms for the pool; its memory is dmabufs where it can be */
