@@ -42,6 +42,14 @@
  *   unset there): it falls back to host frames (copies 20, device-copies
  *   0, caps without the memory feature), read here as system memory,
  *   byte-exact.
+ * sink-cuda: the producer is videotestsrc ! cudaupload (nvcodec) !
+ *   video/x-raw(memory:CUDAMemory) ! pinnedshmsink: on 1.22 each
+ *   GstCudaMemory frame copied once device to device (device-copies 20);
+ *   on 1.24+ cudaupload writes into the sink's virtual-memory
+ *   GstCudaBufferPool and each frame is published from its exported
+ *   allocation with no copy (device-copies 0, zero-copy-frames 20); read
+ *   here byte-exact as in sink. Skipped (77) where nvcodec's cudaupload
+ *   is not registered.
  * produce: the producer alone on SOCKET (RGBA 64x48, 20 frames, then EOS
  *   once they are back), for a gst-launch-1.0 consumer; on a GPU as on the
  *   emulators (their leak checks only where they are loaded).
@@ -62,6 +70,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -457,22 +466,40 @@ run_to_eos (const gchar * desc, GPtrArray * out)
  * through pinnedshmsink, one device copy each; without virtual memory
  * (@vmm FALSE) one download each, host frames. */
 static int
-sink_producer_main (const char *path, gboolean vmm)
+sink_producer_main (const char *path, gboolean vmm, gboolean cuda_memory)
 {
-  gchar *desc = g_strdup_printf ("%s ! pinnedcudaupload ! "
-      "video/x-raw(memory:PinnedflowCUDA) ! pinnedshmsink name=s "
-      "socket-path=%s wait-for-connection=true", SINK_SOURCE, path);
+  gchar *desc = g_strdup_printf ("%s ! %s ! pinnedshmsink name=s "
+      "socket-path=%s wait-for-connection=true", SINK_SOURCE, cuda_memory ?
+      "cudaupload ! video/x-raw(memory:CUDAMemory)" :
+      "pinnedcudaupload ! video/x-raw(memory:PinnedflowCUDA)", path);
   GstElement *pipe, *s;
+  guint major, minor, micro, nano;
+  guint64 want_copies = vmm ? N_FRAMES : 0;
 
   if (!vmm)
     unsetenv ("PFEMU_VMM");
   gst_init (NULL, NULL);
+  gst_version (&major, &minor, &micro, &nano);
+  /* 1.24+: cudaupload writes into the sink's virtual-memory
+   * GstCudaBufferPool, published with no copy */
+  if (cuda_memory && minor >= 24)
+    want_copies = 0;
   pipe = run_to_eos (desc, NULL);
   s = gst_bin_get_by_name (GST_BIN (pipe), "s");
+  printf ("producer (GStreamer 1.%u): frames %" G_GUINT64_FORMAT
+      ", device-copies %" G_GUINT64_FORMAT ", zero-copy-frames %"
+      G_GUINT64_FORMAT "\n", minor, stat_u64 (s, "frames"),
+      stat_u64 (s, "device-copies"), stat_u64 (s, "zero-copy-frames"));
+  fflush (stdout);
   CHECK_INT (stat_u64 (s, "frames"), ==, N_FRAMES);
-  CHECK_INT (stat_u64 (s, "copies"), ==, N_FRAMES);
-  CHECK_INT (stat_u64 (s, "device-copies"), ==, vmm ? N_FRAMES : 0);
-  CHECK_INT (stat_u64 (s, "zero-copy-frames"), ==, 0);
+  CHECK_INT (stat_u64 (s, "device-copies"), ==, want_copies);
+  if (vmm && want_copies == 0) {
+    CHECK_INT (stat_u64 (s, "zero-copy-frames"), ==, N_FRAMES);
+    CHECK_INT (stat_u64 (s, "copies"), ==, 0);
+  } else {
+    CHECK_INT (stat_u64 (s, "copies"), ==, N_FRAMES);
+    CHECK_INT (stat_u64 (s, "zero-copy-frames"), ==, 0);
+  }
   gst_object_unref (s);
   gst_object_unref (pipe);
   g_free (desc);
@@ -496,10 +523,12 @@ main (int argc, char **argv)
     return producer_main (argv[2], &RGBA, FALSE);
   if (strcmp (c, "frames") != 0 && strcmp (c, "nv12") != 0
       && strcmp (c, "sink") != 0 && strcmp (c, "sink-no-vmm") != 0
+      && strcmp (c, "sink-cuda") != 0
       && strcmp (c, "no-vmm") != 0 && strcmp (c, "host-only") != 0
       && strcmp (c, "off") != 0) {
     fprintf (stderr,
-        "usage: %s frames|nv12|sink|sink-no-vmm|no-vmm|host-only|off, " "or "
+        "usage: %s frames|nv12|sink|sink-no-vmm|sink-cuda|no-vmm|host-only|"
+        "off, or "
         "%s produce SOCKET\n", argv[0], argv[0]);
     return 2;
   }
@@ -512,7 +541,8 @@ main (int argc, char **argv)
   CHECK (pid >= 0);
   if (pid == 0)
     _exit (strncmp (c, "sink", 4) == 0 ? sink_producer_main (path,
-            strcmp (c, "sink") == 0) : producer_main (path, l, TRUE));
+            strcmp (c, "sink-no-vmm") != 0, strcmp (c, "sink-cuda") == 0) :
+        producer_main (path, l, TRUE));
 
   if (strcmp (c, "no-vmm") == 0) {
     /* this process's driver cannot import virtual memory */
@@ -528,6 +558,18 @@ main (int argc, char **argv)
     want = "device-frames=off";
   }
   gst_init (&argc, &argv);
+  if (strcmp (c, "sink-cuda") == 0) {
+    GstElementFactory *up = gst_element_factory_find ("cudaupload");
+
+    if (up == NULL) {
+      printf ("SKIP: nvcodec's cudaupload is not registered here\n");
+      kill (pid, SIGKILL);
+      pf_test_wait (pid);
+      pf_test_remove_tree (dir);
+      return 77;
+    }
+    gst_object_unref (up);
+  }
   if (strncmp (c, "sink", 4) == 0) {
     /* the frames the producer's videotestsrc makes, made here on the CPU */
     expected = g_ptr_array_new_with_free_func ((GDestroyNotify)
