@@ -81,7 +81,7 @@ typedef struct
 {
   int (*DeviceGet) (int *dev, int ordinal);
   int (*DeviceGetUuid) (void *uuid, int dev);
-  int (*MemGetAllocationGranularity) (size_t * g, const cu_prop * p, int opt);
+  int (*MemGetAllocationGranularity) (size_t *g, const cu_prop * p, int opt);
 } Driver;
 
 static const Driver *
@@ -101,8 +101,7 @@ driver_get (void)
         *(void **) (&drv.DeviceGetUuid) = dlsym (lib, "cuDeviceGetUuid");
       *(void **) (&drv.MemGetAllocationGranularity) = dlsym (lib,
           "cuMemGetAllocationGranularity");
-      if (drv.DeviceGet && drv.DeviceGetUuid
-          && drv.MemGetAllocationGranularity)
+      if (drv.DeviceGet && drv.DeviceGetUuid && drv.MemGetAllocationGranularity)
         table = &drv;
     }
     g_once_init_leave (&once, 1);
@@ -144,8 +143,7 @@ gst_pinned_shm_sink_cuda_frame_map (GstPinnedShmSink * self, GstBuffer * buf,
   guint p;
 
   memset (f, 0, sizeof (*f));
-  mem = gst_buffer_n_memory (buf) == 1 ? gst_buffer_peek_memory (buf, 0) :
-      NULL;
+  mem = gst_buffer_n_memory (buf) == 1 ? gst_buffer_peek_memory (buf, 0) : NULL;
   if (gc == NULL || mem == NULL || !gc->is_cuda_memory (mem)) {
     GST_ELEMENT_ERROR (self, STREAM, WRONG_TYPE,
         ("memory:CUDAMemory caps, and a buffer that is not one GstCudaMemory"),
@@ -184,8 +182,7 @@ gst_pinned_shm_sink_cuda_frame_map (GstPinnedShmSink * self, GstBuffer * buf,
   if (!gst_memory_map (mem, &f->map, GST_MAP_READ |
           GST_PINNED_CUDA_GST_MAP_CUDA)) {
     GST_ELEMENT_ERROR (self, RESOURCE, READ,
-        ("Could not map a GstCudaMemory frame for its device pointer"),
-        (NULL));
+        ("Could not map a GstCudaMemory frame for its device pointer"), (NULL));
     return FALSE;
   }
   f->mem = mem;

@@ -5,6 +5,7 @@
  *
  *   test-shm-device frames|nv12|no-vmm|host-only|off
  *   test-shm-device produce SOCKET   (the producer alone, for docs/cuda.md)
+ *   test-shm-device produce-cuda SOCKET   (cudaupload ! pinnedshmsink alone)
  *
  * Run with the emulators' environment and PFEMU_VMM=1 (meson:
  * emu_vmm_env). One case per process; exit 0 pass. A producer process
@@ -53,6 +54,8 @@
  * produce: the producer alone on SOCKET (RGBA 64x48, 20 frames, then EOS
  *   once they are back), for a gst-launch-1.0 consumer; on a GPU as on the
  *   emulators (their leak checks only where they are loaded).
+ * produce-cuda: sink-cuda's producer alone on SOCKET, its stats checked
+ *   (tests/bridge/test_device_frames.py gst-sink reads it in Python).
  */
 #include <pinnedflow/pf-device-segment.h>
 #include <pinnedflow/pf-producer.h>
@@ -521,6 +524,8 @@ main (int argc, char **argv)
 
   if (strcmp (c, "produce") == 0 && argc == 3)
     return producer_main (argv[2], &RGBA, FALSE);
+  if (strcmp (c, "produce-cuda") == 0 && argc == 3)
+    return sink_producer_main (argv[2], TRUE, TRUE);
   if (strcmp (c, "frames") != 0 && strcmp (c, "nv12") != 0
       && strcmp (c, "sink") != 0 && strcmp (c, "sink-no-vmm") != 0
       && strcmp (c, "sink-cuda") != 0
@@ -528,8 +533,7 @@ main (int argc, char **argv)
       && strcmp (c, "off") != 0) {
     fprintf (stderr,
         "usage: %s frames|nv12|sink|sink-no-vmm|sink-cuda|no-vmm|host-only|"
-        "off, or "
-        "%s produce SOCKET\n", argv[0], argv[0]);
+        "off, or " "%s produce|produce-cuda SOCKET\n", argv[0], argv[0]);
     return 2;
   }
   CHECK_MSG (getenv ("PFEMU_VMM") != NULL, "run with PFEMU_VMM=1 (meson)");
