@@ -46,7 +46,9 @@
 
 #include <pinnedflow/pf-producer.h>
 
-G_BEGIN_DECLS GST_DEBUG_CATEGORY_EXTERN (gst_pinned_shm_sink_debug);
+G_BEGIN_DECLS
+
+GST_DEBUG_CATEGORY_EXTERN (gst_pinned_shm_sink_debug);
 
 #define MAX_POOL_SIZE 256
 /* Pool slots beyond what the consumers may hold: one upstream fills while
@@ -142,13 +144,14 @@ struct _GstPinnedShmSink
  * chunk and @segs set; returns the token to publish with (its last unref
  * frees the slot), or NULL with *@ret (an error posted, or FLUSHING). */
 G_GNUC_INTERNAL
-    gboolean gst_pinned_shm_sink_device_set_caps (GstPinnedShmSink * self,
+gboolean gst_pinned_shm_sink_device_set_caps (GstPinnedShmSink * self,
     GstCaps * caps);
 G_GNUC_INTERNAL
-    GstBuffer * gst_pinned_shm_sink_device_copy (GstPinnedShmSink * self,
+GstBuffer *gst_pinned_shm_sink_device_copy (GstPinnedShmSink * self,
     GstBuffer * buf, pf_producer_frame * frame, pf_segment ** segs,
     GstFlowReturn * ret);
-G_GNUC_INTERNAL void gst_pinned_shm_sink_device_stop (GstPinnedShmSink * self);
+G_GNUC_INTERNAL
+void gst_pinned_shm_sink_device_stop (GstPinnedShmSink * self);
 
 /* gstpinnedshmsinkcuda.c: memory:CUDAMemory input. usable: libgstcuda
  * loaded. frame_map: @buf's one GstCudaMemory mapped for its device
@@ -175,79 +178,83 @@ typedef struct
   gsize size;
 } GstPinnedShmSinkCudaFrame;
 
-G_GNUC_INTERNAL gboolean gst_pinned_shm_sink_cuda_usable (void);
 G_GNUC_INTERNAL
-    gboolean gst_pinned_shm_sink_cuda_frame_map (GstPinnedShmSink * self,
+gboolean gst_pinned_shm_sink_cuda_usable (void);
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_cuda_frame_map (GstPinnedShmSink * self,
     GstBuffer * buf, GstPinnedShmSinkCudaFrame * f);
 G_GNUC_INTERNAL
-    gboolean gst_pinned_shm_sink_cuda_frame_copy (GstPinnedShmSink * self,
+gboolean gst_pinned_shm_sink_cuda_frame_copy (GstPinnedShmSink * self,
     GstPinnedShmSinkCudaFrame * f, guint64 dst);
 G_GNUC_INTERNAL
-    void gst_pinned_shm_sink_cuda_frame_unmap (GstPinnedShmSinkCudaFrame * f);
+void gst_pinned_shm_sink_cuda_frame_unmap (GstPinnedShmSinkCudaFrame * f);
 G_GNUC_INTERNAL
-    GstBuffer * gst_pinned_shm_sink_cuda_export (GstPinnedShmSink * self,
+GstBuffer *gst_pinned_shm_sink_cuda_export (GstPinnedShmSink * self,
     GstBuffer * buf, pf_producer_frame * frame, pf_segment ** segs);
 G_GNUC_INTERNAL
-    gboolean gst_pinned_shm_sink_cuda_propose (GstPinnedShmSink * self,
+gboolean gst_pinned_shm_sink_cuda_propose (GstPinnedShmSink * self,
     GstQuery * query, GstCaps * caps, const GstVideoInfo * info, guint count);
 G_GNUC_INTERNAL
-    void gst_pinned_shm_sink_cuda_set_context (GstPinnedShmSink * self,
+void gst_pinned_shm_sink_cuda_set_context (GstPinnedShmSink * self,
     GstContext * context);
 G_GNUC_INTERNAL
-    gboolean gst_pinned_shm_sink_cuda_query (GstPinnedShmSink * self,
+gboolean gst_pinned_shm_sink_cuda_query (GstPinnedShmSink * self,
     GstQuery * query);
-G_GNUC_INTERNAL void gst_pinned_shm_sink_cuda_stop (GstPinnedShmSink * self);
+G_GNUC_INTERNAL
+void gst_pinned_shm_sink_cuda_stop (GstPinnedShmSink * self);
 
 /* gstpinnedshmsinkbus.c: the producer's callbacks of @self (frames
  * released, clients connected and gone, drops, demotions, refusals) into
  * @callbacks. */
 G_GNUC_INTERNAL
-    void gst_pinned_shm_sink_set_callbacks (GstPinnedShmSink * self,
+void gst_pinned_shm_sink_set_callbacks (GstPinnedShmSink * self,
     pf_producer_callbacks * callbacks);
 
 /* gstpinnedshmsinkpool.c: the pools' slots (object lock held), the warning
  * when they cannot serve every consumer, the copy pool, the ALLOCATION
  * answer, the copy path and the mlock check. */
 G_GNUC_INTERNAL
-    guint gst_pinned_shm_sink_pool_count_locked (GstPinnedShmSink * self);
+guint gst_pinned_shm_sink_pool_count_locked (GstPinnedShmSink * self);
 G_GNUC_INTERNAL
-    void gst_pinned_shm_sink_check_pool_fits (GstPinnedShmSink * self);
+void gst_pinned_shm_sink_check_pool_fits (GstPinnedShmSink * self);
 G_GNUC_INTERNAL
-    void gst_pinned_shm_sink_set_copy_pool (GstPinnedShmSink * self,
+void gst_pinned_shm_sink_set_copy_pool (GstPinnedShmSink * self,
     GstBufferPool * pool);
 G_GNUC_INTERNAL
-    gboolean gst_pinned_shm_sink_propose_allocation (GstBaseSink * bsink,
+gboolean gst_pinned_shm_sink_propose_allocation (GstBaseSink * bsink,
     GstQuery * query);
 G_GNUC_INTERNAL
-    GstBuffer * gst_pinned_shm_sink_copy_to_pool (GstPinnedShmSink * self,
+GstBuffer *gst_pinned_shm_sink_copy_to_pool (GstPinnedShmSink * self,
     GstBuffer * buf, GstFlowReturn * ret);
 G_GNUC_INTERNAL
-    void gst_pinned_shm_sink_check_locked (GstPinnedShmSink * self,
+void gst_pinned_shm_sink_check_locked (GstPinnedShmSink * self,
     pf_segment * seg);
 
 /* gstpinnedshmsinkdmabuf.c: memory:DMABuf caps (offered where
  * /dev/udmabuf opens), the caps consumers get for them, the video info of
  * (DMA_DRM) caps and the copy of a buffer (foreign dmabufs mapped
  * read-only) into @dest: FALSE with an element error posted. */
-G_GNUC_INTERNAL gboolean gst_pinned_shm_sink_udmabuf_available (void);
 G_GNUC_INTERNAL
-    GstCaps * gst_pinned_shm_sink_get_caps (GstBaseSink * bsink,
-    GstCaps * filter);
-G_GNUC_INTERNAL gboolean gst_pinned_shm_sink_video_info (GstCaps * caps,
-    GstVideoInfo * info);
-G_GNUC_INTERNAL GstCaps *gst_pinned_shm_sink_wire_caps (GstCaps * caps,
+gboolean gst_pinned_shm_sink_udmabuf_available (void);
+G_GNUC_INTERNAL
+GstCaps *gst_pinned_shm_sink_get_caps (GstBaseSink * bsink, GstCaps * filter);
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_video_info (GstCaps * caps, GstVideoInfo * info);
+G_GNUC_INTERNAL
+GstCaps *gst_pinned_shm_sink_wire_caps (GstCaps * caps,
     const GstVideoInfo * info);
-G_GNUC_INTERNAL gboolean gst_pinned_shm_sink_copy_buffer (GstPinnedShmSink *
-    self, GstBuffer * buf, guint8 * dest, gsize size);
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_copy_buffer (GstPinnedShmSink * self,
+    GstBuffer * buf, guint8 * dest, gsize size);
 
 /* gstpinnedshmsinkrender.c: the render vfunc. */
 G_GNUC_INTERNAL
-    GstFlowReturn gst_pinned_shm_sink_render (GstBaseSink * bsink,
+GstFlowReturn gst_pinned_shm_sink_render (GstBaseSink * bsink,
     GstBuffer * buf);
 
 /* gstpinnedshmsinkstats.c: the stats property's structure. */
 G_GNUC_INTERNAL
-    GstStructure * gst_pinned_shm_sink_get_stats (GstPinnedShmSink * self);
+GstStructure *gst_pinned_shm_sink_get_stats (GstPinnedShmSink * self);
 
 G_END_DECLS
 #endif /* __GST_PINNED_SHM_SINK_PRIVATE_H__ */

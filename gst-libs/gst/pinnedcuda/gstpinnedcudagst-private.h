@@ -37,6 +37,7 @@
 #include <gst/video/video.h>
 
 G_BEGIN_DECLS
+
 /* gstcudamemory.h, gstcudacontext.h (1.22 to 1.28) */
 #define GST_PINNED_CUDA_GST_MAP_CUDA (GST_MAP_FLAG_LAST << 1)
 #define GST_PINNED_CUDA_GST_CAPS_FEATURE "memory:CUDAMemory"
@@ -45,9 +46,10 @@ G_BEGIN_DECLS
 #define GST_PINNED_CUDA_GST_ALLOC_MMAP 2
 /* GST_CUDA_MEMORY_TRANSFER_NEED_SYNC, 1.24+ */
 #define GST_PINNED_CUDA_GST_MEMORY_NEED_SYNC (GST_MEMORY_FLAG_LAST << 2)
+
 /* The public head of a GstCudaMemory (gstcudamemory.h, the same in 1.22
  * to 1.28): the memory, its GstCudaContext, the layout it was made with. */
-    typedef struct
+typedef struct
 {
   GstMemory mem;
   GObject *context;
@@ -65,32 +67,32 @@ typedef struct
   GType context_type;           /* GstCudaContext */
 
   /* 1.22 */
-    gboolean (*load_library) (void);
-    gboolean (*context_push) (gpointer ctx);
-    gboolean (*context_pop) (gpointer * cu_ctx);
-    gpointer (*context_get_handle) (gpointer ctx);
-    gboolean (*ensure_element_context) (GstElement * element, gint device_id,
+  gboolean (*load_library) (void);
+  gboolean (*context_push) (gpointer ctx);
+  gboolean (*context_pop) (gpointer * cu_ctx);
+  gpointer (*context_get_handle) (gpointer ctx);
+  gboolean (*ensure_element_context) (GstElement * element, gint device_id,
       gpointer * ctx);
-    gboolean (*handle_set_context) (GstElement * element,
+  gboolean (*handle_set_context) (GstElement * element,
       GstContext * context, gint device_id, gpointer * ctx);
-    gboolean (*handle_context_query) (GstElement * element, GstQuery * query,
+  gboolean (*handle_context_query) (GstElement * element, GstQuery * query,
       gpointer ctx);
   GstBufferPool *(*buffer_pool_new) (gpointer ctx);
-    gboolean (*is_cuda_memory) (GstMemory * mem);
+  gboolean (*is_cuda_memory) (GstMemory * mem);
   void (*memory_init_once) (void);
   /* 1.22 too, but optional: without them a context the element must make
    * is libgstcuda's own (cuCtxCreate), not the wrapped primary one */
-    gpointer (*context_new_wrapped) (gpointer cu_ctx, gint cu_device);
+  gpointer (*context_new_wrapped) (gpointer cu_ctx, gint cu_device);
   GstContext *(*context_new_cuda_context) (gpointer ctx);
   /* 1.22, optional: a GstCudaContext of a device (the tensor import) */
-    gpointer (*context_new) (guint device_id);
+  gpointer (*context_new) (guint device_id);
 
   /* 1.24+, NULL before; stream_new, stream_get_handle, stream_unref and
    * memory_get_stream are all set or all NULL */
-    gpointer (*stream_new) (gpointer ctx);
-    gpointer (*stream_get_handle) (gpointer stream);
+  gpointer (*stream_new) (gpointer ctx);
+  gpointer (*stream_get_handle) (gpointer stream);
   void (*stream_unref) (gpointer stream);
-    gpointer (*memory_get_stream) (GstMemory * mem);
+  gpointer (*memory_get_stream) (GstMemory * mem);
   void (*buffer_pool_config_set_cuda_stream) (GstStructure * config,
       gpointer stream);
   void (*memory_sync) (GstMemory * mem);
@@ -103,8 +105,8 @@ typedef struct
    * it) */
   void (*buffer_pool_config_set_cuda_alloc_method) (GstStructure * config,
       gint method);
-    gint (*memory_get_alloc_method) (GstMemory * mem);
-    gboolean (*memory_export) (GstMemory * mem, gpointer os_handle);
+  gint (*memory_get_alloc_method) (GstMemory * mem);
+  gboolean (*memory_export) (GstMemory * mem, gpointer os_handle);
 } GstPinnedCudaGst;
 
 /* The table, or NULL when libgstcuda-1.0.so.0 (or the file the environment
