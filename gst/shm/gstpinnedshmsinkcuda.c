@@ -115,6 +115,14 @@ segment_quark (void)
   return g_quark_from_static_string ("pinnedshmsink-cuda-export");
 }
 
+/* set on a memory whose export failed once: copied from then on, without
+ * asking (and logging) again every frame */
+static GQuark
+no_export_quark (void)
+{
+  return g_quark_from_static_string ("pinnedshmsink-cuda-no-export");
+}
+
 gboolean
 gst_pinned_shm_sink_cuda_usable (void)
 {
@@ -394,11 +402,16 @@ gst_pinned_shm_sink_cuda_export (GstPinnedShmSink * self, GstBuffer * buf,
       || gc->memory_get_alloc_method (mem) != GST_PINNED_CUDA_GST_ALLOC_MMAP
       || head->context == NULL || mem->offset != 0)
     return NULL;
+  if (gst_mini_object_get_qdata (GST_MINI_OBJECT_CAST (mem),
+          no_export_quark ()) != NULL)
+    return NULL;
   seg = memory_segment (mem, context_device (head->context), &why);
   if (seg == NULL) {
-    GST_WARNING_OBJECT (self, "virtual-memory frame not exportable, copied "
-        "instead: %s", why);
+    GST_WARNING_OBJECT (self, "virtual-memory frame not exportable, this "
+        "memory's frames are copied instead: %s", why);
     g_free (why);
+    gst_mini_object_set_qdata (GST_MINI_OBJECT_CAST (mem), no_export_quark (),
+        GINT_TO_POINTER (1), NULL);
     return NULL;
   }
   /* upstream's writes done before the frame is published */

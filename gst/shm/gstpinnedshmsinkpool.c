@@ -33,6 +33,8 @@
 
 #define GST_CAT_DEFAULT gst_pinned_shm_sink_debug
 
+#define MAX_CUDA_POOL_SIZE 32
+
 static gboolean
 gst_pinned_cuda_caps_is_cuda_memory (GstCaps * caps)
 {
@@ -267,8 +269,10 @@ gst_pinned_shm_sink_propose_allocation (GstBaseSink * bsink, GstQuery * query)
    * there is one (1.24+: frames published with no copy), else nothing of
    * ours (upstream's GstCudaMemory is copied once on the device) */
   if (gst_pinned_cuda_caps_is_cuda_memory (caps)) {
+    /* each memory is a device segment of its own: at most
+     * MAX_CUDA_POOL_SIZE, well inside a consumer's default 64 segments */
     gst_pinned_shm_sink_cuda_propose (self, query, caps, &info,
-        count + POOL_RESERVE);
+        MIN (count + POOL_RESERVE, MAX_CUDA_POOL_SIZE));
     return TRUE;
   }
 

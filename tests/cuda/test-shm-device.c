@@ -51,6 +51,9 @@
  *   allocation with no copy (device-copies 0, zero-copy-frames 20); read
  *   here byte-exact as in sink. Skipped (77) where nvcodec's cudaupload
  *   is not registered.
+ * sink-cuda-bad: memory:CUDAMemory caps and a system-memory buffer
+ *   (appsrc): the sink posts STREAM WRONG_TYPE ("not one GstCudaMemory"),
+ *   publishes nothing, no crash, nothing left on either side.
  * produce: the producer alone on SOCKET (RGBA 64x48, 20 frames, then EOS
  *   once they are back), for a gst-launch-1.0 consumer; on a GPU as on the
  *   emulators (their leak checks only where they are loaded).
@@ -65,6 +68,7 @@
 
 #include <gst/gst.h>
 #include <gst/app/gstappsink.h>
+#include <gst/app/gstappsrc.h>
 #include <gst/video/video.h>
 
 #include <dlfcn.h>
@@ -512,6 +516,64 @@ sink_producer_main (const char *path, gboolean vmm, gboolean cuda_memory)
   return 0;
 }
 
+/* The producer process of sink-cuda-bad: memory:CUDAMemory caps, and a
+ * buffer of system memory: the sink posts STREAM WRONG_TYPE, publishes
+ * nothing, crashes not, leaves no device memory behind. */
+static int
+sink_bad_main (const char *path)
+{
+  gchar *desc = g_strdup_printf ("appsrc name=a format=time caps="
+      "\"video/x-raw(memory:CUDAMemory),format=RGBA,width=%d,height=%d,"
+      "framerate=30/1\" ! pinnedshmsink name=s socket-path=%s "
+      "wait-for-connection=true", W, H, path);
+  GError *err = NULL;
+  GstElement *pipe, *a, *s;
+  GstMessage *msg;
+  GstBus *bus;
+  GError *e = NULL;
+  gchar *dbg = NULL;
+  GstBuffer *buf;
+
+  gst_init (NULL, NULL);
+  pipe = gst_parse_launch (desc, &err);
+  CHECK_MSG (pipe != NULL, "%s: %s", desc, err ? err->message : "?");
+  a = gst_bin_get_by_name (GST_BIN (pipe), "a");
+  s = gst_bin_get_by_name (GST_BIN (pipe), "s");
+  bus = gst_element_get_bus (pipe);
+  CHECK (gst_element_set_state (pipe, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  buf = gst_buffer_new_allocate (NULL, W * H * 4, NULL);
+  gst_buffer_memset (buf, 0, 0x5a, W * H * 4);
+  GST_BUFFER_PTS (buf) = 0;
+  CHECK (gst_app_src_push_buffer (GST_APP_SRC (a), buf) == GST_FLOW_OK);
+  msg = gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND,
+      GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
+  CHECK_MSG (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR,
+      "no error");
+  gst_message_parse_error (msg, &e, &dbg);
+  printf ("error from %s: %s (%s)\n", GST_MESSAGE_SRC_NAME (msg), e->message,
+      dbg ? dbg : "");
+  fflush (stdout);
+  CHECK (GST_MESSAGE_SRC (msg) == GST_OBJECT (s));
+  CHECK (g_error_matches (e, GST_STREAM_ERROR, GST_STREAM_ERROR_WRONG_TYPE));
+  CHECK (strstr (e->message, "not one GstCudaMemory") != NULL);
+  CHECK_INT (stat_u64 (s, "bytes"), ==, 0);
+  CHECK_INT (stat_u64 (s, "device-copies"), ==, 0);
+  g_clear_error (&e);
+  g_free (dbg);
+  gst_message_unref (msg);
+  CHECK (gst_element_set_state (pipe, GST_STATE_NULL) ==
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (bus);
+  gst_object_unref (a);
+  gst_object_unref (s);
+  gst_object_unref (pipe);
+  g_free (desc);
+  emu_up (TRUE);
+  check_vmm_empty ();
+  return 0;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -528,12 +590,13 @@ main (int argc, char **argv)
     return sink_producer_main (argv[2], TRUE, TRUE);
   if (strcmp (c, "frames") != 0 && strcmp (c, "nv12") != 0
       && strcmp (c, "sink") != 0 && strcmp (c, "sink-no-vmm") != 0
-      && strcmp (c, "sink-cuda") != 0
+      && strcmp (c, "sink-cuda") != 0 && strcmp (c, "sink-cuda-bad") != 0
       && strcmp (c, "no-vmm") != 0 && strcmp (c, "host-only") != 0
       && strcmp (c, "off") != 0) {
     fprintf (stderr,
-        "usage: %s frames|nv12|sink|sink-no-vmm|sink-cuda|no-vmm|host-only|"
-        "off, or " "%s produce|produce-cuda SOCKET\n", argv[0], argv[0]);
+        "usage: %s frames|nv12|sink|sink-no-vmm|sink-cuda|sink-cuda-bad|"
+        "no-vmm|host-only|off, or " "%s produce|produce-cuda SOCKET\n", argv[0],
+        argv[0]);
     return 2;
   }
   CHECK_MSG (getenv ("PFEMU_VMM") != NULL, "run with PFEMU_VMM=1 (meson)");
@@ -543,6 +606,8 @@ main (int argc, char **argv)
   /* the producer first: nothing here has touched CUDA yet */
   pid = pf_test_fork ();
   CHECK (pid >= 0);
+  if (pid == 0 && strcmp (c, "sink-cuda-bad") == 0)
+    _exit (sink_bad_main (path));
   if (pid == 0)
     _exit (strncmp (c, "sink", 4) == 0 ? sink_producer_main (path,
             strcmp (c, "sink-no-vmm") != 0, strcmp (c, "sink-cuda") == 0) :
@@ -595,8 +660,25 @@ main (int argc, char **argv)
     gst_object_unref (clk);
   }
   fds0 = pf_test_count_fds ();
-  run_pipeline (path, l, mid, want);
-  CHECK_INT (pf_test_exit_code (pf_test_wait (pid)), ==, 0);
+  if (strcmp (c, "sink-cuda-bad") == 0) {
+    /* a client, so that the sink renders; it gets no frame */
+    GstElement *pipe = gst_parse_launch_full ("pinnedshmsrc name=src "
+        "connect-timeout=20000 ! fakesink", NULL, GST_PARSE_FLAG_NONE, NULL);
+    GstElement *src = gst_bin_get_by_name (GST_BIN (pipe), "src");
+
+    g_object_set (src, "socket-path", path, NULL);
+    CHECK (gst_element_set_state (pipe, GST_STATE_PLAYING) !=
+        GST_STATE_CHANGE_FAILURE);
+    CHECK_INT (pf_test_exit_code (pf_test_wait (pid)), ==, 0);
+    CHECK_INT (stat_u64 (src, "frames"), ==, 0);
+    CHECK (gst_element_set_state (pipe, GST_STATE_NULL) ==
+        GST_STATE_CHANGE_SUCCESS);
+    gst_object_unref (src);
+    gst_object_unref (pipe);
+  } else {
+    run_pipeline (path, l, mid, want);
+    CHECK_INT (pf_test_exit_code (pf_test_wait (pid)), ==, 0);
+  }
   /* the pipeline's mappings and fds are gone with it */
   check_vmm_empty ();
   CHECK_INT (pf_test_count_fds (), ==, fds0);
