@@ -475,10 +475,14 @@ run_to_eos (const gchar * desc, GPtrArray * out)
 static int
 sink_producer_main (const char *path, gboolean vmm, gboolean cuda_memory)
 {
+  /* CUDAMemory: a pool of 1 x 2 + 2 slots (+ 2 on 1.24+, the buffers
+   * upstream fills) for 20 frames, so that buffers are recycled while the
+   * consumer may still read older ones */
   gchar *desc = g_strdup_printf ("%s ! %s ! pinnedshmsink name=s "
-      "socket-path=%s wait-for-connection=true", SINK_SOURCE, cuda_memory ?
+      "socket-path=%s wait-for-connection=true%s", SINK_SOURCE, cuda_memory ?
       "cudaupload ! video/x-raw(memory:CUDAMemory)" :
-      "pinnedcudaupload ! video/x-raw(memory:PinnedflowCUDA)", path);
+      "pinnedcudaupload ! video/x-raw(memory:PinnedflowCUDA)", path,
+      cuda_memory ? " max-clients=1 max-client-buffers=2" : "");
   GstElement *pipe, *s;
   guint major, minor, micro, nano;
   guint64 want_copies = vmm ? N_FRAMES : 0;
@@ -511,6 +515,19 @@ sink_producer_main (const char *path, gboolean vmm, gboolean cuda_memory)
   gst_object_unref (pipe);
   g_free (desc);
   emu_up (TRUE);
+  if (cuda_memory) {
+    /* device segments exported: the sink's caps probe, then its one slot
+     * segment (1.22), or each memory of its pool once (1.24+: 6 at most),
+     * never once per frame */
+    long exports = emu_query ("calls.cuMemExportToShareableHandle");
+
+    printf ("producer: %ld exports\n", exports);
+    fflush (stdout);
+    if (want_copies == 0)
+      CHECK_MSG (exports >= 2 && exports <= 1 + 6, "%ld exports", exports);
+    else
+      CHECK_INT (exports, ==, 2);
+  }
   /* every slot back, the segment gone with the sink */
   check_vmm_empty ();
   return 0;
