@@ -152,6 +152,12 @@ GstBuffer *gst_pinned_shm_sink_device_copy (GstPinnedShmSink * self,
     GstFlowReturn * ret);
 G_GNUC_INTERNAL
 void gst_pinned_shm_sink_device_stop (GstPinnedShmSink * self);
+/* ALLOCATION for memory:PinnedflowCUDA in device mode: a pool of
+ * buffers that are slots of a device segment (pinnedcudaupload writes into
+ * them; render publishes them with no copy); FALSE: none proposed. */
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_device_propose (GstPinnedShmSink * self,
+    GstQuery * query, GstCaps * caps, const GstVideoInfo * info, guint count);
 
 /* gstpinnedshmsinkcuda.c: memory:CUDAMemory input. usable: libgstcuda
  * loaded. frame_map: @buf's one GstCudaMemory mapped for its device
@@ -202,6 +208,11 @@ gboolean gst_pinned_shm_sink_cuda_query (GstPinnedShmSink * self,
     GstQuery * query);
 G_GNUC_INTERNAL
 void gst_pinned_shm_sink_cuda_stop (GstPinnedShmSink * self);
+/* The pipeline's GstCudaContext (found or made, kept in cuda_ctx), its
+ * CUcontext and device; FALSE without libgstcuda. */
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_cuda_context (GstPinnedShmSink * self,
+    gpointer * gst_ctx, gpointer * cu_ctx, gint * device);
 
 /* gstpinnedshmsinkbus.c: the producer's callbacks of @self (frames
  * released, clients connected and gone, drops, demotions, refusals) into

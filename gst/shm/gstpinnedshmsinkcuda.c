@@ -281,6 +281,21 @@ gst_pinned_shm_sink_cuda_stop (GstPinnedShmSink * self)
 }
 
 gboolean
+gst_pinned_shm_sink_cuda_context (GstPinnedShmSink * self, gpointer * gst_ctx,
+    gpointer * cu_ctx, gint * device)
+{
+  const GstPinnedCudaGst *gc = gst_pinned_cuda_gst_get ();
+
+  if (gc == NULL || !gc->ensure_element_context (GST_ELEMENT (self), -1,
+          (gpointer *) & self->cuda_ctx))
+    return FALSE;
+  *gst_ctx = self->cuda_ctx;
+  *cu_ctx = gc->context_get_handle (self->cuda_ctx);
+  *device = context_device (self->cuda_ctx);
+  return TRUE;
+}
+
+gboolean
 gst_pinned_shm_sink_cuda_propose (GstPinnedShmSink * self, GstQuery * query,
     GstCaps * caps, const GstVideoInfo * info, guint count)
 {
@@ -429,6 +444,13 @@ gst_pinned_shm_sink_cuda_export (GstPinnedShmSink * self, GstBuffer * buf,
 
 gboolean
 gst_pinned_shm_sink_cuda_usable (void)
+{
+  return FALSE;
+}
+
+gboolean
+gst_pinned_shm_sink_cuda_context (GstPinnedShmSink * self, gpointer * gst_ctx,
+    gpointer * cu_ctx, gint * device)
 {
   return FALSE;
 }

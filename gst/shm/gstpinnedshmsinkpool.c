@@ -276,6 +276,12 @@ gst_pinned_shm_sink_propose_allocation (GstBaseSink * bsink, GstQuery * query)
     return TRUE;
   }
 
+  /* memory:PinnedflowCUDA sent as device frames: slots of a device
+   * segment as buffers, which pinnedcudaupload writes into (no copy) */
+  if (gst_pinned_shm_sink_device_propose (self, query, caps, &info,
+          MIN (count, MAX_CUDA_POOL_SIZE)))
+    return TRUE;
+
   /* memory:DMABuf caps (a DMA_DRM format too) are the slots' layout in
    * plain terms for the pool; its memory is dmabufs where it can be */
   pool_caps = gst_pinned_shm_sink_wire_caps (caps, &info);

@@ -475,17 +475,17 @@ run_to_eos (const gchar * desc, GPtrArray * out)
 static int
 sink_producer_main (const char *path, gboolean vmm, gboolean cuda_memory)
 {
-  /* CUDAMemory: a pool of 1 x 2 + 2 slots (+ 2 on 1.24+, the buffers
-   * upstream fills) for 20 frames, so that buffers are recycled while the
-   * consumer may still read older ones */
+  /* a pool of 1 x 2 + 2 buffers (+ 2 for the VMM pool) for 20 frames,
+   * so that buffers are recycled while the consumer may still read older
+   * ones */
   gchar *desc = g_strdup_printf ("%s ! %s ! pinnedshmsink name=s "
-      "socket-path=%s wait-for-connection=true%s", SINK_SOURCE, cuda_memory ?
+      "socket-path=%s wait-for-connection=true max-clients=1 "
+      "max-client-buffers=2", SINK_SOURCE, cuda_memory ?
       "cudaupload ! video/x-raw(memory:CUDAMemory)" :
-      "pinnedcudaupload ! video/x-raw(memory:PinnedflowCUDA)", path,
-      cuda_memory ? " max-clients=1 max-client-buffers=2" : "");
+      "pinnedcudaupload ! video/x-raw(memory:PinnedflowCUDA)", path);
   GstElement *pipe, *s;
   guint major, minor, micro, nano;
-  guint64 want_copies = vmm ? N_FRAMES : 0;
+  guint64 want_copies = vmm && cuda_memory ? N_FRAMES : 0;
 
   if (!vmm)
     unsetenv ("PFEMU_VMM");
@@ -505,6 +505,8 @@ sink_producer_main (const char *path, gboolean vmm, gboolean cuda_memory)
   CHECK_INT (stat_u64 (s, "frames"), ==, N_FRAMES);
   CHECK_INT (stat_u64 (s, "device-copies"), ==, want_copies);
   if (vmm && want_copies == 0) {
+    /* pinnedcudaupload wrote into the sink's device slots (any version),
+     * or cudaupload into its virtual-memory pool (1.24+) */
     CHECK_INT (stat_u64 (s, "zero-copy-frames"), ==, N_FRAMES);
     CHECK_INT (stat_u64 (s, "copies"), ==, 0);
   } else {
@@ -515,18 +517,21 @@ sink_producer_main (const char *path, gboolean vmm, gboolean cuda_memory)
   gst_object_unref (pipe);
   g_free (desc);
   emu_up (TRUE);
-  if (cuda_memory) {
-    /* device segments exported: the sink's caps probe, then its one slot
-     * segment (1.22), or each memory of its pool once (1.24+: 6 at most),
-     * never once per frame */
+  if (vmm) {
+    /* device segments exported: the sink's caps probe, then the slots'
+     * segment (the copy's, or the pool proposed to pinnedcudaupload, made
+     * again at most once when it asks for more), or each memory of the
+     * VMM pool once (1.24+: 6 at most); never once per frame */
     long exports = emu_query ("calls.cuMemExportToShareableHandle");
 
     printf ("producer: %ld exports\n", exports);
     fflush (stdout);
-    if (want_copies == 0)
+    if (cuda_memory && want_copies == 0)
       CHECK_MSG (exports >= 2 && exports <= 1 + 6, "%ld exports", exports);
-    else
+    else if (cuda_memory)
       CHECK_INT (exports, ==, 2);
+    else
+      CHECK_MSG (exports >= 2 && exports <= 3, "%ld exports", exports);
   }
   /* every slot back, the segment gone with the sink */
   check_vmm_empty ();
