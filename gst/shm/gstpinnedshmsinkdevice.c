@@ -199,9 +199,10 @@ typedef struct
   gpointer cu_ctx;              /* the memories' context, or NULL (primary) */
   GstObject *ctx_owner;         /* what keeps it alive (a ref), or NULL */
 
-  /* set_config (): the layout, the slots */
+  /* set_config (): the layout, the slots wanted; start (): the slots */
   GstPinnedCudaLayout layout;
   gsize pitch;
+  guint max;
   GstPinnedShmSinkDevice *slots;
 } SlotBufferPool;
 
@@ -227,7 +228,6 @@ slot_buffer_pool_set_config (GstBufferPool * pool, GstStructure * config)
   GstCaps *caps = NULL;
   guint size, min, max;
   GstVideoInfo info;
-  gchar *why = NULL;
   gsize frame;
 
   if (!gst_buffer_pool_config_get_params (config, &caps, &size, &min, &max)
@@ -240,20 +240,32 @@ slot_buffer_pool_set_config (GstBufferPool * pool, GstStructure * config)
   if (max == 0 || max > MAX_SLOTS)
     max = MAX_SLOTS;
   min = MIN (min, max);
-  /* upstream configures again what was proposed: the same segment */
-  if (self->slots != NULL && (self->slots->frame_size != frame
-          || self->slots->n_slots < max))
-    g_clear_pointer (&self->slots, slot_pool_unref);
-  if (self->slots == NULL)
-    self->slots = slot_pool_new (self->device, frame, max, &why);
-  if (self->slots == NULL) {
-    GST_WARNING_OBJECT (pool, "no device segment for the pool: %s", why);
-    g_free (why);
-    return FALSE;
-  }
+  self->max = max;
   gst_buffer_pool_config_set_params (config, caps, frame, min, max);
   return GST_BUFFER_POOL_CLASS (slot_buffer_pool_parent_class)->set_config
       (pool, config);
+}
+
+/* The device segment, made when the pool is activated (not for a pool
+ * only proposed), kept when it fits what was configured again. */
+static gboolean
+slot_buffer_pool_start (GstBufferPool * pool)
+{
+  SlotBufferPool *self = (SlotBufferPool *) pool;
+  gsize frame = self->pitch * self->layout.total_rows;
+  gchar *why = NULL;
+
+  if (self->slots != NULL && (self->slots->frame_size != frame
+          || self->slots->n_slots < self->max))
+    g_clear_pointer (&self->slots, slot_pool_unref);
+  if (self->slots == NULL)
+    self->slots = slot_pool_new (self->device, frame, self->max, &why);
+  if (self->slots == NULL) {
+    GST_ERROR_OBJECT (pool, "no device segment for the pool: %s", why);
+    g_free (why);
+    return FALSE;
+  }
+  return GST_BUFFER_POOL_CLASS (slot_buffer_pool_parent_class)->start (pool);
 }
 
 static GstFlowReturn
@@ -349,6 +361,7 @@ slot_buffer_pool_class_init (SlotBufferPoolClass * klass)
   gobject_class->finalize = slot_buffer_pool_finalize;
   pool_class->get_options = slot_buffer_pool_get_options;
   pool_class->set_config = slot_buffer_pool_set_config;
+  pool_class->start = slot_buffer_pool_start;
   pool_class->alloc_buffer = slot_buffer_pool_alloc;
 }
 
@@ -674,9 +687,10 @@ typedef struct
   gpointer cu_ctx;              /* the memories' context, or NULL (primary) */
   GstObject *ctx_owner;         /* what keeps it alive (a ref), or NULL */
 
-  /* set_config (): the layout, the slots */
+  /* set_config (): the layout, the slots wanted; start (): the slots */
   GstPinnedCudaLayout layout;
   gsize pitch;
+  guint max;
   GstPinnedShmSinkDevice *slots;
 } SlotBufferPool;
 
@@ -702,7 +716,6 @@ slot_buffer_pool_set_config (GstBufferPool * pool, GstStructure * config)
   GstCaps *caps = NULL;
   guint size, min, max;
   GstVideoInfo info;
-  gchar *why = NULL;
   gsize frame;
 
   if (!gst_buffer_pool_config_get_params (config, &caps, &size, &min, &max)
@@ -715,20 +728,32 @@ slot_buffer_pool_set_config (GstBufferPool * pool, GstStructure * config)
   if (max == 0 || max > MAX_SLOTS)
     max = MAX_SLOTS;
   min = MIN (min, max);
-  /* upstream configures again what was proposed: the same segment */
-  if (self->slots != NULL && (self->slots->frame_size != frame
-          || self->slots->n_slots < max))
-    g_clear_pointer (&self->slots, slot_pool_unref);
-  if (self->slots == NULL)
-    self->slots = slot_pool_new (self->device, frame, max, &why);
-  if (self->slots == NULL) {
-    GST_WARNING_OBJECT (pool, "no device segment for the pool: %s", why);
-    g_free (why);
-    return FALSE;
-  }
+  self->max = max;
   gst_buffer_pool_config_set_params (config, caps, frame, min, max);
   return GST_BUFFER_POOL_CLASS (slot_buffer_pool_parent_class)->set_config
       (pool, config);
+}
+
+/* The device segment, made when the pool is activated (not for a pool
+ * only proposed), kept when it fits what was configured again. */
+static gboolean
+slot_buffer_pool_start (GstBufferPool * pool)
+{
+  SlotBufferPool *self = (SlotBufferPool *) pool;
+  gsize frame = self->pitch * self->layout.total_rows;
+  gchar *why = NULL;
+
+  if (self->slots != NULL && (self->slots->frame_size != frame
+          || self->slots->n_slots < self->max))
+    g_clear_pointer (&self->slots, slot_pool_unref);
+  if (self->slots == NULL)
+    self->slots = slot_pool_new (self->device, frame, self->max, &why);
+  if (self->slots == NULL) {
+    GST_ERROR_OBJECT (pool, "no device segment for the pool: %s", why);
+    g_free (why);
+    return FALSE;
+  }
+  return GST_BUFFER_POOL_CLASS (slot_buffer_pool_parent_class)->start (pool);
 }
 
 static GstFlowReturn
@@ -824,6 +849,7 @@ slot_buffer_pool_class_init (SlotBufferPoolClass * klass)
   gobject_class->finalize = slot_buffer_pool_finalize;
   pool_class->get_options = slot_buffer_pool_get_options;
   pool_class->set_config = slot_buffer_pool_set_config;
+  pool_class->start = slot_buffer_pool_start;
   pool_class->alloc_buffer = slot_buffer_pool_alloc;
 }
 
