@@ -57,7 +57,43 @@ GST_DEBUG_CATEGORY_EXTERN (gst_pinned_shm_sink_debug);
 /* max-clients=0 (no limit) sizes an auto pool as if for this many */
 #define UNLIMITED_POOL_CLIENTS 4
 
+/* gstpinnedshmsinkslots.c: a device segment cut into slots (refcounted;
+ * lock guards busy, cond is signalled when a slot is freed), and a token
+ * holding one slot and a reference. */
+#define GST_PINNED_SHM_SINK_MAX_SLOTS 64
 typedef struct _GstPinnedShmSinkDevice GstPinnedShmSinkDevice;
+struct _GstPinnedShmSinkDevice
+{
+  gint refcount;
+  GMutex lock;
+  GCond cond;
+  pf_segment *seg;
+  guint64 base;                 /* device address of the segment */
+  gsize frame_size, slot_size;
+  guint n_slots;
+  guint64 busy;                 /* bit per slot, under lock */
+  gint device;
+};
+
+typedef struct
+{
+  GstPinnedShmSinkDevice *pool;
+  guint slot;
+} GstPinnedShmSinkSlotToken;
+
+/* Slots for frames of @frame_size bytes on @device (2 to MAX_SLOTS), or
+ * NULL (*@why). */
+G_GNUC_INTERNAL
+GstPinnedShmSinkDevice *gst_pinned_shm_sink_slots_new (gint device,
+    gsize frame_size, guint n_slots, gchar ** why);
+G_GNUC_INTERNAL
+void gst_pinned_shm_sink_slots_unref (GstPinnedShmSinkDevice * pool);
+/* A free slot marked busy, or -1 (lock held). */
+G_GNUC_INTERNAL
+gint gst_pinned_shm_sink_slots_take_locked (GstPinnedShmSinkDevice * pool);
+/* Frees the token's slot (signals cond) and drops its reference. */
+G_GNUC_INTERNAL
+void gst_pinned_shm_sink_slot_token_free (gpointer token);
 
 struct _GstPinnedShmSink
 {
@@ -152,12 +188,20 @@ GstBuffer *gst_pinned_shm_sink_device_copy (GstPinnedShmSink * self,
     GstFlowReturn * ret);
 G_GNUC_INTERNAL
 void gst_pinned_shm_sink_device_stop (GstPinnedShmSink * self);
-/* ALLOCATION for memory:PinnedflowCUDA in device mode: a pool of
- * buffers that are slots of a device segment (pinnedcudaupload writes into
- * them; render publishes them with no copy); FALSE: none proposed. */
+/* gstpinnedshmsinkcudapool.c: ALLOCATION for memory:PinnedflowCUDA in
+ * device mode: a pool of buffers that are slots of a device segment
+ * (pinnedcudaupload writes into them); FALSE: none proposed. */
 G_GNUC_INTERNAL
 gboolean gst_pinned_shm_sink_device_propose (GstPinnedShmSink * self,
     GstQuery * query, GstCaps * caps, const GstVideoInfo * info, guint count);
+/* render, device mode: a buffer of that pool published from its slot once
+ * upstream's copy into it is complete (its event), with no copy, @frame's
+ * chunk and @segs set, the token returned (a reference to @buf); NULL:
+ * not such a buffer (*@ret GST_FLOW_OK), or an error posted. */
+G_GNUC_INTERNAL
+GstBuffer *gst_pinned_shm_sink_device_publish_slot (GstPinnedShmSink * self,
+    GstBuffer * buf, pf_producer_frame * frame, pf_segment ** segs,
+    GstFlowReturn * ret);
 
 /* gstpinnedshmsinkcuda.c: memory:CUDAMemory input. usable: libgstcuda
  * loaded. frame_map: @buf's one GstCudaMemory mapped for its device
