@@ -225,8 +225,12 @@ gst_pinned_shm_sink_device_propose (GstPinnedShmSink * self, GstQuery * query,
   const GstPinnedCudaRuntime *rt;
   gint device = 0;
   guint size;
+  GstCapsFeatures *f = gst_caps_get_features (caps, 0);
 
-  if (!self->device_mode || self->cuda_memory_input)
+  /* the caps being asked about, as set_caps decided for them */
+  if (!self->device_mode || self->cuda_memory_input || f == NULL
+      || gst_caps_features_is_any (f)
+      || !gst_caps_features_contains (f, "memory:PinnedflowCUDA"))
     return FALSE;
   /* the pipeline's GstCudaContext where libgstcuda is, as pinnedcudaupload
    * takes it; else the device's primary context */
