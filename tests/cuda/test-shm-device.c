@@ -55,6 +55,8 @@
  *   allocation with no copy (device-copies 0, zero-copy-frames 20); read
  *   here byte-exact as in sink. Skipped (77) where nvcodec's cudaupload
  *   is not registered.
+ * sink-cuda-nv12: sink-cuda in NV12 (two planes, each copied at its video
+ *   meta's offset and stride on 1.22), both planes byte-exact.
  * sink-cuda-bad: memory:CUDAMemory caps and a system-memory buffer
  *   (appsrc): the sink posts STREAM WRONG_TYPE ("not one GstCudaMemory"),
  *   publishes nothing, no crash, nothing left on either side.
@@ -115,8 +117,14 @@ static const layout NV12 = { "NV12", 2, {W, W}, {H, H / 2}, {0, H} };
 /* the sink case: what videotestsrc made, frame by frame (GstBuffer) */
 static GPtrArray *expected;
 
-#define SINK_SOURCE "videotestsrc num-buffers=20 pattern=ball ! " \
-  "video/x-raw,format=RGBA,width=64,height=48,framerate=30/1"
+/* the sink cases' source, in @format (RGBA, NV12) */
+static gchar *
+sink_source (const char *format)
+{
+  return g_strdup_printf ("videotestsrc num-buffers=%d pattern=ball ! "
+      "video/x-raw,format=%s,width=%d,height=%d,framerate=30/1", N_FRAMES,
+      format, W, H);
+}
 
 static guint8
 pixel (uint64_t seq, guint plane, gsize row, gsize x)
@@ -294,17 +302,20 @@ check_frame (GstSample * sample, const layout * l, uint64_t seq)
           GST_MAP_READ));
   if (expected != NULL) {
     GstVideoFrame want;
-    const guint8 *d = GST_VIDEO_FRAME_PLANE_DATA (&frame, 0);
 
     CHECK (seq <= expected->len);
     CHECK (gst_video_frame_map (&want, &info, g_ptr_array_index (expected,
                 seq - 1), GST_MAP_READ));
-    for (r = 0; r < H; r++)
-      CHECK_MSG (memcmp (d + r * GST_VIDEO_FRAME_PLANE_STRIDE (&frame, 0),
-              (const guint8 *) GST_VIDEO_FRAME_PLANE_DATA (&want, 0) +
-              r * GST_VIDEO_FRAME_PLANE_STRIDE (&want, 0), W * 4) == 0,
-          "frame %" G_GUINT64_FORMAT " row %" G_GSIZE_FORMAT " differs", seq,
-          r);
+    for (pl = 0; pl < l->n_planes; pl++) {
+      const guint8 *d = GST_VIDEO_FRAME_PLANE_DATA (&frame, pl);
+      const guint8 *w = GST_VIDEO_FRAME_PLANE_DATA (&want, pl);
+
+      for (r = 0; r < l->rows[pl]; r++)
+        CHECK_MSG (memcmp (d + r * GST_VIDEO_FRAME_PLANE_STRIDE (&frame, pl),
+                w + r * GST_VIDEO_FRAME_PLANE_STRIDE (&want, pl),
+                l->width_bytes[pl]) == 0, "frame %" G_GUINT64_FORMAT
+            " plane %u row %" G_GSIZE_FORMAT " differs", seq, pl, r);
+    }
     gst_video_frame_unmap (&want);
     gst_video_frame_unmap (&frame);
     return;
@@ -477,15 +488,16 @@ run_to_eos (const gchar * desc, GPtrArray * out)
  * through pinnedshmsink, one device copy each; without virtual memory
  * (@vmm FALSE) one download each, host frames. */
 static int
-sink_producer_main (const char *path, gboolean vmm, gboolean cuda_memory,
-    gboolean tee)
+sink_producer_main (const char *path, const char *format, gboolean vmm,
+    gboolean cuda_memory, gboolean tee)
 {
+  gchar *source = sink_source (format);
   /* a pool of 1 x 2 + 2 buffers (+ 2 for the VMM pool) for 20 frames,
    * so that buffers are recycled while the consumer may still read older
    * ones */
   gchar *desc = g_strdup_printf ("%s ! %s ! %s pinnedshmsink name=s "
       "socket-path=%s wait-for-connection=true max-clients=1 "
-      "max-client-buffers=2%s", SINK_SOURCE, cuda_memory ?
+      "max-client-buffers=2%s", source, cuda_memory ?
       "cudaupload ! video/x-raw(memory:CUDAMemory)" :
       "pinnedcudaupload ! video/x-raw(memory:PinnedflowCUDA)",
       tee ? "tee name=t t. ! queue !" : "", path,
@@ -523,6 +535,7 @@ sink_producer_main (const char *path, gboolean vmm, gboolean cuda_memory,
   gst_object_unref (s);
   gst_object_unref (pipe);
   g_free (desc);
+  g_free (source);
   emu_up (TRUE);
   if (vmm) {
     /* device segments exported: the sink's caps probe, then the slots'
@@ -607,7 +620,8 @@ int
 main (int argc, char **argv)
 {
   const char *c = argc > 1 ? argv[1] : "";
-  const layout *l = strcmp (c, "nv12") == 0 ? &NV12 : &RGBA;
+  const layout *l = strcmp (c, "nv12") == 0
+      || strcmp (c, "sink-cuda-nv12") == 0 ? &NV12 : &RGBA;
   const char *mid = "! pinnedcudadownload name=down", *want = NULL;
   char dir[256], path[300];
   pid_t pid;
@@ -616,16 +630,16 @@ main (int argc, char **argv)
   if (strcmp (c, "produce") == 0 && argc == 3)
     return producer_main (argv[2], &RGBA, FALSE);
   if (strcmp (c, "produce-cuda") == 0 && argc == 3)
-    return sink_producer_main (argv[2], TRUE, TRUE, FALSE);
+    return sink_producer_main (argv[2], "RGBA", TRUE, TRUE, FALSE);
   if (strcmp (c, "frames") != 0 && strcmp (c, "nv12") != 0
       && strcmp (c, "sink") != 0 && strcmp (c, "sink-no-vmm") != 0
       && strcmp (c, "sink-cuda") != 0 && strcmp (c, "sink-cuda-bad") != 0
-      && strcmp (c, "sink-copy") != 0
+      && strcmp (c, "sink-copy") != 0 && strcmp (c, "sink-cuda-nv12") != 0
       && strcmp (c, "no-vmm") != 0 && strcmp (c, "host-only") != 0
       && strcmp (c, "off") != 0) {
     fprintf (stderr,
         "usage: %s frames|nv12|sink|sink-copy|sink-no-vmm|sink-cuda|"
-        "sink-cuda-bad|no-vmm|host-only|off, or "
+        "sink-cuda-nv12|sink-cuda-bad|no-vmm|host-only|off, or "
         "%s produce|produce-cuda SOCKET\n", argv[0], argv[0]);
     return 2;
   }
@@ -640,8 +654,9 @@ main (int argc, char **argv)
     _exit (sink_bad_main (path));
   if (pid == 0)
     _exit (strncmp (c, "sink", 4) == 0 ? sink_producer_main (path,
-            strcmp (c, "sink-no-vmm") != 0, strcmp (c, "sink-cuda") == 0,
-            strcmp (c, "sink-copy") == 0) : producer_main (path, l, TRUE));
+            l->format, strcmp (c, "sink-no-vmm") != 0,
+            strncmp (c, "sink-cuda", 9) == 0, strcmp (c,
+                "sink-copy") == 0) : producer_main (path, l, TRUE));
 
   if (strcmp (c, "no-vmm") == 0) {
     /* this process's driver cannot import virtual memory */
@@ -657,7 +672,7 @@ main (int argc, char **argv)
     want = "device-frames=off";
   }
   gst_init (&argc, &argv);
-  if (strcmp (c, "sink-cuda") == 0) {
+  if (strncmp (c, "sink-cuda", 9) == 0 && strcmp (c, "sink-cuda-bad") != 0) {
     GstElementFactory *up = gst_element_factory_find ("cudaupload");
 
     if (up == NULL) {
@@ -673,8 +688,13 @@ main (int argc, char **argv)
     /* the frames the producer's videotestsrc makes, made here on the CPU */
     expected = g_ptr_array_new_with_free_func ((GDestroyNotify)
         gst_buffer_unref);
-    gst_object_unref (run_to_eos (SINK_SOURCE " ! appsink name=sink "
-            "sync=false", expected));
+    gchar *source = sink_source (l->format);
+    gchar *desc = g_strdup_printf ("%s ! appsink name=sink sync=false",
+        source);
+
+    gst_object_unref (run_to_eos (desc, expected));
+    g_free (desc);
+    g_free (source);
     CHECK_INT (expected->len, ==, N_FRAMES);
   }
   emu_up (TRUE);
