@@ -159,6 +159,14 @@ gst_pinned_shm_sink_cuda_frame_map (GstPinnedShmSink * self, GstBuffer * buf,
             gc == NULL ? ", libgstcuda not loaded" : ""));
     return FALSE;
   }
+  if (mem->offset != 0) {
+    /* a GST_MAP_CUDA map gives the allocation's start, whatever the
+     * memory's offset: a shared sub-memory is not read here */
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("A GstCudaMemory frame at an offset in its memory is not supported"),
+        ("offset %" G_GSIZE_FORMAT, mem->offset));
+    return FALSE;
+  }
   head = (GstPinnedCudaGstMemoryHead *) mem;
   f->n_planes = GST_VIDEO_INFO_N_PLANES (vinfo);
   for (p = 0; p < f->n_planes; p++) {
