@@ -23,6 +23,12 @@
  * the one dataflow nodes use through pf_node_frame_upload(): one code path,
  * one registration per segment and process.
  *
+ * Its device frames come from its own bounded pool, except where
+ * downstream proposes a pool of device slots (pinnedshmsink's, option
+ * GstBufferPoolOptionPinnedflowCUDASlots) whose memory is pinnedflow CUDA
+ * memory of this element's device and context: the copies then go straight
+ * into the slots the sink publishes from (no copy there).
+ *
  * memory:PinnedflowCUDA buffers are pushed as soon as their copies are
  * queued; readers wait on their event (see gstpinnedcuda.h; mapping for the
  * CPU waits). memory:CUDAMemory buffers: with GStreamer 1.24 or later they
