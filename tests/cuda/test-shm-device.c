@@ -57,6 +57,10 @@
  *   is not registered.
  * sink-cuda-nv12: sink-cuda in NV12 (two planes, each copied at its video
  *   meta's offset and stride on 1.22), both planes byte-exact.
+ * relay: the frames case's producer, relayed by a middle process
+ *   (pinnedshmsrc device-frames=on ! pinnedshmsink: the source's read-only
+ *   wrapped memory copied once device to device, device-copies 20), read
+ *   here byte-exact as in frames.
  * sink-cuda-bad: memory:CUDAMemory caps and a system-memory buffer
  *   (appsrc): the sink posts STREAM WRONG_TYPE ("not one GstCudaMemory"),
  *   publishes nothing, no crash, nothing left on either side.
@@ -558,6 +562,36 @@ sink_producer_main (const char *path, const char *format, gboolean vmm,
   return 0;
 }
 
+/* The middle process of relay: another producer's device frames
+ * (pinnedshmsrc device-frames=on: read-only wrapped memory) into
+ * pinnedshmsink on @out, each copied once device to device. */
+static int
+relay_main (const char *in, const char *out)
+{
+  gchar *desc = g_strdup_printf ("pinnedshmsrc socket-path=%s "
+      "connect-timeout=20000 delivery=every-frame device-frames=on ! "
+      "pinnedshmsink name=s socket-path=%s wait-for-connection=true "
+      "max-clients=1 max-client-buffers=2", in, out);
+  GstElement *pipe, *s;
+
+  gst_init (NULL, NULL);
+  pipe = run_to_eos (desc, NULL);
+  s = gst_bin_get_by_name (GST_BIN (pipe), "s");
+  printf ("relay: frames %" G_GUINT64_FORMAT ", device-copies %"
+      G_GUINT64_FORMAT "\n", stat_u64 (s, "frames"),
+      stat_u64 (s, "device-copies"));
+  fflush (stdout);
+  CHECK_INT (stat_u64 (s, "frames"), ==, N_FRAMES);
+  CHECK_INT (stat_u64 (s, "device-copies"), ==, N_FRAMES);
+  CHECK_INT (stat_u64 (s, "zero-copy-frames"), ==, 0);
+  gst_object_unref (s);
+  gst_object_unref (pipe);
+  g_free (desc);
+  emu_up (TRUE);
+  check_vmm_empty ();
+  return 0;
+}
+
 /* The producer process of sink-cuda-bad: memory:CUDAMemory caps, and a
  * buffer of system memory: the sink posts STREAM WRONG_TYPE, publishes
  * nothing, crashes not, leaves no device memory behind. */
@@ -623,8 +657,8 @@ main (int argc, char **argv)
   const layout *l = strcmp (c, "nv12") == 0
       || strcmp (c, "sink-cuda-nv12") == 0 ? &NV12 : &RGBA;
   const char *mid = "! pinnedcudadownload name=down", *want = NULL;
-  char dir[256], path[300];
-  pid_t pid;
+  char dir[256], path[300], relay_path[300];
+  pid_t pid, relay = -1;
   int fds0;
 
   if (strcmp (c, "produce") == 0 && argc == 3)
@@ -635,17 +669,19 @@ main (int argc, char **argv)
       && strcmp (c, "sink") != 0 && strcmp (c, "sink-no-vmm") != 0
       && strcmp (c, "sink-cuda") != 0 && strcmp (c, "sink-cuda-bad") != 0
       && strcmp (c, "sink-copy") != 0 && strcmp (c, "sink-cuda-nv12") != 0
+      && strcmp (c, "relay") != 0
       && strcmp (c, "no-vmm") != 0 && strcmp (c, "host-only") != 0
       && strcmp (c, "off") != 0) {
     fprintf (stderr,
         "usage: %s frames|nv12|sink|sink-copy|sink-no-vmm|sink-cuda|"
-        "sink-cuda-nv12|sink-cuda-bad|no-vmm|host-only|off, or "
+        "sink-cuda-nv12|sink-cuda-bad|relay|no-vmm|host-only|off, or "
         "%s produce|produce-cuda SOCKET\n", argv[0], argv[0]);
     return 2;
   }
   CHECK_MSG (getenv ("PFEMU_VMM") != NULL, "run with PFEMU_VMM=1 (meson)");
   CHECK_INT (pf_test_make_tmpdir (dir, sizeof (dir), "pf-shm-device"), ==, 0);
   snprintf (path, sizeof (path), "%s/sock", dir);
+  snprintf (relay_path, sizeof (relay_path), "%s/relay", dir);
 
   /* the producer first: nothing here has touched CUDA yet */
   pid = pf_test_fork ();
@@ -657,6 +693,13 @@ main (int argc, char **argv)
             l->format, strcmp (c, "sink-no-vmm") != 0,
             strncmp (c, "sink-cuda", 9) == 0, strcmp (c,
                 "sink-copy") == 0) : producer_main (path, l, TRUE));
+  if (strcmp (c, "relay") == 0) {
+    /* the middle process, forked before CUDA too; this one reads it */
+    relay = pf_test_fork ();
+    CHECK (relay >= 0);
+    if (relay == 0)
+      _exit (relay_main (path, relay_path));
+  }
 
   if (strcmp (c, "no-vmm") == 0) {
     /* this process's driver cannot import virtual memory */
@@ -686,11 +729,12 @@ main (int argc, char **argv)
   }
   if (strncmp (c, "sink", 4) == 0) {
     /* the frames the producer's videotestsrc makes, made here on the CPU */
-    expected = g_ptr_array_new_with_free_func ((GDestroyNotify)
-        gst_buffer_unref);
     gchar *source = sink_source (l->format);
     gchar *desc = g_strdup_printf ("%s ! appsink name=sink sync=false",
         source);
+
+    expected = g_ptr_array_new_with_free_func ((GDestroyNotify)
+        gst_buffer_unref);
 
     gst_object_unref (run_to_eos (desc, expected));
     g_free (desc);
@@ -726,7 +770,9 @@ main (int argc, char **argv)
     gst_object_unref (src);
     gst_object_unref (pipe);
   } else {
-    run_pipeline (path, l, mid, want);
+    run_pipeline (relay > 0 ? relay_path : path, l, mid, want);
+    if (relay > 0)
+      CHECK_INT (pf_test_exit_code (pf_test_wait (relay)), ==, 0);
     CHECK_INT (pf_test_exit_code (pf_test_wait (pid)), ==, 0);
   }
   /* the pipeline's mappings and fds are gone with it */
