@@ -12,7 +12,12 @@
  * domain is connected, one pinned host pool (a memfd segment registered
  * with cuMemHostRegister, made at the first download), a slot loaned per
  * frame, the frame copied into it once (cuMemcpyDtoH, then
- * cuCtxSynchronize). A slot goes back to its pool when its variant's token
+ * cuCtxSynchronize); for consumers that named another device of this
+ * process, a pool of device slots on that device, as for uploads, the
+ * frame copied into a slot once (cuMemcpyPeer from the stream's device,
+ * then cuCtxSynchronize in the destination's context: strict, each side
+ * in its own device's context, never a cuMemcpyDtoD across devices).
+ * A slot goes back to its pool when its variant's token
  * does (every consumer of that domain released it, or nobody got it).
  *
  * Tokens: PF_DOMAINS_TOKEN_MIN + (domain << 16) + slot; domain
@@ -55,6 +60,9 @@ static struct
   int (*host_register) (void *p, size_t bytes, unsigned int flags);
   int (*host_unregister) (void *p);
   int (*ctx_sync) (void);
+  /* optional: without it, a device stream's other devices are unreachable */
+  int (*memcpy_peer) (uint64_t dst, void *dst_ctx, uint64_t src,
+      void *src_ctx, size_t bytes);
 } drv;
 static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
 
@@ -85,6 +93,8 @@ drv_load (void)
       !drv.ctx_push || !drv.ctx_pop || !drv.memcpy_htod || !drv.memcpy_dtoh
       || !drv.host_register || !drv.host_unregister || !drv.ctx_sync)
     memset (&drv, 0, sizeof (drv));
+  else
+    *(void **) &drv.memcpy_peer = dlsym (h, "cuMemcpyPeer");
   /* the handle stays open for the process's life, as the CUDA layer's */
 }
 
@@ -267,13 +277,23 @@ loan_slot (pf_pool * pool, pf_producer * transport, pf_pool_slot * slot)
   return err < 0 ? -EAGAIN : 0;
 }
 
-/* One copy into a slot of @pool in context @ctx (@htod: @host to the
- * slot, else @dev_ptr to the slot's host memory): 0 with the slot in
- * @slot, -EAGAIN (none free), -EIO (the copy failed: the slot went back). */
-static int
-copy_into (pf_pool * pool, void *ctx, pf_producer * transport, int htod,
-    const void *host, uint64_t dev_ptr, uint64_t size, pf_pool_slot * slot)
+enum
 {
+  COPY_HTOD,                    /* @host to a device slot */
+  COPY_DTOH,                    /* @dev_ptr to a host slot */
+  COPY_PEER,                    /* @dev_ptr (in @src_ctx) to a device slot */
+};
+
+/* One copy into a slot of @pool in context @ctx (@kind: see above):
+ * 0 with the slot in @slot, -EAGAIN (none free), -EIO (the copy failed:
+ * the slot went back). */
+static int
+copy_into (pf_pool * pool, void *ctx, pf_producer * transport, int kind,
+    const void *host, uint64_t dev_ptr, void *src_ctx, uint64_t size,
+    pf_pool_slot * slot)
+{
+  uint64_t dst;
+
   void *popped;
   int err;
 
@@ -285,9 +305,12 @@ copy_into (pf_pool * pool, void *ctx, pf_producer * transport, int htod,
   }
   /* complete before publish (docs/cuda.md: a producer publishes a frame
    * once its writes are done): a copy may return before it is done */
-  if (htod)
-    err = drv.memcpy_htod (pf_device_segment_get_ptr (pf_pool_get_segment
-            (pool)) + slot->offset, host, size);
+  dst = kind == COPY_DTOH ? 0 :
+      pf_device_segment_get_ptr (pf_pool_get_segment (pool)) + slot->offset;
+  if (kind == COPY_HTOD)
+    err = drv.memcpy_htod (dst, host, size);
+  else if (kind == COPY_PEER)
+    err = drv.memcpy_peer (dst, ctx, dev_ptr, src_ctx, size);
   else
     err = drv.memcpy_dtoh (slot->data, dev_ptr, size);
   if (err == 0)
@@ -337,7 +360,7 @@ pf_domains_upload (pf_domains * ds, pf_producer * transport,
       ds->st.unreachable++;
       continue;
     }
-    if (copy_into (d->pool, d->ctx, transport, 1, bytes, 0,
+    if (copy_into (d->pool, d->ctx, transport, COPY_HTOD, bytes, 0, NULL,
             host->chunks[0].size, &slot) < 0) {
       d->info.no_slot++;
       continue;
@@ -391,27 +414,21 @@ host_pool_make (pf_domains * ds)
   return 0;
 }
 
-int
-pf_domains_download (pf_domains * ds, pf_producer * transport,
+/* The download of @dev into the host pool (under ds->lock): 1 with the
+ * variant, 0 (no slot, or the copy failed: counted). */
+static int
+download_locked (pf_domains * ds, pf_producer * transport,
     const pf_producer_frame * dev, uint64_t dev_ptr,
     pf_producer_frame * frame, pf_segment ** seg, void **token)
 {
   pf_pool_slot slot;
-  int res = 0;
 
-  if (ds == NULL || dev == NULL || frame == NULL || seg == NULL ||
-      token == NULL || !ds->has_home)
-    return 0;
-  pthread_mutex_lock (&ds->lock);
-  ds->st.frames++;
-  if (pf_producer_get_host_domain_clients (transport, ds->home_uuid) == 0)
-    goto out;
   if (dev->n_chunks != 1 || dev->chunks[0].size > ds->stride ||
       (ds->host_pool == NULL && host_pool_make (ds) < 0) ||
-      copy_into (ds->host_pool, ds->home_ctx, transport, 0, NULL, dev_ptr,
-          dev->chunks[0].size, &slot) < 0) {
+      copy_into (ds->host_pool, ds->home_ctx, transport, COPY_DTOH, NULL,
+          dev_ptr, NULL, dev->chunks[0].size, &slot) < 0) {
     ds->st.host_no_slot++;
-    goto out;
+    return 0;
   }
   ds->st.downloads++;
   ds->st.download_bytes += dev->chunks[0].size;
@@ -420,10 +437,95 @@ pf_domains_download (pf_domains * ds, pf_producer * transport,
   frame->chunks[0].segment_id = pf_segment_get_id (*seg);
   frame->chunks[0].offset = slot.offset;
   *token = make_token (PF_NODE_MAX_DOMAINS, slot.index);
-  res = 1;
-out:
+  return 1;
+}
+
+int
+pf_domains_download (pf_domains * ds, pf_producer * transport,
+    const pf_producer_frame * dev, uint64_t dev_ptr,
+    pf_producer_frame * frame, pf_segment ** seg, void **token)
+{
+  int res = 0;
+
+  if (ds == NULL || dev == NULL || frame == NULL || seg == NULL ||
+      token == NULL || !ds->has_home)
+    return 0;
+  pthread_mutex_lock (&ds->lock);
+  ds->st.frames++;
+  if (pf_producer_get_host_domain_clients (transport, ds->home_uuid) > 0)
+    res = download_locked (ds, transport, dev, dev_ptr, frame, seg, token);
   pthread_mutex_unlock (&ds->lock);
   return res;
+}
+
+unsigned int
+pf_domains_copy_device (pf_domains * ds, pf_producer * transport,
+    const pf_producer_frame * dev, uint64_t dev_ptr,
+    pf_producer_frame * frames, pf_segment ** segs, void **tokens,
+    unsigned int max, unsigned int *n_host)
+{
+  pf_producer_domain want[PF_NODE_MAX_DOMAINS];
+  uint8_t on[PF_NODE_MAX_DOMAINS + 1][16];
+  unsigned int n_want, i, n = 1, peers = 0;
+  int fits;
+
+  if (n_host != NULL)
+    *n_host = 0;
+  if (ds == NULL || dev == NULL || frames == NULL || segs == NULL ||
+      tokens == NULL || n_host == NULL || max == 0 || !ds->has_home)
+    return 0;
+  n_want = pf_producer_get_device_domains (transport, want,
+      PF_NODE_MAX_DOMAINS);
+  if (n_want > PF_NODE_MAX_DOMAINS)
+    n_want = PF_NODE_MAX_DOMAINS;
+  fits = dev->n_chunks == 1 && dev->chunks[0].size <= ds->stride;
+  memcpy (on[0], ds->home_uuid, 16);
+  pthread_mutex_lock (&ds->lock);
+  ds->st.frames++;
+  /* the other devices first (frames[0] is kept for the host variant) */
+  for (i = 0; i < n_want && n < max && fits; i++) {
+    struct domain *d;
+    pf_pool_slot slot;
+
+    if (memcmp (want[i].uuid, ds->home_uuid, 16) == 0 ||
+        (d = domain_get (ds, want[i].uuid)) == NULL)
+      continue;
+    if (d->pool == NULL || drv.memcpy_peer == NULL) {
+      ds->st.unreachable++;
+      continue;
+    }
+    if (copy_into (d->pool, d->ctx, transport, COPY_PEER, NULL, dev_ptr,
+            ds->home_ctx, dev->chunks[0].size, &slot) < 0) {
+      d->info.no_slot++;
+      continue;
+    }
+    d->info.peer_copies++;
+    d->info.bytes += dev->chunks[0].size;
+    memcpy (on[n], want[i].uuid, 16);
+    frames[n] = *dev;
+    segs[n] = pf_pool_get_segment (d->pool);
+    frames[n].chunks[0].segment_id = pf_segment_get_id (segs[n]);
+    frames[n].chunks[0].offset = slot.offset;
+    tokens[n] = make_token ((unsigned int) (d - ds->d), slot.index);
+    n++;
+    peers++;
+  }
+  ds->st.peer_copies += peers;
+  /* the host domain: whoever is on none of those devices */
+  if (pf_producer_get_host_domain_clients_full (transport,
+          (const uint8_t (*)[16]) on, n) > 0 &&
+      download_locked (ds, transport, dev, dev_ptr, &frames[0], &segs[0],
+          &tokens[0]) == 1) {
+    *n_host = 1;
+    pthread_mutex_unlock (&ds->lock);
+    return n;
+  }
+  pthread_mutex_unlock (&ds->lock);
+  /* no host variant: the others move down */
+  memmove (frames, frames + 1, (n - 1) * sizeof (*frames));
+  memmove (segs, segs + 1, (n - 1) * sizeof (*segs));
+  memmove (tokens, tokens + 1, (n - 1) * sizeof (*tokens));
+  return n - 1;
 }
 
 void
