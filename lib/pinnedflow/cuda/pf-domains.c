@@ -25,9 +25,10 @@
  *
  * Threading: upload/download run on the publishing thread; @lock guards
  * the domain table and the counters (a leaf: never held while calling the
- * transport but for pf_producer_want_releases(), which takes no lock of
- * ours back); release() takes no lock but the pool's (see there). A
- * domain once made stays until pf_domains_free().
+ * transport, nor during a copy or a wait for a slot, so the stats stay
+ * readable); a domain's pool and the host pool are made by the publishing
+ * thread and read by it without the lock; release() takes no lock but the
+ * pool's (see there). A domain once made stays until pf_domains_free().
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -101,8 +102,10 @@ drv_load (void)
 /* How long a copy waits for a free slot (its consumers' last release may
  * be on its way from the transport's I/O thread) before the domain gets
  * no copy of this frame: short, so that consumers sitting on their
- * frames cannot slow a live producer much. */
+ * frames cannot slow a live producer much. PINNEDFLOW_DOMAIN_WAIT_MS
+ * (0..60000) changes it, read by pf_domains_new(). */
 #define LOAN_MS 20
+#define LOAN_MS_MAX 60000
 /* Slots per slot of the producer's pool: consumers of a domain with
  * newest-frame delivery may hold other frames than the others do. */
 #define SLOTS_PER_PRODUCER_SLOT 2
@@ -118,6 +121,7 @@ struct domain
 struct pf_domains
 {
   pthread_mutex_t lock;
+  int wait_ms;                  /* a copy's wait for a free slot */
   uint32_t n_slots;
   uint64_t stride;
   unsigned int n;
@@ -158,6 +162,7 @@ pf_domains_new (uint64_t stride, uint32_t n_slots, pf_segment * home,
     pf_domains ** out)
 {
   const pf_segment_device *hd = NULL;
+  const char *env;
   pf_domains *ds;
 
   if (out == NULL)
@@ -176,6 +181,14 @@ pf_domains_new (uint64_t stride, uint32_t n_slots, pf_segment * home,
     return -ENOMEM;
   ds->stride = stride;
   ds->n_slots = n_slots * SLOTS_PER_PRODUCER_SLOT;
+  ds->wait_ms = LOAN_MS;
+  if ((env = getenv ("PINNEDFLOW_DOMAIN_WAIT_MS")) != NULL && *env != '\0') {
+    char *end;
+    unsigned long v = strtoul (env, &end, 10);
+
+    if (*end == '\0' && v <= LOAN_MS_MAX)
+      ds->wait_ms = (int) v;
+  }
   if (hd != NULL) {
     memcpy (ds->home_uuid, hd->uuid, 16);
     if (find_device (ds->home_uuid, &ds->home_dev) < 0 ||
@@ -259,9 +272,10 @@ domain_get (pf_domains * ds, const uint8_t uuid[16])
   return d;
 }
 
-/* A free slot of @pool: 0, or -EAGAIN after LOAN_MS. */
+/* A free slot of @pool: 0, or -EAGAIN after @wait_ms. */
 static int
-loan_slot (pf_pool * pool, pf_producer * transport, pf_pool_slot * slot)
+loan_slot (pf_pool * pool, pf_producer * transport, int wait_ms,
+    pf_pool_slot * slot)
 {
   int err;
 
@@ -272,7 +286,7 @@ loan_slot (pf_pool * pool, pf_producer * transport, pf_pool_slot * slot)
    * pf_producer_want_releases ()): ask for them while we wait (this takes
    * those there, and pf_domains_release () takes no lock of ours) */
   pf_producer_want_releases (transport, 1);
-  err = pf_pool_loan (pool, LOAN_MS, slot);
+  err = wait_ms > 0 ? pf_pool_loan (pool, wait_ms, slot) : -EAGAIN;
   pf_producer_want_releases (transport, 0);
   return err < 0 ? -EAGAIN : 0;
 }
@@ -286,18 +300,19 @@ enum
 
 /* One copy into a slot of @pool in context @ctx (@kind: see above):
  * 0 with the slot in @slot, -EAGAIN (none free), -EIO (the copy failed:
- * the slot went back). */
+ * the slot went back). Without ds->lock: the stats stay readable while it
+ * waits for a slot. */
 static int
-copy_into (pf_pool * pool, void *ctx, pf_producer * transport, int kind,
-    const void *host, uint64_t dev_ptr, void *src_ctx, uint64_t size,
-    pf_pool_slot * slot)
+copy_into (pf_domains * ds, pf_pool * pool, void *ctx,
+    pf_producer * transport, int kind, const void *host, uint64_t dev_ptr,
+    void *src_ctx, uint64_t size, pf_pool_slot * slot)
 {
   uint64_t dst;
 
   void *popped;
   int err;
 
-  if (loan_slot (pool, transport, slot) < 0)
+  if (loan_slot (pool, transport, ds->wait_ms, slot) < 0)
     return -EAGAIN;
   if (drv.ctx_push (ctx) != 0) {
     pf_pool_return (pool, slot->index);
@@ -331,6 +346,57 @@ make_token (unsigned int domain, uint32_t slot)
   return (void *) (PF_DOMAINS_TOKEN_MIN + ((uintptr_t) domain << 16) + slot);
 }
 
+/* The domain of @uuid (made on first sight), under ds->lock; NULL when
+ * the table is full or (counted unreachable) its device is not here. */
+static struct domain *
+domain_find (pf_domains * ds, const uint8_t uuid[16])
+{
+  struct domain *d;
+
+  pthread_mutex_lock (&ds->lock);
+  d = domain_get (ds, uuid);
+  if (d != NULL && d->pool == NULL) {
+    ds->st.unreachable++;
+    d = NULL;
+  }
+  pthread_mutex_unlock (&ds->lock);
+  return d;
+}
+
+/* Counts a copy into @d (@err: copy_into ()'s), under ds->lock. */
+static void
+domain_count (pf_domains * ds, struct domain *d, int err, int peer,
+    uint64_t size)
+{
+  pthread_mutex_lock (&ds->lock);
+  if (err < 0) {
+    d->info.no_slot++;
+  } else {
+    if (peer) {
+      d->info.peer_copies++;
+      ds->st.peer_copies++;
+    } else {
+      d->info.uploads++;
+      ds->st.uploads++;
+    }
+    d->info.bytes += size;
+  }
+  pthread_mutex_unlock (&ds->lock);
+}
+
+/* A variant: @src in slot @slot of @d. */
+static void
+variant_fill (pf_domains * ds, struct domain *d, const pf_pool_slot * slot,
+    const pf_producer_frame * src, pf_producer_frame * frame,
+    pf_segment ** seg, void **token)
+{
+  *frame = *src;
+  *seg = pf_pool_get_segment (d->pool);
+  frame->chunks[0].segment_id = pf_segment_get_id (*seg);
+  frame->chunks[0].offset = slot->offset;
+  *token = make_token ((unsigned int) (d - ds->d), slot->index);
+}
+
 unsigned int
 pf_domains_upload (pf_domains * ds, pf_producer * transport,
     const pf_producer_frame * host, const void *bytes,
@@ -338,7 +404,7 @@ pf_domains_upload (pf_domains * ds, pf_producer * transport,
     unsigned int max)
 {
   pf_producer_domain want[PF_NODE_MAX_DOMAINS];
-  unsigned int n_want, i, n = 0, copies = 0;
+  unsigned int n_want, i, n = 0;
 
   if (ds == NULL || host == NULL || bytes == NULL || ds->has_home)
     return 0;
@@ -348,37 +414,29 @@ pf_domains_upload (pf_domains * ds, pf_producer * transport,
     n_want = PF_NODE_MAX_DOMAINS;
   pthread_mutex_lock (&ds->lock);
   ds->st.frames++;
+  pthread_mutex_unlock (&ds->lock);
   /* one chunk that fits a slot */
   for (i = 0; i < n_want && n < max && host->n_chunks == 1 &&
       host->chunks[0].size <= ds->stride; i++) {
-    struct domain *d = domain_get (ds, want[i].uuid);
+    struct domain *d = domain_find (ds, want[i].uuid);
     pf_pool_slot slot;
+    int err;
 
     if (d == NULL)
       continue;
-    if (d->pool == NULL) {
-      ds->st.unreachable++;
+    err = copy_into (ds, d->pool, d->ctx, transport, COPY_HTOD, bytes, 0,
+        NULL, host->chunks[0].size, &slot);
+    domain_count (ds, d, err, 0, host->chunks[0].size);
+    if (err < 0)
       continue;
-    }
-    if (copy_into (d->pool, d->ctx, transport, COPY_HTOD, bytes, 0, NULL,
-            host->chunks[0].size, &slot) < 0) {
-      d->info.no_slot++;
-      continue;
-    }
-    d->info.uploads++;
-    d->info.bytes += host->chunks[0].size;
-    copies++;
-    frames[n] = *host;
-    segs[n] = pf_pool_get_segment (d->pool);
-    frames[n].chunks[0].segment_id = pf_segment_get_id (segs[n]);
-    frames[n].chunks[0].offset = slot.offset;
-    tokens[n] = make_token ((unsigned int) (d - ds->d), slot.index);
+    variant_fill (ds, d, &slot, host, &frames[n], &segs[n], &tokens[n]);
     n++;
   }
-  ds->st.uploads += copies;
-  if (copies > 0)
+  if (n > 0) {
+    pthread_mutex_lock (&ds->lock);
     ds->st.frames_uploaded++;
-  pthread_mutex_unlock (&ds->lock);
+    pthread_mutex_unlock (&ds->lock);
+  }
   return n;
 }
 
@@ -414,24 +472,33 @@ host_pool_make (pf_domains * ds)
   return 0;
 }
 
-/* The download of @dev into the host pool (under ds->lock): 1 with the
- * variant, 0 (no slot, or the copy failed: counted). */
+/* The download of @dev into the host pool (ds->lock not held): 1 with
+ * the variant, 0 (no slot, or the copy failed: counted). */
 static int
-download_locked (pf_domains * ds, pf_producer * transport,
+download_one (pf_domains * ds, pf_producer * transport,
     const pf_producer_frame * dev, uint64_t dev_ptr,
     pf_producer_frame * frame, pf_segment ** seg, void **token)
 {
   pf_pool_slot slot;
+  int ok;
 
-  if (dev->n_chunks != 1 || dev->chunks[0].size > ds->stride ||
-      (ds->host_pool == NULL && host_pool_make (ds) < 0) ||
-      copy_into (ds->host_pool, ds->home_ctx, transport, COPY_DTOH, NULL,
-          dev_ptr, NULL, dev->chunks[0].size, &slot) < 0) {
+  pthread_mutex_lock (&ds->lock);
+  ok = dev->n_chunks == 1 && dev->chunks[0].size <= ds->stride &&
+      (ds->host_pool != NULL || host_pool_make (ds) == 0);
+  pthread_mutex_unlock (&ds->lock);
+  /* the pool is the publishing thread's to make: read without the lock */
+  ok = ok && copy_into (ds, ds->host_pool, ds->home_ctx, transport,
+      COPY_DTOH, NULL, dev_ptr, NULL, dev->chunks[0].size, &slot) == 0;
+  pthread_mutex_lock (&ds->lock);
+  if (ok) {
+    ds->st.downloads++;
+    ds->st.download_bytes += dev->chunks[0].size;
+  } else {
     ds->st.host_no_slot++;
-    return 0;
   }
-  ds->st.downloads++;
-  ds->st.download_bytes += dev->chunks[0].size;
+  pthread_mutex_unlock (&ds->lock);
+  if (!ok)
+    return 0;
   *frame = *dev;
   *seg = pf_pool_get_segment (ds->host_pool);
   frame->chunks[0].segment_id = pf_segment_get_id (*seg);
@@ -445,17 +512,15 @@ pf_domains_download (pf_domains * ds, pf_producer * transport,
     const pf_producer_frame * dev, uint64_t dev_ptr,
     pf_producer_frame * frame, pf_segment ** seg, void **token)
 {
-  int res = 0;
-
   if (ds == NULL || dev == NULL || frame == NULL || seg == NULL ||
       token == NULL || !ds->has_home)
     return 0;
   pthread_mutex_lock (&ds->lock);
   ds->st.frames++;
-  if (pf_producer_get_host_domain_clients (transport, ds->home_uuid) > 0)
-    res = download_locked (ds, transport, dev, dev_ptr, frame, seg, token);
   pthread_mutex_unlock (&ds->lock);
-  return res;
+  if (pf_producer_get_host_domain_clients (transport, ds->home_uuid) == 0)
+    return 0;
+  return download_one (ds, transport, dev, dev_ptr, frame, seg, token);
 }
 
 unsigned int
@@ -466,8 +531,7 @@ pf_domains_copy_device (pf_domains * ds, pf_producer * transport,
 {
   pf_producer_domain want[PF_NODE_MAX_DOMAINS];
   uint8_t on[PF_NODE_MAX_DOMAINS + 1][16];
-  unsigned int n_want, i, n = 1, peers = 0;
-  int fits;
+  unsigned int n_want, i, n = 1;
 
   if (n_host != NULL)
     *n_host = 0;
@@ -478,49 +542,45 @@ pf_domains_copy_device (pf_domains * ds, pf_producer * transport,
       PF_NODE_MAX_DOMAINS);
   if (n_want > PF_NODE_MAX_DOMAINS)
     n_want = PF_NODE_MAX_DOMAINS;
-  fits = dev->n_chunks == 1 && dev->chunks[0].size <= ds->stride;
   memcpy (on[0], ds->home_uuid, 16);
   pthread_mutex_lock (&ds->lock);
   ds->st.frames++;
+  pthread_mutex_unlock (&ds->lock);
   /* the other devices first (frames[0] is kept for the host variant) */
-  for (i = 0; i < n_want && n < max && fits; i++) {
+  for (i = 0; i < n_want && n < max && dev->n_chunks == 1 &&
+      dev->chunks[0].size <= ds->stride; i++) {
     struct domain *d;
     pf_pool_slot slot;
+    int err;
 
     if (memcmp (want[i].uuid, ds->home_uuid, 16) == 0 ||
-        (d = domain_get (ds, want[i].uuid)) == NULL)
+        (d = domain_find (ds, want[i].uuid)) == NULL)
       continue;
-    if (d->pool == NULL || drv.memcpy_peer == NULL) {
+    err = drv.memcpy_peer == NULL ? -ENOSYS : copy_into (ds, d->pool, d->ctx,
+        transport, COPY_PEER, NULL, dev_ptr, ds->home_ctx,
+        dev->chunks[0].size, &slot);
+    if (err == -ENOSYS) {
+      /* a driver without the peer copy: that device is out of reach */
+      pthread_mutex_lock (&ds->lock);
       ds->st.unreachable++;
+      pthread_mutex_unlock (&ds->lock);
       continue;
     }
-    if (copy_into (d->pool, d->ctx, transport, COPY_PEER, NULL, dev_ptr,
-            ds->home_ctx, dev->chunks[0].size, &slot) < 0) {
-      d->info.no_slot++;
+    domain_count (ds, d, err, 1, dev->chunks[0].size);
+    if (err < 0)
       continue;
-    }
-    d->info.peer_copies++;
-    d->info.bytes += dev->chunks[0].size;
     memcpy (on[n], want[i].uuid, 16);
-    frames[n] = *dev;
-    segs[n] = pf_pool_get_segment (d->pool);
-    frames[n].chunks[0].segment_id = pf_segment_get_id (segs[n]);
-    frames[n].chunks[0].offset = slot.offset;
-    tokens[n] = make_token ((unsigned int) (d - ds->d), slot.index);
+    variant_fill (ds, d, &slot, dev, &frames[n], &segs[n], &tokens[n]);
     n++;
-    peers++;
   }
-  ds->st.peer_copies += peers;
   /* the host domain: whoever is on none of those devices */
   if (pf_producer_get_host_domain_clients_full (transport,
           (const uint8_t (*)[16]) on, n) > 0 &&
-      download_locked (ds, transport, dev, dev_ptr, &frames[0], &segs[0],
+      download_one (ds, transport, dev, dev_ptr, &frames[0], &segs[0],
           &tokens[0]) == 1) {
     *n_host = 1;
-    pthread_mutex_unlock (&ds->lock);
     return n;
   }
-  pthread_mutex_unlock (&ds->lock);
   /* no host variant: the others move down */
   memmove (frames, frames + 1, (n - 1) * sizeof (*frames));
   memmove (segs, segs + 1, (n - 1) * sizeof (*segs));
@@ -571,11 +631,13 @@ pf_domains_get_stats (pf_domains * ds, pf_node_domain_stats * stats)
     if (ds->d[i].pool != NULL) {
       pf_pool_get_stats (ds->d[i].pool, &ps);
       stats->domain[i].free_slots = ps.n_free;
+      stats->domain[i].waits = ps.waits;
     }
   }
   if (ds->host_pool != NULL) {
     pf_pool_get_stats (ds->host_pool, &ps);
     stats->host_free_slots = ps.n_free;
+    stats->host_waits = ps.waits;
   }
   pthread_mutex_unlock (&ds->lock);
 }

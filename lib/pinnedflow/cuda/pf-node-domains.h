@@ -63,6 +63,8 @@ extern "C"
     uint64_t no_slot;           /* frames it got as host frames: no free slot */
     uint64_t peer_copies;       /* device-to-device copies into it (a device
                                  * stream's, from the stream's device) */
+    uint64_t waits;             /* copies that found every slot held and
+                                 * waited for a release */
   } pf_node_domain_info;
 
 /* Since: 0.1 */
@@ -85,6 +87,8 @@ extern "C"
     uint32_t host_free_slots;   /* of those, not held by any consumer */
     /* a device producer's other devices (cuMemcpyPeer) */
     uint64_t peer_copies;       /* device-to-device copies, all domains */
+    uint64_t host_waits;        /* downloads that found every host slot held
+                                 * and waited for a release */
   } pf_node_domain_stats;
 
 /**
