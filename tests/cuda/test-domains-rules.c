@@ -3,7 +3,7 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- *   test-domains-rules rules
+ *   test-domains-rules rules|doorbell
  *
  * Run with the emulators' environment and PFEMU_VMM=1 (meson:
  * emu_vmm_env). The consumer processes' cases are test-domains.c's.
@@ -18,8 +18,24 @@
  *   each variant's token back once its consumer let go of it;
  *   pf_producer_get_host_domain_clients(); the copier's (pf-domains.h)
  *   refusals, and one download in process, its slot back on release.
+ * doorbell: a copy that finds every slot of its domain held asks for the
+ *   release doorbell while it waits (pf_producer_want_releases()). The
+ *   producer runs without the idle rescan (PINNEDFLOW_RELEASE_IDLE_MS=0,
+ *   as tests/transport/test-wake.c: an unrung release is then taken by
+ *   nobody until the next publish) and the copier waits up to 10 s for a
+ *   slot (PINNEDFLOW_DOMAIN_WAIT_MS, 20 ms by default: too short to
+ *   release during it deterministically). A device consumer holds both
+ *   device slots (two frames; its limit is 16, so the held rule does not
+ *   ask it to ring); the third upload, on a thread, waits (the domain's
+ *   waits counter says so: the wait has begun, and the want with it); the
+ *   consumer then releases its first frame: the upload ends within 5 s
+ *   with its copy (no no_slot), the release came by the doorbell
+ *   (release_rings >= 1) and frame_released gave the slot back. Without
+ *   the want, the release is never taken and the upload gives up after
+ *   the 10 s with no copy: the case fails.
  */
 #include <pinnedflow/pf-device-segment.h>
+#include <pinnedflow/pf-consumer.h>
 #include <pinnedflow/pf-domains.h>
 #include <pinnedflow/pf-producer.h>
 #include <pinnedflow/pf-protocol-private.h>
@@ -28,6 +44,9 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -264,18 +283,215 @@ case_rules (const char *dir)
   return 0;
 }
 
+/* ---- doorbell ---------------------------------------------------------- */
+
+static pf_domains *bell_ds;
+static atomic_int bell_back;    /* device tokens back (frame_released) */
+
+static void
+on_bell_released (void *user_data, void *token)
+{
+  if ((uintptr_t) token >= PF_DOMAINS_TOKEN_MIN) {
+    pf_domains_release (bell_ds, token);
+    atomic_fetch_add (&bell_back, 1);
+  }
+}
+
+/* One upload of @host (bytes at @bytes): its device variant, the time it
+ * took. */
+struct bell_upload
+{
+  pf_producer *p;
+  const pf_producer_frame *host;
+  const void *bytes;
+  pf_producer_frame frame;
+  pf_segment *seg;
+  void *token;
+  unsigned int n;
+  uint64_t ms;
+  pthread_t th;
+};
+
+static void *
+bell_upload_run (void *data)
+{
+  struct bell_upload *u = data;
+  uint64_t t0 = pf_monotonic_ns ();
+
+  u->n = pf_domains_upload (bell_ds, u->p, u->host, u->bytes, &u->frame,
+      &u->seg, &u->token, 1);
+  u->ms = (pf_monotonic_ns () - t0) / 1000000;
+  return NULL;
+}
+
+/* Publishes @host (token 1: no host consumer here, nobody gets it) with
+ * @u's device variant; the consumer gets the device one. */
+static void
+bell_publish (pf_producer * p, const pf_producer_frame * host,
+    pf_segment ** hs, struct bell_upload *u)
+{
+  pf_producer_variant v[2];
+  int sent[2];
+
+  CHECK_INT (u->n, ==, 1);
+  v[0] = (pf_producer_variant) {
+  host, hs, (void *) 1};
+  v[1] = (pf_producer_variant) {
+  &u->frame, &u->seg, u->token};
+  CHECK_INT (pf_producer_publish_domains (p, v, 2, sent), ==, 1);
+  CHECK_INT (sent[0], ==, 0);
+  CHECK_INT (sent[1], ==, 1);
+}
+
+/* The next frame @c gets: its sequence number (a device frame). */
+static uint64_t
+bell_receive (pf_consumer * c)
+{
+  pf_event ev;
+  uint64_t seq;
+
+  do {
+    memset (&ev, 0, sizeof (ev));
+    CHECK_INT (pf_consumer_receive (c, 10000, &ev), ==, 1);
+    if (ev.type != PF_EVENT_FRAME)
+      pf_consumer_event_clear (&ev);
+  } while (ev.type != PF_EVENT_FRAME);
+  seq = ev.frame.seq;
+  /* the device variant, in the copier's device pool on device 0 */
+  CHECK (ev.segments[0] != NULL &&
+      pf_device_segment_get_ordinal (ev.segments[0]) == 0);
+  pf_consumer_event_clear (&ev);
+  return seq;
+}
+
+static const pf_node_domain_info *
+bell_stats (pf_node_domain_stats * st)
+{
+  pf_domains_get_stats (bell_ds, st);
+  CHECK_INT (st->n_domains, ==, 1);
+  return &st->domain[0];
+}
+
+static int
+case_doorbell (const char *dir)
+{
+  char path[300];
+  pf_producer_config cfg;
+  pf_consumer_options opt = {.delivery = PF_DELIVERY_EVERY_FRAME,
+    .flags = PF_CONSUMER_OPTION_DEVICE_SEGMENTS
+  };
+  pf_producer_frame fr;
+  pf_segment *host = NULL, *hs[1];
+  pf_producer_domain dom[1];
+  pf_node_domain_stats st;
+  pf_client_stats cs;
+  struct bell_upload u;
+  pf_consumer *a = NULL;
+  pf_producer *p = NULL;
+  uint8_t uuid[16];
+  uint64_t seqs[3];
+  int i, fds0;
+
+  snprintf (path, sizeof (path), "%s/sock", dir);
+  cuda_up ();
+  fds0 = pf_test_count_fds ();
+  memcpy (uuid, "pfemu-device-000", 16);
+  CHECK_INT (pf_segment_new ("host", 4096, 0, &host), ==, 0);
+  memset (pf_segment_get_base (host), 0x5a, 4096);
+  hs[0] = host;
+  memset (&fr, 0, sizeof (fr));
+  fr.n_chunks = 1;
+  fr.chunks[0].size = 4096;
+  fr.chunks[0].segment_id = pf_segment_get_id (host);
+  fr.pts = fr.dts = fr.duration = fr.clock_pts = PF_TIME_NONE;
+  fr.offset = fr.offset_end = UINT64_MAX;
+
+  memset (&cfg, 0, sizeof (cfg));
+  cfg.socket_path = path;
+  cfg.perms = 0600;
+  cfg.max_client_frames = 16;   /* 2 held: the held rule does not ring */
+  cfg.reliable_timeout_ms = 60000;
+  cfg.callbacks.frame_released = on_bell_released;
+  setenv ("PINNEDFLOW_RELEASE_IDLE_MS", "0", 1);
+  CHECK_INT (pf_producer_new (&cfg, &p), ==, 0);
+  unsetenv ("PINNEDFLOW_RELEASE_IDLE_MS");
+  setenv ("PINNEDFLOW_DOMAIN_WAIT_MS", "10000", 1);
+  CHECK_INT (pf_domains_new (4096, 1, NULL, &bell_ds), ==, 0);  /* 2 slots */
+  unsetenv ("PINNEDFLOW_DOMAIN_WAIT_MS");
+
+  CHECK_INT (pf_consumer_connect_with (path, 10000, -1, &opt, &a), ==, 0);
+  CHECK_INT (pf_device_consumer_enable (a), ==, 0);
+  CHECK_INT (pf_consumer_set_domain (a, uuid), ==, 0);
+  WAIT_FOR (pf_producer_get_device_domains (p, dom, 1) == 1);
+
+  /* two frames: both device slots held by the consumer */
+  memset (&u, 0, sizeof (u));
+  u.p = p;
+  u.host = &fr;
+  u.bytes = pf_segment_get_base (host);
+  for (i = 0; i < 2; i++) {
+    bell_upload_run (&u);
+    bell_publish (p, &fr, hs, &u);
+    seqs[i] = bell_receive (a);
+  }
+  CHECK_INT (bell_stats (&st)->free_slots, ==, 0);
+  CHECK_INT (st.domain[0].waits, ==, 0);
+
+  /* the third waits for a slot; released once the wait has begun */
+  CHECK_INT (pthread_create (&u.th, NULL, bell_upload_run, &u), ==, 0);
+  WAIT_FOR (bell_stats (&st)->waits == 1);
+  CHECK_INT (pf_consumer_release (a, seqs[0]), ==, 0);
+  CHECK_INT (pthread_join (u.th, NULL), ==, 0);
+  CHECK_MSG (u.n == 1 && u.ms < 5000, "the wait did not end by the doorbell: "
+      "%u variant(s) after %" PRIu64 " ms", u.n, u.ms);
+  CHECK_INT (atomic_load (&bell_back), ==, 1);
+  CHECK_INT (pf_producer_get_client_stats (p, &cs, 1), ==, 1);
+  CHECK_MSG (cs.release_rings >= 1, "no ring for the release");
+  bell_stats (&st);
+  CHECK_INT (st.domain[0].no_slot, ==, 0);
+  CHECK_INT (st.domain[0].uploads, ==, 3);
+  CHECK_INT (st.domain[0].waits, ==, 1);
+  CHECK_INT (st.uploads, ==, 3);
+
+  /* the third published; everything back */
+  bell_publish (p, &fr, hs, &u);
+  seqs[2] = bell_receive (a);
+  CHECK_INT (pf_consumer_release (a, seqs[1]), ==, 0);
+  CHECK_INT (pf_consumer_release (a, seqs[2]), ==, 0);
+  CHECK_INT (pf_producer_want_releases (p, 1), ==, 0);
+  WAIT_FOR (atomic_load (&bell_back) == 3);
+  CHECK_INT (pf_producer_want_releases (p, 0), ==, 0);
+  CHECK_INT (bell_stats (&st)->free_slots, ==, st.domain[0].n_slots);
+
+  pf_consumer_unref (a);
+  pf_producer_close (p);
+  pf_producer_unref (p);
+  pf_domains_free (bell_ds);
+  bell_ds = NULL;
+  pf_segment_unref (host);
+  check_vmm_empty ();
+  CHECK_INT (pf_segment_count_live (), ==, 0);
+  CHECK_INT (pf_test_count_fds (), ==, fds0);
+  unlink (path);
+  return 0;
+}
+
 int
 main (int argc, char **argv)
 {
   char dir[] = "/tmp/pf-domains-rules-XXXXXX";
   int res;
 
-  if (argc != 2 || strcmp (argv[1], "rules") != 0) {
-    fprintf (stderr, "usage: %s rules\n", argv[0]);
+  if (argc != 2 || (strcmp (argv[1], "rules") != 0 &&
+          strcmp (argv[1], "doorbell") != 0)) {
+    fprintf (stderr, "usage: %s rules|doorbell\n", argv[0]);
     return 2;
   }
   CHECK (mkdtemp (dir) != NULL);
-  res = case_rules (dir);
+  if (strcmp (argv[1], "rules") == 0)
+    res = case_rules (dir);
+  else
+    res = case_doorbell (dir);
   rmdir (dir);
   if (res == 0)
     printf ("ok %s\n", argv[1]);
