@@ -327,7 +327,8 @@ gst_pinned_shm_sink_domains_add_stats (GstPinnedShmSink * self,
             "bytes", G_TYPE_UINT64, d->bytes,
             "device-bytes", G_TYPE_UINT64, d->device_bytes,
             "no-slot", G_TYPE_UINT64, d->no_slot,
-            "peer-copies", G_TYPE_UINT64, d->peer_copies, NULL));
+            "peer-copies", G_TYPE_UINT64, d->peer_copies,
+            "waits", G_TYPE_UINT64, d->waits, NULL));
     gst_value_array_append_and_take_value (&arr, &v);
   }
   gst_structure_set (s,
