@@ -281,12 +281,14 @@ loan_slot (pf_pool * pool, pf_producer * transport, int wait_ms,
 
   if (pf_pool_loan (pool, 0, slot) == 0)
     return 0;
+  if (wait_ms <= 0)
+    return -EAGAIN;
   /* every slot out: their consumers' releases may be in the release
    * rings, unrung while nobody waits (the doorbell on demand,
    * pf_producer_want_releases ()): ask for them while we wait (this takes
    * those there, and pf_domains_release () takes no lock of ours) */
   pf_producer_want_releases (transport, 1);
-  err = wait_ms > 0 ? pf_pool_loan (pool, wait_ms, slot) : -EAGAIN;
+  err = pf_pool_loan (pool, wait_ms, slot);
   pf_producer_want_releases (transport, 0);
   return err < 0 ? -EAGAIN : 0;
 }
@@ -308,7 +310,6 @@ copy_into (pf_domains * ds, pf_pool * pool, void *ctx,
     void *src_ctx, uint64_t size, pf_pool_slot * slot)
 {
   uint64_t dst;
-
   void *popped;
   int err;
 
