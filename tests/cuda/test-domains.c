@@ -3,7 +3,7 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- *   test-domains copy|off|far|download|download-none|peer
+ *   test-domains copy|off|far|download|download-none|peer|peer-host
  *   test-domains bench on|off N     (bench/domains: prints the counts)
  *   test-domains mixed on|off N     (bench/domains/mixed.sh)
  *
@@ -52,6 +52,9 @@
  *   would fault), the consumers of device 1 read it there byte-exact,
  *   the consumer of device 0 the producer's own frame; no download, no
  *   copy in any consumer; every frame back on both pools; nothing left.
+ * peer-host: the same producer, one consumer of device 1, one of device 0
+ *   and a host one: one peer copy and one download per frame, published
+ *   together, each consumer byte-exact in its domain.
  */
 #include <pinnedflow/pf-device-segment.h>
 #include <pinnedflow/pf-node-cuda.h>
@@ -647,6 +650,34 @@ case_peer (const char *dir)
   return 0;
 }
 
+/* The same with a host consumer too: one peer copy and one download per
+ * frame, published together (the host variant, the producer's frame, the
+ * copy on device 1). */
+static int
+case_peer_host (const char *dir)
+{
+  const pf_node_domain_info *d;
+  pf_node_domain_stats st;
+  uint64_t cpu;
+  long dtoh;
+
+  dev_producer = 1;
+  n_peer = 1;
+  run (dir, 1, 1, 1, 0, N_FRAMES, &st, &cpu, &dtoh);
+  CHECK_INT (st.frames, ==, N_FRAMES);
+  CHECK_INT (st.peer_copies, ==, N_FRAMES);
+  CHECK_INT (producer_peer_calls, ==, N_FRAMES);
+  CHECK ((d = domain_of (&st, 1)) != NULL);
+  CHECK_INT (d->peer_copies, ==, N_FRAMES);
+  CHECK_INT (st.downloads, ==, N_FRAMES);
+  CHECK_INT (dtoh, ==, N_FRAMES);
+  CHECK_INT (st.host_no_slot, ==, 0);
+  CHECK_INT (d->no_slot, ==, 0);
+  CHECK_INT (st.unreachable, ==, 0);
+  CHECK_INT (atomic_load (&shared->consumer_extra_dtoh), ==, 0);
+  return 0;
+}
+
 /* bench/domains (one run per process: CUDA's fork rule): four device
  * consumers and a host one, the producer copying once per frame ("on")
  * or not at all ("off": each device consumer then uploads the frame
@@ -741,7 +772,7 @@ main (int argc, char **argv)
   int res;
 
   static const char *const cases[] = { "copy", "off", "far", "download",
-    "download-none", "peer"
+    "download-none", "peer", "peer-host"
   };
   int is_case = 0, is_bench;
   unsigned int i;
@@ -752,7 +783,8 @@ main (int argc, char **argv)
       strcmp (argv[1], "mixed") == 0) && (strcmp (argv[2], "on") == 0 ||
       strcmp (argv[2], "off") == 0) && atoi (argv[3]) > 0;
   if (!is_case && !is_bench) {
-    fprintf (stderr, "usage: %s copy|off|far|download|download-none|peer "
+    fprintf (stderr,
+        "usage: %s copy|off|far|download|download-none|peer|peer-host "
         "| bench|mixed on|off N_FRAMES\n", argv[0]);
     return 2;
   }
@@ -772,6 +804,8 @@ main (int argc, char **argv)
     res = case_download_none (dir);
   else if (strcmp (argv[1], "peer") == 0)
     res = case_peer (dir);
+  else if (strcmp (argv[1], "peer-host") == 0)
+    res = case_peer_host (dir);
   else if (strcmp (argv[1], "mixed") == 0)
     res = mixed (dir, strcmp (argv[2], "on") == 0, atoi (argv[3]));
   else
