@@ -184,7 +184,8 @@ pack () {
   cp "$here/gpu-kit.sh" "$tmp/gpu-kit.sh"
   cp "$here/gpu-kit/frames.py" "$here/gpu-kit/device.c" \
     "$here/gpu-kit/tensor.sh" "$here/gpu-kit/devseg.sh" \
-    "$here/gpu-kit/devseg.c" "$here/gpu-kit/devframes.py" "$tmp/gpu-kit/"
+    "$here/gpu-kit/devseg.c" "$here/gpu-kit/devframes.py" \
+    "$here/gpu-kit/ipc.sh" "$tmp/gpu-kit/"
   # issue 33's example and its two helpers (the tensor-* steps)
   mkdir -p "$tmp/examples"
   cp "$top"/bridge/examples/{tensor_app.py,gst_ctypes.py,cudart_tensor.py} \
@@ -247,7 +248,8 @@ pack_gst126 () {
     return 0
   fi
   mkdir -p "$g"/{bin,libexec,lib/gstreamer-1.0}
-  cp -L "$r/usr/bin/gst-inspect-1.0" "$g/bin/" || return 1
+  cp -L "$r/usr/bin/gst-inspect-1.0" "$r/usr/bin/gst-launch-1.0" "$g/bin/" ||
+    return 1
   cp -L "$r$d/gstreamer1.0/gstreamer-1.0/gst-plugin-scanner" "$g/libexec/" ||
     return 1
   for f in coreelements app videotestsrc videoconvertscale nvcodec; do
@@ -262,6 +264,7 @@ pack_gst126 () {
     [ -n "$path" ] && [ "$path" != not ] || { echo "gpu-kit: pack: gst126: $name not found" >&2; return 1; }
     [ -e "$g/lib/$name" ] || cp -L "$r$path" "$g/lib/$name" || return 1
   done < <(chroot "$r" /bin/sh -c "cd $d && ldd /usr/bin/gst-inspect-1.0 \
+      /usr/bin/gst-launch-1.0 \
       gstreamer1.0/gstreamer-1.0/gst-plugin-scanner gstreamer-1.0/libgstcoreelements.so \
       gstreamer-1.0/libgstapp.so gstreamer-1.0/libgstvideotestsrc.so \
       gstreamer-1.0/libgstvideoconvertscale.so gstreamer-1.0/libgstnvcodec.so \
@@ -716,7 +719,7 @@ run () {
   export -f line_buffered run_device run_upload_emulated run_upload_real \
     run_cuda run_gst_runtime run_nvcodec run_interop_126 run_nvh264enc run_frames \
     run_dora run_cuda_bench run_tensor gst126_usable run_devseg devseg_note \
-    run_devframes devseg_summary
+    run_devframes devseg_summary run_ipc_compare ipc_cpu_ms
 
   # GStreamer and the project from the kit only; registry in the results
   local ld="$B/lib/pinnedflow:$kit/lib"
@@ -838,6 +841,7 @@ print(":".join(p for p in sys.path if p and os.path.isdir(p)))' 2>/dev/null)
   step cuda-interop 60 "$B/tests/cuda/test-cuda-interop"
   env_for driver gst126
   step cuda-interop-1.26 60 run_interop_126
+  step ipc-compare-1.26 60 run_ipc_compare
   env_for driver
   if [ "$mode" = emulator ]; then
     step emu-driver 45 "$B/tests/cuda/test-emu-driver"
@@ -862,6 +866,8 @@ print(":".join(p for p in sys.path if p and os.path.isdir(p)))' 2>/dev/null)
 . "$here/gpu-kit/tensor.sh" || die "$here/gpu-kit/tensor.sh missing"
 # run_devseg, run_devframes: gpu-kit/devseg.sh, here and in the kit
 . "$here/gpu-kit/devseg.sh" || die "$here/gpu-kit/devseg.sh missing"
+# run_ipc_compare: gpu-kit/ipc.sh, here and in the kit
+. "$here/gpu-kit/ipc.sh" || die "$here/gpu-kit/ipc.sh missing"
 
 # -------------------------------------------------------------------- ci
 # make_root, make_roots, ci: tools/gpu-kit/ci.sh (a source tree only)

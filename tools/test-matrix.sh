@@ -25,6 +25,9 @@
 # PINNEDFLOW_MATRIX_KEEP=1 keeps each run's overlay (/var/tmp/pf-matrix-*);
 # PINNEDFLOW_MATRIX_TESTS="NAME..." runs only those tests (for debugging:
 # the checks that need the others then fail).
+# PINNEDFLOW_MATRIX_IPC_COMPARE=N also runs bench/domains/ipc-compare.sh
+# with N frames after the build (cudaipcsink/src beside pinnedshm on the
+# emulator), its table in build/ipc-compare-SUITE.txt.
 set -uo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -46,6 +49,10 @@ inside() {
     return 1
   fi
   echo "matrix-time build $(($(date +%s) - t0))"
+  if [ -n "${IPC_COMPARE:-}" ]; then
+    bench/domains/ipc-compare.sh build "$IPC_COMPARE" >ipc-compare.txt 2>&1 ||
+      rc=1
+  fi
 
   t0=$(date +%s)
   # PINNEDFLOW_DEBS_OUT: tests/install/test_debs.py leaves its .debs there
@@ -280,9 +287,9 @@ run_root() {
     cp /etc/resolv.conf $m/etc/resolv.conf 2>/dev/null || true
     exec chroot $m /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
       HOME=/root LANG=C.UTF-8 TERM=dumb BENCH_ROUNDS=$4 MATRIX_TESTS="$5" \
-      bash /src/tools/test-matrix.sh --inside' \
+      IPC_COMPARE="$6" bash /src/tools/test-matrix.sh --inside' \
     sh "$root" "$work" "$cache/ccache-$suite" "$3" \
-    "${PINNEDFLOW_MATRIX_TESTS:-}"
+    "${PINNEDFLOW_MATRIX_TESTS:-}" "${PINNEDFLOW_MATRIX_IPC_COMPARE:-}"
 }
 
 rc=0
@@ -313,6 +320,12 @@ for suite in "${suites[@]}"; do
   echo "matrix-time total-$suite $(($(date +%s) - t0))"
   line=$(sed -n 's/^matrix-summary //p' "$work/log" | tail -1)
   summaries+=("$suite (GStreamer $gstver): ${line:-no summary (build failed)}")
+  if [ -f "$work/upper/src/ipc-compare.txt" ]; then
+    mkdir -p "$top/build"
+    cp "$work/upper/src/ipc-compare.txt" "$top/build/ipc-compare-$suite.txt"
+    echo "--- ipc-compare in $suite (GStreamer $gstver) ---"
+    cat "$work/upper/src/ipc-compare.txt"
+  fi
   if [ -f "$work/upper/src/bench.txt" ]; then
     mkdir -p "$top/build"
     cp "$work/upper/src/bench.txt" "$top/build/shm-bench-$suite.txt"

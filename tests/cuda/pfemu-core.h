@@ -66,6 +66,33 @@ PFEMU_CORE int pfemu_core_Memset2D (void *dst, size_t pitch,
  * page-locked or registered host memory; 0: unknown to the device */
 PFEMU_CORE int pfemu_core_PointerMemoryType (const void *ptr);
 
+/* What cuPointerGetAttribute reports of @ptr: 1 (invalid value) when the
+ * device knows no such pointer. type: as above; device: the one the
+ * memory is on (a host registration: its context's); ctx: the context it
+ * was allocated, opened or registered in (NULL for a cuMemMap mapping,
+ * which belongs to none); base, size: the allocation, mapping or
+ * registration holding it; handle_types: a mapping's
+ * requestedHandleTypes; access: the calling thread's device's
+ * (CU_MEM_ACCESS_FLAGS_PROT_*); id: unique per allocation or mapping. */
+enum
+{
+  PFEMU_PTR_ALLOC = 0,          /* cuMemAlloc, cudaMallocPitch */
+  PFEMU_PTR_MAPPING = 1,        /* cuMemMap */
+  PFEMU_PTR_IPC = 2,            /* cuIpcOpenMemHandle */
+  PFEMU_PTR_HOST = 3,           /* page-locked or registered host memory */
+};
+struct pfemu_core_ptr
+{
+  int type, device, kind, handle_types;
+  void *ctx;
+  char *base;
+  size_t size;
+  unsigned access;
+  unsigned long long id;
+};
+PFEMU_CORE int pfemu_core_PointerInfo (const void *ptr,
+    struct pfemu_core_ptr *out);
+
 /* shared with cudart (the cuda* function of the same name does this) */
 PFEMU_CORE int pfemu_core_GetDeviceCount (int *count);
 PFEMU_CORE int pfemu_core_DeviceGetAttribute (int *value, int attr, int device);
@@ -104,11 +131,46 @@ PFEMU_CORE int pfemu_core_Memcpy2D (void *dst, size_t dpitch,
  * synchronous one from the call, an asynchronous one at its stream's
  * next sync point. cuMemFree refuses a mapping. VmmUnmap faults the
  * copies still queued on it (as cudaFree does). VmmCount: +/- the live
- * handles and reservations pfemu_query reports. */
+ * handles and reservations pfemu_query reports, and the device memory
+ * bytes this process holds (created handles, not imported ones). A copy
+ * may run over adjacent mappings whose views are adjacent too (one
+ * reservation: pfemu-cuda-vmm.c maps the views into a shadow of it). */
 PFEMU_CORE int pfemu_core_VmmMap (void *va, void *view, size_t size,
-    int device);
+    int device, int handle_types);
 PFEMU_CORE int pfemu_core_VmmUnmap (void *va);
 PFEMU_CORE int pfemu_core_VmmSetAccess (void *va, int device, unsigned access);
-PFEMU_CORE void pfemu_core_VmmCount (int handles, int reservations);
+PFEMU_CORE void pfemu_core_VmmCount (int handles, int reservations,
+    long bytes);
+/* @add 1: [base, base + size) is a reservation (cuMemAddressReserve); 0:
+ * it went. A copy whose host side lies in one (an unmapped hole of device
+ * address space, e.g. cuMemcpy's inferred direction) is refused (1)
+ * rather than run into a PROT_NONE page. */
+PFEMU_CORE void pfemu_core_VmmReserved (void *base, size_t size, int add);
+
+/* Legacy IPC (pfemu-cuda-ipc.c). With PFEMU_IPC=1 (read at each
+ * allocation) an allocation keeps its memfd open. IpcExport: the
+ * allocation holding @ptr (cuMemAlloc / cudaMallocPitch memory, not a
+ * mapping nor an opened handle, made with its memfd kept): the memfd (the
+ * core's: not to be closed), its whole-page size, its bytes, its device;
+ * 1 when there is none. IpcOpen: maps @fd (another process's allocation,
+ * the caller's fd) as device memory of @device, opened in the current
+ * context: *va; freed by IpcClose only (cuMemFree refuses it), which
+ * faults the copies still queued on it; 1 when @va is not one. Counted in
+ * live.ipc.mappings. */
+PFEMU_CORE int pfemu_core_IpcExport (const void *ptr, int *fd, size_t *size,
+    size_t *bytes, int *device);
+PFEMU_CORE int pfemu_core_IpcOpen (int fd, size_t size, size_t bytes,
+    int device, void **va);
+PFEMU_CORE int pfemu_core_IpcClose (void *va);
+/* IPC events: IpcEventExport gives @event's shared page (made at the first
+ * export: the event's counters move there; the core's memfd, not to be
+ * closed) when it was made with CU_EVENT_INTERPROCESS |
+ * CU_EVENT_DISABLE_TIMING (else 1); IpcEventOpen maps such a page (@fd:
+ * the caller's) as an event of this process, destroyed as any other.
+ * Either side records, queries, synchronises and waits on the shared
+ * counters (a wait for another process's record polls); a record of an
+ * exported event on the legacy stream runs without a local waiter. */
+PFEMU_CORE int pfemu_core_IpcEventExport (void *event, int *fd);
+PFEMU_CORE int pfemu_core_IpcEventOpen (int fd, void **event);
 
 #endif

@@ -23,11 +23,14 @@
  * a UUID of no device here CUDA_ERROR_INVALID_DEVICE.
  *
  * A reservation (cuMemAddressReserve) is a PROT_NONE range of host
- * address space; cuMemMap maps the allocation's data there, still
- * PROT_NONE (a stray host access faults, as device memory does), and a
- * second view of it for the copy engine; the core (pfemu-core.h) learns
- * the mapping, so cuMemcpy* and cuMemsetD* on it work like on cuMemAlloc
- * memory, within one mapping. Access starts as none for every device;
+ * address space, with a shadow range of its size; cuMemMap maps the
+ * allocation's data there, still PROT_NONE (a stray host access faults,
+ * as device memory does), and a second view of it for the copy engine at
+ * the same offset of the shadow (adjacent mappings: adjacent views); the
+ * core (pfemu-core.h) learns the mapping and the reservation, so
+ * cuMemcpy* and cuMemsetD* on it work like on cuMemAlloc memory, across
+ * adjacent mappings of one reservation too, and a range into a hole is
+ * refused (CUDA_ERROR_INVALID_VALUE), never touched. Access starts as none for every device;
  * cuMemSetAccess sets it per device for whole mappings; a copy or memset
  * by a context on a device without the access it needs fails with
  * CUDA_ERROR_ILLEGAL_ADDRESS and leaves the context's sticky error (what
@@ -39,8 +42,11 @@
  * Order: cuMemRelease may come before cuMemUnmap (the memory lives until
  * its last mapping goes, as the driver documents); cuMemUnmap takes whole
  * mappings only; cuMemAddressFree of a reservation that still has
- * mappings is refused (CUDA_ERROR_INVALID_VALUE) and keeps it; a handle
- * released twice, or never made, is CUDA_ERROR_INVALID_VALUE.
+ * mappings is refused (CUDA_ERROR_INVALID_VALUE) and keeps it. Handles
+ * are counted: cuMemCreate or an import makes one reference,
+ * cuMemRetainAllocationHandle (any address of a mapping: the same handle
+ * value) one more, each cuMemRelease drops one; one more release than
+ * references, or a handle never made, is CUDA_ERROR_INVALID_VALUE.
  *
  * Locking: one mutex (V) guards the handle and reservation lists; the
  * core takes its own lock inside (V, then the core's: never the other
@@ -90,8 +96,11 @@ struct handle
   size_t size;
   int device;
   int types;                    /* requestedHandleTypes */
-  int released;
+  int refs;                     /* cuMemCreate/Import 1, +1 per
+                                 * cuMemRetainAllocationHandle, -1 per
+                                 * cuMemRelease */
   int maps;
+  size_t held;
   struct handle *next;
 };
 
@@ -107,6 +116,9 @@ struct map
 struct resv
 {
   char *base;
+  char *shadow;                 /* the copy engine's views, at the same
+                                 * offsets: contiguous where the
+                                 * mappings are */
   size_t size;
   struct map *maps;
   struct resv *next;
@@ -183,7 +195,7 @@ handle_maybe_free (struct handle *h)
 {
   struct handle **l;
 
-  if (!h->released || h->maps > 0)
+  if (h->refs > 0 || h->maps > 0)
     return;
   for (l = &handles; *l; l = &(*l)->next) {
     if (*l == h) {
@@ -192,12 +204,14 @@ handle_maybe_free (struct handle *h)
     }
   }
   close (h->fd);
+  pfemu_core_VmmCount (-1, 0, -(long) h->held);
   free (h);
-  pfemu_core_VmmCount (-1, 0);
 }
 
+/* @held: the bytes this process holds by it (cuMemCreate's; 0 for an
+ * import: another process's memory) */
 static CUmemGenericAllocationHandle
-add_handle (int fd, size_t size, int device, int types)
+add_handle (int fd, size_t size, int device, int types, size_t held)
 {
   struct handle *h = calloc (1, sizeof *h);
 
@@ -207,9 +221,11 @@ add_handle (int fd, size_t size, int device, int types)
   h->size = size;
   h->device = device;
   h->types = types;
+  h->refs = 1;
+  h->held = held;
   h->next = handles;
   handles = h;
-  pfemu_core_VmmCount (1, 0);
+  pfemu_core_VmmCount (1, 0, (long) held);
   return (CUmemGenericAllocationHandle) (uintptr_t) h;
 }
 
@@ -274,7 +290,7 @@ create (CUmemGenericAllocationHandle * out, size_t size,
   memset (p, 0xA5, size);
   munmap (p, size);
   if (!(hv = add_handle (fd, size, prop->location.id,
-              prop->requestedHandleTypes)))
+              prop->requestedHandleTypes, size)))
     goto oom;
   *out = hv;
   return OK;
@@ -296,9 +312,9 @@ release (CUmemGenericAllocationHandle hv)
 {
   struct handle *h = find_handle (hv);
 
-  if (!h || h->released)
+  if (!h || h->refs == 0)
     return INVALID_VALUE;
-  h->released = 1;
+  h->refs--;
   handle_maybe_free (h);
   return OK;
 }
@@ -314,7 +330,7 @@ properties (CUmemAllocationProp * prop, CUmemGenericAllocationHandle hv)
 {
   struct handle *h = find_handle (hv);
 
-  if (!prop || !h || h->released)
+  if (!prop || !h || h->refs == 0)
     return INVALID_VALUE;
   memset (prop, 0, sizeof *prop);
   prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -340,7 +356,7 @@ export_fd (void *shareable, CUmemGenericAllocationHandle hv, int type,
   struct handle *h = find_handle (hv);
   int fd;
 
-  if (!shareable || !h || h->released || flags != 0)
+  if (!shareable || !h || h->refs == 0 || flags != 0)
     return INVALID_VALUE;
   if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
     return NOT_SUPPORTED;
@@ -401,7 +417,7 @@ import_fd (CUmemGenericAllocationHandle * out, void *os_handle, int type)
   if ((fd = fcntl (fd, F_DUPFD_CLOEXEC, 3)) < 0)
     return OUT_OF_MEMORY;
   if (!(hv = add_handle (fd, (size_t) hdr.size, mine,
-              CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))) {
+              CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0))) {
     close (fd);
     return OUT_OF_MEMORY;
   }
@@ -423,7 +439,7 @@ reserve (CUdeviceptr * ptr, size_t size, size_t align, CUdeviceptr addr,
     unsigned long long flags)
 {
   struct resv *r;
-  char *p, *base;
+  char *p, *base, *shadow;
   size_t span;
 
   (void) addr;                  /* a hint: not followed */
@@ -446,15 +462,21 @@ reserve (CUdeviceptr * ptr, size_t size, size_t align, CUdeviceptr addr,
     munmap (p, (size_t) (base - p));
   if (base + size < p + span)
     munmap (base + size, (size_t) (p + span - (base + size)));
-  if (!(r = calloc (1, sizeof *r))) {
+  shadow = mmap (NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+      MAP_NORESERVE, -1, 0);
+  if (shadow == MAP_FAILED || !(r = calloc (1, sizeof *r))) {
+    if (shadow != MAP_FAILED)
+      munmap (shadow, size);
     munmap (base, size);
     return OUT_OF_MEMORY;
   }
   r->base = base;
+  r->shadow = shadow;
   r->size = size;
   r->next = resvs;
   resvs = r;
-  pfemu_core_VmmCount (0, 1);
+  pfemu_core_VmmCount (0, 1, 0);
+  pfemu_core_VmmReserved (base, size, 1);
   *ptr = (CUdeviceptr) (uintptr_t) base;
   return OK;
 }
@@ -478,8 +500,10 @@ address_free (CUdeviceptr ptr, size_t size)
     return INVALID_VALUE;       /* not a reservation, or still mapped */
   *l = r->next;
   munmap (r->base, r->size);
+  munmap (r->shadow, r->size);
+  pfemu_core_VmmReserved (r->base, r->size, 0);
   free (r);
-  pfemu_core_VmmCount (0, -1);
+  pfemu_core_VmmCount (0, -1, 0);
   return OK;
 }
 
@@ -490,6 +514,14 @@ cuMemAddressFree (CUdeviceptr ptr, size_t size)
 }
 
 /* ---------------------------------------------------------- mappings */
+
+/* Back to reserved address space (PROT_NONE, no memory behind it). */
+static void
+unreserve (void *p, size_t size)
+{
+  mmap (p, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED |
+      MAP_NORESERVE, -1, 0);
+}
 
 /* V held. The reservation holding all of [p, p + size), or NULL. */
 static struct resv *
@@ -512,7 +544,7 @@ map (CUdeviceptr ptr, size_t size, size_t offset,
   struct map *m;
   int err;
 
-  if (!h || h->released || flags != 0 || size == 0)
+  if (!h || h->refs == 0 || flags != 0 || size == 0)
     return INVALID_VALUE;
   if (ptr % GRANULARITY || size % GRANULARITY || offset % GRANULARITY ||
       offset > h->size || size > h->size - offset)
@@ -524,25 +556,27 @@ map (CUdeviceptr ptr, size_t size, size_t offset,
       return INVALID_VALUE;     /* already mapped */
   /* the copy engine's view: read-write (the core checks the access of
    * every copy; a copy queued before cuMemSetAccess took the access away
-   * must not crash the worker) */
-  view = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, h->fd,
-      (off_t) (HEADER + offset));
-  if (view == MAP_FAILED)
+   * must not crash the worker), at the mapping's offset in the
+   * reservation's shadow, so that adjacent mappings have adjacent views
+   * and one copy runs across them */
+  view = mmap (r->shadow + (va - r->base), size, PROT_READ | PROT_WRITE,
+      MAP_SHARED | MAP_FIXED, h->fd, (off_t) (HEADER + offset));
+  if (view == MAP_FAILED) {
+    unreserve (r->shadow + (va - r->base), size);
     return OUT_OF_MEMORY;
+  }
   got = mmap (va, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd,
       (off_t) (HEADER + offset));
   if (got == MAP_FAILED || !(m = calloc (1, sizeof *m))) {
-    munmap (view, size);
+    unreserve (view, size);
     if (got != MAP_FAILED)
-      mmap (va, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED |
-          MAP_NORESERVE, -1, 0);
+      unreserve (va, size);
     return OUT_OF_MEMORY;
   }
-  if ((err = pfemu_core_VmmMap (va, view, size, h->device)) != OK) {
+  if ((err = pfemu_core_VmmMap (va, view, size, h->device, h->types)) != OK) {
     free (m);
-    munmap (view, size);
-    mmap (va, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED |
-        MAP_NORESERVE, -1, 0);
+    unreserve (view, size);
+    unreserve (va, size);
     return err;
   }
   m->va = va;
@@ -600,10 +634,9 @@ unmap (CUdeviceptr ptr, size_t size)
     }
     *l = m->next;
     pfemu_core_VmmUnmap (m->va);
-    /* back to reserved address space */
-    mmap (m->va, m->size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
-        MAP_FIXED | MAP_NORESERVE, -1, 0);
-    munmap (m->view, m->size);
+    /* back to reserved address space, the view's too */
+    unreserve (m->va, m->size);
+    unreserve (m->view, m->size);
     m->h->maps--;
     handle_maybe_free (m->h);
     free (m);
@@ -615,6 +648,38 @@ EXPORT CUresult
 cuMemUnmap (CUdeviceptr ptr, size_t size)
 {
   CALL ("cuMemUnmap", unmap (ptr, size));
+}
+
+/* V held. The mapping holding @p, or NULL. */
+static struct map *
+find_map (const char *p)
+{
+  for (struct resv * r = resvs; r; r = r->next)
+    for (struct map * m = r->maps; m; m = m->next)
+      if (p >= m->va && p < m->va + m->size)
+        return m;
+  return NULL;
+}
+
+/* The handle mapped at any address of a mapping, the same value cuMemMap
+ * was given (one more reference: the caller releases it), even where the
+ * mapper released its own already. */
+static int
+retain (CUmemGenericAllocationHandle * out, void *addr)
+{
+  struct map *m = find_map (addr);
+
+  if (!out || !m)
+    return INVALID_VALUE;
+  m->h->refs++;
+  *out = (CUmemGenericAllocationHandle) (uintptr_t) m->h;
+  return OK;
+}
+
+EXPORT CUresult
+cuMemRetainAllocationHandle (CUmemGenericAllocationHandle * handle, void *addr)
+{
+  CALL ("cuMemRetainAllocationHandle", retain (handle, addr));
 }
 
 /* ------------------------------------------------------------ access */
@@ -665,20 +730,17 @@ static int
 get_access (unsigned long long *flags, const CUmemLocation * loc,
     CUdeviceptr ptr)
 {
-  const char *p = (const char *) (uintptr_t) ptr;
+  struct map *m;
   int err;
 
   if (!flags)
     return INVALID_VALUE;
   if ((err = check_location (loc)) != OK)
     return err;
-  for (struct resv * r = resvs; r; r = r->next)
-    for (struct map * m = r->maps; m; m = m->next)
-      if (p >= m->va && p < m->va + m->size) {
-        *flags = m->access[loc->id];
-        return OK;
-      }
-  return INVALID_VALUE;
+  if (!(m = find_map ((const char *) (uintptr_t) ptr)))
+    return INVALID_VALUE;
+  *flags = m->access[loc->id];
+  return OK;
 }
 
 EXPORT CUresult

@@ -24,11 +24,14 @@
  * made current by itself), cuCtxCreate pushes, cuCtxPopCurrent pops.
  *
  * What a GPU does and the emulator cannot (kernels, modules, textures,
- * graphics interop, legacy IPC, memory pools, external resources)
+ * graphics interop, memory pools, external resources)
  * returns CUDA_ERROR_NOT_SUPPORTED (801); the device attributes say those
  * features are absent, so GStreamer does not try them. Virtual memory
  * management (cuMemCreate, cuMemMap, POSIX-fd export and import) is
- * pfemu-cuda-vmm.c's, built into the same library, on with PFEMU_VMM=1.
+ * pfemu-cuda-vmm.c's, built into the same library, on with PFEMU_VMM=1;
+ * legacy IPC (cuIpcGetMemHandle, cuIpcOpenMemHandle, cuIpcCloseMemHandle,
+ * cuIpcGetEventHandle, cuIpcOpenEventHandle) is pfemu-cuda-ipc.c's, on
+ * with PFEMU_IPC=1.
  */
 #include "pfemu-core.h"
 #include "pfemu-cuda.h"
@@ -98,6 +101,7 @@ static const struct
   {100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
   {101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
   {201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+  {208, "CUDA_ERROR_ALREADY_MAPPED", "resource already mapped"},
   {400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
   {600, "CUDA_ERROR_NOT_READY", "device not ready"},
   {700, "CUDA_ERROR_ILLEGAL_ADDRESS",
@@ -546,33 +550,72 @@ cuMemGetInfo_v2 (size_t *free_bytes, size_t *total)
   CALL ("cuMemGetInfo_v2", CTX, mem_get_info (free_bytes, total));
 }
 
-/* CU_POINTER_ATTRIBUTE_CONTEXT (1: the current context), MEMORY_TYPE (2),
- * DEVICE_POINTER (3), HOST_POINTER (4, host memory only),
- * DEVICE_ORDINAL (9: 0); a pointer the device does not know:
- * CUDA_ERROR_INVALID_VALUE. */
+/* cuPointerGetAttribute: what the core knows of the pointer (its
+ * allocation, cuMemMap mapping, IPC-opened allocation or host
+ * registration), as cuda.h types each attribute: CONTEXT (1) the
+ * allocating, opening or registering context, NULL for a mapping (it
+ * belongs to none); MEMORY_TYPE (2); DEVICE_POINTER (3); HOST_POINTER (4,
+ * host memory only); BUFFER_ID (7, unsigned long long, unique per
+ * allocation or mapping); IS_MANAGED (8, a bool: 0); DEVICE_ORDINAL (9,
+ * the device the memory is on); IS_LEGACY_CUDA_IPC_CAPABLE (10, a bool: 1
+ * for cuMemAlloc memory); RANGE_START_ADDR / RANGE_SIZE (11, 12) and
+ * MAPPING_BASE_ADDR / MAPPING_SIZE (19, 18): the allocation or mapping
+ * holding it; MAPPED (13, a bool: 1); ALLOWED_HANDLE_TYPES (14, unsigned
+ * long long: a mapping's requestedHandleTypes, 0 otherwise); ACCESS_FLAGS
+ * (16, int: the current context's device's access, 0 none, 1 read, 3
+ * read-write). A pointer the device does not know:
+ * CUDA_ERROR_INVALID_VALUE; any other attribute: CUDA_ERROR_NOT_SUPPORTED.
+ * (The bools are one byte, as cuda-python's binding reads them.) */
 static int
 pointer_attribute (void *data, int attr, CUdeviceptr ptr)
 {
-  int type = pfemu_core_PointerMemoryType (PTR (ptr));
+  struct pfemu_core_ptr info;
 
-  if (!data || type == 0)
+  if (!data || pfemu_core_PointerInfo (PTR (ptr), &info) != 0)
     return CUDA_ERROR_INVALID_VALUE;
   switch (attr) {
     case 1:
-      return pfemu_core_CtxGetCurrent (data);
+      *(void **) data = info.ctx;
+      return CUDA_SUCCESS;
     case 2:
-      *(unsigned int *) data = (unsigned int) type;
+      *(unsigned int *) data = (unsigned int) info.type;
       return CUDA_SUCCESS;
     case 3:
       *(CUdeviceptr *) data = ptr;
       return CUDA_SUCCESS;
     case 4:
-      if (type != CU_MEMORYTYPE_HOST)
+      if (info.type != CU_MEMORYTYPE_HOST)
         return CUDA_ERROR_INVALID_VALUE;
       *(void **) data = PTR (ptr);
       return CUDA_SUCCESS;
+    case 7:
+      *(unsigned long long *) data = info.id;
+      return CUDA_SUCCESS;
+    case 8:
+      *(unsigned char *) data = 0;
+      return CUDA_SUCCESS;
     case 9:
-      *(int *) data = 0;
+      *(int *) data = info.device;
+      return CUDA_SUCCESS;
+    case 10:
+      *(unsigned char *) data = info.kind == PFEMU_PTR_ALLOC;
+      return CUDA_SUCCESS;
+    case 11:
+    case 19:
+      *(CUdeviceptr *) data = DPTR (info.base);
+      return CUDA_SUCCESS;
+    case 12:
+    case 18:
+      *(size_t *) data = info.size;
+      return CUDA_SUCCESS;
+    case 13:
+      *(unsigned char *) data = 1;
+      return CUDA_SUCCESS;
+    case 14:
+      *(unsigned long long *) data = (unsigned long long) info.handle_types;
+      return CUDA_SUCCESS;
+    case 16:
+      *(int *) data = (int) info.access;
       return CUDA_SUCCESS;
     default:
       return CUDA_ERROR_NOT_SUPPORTED;
@@ -583,6 +626,71 @@ EXPORT CUresult
 cuPointerGetAttribute (void *data, int attr, CUdeviceptr ptr)
 {
   CALL ("cuPointerGetAttribute", NOCTX, pointer_attribute (data, attr, ptr));
+}
+
+/* cuPointerGetAttributes: each attribute as above; a pointer the device
+ * does not know is no error here (as the driver documents): every
+ * attribute reads its zero (NULL, 0, false); one not supported: 801,
+ * nothing written after it. */
+static int
+pointer_attributes (unsigned int n, const int *attrs, void **data,
+    CUdeviceptr ptr)
+{
+  struct pfemu_core_ptr info;
+  int known;
+
+  if (n == 0 || !attrs || !data)
+    return CUDA_ERROR_INVALID_VALUE;
+  known = pfemu_core_PointerInfo (PTR (ptr), &info) == 0;
+  for (unsigned int i = 0; i < n; i++) {
+    int r;
+    if (!data[i])
+      return CUDA_ERROR_INVALID_VALUE;
+    if (known) {
+      if ((r = pointer_attribute (data[i], attrs[i], ptr)) == CUDA_SUCCESS)
+        continue;
+      if (r != CUDA_ERROR_INVALID_VALUE || attrs[i] != 4)
+        return r;
+    }
+    switch (attrs[i]) {
+      case 1:
+      case 3:
+      case 4:
+      case 11:
+      case 19:
+        *(void **) data[i] = NULL;
+        break;
+      case 2:
+      case 9:
+      case 16:
+        *(int *) data[i] = 0;
+        break;
+      case 7:
+      case 14:
+        *(unsigned long long *) data[i] = 0;
+        break;
+      case 8:
+      case 10:
+      case 13:
+        *(unsigned char *) data[i] = 0;
+        break;
+      case 12:
+      case 18:
+        *(size_t *) data[i] = 0;
+        break;
+      default:
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult
+cuPointerGetAttributes (unsigned int n, int *attrs, void **data,
+    CUdeviceptr ptr)
+{
+  CALL ("cuPointerGetAttributes", NOCTX, pointer_attributes (n, attrs, data,
+          ptr));
 }
 
 /* ------------------------------------------------------------- copies */
@@ -920,8 +1028,8 @@ cuGetProcAddress_v2 (const char *symbol, void **pfn, int version,
 }
 
 /* Counted (calls.<name>), then refused: no kernels, modules, textures,
- * graphics interop, peer access, legacy IPC, retained VMM handles,
- * memory pools or external resources on the emulated device. Arguments
+ * graphics interop, peer access, memory pools or external resources on
+ * the emulated device (legacy IPC is pfemu-cuda-ipc.c's). Arguments
  * are ignored, so one signature serves them all (the caller's arguments
  * are in registers or on its own stack; nothing here reads them). */
 #define UNSUPPORTED(name)                                       \
@@ -957,13 +1065,6 @@ UNSUPPORTED (cuModuleGetFunction)
 UNSUPPORTED (cuTexObjectCreate)
 UNSUPPORTED (cuTexObjectDestroy)
 UNSUPPORTED (cuLaunchKernel)
-UNSUPPORTED (cuIpcGetEventHandle)
-UNSUPPORTED (cuIpcOpenEventHandle)
-UNSUPPORTED (cuIpcGetMemHandle)
-UNSUPPORTED (cuIpcOpenMemHandle)
-UNSUPPORTED (cuIpcOpenMemHandle_v2)
-UNSUPPORTED (cuIpcCloseMemHandle)
-UNSUPPORTED (cuMemRetainAllocationHandle)
 UNSUPPORTED (cuMemAllocAsync)
 UNSUPPORTED (cuMemAllocFromPoolAsync)
 UNSUPPORTED (cuMemFreeAsync)

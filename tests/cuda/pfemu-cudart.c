@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -143,6 +144,14 @@ struct alloc
   int vmm;
   unsigned access[4];
   int device;
+  int handle_types;             /* a mapping's: requestedHandleTypes */
+  /* legacy IPC (pfemu-cuda-ipc.c): ipc 1: opened from another process's
+   * handle (cuIpcOpenMemHandle), closed by cuIpcCloseMemHandle only; fd:
+   * the allocation's memfd, kept open with PFEMU_IPC=1 so that
+   * cuIpcGetMemHandle can name it (else -1) */
+  int ipc;
+  int fd;
+  unsigned long long id;        /* CU_POINTER_ATTRIBUTE_BUFFER_ID */
   struct alloc *next;
 };
 
@@ -168,9 +177,23 @@ struct ctx
   struct ctx *next;
 };
 
+/* An IPC event's counters (pfemu-cuda-ipc.c), in a page the exporting
+ * and the importing processes share: read and written there, with
+ * atomics, instead of in struct event. */
+#define EV_SHARED_MAGIC "PFEMUEVT"
+struct ev_shared
+{
+  char magic[8];
+  uint64_t recorded, completed;
+  int32_t error, pad;
+};
+
 struct event
 {
   uint64_t recorded, completed;
+  struct ev_shared *sh;         /* exported or imported: its counters */
+  int sh_fd;                    /* exported: the page's memfd, else -1 */
+  int imported;
   int refs;                     /* handle + queued ops */
   int alive;
   int device;                   /* current device when created */
@@ -198,6 +221,7 @@ struct op
   int sticky;                   /* fail_err poisons the whole context */
   int owns_src;                 /* src is a staging copy, freed after */
   int h2h;                      /* host to host (driver API only) */
+  int dir;                      /* 0 H2H, 1 H2D, 2 D2H, 3 D2D */
   long late_us;                 /* OP_READ: how long the reader runs */
   void (*host_fn) (void *);     /* OP_HOST: cudaLaunchHostFunc's */
   void *host_data;
@@ -355,11 +379,37 @@ static struct
   /* virtual memory (pfemu-cuda-vmm.c): copies and memsets refused by a
    * mapping's access flags (sticky 700) */
   long vmm_faults;
+  /* copies by direction (0 host to host, 1 HtoD, 2 DtoH, 3 DtoD), sync
+   * and async, each plane a copy; their bytes */
+  long dir_copies[4], dir_bytes[4];
 } ctr;
+
+/* device memory held by this process: cuMemAlloc / cudaMallocPitch
+ * allocations and cuMemCreate handles (not imported or IPC-opened ones:
+ * those are another process's), now and at most (kept by pfemu_reset) */
+static long device_bytes, device_bytes_peak;
+
+static void
+device_bytes_add_locked (long delta)
+{
+  device_bytes += delta;
+  if (device_bytes > device_bytes_peak)
+    device_bytes_peak = device_bytes;
+}
 
 /* live virtual-memory handles and reservations (pfemu-cuda-vmm.c's, kept
  * by pfemu_reset()) */
 static long vmm_handles, vmm_reservations;
+
+/* the reservations' address ranges (pfemu_core_VmmReserved): a copy whose
+ * "host" side lies in one is an unmapped device address, refused */
+#define MAX_RESERVED 256
+static struct
+{
+  const char *base;
+  size_t size;
+} reserved[MAX_RESERVED];
+static int n_reserved;
 
 /* CU_CTX_SCHED_MASK and CU_CTX_SCHED_BLOCKING_SYNC (cuda.h) */
 #define CTX_SCHED_MASK 0x07u
@@ -511,7 +561,16 @@ count_list_allocs (void)
 {
   long n = 0;
   for (struct alloc * a = allocs; a; a = a->next)
-    n += !a->vmm;
+    n += !a->vmm && !a->ipc;
+  return n;
+}
+
+static long
+count_list_ipc_maps (void)
+{
+  long n = 0;
+  for (struct alloc * a = allocs; a; a = a->next)
+    n += a->ipc;
   return n;
 }
 
@@ -667,7 +726,7 @@ is_release (const char *name)
     "cuMemFree_v2", "cuMemFreeHost", "cuMemHostUnregister",
     "cuStreamDestroy_v2", "cuStreamDestroy", "cuEventDestroy_v2",
     "cuEventDestroy", "cuCtxDestroy_v2", "cuDevicePrimaryCtxRelease_v2",
-    "cuDevicePrimaryCtxRelease",
+    "cuDevicePrimaryCtxRelease", "cuIpcCloseMemHandle",
   };
   for (size_t i = 0; i < sizeof releases / sizeof releases[0]; i++)
     if (strcmp (name, releases[i]) == 0)
@@ -1273,16 +1332,45 @@ pfemu_core_DeviceGetAttribute (int *value, int attr, int device)
 
 /* ----------------------------------------------------------- memory */
 
-/* G held. The allocation holding [p, p + len), or NULL. */
+/* G held. The cuMemMap mapping that starts where @a ends, in the same
+ * reservation: its copy-engine view continues @a's too (pfemu-cuda-vmm.c
+ * maps the views at the same offsets of one shadow range), so a copy can
+ * run across both as a GPU's does over contiguous virtual addresses. */
+static struct alloc *
+next_mapping (const struct alloc *a)
+{
+  if (!a->vmm)
+    return NULL;
+  for (struct alloc * b = allocs; b; b = b->next)
+    if (b->vmm && b->dev == a->dev + a->size && b->view == a->view + a->size)
+      return b;
+  return NULL;
+}
+
+/* G held. The allocation holding [p, p + len), or NULL; a range over
+ * adjacent mappings of one reservation is held by the first (its view
+ * reaches the others); a range running into a hole, or past an
+ * allocation's end, is held by none. */
 static struct alloc *
 find_alloc (const void *p, size_t len)
 {
   const char *c = p;
-  for (struct alloc * a = allocs; a; a = a->next)
-    if (c >= a->dev && c < a->dev + a->size)
+  for (struct alloc * a = allocs; a; a = a->next) {
+    if (c >= a->dev && c < a->dev + a->size) {
       /* exact bounds, not the page the allocation ends in */
-      return (c < a->dev + a->bytes &&
-          len <= (size_t) (a->dev + a->bytes - c)) ? a : NULL;
+      const struct alloc *m = a;
+      size_t left;
+      if (c >= a->dev + a->bytes)
+        return NULL;
+      left = (size_t) (a->dev + a->bytes - c);
+      while (len > left) {
+        if (!(m = next_mapping (m)))
+          return NULL;
+        left += m->bytes;
+      }
+      return a;
+    }
+  }
   return NULL;
 }
 
@@ -1324,6 +1412,28 @@ struct event;
 static void demand_event_locked (struct event *e);
 static long fault_pending_locked (const char *lo, const char *hi);
 
+static unsigned long long alloc_ids;
+
+/* PFEMU_IPC=1: legacy IPC (cuIpc*) on, read at each allocation */
+static int
+ipc_enabled (void)
+{
+  const char *e = getenv ("PFEMU_IPC");
+  return e && strcmp (e, "1") == 0;
+}
+
+/* G held. The device memory allocated in @ctx is on: the context's, else
+ * the calling thread's current one (cudart), else 0. */
+static int
+alloc_device_of_locked (void *ctx)
+{
+  int alive, dev = ctx ? handle_device_locked (ctx, &alive) : -1;
+
+  if (dev < 0)
+    dev = current_device;
+  return dev >= 0 && dev < MAX_DEVICES ? dev : 0;
+}
+
 /* A device allocation of exactly @bytes (accessible: whole pages). */
 static cudaError_t
 alloc_device (void **dev_ptr, size_t bytes)
@@ -1338,21 +1448,25 @@ alloc_device (void **dev_ptr, size_t bytes)
   fd = memfd_create ("pfemu-device", MFD_CLOEXEC);
   if (fd < 0)
     return cudaErrorMemoryAllocation;
-  if (ftruncate (fd, (off_t) size) < 0) {
+  if (ftruncate (fd, (off_t) size) < 0 || !(a = calloc (1, sizeof *a))) {
     close (fd);
     return cudaErrorMemoryAllocation;
   }
-  a = calloc (1, sizeof *a);
   a->size = size;
   a->bytes = bytes;
   a->dev = mmap (NULL, size, PROT_NONE, MAP_SHARED, fd, 0);
   a->view = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close (fd);
+  /* kept for cuIpcGetMemHandle only where legacy IPC is on */
+  a->fd = ipc_enabled ()? fd : -1;
+  if (a->fd < 0)
+    close (fd);
   if (a->dev == MAP_FAILED || a->view == MAP_FAILED) {
     if (a->dev != MAP_FAILED)
       munmap (a->dev, size);
     if (a->view != MAP_FAILED)
       munmap (a->view, size);
+    if (a->fd >= 0)
+      close (a->fd);
     free (a);
     return cudaErrorMemoryAllocation;
   }
@@ -1360,9 +1474,12 @@ alloc_device (void **dev_ptr, size_t bytes)
   memset (a->view, 0xA5, size);
   a->ctx = cur_ctx ();
   pthread_mutex_lock (&G);
+  a->device = alloc_device_of_locked (a->ctx);
+  a->id = ++alloc_ids;
   a->next = allocs;
   allocs = a;
   ctr.allocations++;
+  device_bytes_add_locked ((long) a->bytes);
   pthread_mutex_unlock (&G);
   *dev_ptr = a->dev;
   return cudaSuccess;
@@ -1403,7 +1520,7 @@ pfemu_core_Free (void *dev_ptr)
     return cudaSuccess;
   pthread_mutex_lock (&G);
   for (l = &allocs; *l; l = &(*l)->next) {
-    if ((*l)->dev == dev_ptr && !(*l)->vmm) {
+    if ((*l)->dev == dev_ptr && !(*l)->vmm && !(*l)->ipc) {
       a = *l;
       *l = a->next;
       break;
@@ -1413,11 +1530,15 @@ pfemu_core_Free (void *dev_ptr)
    * that use the allocation: those still queued fault. */
   if (a && fault_pending_locked (a->view, a->view + a->size) > 0)
     ctr.free_pending++;
+  if (a)
+    device_bytes_add_locked (-(long) a->bytes);
   pthread_mutex_unlock (&G);
   if (!a)
     return cudaErrorInvalidValue;
   munmap (a->dev, a->size);
   munmap (a->view, a->size);
+  if (a->fd >= 0)
+    close (a->fd);
   free (a);
   return cudaSuccess;
 }
@@ -1660,11 +1781,53 @@ event_unref_locked (struct event *ev)
         break;
       }
     }
+    if (ev->sh)
+      munmap (ev->sh, sizeof *ev->sh);
+    if (ev->sh_fd >= 0)
+      close (ev->sh_fd);
     free (ev);
   }
 }
 
 static void run_read (struct op *o);
+
+/* An event's counters: its shared page's for an IPC event. */
+static uint64_t
+ev_recorded (const struct event *e)
+{
+  return e->sh ? __atomic_load_n (&e->sh->recorded, __ATOMIC_ACQUIRE) :
+      e->recorded;
+}
+
+static uint64_t
+ev_completed (const struct event *e)
+{
+  return e->sh ? __atomic_load_n (&e->sh->completed, __ATOMIC_ACQUIRE) :
+      e->completed;
+}
+
+static cudaError_t
+ev_error (const struct event *e)
+{
+  return e->sh ? (cudaError_t) __atomic_load_n (&e->sh->error,
+      __ATOMIC_ACQUIRE) : e->error;
+}
+
+/* G held. Until @e's record @seq completed: signalled in this process;
+ * an IPC event may be completed by another process: polled (100 us). */
+static void
+ev_wait_locked (struct event *e, uint64_t seq)
+{
+  while (ev_completed (e) < seq) {
+    if (e->sh) {
+      pthread_mutex_unlock (&G);
+      usleep (100);
+      pthread_mutex_lock (&G);
+    } else {
+      pthread_cond_wait (&events_cond, &G);
+    }
+  }
+}
 
 static void *
 stream_worker (void *data)
@@ -1702,15 +1865,26 @@ stream_worker (void *data)
       s->error = o->fail_err;
     if (o->fail_err && o->sticky && !sticky_error)
       sticky_error = o->fail_err;
-    if (o->type == OP_RECORD && s->error)
+    if (o->type == OP_RECORD && s->error) {
       o->ev->error = s->error;
+      if (o->ev->sh)
+        __atomic_store_n (&o->ev->sh->error, s->error, __ATOMIC_RELEASE);
+    }
     if (o->type == OP_WAIT) {
       demand_event_locked (o->ev);
-      while (o->ev->completed < o->seq)
-        pthread_cond_wait (&events_cond, &G);
+      ev_wait_locked (o->ev, o->seq);
     } else if (o->type == OP_RECORD) {
-      if (o->ev->completed < o->seq)
+      if (o->ev->sh) {
+        uint64_t done = __atomic_load_n (&o->ev->sh->completed,
+            __ATOMIC_ACQUIRE);
+        /* records complete in order in one process; another process's
+         * later record may have completed first: keep the highest */
+        while (done < o->seq && !__atomic_compare_exchange_n
+            (&o->ev->sh->completed, &done, o->seq, 0, __ATOMIC_RELEASE,
+                __ATOMIC_ACQUIRE));
+      } else if (o->ev->completed < o->seq) {
         o->ev->completed = o->seq;
+      }
     } else if (o->type == OP_COPY) {
       s->pending_copies--;
     }
@@ -1935,6 +2109,7 @@ pfemu_core_EventCreateWithFlags (void **event, unsigned int flags)
   if (device_count <= 0)
     return cudaErrorNoDevice;
   e = calloc (1, sizeof *e);
+  e->sh_fd = -1;
   e->refs = 1;
   e->alive = 1;
   e->device = current_device;
@@ -1970,6 +2145,7 @@ pfemu_core_EventRecord (void *event, void *stream)
   struct event *e;
   struct stream *s = NULL;
   struct op *o;
+  uint64_t seq;
 
   stream = STREAM_HANDLE (stream);
   pthread_mutex_lock (&G);
@@ -1993,7 +2169,10 @@ pfemu_core_EventRecord (void *event, void *stream)
     return cudaErrorInvalidResourceHandle;
   }
   ctr.events_recorded++;
-  e->recorded++;
+  if (e->sh)
+    seq = __atomic_add_fetch (&e->sh->recorded, 1, __ATOMIC_ACQ_REL);
+  else
+    seq = ++e->recorded;
   if (!s) {
     /* The legacy default stream: after the blocking streams' work, queued
      * behind what the legacy stream has (late synchronous copies). */
@@ -2003,10 +2182,13 @@ pfemu_core_EventRecord (void *event, void *stream)
   o = calloc (1, sizeof *o);
   o->type = OP_RECORD;
   o->ev = e;
-  o->seq = e->recorded;
+  o->seq = seq;
   e->refs++;
   enqueue_locked (s, o);
   e->legacy_lseq = s->legacy ? o->lseq : 0;
+  /* another process may wait for it: the legacy stream runs it now */
+  if (e->sh)
+    demand_event_locked (e);
   pthread_mutex_unlock (&G);
   return cudaSuccess;
 }
@@ -2022,7 +2204,8 @@ pfemu_core_EventQuery (void *event)
     res = cudaErrorInvalidResourceHandle;
   } else {
     demand_event_locked (e);
-    res = e->completed >= e->recorded ? e->error : cudaErrorNotReady;
+    res = ev_completed (e) >= ev_recorded (e) ? ev_error (e) :
+        cudaErrorNotReady;
   }
   pthread_mutex_unlock (&G);
   return res;
@@ -2040,7 +2223,7 @@ pfemu_core_EventSynchronize (void *event)
     pthread_mutex_unlock (&G);
     return cudaErrorInvalidResourceHandle;
   }
-  target = e->recorded;
+  target = ev_recorded (e);
   demand_event_locked (e);
   /* Without cudaEventBlockingSync the calling thread busy-waits for the
    * event on a GPU ("will actively spin", cudaEventCreateWithFlags); the
@@ -2049,13 +2232,12 @@ pfemu_core_EventSynchronize (void *event)
   ctr.event_syncs++;
   if (!(e->flags & EVENT_BLOCKING_SYNC)) {
     ctr.event_syncs_spinning++;
-    if (e->completed < target)
+    if (ev_completed (e) < target)
       ctr.event_syncs_spun++;
   }
   e->refs++;
-  while (e->completed < target)
-    pthread_cond_wait (&events_cond, &G);
-  err = e->error;
+  ev_wait_locked (e, target);
+  err = ev_error (e);
   event_unref_locked (e);
   pthread_mutex_unlock (&G);
   return err;
@@ -2081,7 +2263,7 @@ pfemu_core_StreamWaitEvent (void *stream, void *event, unsigned int flags)
   o = calloc (1, sizeof *o);
   o->type = OP_WAIT;
   o->ev = e;
-  o->seq = e->recorded;
+  o->seq = ev_recorded (e);
   e->refs++;
   enqueue_locked (s, o);
   pthread_mutex_unlock (&G);
@@ -2095,15 +2277,35 @@ pfemu_core_StreamWaitEvent (void *stream, void *event, unsigned int flags)
  * (a GPU's MMU faults: CUDA_ERROR_ILLEGAL_ADDRESS, and the context is
  * unusable from then on). Counted in vmm.faults. */
 static int
-vmm_denies (const struct alloc *a, unsigned bit)
+vmm_denies (const struct alloc *a, const void *p, size_t len, unsigned bit)
 {
   int dev = current_device >= 0 && current_device < MAX_DEVICES ?
       current_device : 0;
+  size_t covered = (size_t) (a->dev + a->bytes - (const char *) p);
 
-  if (!a->vmm || (a->access[dev] & bit))
+  if (!a->vmm)
     return 0;
+  /* every mapping the range touches (find_alloc checked they follow) */
+  while (a && (a->access[dev] & bit)) {
+    if (covered >= len)
+      return 0;
+    if ((a = next_mapping (a)))
+      covered += a->bytes;
+  }
   ctr.vmm_faults++;
   return 1;
+}
+
+/* G held. Whether [p, p + len) overlaps a reservation. */
+static int
+in_reserved_locked (const void *p, size_t len)
+{
+  const char *c = p;
+
+  for (int i = 0; i < n_reserved; i++)
+    if (c < reserved[i].base + reserved[i].size && reserved[i].base < c + len)
+      return 1;
+  return 0;
 }
 
 /* G held. Resolves both sides of a 2D copy; on success fills @o's
@@ -2132,11 +2334,17 @@ resolve_copy (struct op *o, void *dst, size_t dpitch, const void *src,
     return cudaErrorInvalidMemcpyDirection;
   if (((kind & 1) != 0) != dst_dev || ((kind & 2) != 0) != src_dev)
     return cudaErrorInvalidValue;       /* e.g. H2D into host memory */
+  /* a side in a reservation but in no mapping: a hole of device address
+   * space, not host memory (touching it from the host would fault) */
+  if ((!dst_dev && in_reserved_locked (dst, dspan)) ||
+      (!src_dev && in_reserved_locked (src, sspan)))
+    return cudaErrorInvalidValue;
   /* not used by pinnedflow: refused through cudart; the driver's copies
    * (cuMemcpy2D with two host sides) do it */
   if (kind == H2H && !driver_call)
     return cudaErrorInvalidMemcpyDirection;
   o->h2h = kind == H2H;
+  o->dir = kind;
 
   o->dpitch = dpitch;
   o->spitch = spitch;
@@ -2146,7 +2354,7 @@ resolve_copy (struct op *o, void *dst, size_t dpitch, const void *src,
   if (dst_dev) {
     if (!(a = find_alloc (dst, dspan)))
       return cudaErrorInvalidValue;
-    if (vmm_denies (a, 2))
+    if (vmm_denies (a, dst, dspan, 2))
       o->fail_err = cudaErrorIllegalAddress, o->sticky = 1;
     o->dst = a->view + ((const char *) dst - a->dev);
   } else {
@@ -2161,7 +2369,7 @@ resolve_copy (struct op *o, void *dst, size_t dpitch, const void *src,
   if (src_dev) {
     if (!(a = find_alloc (src, sspan)))
       return cudaErrorInvalidValue;
-    if (vmm_denies (a, 1))
+    if (vmm_denies (a, src, sspan, 1))
       o->fail_err = cudaErrorIllegalAddress, o->sticky = 1;
     o->src = a->view + ((const char *) src - a->dev);
   } else {
@@ -2200,6 +2408,8 @@ pfemu_core_Memcpy2DAsync (void *dst, size_t dpitch, const void *src,
       &pinned);
   if (res != cudaSuccess)
     goto fail;
+  ctr.dir_copies[o->dir & 3]++;
+  ctr.dir_bytes[o->dir & 3] += (long) (o->width * o->height);
   if (o->h2h)
     ctr.copies_h2h++;
   else if (!o->host_lo)
@@ -2265,6 +2475,8 @@ pfemu_core_Memcpy2D (void *dst, size_t dpitch, const void *src, size_t spitch,
     return o.fail_err;
   }
   ctr.copies_sync++;
+  ctr.dir_copies[o.dir & 3]++;
+  ctr.dir_bytes[o.dir & 3] += (long) (o.width * o.height);
   /* On the legacy default stream: after the blocking streams' work (not
    * the non-blocking ones'). */
   drain_blocking_locked ();
@@ -2326,7 +2538,7 @@ pfemu_core_Memset2D (void *dst, size_t pitch, unsigned int value,
     pthread_mutex_unlock (&G);
     return cudaErrorInvalidValue;
   }
-  if (vmm_denies (a, 2)) {
+  if (vmm_denies (a, dst, pitch * (height - 1) + bytes, 2)) {
     sticky_error = cudaErrorIllegalAddress;
     pthread_mutex_unlock (&G);
     return cudaErrorIllegalAddress;
@@ -2368,10 +2580,209 @@ pfemu_core_PointerMemoryType (const void *ptr)
   return t;
 }
 
+PFEMU_CORE int
+pfemu_core_PointerInfo (const void *ptr, struct pfemu_core_ptr *out)
+{
+  const char *c = ptr;
+  int dev, alive, found = 0;
+  struct reg *r;
+
+  memset (out, 0, sizeof *out);
+  pthread_mutex_lock (&G);
+  check_generation ();
+  dev = current_device >= 0 && current_device < MAX_DEVICES ?
+      current_device : -1;
+  for (struct alloc * a = allocs; a && !found; a = a->next) {
+    if (c < a->dev || c >= a->dev + a->size)
+      continue;
+    found = 1;
+    out->type = 2;
+    out->device = a->device;
+    out->ctx = a->ctx;
+    out->base = a->dev;
+    out->size = a->bytes;
+    out->kind = a->vmm ? PFEMU_PTR_MAPPING : a->ipc ? PFEMU_PTR_IPC :
+        PFEMU_PTR_ALLOC;
+    out->handle_types = a->handle_types;
+    out->id = a->id;
+    if (a->vmm)
+      out->access = dev >= 0 ? a->access[dev] : 0;
+    else
+      out->access = dev == a->device ? 3 : 0;
+  }
+  if (!found && (r = find_reg (ptr, 1))) {
+    found = 1;
+    out->type = 1;
+    out->ctx = r->ctx;
+    out->device = r->ctx ? handle_device_locked (r->ctx, &alive) : 0;
+    if (out->device < 0)
+      out->device = 0;
+    out->base = r->base;
+    out->size = r->size;
+    out->kind = PFEMU_PTR_HOST;
+    out->access = 3;
+  }
+  pthread_mutex_unlock (&G);
+  return found ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+/* ------------------------------------------------ legacy IPC hooks */
+
+PFEMU_CORE int
+pfemu_core_IpcExport (const void *ptr, int *fd, size_t *size, size_t *bytes,
+    int *device)
+{
+  const char *c = ptr;
+  int res = cudaErrorInvalidValue;
+
+  pthread_mutex_lock (&G);
+  for (struct alloc * a = allocs; a; a = a->next) {
+    if (c < a->dev || c >= a->dev + a->size)
+      continue;
+    /* only what cuMemAlloc made here, and was made with its memfd kept */
+    if (!a->vmm && !a->ipc && a->fd >= 0) {
+      *fd = a->fd;
+      *size = a->size;
+      *bytes = a->bytes;
+      *device = a->device;
+      res = cudaSuccess;
+    }
+    break;
+  }
+  pthread_mutex_unlock (&G);
+  return res;
+}
+
+PFEMU_CORE int
+pfemu_core_IpcOpen (int fd, size_t size, size_t bytes, int device, void **va)
+{
+  struct alloc *a = calloc (1, sizeof *a);
+
+  if (!a)
+    return cudaErrorMemoryAllocation;
+  a->dev = mmap (NULL, size, PROT_NONE, MAP_SHARED, fd, 0);
+  a->view = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (a->dev == MAP_FAILED || a->view == MAP_FAILED) {
+    if (a->dev != MAP_FAILED)
+      munmap (a->dev, size);
+    if (a->view != MAP_FAILED)
+      munmap (a->view, size);
+    free (a);
+    return cudaErrorMemoryAllocation;
+  }
+  a->size = size;
+  a->bytes = bytes;
+  a->ipc = 1;
+  a->fd = -1;
+  a->device = device;
+  a->ctx = cur_ctx ();
+  pthread_mutex_lock (&G);
+  a->id = ++alloc_ids;
+  a->next = allocs;
+  allocs = a;
+  pthread_mutex_unlock (&G);
+  *va = a->dev;
+  return cudaSuccess;
+}
+
+PFEMU_CORE int
+pfemu_core_IpcClose (void *va)
+{
+  struct alloc **l, *a = NULL;
+
+  pthread_mutex_lock (&G);
+  for (l = &allocs; *l; l = &(*l)->next) {
+    if ((*l)->dev == va && (*l)->ipc) {
+      a = *l;
+      *l = a->next;
+      break;
+    }
+  }
+  /* the copies still queued on it fault, as after cuMemFree */
+  if (a && fault_pending_locked (a->view, a->view + a->size) > 0)
+    ctr.free_pending++;
+  pthread_mutex_unlock (&G);
+  if (!a)
+    return cudaErrorInvalidValue;
+  munmap (a->dev, a->size);
+  munmap (a->view, a->size);
+  free (a);
+  return cudaSuccess;
+}
+
+PFEMU_CORE int
+pfemu_core_IpcEventExport (void *event, int *fd)
+{
+  struct ev_shared *sh;
+  struct event *e;
+  int res = cudaErrorInvalidValue, f = -1;
+
+  pthread_mutex_lock (&G);
+  /* CU_EVENT_INTERPROCESS and CU_EVENT_DISABLE_TIMING, as the driver
+   * requires; not an imported one */
+  if (!(e = find_event_locked (event)) || (e->flags & 0x6) != 0x6 ||
+      e->imported)
+    goto out;
+  if (!e->sh) {
+    res = cudaErrorMemoryAllocation;
+    if ((f = memfd_create ("pfemu-ipc-event", MFD_CLOEXEC)) < 0 ||
+        ftruncate (f, 4096) < 0)
+      goto out;
+    sh = mmap (NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+    if (sh == MAP_FAILED)
+      goto out;
+    memcpy (sh->magic, EV_SHARED_MAGIC, sizeof sh->magic);
+    sh->recorded = e->recorded;
+    sh->completed = e->completed;
+    sh->error = e->error;
+    e->sh = sh;
+    e->sh_fd = f;
+    f = -1;
+  }
+  *fd = e->sh_fd;
+  res = cudaSuccess;
+out:
+  pthread_mutex_unlock (&G);
+  if (f >= 0)
+    close (f);
+  return res;
+}
+
+PFEMU_CORE int
+pfemu_core_IpcEventOpen (int fd, void **event)
+{
+  struct ev_shared *sh;
+  struct event *e;
+
+  sh = mmap (NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (sh == MAP_FAILED)
+    return cudaErrorInvalidValue;
+  if (memcmp (sh->magic, EV_SHARED_MAGIC, sizeof sh->magic) != 0 ||
+      !(e = calloc (1, sizeof *e))) {
+    munmap (sh, sizeof *sh);
+    return cudaErrorInvalidValue;
+  }
+  e->sh = sh;
+  e->sh_fd = -1;
+  e->imported = 1;
+  e->refs = 1;
+  e->alive = 1;
+  e->device = current_device;
+  e->ctx = cur_ctx ();
+  e->flags = 0x6;               /* it behaves as one made with DISABLE_TIMING */
+  pthread_mutex_lock (&G);
+  e->next = events;
+  events = e;
+  pthread_mutex_unlock (&G);
+  *event = e;
+  return cudaSuccess;
+}
+
 /* ---------------------------------------------- virtual memory hooks */
 
 PFEMU_CORE int
-pfemu_core_VmmMap (void *va, void *view, size_t size, int device)
+pfemu_core_VmmMap (void *va, void *view, size_t size, int device,
+    int handle_types)
 {
   struct alloc *a;
 
@@ -2385,8 +2796,12 @@ pfemu_core_VmmMap (void *va, void *view, size_t size, int device)
   a->size = a->bytes = size;
   a->vmm = 1;
   a->device = device;
-  a->ctx = cur_ctx ();
+  a->handle_types = handle_types;
+  a->fd = -1;
+  /* a mapping belongs to no context (CU_POINTER_ATTRIBUTE_CONTEXT: NULL) */
+  a->ctx = NULL;
   pthread_mutex_lock (&G);
+  a->id = ++alloc_ids;
   a->next = allocs;
   allocs = a;
   pthread_mutex_unlock (&G);
@@ -2433,9 +2848,29 @@ pfemu_core_VmmSetAccess (void *va, int device, unsigned access)
 }
 
 PFEMU_CORE void
-pfemu_core_VmmCount (int handles, int reservations)
+pfemu_core_VmmReserved (void *base, size_t size, int add)
 {
   pthread_mutex_lock (&G);
+  if (add && n_reserved < MAX_RESERVED) {
+    reserved[n_reserved].base = base;
+    reserved[n_reserved].size = size;
+    n_reserved++;
+  } else if (!add) {
+    for (int i = 0; i < n_reserved; i++) {
+      if (reserved[i].base == base) {
+        reserved[i] = reserved[--n_reserved];
+        break;
+      }
+    }
+  }
+  pthread_mutex_unlock (&G);
+}
+
+PFEMU_CORE void
+pfemu_core_VmmCount (int handles, int reservations, long bytes)
+{
+  pthread_mutex_lock (&G);
+  device_bytes_add_locked (bytes);
   vmm_handles += handles;
   vmm_reservations += reservations;
   pthread_mutex_unlock (&G);
@@ -2527,6 +2962,11 @@ pfemu_stream_read (void *stream, const void *dev, size_t pitch, size_t width,
   }
   o = calloc (1, sizeof *o);
   o->type = OP_READ;
+  /* a kernel reading a mapping its device may not read: the MMU fault */
+  if (vmm_denies (a, dev, pitch * (height - 1) + width, 1)) {
+    o->fail_err = cudaErrorIllegalAddress;
+    o->sticky = 1;
+  }
   o->src = a->view + ((const char *) dev - a->dev);
   o->spitch = pitch;
   o->dst = dst;
@@ -2784,6 +3224,15 @@ pfemu_query (const char *name)
   C ("live.registrations", count_list_regs (0));
   C ("live.allocations", count_list_allocs ());
   C ("live.vmm.mappings", count_list_vmm_maps ());
+  C ("live.ipc.mappings", count_list_ipc_maps ());
+  C ("copies.htod", ctr.dir_copies[1]);
+  C ("copies.dtoh", ctr.dir_copies[2]);
+  C ("copies.dtod", ctr.dir_copies[3]);
+  C ("bytes.htod", ctr.dir_bytes[1]);
+  C ("bytes.dtoh", ctr.dir_bytes[2]);
+  C ("bytes.dtod", ctr.dir_bytes[3]);
+  C ("live.device.bytes", device_bytes);
+  C ("device.bytes.peak", device_bytes_peak);
   C ("live.vmm.handles", vmm_handles);
   C ("live.vmm.reservations", vmm_reservations);
   C ("vmm.faults", ctr.vmm_faults);
@@ -2898,7 +3347,7 @@ pfemu_live_total (void)
   pthread_mutex_lock (&G);
   n = count_list_regs (0) + count_list_allocs () + count_list_streams () +
       count_list_events () + count_list_regs (1) + count_list_vmm_maps () +
-      vmm_handles + vmm_reservations;
+      vmm_handles + vmm_reservations + count_list_ipc_maps ();
   pthread_mutex_unlock (&G);
   return n;
 }
@@ -2921,6 +3370,10 @@ pfemu_leak_report (void)
         "  virtual memory: %ld mapping(s), %ld handle(s), %ld "
         "reservation(s) alive\n", count_list_vmm_maps (), vmm_handles,
         vmm_reservations);
+  if (count_list_ipc_maps () > 0)
+    off += snprintf (buf + off, sizeof buf - off,
+        "  legacy IPC: %ld opened handle(s) not closed\n",
+        count_list_ipc_maps ());
   for (struct reg * r = regs; r && off < sizeof buf - 128; r = r->next)
     off += snprintf (buf + off, sizeof buf - off,
         "  %s %p size %zu flags 0x%x\n",
@@ -2931,6 +3384,47 @@ pfemu_leak_report (void)
         "  allocation %p size %zu\n", (void *) a->dev, a->size);
   pthread_mutex_unlock (&G);
   return buf;
+}
+
+/* PFEMU_STATS=FILE: at exit, one line appended per process that used the
+ * emulated device: its copies by direction and their bytes, the device
+ * memory it held at most, the IPC and export calls it made, its CPU time
+ * (getrusage) and its command line's first word. For benchmarks
+ * (bench/domains/ipc-compare.sh), not tests. */
+static void
+stats_report (void)
+{
+  static const char *names[] = {
+    "copies.htod", "copies.dtoh", "copies.dtod", "bytes.htod",
+    "bytes.dtoh", "bytes.dtod", "device.bytes.peak",
+    "calls.cuIpcGetMemHandle", "calls.cuIpcOpenMemHandle",
+    "calls.cuIpcCloseMemHandle", "calls.cuMemExportToShareableHandle",
+    "calls.cuMemImportFromShareableHandle", "calls.cuMemCreate",
+    "calls.cuMemAllocPitch_v2", "calls.cuMemAlloc_v2",
+    "calls.cudaMallocPitch",
+  };
+  const char *path = getenv ("PFEMU_STATS");
+  struct rusage ru;
+  char exe[64] = "?";
+  FILE *f;
+
+  if (!path || !*path || n_calls == 0)
+    return;
+  if ((f = fopen ("/proc/self/comm", "re"))) {
+    if (fgets (exe, sizeof exe, f))
+      exe[strcspn (exe, "\n")] = 0;
+    fclose (f);
+  }
+  if (!(f = fopen (path, "ae")))
+    return;
+  getrusage (RUSAGE_SELF, &ru);
+  fprintf (f, "pfemu-stats pid=%d comm=%s cpu.ms=%ld", (int) getpid (), exe,
+      (long) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
+      (long) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000);
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    fprintf (f, " %s=%ld", names[i], pfemu_query (names[i]));
+  fputc ('\n', f);
+  fclose (f);
 }
 
 static void
@@ -2944,6 +3438,7 @@ pfemu_exit_report (void)
    * alive is its parent's, reported by the parent */
   if (forked_after_init)
     return;
+  stats_report ();
   live = pfemu_live_total ();
   if (path && *path) {
     FILE *f = fopen (path, "ae");

@@ -54,6 +54,15 @@
  *                               management (pfemu-cuda-vmm.c): attributes
  *                               102 and 103 read 1 and cuMemCreate & co.
  *                               work (otherwise 0, and they return 801)
+ *   PFEMU_IPC=1                 the driver stand-in's legacy IPC
+ *                               (pfemu-cuda-ipc.c): cuIpcGetMemHandle,
+ *                               cuIpcOpenMemHandle, cuIpcCloseMemHandle
+ *                               work (otherwise 801); device allocations
+ *                               made with it keep their memfd open
+ *   PFEMU_STATS=path            at exit, append one line of counters
+ *                               (copies by direction, device bytes held
+ *                               at most, IPC and export calls, CPU ms)
+ *                               to path: for benchmarks
  *   PFEMU_LEAK_REPORT=path      at exit, append a leak report to path
  *   PFEMU_LEAK_ABORT=1          at exit, _exit(3) when something is alive
  */
@@ -133,7 +142,13 @@
  * Virtual memory (PFEMU_VMM=1): "live.vmm.handles", "live.vmm.reservations",
  * "live.vmm.mappings" (in pfemu_live_total() and the leak report; kept by
  * pfemu_reset()), "vmm.faults" (copies and memsets refused by a
- * mapping's access flags: 700, sticky). Stream handles 1 (cudaStreamLegacy)
+ * mapping's access flags: 700, sticky). Legacy IPC (PFEMU_IPC=1):
+ * "live.ipc.mappings" (handles opened and not closed; in the live total).
+ * Copies by direction, each plane a copy, sync and async, either API:
+ * "copies.htod", "copies.dtoh", "copies.dtod", their bytes "bytes.htod",
+ * "bytes.dtoh", "bytes.dtod"; device memory this process holds
+ * (allocations and cuMemCreate handles, not imported or IPC-opened ones):
+ * "live.device.bytes", "device.bytes.peak". Stream handles 1 (cudaStreamLegacy)
  * and 2 (cudaStreamPerThread) are the legacy stream, as NULL is. */
 long pfemu_query (const char *counter);
 

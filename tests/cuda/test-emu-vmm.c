@@ -39,7 +39,7 @@
 
 #define GRAN ((size_t) 2 << 20)
 
-static void *drv;
+static void *drv, *rt_lib;
 static long (*emu_query) (const char *);
 static void (*emu_reset) (void);
 static long (*emu_live_total) (void);
@@ -102,6 +102,33 @@ static CUresult (*cuMemFreeHost) (void *);
 static CUresult (*cuStreamCreate) (CUstream *, unsigned int);
 static CUresult (*cuStreamDestroy) (CUstream);
 static CUresult (*cuStreamSynchronize) (CUstream);
+static CUresult (*cuMemRetainAllocationHandle) (Handle *, void *);
+static CUresult (*cuPointerGetAttribute) (void *, int, CUdeviceptr);
+static CUresult (*cuPointerGetAttributes) (unsigned int, int *, void **,
+    CUdeviceptr);
+static CUresult (*cuMemAlloc) (CUdeviceptr *, size_t);
+static CUresult (*cuMemcpy2D) (const CUDA_MEMCPY2D *);
+static CUresult (*cuMemcpy2DAsync) (const CUDA_MEMCPY2D *, CUstream);
+static CUresult (*cuMemcpyDtoDAsync) (CUdeviceptr, CUdeviceptr, size_t,
+    CUstream);
+static CUresult (*cuMemcpyDtoHAsync) (void *, CUdeviceptr, size_t, CUstream);
+static CUresult (*cuMemcpy) (CUdeviceptr, CUdeviceptr, size_t);
+typedef struct
+{
+  char reserved[64];
+} IpcHandle;
+static CUresult (*cuIpcGetMemHandle) (IpcHandle *, CUdeviceptr);
+static CUresult (*cuIpcOpenMemHandle) (CUdeviceptr *, IpcHandle, unsigned int);
+static CUresult (*cuIpcCloseMemHandle) (CUdeviceptr);
+static CUresult (*cuIpcGetEventHandle) (IpcHandle *, CUevent);
+static CUresult (*cuIpcOpenEventHandle) (CUevent *, IpcHandle);
+static CUresult (*cuEventCreate) (CUevent *, unsigned int);
+static CUresult (*cuEventDestroy) (CUevent);
+static CUresult (*cuEventRecord) (CUevent, CUstream);
+static CUresult (*cuEventQuery) (CUevent);
+static CUresult (*cuEventSynchronize) (CUevent);
+static CUresult (*cuStreamWaitEvent) (CUstream, CUevent, unsigned int);
+static CUresult (*cuStreamQuery) (CUstream);
 
 static int
 load (void)
@@ -114,6 +141,7 @@ load (void)
     fprintf (stderr, "cannot load the emulators: %s\n", dlerror ());
     return -1;
   }
+  rt_lib = rt;
   emu_query = dlsym (rt, "pfemu_query");
   emu_reset = dlsym (rt, "pfemu_reset");
   emu_live_total = dlsym (rt, "pfemu_live_total");
@@ -148,8 +176,30 @@ load (void)
   SYM (cuStreamCreate, "cuStreamCreate");
   SYM (cuStreamDestroy, "cuStreamDestroy_v2");
   SYM (cuStreamSynchronize, "cuStreamSynchronize");
+  SYM (cuMemRetainAllocationHandle, "cuMemRetainAllocationHandle");
+  SYM (cuPointerGetAttribute, "cuPointerGetAttribute");
+  SYM (cuPointerGetAttributes, "cuPointerGetAttributes");
+  SYM (cuMemAlloc, "cuMemAlloc_v2");
+  SYM (cuMemcpy2D, "cuMemcpy2D_v2");
+  SYM (cuMemcpy2DAsync, "cuMemcpy2DAsync_v2");
+  SYM (cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+  SYM (cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+  SYM (cuMemcpy, "cuMemcpy");
+  SYM (cuIpcGetMemHandle, "cuIpcGetMemHandle");
+  SYM (cuIpcOpenMemHandle, "cuIpcOpenMemHandle");
+  SYM (cuIpcCloseMemHandle, "cuIpcCloseMemHandle");
+  SYM (cuIpcGetEventHandle, "cuIpcGetEventHandle");
+  SYM (cuIpcOpenEventHandle, "cuIpcOpenEventHandle");
+  SYM (cuEventCreate, "cuEventCreate");
+  SYM (cuEventDestroy, "cuEventDestroy_v2");
+  SYM (cuEventRecord, "cuEventRecord");
+  SYM (cuEventQuery, "cuEventQuery");
+  SYM (cuEventSynchronize, "cuEventSynchronize");
+  SYM (cuStreamWaitEvent, "cuStreamWaitEvent");
+  SYM (cuStreamQuery, "cuStreamQuery");
   if (!emu_query || !emu_reset || !emu_live_total || !cuMemCreate ||
-      !cuMemGetAccess || !cuStreamSynchronize) {
+      !cuMemGetAccess || !cuStreamSynchronize || !cuMemRetainAllocationHandle
+      || !cuPointerGetAttributes || !cuMemcpy) {
     fprintf (stderr, "a symbol is missing\n");
     return -1;
   }
@@ -749,6 +799,704 @@ case_devices (void)
   EQ (count_fds (), fds_before);
 }
 
+/* -------------------------------------------------------------- retain */
+
+/* cuMemRetainAllocationHandle: the handle mapped at any address of a
+ * mapping (the same value), one more reference each, released by as many
+ * cuMemRelease; an address no mapping holds: 1. */
+static void
+case_retain (void)
+{
+  CUmemAllocationProp prop =
+      prop_for (0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  unsigned char *buf = malloc (GRAN), *back = malloc (GRAN);
+  CUcontext ctx = NULL;
+  CUdeviceptr va = 0, plain = 0;
+  Handle h = 0, r1 = 0, r2 = 0, r3 = 0;
+  int fd = -1, fds_before = count_fds ();
+
+  EQ (cuInit (0), 0);
+  EQ (cuCtxCreate (&ctx, 0, 0), 0);
+  EQ (cuMemCreate (&h, 2 * GRAN, &prop, 0), 0);
+  EQ (cuMemAddressReserve (&va, 4 * GRAN, 0, 0, 0), 0);
+  /* nothing mapped yet: not an allocation's address */
+  EQ (cuMemRetainAllocationHandle (&r1, (void *) (uintptr_t) va), 1);
+  EQ (cuMemMap (va, 2 * GRAN, 0, h, 0), 0);
+  EQ (set_access (va, 2 * GRAN, 0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE), 0);
+  EQ (cuMemRetainAllocationHandle (NULL, (void *) (uintptr_t) va), 1);
+  /* the start, the middle, the last byte: the same handle */
+  EQ (cuMemRetainAllocationHandle (&r1, (void *) (uintptr_t) va), 0);
+  EQ (r1, h);
+  EQ (cuMemRetainAllocationHandle (&r2,
+          (void *) (uintptr_t) (va + GRAN + 12345)), 0);
+  EQ (r2, h);
+  EQ (cuMemRetainAllocationHandle (&r3,
+          (void *) (uintptr_t) (va + 2 * GRAN - 1)), 0);
+  EQ (r3, h);
+  /* past the mapping, in the reservation's hole; host and cuMemAlloc
+   * memory: refused */
+  EQ (cuMemRetainAllocationHandle (&r1,
+          (void *) (uintptr_t) (va + 2 * GRAN)), 1);
+  EQ (cuMemRetainAllocationHandle (&r1, buf), 1);
+  EQ (cuMemAlloc (&plain, 4096), 0);
+  EQ (cuMemRetainAllocationHandle (&r1, (void *) (uintptr_t) plain), 1);
+  EQ (cuMemFree (plain), 0);
+
+  /* four references: the creator's and three retained; the handle works
+   * until the last is released, the memory until the unmap */
+  EQ (cuMemRelease (h), 0);
+  EQ (cuMemRelease (h), 0);
+  EQ (cuMemRelease (h), 0);
+  EQ (cuMemExportToShareableHandle (&fd, h,
+          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), 0);
+  CHECK (fd >= 0);
+  close (fd);
+  EQ (cuMemRelease (h), 0);
+  EQ (cuMemRelease (h), 1);     /* one release too many */
+  EQ (cuMemExportToShareableHandle (&fd, h,
+          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), 1);
+  EQ (emu_query ("live.vmm.handles"), 1);       /* kept by the mapping */
+  fill (buf, GRAN, 4);
+  EQ (cuMemcpyHtoD (va + GRAN, buf, GRAN), 0);
+  EQ (cuMemcpyDtoH (back, va + GRAN, GRAN), 0);
+  CHECK (memcmp (buf, back, GRAN) == 0);
+  /* retained from the mapping after every reference went: the same value
+   * again, usable, and it keeps the memory past the unmap */
+  EQ (cuMemRetainAllocationHandle (&r1, (void *) (uintptr_t) va), 0);
+  EQ (r1, h);
+  EQ (cuMemUnmap (va, 2 * GRAN), 0);
+  EQ (emu_query ("live.vmm.handles"), 1);
+  EQ (cuMemRetainAllocationHandle (&r2, (void *) (uintptr_t) va), 1);
+  EQ (cuMemMap (va + 2 * GRAN, 2 * GRAN, 0, r1, 0), 0);
+  EQ (set_access (va + 2 * GRAN, 2 * GRAN, 0,
+          CU_MEM_ACCESS_FLAGS_PROT_READ), 0);
+  EQ (cuMemcpyDtoH (back, va + 3 * GRAN, GRAN), 0);
+  CHECK (memcmp (buf, back, GRAN) == 0);        /* the same bytes */
+  EQ (cuMemRelease (r1), 0);
+  EQ (cuMemUnmap (va + 2 * GRAN, 2 * GRAN), 0);
+  EQ (emu_query ("live.vmm.handles"), 0);
+  EQ (cuMemAddressFree (va, 4 * GRAN), 0);
+  EQ (cuCtxDestroy (ctx), 0);
+  check_nothing_alive ();
+  EQ (count_fds (), fds_before);
+  free (buf);
+  free (back);
+}
+
+/* --------------------------------------------------------------- attrs */
+
+enum
+{
+  ATTR_CONTEXT = 1, ATTR_MEMORY_TYPE = 2, ATTR_DEVICE_POINTER = 3,
+  ATTR_HOST_POINTER = 4, ATTR_BUFFER_ID = 7, ATTR_DEVICE_ORDINAL = 9,
+  ATTR_IPC_CAPABLE = 10, ATTR_RANGE_START = 11, ATTR_RANGE_SIZE = 12,
+  ATTR_MAPPED = 13, ATTR_HANDLE_TYPES = 14, ATTR_ACCESS_FLAGS = 16,
+  ATTR_MAPPING_SIZE = 18, ATTR_MAPPING_BASE = 19,
+};
+
+static long
+attr_int (int attr, CUdeviceptr p)
+{
+  int v = -77;
+  CUresult r = cuPointerGetAttribute (&v, attr, p);
+  return r == 0 ? v : -1000 - r;
+}
+
+/* cuPointerGetAttribute(s) on two devices: each allocation and mapping
+ * says the device its memory is on, its range, its context, its access. */
+static void
+case_attrs (void)
+{
+  CUmemAllocationProp prop1 =
+      prop_for (1, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUmemAllocationProp prop0 = prop_for (0, CU_MEM_HANDLE_TYPE_NONE);
+  CUresult (*pop) (CUcontext *) = CU ("cuCtxPopCurrent_v2",
+      CUresult (*)(CUcontext *));
+  CUresult (*push) (CUcontext) = CU ("cuCtxPushCurrent_v2",
+      CUresult (*)(CUcontext));
+  CUcontext ctx0 = NULL, ctx1 = NULL, got = NULL, popped;
+  CUdeviceptr d0 = 0, d1 = 0, va = 0, va0 = 0, v = 0;
+  unsigned long long id0 = 0, id1 = 0, types = 9;
+  unsigned int mtype = 0;
+  unsigned char flag = 9;
+  size_t size = 0;
+  void *host = NULL, *hp = NULL;
+  Handle h = 0, h0 = 0;
+  int fds_before = count_fds ();
+
+  EQ (cuInit (0), 0);
+  EQ (cuCtxCreate (&ctx0, 0, 0), 0);
+  EQ (cuMemAlloc (&d0, 10000), 0);
+  EQ (cuMemAllocHost (&host, 8192), 0);
+  EQ (pop (&popped), 0);
+  EQ (cuCtxCreate (&ctx1, 0, 1), 0);
+  EQ (cuMemAlloc (&d1, 5000), 0);
+
+  /* cuMemAlloc memory: its device, context, range; asked from the other
+   * device's context too */
+  EQ (attr_int (ATTR_DEVICE_ORDINAL, d0), 0);
+  EQ (attr_int (ATTR_DEVICE_ORDINAL, d1 + 4999), 1);
+  EQ (cuPointerGetAttribute (&got, ATTR_CONTEXT, d0 + 5), 0);
+  CHECK (got == ctx0);
+  EQ (cuPointerGetAttribute (&got, ATTR_CONTEXT, d1), 0);
+  CHECK (got == ctx1);
+  EQ (cuPointerGetAttribute (&mtype, ATTR_MEMORY_TYPE, d1), 0);
+  EQ (mtype, CU_MEMORYTYPE_DEVICE);
+  EQ (cuPointerGetAttribute (&v, ATTR_RANGE_START, d0 + 9999), 0);
+  EQ (v, d0);
+  EQ (cuPointerGetAttribute (&size, ATTR_RANGE_SIZE, d0 + 100), 0);
+  EQ (size, 10000);
+  EQ (cuPointerGetAttribute (&flag, ATTR_IPC_CAPABLE, d0), 0);
+  EQ (flag, 1);
+  EQ (cuPointerGetAttribute (&id0, ATTR_BUFFER_ID, d0), 0);
+  EQ (cuPointerGetAttribute (&id1, ATTR_BUFFER_ID, d1), 0);
+  CHECK (id0 != 0 && id1 != 0 && id0 != id1);
+  /* the current context is device 1's: read-write on its own memory,
+   * none on device 0's (no peer access) */
+  EQ (attr_int (ATTR_ACCESS_FLAGS, d1), 3);
+  EQ (attr_int (ATTR_ACCESS_FLAGS, d0), 0);
+  EQ (cuPointerGetAttribute (&hp, ATTR_HOST_POINTER, d1), 1);
+  /* page-locked host memory: host, its context's device */
+  EQ (cuPointerGetAttribute (&mtype, ATTR_MEMORY_TYPE,
+          (CUdeviceptr) (uintptr_t) host), 0);
+  EQ (mtype, CU_MEMORYTYPE_HOST);
+  EQ (cuPointerGetAttribute (&hp, ATTR_HOST_POINTER,
+          (CUdeviceptr) (uintptr_t) host + 8), 0);
+  CHECK (hp == (char *) host + 8);
+  /* unknown to the device */
+  EQ (attr_int (ATTR_DEVICE_ORDINAL, (CUdeviceptr) (uintptr_t) & fds_before),
+      -1001);
+  EQ (cuPointerGetAttribute (NULL, ATTR_DEVICE_ORDINAL, d1), 1);
+  EQ (attr_int (6, d1), -1801); /* SYNC_MEMOPS: not here */
+
+  /* a mapping of a device 1 allocation (made in device 1's context):
+   * device 1, no context, the mapping's range and handle types, the
+   * access set for device 1 */
+  EQ (cuMemCreate (&h, 2 * GRAN, &prop1, 0), 0);
+  EQ (cuMemAddressReserve (&va, 2 * GRAN, 0, 0, 0), 0);
+  EQ (cuMemMap (va, 2 * GRAN, 0, h, 0), 0);
+  EQ (attr_int (ATTR_DEVICE_ORDINAL, va + GRAN), 1);
+  EQ (attr_int (ATTR_ACCESS_FLAGS, va), 0);
+  EQ (set_access (va, 2 * GRAN, 1, CU_MEM_ACCESS_FLAGS_PROT_READ), 0);
+  EQ (attr_int (ATTR_ACCESS_FLAGS, va), CU_MEM_ACCESS_FLAGS_PROT_READ);
+  got = ctx0;
+  EQ (cuPointerGetAttribute (&got, ATTR_CONTEXT, va), 0);
+  CHECK (got == NULL);
+  EQ (cuPointerGetAttribute (&v, ATTR_MAPPING_BASE, va + 77), 0);
+  EQ (v, va);
+  EQ (cuPointerGetAttribute (&size, ATTR_MAPPING_SIZE, va + 77), 0);
+  EQ (size, 2 * GRAN);
+  EQ (cuPointerGetAttribute (&types, ATTR_HANDLE_TYPES, va), 0);
+  EQ (types, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  EQ (cuPointerGetAttribute (&flag, ATTR_MAPPED, va), 0);
+  EQ (flag, 1);
+  EQ (cuPointerGetAttribute (&flag, ATTR_IPC_CAPABLE, va), 0);
+  EQ (flag, 0);
+  /* a device 0 mapping asked from device 0's context */
+  EQ (cuMemCreate (&h0, GRAN, &prop0, 0), 0);
+  EQ (cuMemAddressReserve (&va0, GRAN, 0, 0, 0), 0);
+  EQ (cuMemMap (va0, GRAN, 0, h0, 0), 0);
+  EQ (pop (&popped), 0);
+  EQ (push (ctx0), 0);
+  EQ (set_access (va0, GRAN, 0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE), 0);
+  EQ (attr_int (ATTR_DEVICE_ORDINAL, va0), 0);
+  EQ (attr_int (ATTR_ACCESS_FLAGS, va0), 3);
+  EQ (attr_int (ATTR_ACCESS_FLAGS, va), 0);     /* device 1's mapping */
+  EQ (cuPointerGetAttribute (&types, ATTR_HANDLE_TYPES, va0), 0);
+  EQ (types, 0);
+
+  /* several at once; an unknown pointer is no error there */
+  {
+    int attrs[4] = { ATTR_DEVICE_ORDINAL, ATTR_MEMORY_TYPE, ATTR_RANGE_SIZE,
+      ATTR_HOST_POINTER
+    };
+    int ord = -5;
+    unsigned int t = 9;
+    size_t sz = 1;
+    void *hptr = &sz;
+    void *data[4] = { &ord, &t, &sz, &hptr };
+    EQ (cuPointerGetAttributes (4, attrs, data, va + 5), 0);
+    EQ (ord, 1);
+    EQ (t, CU_MEMORYTYPE_DEVICE);
+    EQ (sz, 2 * GRAN);
+    CHECK (hptr == NULL);
+    EQ (cuPointerGetAttributes (4, attrs, data,
+            (CUdeviceptr) (uintptr_t) & ord), 0);
+    EQ (ord, 0);
+    EQ (t, 0);
+    EQ (sz, 0);
+    EQ (cuPointerGetAttributes (0, attrs, data, va), 1);
+  }
+
+  EQ (cuMemUnmap (va, 2 * GRAN), 0);
+  EQ (cuMemUnmap (va0, GRAN), 0);
+  EQ (cuMemAddressFree (va, 2 * GRAN), 0);
+  EQ (cuMemAddressFree (va0, GRAN), 0);
+  EQ (cuMemRelease (h), 0);
+  EQ (cuMemRelease (h0), 0);
+  EQ (attr_int (ATTR_DEVICE_ORDINAL, va), -1001);       /* gone */
+  EQ (cuMemFree (d0), 0);
+  EQ (cuMemFree (d1), 0);
+  EQ (cuMemFreeHost (host), 0);
+  EQ (cuCtxDestroy (ctx1), 0);
+  EQ (cuCtxDestroy (ctx0), 0);
+  check_nothing_alive ();
+  EQ (count_fds (), fds_before);
+}
+
+/* ---------------------------------------------------------------- span */
+
+/* Copies over two adjacent mappings of one reservation (two allocations)
+ * run as over contiguous device memory; one that runs into an unmapped
+ * hole, or into a mapping without access, is refused, never a host
+ * SIGSEGV. */
+static void
+case_span (void)
+{
+  CUmemAllocationProp prop = prop_for (0, CU_MEM_HANDLE_TYPE_NONE);
+  size_t n = 3 * GRAN, w = 1000, pitch = 4096, rows;
+  unsigned char *buf = malloc (n), *back = malloc (n), *pinned = NULL;
+  CUstream stream = NULL;
+  CUcontext ctx = NULL;
+  CUdeviceptr va = 0, a1, a2, d = 0;
+  CUDA_MEMCPY2D c;
+  Handle h1 = 0, h2 = 0, h3 = 0;
+  int fds_before = count_fds ();
+
+  EQ (cuInit (0), 0);
+  EQ (cuCtxCreate (&ctx, 0, 0), 0);
+  EQ (cuMemCreate (&h1, GRAN, &prop, 0), 0);
+  EQ (cuMemCreate (&h2, 2 * GRAN, &prop, 0), 0);
+  EQ (cuMemCreate (&h3, GRAN, &prop, 0), 0);
+  EQ (cuMemAddressReserve (&va, 6 * GRAN, 0, 0, 0), 0);
+  /* [h1][h2 h2][hole][h3] */
+  EQ (cuMemMap (va, GRAN, 0, h1, 0), 0);
+  EQ (cuMemMap (va + GRAN, 2 * GRAN, 0, h2, 0), 0);
+  EQ (cuMemMap (va + 4 * GRAN, GRAN, 0, h3, 0), 0);
+  EQ (set_access (va, 3 * GRAN, 0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE), 0);
+  EQ (set_access (va + 4 * GRAN, GRAN, 0,
+          CU_MEM_ACCESS_FLAGS_PROT_READWRITE), 0);
+  EQ (cuMemRelease (h1), 0);
+  EQ (cuMemRelease (h2), 0);
+  EQ (cuMemRelease (h3), 0);
+
+  /* one copy in, one copy out, over the boundary between h1 and h2 */
+  fill (buf, n, 5);
+  a1 = va + GRAN / 2;
+  EQ (cuMemcpyHtoD (a1, buf, 2 * GRAN), 0);
+  EQ (cuCtxSynchronize (), 0);
+  EQ (cuMemcpyDtoH (back, a1, 2 * GRAN), 0);
+  CHECK (memcmp (buf, back, 2 * GRAN) == 0);
+  /* the bytes landed in both allocations: read each on its own */
+  EQ (cuMemcpyDtoH (back, va + GRAN, GRAN), 0);
+  CHECK (memcmp (buf + GRAN / 2, back, GRAN) == 0);
+  /* the whole of both, device to device (cuMemcpy, DtoD, async) */
+  EQ (cuMemcpyHtoD (va, buf, 3 * GRAN), 0);
+  EQ (cuCtxSynchronize (), 0);
+  EQ (cuMemAlloc (&d, 3 * GRAN), 0);
+  EQ (cuMemcpyDtoD (d, va, 3 * GRAN), 0);
+  EQ (cuMemcpyDtoH (back, d, 3 * GRAN), 0);
+  CHECK (memcmp (buf, back, 3 * GRAN) == 0);
+  fill (back, n, 6);
+  EQ (cuMemcpyHtoD (d, back, 3 * GRAN), 0);
+  EQ (cuMemcpy (va, d, 3 * GRAN), 0);
+  EQ (cuStreamCreate (&stream, 0), 0);
+  EQ (cuMemAllocHost ((void **) &pinned, n), 0);
+  EQ (cuMemcpyDtoHAsync (pinned, va, 3 * GRAN, stream), 0);
+  EQ (cuStreamSynchronize (stream), 0);
+  CHECK (memcmp (back, pinned, 3 * GRAN) == 0);
+  EQ (cuMemcpyHtoD (d, buf, 3 * GRAN), 0);
+  EQ (cuCtxSynchronize (), 0);
+  EQ (cuMemcpyDtoDAsync (va, d, 3 * GRAN, stream), 0);
+  EQ (cuMemcpyDtoHAsync (pinned, va, 3 * GRAN, stream), 0);
+  EQ (cuStreamSynchronize (stream), 0);
+  CHECK (memcmp (buf, pinned, 3 * GRAN) == 0);
+  /* 2D, rows crossing the boundary at GRAN */
+  rows = 64;
+  a2 = va + GRAN - 30 * pitch;
+  memset (&c, 0, sizeof c);
+  c.srcMemoryType = CU_MEMORYTYPE_HOST;
+  c.srcHost = buf;
+  c.srcPitch = w;
+  c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.dstDevice = a2;
+  c.dstPitch = pitch;
+  c.WidthInBytes = w;
+  c.Height = rows;
+  EQ (cuMemcpy2D (&c), 0);
+  EQ (cuCtxSynchronize (), 0);
+  memset (&c, 0, sizeof c);
+  c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.srcDevice = a2;
+  c.srcPitch = pitch;
+  c.dstMemoryType = CU_MEMORYTYPE_HOST;
+  c.dstHost = pinned;
+  c.dstPitch = w;
+  c.WidthInBytes = w;
+  c.Height = rows;
+  EQ (cuMemcpy2DAsync (&c, stream), 0);
+  EQ (cuStreamSynchronize (stream), 0);
+  CHECK (memcmp (buf, pinned, w * rows) == 0);
+
+  /* into the hole at 3 * GRAN: refused, nothing written, no SIGSEGV */
+  EQ (emu_query ("vmm.faults"), 0);
+  EQ (cuMemcpyHtoD (va + 3 * GRAN - 4096, buf, 8192), 1);
+  EQ (cuMemcpyDtoH (back, va + 3 * GRAN - 4096, 8192), 1);
+  EQ (cuMemcpyDtoD (va + 2 * GRAN, va + 3 * GRAN - 100, 200), 1);
+  EQ (cuMemcpyDtoDAsync (d, va + 2 * GRAN, GRAN + 1, stream), 1);
+  EQ (cuMemcpyHtoD (va + 3 * GRAN, buf, 16), 1);        /* in the hole */
+  /* cuMemcpy infers the direction: a hole is no host memory either */
+  EQ (cuMemcpy (va + 3 * GRAN, d, 16), 1);
+  EQ (cuMemcpy (d, va + 3 * GRAN + 64, 16), 1);
+  EQ (cuMemcpy (va + 3 * GRAN - 8, d, 16), 1);
+  /* over the hole into h3: still refused (not contiguous) */
+  EQ (cuMemcpyDtoH (back, va + 2 * GRAN, 3 * GRAN), 1);
+  EQ (cuStreamSynchronize (stream), 0);
+  EQ (emu_query ("sticky"), 0);
+  EQ (cuMemcpyDtoH (back, va + 3 * GRAN - 4096, 4096), 0);
+  CHECK (memcmp (buf + 3 * GRAN - 4096, back, 4096) == 0);
+
+  /* access: read-only on h2: a write over h1 and h2 faults (700) */
+  EQ (set_access (va + GRAN, 2 * GRAN, 0, CU_MEM_ACCESS_FLAGS_PROT_READ), 0);
+  EQ (cuMemcpyDtoH (back, va, 2 * GRAN), 0);    /* reading is fine */
+  memset (pinned, 0xEE, 32);
+  EQ (cuMemcpyHtoD (va + GRAN - 16, pinned, 32), 700);
+  unstick (ctx);
+  EQ (cuMemcpyDtoH (pinned, va + GRAN - 16, 32), 0);
+  CHECK (memcmp (back + GRAN - 16, pinned, 32) == 0);   /* not written */
+  /* a late reader (a consumer's kernel) on a mapping without access for
+   * its device: the fault at the stream's sync, sticky, nothing read */
+  {
+    int (*stream_read) (void *, const void *, size_t, size_t, size_t,
+        void *, long) = (int (*)(void *, const void *, size_t, size_t,
+            size_t, void *, long)) dlsym (rt_lib, "pfemu_stream_read");
+    CUstream s2 = NULL;
+    CHECK (stream_read != NULL);
+    EQ (cuStreamCreate (&s2, 0), 0);
+    EQ (stream_read (s2, (void *) (uintptr_t) (va + GRAN - 512), 1024, 1024, 1, back, 0), 0);   /* readable: a and b */
+    EQ (cuStreamSynchronize (s2), 0);
+    EQ (set_access (va + 4 * GRAN, GRAN, 0, CU_MEM_ACCESS_FLAGS_PROT_NONE), 0);
+    EQ (stream_read (s2, (void *) (uintptr_t) (va + 4 * GRAN), 4096, 4096,
+            1, back, 0), 0);
+    EQ (cuStreamSynchronize (s2), 700);
+    EQ (emu_query ("reads.faulted"), 1);
+    EQ (emu_query ("reads"), 1);
+    EQ (cuStreamDestroy (s2), 700);
+    unstick (ctx);
+  }
+  /* unmapping the second part leaves a hole: copies across it refused */
+  EQ (cuMemUnmap (va + GRAN, 2 * GRAN), 0);
+  EQ (cuMemcpyDtoH (back, va + GRAN - 16, 32), 1);
+  EQ (cuMemcpyDtoH (back, va + GRAN - 16, 16), 0);
+
+  EQ (cuStreamDestroy (stream), 0);
+  EQ (cuMemFreeHost (pinned), 0);
+  EQ (cuMemFree (d), 0);
+  EQ (cuMemUnmap (va, GRAN), 0);
+  EQ (cuMemUnmap (va + 4 * GRAN, GRAN), 0);
+  EQ (cuMemAddressFree (va, 6 * GRAN), 0);
+  EQ (cuCtxDestroy (ctx), 0);
+  check_nothing_alive ();
+  EQ (count_fds (), fds_before);
+  free (buf);
+  free (back);
+}
+
+/* ----------------------------------------------------------------- ipc */
+
+/* a stream's host function that holds the stream until a byte arrives */
+static void
+gate_fn (void *data)
+{
+  char c;
+
+  if (read (*(int *) data, &c, 1) != 1)
+    fprintf (stderr, "gate: read failed\n");
+}
+
+#define IPC_SIZE ((size_t) (1 << 20) + 123)
+
+static int
+send_msg (int sock, char tag, const void *data, size_t n)
+{
+  char buf[1 + sizeof (IpcHandle)];
+
+  buf[0] = tag;
+  if (n)
+    memcpy (buf + 1, data, n);
+  return send (sock, buf, 1 + n, MSG_NOSIGNAL) == (ssize_t) (1 + n) ? 0 : -1;
+}
+
+static int
+recv_msg (int sock, void *data, size_t n)
+{
+  char buf[1 + sizeof (IpcHandle)];
+  ssize_t got = recv (sock, buf, sizeof buf, 0);
+
+  if (got < 1 || (size_t) got != 1 + n)
+    return -1;
+  if (n)
+    memcpy (data, buf + 1, n);
+  return (unsigned char) buf[0];
+}
+
+static int
+ipc_child (int sock)
+{
+  unsigned char *want = malloc (IPC_SIZE), *got = malloc (IPC_SIZE);
+  IpcHandle h, forged, stale;
+  CUcontext ctx = NULL;
+  CUdeviceptr p = 0, p2 = 0;
+  unsigned char flag = 9;
+  size_t size = 0;
+  int fds_before = count_fds (), dev = -1;
+
+  EQ (recv_msg (sock, &h, sizeof h), 'H');
+  EQ (cuInit (0), 0);
+  /* no context: refused */
+  EQ (cuIpcOpenMemHandle (&p, h, 1), 201);
+  EQ (cuCtxCreate (&ctx, 0, 0), 0);
+  EQ (cuIpcOpenMemHandle (&p, h, 0), 1);        /* flags: LAZY only */
+  EQ (cuIpcOpenMemHandle (NULL, h, 1), 1);
+  forged = h;
+  forged.reserved[0] ^= 1;
+  EQ (cuIpcOpenMemHandle (&p, forged, 1), 1);
+  memset (&forged, 0, sizeof forged);
+  EQ (cuIpcOpenMemHandle (&p, forged, 1), 1);
+  forged = h;
+  forged.reserved[48] = 5;      /* the device field: no device 5 */
+  EQ (cuIpcOpenMemHandle (&p, forged, 1), 101);
+  EQ (cuIpcOpenMemHandle (&p, h, 1), 0);
+  CHECK (p != 0);
+  EQ (cuIpcOpenMemHandle (&p2, h, 1), 208);     /* once per process */
+  /* hostile handles: the marker right, the exporter's pid, any fd number
+   * of it (its other files, closed ones), random sizes and inodes: all
+   * refused, nothing mapped, no crash */
+  srand (7);
+  for (int i = 0; i < 500; i++) {
+    IpcHandle bad = h;
+    CUresult r;
+    for (int b = 12; b < 64; b++)
+      if (rand () % 3 == 0)
+        bad.reserved[b] = (char) rand ();
+    if (i % 2 == 0) {
+      int fdn = rand () % 64;
+      memcpy (bad.reserved + 12, &fdn, sizeof fdn);
+    }
+    if (memcmp (&bad, &h, sizeof h) == 0)
+      continue;
+    p2 = 0;
+    r = cuIpcOpenMemHandle (&p2, bad, 1);
+    CHECK (r == 1 || r == 101 || r == 208);
+    CHECK (p2 == 0);
+  }
+  EQ (emu_query ("live.ipc.mappings"), 1);
+  /* device memory of device 0, opened, not exportable again */
+  EQ (cuPointerGetAttribute (&dev, 9, p), 0);
+  EQ (dev, 0);
+  EQ (cuPointerGetAttribute (&size, 12, p + 5), 0);
+  EQ (size, IPC_SIZE);
+  EQ (cuPointerGetAttribute (&flag, 10, p), 0);
+  EQ (flag, 0);
+  EQ (cuIpcGetMemHandle (&forged, p), 1);
+  /* the exporter's bytes, exactly */
+  fill (want, IPC_SIZE, 1);
+  EQ (cuMemcpyDtoH (got, p, IPC_SIZE), 0);
+  CHECK (memcmp (want, got, IPC_SIZE) == 0);
+  EQ (cuMemFree (p), 1);        /* closed by cuIpcCloseMemHandle only */
+  /* written here, read there (read-write, the same memory) */
+  fill (want, IPC_SIZE / 2, 3);
+  EQ (cuMemcpyHtoD (p + IPC_SIZE / 2, want, IPC_SIZE / 2), 0);
+  EQ (cuCtxSynchronize (), 0);
+  EQ (send_msg (sock, 'R', NULL, 0), 0);
+
+  /* an IPC event: the exporter's copy into the memory, held back on its
+   * stream, then recorded; here a stream waits for that record before it
+   * reads the memory */
+  {
+    IpcHandle eh, bad;
+    CUevent iev = NULL;
+    CUstream cs = NULL;
+    unsigned char *cpin = NULL;
+
+    EQ (recv_msg (sock, &eh, sizeof eh), 'E');
+    bad = eh;
+    bad.reserved[0] ^= 1;
+    EQ (cuIpcOpenEventHandle (&iev, bad), 1);
+    bad = eh;
+    bad.reserved[16] ^= 1;      /* the inode */
+    EQ (cuIpcOpenEventHandle (&iev, bad), 1);
+    EQ (cuIpcOpenEventHandle (&iev, eh), 0);
+    EQ (cuEventQuery (iev), 600);       /* held back there */
+    EQ (cuStreamCreate (&cs, 0), 0);
+    EQ (cuMemAllocHost ((void **) &cpin, IPC_SIZE), 0);
+    EQ (cuStreamWaitEvent (cs, iev, 0), 0);
+    EQ (cuMemcpyDtoHAsync (cpin, p, IPC_SIZE, cs), 0);
+    /* 50 ms, 25 times a copy's time here: the copy waits still */
+    usleep (50000);
+    EQ (cuStreamQuery (cs), 600);
+    EQ (cuEventQuery (iev), 600);
+    EQ (send_msg (sock, 'Q', NULL, 0), 0);
+    /* after the exporter's record: its copy's bytes, all of them */
+    EQ (cuStreamSynchronize (cs), 0);
+    fill (want, IPC_SIZE, 7);
+    CHECK (memcmp (want, cpin, IPC_SIZE) == 0);
+    EQ (cuEventSynchronize (iev), 0);
+    EQ (cuEventQuery (iev), 0);
+    EQ (cuEventDestroy (iev), 0);
+    EQ (cuStreamDestroy (cs), 0);
+    EQ (cuMemFreeHost (cpin), 0);
+    EQ (send_msg (sock, 'V', NULL, 0), 0);
+  }
+
+  /* the exporter freed it: still alive here while open */
+  EQ (recv_msg (sock, &stale, sizeof stale), 'F');
+  fill (want, IPC_SIZE, 7);
+  EQ (cuMemcpyDtoH (got, p, IPC_SIZE / 2), 0);
+  CHECK (memcmp (want, got, IPC_SIZE / 2) == 0);
+  /* a handle of an allocation freed since: refused */
+  EQ (cuIpcOpenMemHandle (&p2, stale, 1), 1);
+  EQ (cuIpcCloseMemHandle (p + 1), 1);  /* not the base */
+  EQ (cuIpcCloseMemHandle (p), 0);
+  EQ (cuIpcCloseMemHandle (p), 1);      /* twice */
+  EQ (cuMemcpyDtoH (got, p, 16), 1);    /* gone */
+  EQ (cuCtxDestroy (ctx), 0);
+  check_nothing_alive ();
+  EQ (count_fds (), fds_before);
+  EQ (send_msg (sock, failures ? 'X' : 'D', NULL, 0), 0);
+  free (want);
+  free (got);
+  return failures ? 1 : 0;
+}
+
+/* Legacy IPC (PFEMU_IPC=1): a cuMemAlloc allocation's handle opened in a
+ * forked child maps the same bytes both ways; the rules of pfemu-cuda-ipc.c
+ * (flags, forged handles, twice, in the exporter, stale, close order). */
+static void
+case_ipc (void)
+{
+  CUmemAllocationProp prop = prop_for (0, CU_MEM_HANDLE_TYPE_NONE);
+  unsigned char *buf, *want;
+  IpcHandle h, h_mid, h2;
+  CUcontext ctx = NULL;
+  CUdeviceptr d = 0, d2 = 0, p = 0, va = 0;
+  void *host = NULL;
+  Handle vh = 0;
+  int sv[2], status = 0, fds_before;
+  pid_t pid;
+
+  CHECK (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+  pid = fork ();
+  if (pid == 0) {
+    close (sv[0]);
+    _exit (ipc_child (sv[1]));
+  }
+  close (sv[1]);
+  fds_before = count_fds ();
+  buf = malloc (IPC_SIZE);
+  want = malloc (IPC_SIZE);
+
+  EQ (cuInit (0), 0);
+  EQ (cuCtxCreate (&ctx, 0, 0), 0);
+  /* off without PFEMU_IPC=1 */
+  unsetenv ("PFEMU_IPC");
+  EQ (cuMemAlloc (&d, 4096), 0);
+  EQ (cuIpcGetMemHandle (&h, d), 801);
+  setenv ("PFEMU_IPC", "1", 1);
+  /* made before it was on: its memfd is gone, no handle */
+  EQ (cuIpcGetMemHandle (&h, d), 1);
+  EQ (cuMemFree (d), 0);
+
+  EQ (cuMemAlloc (&d, IPC_SIZE), 0);
+  fill (buf, IPC_SIZE, 1);
+  EQ (cuMemcpyHtoD (d, buf, IPC_SIZE), 0);
+  EQ (cuCtxSynchronize (), 0);
+  EQ (cuIpcGetMemHandle (NULL, d), 1);
+  EQ (cuIpcGetMemHandle (&h, d), 0);
+  EQ (cuIpcGetMemHandle (&h_mid, d + 4000), 0); /* the same allocation */
+  CHECK (memcmp (&h, &h_mid, sizeof h) == 0);
+  /* not in the exporting process */
+  EQ (cuIpcOpenMemHandle (&p, h, 1), 201);
+  /* not cuMemAlloc memory: a mapping, host memory, a stack address */
+  EQ (cuMemCreate (&vh, GRAN, &prop, 0), 0);
+  EQ (cuMemAddressReserve (&va, GRAN, 0, 0, 0), 0);
+  EQ (cuMemMap (va, GRAN, 0, vh, 0), 0);
+  EQ (cuIpcGetMemHandle (&h2, va), 1);
+  EQ (cuMemUnmap (va, GRAN), 0);
+  EQ (cuMemAddressFree (va, GRAN), 0);
+  EQ (cuMemRelease (vh), 0);
+  EQ (cuMemAllocHost (&host, 4096), 0);
+  EQ (cuIpcGetMemHandle (&h2, (CUdeviceptr) (uintptr_t) host), 1);
+  EQ (cuMemFreeHost (host), 0);
+  EQ (cuIpcGetMemHandle (&h2, (CUdeviceptr) (uintptr_t) & status), 1);
+
+  EQ (send_msg (sv[0], 'H', &h, sizeof h), 0);
+  EQ (recv_msg (sv[0], NULL, 0), 'R');
+  /* the child's write, here */
+  EQ (cuMemcpyDtoH (buf, d, IPC_SIZE), 0);
+  fill (want, IPC_SIZE, 1);
+  CHECK (memcmp (want, buf, IPC_SIZE / 2) == 0);
+  fill (want, IPC_SIZE / 2, 3);
+  CHECK (memcmp (want, buf + IPC_SIZE / 2, IPC_SIZE / 2) == 0);
+  /* an IPC event: INTERPROCESS | DISABLE_TIMING only; recorded after a
+   * copy held back on the stream (a host function waiting on a pipe)
+   * until the child has queried it and queued its wait */
+  {
+    int (*launch_host) (void *, void (*)(void *), void *) =
+        (int (*)(void *, void (*)(void *), void *)) dlsym (rt_lib,
+        "cudaLaunchHostFunc");
+    CUevent ev = NULL, plain = NULL, own = NULL;
+    CUstream s = NULL;
+    IpcHandle eh;
+    void *pin = NULL;
+    int gate[2];
+
+    CHECK (launch_host != NULL && pipe (gate) == 0);
+    EQ (cuEventCreate (&plain, 0x2), 0);        /* no INTERPROCESS */
+    EQ (cuIpcGetEventHandle (&eh, plain), 1);
+    EQ (cuEventDestroy (plain), 0);
+    EQ (cuEventCreate (&ev, 0x6), 0);
+    EQ (cuIpcGetEventHandle (NULL, ev), 1);
+    EQ (cuIpcGetEventHandle (&eh, ev), 0);
+    EQ (cuIpcOpenEventHandle (&own, eh), 201);  /* not in the exporter */
+    EQ (cuStreamCreate (&s, 0), 0);
+    EQ (cuMemAllocHost (&pin, IPC_SIZE), 0);
+    fill (pin, IPC_SIZE, 7);
+    EQ (launch_host (s, gate_fn, &gate[0]), 0);
+    EQ (cuMemcpyHtoDAsync (d, pin, IPC_SIZE, s), 0);
+    EQ (cuEventRecord (ev, s), 0);
+    EQ (send_msg (sv[0], 'E', &eh, sizeof eh), 0);
+    EQ (recv_msg (sv[0], NULL, 0), 'Q');
+    EQ (cuEventQuery (ev), 600);
+    CHECK (write (gate[1], "g", 1) == 1);
+    EQ (cuStreamSynchronize (s), 0);
+    EQ (cuEventQuery (ev), 0);
+    EQ (recv_msg (sv[0], NULL, 0), 'V');
+    EQ (cuEventDestroy (ev), 0);
+    EQ (cuStreamDestroy (s), 0);
+    EQ (cuMemFreeHost (pin), 0);
+    close (gate[0]);
+    close (gate[1]);
+  }
+  /* freed while the child has it open; a second allocation's handle,
+   * freed before the child opens it */
+  EQ (cuMemFree (d), 0);
+  EQ (cuMemAlloc (&d2, 8192), 0);
+  EQ (cuIpcGetMemHandle (&h2, d2), 0);
+  EQ (cuMemFree (d2), 0);
+  EQ (send_msg (sv[0], 'F', &h2, sizeof h2), 0);
+  EQ (recv_msg (sv[0], NULL, 0), 'D');
+  CHECK (waitpid (pid, &status, 0) == pid);
+  CHECK (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+
+  EQ (cuCtxDestroy (ctx), 0);
+  check_nothing_alive ();
+  EQ (count_fds (), fds_before);
+  close (sv[0]);
+  free (buf);
+  free (want);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -764,8 +1512,17 @@ main (int argc, char **argv)
     case_forged ();
   else if (strcmp (c, "devices") == 0)
     case_devices ();
+  else if (strcmp (c, "retain") == 0)
+    case_retain ();
+  else if (strcmp (c, "attrs") == 0)
+    case_attrs ();
+  else if (strcmp (c, "span") == 0)
+    case_span ();
+  else if (strcmp (c, "ipc") == 0)
+    case_ipc ();
   else {
-    fprintf (stderr, "usage: %s share|rules|forged|devices\n", argv[0]);
+    fprintf (stderr, "usage: %s share|rules|forged|devices|retain|attrs|"
+        "span|ipc\n", argv[0]);
     return 2;
   }
   if (failures)
