@@ -801,10 +801,10 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
    * (gboolean), held and bytes; and the copies per domain
    * (#GstPinnedShmSink:domains): domains-wanted (guint), domain-frames,
    * domain-uploads, domain-unreachable, domain-device-bytes,
-   * domain-downloads, domain-download-bytes, domain-host-no-slot,
-   * domain-host-bytes (guint64) and domains, an array of structures with
-   * uuid, ordinal, slots, free-slots, uploads, bytes, device-bytes,
-   * no-slot.
+   * domain-downloads, domain-peer-copies, domain-download-bytes,
+   * domain-host-no-slot, domain-host-bytes (guint64) and domains, an array
+   * of structures with uuid, ordinal, slots, free-slots, uploads, bytes,
+   * device-bytes, no-slot, peer-copies, waits.
    */
   properties[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
       "Counters: frames, bytes, zero-copy-frames, copies, drops, in-flight, "

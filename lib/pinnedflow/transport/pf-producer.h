@@ -393,6 +393,21 @@ extern "C"
       const uint8_t device_uuid[16]);
 
 /**
+ * pf_producer_get_host_domain_clients_full:
+ * @device_uuids: the devices a device stream's frame will be published on
+ *   (its own device first, then those it was copied to)
+ * @n_uuids: how many, at least 1
+ *
+ * pf_producer_get_host_domain_clients() for a frame in several devices:
+ * the connected consumers that did not ask for device segments, and those
+ * that named a device not in @device_uuids. Any thread.
+ *
+ * Since: 0.1
+ */
+  PF_API unsigned int pf_producer_get_host_domain_clients_full (pf_producer *
+      p, const uint8_t (*device_uuids)[16], unsigned int n_uuids);
+
+/**
  * pf_producer_get_device_domains:
  * @domains: (out) (optional): up to @max entries
  *
