@@ -5,7 +5,7 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- *   gpukit-domains up|down WIDTH HEIGHT N_FRAMES
+ *   gpukit-domains up|down WIDTH HEIGHT N_CHECK N_RATE
  *
  * The flows of tests/cuda/test-domains (`bench on`, `mixed on`), whose
  * checks lean on the emulator's counters throughout, so it cannot run on
@@ -25,13 +25,21 @@
  *       no copy of theirs, read back byte-exact) and 2 host consumer
  *       processes with no CUDA at all (host frames, compared in place):
  *       exactly one download per frame in the producer.
- * Both: every frame to every consumer in order, every slot back on both
- * pools, nothing held, no segment alive and no driver teardown call
- * failed in any process, fds as before (checked on the emulator; printed
- * on a GPU, where the driver opens its own). Printed: copies per frame,
- * wall time per frame (first loan to every frame back), the producer's
- * and the consumers' CPU per frame (getrusage), and on the emulator its
- * counts of the copies in every process.
+ * Two phases, one stream of RGBA frames (pts 1 .. N_CHECK + N_RATE):
+ *   check: N_CHECK frames, each a different pattern, compared byte for
+ *          byte in every consumer (as above);
+ *   rate:  N_RATE frames as fast as the slots come back, the bytes left
+ *          as they are and not compared: the copy per frame and the hop
+ *          alone, timed: wall time per frame (first loan to every frame
+ *          back), the producer's CPU per frame (getrusage, its I/O thread
+ *          included) and the consumers' (all of them, their CPU during
+ *          the phase).
+ * Both: every frame to every consumer in order and in its domain, one
+ * copy per frame counted over both phases, every slot back on both pools,
+ * nothing held, no segment alive and no driver teardown call failed in
+ * any process, fds as before (checked on the emulator; printed on a GPU,
+ * where the driver opens its own); on the emulator, its counts of the
+ * copies in every process agree.
  *
  * Consumer processes are forked before the parent touches CUDA (CUDA's
  * rule); each device process opens libcuda.so.1 itself and makes device
@@ -95,7 +103,7 @@ static struct shared
   atomic_long frames_checked;   /* all consumers, byte-exact */
   atomic_long device_frames;    /* frames that came as device frames */
   atomic_long host_frames;      /* frames that came as host frames */
-  atomic_long cpu_ns;           /* the consumers' whole lives */
+  atomic_long cpu_ns;           /* the consumers' during the rate phase */
   atomic_long emu_own_copies;   /* emulator: consumers' copies beyond reads */
   atomic_long emu_allocations;  /* emulator: their own device memory */
 } *shared;
@@ -254,13 +262,15 @@ cuda_up (int verbose)
 /* ---- the consumer processes -------------------------------------------- */
 
 static int
-consumer_main (const char *path, int device, size_t fs, int n_frames)
+consumer_main (const char *path, int device, size_t fs, int n_check,
+    int n_frames)
 {
   uint8_t *want = malloc (fs), *got = malloc (fs);
   pf_node_consumer *c = NULL;
   pf_node_frame *f;
   uint64_t skipped = 0;
   uint32_t refused = 0;
+  uint64_t cpu0 = 0, cpu1 = 0;
   int seen = 0, res, fds0;
 
   who = device ? "device consumer" : "host consumer";
@@ -283,11 +293,12 @@ consumer_main (const char *path, int device, size_t fs, int n_frames)
     if (res == PF_NODE_EOS)
       break;
     seen++;
+    if (seen == n_check + 1)
+      cpu0 = cpu_ns ();         /* the rate phase's first frame */
     CHECK (f->pts == (uint64_t) seen, "frame %d has pts %llu", seen,
         (unsigned long long) f->pts);
     CHECK (f->size == fs, "frame %d: size %llu", seen,
         (unsigned long long) f->size);
-    pattern (want, fs, f->pts);
     if (device) {
       pf_node_device_info dev;
 
@@ -295,21 +306,30 @@ consumer_main (const char *path, int device, size_t fs, int n_frames)
           "domain, not as a device frame", seen);
       CHECK (pf_node_frame_get_device (f, &dev) == 0 && dev.ptr != 0 &&
           dev.ordinal == 0, "frame %d: no device 0 address", seen);
-      memset (got, 0, fs);
-      CU (cu.MemcpyDtoH (got, dev.ptr, fs));
-      CHECK (memcmp (want, got, fs) == 0, "frame %d: device bytes differ",
-          seen);
+      if (seen <= n_check) {
+        pattern (want, fs, f->pts);
+        memset (got, 0, fs);
+        CU (cu.MemcpyDtoH (got, dev.ptr, fs));
+        CHECK (memcmp (want, got, fs) == 0, "frame %d: device bytes differ",
+            seen);
+        atomic_fetch_add (&shared->frames_checked, 1);
+      }
       atomic_fetch_add (&shared->device_frames, 1);
     } else {
       CHECK (f->domain == PF_NODE_DOMAIN_HOST && f->data != NULL,
           "frame %d is not a host frame", seen);
-      CHECK (memcmp (want, f->data, fs) == 0, "frame %d: host bytes differ",
-          seen);
+      if (seen <= n_check) {
+        pattern (want, fs, f->pts);
+        CHECK (memcmp (want, f->data, fs) == 0, "frame %d: host bytes "
+            "differ", seen);
+        atomic_fetch_add (&shared->frames_checked, 1);
+      }
       atomic_fetch_add (&shared->host_frames, 1);
     }
-    atomic_fetch_add (&shared->frames_checked, 1);
     res = pf_node_frame_release (f);
     CHECK (res == 0, "release of frame %d: %d", seen, res);
+    if (seen == n_frames)
+      cpu1 = cpu_ns ();
   }
   CHECK (seen == n_frames, "%d frames, want %d", seen, n_frames);
   if (device) {
@@ -322,7 +342,7 @@ consumer_main (const char *path, int device, size_t fs, int n_frames)
     /* the emulator's count: no copy of its own beyond the reads above,
      * no device memory of its own (it maps the producer's) */
     atomic_fetch_add (&shared->emu_own_copies,
-        cu.emu_query ("calls.cuMemcpyDtoH_v2") - seen +
+        cu.emu_query ("calls.cuMemcpyDtoH_v2") - n_check +
         cu.emu_query ("calls.cuMemcpyHtoD_v2"));
     atomic_fetch_add (&shared->emu_allocations,
         cu.emu_query ("live.allocations"));
@@ -337,7 +357,7 @@ consumer_main (const char *path, int device, size_t fs, int n_frames)
       (unsigned long long) pf_device_segment_teardown_errors ());
   if (getenv ("PFEMU_VMM") != NULL || !device)
     CHECK (count_fds () == fds0, "fds %d before, %d after", fds0, count_fds ());
-  atomic_fetch_add (&shared->cpu_ns, (long) cpu_ns ());
+  atomic_fetch_add (&shared->cpu_ns, (long) (cpu1 - cpu0));
   fflush (stdout);
   free (want);
   free (got);
@@ -345,13 +365,13 @@ consumer_main (const char *path, int device, size_t fs, int n_frames)
 }
 
 static void
-spawn (const char *path, int device, size_t fs, int n_frames)
+spawn (const char *path, int device, size_t fs, int n_check, int n_frames)
 {
   pid_t pid = fork ();
 
   CHECK (pid >= 0, "fork: %s", strerror (errno));
   if (pid == 0)
-    _exit (consumer_main (path, device, fs, n_frames));
+    _exit (consumer_main (path, device, fs, n_check, n_frames));
   kids[n_kids++] = pid;
 }
 
@@ -395,23 +415,27 @@ main (int argc, char **argv)
   pf_node_producer *p = NULL;
   pf_node_loan loan;
   uint8_t *buf;
-  uint64_t t0, t1, c0, c1;
+  uint64_t t0 = 0, t1, c0 = 0, c1;
   long e0 = 0, e1 = 0;
-  int w, h, n, i, res, stt, fds0, up, n_dev, n_host, copies;
+  int w, h, n, n_check, n_rate, i, res, stt, fds0, up, n_dev, n_host, copies;
   size_t fs;
 
-  if (argc != 5 || (strcmp (argv[1], "up") != 0 &&
+  if (argc != 6 || (strcmp (argv[1], "up") != 0 &&
           strcmp (argv[1], "down") != 0)) {
-    fprintf (stderr, "usage: %s up|down WIDTH HEIGHT N_FRAMES\n", argv[0]);
+    fprintf (stderr, "usage: %s up|down WIDTH HEIGHT N_CHECK N_RATE\n",
+        argv[0]);
     return 2;
   }
   up = strcmp (argv[1], "up") == 0;
   w = atoi (argv[2]);
   h = atoi (argv[3]);
-  n = atoi (argv[4]);
-  if (w <= 0 || h <= 0 || n < 1 || (size_t) w * h * 4 % 4096 != 0) {
-    fprintf (stderr, "bad arguments (a frame must be a multiple of 4096 "
-        "bytes)\n");
+  n_check = atoi (argv[4]);
+  n_rate = atoi (argv[5]);
+  n = n_check + n_rate;
+  if (w <= 0 || h <= 0 || n_check < 1 || n_rate < 1
+      || (size_t) w * h * 4 % 4096 != 0) {
+    fprintf (stderr,
+        "bad arguments (a frame must be a multiple of 4096 " "bytes)\n");
     return 2;
   }
   fs = (size_t) w *h * 4;
@@ -427,9 +451,9 @@ main (int argc, char **argv)
 
   /* before any CUDA here */
   for (i = 0; i < n_dev; i++)
-    spawn (path, 1, fs, n);
+    spawn (path, 1, fs, n_check, n);
   for (i = 0; i < n_host; i++)
-    spawn (path, 0, fs, n);
+    spawn (path, 0, fs, n_check, n);
 
   res = cuda_up (up);
   if (res != 0) {
@@ -472,15 +496,22 @@ main (int argc, char **argv)
 
   if (cu.emu_query)
     e0 = cu.emu_query (up ? "calls.cuMemcpyHtoD_v2" : "calls.cuMemcpyDtoH_v2");
-  t0 = now_ns ();
-  c0 = cpu_ns ();
   for (i = 1; i <= n; i++) {
+    if (i == n_check + 1) {
+      /* the checked frames back first: the rate phase on its own */
+      res = pf_node_producer_wait_idle (p, 20000);
+      CHECK (res == 0, "the checked frames did not all come back: %d", res);
+      t0 = now_ns ();
+      c0 = cpu_ns ();
+    }
     res = pf_node_producer_loan_video (p, 20000, &loan);
     CHECK (res == 0, "loan %d: %d", i, res);
     CHECK (loan.size == fs && loan.domain == (up ? PF_NODE_DOMAIN_HOST :
             PF_NODE_DOMAIN_DEVICE), "loan %d: domain %u size %llu", i,
         loan.domain, (unsigned long long) loan.size);
-    if (up) {
+    if (i > n_check) {
+      /* rate: the bytes as they are */
+    } else if (up) {
       pattern (loan.data, fs, (uint64_t) i);
     } else {
       /* the frame on the device, complete before publish */
@@ -541,11 +572,13 @@ main (int argc, char **argv)
       (unsigned long long) pf_device_segment_teardown_errors ());
   if (getenv ("PFEMU_VMM") != NULL)
     CHECK (count_fds () == fds0, "fds %d before, %d after", fds0, count_fds ());
-  CHECK (shared->frames_checked == (long) n * n_kids &&
+  CHECK (shared->frames_checked == (long) n_check * n_kids &&
       shared->device_frames == (long) n * n_dev &&
       shared->host_frames == (long) n * n_host, "consumers checked %ld "
-      "frames (%ld device, %ld host), want %d", (long) shared->frames_checked,
-      (long) shared->device_frames, (long) shared->host_frames, n * n_kids);
+      "frames byte-exact, received %ld device and %ld host frames, want %d "
+      "and %d of %d", (long) shared->frames_checked,
+      (long) shared->device_frames, (long) shared->host_frames,
+      n_check * n_kids, n * n_dev, n * n_host);
   if (cu.emu_query) {
     CHECK (e1 - e0 == n, "the emulator counts %ld %s in the producer, want %d",
         e1 - e0, up ? "cuMemcpyHtoD" : "cuMemcpyDtoH", n);
@@ -566,20 +599,22 @@ main (int argc, char **argv)
   if (up)
     printf ("%s: %d frames %dx%d RGBA, host producer -> 4 consumers of "
         "device 0: uploads %d (%.2f per frame), device pool %llu bytes in %u "
-        "slots shared by the 4, %d frames byte-exact in device memory in "
-        "each\n", argv[1], n, w, h, copies, (double) copies / n,
-        (unsigned long long) st.device_bytes, st.domain[0].n_slots, n);
+        "slots shared by the 4, all in device memory, the first %d "
+        "byte-exact in each\n", argv[1], n, w, h, copies, (double) copies / n,
+        (unsigned long long) st.device_bytes, st.domain[0].n_slots, n_check);
   else
     printf ("%s: %d frames %dx%d RGBA, device producer -> 2 consumers of "
         "device 0 + 2 host consumers (no CUDA): downloads %d (%.2f per "
-        "frame), pinned host pool %llu bytes in %u slots, %d frames "
-        "byte-exact in each of the 4\n", argv[1], n, w, h, copies,
-        (double) copies / n, (unsigned long long) st.host_bytes,
-        st.host_slots, n);
+        "frame), pinned host pool %llu bytes in %u slots, each in its "
+        "domain, the first %d byte-exact in each of the 4\n", argv[1], n, w,
+        h, copies, (double) copies / n, (unsigned long long) st.host_bytes,
+        st.host_slots, n_check);
   printf ("%s: copies_per_frame %.2f wall_us_per_frame %.1f "
-      "producer_cpu_us_per_frame %.1f consumers_cpu_us_per_frame %.1f\n",
-      argv[1], (double) copies / n, (t1 - t0) / 1000.0 / n,
-      (c1 - c0) / 1000.0 / n, (double) shared->cpu_ns / 1000.0 / n);
+      "producer_cpu_us_per_frame %.1f consumers_cpu_us_per_frame %.1f "
+      "(rate phase, %d frames, %d consumers)\n", argv[1],
+      (double) copies / n, (t1 - t0) / 1000.0 / n_rate,
+      (c1 - c0) / 1000.0 / n_rate, (double) shared->cpu_ns / 1000.0 / n_rate,
+      n_rate, n_kids);
   free (buf);
   unlink (path);
   return 0;
