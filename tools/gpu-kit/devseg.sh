@@ -132,13 +132,13 @@ run_domains () {
     [ $r -eq 0 ] || rc=$r
   done
   [ $rc -eq 0 ] || return $rc
-  echo "NOTE: $(domains_note up uploads "4 device consumers"); $(domains_note down downloads "2 device + 2 host consumers")"
+  echo "NOTE: $(domains_note up uploads "4 device"); $(domains_note down downloads "2 device + 2 host")"
 }
 
 # One direction's part of the note, from gpukit-domains' lines.
 domains_note () {
   local log=$out/domains.log
-  sed -n "s/^$1: copies_per_frame \([0-9.]*\) wall_us_per_frame \([0-9.]*\) producer_cpu_us_per_frame \([0-9.]*\) consumers_cpu_us_per_frame \([0-9.]*\) .*/$1: \1 $2 per frame for $3, wall \2 us, CPU producer \3 us, consumers \4 us per frame/p" "$log"
+  sed -n "s/^$1: copies_per_frame \([0-9.]*\) wall_us_per_frame \([0-9.]*\) producer_cpu_us_per_frame \([0-9.]*\) consumers_cpu_us_per_frame \([0-9.]*\) .*/$1: \1 $2\/frame ($3 consumers), wall \2, CPU producer \3 \/ consumers \4 us\/frame/p" "$log"
 }
 
 # summary.md's block for the two steps: what the driver said (attributes
