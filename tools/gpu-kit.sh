@@ -166,8 +166,8 @@ pack () {
       find "$tmp/bin" "$tmp/libexec" "$tmp/lib" -type f -exec ldd {} \;) |
     awk '$2 == "=>" { print $1, $3 } $2 ~ /^\(/ { print $1, "" }' | sort -u)
   [ $missing -eq 0 ] || die "pack: unresolved libraries (see above)"
-  # gpu-kit/devseg.c and domains.c against the build's libpinnedflow
-  # (rpath: the kit's)
+  # gpu-kit/devseg.c and domains.c (with kitcu.h) against the build's
+  # libpinnedflow (rpath: the kit's)
   for f in devseg domains; do
     cc -std=gnu11 -O2 -Wall -Wextra -Wno-unused-parameter -Wshadow \
       -Wformat=2 -Wmissing-prototypes -Werror -I"$b/lib/pinnedflow/include" \
@@ -187,7 +187,7 @@ pack () {
   cp "$here/gpu-kit.sh" "$tmp/gpu-kit.sh"
   cp "$here/gpu-kit/frames.py" "$here/gpu-kit/device.c" \
     "$here/gpu-kit/tensor.sh" "$here/gpu-kit/devseg.sh" \
-    "$here/gpu-kit/devseg.c" "$here/gpu-kit/domains.c" \
+    "$here/gpu-kit/devseg.c" "$here/gpu-kit/domains.c" "$here/gpu-kit/kitcu.h" \
     "$here/gpu-kit/devframes.py" "$here/gpu-kit/ipc.sh" "$tmp/gpu-kit/"
   # issue 33's example and its two helpers (the tensor-* steps)
   mkdir -p "$tmp/examples"

@@ -59,8 +59,6 @@
 #include <pinnedflow/pf-producer.h>
 #include <pinnedflow/pf-segment.h>
 
-#include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -76,25 +74,8 @@
 
 #define N_SLOTS 4
 #define MAX_KIDS 4
-#define ATTR_VMM 102
-#define ATTR_POSIX_FD 103
 
-typedef unsigned long long cu_ptr;
-
-static struct
-{
-  int (*Init) (unsigned int);
-  int (*DeviceGet) (int *, int);
-  int (*DeviceGetName) (char *, int, int);
-  int (*DeviceGetAttribute) (int *, int, int);
-  int (*PrimaryCtxRetain) (void **, int);
-  int (*CtxSetCurrent) (void *);
-  int (*CtxSynchronize) (void);
-  int (*MemcpyHtoD) (cu_ptr, const void *, size_t);
-  int (*MemcpyDtoH) (void *, cu_ptr, size_t);
-  int (*GetErrorName) (int, const char **);
-  long (*emu_query) (const char *);     /* the stand-in's only */
-} cu;
+#include "kitcu.h"
 
 /* What the consumer processes measured, in shared memory made before the
  * fork. */
@@ -110,55 +91,16 @@ static struct shared
 
 static pid_t kids[MAX_KIDS];
 static int n_kids;
-static const char *who = "producer";
 
+/* kitcu.h's failure: the consumer processes go too */
 static void
-kill_kids (void)
+kit_on_fail (void)
 {
   int i;
 
   for (i = 0; i < n_kids; i++)
     if (kids[i] > 0)
       kill (kids[i], SIGKILL);
-}
-
-#define FAIL(...) do {                                  \
-    printf ("FAIL: %s: ", who);                         \
-    printf (__VA_ARGS__);                               \
-    printf ("\n");                                      \
-    fflush (stdout);                                    \
-    kill_kids ();                                       \
-    _exit (1);                                          \
-  } while (0)
-
-#define CHECK(cond, ...) do {                           \
-    if (!(cond))                                        \
-      FAIL (__VA_ARGS__);                               \
-  } while (0)
-
-static const char *
-err_name (int err)
-{
-  const char *n = NULL;
-
-  if (cu.GetErrorName == NULL || cu.GetErrorName (err, &n) != 0 || !n)
-    return "CUDA_ERROR_?";
-  return n;
-}
-
-#define CU(call) do {                                                   \
-    int err_ = (call);                                                  \
-    CHECK (err_ == 0, "%s failed with %s (%d)", #call, err_name (err_), \
-        err_);                                                          \
-  } while (0)
-
-static uint64_t
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
 /* CPU time of this process so far (user + system, all threads), ns. */
@@ -172,21 +114,6 @@ cpu_ns (void)
       (uint64_t) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
 }
 
-static int
-count_fds (void)
-{
-  DIR *d = opendir ("/proc/self/fd");
-  struct dirent *e;
-  int n = 0;
-
-  if (d == NULL)
-    return -1;
-  while ((e = readdir (d)) != NULL)
-    n += e->d_name[0] != '.';
-  closedir (d);
-  return n - 1;                 /* the DIR's own */
-}
-
 /* Frame @k's bytes (test-domains' pattern) */
 static void
 pattern (uint8_t * buf, size_t n, uint64_t k)
@@ -195,68 +122,6 @@ pattern (uint8_t * buf, size_t n, uint64_t k)
 
   for (i = 0; i < n; i++)
     buf[i] = (uint8_t) ((i * 13 + k * 71 + (i >> 9)) & 0xff);
-}
-
-/* libcuda.so.1, device 0's primary context current on this thread. Prints
- * the device (@verbose). Returns 0, or 77 (after the "SKIP: PARTIAL"
- * line) when the driver says the device cannot share virtual memory as
- * POSIX fds. */
-static int
-cuda_up (int verbose)
-{
-  void *lib = dlopen ("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  void *ctx = NULL;
-  char name[256] = "";
-  int dev = -1, vmm = -1, posix = -1, err;
-
-  if (lib == NULL) {
-    printf ("NO CUDA DEVICE: %s: libcuda.so.1 cannot be opened: %s\n", who,
-        dlerror ());
-    fflush (stdout);
-    kill_kids ();
-    _exit (1);
-  }
-#define SYM(f, n) do {                                          \
-    *(void **) &cu.f = dlsym (lib, n);                          \
-    CHECK (cu.f != NULL, "libcuda.so.1 has no %s", n);          \
-  } while (0)
-  SYM (Init, "cuInit");
-  SYM (DeviceGet, "cuDeviceGet");
-  SYM (DeviceGetName, "cuDeviceGetName");
-  SYM (DeviceGetAttribute, "cuDeviceGetAttribute");
-  SYM (PrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
-  SYM (CtxSetCurrent, "cuCtxSetCurrent");
-  SYM (CtxSynchronize, "cuCtxSynchronize");
-  SYM (MemcpyHtoD, "cuMemcpyHtoD_v2");
-  SYM (MemcpyDtoH, "cuMemcpyDtoH_v2");
-  SYM (GetErrorName, "cuGetErrorName");
-#undef SYM
-  /* the driver stand-in links the cudart emulator, whose counters are
-   * found through it; a real driver has none */
-  *(void **) &cu.emu_query = dlsym (lib, "pfemu_query");
-  if ((err = cu.Init (0)) != 0) {
-    printf ("NO CUDA DEVICE: %s: cuInit failed with %s (%d)\n", who,
-        err_name (err), err);
-    fflush (stdout);
-    kill_kids ();
-    _exit (1);
-  }
-  CU (cu.DeviceGet (&dev, 0));
-  CU (cu.DeviceGetName (name, sizeof (name), dev));
-  CU (cu.DeviceGetAttribute (&vmm, ATTR_VMM, dev));
-  CU (cu.DeviceGetAttribute (&posix, ATTR_POSIX_FD, dev));
-  if (verbose)
-    printf ("device: %s (attributes 102/103: %d/%d)\n", name, vmm, posix);
-  if (!vmm || !posix) {
-    printf ("SKIP: PARTIAL: %s: the driver reports attribute 102 = %d, "
-        "103 = %d on %s: no virtual memory shared as POSIX fds here, "
-        "device segments cannot run\n", who, vmm, posix, name);
-    fflush (stdout);
-    return 77;
-  }
-  CU (cu.PrimaryCtxRetain (&ctx, dev));
-  CU (cu.CtxSetCurrent (ctx));
-  return 0;
 }
 
 /* ---- the consumer processes -------------------------------------------- */
@@ -457,7 +322,7 @@ main (int argc, char **argv)
 
   res = cuda_up (up);
   if (res != 0) {
-    kill_kids ();
+    kit_on_fail ();
     for (i = 0; i < n_kids; i++)
       waitpid (kids[i], NULL, 0);
     return res;
