@@ -424,7 +424,7 @@ gst_pinned_shm_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
 {
   GstPinnedShmSink *self = GST_PINNED_SHM_SINK (bsink);
   GstCaps *wire;
-  gchar *str;
+  gchar *str, *host_str = NULL;
   int err;
 
   GST_DEBUG_OBJECT (self, "caps %" GST_PTR_FORMAT, caps);
@@ -440,23 +440,37 @@ gst_pinned_shm_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
 
   /* consumers map the segment: memory:DMABuf is system memory to them;
    * device memory stays device memory where it is sent as device frames */
-  if (gst_pinned_shm_sink_device_set_caps (self, caps))
+  if (gst_pinned_shm_sink_device_set_caps (self, caps)) {
     wire = gst_caps_ref (caps);
-  else
+    /* a device stream: with copies per domain its host consumers get host
+     * frames (one download each, gstpinnedshmsinkdomains.c), so they are
+     * told the caps of those, without the memory feature */
+    if (g_atomic_int_get (&self->domains)) {
+      GstCaps *host = gst_pinned_shm_sink_wire_caps (caps,
+          self->is_video ? &self->vinfo : NULL);
+
+      host_str = gst_caps_to_string (host);
+      gst_caps_unref (host);
+    }
+  } else {
     wire = gst_pinned_shm_sink_wire_caps (caps,
         self->is_video ? &self->vinfo : NULL);
+  }
   str = gst_caps_to_string (wire);
   gst_caps_unref (wire);
   g_mutex_lock (&self->lock);
-  err = self->producer ? pf_producer_set_caps (self->producer, str) : -EPIPE;
+  err = self->producer ? pf_producer_set_caps_full (self->producer, str,
+      host_str) : -EPIPE;
   g_mutex_unlock (&self->lock);
   if (err < 0) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Could not publish caps"),
-        ("pf_producer_set_caps (%s): %s", str, g_strerror (-err)));
+        ("pf_producer_set_caps_full (%s): %s", str, g_strerror (-err)));
     g_free (str);
+    g_free (host_str);
     return FALSE;
   }
   g_free (str);
+  g_free (host_str);
   return TRUE;
 }
 
@@ -510,11 +524,23 @@ gst_pinned_shm_sink_event (GstBaseSink * bsink, GstEvent * event)
   return GST_BASE_SINK_CLASS (parent_class)->event (bsink, event);
 }
 
+/* gst.cuda.context: the GstCudaContext of the pool proposed for
+ * memory:CUDAMemory (gstpinnedshmsinkcuda.c) */
+static void
+gst_pinned_shm_sink_set_context (GstElement * element, GstContext * context)
+{
+  gst_pinned_shm_sink_cuda_set_context ((GstPinnedShmSink *) element, context);
+  GST_ELEMENT_CLASS (parent_class)->set_context (element, context);
+}
+
 /* ACCEPT_CAPS: the base class checks against the unfiltered answer (ANY);
  * memory:DMABuf caps are taken only where the filtered one keeps them. */
 static gboolean
 gst_pinned_shm_sink_query (GstBaseSink * bsink, GstQuery * query)
 {
+  /* the pipeline's GstCudaContext, asked for by upstream */
+  if (gst_pinned_shm_sink_cuda_query ((GstPinnedShmSink *) bsink, query))
+    return TRUE;
   if (GST_QUERY_TYPE (query) == GST_QUERY_ACCEPT_CAPS) {
     GstCaps *caps, *allowed;
 
@@ -592,6 +618,7 @@ gst_pinned_shm_sink_finalize (GObject * object)
 
   g_free (self->socket_path);
   gst_pinned_shm_sink_domains_finalize (self);
+  gst_pinned_shm_sink_cuda_stop (self);
   g_mutex_clear (&self->lock);
   g_cond_clear (&self->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
@@ -774,10 +801,10 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
    * (gboolean), held and bytes; and the copies per domain
    * (#GstPinnedShmSink:domains): domains-wanted (guint), domain-frames,
    * domain-uploads, domain-unreachable, domain-device-bytes,
-   * domain-downloads, domain-download-bytes, domain-host-no-slot,
-   * domain-host-bytes (guint64) and domains, an array of structures with
-   * uuid, ordinal, slots, free-slots, uploads, bytes, device-bytes,
-   * no-slot.
+   * domain-downloads, domain-peer-copies, domain-download-bytes,
+   * domain-host-no-slot, domain-host-bytes (guint64) and domains, an array
+   * of structures with uuid, ordinal, slots, free-slots, uploads, bytes,
+   * device-bytes, no-slot, peer-copies, waits.
    */
   properties[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
       "Counters: frames, bytes, zero-copy-frames, copies, drops, in-flight, "
@@ -838,6 +865,8 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
       "gst-pinnedflow developers");
 
   element_class->set_clock = GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_set_clock);
+  element_class->set_context =
+      GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_set_context);
   element_class->send_event =
       GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_send_event);
 

@@ -12,6 +12,9 @@
 #ifndef __GST_PINNED_SHM_SRC_PRIVATE_H__
 #define __GST_PINNED_SHM_SRC_PRIVATE_H__
 
+#ifdef GST_PINNED_SHM_CUDA
+#include <gst/pinnedcuda/gstpinnedcudamemory.h>
+#endif
 #include "gstpinnedshmsrc.h"
 #include "gstpinnedshmcounter.h"
 #include "gstpinnedshmframe.h"
@@ -114,6 +117,17 @@ struct _GstPinnedShmSrc
   gconstpointer cuda_rt;
   gchar *device_why_not;        /* why not device_import, or NULL */
   guint64 device_frames_out;    /* counter (stats), as frames */
+  /* memory:CUDAMemory out (gstpinnedshmsrccuda.c, its rules):
+   * out_cuda_memory: the device caps set carry it; cuda_ctx: the
+   * GstCudaContext; cuda_pool (1.22's copy) for frames of cuda_pool_info;
+   * domain_device (g_atomic_int): the device named in the last DOMAIN,
+   * -1 none */
+  gboolean out_cuda_memory;
+  gpointer cuda_ctx;
+  GstBufferPool *cuda_pool;
+  GstVideoInfo cuda_pool_info;
+  gint domain_device;
+  guint64 device_copies;        /* counter (stats): 1.22's copies */
 
   /* ---- the rest ---- */
   /* current caps from the producer, without memory features (out_device
@@ -135,6 +149,7 @@ struct _GstPinnedShmSrc
   GstPinnedShmSrcDelivery delivery;
   GstPinnedShmSrcIsLive is_live;
   GstPinnedShmSrcDeviceFrames device_frames;
+  gint cuda_device_id;
 
   /* lock protects consumer (see above) and these stats */
   GMutex lock;
@@ -200,9 +215,11 @@ gboolean gst_pinned_shm_src_device_enable (GstPinnedShmSrc * self,
  * memory (memory:PinnedflowCUDA or memory:CUDAMemory). */
 G_GNUC_INTERNAL
 gboolean gst_pinned_shm_src_device_strip (GstCaps * caps);
-/* @caps (no memory feature) with memory:PinnedflowCUDA (transfer full). */
+/* @caps (no memory feature) with the device memory feature downstream
+ * takes (gst_pinned_shm_src_cuda_choose_caps()), transfer full. */
 G_GNUC_INTERNAL
-GstCaps *gst_pinned_shm_src_device_caps (GstCaps * caps);
+GstCaps *gst_pinned_shm_src_device_caps (GstPinnedShmSrc * self,
+    GstCaps * caps);
 /* A device stream that cannot come here: posts why (not-negotiated) and
  * returns GST_FLOW_NOT_NEGOTIATED; GST_FLOW_OK when it can. */
 G_GNUC_INTERNAL
@@ -215,6 +232,39 @@ G_GNUC_INTERNAL
 gboolean gst_pinned_shm_src_device_wrap (GstPinnedShmSrc * self,
     pf_consumer * c, const pf_event * ev, GstBuffer ** out, guint64 * total,
     gchar ** why);
+
+/* gstpinnedshmsrccuda.c (built with CUDA only): the device caps to set
+ * for @base (memory:PinnedflowCUDA, else memory:CUDAMemory, whichever
+ * downstream takes first; sets out_cuda_memory); the GstCudaContext for
+ * memory:CUDAMemory (FALSE: error posted); context set and query; the
+ * DOMAIN of the connection (FALSE: error posted); the state dropped at
+ * stop and finalize; the frame at @data as memory:CUDAMemory (wrapped
+ * 1.24+, copied 1.22; takes @loan, freed by @loan_free once the frame
+ * can go back; FALSE with *@why, transfer full). */
+G_GNUC_INTERNAL
+GstCaps *gst_pinned_shm_src_cuda_choose_caps (GstPinnedShmSrc * self,
+    GstCaps * base);
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_src_cuda_ensure (GstPinnedShmSrc * self);
+G_GNUC_INTERNAL
+void gst_pinned_shm_src_cuda_set_context (GstPinnedShmSrc * self,
+    GstContext * context);
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_src_cuda_query (GstPinnedShmSrc * self,
+    GstQuery * query);
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_src_cuda_set_domain (GstPinnedShmSrc * self,
+    pf_consumer * c);
+G_GNUC_INTERNAL
+void gst_pinned_shm_src_cuda_stop (GstPinnedShmSrc * self);
+G_GNUC_INTERNAL
+void gst_pinned_shm_src_cuda_finalize (GstPinnedShmSrc * self);
+#ifdef GST_PINNED_SHM_CUDA
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_src_cuda_out (GstPinnedShmSrc * self, gint ordinal,
+    const GstPinnedCudaLayout * layout, guint8 * data, gsize pitch,
+    gpointer loan, GDestroyNotify loan_free, GstBuffer ** out, gchar ** why);
+#endif
 
 /* gstpinnedshmsrcstats.c: the stats property's structure, the counters
  * (reset going to PAUSED; per frame; the connection's) and QoS. */

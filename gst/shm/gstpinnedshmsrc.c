@@ -87,6 +87,7 @@ GST_DEBUG_CATEGORY (gst_pinned_shm_src_debug);
 #define DEFAULT_LOCK_SEGMENTS FALSE
 #define DEFAULT_BUSY_POLL_US 0
 #define DEFAULT_DEVICE_FRAMES GST_PINNED_SHM_SRC_DEVICE_FRAMES_AUTO
+#define DEFAULT_CUDA_DEVICE_ID -1
 
 enum
 {
@@ -101,6 +102,7 @@ enum
   PROP_DELIVERY,
   PROP_IS_LIVE,
   PROP_DEVICE_FRAMES,
+  PROP_CUDA_DEVICE_ID,
   PROP_STATS,
   N_PROPERTIES
 };
@@ -241,6 +243,9 @@ gst_pinned_shm_src_set_property (GObject * object, guint prop_id,
     case PROP_DEVICE_FRAMES:
       self->device_frames = g_value_get_enum (value);
       break;
+    case PROP_CUDA_DEVICE_ID:
+      self->cuda_device_id = g_value_get_int (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -291,6 +296,9 @@ gst_pinned_shm_src_get_property (GObject * object, guint prop_id,
     case PROP_DEVICE_FRAMES:
       g_value_set_enum (value, self->device_frames);
       break;
+    case PROP_CUDA_DEVICE_ID:
+      g_value_set_int (value, self->cuda_device_id);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -336,6 +344,9 @@ gst_pinned_shm_src_stop (GstBaseSrc * bsrc)
   self->out_device = FALSE;
   /* buffers still out are freed when they come back */
   g_clear_pointer (&self->pool, gst_pinned_shm_frame_pool_close);
+#ifdef GST_PINNED_SHM_CUDA
+  gst_pinned_shm_src_cuda_stop (self);
+#endif
   return TRUE;
 }
 
@@ -391,6 +402,12 @@ gst_pinned_shm_src_query (GstBaseSrc * bsrc, GstQuery * query)
     gst_query_set_latency (query, TRUE, 0, GST_CLOCK_TIME_NONE);
     return TRUE;
   }
+#ifdef GST_PINNED_SHM_CUDA
+  /* our GstCudaContext (memory:CUDAMemory) for the elements downstream */
+  if (GST_QUERY_TYPE (query) == GST_QUERY_CONTEXT
+      && gst_pinned_shm_src_cuda_query (self, query))
+    return TRUE;
+#endif
   return GST_BASE_SRC_CLASS (parent_class)->query (bsrc, query);
 }
 
@@ -405,6 +422,15 @@ gst_pinned_shm_src_decide_allocation (GstBaseSrc * bsrc, GstQuery * query)
     gst_query_remove_nth_allocation_pool (query, 0);
   return TRUE;
 }
+
+#ifdef GST_PINNED_SHM_CUDA
+static void
+gst_pinned_shm_src_set_context (GstElement * element, GstContext * context)
+{
+  gst_pinned_shm_src_cuda_set_context (GST_PINNED_SHM_SRC (element), context);
+  GST_ELEMENT_CLASS (parent_class)->set_context (element, context);
+}
+#endif
 
 static GstStateChangeReturn
 gst_pinned_shm_src_change_state (GstElement * element,
@@ -427,6 +453,9 @@ gst_pinned_shm_src_finalize (GObject * object)
   gst_caps_replace (&self->caps, NULL);
   gst_pinned_shm_src_clear_pending (self);
   gst_pinned_shm_src_drop_connection (self);
+#ifdef GST_PINNED_SHM_CUDA
+  gst_pinned_shm_src_cuda_finalize (self);
+#endif
   if (self->cancel_fd >= 0)
     close (self->cancel_fd);
   gst_object_unref (self->allocator);
@@ -447,6 +476,8 @@ gst_pinned_shm_src_init (GstPinnedShmSrc * self)
   self->delivery = DEFAULT_DELIVERY;
   self->is_live = DEFAULT_IS_LIVE;
   self->device_frames = DEFAULT_DEVICE_FRAMES;
+  self->cuda_device_id = DEFAULT_CUDA_DEVICE_ID;
+  self->domain_device = -1;
   self->live = TRUE;
   self->keep_ts = FALSE;
   self->poll_first_probe = TRUE;
@@ -617,9 +648,14 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
    * Whether to ask the producer for device segments (CUDA device memory
    * shared as fds) and push their frames with no copy as
    * `video/x-raw(memory:PinnedflowCUDA)`, one read-only pinnedflow CUDA
-   * memory per frame, given back to the producer when it is freed.
+   * memory per frame, given back to the producer when it is freed; where
+   * downstream takes only `video/x-raw(memory:CUDAMemory)` (nvcodec), as
+   * GStreamer's CUDA memory in the pipeline's GstCudaContext: wrapped with
+   * no copy on libgstcuda 1.24+, copied once device to device on 1.22
+   * (stats: device-copies).
    * `auto` (the default) asks when the CUDA runtime loads and the element
-   * downstream accepts memory:PinnedflowCUDA (e.g. pinnedcudadownload);
+   * downstream accepts memory:PinnedflowCUDA (e.g. pinnedcudadownload) or
+   * memory:CUDAMemory (e.g. cudadownload);
    * `on` asks whenever CUDA loads; `off` never asks. A consumer that does
    * not ask never gets the producer's device frames: a device stream (its
    * caps carry memory:PinnedflowCUDA or memory:CUDAMemory) then fails
@@ -629,9 +665,25 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
    */
   properties[PROP_DEVICE_FRAMES] = g_param_spec_enum ("device-frames",
       "Device frames", "Ask for the producer's device frames and push them "
-      "as memory:PinnedflowCUDA with no copy: auto (CUDA usable and "
-      "downstream accepts them), on, off",
+      "as memory:PinnedflowCUDA with no copy, or memory:CUDAMemory where "
+      "downstream takes only that: auto (CUDA usable and downstream accepts "
+      "them), on, off",
       GST_TYPE_PINNED_SHM_SRC_DEVICE_FRAMES, DEFAULT_DEVICE_FRAMES,
+      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+  /**
+   * GstPinnedShmSrc:cuda-device-id:
+   *
+   * The CUDA device of the device frames: named to the producer in a
+   * DOMAIN (a producer that copies into domains sends frames already on
+   * it), and the device of the GstCudaContext made for memory:CUDAMemory
+   * when the pipeline has none. -1 (the default): the device of the
+   * pipeline's GstCudaContext, else device 0.
+   */
+  properties[PROP_CUDA_DEVICE_ID] = g_param_spec_int ("cuda-device-id",
+      "CUDA device id", "The CUDA device of the device frames (the DOMAIN "
+      "sent to the producer, the GstCudaContext of memory:CUDAMemory); -1: "
+      "the pipeline's GstCudaContext's, else 0", -1, G_MAXINT,
+      DEFAULT_CUDA_DEVICE_ID,
       G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
   /**
    * GstPinnedShmSrc:stats:
@@ -643,14 +695,17 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
    * latency-mean, latency-max (ns from the producer's send to our create;
    * guint64), held (guint: frames downstream still holds), live (gboolean:
    * the element is a live source), delivery (string: every-frame,
-   * newest-frame, none before the producer said), demoted (gboolean) and
-   * device-frames (guint64: of frames, those pushed as device memory).
+   * newest-frame, none before the producer said), demoted (gboolean),
+   * device-frames (guint64: of frames, those pushed as device memory),
+   * device-copies (guint64: of those, copied once device to device into
+   * memory:CUDAMemory: libgstcuda 1.22 only) and domain-device (gint: the
+   * device named to the producer in a DOMAIN, -1 none).
    */
   properties[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
       "Counters: connected, frames, bytes, held, reconnects, errors, gaps, "
       "missed, stale-dropped, latency-last, latency-mean, latency-max (ns), "
-      "live, delivery, demoted, device-frames", GST_TYPE_STRUCTURE,
-      G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+      "live, delivery, demoted, device-frames, device-copies, domain-device",
+      GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
   g_object_class_install_properties (gobject_class, N_PROPERTIES, properties);
 
   gst_element_class_add_static_pad_template (element_class, &src_template);
@@ -662,6 +717,10 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
   element_class->set_clock = GST_DEBUG_FUNCPTR (gst_pinned_shm_src_set_clock);
   element_class->change_state =
       GST_DEBUG_FUNCPTR (gst_pinned_shm_src_change_state);
+#ifdef GST_PINNED_SHM_CUDA
+  element_class->set_context =
+      GST_DEBUG_FUNCPTR (gst_pinned_shm_src_set_context);
+#endif
 
   bsrc_class->start = GST_DEBUG_FUNCPTR (gst_pinned_shm_src_start);
   bsrc_class->stop = GST_DEBUG_FUNCPTR (gst_pinned_shm_src_stop);

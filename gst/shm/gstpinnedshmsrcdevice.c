@@ -9,14 +9,18 @@
  * read-only pinnedflow CUDA memory (memory:PinnedflowCUDA, the memory
  * pinnedcudaupload makes and pinnedcudadownload takes) over the chunk's
  * device address; the frame goes back to the producer when that memory is
- * freed. Whether to ask (#GstPinnedShmSrc:device-frames): off never; on
+ * freed. Where downstream takes GStreamer's memory:CUDAMemory only, the
+ * frame goes out as that (gstpinnedshmsrccuda.c: wrapped on 1.24+, one
+ * device copy on 1.22), and the connection names its device in a DOMAIN.
+ * Whether to ask (#GstPinnedShmSrc:device-frames): off never; on
  * always (an error when CUDA cannot be used here); auto when the CUDA
- * runtime loads and downstream accepts memory:PinnedflowCUDA, so that a
- * consumer without CUDA, or whose downstream takes system memory only,
- * never asks and never fails for it. A device stream (a caps feature from
- * the producer, or a device frame) that this connection cannot take posts
- * a not-negotiated error saying why, as does a device segment its import
- * refused (no device with its UUID, no virtual memory support).
+ * runtime loads and downstream accepts memory:PinnedflowCUDA or
+ * memory:CUDAMemory, so that a consumer without CUDA, or whose downstream
+ * takes system memory only, never asks and never fails for it. A device
+ * stream (a caps feature from the producer, or a device frame) that this
+ * connection cannot take posts a not-negotiated error saying why, as does
+ * a device segment its import refused (no device with its UUID, no
+ * virtual memory support).
  *
  * Built with the CUDA library (GST_PINNED_SHM_CUDA, meson -Dcuda not
  * disabled); without it every function says no and the source stays a
@@ -41,6 +45,7 @@
 #ifdef GST_PINNED_SHM_CUDA
 #include <gst/pinnedcuda/gstpinnedcuda.h>
 #include <gst/pinnedcuda/gstpinnedcudamemory.h>
+#include <gst/pinnedcuda/gstpinnedcudagst-private.h>
 #include <pinnedflow/pf-device-segment.h>
 #endif
 
@@ -71,13 +76,17 @@ gst_pinned_shm_src_device_strip (GstCaps * caps)
 }
 
 GstCaps *
-gst_pinned_shm_src_device_caps (GstCaps * caps)
+gst_pinned_shm_src_device_caps (GstPinnedShmSrc * self, GstCaps * caps)
 {
+#ifdef GST_PINNED_SHM_CUDA
+  return gst_pinned_shm_src_cuda_choose_caps (self, caps);
+#else
   GstCaps *out = gst_caps_copy (caps);
 
   gst_caps_set_features_simple (out,
       gst_caps_features_new (FEATURE_PINNEDFLOW_CUDA, NULL));
   return out;
+#endif
 }
 
 static void
@@ -89,7 +98,8 @@ set_why_not (GstPinnedShmSrc * self, gchar * why)
 
 #ifdef GST_PINNED_SHM_CUDA
 
-/* Whether the element downstream takes memory:PinnedflowCUDA. */
+/* Whether the element downstream takes memory:PinnedflowCUDA, or
+ * memory:CUDAMemory where GStreamer's CUDA library loads. */
 static gboolean
 downstream_takes_device (GstPinnedShmSrc * self)
 {
@@ -100,6 +110,9 @@ downstream_takes_device (GstPinnedShmSrc * self)
   if (!gst_pad_is_linked (pad))
     return FALSE;
   filter = gst_caps_from_string ("video/x-raw(" FEATURE_PINNEDFLOW_CUDA ")");
+  if (gst_pinned_cuda_gst_get () != NULL)
+    gst_caps_append (filter, gst_caps_from_string ("video/x-raw("
+            GST_PINNED_CUDA_GST_CAPS_FEATURE ")"));
   caps = gst_pad_peer_query_caps (pad, filter);
   ok = caps != NULL && !gst_caps_is_empty (caps);
   gst_clear_caps (&caps);
@@ -128,7 +141,8 @@ gst_pinned_shm_src_device_options (GstPinnedShmSrc * self,
   if (mode == GST_PINNED_SHM_SRC_DEVICE_FRAMES_AUTO
       && !downstream_takes_device (self)) {
     set_why_not (self, g_strdup ("device-frames=auto and downstream does not "
-            "accept video/x-raw(" FEATURE_PINNEDFLOW_CUDA ")"));
+            "accept video/x-raw(" FEATURE_PINNEDFLOW_CUDA ") nor "
+            "video/x-raw(" GST_PINNED_CUDA_GST_CAPS_FEATURE ")"));
     return;
   }
   rt = gst_pinned_cuda_runtime_get (&err);
@@ -152,6 +166,7 @@ gst_pinned_shm_src_device_enable (GstPinnedShmSrc * self, pf_consumer * c)
   int res;
 
   self->device_refused = 0;
+  g_atomic_int_set (&self->domain_device, -1);
   if (!self->device_import)
     return TRUE;
   res = pf_device_consumer_enable (c);
@@ -161,7 +176,8 @@ gst_pinned_shm_src_device_enable (GstPinnedShmSrc * self, pf_consumer * c)
         ("pf_device_consumer_enable: %s", g_strerror (-res)));
     return FALSE;
   }
-  return TRUE;
+  /* a producer that copies into domains: frames on our device */
+  return gst_pinned_shm_src_cuda_set_domain (self, c);
 }
 
 GstFlowReturn
@@ -293,6 +309,14 @@ gst_pinned_shm_src_device_wrap (GstPinnedShmSrc * self, pf_consumer * c,
   loan->consumer = pf_consumer_ref (c);
   loan->segment = pf_segment_ref (ev->segments[0]);
   loan->seq = f->seq;
+  if (self->out_cuda_memory) {
+    if (!gst_pinned_shm_src_cuda_out (self, ordinal, &layout,
+            (guint8 *) ev->data[0], pitch, loan, device_loan_free, out, why))
+      return FALSE;
+    *total = f->chunks[0].size;
+    COUNTER_SET (self->device_frames_out, self->device_frames_out + 1);
+    return TRUE;
+  }
   mem = gst_pinned_cuda_memory_new_wrapped (self->cuda_rt, ordinal, &layout,
       (gpointer) ev->data[0], pitch, GST_MEMORY_FLAG_READONLY,
       device_loan_free, loan, &err);

@@ -24,23 +24,32 @@
 #define GST_CAT_DEFAULT gst_pinned_shm_src_debug
 
 /* Sets @base (the producer's caps without memory features; taken) on the
- * pad, with memory:PinnedflowCUDA when @device, unless they are there
- * already. */
+ * pad, with memory:PinnedflowCUDA or memory:CUDAMemory when @device
+ * (whichever downstream takes first), unless they are there already. */
 static GstFlowReturn
 set_output_caps (GstPinnedShmSrc * self, GstCaps * base, gboolean device)
 {
   if (self->caps == NULL || self->out_device != device
       || !gst_caps_is_equal (self->caps, base)) {
-    GstCaps *out = device ? gst_pinned_shm_src_device_caps (base) :
+    GstCaps *out = device ? gst_pinned_shm_src_device_caps (self, base) :
         gst_caps_ref (base);
-    gboolean ok = gst_base_src_set_caps (GST_BASE_SRC (self), out);
+    gboolean ok;
 
+#ifdef GST_PINNED_SHM_CUDA
+    if (device && self->out_cuda_memory
+        && !gst_pinned_shm_src_cuda_ensure (self)) {
+      gst_caps_unref (out);
+      gst_caps_unref (base);
+      return GST_FLOW_ERROR;
+    }
+#endif
+    ok = gst_base_src_set_caps (GST_BASE_SRC (self), out);
     if (!ok) {
       if (device)
         GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
             ("Downstream refused the producer's device frames"),
-            ("caps %" GST_PTR_FORMAT " (downstream does not take "
-                "memory:PinnedflowCUDA)", out));
+            ("caps %" GST_PTR_FORMAT " (downstream takes neither "
+                "memory:PinnedflowCUDA nor memory:CUDAMemory)", out));
       else
         GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
             ("Downstream refused the producer's caps"),

@@ -52,7 +52,9 @@ gst_pinned_shm_src_get_stats (GstPinnedShmSrc * self)
       "delivery", G_TYPE_STRING,
       gst_pinned_shm_delivery_name (self->delivery_in_force, "none"), "demoted",
       G_TYPE_BOOLEAN, self->demoted, "device-frames", G_TYPE_UINT64,
-      COUNTER_GET (self->device_frames_out), NULL);
+      COUNTER_GET (self->device_frames_out), "device-copies", G_TYPE_UINT64,
+      COUNTER_GET (self->device_copies), "domain-device", G_TYPE_INT,
+      g_atomic_int_get (&self->domain_device), NULL);
   g_mutex_unlock (&self->lock);
   return s;
 }
@@ -63,6 +65,7 @@ gst_pinned_shm_src_reset_stats (GstPinnedShmSrc * self)
 {
   COUNTER_SET (self->frames, 0);
   COUNTER_SET (self->device_frames_out, 0);
+  COUNTER_SET (self->device_copies, 0);
   COUNTER_SET (self->bytes, 0);
   COUNTER_SET (self->latency_last, 0);
   COUNTER_SET (self->latency_sum, 0);

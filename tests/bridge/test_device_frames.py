@@ -29,10 +29,18 @@
 #     emulator counts no cuMemcpyDtoH but the test's reads), the host one
 #     the frame downloaded once (domain_stats: one download per frame,
 #     the emulator's cuMemcpyDtoH count agrees), byte-exact; nothing left.
+#   gst-sink: a GStreamer producer, videotestsrc ! cudaupload (nvcodec) !
+#     video/x-raw(memory:CUDAMemory) ! pinnedshmsink (tests/cuda/
+#     test-shm-device produce-cuda: one device copy per frame on 1.22, none
+#     on 1.24+) -> Consumer(device=True): every frame in the device domain,
+#     byte-exact row by row (cuMemcpyDtoH at its device address) against
+#     the same videotestsrc frames made by gst-launch-1.0; nothing left.
+#     Skipped (77) where nvcodec's cudaupload is not registered.
 # torch (CPU) cannot take kDLCUDA: it is not tried.
 import ctypes
 import gc
 import os
+import subprocess
 import sys
 import time
 
@@ -509,8 +517,142 @@ def case_download():
         bt.check(drv.vmm_live() == (0, 0, 0), repr(drv.vmm_live()))
 
 
+def case_gst_sink():
+    gw, gh, gn = 64, 48, 20
+    row = gw * 4
+    src = ("videotestsrc num-buffers=%d pattern=ball ! "
+           "video/x-raw,format=RGBA,width=%d,height=%d,framerate=30/1"
+           % (gn, gw, gh))
+    inspect = os.path.join(os.path.dirname(bt.GST_LAUNCH),
+                           "gst-inspect-1.0")
+    if subprocess.run([inspect, "--exists", "cudaupload"]).returncode != 0:
+        print("SKIP: nvcodec's cudaupload is not registered here")
+        sys.exit(77)
+    fds0 = bt.count_fds()
+    with bt.Env() as env:
+        path = env.path("gst.sock")
+        raw = env.path("expected.raw")
+        env.finish(env.gst(src + " ! filesink location=" + raw),
+                   what="videotestsrc")
+        with open(raw, "rb") as fh:
+            exp = fh.read()
+        bt.check(len(exp) == gn * row * gh, "%d expected bytes" % len(exp))
+        prod = env.spawn([os.path.join(bt.BUILD, "tests", "cuda",
+                                       "test-shm-device"),
+                          "produce-cuda", path])
+        drv = Driver()
+        cons = pinnedflow.Consumer(path, timeout_ms=20000, device=True,
+                                   delivery="every-frame")
+        k = 0
+        for f in cons:
+            bt.check(f.domain == "device" and f.device == 0, repr(f))
+            bt.check(f.format == "RGBA" and f.width == gw and
+                     f.height == gh, repr(f))
+            stride, off = f.strides[0], f.offsets[0]
+            bt.check(stride >= row and off + stride * (gh - 1) + row <=
+                     f.size, "stride %d offset %d size %d" %
+                     (stride, off, f.size))
+            got = drv.read(f.device_ptr, f.size)
+            base = k * row * gh
+            for r in range(gh):
+                bt.check(got[off + r * stride:off + r * stride + row] ==
+                         exp[base + r * row:base + (r + 1) * row],
+                         "frame %d row %d differs" % (k + 1, r))
+            f.release()
+            k += 1
+        bt.check(k == gn, "%d frames, want %d" % (k, gn))
+        cons.close()
+        out, _ = env.finish(prod, what="producer")
+        print(out.strip())
+        bt.check("frames %d, device-copies" % gn in out, out)
+        del cons, f
+        gc.collect()
+        bt.check(drv.vmm_live() == (0, 0, 0), repr(drv.vmm_live()))
+    bt.check(bt.count_fds() == fds0, "fds %d, were %d" %
+             (bt.count_fds(), fds0))
+
+
+def case_peer():
+    # two devices in this process (before the driver stand-in is loaded)
+    os.environ["PFEMU_DEVICE_COUNT"] = "2"
+    drv = Driver()
+    d = drv.d
+    ctx1 = ctypes.c_void_p()
+    popped = ctypes.c_void_p()
+    with bt.Env() as env:
+        path = env.path("peer.sock")
+        prod = pinnedflow.Producer(path, slot_size=FRAME, n_slots=3,
+                                   device=0)
+        prod.set_video("RGBA", W, H)
+        prod.enable_domains()
+        far = pinnedflow.Consumer(path, timeout_ms=5000, device=True)
+        near = pinnedflow.Consumer(path, timeout_ms=5000, device=True)
+        far.set_domain(1)
+        near.set_domain(0)
+        prod.wait_clients(2, 5000)
+        for _ in range(5000):
+            if len(prod.device_domains) == 2:
+                break
+            time.sleep(0.001)
+        bt.check(sorted(prod.device_domains) ==
+                 [(b"pfemu-device-000", 1), (b"pfemu-device-001", 1)],
+                 repr(prod.device_domains))
+        peer = b"calls.cuMemcpyPeer"
+        dtoh = b"calls.cuMemcpyDtoH_v2"
+        peer0 = drv.emu.pfemu_query(peer)
+        dtoh0 = drv.emu.pfemu_query(dtoh)
+        for k in range(1, N + 1):
+            with prod.loan(5000) as loan:
+                drv.write(loan.device_ptr, pattern(k).tobytes())
+                bt.check(loan.publish(pts=k, stream=1) == 2)
+            bt.check(drv.emu.pfemu_query(peer) - peer0 == k, "peer copies")
+            f = near.next(5000)
+            bt.check(f.domain == "device" and f.pts == k and f.device == 0,
+                     repr(f))
+            got = numpy.frombuffer(drv.read(f.device_ptr, FRAME),
+                                   dtype=numpy.uint8)
+            bt.check((got == pattern(k)).all(), "frame %d: device 0" % k)
+            f.release()
+            g = far.next(5000)
+            bt.check(g.domain == "device" and g.pts == k and g.device == 1,
+                     repr(g))
+            # read on device 1 (its mapping is device 1's only)
+            bt.check(d.cuCtxCreate_v2(ctypes.byref(ctx1), 0, 1) == 0)
+            got = numpy.frombuffer(drv.read(g.device_ptr, FRAME),
+                                   dtype=numpy.uint8)
+            bt.check(d.cuCtxPopCurrent_v2(ctypes.byref(popped)) == 0)
+            bt.check(d.cuCtxDestroy_v2(ctx1) == 0)
+            bt.check((got == pattern(k)).all(), "frame %d: device 1" % k)
+            g.release()
+        # no download: the only device-to-host copies are this test's reads
+        bt.check(drv.emu.pfemu_query(dtoh) - dtoh0 == 2 * N, "downloads")
+        prod.wait_idle(5000)
+        st = prod.domain_stats
+        dom = st["domains"]
+        bt.check(st["frames"] == N and st["peer_copies"] == N and
+                 st["downloads"] == 0 and st["uploads"] == 0 and
+                 len(dom) == 1 and dom[0]["ordinal"] == 1 and
+                 dom[0]["peer_copies"] == N and dom[0]["no_slot"] == 0 and
+                 dom[0]["bytes"] == N * FRAME, st)
+        for _ in range(5000):
+            dom = prod.domain_stats["domains"]
+            if dom[0]["free_slots"] == dom[0]["slots"]:
+                break
+            time.sleep(0.001)
+        bt.check(dom[0]["free_slots"] == dom[0]["slots"], "device 1 slots")
+        far.close()
+        near.close()
+        prod.close()
+        del prod, loan, f, g
+        gc.collect()
+        bt.check(pinnedflow.live_segments() == 0)
+        bt.check(drv.vmm_live() == (0, 0, 0), repr(drv.vmm_live()))
+
+
 if __name__ == "__main__":
     sys.exit(bt.run_cases({"consume": case_consume, "produce": case_produce,
                            "novmm": case_novmm, "host": case_host,
                            "domains": case_domains,
-                           "download": case_download}))
+                           "download": case_download,
+                           "gst-sink": case_gst_sink,
+                           "peer": case_peer}))

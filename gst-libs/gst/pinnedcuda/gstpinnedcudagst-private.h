@@ -35,6 +35,7 @@
 
 #include <gst/gst.h>
 #include <gst/video/video.h>
+#include <gst/pinnedcuda/gstpinnedcudaloader.h>
 
 G_BEGIN_DECLS
 
@@ -42,8 +43,19 @@ G_BEGIN_DECLS
 #define GST_PINNED_CUDA_GST_MAP_CUDA (GST_MAP_FLAG_LAST << 1)
 #define GST_PINNED_CUDA_GST_CAPS_FEATURE "memory:CUDAMemory"
 #define GST_PINNED_CUDA_GST_CONTEXT_TYPE "gst.cuda.context"
+/* GstCudaMemoryAllocMethod, 1.24+ */
+#define GST_PINNED_CUDA_GST_ALLOC_MMAP 2
 /* GST_CUDA_MEMORY_TRANSFER_NEED_SYNC, 1.24+ */
 #define GST_PINNED_CUDA_GST_MEMORY_NEED_SYNC (GST_MEMORY_FLAG_LAST << 2)
+
+/* The public head of a GstCudaMemory (gstcudamemory.h, the same in 1.22
+ * to 1.28): the memory, its GstCudaContext, the layout it was made with. */
+typedef struct
+{
+  GstMemory mem;
+  GObject *context;
+  GstVideoInfo info;
+} GstPinnedCudaGstMemoryHead;
 
 typedef struct
 {
@@ -51,6 +63,8 @@ typedef struct
   guint minor;                  /* GStreamer minor version of the library,
                                  * 0 if unknown */
   gboolean has_stream;          /* the 1.24+ GstCudaStream path */
+  gboolean has_vmm_export;      /* the three 1.24+ virtual-memory calls
+                                 * below, and the library is 1.24+ */
   GType context_type;           /* GstCudaContext */
 
   /* 1.22 */
@@ -86,6 +100,14 @@ typedef struct
   GstMemory *(*alloc_wrapped) (gpointer allocator, gpointer ctx,
       gpointer stream, const GstVideoInfo * info, guintptr dev_ptr,
       gpointer user_data, GDestroyNotify notify);
+  /* 1.24+, NULL before: a pool of virtual-memory allocations
+   * (GST_PINNED_CUDA_GST_ALLOC_MMAP), a memory's method, and its
+   * allocation exported as a POSIX fd (owned by the memory: never close
+   * it) */
+  void (*buffer_pool_config_set_cuda_alloc_method) (GstStructure * config,
+      gint method);
+  gint (*memory_get_alloc_method) (GstMemory * mem);
+  gboolean (*memory_export) (GstMemory * mem, gpointer os_handle);
 } GstPinnedCudaGst;
 
 /* The table, or NULL when libgstcuda-1.0.so.0 (or the file the environment
@@ -96,6 +118,39 @@ const GstPinnedCudaGst *gst_pinned_cuda_gst_get (void);
 
 /* TRUE when @caps' first structure has the memory:CUDAMemory feature. */
 gboolean gst_pinned_cuda_gst_caps_is_cuda_memory (const GstCaps * caps);
+
+/* gstpinnedcudagstcopy.c: device frames into memory:CUDAMemory on 1.22
+ * (no gst_cuda_allocator_alloc_wrapped), for the tensor import and
+ * pinnedshmsrc. */
+
+/* A GstCudaBufferPool of @ctx for frames of @info (memory:CUDAMemory
+ * caps), configured and active; NULL when libgstcuda refuses. */
+GstBufferPool *gst_pinned_cuda_gst_pool_new (const GstPinnedCudaGst * t,
+    gpointer ctx, const GstVideoInfo * info, guint min, guint max);
+
+/* A pitched device frame: plane p at row row_offset[p] of @data, each row
+ * @pitch bytes apart, row_bytes[p] of them used; total_rows rows. */
+typedef struct
+{
+  const guint8 *data;
+  gsize pitch;
+  guint n_planes;
+  gsize row_offset[GST_VIDEO_MAX_PLANES];
+  gsize row_bytes[GST_VIDEO_MAX_PLANES];
+  gsize total_rows;
+} GstPinnedCudaGstPlanes;
+
+/* One device-to-device copy of @src into @out (a buffer of one GstCudaMemory
+ * with its video meta, from gst_pinned_cuda_gst_pool_new()), ordered after
+ * @stream (NULL: the legacy default stream) with device @device's primary
+ * context pushed (cudaMemcpyDefault: unified addressing finds both
+ * pointers), complete on return. FALSE: *@err is the CUDA error of the
+ * call *@what names, or GST_PINNED_CUDA_SUCCESS with *@what saying what
+ * else failed (no video meta, no GST_MAP_CUDA map). */
+gboolean gst_pinned_cuda_gst_copy_planes (const GstPinnedCudaRuntime * rt,
+    gint device, GstBuffer * out, const GstPinnedCudaGstPlanes * src,
+    GstPinnedCudaStream stream, const gchar ** what,
+    GstPinnedCudaError * err);
 
 G_END_DECLS
 #endif /* __GST_PINNED_CUDA_GST_PRIVATE_H__ */

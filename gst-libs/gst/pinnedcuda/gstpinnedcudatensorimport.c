@@ -388,80 +388,52 @@ fill_gstcuda_wrapped (const GstPinnedCudaGst * t, GstBuffer * buffer,
 
 /* memory:CUDAMemory, libgstcuda 1.22: one device copy into a buffer of a
  * GstCudaBufferPool, complete before returning (1.22's readers do not
- * wait), then the tensor is given back. */
+ * wait), then the tensor is given back (gstpinnedcudagstcopy.c). */
 static gboolean
 fill_gstcuda_copy (const GstPinnedCudaGst * t, GstBuffer * buffer,
     GstPinnedDLManagedTensor * tensor, const Source * s, gpointer ctx,
     gint device, GstPinnedCudaTensorImport * import, GError ** error)
 {
   const GstPinnedCudaRuntime *rt;
+  GstPinnedCudaGstPlanes planes;
   GstBufferPool *pool;
-  GstStructure *config;
   GstBuffer *out = NULL;
   GstVideoMeta *meta;
-  GstMemory *mem = NULL;
-  GstMapInfo map;
-  GstCaps *caps;
   GstPinnedCudaError err = GST_PINNED_CUDA_SUCCESS;
   GstPinnedCudaStream stream = NULL;
-  const gchar *call = "cudaMemcpy2DAsync";
+  const gchar *what = NULL;
   guint p;
-  int prev;
   gboolean ok = FALSE;
 
   if ((rt = gst_pinned_cuda_runtime_find_device (device, error)) == NULL)
     return FALSE;
-  if ((pool = t->buffer_pool_new (ctx)) == NULL)
-    return fail (error, GST_PINNED_CUDA_TENSOR_ERROR_CUDA,
-        "gst_cuda_buffer_pool_new failed");
-  caps = gst_video_info_to_caps (&s->info);
-  gst_caps_set_features_simple (caps,
-      gst_caps_features_new ("memory:CUDAMemory", NULL));
-  config = gst_buffer_pool_get_config (pool);
-  gst_buffer_pool_config_set_params (config, caps,
-      GST_VIDEO_INFO_SIZE (&s->info), 1, 1);
-  gst_caps_unref (caps);
-  if (!gst_buffer_pool_set_config (pool, config) ||
-      !gst_buffer_pool_set_active (pool, TRUE) ||
-      gst_buffer_pool_acquire_buffer (pool, &out, NULL) != GST_FLOW_OK) {
+  if ((pool = gst_pinned_cuda_gst_pool_new (t, ctx, &s->info, 1, 1)) == NULL
+      || gst_buffer_pool_acquire_buffer (pool, &out, NULL) != GST_FLOW_OK) {
     fail (error, GST_PINNED_CUDA_TENSOR_ERROR_CUDA, "no memory:CUDAMemory "
         "buffer from a GstCudaBufferPool");
     goto done;
   }
-  meta = gst_buffer_get_video_meta (out);
-  if (meta == NULL || gst_buffer_n_memory (out) != 1) {
-    fail (error, GST_PINNED_CUDA_TENSOR_ERROR_CUDA, "GstCudaBufferPool "
-        "buffer without video meta");
-    goto done;
-  }
-  mem = gst_buffer_get_memory (out, 0);
-  if (!gst_memory_map (mem, &map, GST_MAP_WRITE | GST_PINNED_CUDA_GST_MAP_CUDA)) {
-    fail (error, GST_PINNED_CUDA_TENSOR_ERROR_CUDA, "GST_MAP_CUDA map failed");
-    goto done;
+  memset (&planes, 0, sizeof (planes));
+  planes.data = s->data;
+  planes.pitch = s->pitch;
+  planes.n_planes = GST_VIDEO_INFO_N_PLANES (&s->info);
+  planes.total_rows = s->total_rows;
+  for (p = 0; p < planes.n_planes; p++) {
+    planes.row_offset[p] = s->row_offset[p];
+    planes.row_bytes[p] = s->row_bytes[p];
   }
   if (import->producer_stream != GST_PINNED_CUDA_TENSOR_STREAM_NONE)
     stream = GST_PINNED_TENSOR_STREAM (import->producer_stream);
-  prev = gst_pinned_cuda_context_push_enter (rt, device, NULL);
-  for (p = 0; p < meta->n_planes && err == GST_PINNED_CUDA_SUCCESS; p++) {
-    guint rows = (p + 1 < meta->n_planes ? s->row_offset[p + 1] :
-        s->total_rows) - s->row_offset[p];
-
-    err = rt->Memcpy2DAsync (map.data + meta->offset[p], meta->stride[p],
-        s->data + s->pitch * s->row_offset[p], s->pitch, s->row_bytes[p],
-        rows, GST_PINNED_CUDA_MEMCPY_DEFAULT, stream);
-  }
-  /* 1.22 has no stream to hand downstream: the copy completes here */
-  if (err == GST_PINNED_CUDA_SUCCESS) {
-    call = "cudaStreamSynchronize";
-    err = rt->StreamSynchronize (stream);
-  }
-  gst_pinned_cuda_device_leave (rt, device, prev);
-  gst_memory_unmap (mem, &map);
-  if (err != GST_PINNED_CUDA_SUCCESS) {
-    cuda_fail (error, rt, call, err);
+  if (!gst_pinned_cuda_gst_copy_planes (rt, device, out, &planes, stream,
+          &what, &err)) {
+    if (err != GST_PINNED_CUDA_SUCCESS)
+      cuda_fail (error, rt, what, err);
+    else
+      fail (error, GST_PINNED_CUDA_TENSOR_ERROR_CUDA, "%s", what);
     goto done;
   }
-  gst_buffer_append_memory (buffer, gst_memory_ref (mem));
+  meta = gst_buffer_get_video_meta (out);
+  gst_buffer_append_memory (buffer, gst_buffer_get_memory (out, 0));
   gst_buffer_add_video_meta_full (buffer, GST_VIDEO_FRAME_FLAG_NONE,
       meta->format, meta->width, meta->height, meta->n_planes, meta->offset,
       meta->stride);
@@ -470,13 +442,13 @@ fill_gstcuda_copy (const GstPinnedCudaGst * t, GstBuffer * buffer,
   ok = TRUE;
 
 done:
-  if (mem)
-    gst_memory_unref (mem);
-  /* inactive: the buffer is freed, not kept, when it comes back */
-  gst_buffer_pool_set_active (pool, FALSE);
-  if (out)
-    gst_buffer_unref (out);
-  gst_object_unref (pool);
+  if (pool != NULL) {
+    /* inactive: the buffer is freed, not kept, when it comes back */
+    gst_buffer_pool_set_active (pool, FALSE);
+    if (out)
+      gst_buffer_unref (out);
+    gst_object_unref (pool);
+  }
   return ok;
 }
 
