@@ -23,6 +23,12 @@
  * the one dataflow nodes use through pf_node_frame_upload(): one code path,
  * one registration per segment and process.
  *
+ * Its device frames come from its own bounded pool, except where
+ * downstream proposes a pool of device slots (pinnedshmsink's, option
+ * GstBufferPoolOptionPinnedflowCUDASlots) whose memory is pinnedflow CUDA
+ * memory of this element's device and context: the copies then go straight
+ * into the slots the sink publishes from (no copy there).
+ *
  * memory:PinnedflowCUDA buffers are pushed as soon as their copies are
  * queued; readers wait on their event (see gstpinnedcuda.h; mapping for the
  * CPU waits). memory:CUDAMemory buffers: with GStreamer 1.24 or later they
@@ -230,6 +236,59 @@ gst_pinned_cuda_upload_propose_allocation (GstBaseTransform * trans,
 }
 
 /* Downstream: our bounded pool of device frames. */
+/* Downstream's pool of device slots (pinnedshmsink's, option
+ * GstBufferPoolOptionPinnedflowCUDASlots: buffers that are slots of its
+ * device segment, published with no copy), configured and active, when
+ * its memory is pinnedflow CUDA memory of our device and context; else
+ * NULL (our own pool). */
+static GstBufferPool *
+downstream_slot_pool (GstPinnedCudaUpload * self, GstQuery * query,
+    GstCaps * caps, guint min, guint max)
+{
+  GstBufferPool *pool = NULL;
+  GstStructure *config;
+  GstBuffer *buf = NULL;
+  GstPinnedCudaMemory *mem;
+  gpointer cu_ctx = self->parent.cuda.gst_ctx ?
+      self->parent.cuda.gst->context_get_handle (self->parent.cuda.gst_ctx) :
+      NULL;
+  gboolean ok;
+
+  if (gst_query_get_n_allocation_pools (query) == 0)
+    return NULL;
+  gst_query_parse_nth_allocation_pool (query, 0, &pool, NULL, NULL, NULL);
+  if (pool == NULL)
+    return NULL;
+  if (!gst_buffer_pool_has_option (pool,
+          "GstBufferPoolOptionPinnedflowCUDASlots"))
+    goto refuse;
+  config = gst_buffer_pool_get_config (pool);
+  gst_buffer_pool_config_set_params (config, caps,
+      GST_VIDEO_INFO_SIZE (&self->parent.out_info), min, max);
+  gst_buffer_pool_config_add_option (config, GST_BUFFER_POOL_OPTION_VIDEO_META);
+  if (!gst_buffer_pool_set_config (pool, config)
+      || !gst_buffer_pool_set_active (pool, TRUE))
+    goto refuse;
+  if (gst_buffer_pool_acquire_buffer (pool, &buf, NULL) != GST_FLOW_OK)
+    goto inactive;
+  mem = (GstPinnedCudaMemory *) gst_buffer_peek_memory (buf, 0);
+  ok = gst_buffer_n_memory (buf) == 1 && gst_is_pinned_cuda_memory ((GstMemory
+          *) mem) && mem->device_id == self->parent.cuda.device_id
+      && mem->cu_ctx == cu_ctx;
+  gst_buffer_unref (buf);
+  if (!ok)
+    goto inactive;
+  GST_DEBUG_OBJECT (self, "writing into downstream's device slots");
+  return pool;
+
+inactive:
+  gst_buffer_pool_set_active (pool, FALSE);
+refuse:
+  GST_DEBUG_OBJECT (self, "downstream's pool is not ours to write into");
+  gst_object_unref (pool);
+  return NULL;
+}
+
 static gboolean
 gst_pinned_cuda_upload_decide_allocation (GstBaseTransform * trans,
     GstQuery * query)
@@ -246,6 +305,14 @@ gst_pinned_cuda_upload_decide_allocation (GstBaseTransform * trans,
   min = self->n_events + 1;
   max = min + down_min + 2;
 
+  if (!self->parent.cuda_memory
+      && (pool = downstream_slot_pool (self, query, caps, min, max)) != NULL) {
+    config = gst_buffer_pool_get_config (pool);
+    gst_buffer_pool_config_get_params (config, NULL, &size, &min, &max);
+    gst_structure_free (config);
+    gst_pinned_cuda_base_transform_put_pool (query, pool, size, min, max);
+    return TRUE;
+  }
   if (self->parent.cuda_memory) {
     /* GstCudaMemory of the shared context, with a GstVideoMeta */
     pool = self->parent.cuda.gst->buffer_pool_new (self->parent.cuda.gst_ctx);

@@ -55,8 +55,44 @@ G_BEGIN_DECLS GST_DEBUG_CATEGORY_EXTERN (gst_pinned_shm_sink_debug);
 /* max-clients=0 (no limit) sizes an auto pool as if for this many */
 #define UNLIMITED_POOL_CLIENTS 4
 
+/* gstpinnedshmsinkslots.c: a device segment cut into slots (refcounted;
+ * lock guards busy, cond is signalled when a slot is freed), and a token
+ * holding one slot and a reference. */
+#define GST_PINNED_SHM_SINK_MAX_SLOTS 64
 typedef struct _GstPinnedShmSinkDevice GstPinnedShmSinkDevice;
 typedef struct _GstPinnedShmSinkDomains GstPinnedShmSinkDomains;
+struct _GstPinnedShmSinkDevice
+{
+  gint refcount;
+  GMutex lock;
+  GCond cond;
+  pf_segment *seg;
+  guint64 base;                 /* device address of the segment */
+  gsize frame_size, slot_size;
+  guint n_slots;
+  guint64 busy;                 /* bit per slot, under lock */
+  gint device;
+};
+
+typedef struct
+{
+  GstPinnedShmSinkDevice *pool;
+  guint slot;
+} GstPinnedShmSinkSlotToken;
+
+/* Slots for frames of @frame_size bytes on @device (2 to MAX_SLOTS), or
+ * NULL (*@why). */
+G_GNUC_INTERNAL
+GstPinnedShmSinkDevice *gst_pinned_shm_sink_slots_new (gint device,
+    gsize frame_size, guint n_slots, gchar ** why);
+G_GNUC_INTERNAL
+void gst_pinned_shm_sink_slots_unref (GstPinnedShmSinkDevice * pool);
+/* A free slot marked busy, or -1 (lock held). */
+G_GNUC_INTERNAL
+gint gst_pinned_shm_sink_slots_take_locked (GstPinnedShmSinkDevice * pool);
+/* Frees the token's slot (signals cond) and drops its reference. */
+G_GNUC_INTERNAL
+void gst_pinned_shm_sink_slot_token_free (gpointer token);
 
 struct _GstPinnedShmSink
 {
@@ -123,6 +159,13 @@ struct _GstPinnedShmSink
   gboolean device_mode;
   GstPinnedShmSinkDevice *device;
   guint64 device_copies;
+  /* streaming thread only: device_mode's input is memory:CUDAMemory
+   * (gstpinnedshmsinkcuda.c), not memory:PinnedflowCUDA; the pipeline's
+   * GstCudaContext (set by set_context or found at propose_allocation, in
+   * upstream's streaming thread before our first buffer; dropped by
+   * stop()) */
+  gboolean cuda_memory_input;
+  GObject *cuda_ctx;
 
   /* copies per domain (gstpinnedshmsinkdomains.c): the property
    * (g_atomic_int: set under the object lock, read by render) and the
@@ -148,6 +191,77 @@ G_GNUC_INTERNAL
     GstBuffer * buf, pf_producer_frame * frame, pf_segment ** segs,
     GstFlowReturn * ret);
 G_GNUC_INTERNAL void gst_pinned_shm_sink_device_stop (GstPinnedShmSink * self);
+G_GNUC_INTERNAL
+void gst_pinned_shm_sink_device_stop (GstPinnedShmSink * self);
+/* gstpinnedshmsinkcudapool.c: ALLOCATION for memory:PinnedflowCUDA in
+ * device mode: a pool of buffers that are slots of a device segment
+ * (pinnedcudaupload writes into them); FALSE: none proposed. */
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_device_propose (GstPinnedShmSink * self,
+    GstQuery * query, GstCaps * caps, const GstVideoInfo * info, guint count);
+/* render, device mode: a buffer of that pool published from its slot once
+ * upstream's copy into it is complete (its event), with no copy, @frame's
+ * chunk and @segs set, the token returned (a reference to @buf); NULL:
+ * not such a buffer (*@ret GST_FLOW_OK), or an error posted. */
+G_GNUC_INTERNAL
+GstBuffer *gst_pinned_shm_sink_device_publish_slot (GstPinnedShmSink * self,
+    GstBuffer * buf, pf_producer_frame * frame, pf_segment ** segs,
+    GstFlowReturn * ret);
+
+/* gstpinnedshmsinkcuda.c: memory:CUDAMemory input. usable: libgstcuda
+ * loaded. frame_map: @buf's one GstCudaMemory mapped for its device
+ * pointer, its planes (video meta, else the memory's layout) checked to
+ * fit it, into @f (FALSE: an element error posted); frame_copy: one
+ * device-to-device copy per plane into the device address @dst, at the
+ * same offsets and strides, synchronised (FALSE: error posted);
+ * frame_unmap: undoes frame_map (again: nothing). export (1.24+): a
+ * buffer of libgstcuda virtual memory published with no copy: @frame's
+ * chunk and @segs set, the token returned (a reference to @buf); NULL:
+ * not such memory, copy it. propose: adds a virtual-memory
+ * GstCudaBufferPool to @query (FALSE: none here). set_context, query
+ * (a CONTEXT query answered), stop: the GstCudaContext. */
+typedef struct
+{
+  GstMemory *mem;
+  GstMapInfo map;
+  gpointer ctx, cu_ctx;
+  gint device;
+  guint n_planes;
+  gsize offset[GST_VIDEO_MAX_PLANES], width[GST_VIDEO_MAX_PLANES];
+  gint stride[GST_VIDEO_MAX_PLANES];
+  guint rows[GST_VIDEO_MAX_PLANES];
+  gsize size;
+} GstPinnedShmSinkCudaFrame;
+
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_cuda_usable (void);
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_cuda_frame_map (GstPinnedShmSink * self,
+    GstBuffer * buf, GstPinnedShmSinkCudaFrame * f);
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_cuda_frame_copy (GstPinnedShmSink * self,
+    GstPinnedShmSinkCudaFrame * f, guint64 dst);
+G_GNUC_INTERNAL
+void gst_pinned_shm_sink_cuda_frame_unmap (GstPinnedShmSinkCudaFrame * f);
+G_GNUC_INTERNAL
+GstBuffer *gst_pinned_shm_sink_cuda_export (GstPinnedShmSink * self,
+    GstBuffer * buf, pf_producer_frame * frame, pf_segment ** segs);
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_cuda_propose (GstPinnedShmSink * self,
+    GstQuery * query, GstCaps * caps, const GstVideoInfo * info, guint count);
+G_GNUC_INTERNAL
+void gst_pinned_shm_sink_cuda_set_context (GstPinnedShmSink * self,
+    GstContext * context);
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_cuda_query (GstPinnedShmSink * self,
+    GstQuery * query);
+G_GNUC_INTERNAL
+void gst_pinned_shm_sink_cuda_stop (GstPinnedShmSink * self);
+/* The pipeline's GstCudaContext (found or made, kept in cuda_ctx), its
+ * CUcontext and device; FALSE without libgstcuda. */
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_cuda_context (GstPinnedShmSink * self,
+    gpointer * gst_ctx, gpointer * cu_ctx, gint * device);
 
 /* gstpinnedshmsinkdomains.c: copies per memory domain. publish: render's
  * pf_producer_publish () with the frame's variants in the domains its

@@ -510,11 +510,23 @@ gst_pinned_shm_sink_event (GstBaseSink * bsink, GstEvent * event)
   return GST_BASE_SINK_CLASS (parent_class)->event (bsink, event);
 }
 
+/* gst.cuda.context: the GstCudaContext of the pool proposed for
+ * memory:CUDAMemory (gstpinnedshmsinkcuda.c) */
+static void
+gst_pinned_shm_sink_set_context (GstElement * element, GstContext * context)
+{
+  gst_pinned_shm_sink_cuda_set_context ((GstPinnedShmSink *) element, context);
+  GST_ELEMENT_CLASS (parent_class)->set_context (element, context);
+}
+
 /* ACCEPT_CAPS: the base class checks against the unfiltered answer (ANY);
  * memory:DMABuf caps are taken only where the filtered one keeps them. */
 static gboolean
 gst_pinned_shm_sink_query (GstBaseSink * bsink, GstQuery * query)
 {
+  /* the pipeline's GstCudaContext, asked for by upstream */
+  if (gst_pinned_shm_sink_cuda_query ((GstPinnedShmSink *) bsink, query))
+    return TRUE;
   if (GST_QUERY_TYPE (query) == GST_QUERY_ACCEPT_CAPS) {
     GstCaps *caps, *allowed;
 
@@ -592,6 +604,7 @@ gst_pinned_shm_sink_finalize (GObject * object)
 
   g_free (self->socket_path);
   gst_pinned_shm_sink_domains_finalize (self);
+  gst_pinned_shm_sink_cuda_stop (self);
   g_mutex_clear (&self->lock);
   g_cond_clear (&self->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
@@ -838,6 +851,8 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
       "gst-pinnedflow developers");
 
   element_class->set_clock = GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_set_clock);
+  element_class->set_context =
+      GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_set_context);
   element_class->send_event =
       GST_DEBUG_FUNCPTR (gst_pinned_shm_sink_send_event);
 

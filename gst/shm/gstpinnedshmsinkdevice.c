@@ -2,30 +2,32 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * memory:PinnedflowCUDA input (pinnedcudaupload's frames) published as
- * device frames: each buffer's one GstPinnedCudaMemory is copied device to
- * device (cudaMemcpy2D, its whole pitched allocation, so the buffer's video
- * meta describes the copy too) into a slot of the sink's device segment
- * (pf_device_segment_new(): CUDA virtual memory exported as an fd,
- * docs/protocol.md 3.11), then published from there; consumers that asked
- * for device segments import it once and read the frame with no copy
- * (pinnedshmsrc device-frames). One copy per frame, counted in the stats
- * (device-copies). Where the device cannot export virtual memory (or the
- * plugin has no CUDA library) the sink keeps its host path: the memory is
- * mapped (downloaded) into the host pool and sent as host frames, caps
- * without the memory feature (gst_pinned_shm_sink_wire_caps()).
- *
- * Not done: proposing an exportable device pool upstream, so that
- * pinnedcudaupload writes into the segment with no copy at all.
+ * Device-memory input published as device frames: set_caps decides
+ * (memory:PinnedflowCUDA, or memory:CUDAMemory where libgstcuda loads, and
+ * this process can make device segments), render publishes each buffer:
+ * - a buffer of a pool the sink proposed is published with no copy (the
+ *   device slots pinnedcudaupload writes into, gstpinnedshmsinkcudapool.c;
+ *   libgstcuda's exported virtual memory on 1.24+, gstpinnedshmsinkcuda.c);
+ * - any other is copied once device to device into a slot of the sink's
+ *   device segment (gstpinnedshmsinkslots.c: pf_device_segment_new(), CUDA
+ *   virtual memory exported as an fd, docs/protocol.md 3.11): a
+ *   GstPinnedCudaMemory whole (cudaMemcpy2D of its pitched allocation, so
+ *   the buffer's video meta describes the copy too), a GstCudaMemory plane
+ *   by plane; counted in device-copies.
+ * Consumers that asked for device segments import each once and read the
+ * frames with no copy (pinnedshmsrc device-frames). Where the device
+ * cannot export virtual memory (or the plugin has no CUDA library) the
+ * sink keeps its host path: the memory is mapped (downloaded) into the
+ * host pool and sent as host frames, caps without the memory feature
+ * (gst_pinned_shm_sink_wire_caps()).
  *
  * Threads and lifetimes: set_caps and render (the streaming thread) and
- * stop() (streaming stopped) call these. The slots (SlotPool) are a plain
- * refcounted struct: the sink's reference (from the first device frame to
- * stop() or a frame of another size) and one per token out; a token is a
- * GstBuffer that the producer unrefs when every consumer released its
- * frame (on its I/O thread, or in pf_producer_close()), which frees the
- * slot. SlotPool.lock guards busy and closed; a render waiting for a free
- * slot wakes every 20 ms to see the sink unlocked.
+ * stop() (streaming stopped) call these. The copy's slots are refcounted:
+ * the sink's reference (from the first copied frame to stop() or a frame
+ * of another size) and one per token out; a token is a GstBuffer that the
+ * producer unrefs when every consumer released its frame (on its I/O
+ * thread, or in pf_producer_close()), which frees the slot. A render
+ * waiting for a free slot wakes every 20 ms to see the sink unlocked.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -34,6 +36,7 @@
 #include "gstpinnedshmsink-private.h"
 
 #include <errno.h>
+#include <string.h>
 
 #ifdef GST_PINNED_SHM_CUDA
 #include <gst/pinnedcuda/gstpinnedcuda.h>
@@ -44,88 +47,14 @@
 #define GST_CAT_DEFAULT gst_pinned_shm_sink_debug
 
 #define FEATURE_PINNEDFLOW_CUDA "memory:PinnedflowCUDA"
-#define MAX_SLOTS 64
-#define SLOT_ALIGN 4096
+#define FEATURE_CUDA_MEMORY "memory:CUDAMemory"
 
 #ifdef GST_PINNED_SHM_CUDA
-
-struct _GstPinnedShmSinkDevice
-{
-  gint refcount;
-  GMutex lock;
-  GCond cond;
-  pf_segment *seg;
-  guint64 base;                 /* device address of the segment */
-  gsize frame_size, slot_size;
-  guint n_slots;
-  guint64 busy;                 /* bit per slot, under lock */
-  gint device;
-};
-
-typedef struct
-{
-  GstPinnedShmSinkDevice *pool;
-  guint slot;
-} SlotToken;
 
 static GQuark
 slot_quark (void)
 {
   return g_quark_from_static_string ("pinnedshmsink-device-slot");
-}
-
-static void
-slot_pool_unref (GstPinnedShmSinkDevice * pool)
-{
-  if (!g_atomic_int_dec_and_test (&pool->refcount))
-    return;
-  pf_segment_unref (pool->seg);
-  g_mutex_clear (&pool->lock);
-  g_cond_clear (&pool->cond);
-  g_free (pool);
-}
-
-static void
-slot_token_free (gpointer data)
-{
-  SlotToken *t = data;
-
-  g_mutex_lock (&t->pool->lock);
-  t->pool->busy &= ~(G_GUINT64_CONSTANT (1) << t->slot);
-  g_cond_signal (&t->pool->cond);
-  g_mutex_unlock (&t->pool->lock);
-  slot_pool_unref (t->pool);
-  g_free (t);
-}
-
-/* Slots for frames of @frame_size bytes on @device, or NULL (*@why). */
-static GstPinnedShmSinkDevice *
-slot_pool_new (gint device, gsize frame_size, guint n_slots, gchar ** why)
-{
-  GstPinnedShmSinkDevice *pool;
-  gsize slot_size = (frame_size + SLOT_ALIGN - 1) & ~(gsize) (SLOT_ALIGN - 1);
-  pf_segment *seg = NULL;
-  int res;
-
-  n_slots = CLAMP (n_slots, 2, MAX_SLOTS);
-  res = pf_device_segment_new (device, (guint64) slot_size * n_slots, &seg);
-  if (res < 0) {
-    *why = g_strdup_printf ("pf_device_segment_new (device %d, %"
-        G_GSIZE_FORMAT " bytes): %s", device, slot_size * n_slots,
-        pf_device_segment_error ());
-    return NULL;
-  }
-  pool = g_new0 (GstPinnedShmSinkDevice, 1);
-  pool->refcount = 1;
-  g_mutex_init (&pool->lock);
-  g_cond_init (&pool->cond);
-  pool->seg = seg;
-  pool->base = pf_device_segment_get_ptr (seg);
-  pool->frame_size = frame_size;
-  pool->slot_size = slot_size;
-  pool->n_slots = n_slots;
-  pool->device = device;
-  return pool;
 }
 
 /* A free slot (its index), waiting while every slot is out; -1 when the
@@ -142,21 +71,14 @@ slot_acquire (GstPinnedShmSink * self, GstPinnedShmSinkDevice * pool)
 
   g_mutex_lock (&pool->lock);
   for (;;) {
-    guint i;
     gboolean unlocked;
 
-    for (i = 0; i < pool->n_slots; i++) {
-      if (!(pool->busy & (G_GUINT64_CONSTANT (1) << i))) {
-        pool->busy |= G_GUINT64_CONSTANT (1) << i;
-        slot = (gint) i;
-        break;
-      }
-    }
+    slot = gst_pinned_shm_sink_slots_take_locked (pool);
     if (slot >= 0)
       break;
     g_mutex_unlock (&pool->lock);
     if (!wanted && producer != NULL) {
-      /* takes what was released so far: slot_token_free () may run now */
+      /* takes what was released so far: gst_pinned_shm_sink_slot_token_free () may run now */
       pf_producer_want_releases (producer, 1);
       wanted = TRUE;
       g_mutex_lock (&pool->lock);
@@ -184,9 +106,19 @@ gst_pinned_shm_sink_device_set_caps (GstPinnedShmSink * self, GstCaps * caps)
   pf_segment *probe = NULL;
 
   self->device_mode = FALSE;
-  if (f == NULL || gst_caps_features_is_any (f)
-      || !gst_caps_features_contains (f, FEATURE_PINNEDFLOW_CUDA))
+  self->cuda_memory_input = FALSE;
+  if (f == NULL || gst_caps_features_is_any (f))
     return FALSE;
+  if (gst_caps_features_contains (f, FEATURE_CUDA_MEMORY)) {
+    if (!gst_pinned_shm_sink_cuda_usable ()) {
+      GST_INFO_OBJECT (self, "memory:CUDAMemory without libgstcuda: host "
+          "frames");
+      return FALSE;
+    }
+    self->cuda_memory_input = TRUE;
+  } else if (!gst_caps_features_contains (f, FEATURE_PINNEDFLOW_CUDA)) {
+    return FALSE;
+  }
   if (!self->is_video) {
     GST_INFO_OBJECT (self, "device memory but not video: host frames");
     return FALSE;
@@ -205,66 +137,47 @@ gst_pinned_shm_sink_device_set_caps (GstPinnedShmSink * self, GstCaps * caps)
   return TRUE;
 }
 
-GstBuffer *
-gst_pinned_shm_sink_device_copy (GstPinnedShmSink * self, GstBuffer * buf,
-    pf_producer_frame * frame, pf_segment ** segs, GstFlowReturn * ret)
+/* The slots for frames of @size bytes on @device: the sink's, made (or
+ * made again for another size or device) here; NULL with an error posted. */
+static GstPinnedShmSinkDevice *
+slots_for (GstPinnedShmSink * self, gint device, gsize size)
 {
-  GstMemory *mem = gst_buffer_n_memory (buf) == 1 ?
-      gst_buffer_peek_memory (buf, 0) : NULL;
-  GstPinnedCudaMemory *dmem = (GstPinnedCudaMemory *) mem;
-  const GstPinnedCudaRuntime *rt;
-  GstPinnedCudaError err = GST_PINNED_CUDA_SUCCESS;
-  GstPinnedShmSinkDevice *pool;
-  const gchar *call = "cudaEventSynchronize";
   gchar *why = NULL;
-  SlotToken *t;
-  GstBuffer *token;
-  gsize size;
-  gint slot;
+  guint n;
+
+  if (self->device != NULL && (self->device->frame_size != size
+          || self->device->device != device))
+    g_clear_pointer (&self->device, gst_pinned_shm_sink_slots_unref);
+  if (self->device != NULL)
+    return self->device;
+  GST_OBJECT_LOCK (self);
+  n = self->max_client_buffers + POOL_RESERVE;
+  GST_OBJECT_UNLOCK (self);
+  self->device = gst_pinned_shm_sink_slots_new (device, size, n, &why);
+  if (self->device == NULL) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("Could not make the device segment for device frames"), ("%s", why));
+    g_free (why);
+  }
+  return self->device;
+}
+
+/* One copy of a memory:PinnedflowCUDA frame into the slot at @dst, after
+ * upstream's writes (its event): FALSE with an error posted. */
+static gboolean
+copy_pinned_cuda (GstPinnedShmSink * self, GstPinnedCudaMemory * dmem,
+    guint64 dst)
+{
+  const GstPinnedCudaRuntime *rt = dmem->rt;
+  GstPinnedCudaError err;
+  const gchar *call = "cudaEventSynchronize";
   int prev;
 
-  *ret = GST_FLOW_ERROR;
-  if (mem == NULL || !gst_is_pinned_cuda_memory (mem)) {
-    GST_ELEMENT_ERROR (self, STREAM, WRONG_TYPE,
-        ("memory:PinnedflowCUDA caps, and a buffer that is not one "
-            "pinnedflow CUDA memory"), ("%u memories",
-            gst_buffer_n_memory (buf)));
-    return NULL;
-  }
-  rt = dmem->rt;
-  size = dmem->pitch * dmem->layout.total_rows;
-  if (self->device != NULL && (self->device->frame_size != size
-          || self->device->device != dmem->device_id))
-    g_clear_pointer (&self->device, slot_pool_unref);
-  if (self->device == NULL) {
-    guint n;
-
-    GST_OBJECT_LOCK (self);
-    n = self->max_client_buffers + POOL_RESERVE;
-    GST_OBJECT_UNLOCK (self);
-    self->device = slot_pool_new (dmem->device_id, size, n, &why);
-    if (self->device == NULL) {
-      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-          ("Could not make the device segment for device frames"), ("%s", why));
-      g_free (why);
-      return NULL;
-    }
-  }
-  pool = self->device;
-  slot = slot_acquire (self, pool);
-  if (slot < 0) {
-    *ret = GST_FLOW_FLUSHING;
-    return NULL;
-  }
-
-  /* after upstream's writes (its event), one copy on the device, done
-   * before the frame is published (the protocol's rule) */
   prev = gst_pinned_cuda_context_push_enter (rt, dmem->device_id, dmem->cu_ctx);
   err = rt->EventSynchronize (dmem->event);
   if (err == GST_PINNED_CUDA_SUCCESS) {
     call = "cudaMemcpy2D";
-    err = rt->Memcpy2D ((void *) (uintptr_t) (pool->base +
-            (guint64) slot * pool->slot_size), dmem->pitch, dmem->dev_ptr,
+    err = rt->Memcpy2D ((void *) (uintptr_t) dst, dmem->pitch, dmem->dev_ptr,
         dmem->pitch, dmem->pitch, dmem->layout.total_rows,
         GST_PINNED_CUDA_MEMCPY_DEVICE_TO_DEVICE);
   }
@@ -276,18 +189,87 @@ gst_pinned_shm_sink_device_copy (GstPinnedShmSink * self, GstBuffer * buf,
   if (err != GST_PINNED_CUDA_SUCCESS)
     gst_pinned_cuda_take_last_error (rt);
   gst_pinned_cuda_device_leave (rt, dmem->device_id, prev);
+  if (err != GST_PINNED_CUDA_SUCCESS) {
+    GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
+        ("Could not copy the frame into the device segment"), ("%s: %s",
+            call, rt->GetErrorString (err)));
+    return FALSE;
+  }
+  return TRUE;
+}
 
-  t = g_new0 (SlotToken, 1);
+GstBuffer *
+gst_pinned_shm_sink_device_copy (GstPinnedShmSink * self, GstBuffer * buf,
+    pf_producer_frame * frame, pf_segment ** segs, GstFlowReturn * ret)
+{
+  GstMemory *mem = gst_buffer_n_memory (buf) == 1 ?
+      gst_buffer_peek_memory (buf, 0) : NULL;
+  GstPinnedCudaMemory *dmem = (GstPinnedCudaMemory *) mem;
+  GstPinnedShmSinkCudaFrame cf;
+  GstPinnedShmSinkDevice *pool;
+  gboolean copied;
+  GstPinnedShmSinkSlotToken *t;
+  GstBuffer *token;
+  guint64 dst;
+  gsize size;
+  gint slot, device;
+
+  *ret = GST_FLOW_ERROR;
+  memset (&cf, 0, sizeof (cf));
+  if (self->cuda_memory_input) {
+    /* libgstcuda's virtual memory (our pool, 1.24+): no copy at all */
+    token = gst_pinned_shm_sink_cuda_export (self, buf, frame, segs);
+    if (token != NULL) {
+      *ret = GST_FLOW_OK;
+      return token;
+    }
+    if (!gst_pinned_shm_sink_cuda_frame_map (self, buf, &cf))
+      return NULL;
+    size = cf.size;
+    device = cf.device;
+  } else {
+    /* our own slots (the pool proposed to pinnedcudaupload): no copy */
+    token = gst_pinned_shm_sink_device_publish_slot (self, buf, frame, segs,
+        ret);
+    if (token != NULL || *ret != GST_FLOW_OK)
+      return token;
+    *ret = GST_FLOW_ERROR;
+    if (mem == NULL || !gst_is_pinned_cuda_memory (mem)) {
+      GST_ELEMENT_ERROR (self, STREAM, WRONG_TYPE,
+          ("memory:PinnedflowCUDA caps, and a buffer that is not one "
+              "pinnedflow CUDA memory"), ("%u memories",
+              gst_buffer_n_memory (buf)));
+      return NULL;
+    }
+    size = dmem->pitch * dmem->layout.total_rows;
+    device = dmem->device_id;
+  }
+  pool = slots_for (self, device, size);
+  if (pool == NULL)
+    goto failed;
+  slot = slot_acquire (self, pool);
+  if (slot < 0) {
+    *ret = GST_FLOW_FLUSHING;
+    goto failed;
+  }
+
+  /* one copy on the device, done before the frame is published (the
+   * protocol's rule) */
+  dst = pool->base + (guint64) slot *pool->slot_size;
+  if (self->cuda_memory_input)
+    copied = gst_pinned_shm_sink_cuda_frame_copy (self, &cf, dst);
+  else
+    copied = copy_pinned_cuda (self, dmem, dst);
+  gst_pinned_shm_sink_cuda_frame_unmap (&cf);
+
+  t = g_new0 (GstPinnedShmSinkSlotToken, 1);
   t->pool = pool;
   t->slot = (guint) slot;
   g_atomic_int_inc (&pool->refcount);
   token = gst_buffer_new ();
   gst_mini_object_set_qdata (GST_MINI_OBJECT_CAST (token), slot_quark (), t,
-      slot_token_free);
-  if (err != GST_PINNED_CUDA_SUCCESS) {
-    GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
-        ("Could not copy the frame into the device segment"), ("%s: %s",
-            call, rt->GetErrorString (err)));
+      gst_pinned_shm_sink_slot_token_free);
+  if (!copied) {
     gst_buffer_unref (token);
     return NULL;
   }
@@ -300,14 +282,20 @@ gst_pinned_shm_sink_device_copy (GstPinnedShmSink * self, GstBuffer * buf,
   COUNTER_ADD (self->device_copies, 1);
   *ret = GST_FLOW_OK;
   return token;
+
+failed:
+  gst_pinned_shm_sink_cuda_frame_unmap (&cf);
+  return NULL;
 }
 
 void
 gst_pinned_shm_sink_device_stop (GstPinnedShmSink * self)
 {
   /* tokens still out keep the segment until their frames come back */
-  g_clear_pointer (&self->device, slot_pool_unref);
+  g_clear_pointer (&self->device, gst_pinned_shm_sink_slots_unref);
   self->device_mode = FALSE;
+  self->cuda_memory_input = FALSE;
+  gst_pinned_shm_sink_cuda_stop (self);
 }
 
 #else /* !GST_PINNED_SHM_CUDA */

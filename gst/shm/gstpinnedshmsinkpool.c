@@ -33,6 +33,17 @@
 
 #define GST_CAT_DEFAULT gst_pinned_shm_sink_debug
 
+#define MAX_CUDA_POOL_SIZE 32
+
+static gboolean
+gst_pinned_cuda_caps_is_cuda_memory (GstCaps * caps)
+{
+  GstCapsFeatures *f = gst_caps_get_features (caps, 0);
+
+  return f != NULL && !gst_caps_features_is_any (f)
+      && gst_caps_features_contains (f, "memory:CUDAMemory");
+}
+
 /* Segment flags of every pool the sink creates: mlock where allowed, and
  * every mapping made after ours (the consumers') is read-only. */
 #define POOL_SEGMENT_FLAGS \
@@ -253,6 +264,23 @@ gst_pinned_shm_sink_propose_allocation (GstBaseSink * bsink, GstQuery * query)
   GST_OBJECT_LOCK (self);
   count = gst_pinned_shm_sink_pool_count_locked (self);
   GST_OBJECT_UNLOCK (self);
+
+  /* memory:CUDAMemory: libgstcuda's exportable virtual-memory pool where
+   * there is one (1.24+: frames published with no copy), else nothing of
+   * ours (upstream's GstCudaMemory is copied once on the device) */
+  if (gst_pinned_cuda_caps_is_cuda_memory (caps)) {
+    /* each memory is a device segment of its own: at most
+     * MAX_CUDA_POOL_SIZE, well inside a consumer's default 64 segments */
+    gst_pinned_shm_sink_cuda_propose (self, query, caps, &info,
+        MIN (count + POOL_RESERVE, MAX_CUDA_POOL_SIZE));
+    return TRUE;
+  }
+
+  /* memory:PinnedflowCUDA sent as device frames: slots of a device
+   * segment as buffers, which pinnedcudaupload writes into (no copy) */
+  if (gst_pinned_shm_sink_device_propose (self, query, caps, &info,
+          MIN (count, MAX_CUDA_POOL_SIZE)))
+    return TRUE;
 
   /* memory:DMABuf caps (a DMA_DRM format too) are the slots' layout in
    * plain terms for the pool; its memory is dmabufs where it can be */

@@ -128,10 +128,15 @@ gst_pinned_shm_sink_render (GstBaseSink * bsink, GstBuffer * buf)
   if (zero_copy) {
     token = gst_buffer_ref (buf);
   } else if (self->device_mode) {
-    /* one device-to-device copy into the device segment (device frames) */
+    /* one device-to-device copy into the device segment (device frames),
+     * or none for libgstcuda's exported virtual memory (not counted in
+     * device-copies: this thread alone counts them) */
+    guint64 device_copies = COUNTER_GET (self->device_copies);
+
     token = gst_pinned_shm_sink_device_copy (self, buf, &frame, segs, &ret);
     if (token == NULL)
       return ret;
+    zero_copy = COUNTER_GET (self->device_copies) == device_copies;
   } else {
     token = gst_pinned_shm_sink_copy_to_pool (self, buf, &ret);
     if (token == NULL) {

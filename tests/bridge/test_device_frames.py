@@ -29,10 +29,18 @@
 #     emulator counts no cuMemcpyDtoH but the test's reads), the host one
 #     the frame downloaded once (domain_stats: one download per frame,
 #     the emulator's cuMemcpyDtoH count agrees), byte-exact; nothing left.
+#   gst-sink: a GStreamer producer, videotestsrc ! cudaupload (nvcodec) !
+#     video/x-raw(memory:CUDAMemory) ! pinnedshmsink (tests/cuda/
+#     test-shm-device produce-cuda: one device copy per frame on 1.22, none
+#     on 1.24+) -> Consumer(device=True): every frame in the device domain,
+#     byte-exact row by row (cuMemcpyDtoH at its device address) against
+#     the same videotestsrc frames made by gst-launch-1.0; nothing left.
+#     Skipped (77) where nvcodec's cudaupload is not registered.
 # torch (CPU) cannot take kDLCUDA: it is not tried.
 import ctypes
 import gc
 import os
+import subprocess
 import sys
 import time
 
@@ -507,10 +515,64 @@ def case_download():
         gc.collect()
         bt.check(pinnedflow.live_segments() == 0)
         bt.check(drv.vmm_live() == (0, 0, 0), repr(drv.vmm_live()))
+def case_gst_sink():
+    gw, gh, gn = 64, 48, 20
+    row = gw * 4
+    src = ("videotestsrc num-buffers=%d pattern=ball ! "
+           "video/x-raw,format=RGBA,width=%d,height=%d,framerate=30/1"
+           % (gn, gw, gh))
+    inspect = os.path.join(os.path.dirname(bt.GST_LAUNCH),
+                           "gst-inspect-1.0")
+    if subprocess.run([inspect, "--exists", "cudaupload"]).returncode != 0:
+        print("SKIP: nvcodec's cudaupload is not registered here")
+        sys.exit(77)
+    fds0 = bt.count_fds()
+    with bt.Env() as env:
+        path = env.path("gst.sock")
+        raw = env.path("expected.raw")
+        env.finish(env.gst(src + " ! filesink location=" + raw),
+                   what="videotestsrc")
+        with open(raw, "rb") as fh:
+            exp = fh.read()
+        bt.check(len(exp) == gn * row * gh, "%d expected bytes" % len(exp))
+        prod = env.spawn([os.path.join(bt.BUILD, "tests", "cuda",
+                                       "test-shm-device"),
+                          "produce-cuda", path])
+        drv = Driver()
+        cons = pinnedflow.Consumer(path, timeout_ms=20000, device=True,
+                                   delivery="every-frame")
+        k = 0
+        for f in cons:
+            bt.check(f.domain == "device" and f.device == 0, repr(f))
+            bt.check(f.format == "RGBA" and f.width == gw and
+                     f.height == gh, repr(f))
+            stride, off = f.strides[0], f.offsets[0]
+            bt.check(stride >= row and off + stride * (gh - 1) + row <=
+                     f.size, "stride %d offset %d size %d" %
+                     (stride, off, f.size))
+            got = drv.read(f.device_ptr, f.size)
+            base = k * row * gh
+            for r in range(gh):
+                bt.check(got[off + r * stride:off + r * stride + row] ==
+                         exp[base + r * row:base + (r + 1) * row],
+                         "frame %d row %d differs" % (k + 1, r))
+            f.release()
+            k += 1
+        bt.check(k == gn, "%d frames, want %d" % (k, gn))
+        cons.close()
+        out, _ = env.finish(prod, what="producer")
+        print(out.strip())
+        bt.check("frames %d, device-copies" % gn in out, out)
+        del cons, f
+        gc.collect()
+        bt.check(drv.vmm_live() == (0, 0, 0), repr(drv.vmm_live()))
+    bt.check(bt.count_fds() == fds0, "fds %d, were %d" %
+             (bt.count_fds(), fds0))
 
 
 if __name__ == "__main__":
     sys.exit(bt.run_cases({"consume": case_consume, "produce": case_produce,
                            "novmm": case_novmm, "host": case_host,
                            "domains": case_domains,
-                           "download": case_download}))
+                           "download": case_download,
+                           "gst-sink": case_gst_sink}))

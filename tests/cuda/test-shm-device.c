@@ -5,6 +5,7 @@
  *
  *   test-shm-device frames|nv12|no-vmm|host-only|off
  *   test-shm-device produce SOCKET   (the producer alone, for docs/cuda.md)
+ *   test-shm-device produce-cuda SOCKET   (cudaupload ! pinnedshmsink alone)
  *
  * Run with the emulators' environment and PFEMU_VMM=1 (meson:
  * emu_vmm_env). One case per process; exit 0 pass. A producer process
@@ -33,18 +34,41 @@
  * off: device-frames=off before pinnedcudadownload: the same error,
  *   naming the property.
  * sink: the producer is a pipeline, videotestsrc pattern=ball ! RGBA 64x48 !
- *   pinnedcudaupload ! video/x-raw(memory:PinnedflowCUDA) ! pinnedshmsink:
- *   each frame copied once device to device into the sink's device
- *   segment (its stats: device-copies 20) and published as a device frame;
- *   here pinnedshmsrc ! pinnedcudadownload ! appsink gets every frame
- *   byte-exact against the same videotestsrc frames made here.
+ *   pinnedcudaupload ! video/x-raw(memory:PinnedflowCUDA) ! pinnedshmsink
+ *   (a pool of 4 for 20 frames): pinnedcudaupload writes into the slots of
+ *   the sink's device segment that the sink proposed, each published with
+ *   no copy (zero-copy-frames 20, device-copies 0); here pinnedshmsrc !
+ *   pinnedcudadownload ! appsink gets every frame byte-exact against the
+ *   same videotestsrc frames made here.
+ * sink-copy: the same with a tee before the sink (two branches: no pool
+ *   proposed upstream), so pinnedcudaupload's frames come from its own
+ *   pool: each copied once device to device (device-copies 20).
  * sink-no-vmm: the same producer without virtual memory support (PFEMU_VMM
  *   unset there): it falls back to host frames (copies 20, device-copies
  *   0, caps without the memory feature), read here as system memory,
  *   byte-exact.
+ * sink-cuda: the producer is videotestsrc ! cudaupload (nvcodec) !
+ *   video/x-raw(memory:CUDAMemory) ! pinnedshmsink: on 1.22 each
+ *   GstCudaMemory frame copied once device to device (device-copies 20);
+ *   on 1.24+ cudaupload writes into the sink's virtual-memory
+ *   GstCudaBufferPool and each frame is published from its exported
+ *   allocation with no copy (device-copies 0, zero-copy-frames 20); read
+ *   here byte-exact as in sink. Skipped (77) where nvcodec's cudaupload
+ *   is not registered.
+ * sink-cuda-nv12: sink-cuda in NV12 (two planes, each copied at its video
+ *   meta's offset and stride on 1.22), both planes byte-exact.
+ * relay: the frames case's producer, relayed by a middle process
+ *   (pinnedshmsrc device-frames=on ! pinnedshmsink: the source's read-only
+ *   wrapped memory copied once device to device, device-copies 20), read
+ *   here byte-exact as in frames.
+ * sink-cuda-bad: memory:CUDAMemory caps and a system-memory buffer
+ *   (appsrc): the sink posts STREAM WRONG_TYPE ("not one GstCudaMemory"),
+ *   publishes nothing, no crash, nothing left on either side.
  * produce: the producer alone on SOCKET (RGBA 64x48, 20 frames, then EOS
  *   once they are back), for a gst-launch-1.0 consumer; on a GPU as on the
  *   emulators (their leak checks only where they are loaded).
+ * produce-cuda: sink-cuda's producer alone on SOCKET, its stats checked
+ *   (tests/bridge/test_device_frames.py gst-sink reads it in Python).
  */
 #include <pinnedflow/pf-device-segment.h>
 #include <pinnedflow/pf-producer.h>
@@ -54,6 +78,7 @@
 
 #include <gst/gst.h>
 #include <gst/app/gstappsink.h>
+#include <gst/app/gstappsrc.h>
 #include <gst/video/video.h>
 
 #include <dlfcn.h>
@@ -62,6 +87,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -95,8 +121,14 @@ static const layout NV12 = { "NV12", 2, {W, W}, {H, H / 2}, {0, H} };
 /* the sink case: what videotestsrc made, frame by frame (GstBuffer) */
 static GPtrArray *expected;
 
-#define SINK_SOURCE "videotestsrc num-buffers=20 pattern=ball ! " \
-  "video/x-raw,format=RGBA,width=64,height=48,framerate=30/1"
+/* the sink cases' source, in @format (RGBA, NV12) */
+static gchar *
+sink_source (const char *format)
+{
+  return g_strdup_printf ("videotestsrc num-buffers=%d pattern=ball ! "
+      "video/x-raw,format=%s,width=%d,height=%d,framerate=30/1", N_FRAMES,
+      format, W, H);
+}
 
 static guint8
 pixel (uint64_t seq, guint plane, gsize row, gsize x)
@@ -274,17 +306,20 @@ check_frame (GstSample * sample, const layout * l, uint64_t seq)
           GST_MAP_READ));
   if (expected != NULL) {
     GstVideoFrame want;
-    const guint8 *d = GST_VIDEO_FRAME_PLANE_DATA (&frame, 0);
 
     CHECK (seq <= expected->len);
     CHECK (gst_video_frame_map (&want, &info, g_ptr_array_index (expected,
                 seq - 1), GST_MAP_READ));
-    for (r = 0; r < H; r++)
-      CHECK_MSG (memcmp (d + r * GST_VIDEO_FRAME_PLANE_STRIDE (&frame, 0),
-              (const guint8 *) GST_VIDEO_FRAME_PLANE_DATA (&want, 0) +
-              r * GST_VIDEO_FRAME_PLANE_STRIDE (&want, 0), W * 4) == 0,
-          "frame %" G_GUINT64_FORMAT " row %" G_GSIZE_FORMAT " differs", seq,
-          r);
+    for (pl = 0; pl < l->n_planes; pl++) {
+      const guint8 *d = GST_VIDEO_FRAME_PLANE_DATA (&frame, pl);
+      const guint8 *w = GST_VIDEO_FRAME_PLANE_DATA (&want, pl);
+
+      for (r = 0; r < l->rows[pl]; r++)
+        CHECK_MSG (memcmp (d + r * GST_VIDEO_FRAME_PLANE_STRIDE (&frame, pl),
+                w + r * GST_VIDEO_FRAME_PLANE_STRIDE (&want, pl),
+                l->width_bytes[pl]) == 0, "frame %" G_GUINT64_FORMAT
+            " plane %u row %" G_GSIZE_FORMAT " differs", seq, pl, r);
+    }
     gst_video_frame_unmap (&want);
     gst_video_frame_unmap (&frame);
     return;
@@ -457,27 +492,160 @@ run_to_eos (const gchar * desc, GPtrArray * out)
  * through pinnedshmsink, one device copy each; without virtual memory
  * (@vmm FALSE) one download each, host frames. */
 static int
-sink_producer_main (const char *path, gboolean vmm)
+sink_producer_main (const char *path, const char *format, gboolean vmm,
+    gboolean cuda_memory, gboolean tee)
 {
-  gchar *desc = g_strdup_printf ("%s ! pinnedcudaupload ! "
-      "video/x-raw(memory:PinnedflowCUDA) ! pinnedshmsink name=s "
-      "socket-path=%s wait-for-connection=true", SINK_SOURCE, path);
+  gchar *source = sink_source (format);
+  /* a pool of 1 x 2 + 2 buffers (+ 2 for the VMM pool) for 20 frames,
+   * so that buffers are recycled while the consumer may still read older
+   * ones */
+  gchar *desc = g_strdup_printf ("%s ! %s ! %s pinnedshmsink name=s "
+      "socket-path=%s wait-for-connection=true max-clients=1 "
+      "max-client-buffers=2%s", source, cuda_memory ?
+      "cudaupload ! video/x-raw(memory:CUDAMemory)" :
+      "pinnedcudaupload ! video/x-raw(memory:PinnedflowCUDA)",
+      tee ? "tee name=t t. ! queue !" : "", path,
+      tee ? " t. ! queue ! fakesink" : "");
   GstElement *pipe, *s;
+  guint major, minor, micro, nano;
+  guint64 want_copies = vmm && (cuda_memory || tee) ? N_FRAMES : 0;
 
   if (!vmm)
     unsetenv ("PFEMU_VMM");
   gst_init (NULL, NULL);
+  gst_version (&major, &minor, &micro, &nano);
+  /* 1.24+: cudaupload writes into the sink's virtual-memory
+   * GstCudaBufferPool, published with no copy */
+  if (cuda_memory && minor >= 24)
+    want_copies = 0;
   pipe = run_to_eos (desc, NULL);
   s = gst_bin_get_by_name (GST_BIN (pipe), "s");
+  printf ("producer (GStreamer 1.%u): frames %" G_GUINT64_FORMAT
+      ", device-copies %" G_GUINT64_FORMAT ", zero-copy-frames %"
+      G_GUINT64_FORMAT "\n", minor, stat_u64 (s, "frames"),
+      stat_u64 (s, "device-copies"), stat_u64 (s, "zero-copy-frames"));
+  fflush (stdout);
   CHECK_INT (stat_u64 (s, "frames"), ==, N_FRAMES);
-  CHECK_INT (stat_u64 (s, "copies"), ==, N_FRAMES);
-  CHECK_INT (stat_u64 (s, "device-copies"), ==, vmm ? N_FRAMES : 0);
+  CHECK_INT (stat_u64 (s, "device-copies"), ==, want_copies);
+  if (vmm && want_copies == 0) {
+    /* pinnedcudaupload wrote into the sink's device slots (any version),
+     * or cudaupload into its virtual-memory pool (1.24+) */
+    CHECK_INT (stat_u64 (s, "zero-copy-frames"), ==, N_FRAMES);
+    CHECK_INT (stat_u64 (s, "copies"), ==, 0);
+  } else {
+    CHECK_INT (stat_u64 (s, "copies"), ==, N_FRAMES);
+    CHECK_INT (stat_u64 (s, "zero-copy-frames"), ==, 0);
+  }
+  gst_object_unref (s);
+  gst_object_unref (pipe);
+  g_free (desc);
+  g_free (source);
+  emu_up (TRUE);
+  if (vmm) {
+    /* device segments exported: the sink's caps probe, then the slots'
+     * segment (the copy's, or the pool's taken by pinnedcudaupload, made
+     * when it is activated), or each memory of the VMM pool once (1.24+:
+     * 6 at most); never once per frame */
+    long exports = emu_query ("calls.cuMemExportToShareableHandle");
+
+    printf ("producer: %ld exports\n", exports);
+    fflush (stdout);
+    if (cuda_memory && want_copies == 0)
+      CHECK_MSG (exports >= 2 && exports <= 1 + 6, "%ld exports", exports);
+    else if (cuda_memory || tee)
+      CHECK_INT (exports, ==, 2);
+    else
+      CHECK_INT (exports, ==, 2);
+  }
+  /* every slot back, the segment gone with the sink */
+  check_vmm_empty ();
+  return 0;
+}
+
+/* The middle process of relay: another producer's device frames
+ * (pinnedshmsrc device-frames=on: read-only wrapped memory) into
+ * pinnedshmsink on @out, each copied once device to device. */
+static int
+relay_main (const char *in, const char *out)
+{
+  gchar *desc = g_strdup_printf ("pinnedshmsrc socket-path=%s "
+      "connect-timeout=20000 delivery=every-frame device-frames=on ! "
+      "pinnedshmsink name=s socket-path=%s wait-for-connection=true "
+      "max-clients=1 max-client-buffers=2", in, out);
+  GstElement *pipe, *s;
+
+  gst_init (NULL, NULL);
+  pipe = run_to_eos (desc, NULL);
+  s = gst_bin_get_by_name (GST_BIN (pipe), "s");
+  printf ("relay: frames %" G_GUINT64_FORMAT ", device-copies %"
+      G_GUINT64_FORMAT "\n", stat_u64 (s, "frames"),
+      stat_u64 (s, "device-copies"));
+  fflush (stdout);
+  CHECK_INT (stat_u64 (s, "frames"), ==, N_FRAMES);
+  CHECK_INT (stat_u64 (s, "device-copies"), ==, N_FRAMES);
   CHECK_INT (stat_u64 (s, "zero-copy-frames"), ==, 0);
   gst_object_unref (s);
   gst_object_unref (pipe);
   g_free (desc);
   emu_up (TRUE);
-  /* every slot back, the segment gone with the sink */
+  check_vmm_empty ();
+  return 0;
+}
+
+/* The producer process of sink-cuda-bad: memory:CUDAMemory caps, and a
+ * buffer of system memory: the sink posts STREAM WRONG_TYPE, publishes
+ * nothing, crashes not, leaves no device memory behind. */
+static int
+sink_bad_main (const char *path)
+{
+  gchar *desc = g_strdup_printf ("appsrc name=a format=time caps="
+      "\"video/x-raw(memory:CUDAMemory),format=RGBA,width=%d,height=%d,"
+      "framerate=30/1\" ! pinnedshmsink name=s socket-path=%s "
+      "wait-for-connection=true", W, H, path);
+  GError *err = NULL;
+  GstElement *pipe, *a, *s;
+  GstMessage *msg;
+  GstBus *bus;
+  GError *e = NULL;
+  gchar *dbg = NULL;
+  GstBuffer *buf;
+
+  gst_init (NULL, NULL);
+  pipe = gst_parse_launch (desc, &err);
+  CHECK_MSG (pipe != NULL, "%s: %s", desc, err ? err->message : "?");
+  a = gst_bin_get_by_name (GST_BIN (pipe), "a");
+  s = gst_bin_get_by_name (GST_BIN (pipe), "s");
+  bus = gst_element_get_bus (pipe);
+  CHECK (gst_element_set_state (pipe, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  buf = gst_buffer_new_allocate (NULL, W * H * 4, NULL);
+  gst_buffer_memset (buf, 0, 0x5a, W * H * 4);
+  GST_BUFFER_PTS (buf) = 0;
+  CHECK (gst_app_src_push_buffer (GST_APP_SRC (a), buf) == GST_FLOW_OK);
+  msg = gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND,
+      GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
+  CHECK_MSG (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR,
+      "no error");
+  gst_message_parse_error (msg, &e, &dbg);
+  printf ("error from %s: %s (%s)\n", GST_MESSAGE_SRC_NAME (msg), e->message,
+      dbg ? dbg : "");
+  fflush (stdout);
+  CHECK (GST_MESSAGE_SRC (msg) == GST_OBJECT (s));
+  CHECK (g_error_matches (e, GST_STREAM_ERROR, GST_STREAM_ERROR_WRONG_TYPE));
+  CHECK (strstr (e->message, "not one GstCudaMemory") != NULL);
+  CHECK_INT (stat_u64 (s, "bytes"), ==, 0);
+  CHECK_INT (stat_u64 (s, "device-copies"), ==, 0);
+  g_clear_error (&e);
+  g_free (dbg);
+  gst_message_unref (msg);
+  CHECK (gst_element_set_state (pipe, GST_STATE_NULL) ==
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (bus);
+  gst_object_unref (a);
+  gst_object_unref (s);
+  gst_object_unref (pipe);
+  g_free (desc);
+  emu_up (TRUE);
   check_vmm_empty ();
   return 0;
 }
@@ -486,33 +654,52 @@ int
 main (int argc, char **argv)
 {
   const char *c = argc > 1 ? argv[1] : "";
-  const layout *l = strcmp (c, "nv12") == 0 ? &NV12 : &RGBA;
+  const layout *l = strcmp (c, "nv12") == 0
+      || strcmp (c, "sink-cuda-nv12") == 0 ? &NV12 : &RGBA;
   const char *mid = "! pinnedcudadownload name=down", *want = NULL;
-  char dir[256], path[300];
-  pid_t pid;
+  char dir[256], path[300], relay_path[300];
+  pid_t pid, relay = -1;
   int fds0;
 
   if (strcmp (c, "produce") == 0 && argc == 3)
     return producer_main (argv[2], &RGBA, FALSE);
+  if (strcmp (c, "produce-cuda") == 0 && argc == 3)
+    return sink_producer_main (argv[2], "RGBA", TRUE, TRUE, FALSE);
   if (strcmp (c, "frames") != 0 && strcmp (c, "nv12") != 0
       && strcmp (c, "sink") != 0 && strcmp (c, "sink-no-vmm") != 0
+      && strcmp (c, "sink-cuda") != 0 && strcmp (c, "sink-cuda-bad") != 0
+      && strcmp (c, "sink-copy") != 0 && strcmp (c, "sink-cuda-nv12") != 0
+      && strcmp (c, "relay") != 0
       && strcmp (c, "no-vmm") != 0 && strcmp (c, "host-only") != 0
       && strcmp (c, "off") != 0) {
     fprintf (stderr,
-        "usage: %s frames|nv12|sink|sink-no-vmm|no-vmm|host-only|off, " "or "
-        "%s produce SOCKET\n", argv[0], argv[0]);
+        "usage: %s frames|nv12|sink|sink-copy|sink-no-vmm|sink-cuda|"
+        "sink-cuda-nv12|sink-cuda-bad|relay|no-vmm|host-only|off, or "
+        "%s produce|produce-cuda SOCKET\n", argv[0], argv[0]);
     return 2;
   }
   CHECK_MSG (getenv ("PFEMU_VMM") != NULL, "run with PFEMU_VMM=1 (meson)");
   CHECK_INT (pf_test_make_tmpdir (dir, sizeof (dir), "pf-shm-device"), ==, 0);
   snprintf (path, sizeof (path), "%s/sock", dir);
+  snprintf (relay_path, sizeof (relay_path), "%s/relay", dir);
 
   /* the producer first: nothing here has touched CUDA yet */
   pid = pf_test_fork ();
   CHECK (pid >= 0);
+  if (pid == 0 && strcmp (c, "sink-cuda-bad") == 0)
+    _exit (sink_bad_main (path));
   if (pid == 0)
     _exit (strncmp (c, "sink", 4) == 0 ? sink_producer_main (path,
-            strcmp (c, "sink") == 0) : producer_main (path, l, TRUE));
+            l->format, strcmp (c, "sink-no-vmm") != 0,
+            strncmp (c, "sink-cuda", 9) == 0, strcmp (c,
+                "sink-copy") == 0) : producer_main (path, l, TRUE));
+  if (strcmp (c, "relay") == 0) {
+    /* the middle process, forked before CUDA too; this one reads it */
+    relay = pf_test_fork ();
+    CHECK (relay >= 0);
+    if (relay == 0)
+      _exit (relay_main (path, relay_path));
+  }
 
   if (strcmp (c, "no-vmm") == 0) {
     /* this process's driver cannot import virtual memory */
@@ -528,12 +715,30 @@ main (int argc, char **argv)
     want = "device-frames=off";
   }
   gst_init (&argc, &argv);
+  if (strncmp (c, "sink-cuda", 9) == 0 && strcmp (c, "sink-cuda-bad") != 0) {
+    GstElementFactory *up = gst_element_factory_find ("cudaupload");
+
+    if (up == NULL) {
+      printf ("SKIP: nvcodec's cudaupload is not registered here\n");
+      kill (pid, SIGKILL);
+      pf_test_wait (pid);
+      pf_test_remove_tree (dir);
+      return 77;
+    }
+    gst_object_unref (up);
+  }
   if (strncmp (c, "sink", 4) == 0) {
     /* the frames the producer's videotestsrc makes, made here on the CPU */
+    gchar *source = sink_source (l->format);
+    gchar *desc = g_strdup_printf ("%s ! appsink name=sink sync=false",
+        source);
+
     expected = g_ptr_array_new_with_free_func ((GDestroyNotify)
         gst_buffer_unref);
-    gst_object_unref (run_to_eos (SINK_SOURCE " ! appsink name=sink "
-            "sync=false", expected));
+
+    gst_object_unref (run_to_eos (desc, expected));
+    g_free (desc);
+    g_free (source);
     CHECK_INT (expected->len, ==, N_FRAMES);
   }
   emu_up (TRUE);
@@ -549,8 +754,27 @@ main (int argc, char **argv)
     gst_object_unref (clk);
   }
   fds0 = pf_test_count_fds ();
-  run_pipeline (path, l, mid, want);
-  CHECK_INT (pf_test_exit_code (pf_test_wait (pid)), ==, 0);
+  if (strcmp (c, "sink-cuda-bad") == 0) {
+    /* a client, so that the sink renders; it gets no frame */
+    GstElement *pipe = gst_parse_launch_full ("pinnedshmsrc name=src "
+        "connect-timeout=20000 ! fakesink", NULL, GST_PARSE_FLAG_NONE, NULL);
+    GstElement *src = gst_bin_get_by_name (GST_BIN (pipe), "src");
+
+    g_object_set (src, "socket-path", path, NULL);
+    CHECK (gst_element_set_state (pipe, GST_STATE_PLAYING) !=
+        GST_STATE_CHANGE_FAILURE);
+    CHECK_INT (pf_test_exit_code (pf_test_wait (pid)), ==, 0);
+    CHECK_INT (stat_u64 (src, "frames"), ==, 0);
+    CHECK (gst_element_set_state (pipe, GST_STATE_NULL) ==
+        GST_STATE_CHANGE_SUCCESS);
+    gst_object_unref (src);
+    gst_object_unref (pipe);
+  } else {
+    run_pipeline (relay > 0 ? relay_path : path, l, mid, want);
+    if (relay > 0)
+      CHECK_INT (pf_test_exit_code (pf_test_wait (relay)), ==, 0);
+    CHECK_INT (pf_test_exit_code (pf_test_wait (pid)), ==, 0);
+  }
   /* the pipeline's mappings and fds are gone with it */
   check_vmm_empty ();
   CHECK_INT (pf_test_count_fds (), ==, fds0);

@@ -43,8 +43,19 @@ G_BEGIN_DECLS
 #define GST_PINNED_CUDA_GST_MAP_CUDA (GST_MAP_FLAG_LAST << 1)
 #define GST_PINNED_CUDA_GST_CAPS_FEATURE "memory:CUDAMemory"
 #define GST_PINNED_CUDA_GST_CONTEXT_TYPE "gst.cuda.context"
+/* GstCudaMemoryAllocMethod, 1.24+ */
+#define GST_PINNED_CUDA_GST_ALLOC_MMAP 2
 /* GST_CUDA_MEMORY_TRANSFER_NEED_SYNC, 1.24+ */
 #define GST_PINNED_CUDA_GST_MEMORY_NEED_SYNC (GST_MEMORY_FLAG_LAST << 2)
+
+/* The public head of a GstCudaMemory (gstcudamemory.h, the same in 1.22
+ * to 1.28): the memory, its GstCudaContext, the layout it was made with. */
+typedef struct
+{
+  GstMemory mem;
+  GObject *context;
+  GstVideoInfo info;
+} GstPinnedCudaGstMemoryHead;
 
 typedef struct
 {
@@ -52,6 +63,8 @@ typedef struct
   guint minor;                  /* GStreamer minor version of the library,
                                  * 0 if unknown */
   gboolean has_stream;          /* the 1.24+ GstCudaStream path */
+  gboolean has_vmm_export;      /* the three 1.24+ virtual-memory calls
+                                 * below, and the library is 1.24+ */
   GType context_type;           /* GstCudaContext */
 
   /* 1.22 */
@@ -87,6 +100,14 @@ typedef struct
   GstMemory *(*alloc_wrapped) (gpointer allocator, gpointer ctx,
       gpointer stream, const GstVideoInfo * info, guintptr dev_ptr,
       gpointer user_data, GDestroyNotify notify);
+  /* 1.24+, NULL before: a pool of virtual-memory allocations
+   * (GST_PINNED_CUDA_GST_ALLOC_MMAP), a memory's method, and its
+   * allocation exported as a POSIX fd (owned by the memory: never close
+   * it) */
+  void (*buffer_pool_config_set_cuda_alloc_method) (GstStructure * config,
+      gint method);
+  gint (*memory_get_alloc_method) (GstMemory * mem);
+  gboolean (*memory_export) (GstMemory * mem, gpointer os_handle);
 } GstPinnedCudaGst;
 
 /* The table, or NULL when libgstcuda-1.0.so.0 (or the file the environment

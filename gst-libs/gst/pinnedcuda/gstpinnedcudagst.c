@@ -84,6 +84,12 @@ static const struct
       "gst_buffer_pool_config_set_cuda_stream", FALSE),
   SYM (memory_sync, "gst_cuda_memory_sync", FALSE),
   SYM (alloc_wrapped, "gst_cuda_allocator_alloc_wrapped", FALSE),
+  /* 1.24+: virtual-memory pools and their export (pinnedshmsink's
+   * zero-copy device frames) */
+  SYM (buffer_pool_config_set_cuda_alloc_method,
+      "gst_buffer_pool_config_set_cuda_alloc_method", FALSE),
+  SYM (memory_get_alloc_method, "gst_cuda_memory_get_alloc_method", FALSE),
+  SYM (memory_export, "gst_cuda_memory_export", FALSE),
 };
 
 #undef SYM
@@ -134,6 +140,9 @@ open_table (void)
 
   t->library = g_strdup (name);
   t->minor = library_minor (handle, (gpointer) t->load_library);
+  t->has_vmm_export = t->buffer_pool_config_set_cuda_alloc_method &&
+      t->memory_get_alloc_method && t->memory_export &&
+      (t->minor == 0 || t->minor >= 24);
   t->has_stream = t->stream_new && t->stream_get_handle && t->stream_unref &&
       t->buffer_pool_config_set_cuda_stream && t->memory_get_stream &&
       t->memory_sync && (t->minor == 0 || t->minor >= 24);
