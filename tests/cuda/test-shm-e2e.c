@@ -41,7 +41,8 @@
  * So between cudaupload's output and the reads: 0 copies on 1.24+; on
  * 1.22 one per frame for B2 and C (the sink's), two for B1 (the sink's,
  * the src's). No process uploads but A. Nothing left: no VMM handle,
- * reservation or mapping in any process, no fd in B1, B2, C and here.
+ * reservation or mapping in any process, no fd in A (once its pipeline
+ * is down), B1, B2, C and here.
  */
 #include <pinnedflow/pf-device-segment.h>
 
@@ -175,10 +176,13 @@ producer_main (const char *path, int clients, const char *report)
   GstMessage *msg;
   copies c0, c;
   guint64 frames, dcopies, zero;
+  int fds0;
   FILE *f;
 
   gst_init (NULL, NULL);
   emu_up ();
+  clock_up ();
+  fds0 = pf_test_count_fds ();
   c0 = copies_now ();
   pipe = gst_parse_launch (desc, &err);
   CHECK_MSG (pipe != NULL, "%s: %s", desc, err ? err->message : "?");
@@ -220,6 +224,9 @@ producer_main (const char *path, int clients, const char *report)
   g_free (src);
   /* every frame back from every consumer, the segments gone */
   check_vmm_empty ("A");
+  if (report != NULL)
+    CHECK_MSG (pf_test_count_fds () == fds0, "A: fds %d, were %d",
+        pf_test_count_fds (), fds0);
   return 0;
 }
 
