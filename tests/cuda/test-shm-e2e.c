@@ -115,13 +115,20 @@ stat_u64 (GstElement * e, const gchar * field)
   return v;
 }
 
-static gboolean
-wraps (void)
+static guint
+gst_minor (void)
 {
   guint major, minor, micro, nano;
 
   gst_version (&major, &minor, &micro, &nano);
-  return minor >= 24;
+  return minor;
+}
+
+/* 1.24+: no device copy (the sink's exportable pool, the src's wrap) */
+static gboolean
+wraps (void)
+{
+  return gst_minor () >= 24;
 }
 
 static gchar *
@@ -201,10 +208,10 @@ producer_main (const char *path, int clients, const char *report)
   CHECK (gst_element_set_state (pipe, GST_STATE_NULL) ==
       GST_STATE_CHANGE_SUCCESS);
   c = copies_now ();
-  printf ("A (GStreamer 1.%d): frames %" G_GUINT64_FORMAT ", device-copies %"
+  printf ("A (GStreamer 1.%u): frames %" G_GUINT64_FORMAT ", device-copies %"
       G_GUINT64_FORMAT ", zero-copy-frames %" G_GUINT64_FORMAT ", copies "
       "%" G_GUINT64_FORMAT "; emulator: dtod %ld htod %ld dtoh %ld\n",
-      wraps ()? 26 : 22, frames, dcopies, zero, stat_u64 (s, "copies"),
+      gst_minor (), frames, dcopies, zero, stat_u64 (s, "copies"),
       c.dtod - c0.dtod, c.htod - c0.htod, c.dtoh - c0.dtoh);
   fflush (stdout);
   if (report != NULL) {
@@ -526,10 +533,12 @@ main (int argc, char **argv)
   dtod_total = report_get (rep[0], "dtod") + report_get (rep[1], "dtod") +
       report_get (rep[2], "dtod") + report_get (rep[3], "dtod");
   printf ("device-to-device copies in all four processes: %" G_GINT64_FORMAT
-      " for %ld frames (GStreamer %s): to B2 and C %ld per frame, to B1 %ld\n",
-      dtod_total, n, wraps ()? "1.24+" : "1.22",
+      " for %ld frames (GStreamer 1.%u): to B2 and C %ld per frame, to B1 "
+      "%ld; C: frames %ld dtod %ld htod %ld\n", dtod_total, n, gst_minor (),
       report_get (rep[0], "dtod") / n,
-      (report_get (rep[0], "dtod") + report_get (rep[1], "dtod")) / n);
+      (report_get (rep[0], "dtod") + report_get (rep[1], "dtod")) / n,
+      report_get (rep[3], "frames"), report_get (rep[3], "dtod"),
+      report_get (rep[3], "htod"));
 
   pf_test_remove_tree (dir);
   CHECK_MSG (pf_test_count_fds () == fds0, "fds %d, were %d",
