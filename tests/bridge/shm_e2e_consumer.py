@@ -2,14 +2,15 @@
 # GStreamer producer's device frames through DLPack.
 # Copyright (C) 2026 gst-pinnedflow developers
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Usage: shm_e2e_consumer.py SOCKET EXPECTED N WIDTH HEIGHT REPORT
+"""Usage: shm_e2e_consumer.py SOCKET EXPECTED N WIDTH HEIGHT FORMAT REPORT
 
 pinnedflow.Consumer(device=True, delivery="every-frame") on SOCKET: every
-frame must be in the device domain (device 0, RGBA WIDTH x HEIGHT); its
-DLPack capsule (kDLCUDA, device 0, shape [H, W, 4], the frame's device
-address) is read row by row at its strides (cuMemcpyDtoH on the driver
-stand-in) and compared with frame k of EXPECTED (N raw RGBA frames made
-by videotestsrc on the CPU). Then: N frames, no VMM handle, reservation
+frame must be in the device domain (device 0, FORMAT WIDTH x HEIGHT); its
+DLPack capsule (kDLCUDA, device 0; RGBA: shape [H, W, 4] at the frame's
+device address and row stride; NV12: the frame's bytes, 1-D, from its
+device address) is read (cuMemcpyDtoH on the driver stand-in) and each
+plane's rows, at the frame's offsets and strides, compared with frame k
+of EXPECTED (N raw frames made by videotestsrc on the CPU, planes packed). Then: N frames, no VMM handle, reservation
 or mapping left, no fd left. REPORT gets one line: "frames N dtod D htod
 U dtoh R" (the emulator's copies by direction in this process; R counts
 this script's own reads). Exit 0 pass, 1 fail (bridgetest)."""
@@ -22,39 +23,57 @@ from test_device_frames import Driver, decode_dlpack
 
 
 def main(argv):
-    bt.check(len(argv) == 7, __doc__)
-    path, raw, n, w, h, report = (argv[1], argv[2], int(argv[3]),
-                                  int(argv[4]), int(argv[5]), argv[6])
-    row = w * 4
+    bt.check(len(argv) == 8, __doc__)
+    path, raw, n, w, h, fmt, report = (argv[1], argv[2], int(argv[3]),
+                                       int(argv[4]), int(argv[5]), argv[6],
+                                       argv[7])
+    # (bytes a row, rows) of each plane
+    planes = [(w * 4, h)] if fmt == "RGBA" else [(w, h), (w, h // 2)]
+    size = sum(b * r for b, r in planes)
     with open(raw, "rb") as fh:
         exp = fh.read()
-    bt.check(len(exp) == n * row * h, "%d expected bytes" % len(exp))
+    bt.check(len(exp) == n * size, "%d expected bytes" % len(exp))
     drv = Driver()
     fds0 = bt.count_fds()
     q = drv.emu.pfemu_query
-    base = {k: q(k) for k in (b"copies.dtod", b"copies.htod",
+    c0 = {k: q(k) for k in (b"copies.dtod", b"copies.htod",
                               b"copies.dtoh")}
     cons = pinnedflow.Consumer(path, timeout_ms=20000, device=True,
                                delivery="every-frame")
     k = 0
     for f in cons:
         bt.check(f.domain == "device" and f.device == 0, repr(f))
-        bt.check(f.format == "RGBA" and f.width == w and f.height == h,
+        bt.check(f.format == fmt and f.width == w and f.height == h,
                  repr(f))
         cap = f.__dlpack__()
         data, dev, ndim, shape, strides, _, _, _ = decode_dlpack(cap, False)
-        bt.check(dev == (2, 0) and ndim == 3 and shape == [h, w, 4],
-                 "%r %d %r" % (dev, ndim, shape))
-        bt.check(strides[1:] == [4, 1] and strides[0] >= row,
-                 repr(strides))
-        bt.check(data == f.device_ptr + f.offsets[0],
-                 "DLPack data 0x%x, frame 0x%x + %d" %
-                 (data, f.device_ptr, f.offsets[0]))
-        got = drv.read(data, strides[0] * (h - 1) + row)
-        for r in range(h):
-            want = exp[(k * h + r) * row:(k * h + r + 1) * row]
-            bt.check(got[r * strides[0]:r * strides[0] + row] == want,
-                     "frame %d row %d differs" % (k + 1, r))
+        bt.check(dev == (2, 0), repr(dev))
+        if fmt == "RGBA":
+            bt.check(ndim == 3 and shape == [h, w, 4] and
+                     strides == [f.strides[0], 4, 1],
+                     "%d %r %r" % (ndim, shape, strides))
+            bt.check(data == f.device_ptr + f.offsets[0],
+                     "DLPack data 0x%x, frame 0x%x + %d" %
+                     (data, f.device_ptr, f.offsets[0]))
+            base = -f.offsets[0]
+        else:
+            bt.check(ndim == 1 and strides == [1] and shape[0] >= f.size,
+                     "%d %r %r" % (ndim, shape, strides))
+            bt.check(data == f.device_ptr, "DLPack data 0x%x, frame 0x%x" %
+                     (data, f.device_ptr))
+            base = 0
+        got = drv.read(data, f.size + base)
+        e = k * size
+        for p, (rb, rows) in enumerate(planes):
+            off, stride = f.offsets[p] + base, f.strides[p]
+            bt.check(stride >= rb and off + stride * (rows - 1) + rb <=
+                     len(got), "plane %d: offset %d stride %d size %d" %
+                     (p, off, stride, len(got)))
+            for r in range(rows):
+                bt.check(got[off + r * stride:off + r * stride + rb] ==
+                         exp[e + r * rb:e + (r + 1) * rb],
+                         "frame %d plane %d row %d differs" % (k + 1, p, r))
+            e += rows * rb
         del cap
         f.release()
         k += 1
@@ -67,9 +86,9 @@ def main(argv):
              (bt.count_fds(), fds0))
     with open(report, "w") as fh:
         fh.write("frames %d dtod %d htod %d dtoh %d\n" % (
-            k, q(b"copies.dtod") - base[b"copies.dtod"],
-            q(b"copies.htod") - base[b"copies.htod"],
-            q(b"copies.dtoh") - base[b"copies.dtoh"]))
+            k, q(b"copies.dtod") - c0[b"copies.dtod"],
+            q(b"copies.htod") - c0[b"copies.htod"],
+            q(b"copies.dtoh") - c0[b"copies.dtoh"]))
     print("python: %d device frames through DLPack, byte-exact" % k)
     return 0
 

@@ -63,6 +63,9 @@
 #define N_FRAMES 20
 
 static long (*emu_query) (const char *);
+/* the run's format (RGBA, NV12) and its planes */
+static const char *format = "RGBA";
+static guint n_planes = 1;
 
 static void
 emu_up (void)
@@ -135,8 +138,8 @@ static gchar *
 source_desc (void)
 {
   return g_strdup_printf ("videotestsrc num-buffers=%d pattern=ball ! "
-      "video/x-raw,format=RGBA,width=%d,height=%d,framerate=30/1", N_FRAMES,
-      W, H);
+      "video/x-raw,format=%s,width=%d,height=%d,framerate=30/1", N_FRAMES,
+      format, W, H);
 }
 
 /* The emulator's copies by direction in this process, from @base. */
@@ -245,6 +248,7 @@ check_frame (GstSample * sample, GstBuffer * want_buf, guint64 seq,
 {
   GstVideoInfo info;
   GstVideoFrame frame, want;
+  guint p;
   gsize r;
 
   CHECK (gst_video_info_from_caps (&info, gst_sample_get_caps (sample)));
@@ -253,13 +257,20 @@ check_frame (GstSample * sample, GstBuffer * want_buf, guint64 seq,
   CHECK (gst_video_frame_map (&frame, &info, gst_sample_get_buffer (sample),
           GST_MAP_READ));
   CHECK (gst_video_frame_map (&want, &info, want_buf, GST_MAP_READ));
-  for (r = 0; r < H; r++)
-    CHECK_MSG (memcmp ((const guint8 *) GST_VIDEO_FRAME_PLANE_DATA (&frame,
-                0) + r * GST_VIDEO_FRAME_PLANE_STRIDE (&frame, 0),
-            (const guint8 *) GST_VIDEO_FRAME_PLANE_DATA (&want, 0) +
-            r * GST_VIDEO_FRAME_PLANE_STRIDE (&want, 0), W * 4) == 0,
-        "%s: frame %" G_GUINT64_FORMAT " row %" G_GSIZE_FORMAT " differs",
-        who, seq, r);
+  CHECK_INT (GST_VIDEO_FRAME_N_PLANES (&frame), ==, n_planes);
+  for (p = 0; p < n_planes; p++) {
+    gsize rows = GST_VIDEO_FRAME_COMP_HEIGHT (&frame, p);
+    gsize bytes = GST_VIDEO_FRAME_COMP_WIDTH (&frame, p) *
+        GST_VIDEO_FRAME_COMP_PSTRIDE (&frame, p);
+
+    for (r = 0; r < rows; r++)
+      CHECK_MSG (memcmp ((const guint8 *) GST_VIDEO_FRAME_PLANE_DATA (&frame,
+                  p) + r * GST_VIDEO_FRAME_PLANE_STRIDE (&frame, p),
+              (const guint8 *) GST_VIDEO_FRAME_PLANE_DATA (&want, p) +
+              r * GST_VIDEO_FRAME_PLANE_STRIDE (&want, p), bytes) == 0,
+          "%s: frame %" G_GUINT64_FORMAT " plane %u row %" G_GSIZE_FORMAT
+          " differs", who, seq, p, r);
+  }
   gst_video_frame_unmap (&want);
   gst_video_frame_unmap (&frame);
 }
@@ -421,10 +432,15 @@ main (int argc, char **argv)
 
   if (argc == 4 && strcmp (argv[1], "produce") == 0)
     return producer_main (argv[2], atoi (argv[3]), NULL);
-  if (argc != 3) {
-    fprintf (stderr, "usage: %s PYTHON CONSUMER_PY, or %s produce SOCKET "
-        "CLIENTS\n", argv[0], argv[0]);
+  if (argc != 4 || (strcmp (argv[1], "rgba") != 0
+          && strcmp (argv[1], "nv12") != 0)) {
+    fprintf (stderr, "usage: %s rgba|nv12 PYTHON CONSUMER_PY, or %s "
+        "produce SOCKET CLIENTS\n", argv[0], argv[0]);
     return 2;
+  }
+  if (strcmp (argv[1], "nv12") == 0) {
+    format = "NV12";
+    n_planes = 2;
   }
   CHECK_MSG (getenv ("PFEMU_VMM") != NULL, "run with PFEMU_VMM=1 (meson)");
   gst_init (&argc, &argv);
@@ -481,8 +497,8 @@ main (int argc, char **argv)
     gchar *nstr = g_strdup_printf ("%d", N_FRAMES);
     gchar *wstr = g_strdup_printf ("%d", W);
     gchar *hstr = g_strdup_printf ("%d", H);
-    gchar *pargv[] = { argv[1], argv[2], path, raw, nstr, wstr, hstr,
-      rep[3], NULL
+    gchar *pargv[] = { argv[2], argv[3], path, raw, nstr, wstr, hstr,
+      (gchar *) format, rep[3], NULL
     };
 
     CHECK_MSG (g_spawn_sync (NULL, pargv, NULL, G_SPAWN_DEFAULT, NULL, NULL,
@@ -508,7 +524,7 @@ main (int argc, char **argv)
   CHECK_INT (report_get (rep[2], "device-frames"), ==, n);
   CHECK_INT (report_get (rep[3], "frames"), ==, n);
   /* A: the uploads only; no host frame made for anyone */
-  CHECK_INT (report_get (rep[0], "htod"), ==, n);
+  CHECK_INT (report_get (rep[0], "htod"), ==, n * n_planes);
   CHECK_INT (report_get (rep[0], "dtoh"), ==, 0);
   /* the sink's copies (any kind): its device copies only */
   CHECK_INT (report_get (rep[0], "copies"), ==,
@@ -520,12 +536,13 @@ main (int argc, char **argv)
   want = wraps ()? 0 : n;
   /* A: the sink's one copy on 1.22, none on 1.24+ */
   CHECK_INT (report_get (rep[0], "device-copies"), ==, want);
-  CHECK_INT (report_get (rep[0], "dtod"), ==, want);
+  /* the emulator counts a copy per plane */
+  CHECK_INT (report_get (rep[0], "dtod"), ==, want * n_planes);
   CHECK_INT (report_get (rep[0], "zero-copy-frames"), ==, n - want);
   /* B1: the src's own counted copy on 1.22 (into a GstCudaBufferPool),
    * wrapped with none on 1.24+ */
   CHECK_INT (report_get (rep[1], "device-copies"), ==, want);
-  CHECK_INT (report_get (rep[1], "dtod"), ==, want);
+  CHECK_INT (report_get (rep[1], "dtod"), ==, want * n_planes);
   /* B2, C: none */
   CHECK_INT (report_get (rep[2], "device-copies"), ==, 0);
   CHECK_INT (report_get (rep[2], "dtod"), ==, 0);
@@ -533,10 +550,12 @@ main (int argc, char **argv)
   dtod_total = report_get (rep[0], "dtod") + report_get (rep[1], "dtod") +
       report_get (rep[2], "dtod") + report_get (rep[3], "dtod");
   printf ("device-to-device copies in all four processes: %" G_GINT64_FORMAT
-      " for %ld frames (GStreamer 1.%u): to B2 and C %ld per frame, to B1 "
-      "%ld; C: frames %ld dtod %ld htod %ld\n", dtod_total, n, gst_minor (),
-      report_get (rep[0], "dtod") / n,
-      (report_get (rep[0], "dtod") + report_get (rep[1], "dtod")) / n,
+      " (%s, %u plane copies a frame) for %ld frames (GStreamer 1.%u): to "
+      "B2 and C %ld frame copies per frame, to B1 %ld; C: frames %ld dtod %ld "
+      "htod %ld\n", dtod_total, format, n_planes, n, gst_minor (),
+      report_get (rep[0], "dtod") / n / n_planes,
+      (report_get (rep[0], "dtod") + report_get (rep[1], "dtod")) / n /
+      n_planes,
       report_get (rep[3], "frames"), report_get (rep[3], "dtod"),
       report_get (rep[3], "htod"));
 
