@@ -3,16 +3,17 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- *   test-shm-e2e PYTHON CONSUMER_PY   (the one run)
- *   test-shm-e2e produce SOCKET CLIENTS   (process A alone, for the docs)
+ *   test-shm-e2e rgba|nv12 PYTHON CONSUMER_PY   (the one run, in a format)
+ *   test-shm-e2e produce SOCKET CLIENTS   (process A alone, RGBA)
  *
  * Run with the emulators' environment, PFEMU_VMM=1 and the Python bridge
- * on PYTHONPATH (meson: tests/bridge/meson.build, shm-e2e). Exit 0 pass,
+ * on PYTHONPATH (meson: tests/bridge/meson.build, shm-e2e and
+ * shm-e2e-nv12). Exit 0 pass,
  * 77 skip (nvcodec's cudaupload or cudadownload not registered).
  *
  * In one run, four processes (forked before anything touches CUDA; the
  * emulator enforces CUDA's fork rule), on one socket:
- *   A: videotestsrc pattern=ball ! RGBA 64x48 ! cudaupload !
+ *   A: videotestsrc pattern=ball ! RGBA (or NV12) 64x48 ! cudaupload !
  *      video/x-raw(memory:CUDAMemory) ! pinnedshmsink min-clients=3
  *      (nvcodec's cudaupload: the emulators' stand-in for nvh264dec's
  *      device output);
@@ -26,7 +27,8 @@
  * device-frames 20; C: the device domain). Each process reports its
  * element stats and the emulator's copies by direction (pfemu_query
  * copies.dtod/htod/dtoh, counted from before its pipeline) into a file;
- * this process checks them against the version's copy budget:
+ * this process checks them against the version's copy budget (in frame
+ * copies; the emulator counts one per plane: NV12 doubles its counts):
  *   A: device-copies 20 and 20 device-to-device copies on 1.22 (the
  *      GstCudaMemory copied into the sink's device segment), 0 and
  *      zero-copy-frames 20 on 1.24+ (cudaupload wrote into the sink's
