@@ -166,13 +166,16 @@ pack () {
       find "$tmp/bin" "$tmp/libexec" "$tmp/lib" -type f -exec ldd {} \;) |
     awk '$2 == "=>" { print $1, $3 } $2 ~ /^\(/ { print $1, "" }' | sort -u)
   [ $missing -eq 0 ] || die "pack: unresolved libraries (see above)"
-  # gpu-kit/devseg.c against the build's libpinnedflow (rpath: the kit's)
-  cc -std=gnu11 -O2 -Wall -Wextra -Wno-unused-parameter -Wshadow -Wformat=2 \
-    -Wmissing-prototypes -Werror -I"$b/lib/pinnedflow/include" \
-    -o "$tmp/bin/gpukit-devseg" "$here/gpu-kit/devseg.c" \
-    -L"$b/lib/pinnedflow" -lpinnedflow -ldl \
-    -Wl,-rpath,'$ORIGIN/../build/lib/pinnedflow' ||
-    die "building gpukit-devseg failed"
+  # gpu-kit/devseg.c and domains.c (with kitcu.h) against the build's
+  # libpinnedflow (rpath: the kit's)
+  for f in devseg domains; do
+    cc -std=gnu11 -O2 -Wall -Wextra -Wno-unused-parameter -Wshadow \
+      -Wformat=2 -Wmissing-prototypes -Werror -I"$b/lib/pinnedflow/include" \
+      -o "$tmp/bin/gpukit-$f" "$here/gpu-kit/$f.c" \
+      -L"$b/lib/pinnedflow" -lpinnedflow -ldl \
+      -Wl,-rpath,'$ORIGIN/../build/lib/pinnedflow' ||
+      die "building gpukit-$f failed"
+  done
   # symbols only the debugger needs
   find "$tmp/build" "$tmp/bin" -type f -exec strip --strip-unneeded {} \;
   find "$tmp/lib" "$tmp/lib-fallback" "$tmp/libexec" -type f \
@@ -184,8 +187,8 @@ pack () {
   cp "$here/gpu-kit.sh" "$tmp/gpu-kit.sh"
   cp "$here/gpu-kit/frames.py" "$here/gpu-kit/device.c" \
     "$here/gpu-kit/tensor.sh" "$here/gpu-kit/devseg.sh" \
-    "$here/gpu-kit/devseg.c" "$here/gpu-kit/devframes.py" \
-    "$here/gpu-kit/ipc.sh" "$tmp/gpu-kit/"
+    "$here/gpu-kit/devseg.c" "$here/gpu-kit/domains.c" "$here/gpu-kit/kitcu.h" \
+    "$here/gpu-kit/devframes.py" "$here/gpu-kit/ipc.sh" "$tmp/gpu-kit/"
   # issue 33's example and its two helpers (the tensor-* steps)
   mkdir -p "$tmp/examples"
   cp "$top"/bridge/examples/{tensor_app.py,gst_ctypes.py,cudart_tensor.py} \
@@ -719,7 +722,8 @@ run () {
   export -f line_buffered run_device run_upload_emulated run_upload_real \
     run_cuda run_gst_runtime run_nvcodec run_interop_126 run_nvh264enc run_frames \
     run_dora run_cuda_bench run_tensor gst126_usable run_devseg devseg_note \
-    run_devframes devseg_summary run_ipc_compare ipc_cpu_ms
+    run_devframes devseg_summary run_ipc_compare ipc_cpu_ms run_domains \
+    domains_note
 
   # GStreamer and the project from the kit only; registry in the results
   local ld="$B/lib/pinnedflow:$kit/lib"
@@ -804,10 +808,11 @@ print(":".join(p for p in sys.path if p and os.path.isdir(p)))' 2>/dev/null)
     record "$n" "$s" "$STEP_SECS" "$why"
   done
   # issue 32's device segments between processes, C then Python with
-  # torch (a few seconds; no GPU has run them yet)
+  # torch, then one copy per domain (a few seconds; no GPU has run them yet)
   env_for driver
   step device-segments 30 run_devseg
   step device-frames-torch 60 run_devframes
+  step domains 30 run_domains
   # issue 33's example, camera process -> appsink -> tensor -> appsrc
   # (one row per backend and GStreamer)
   if [ "$mode" = emulator ]; then

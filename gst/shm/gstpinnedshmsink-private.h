@@ -61,6 +61,7 @@ G_BEGIN_DECLS GST_DEBUG_CATEGORY_EXTERN (gst_pinned_shm_sink_debug);
 #define GST_PINNED_SHM_SINK_MAX_SLOTS 64
 typedef struct _GstPinnedShmSinkDevice GstPinnedShmSinkDevice;
 typedef struct _GstPinnedShmSinkDomains GstPinnedShmSinkDomains;
+
 struct _GstPinnedShmSinkDevice
 {
   gint refcount;
@@ -190,7 +191,6 @@ G_GNUC_INTERNAL
     GstBuffer * gst_pinned_shm_sink_device_copy (GstPinnedShmSink * self,
     GstBuffer * buf, pf_producer_frame * frame, pf_segment ** segs,
     GstFlowReturn * ret);
-G_GNUC_INTERNAL void gst_pinned_shm_sink_device_stop (GstPinnedShmSink * self);
 G_GNUC_INTERNAL
 void gst_pinned_shm_sink_device_stop (GstPinnedShmSink * self);
 /* gstpinnedshmsinkcudapool.c: ALLOCATION for memory:PinnedflowCUDA in

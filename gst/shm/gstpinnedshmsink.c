@@ -424,7 +424,7 @@ gst_pinned_shm_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
 {
   GstPinnedShmSink *self = GST_PINNED_SHM_SINK (bsink);
   GstCaps *wire;
-  gchar *str;
+  gchar *str, *host_str = NULL;
   int err;
 
   GST_DEBUG_OBJECT (self, "caps %" GST_PTR_FORMAT, caps);
@@ -440,23 +440,37 @@ gst_pinned_shm_sink_set_caps (GstBaseSink * bsink, GstCaps * caps)
 
   /* consumers map the segment: memory:DMABuf is system memory to them;
    * device memory stays device memory where it is sent as device frames */
-  if (gst_pinned_shm_sink_device_set_caps (self, caps))
+  if (gst_pinned_shm_sink_device_set_caps (self, caps)) {
     wire = gst_caps_ref (caps);
-  else
+    /* a device stream: with copies per domain its host consumers get host
+     * frames (one download each, gstpinnedshmsinkdomains.c), so they are
+     * told the caps of those, without the memory feature */
+    if (g_atomic_int_get (&self->domains)) {
+      GstCaps *host = gst_pinned_shm_sink_wire_caps (caps,
+          self->is_video ? &self->vinfo : NULL);
+
+      host_str = gst_caps_to_string (host);
+      gst_caps_unref (host);
+    }
+  } else {
     wire = gst_pinned_shm_sink_wire_caps (caps,
         self->is_video ? &self->vinfo : NULL);
+  }
   str = gst_caps_to_string (wire);
   gst_caps_unref (wire);
   g_mutex_lock (&self->lock);
-  err = self->producer ? pf_producer_set_caps (self->producer, str) : -EPIPE;
+  err = self->producer ? pf_producer_set_caps_full (self->producer, str,
+      host_str) : -EPIPE;
   g_mutex_unlock (&self->lock);
   if (err < 0) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Could not publish caps"),
-        ("pf_producer_set_caps (%s): %s", str, g_strerror (-err)));
+        ("pf_producer_set_caps_full (%s): %s", str, g_strerror (-err)));
     g_free (str);
+    g_free (host_str);
     return FALSE;
   }
   g_free (str);
+  g_free (host_str);
   return TRUE;
 }
 
@@ -787,10 +801,10 @@ gst_pinned_shm_sink_class_init (GstPinnedShmSinkClass * klass)
    * (gboolean), held and bytes; and the copies per domain
    * (#GstPinnedShmSink:domains): domains-wanted (guint), domain-frames,
    * domain-uploads, domain-unreachable, domain-device-bytes,
-   * domain-downloads, domain-download-bytes, domain-host-no-slot,
-   * domain-host-bytes (guint64) and domains, an array of structures with
-   * uuid, ordinal, slots, free-slots, uploads, bytes, device-bytes,
-   * no-slot.
+   * domain-downloads, domain-peer-copies, domain-download-bytes,
+   * domain-host-no-slot, domain-host-bytes (guint64) and domains, an array
+   * of structures with uuid, ordinal, slots, free-slots, uploads, bytes,
+   * device-bytes, no-slot, peer-copies, waits.
    */
   properties[PROP_STATS] = g_param_spec_boxed ("stats", "Statistics",
       "Counters: frames, bytes, zero-copy-frames, copies, drops, in-flight, "

@@ -15,8 +15,10 @@
  *   with consumers in the host domain (those that did not ask for device
  *   segments or named another device; one that asked and named none takes
  *   the device frame, as before): one download per frame
- *   into a pinned host pool, published as the host variant (today's sink
- *   sends them nothing: they skip device frames).
+ *   into a pinned host pool, published as the host variant (without it
+ *   they get nothing: they skip device frames); with consumers that named
+ *   another device of this process, one peer copy per frame into a device
+ *   pool there (cuMemcpyPeer), published as that device's variant.
  * Nothing is copied into a domain nobody asked for. The copier is made at
  * the first frame that needs it, so a sink whose consumers never name a
  * device never loads CUDA; where CUDA is not usable here (no driver, cuInit
@@ -204,8 +206,7 @@ publish_variants (pf_producer * producer, pf_producer_variant * v,
   /* consumers of device segments that named no domain (pinnedshmsrc
    * device-frames before it sends a DOMAIN): the device frame of a device
    * stream, as before; the host frame of a host stream, as before */
-  res = pf_producer_publish_domains_full (producer, v, n, mine == 1 ? 1 : 0,
-      sent);
+  res = pf_producer_publish_domains_full (producer, v, n, mine, sent);
   for (i = 0; i < n; i++) {
     if (i == mine) {
       if (res > 0 && sent[i] == 0)
@@ -235,21 +236,25 @@ gst_pinned_shm_sink_domains_publish (GstPinnedShmSink * self,
     return pf_producer_publish (producer, frame, segs, token);
 
   if (self->device_mode) {
-    /* a device stream: its host variant first, when someone wants it */
+    unsigned int n_host = 0, k;
+
+    /* a device stream: its host variant first, when someone wants it,
+     * then the frame, then its copies on other devices */
     if (pf_segment_get_device (segs[0]) == NULL ||
         pf_producer_get_n_clients (producer) == 0 ||
         (h = get_holder (self, size, segs[0])) == NULL ||
-        pf_domains_download (h->ds, producer, frame,
-            pf_device_segment_get_ptr (segs[0]) + frame->chunks[0].offset,
-            &frames[0], &vsegs[0], &tokens[0]) != 1)
+        (n = pf_domains_copy_device (h->ds, producer, frame,
+                pf_device_segment_get_ptr (segs[0]) +
+                frame->chunks[0].offset, frames, vsegs, tokens,
+                PF_PRODUCER_MAX_VARIANTS - 1, &n_host)) == 0)
       return pf_producer_publish (producer, frame, segs, token);
-    v[0].frame = &frames[0];
-    v[0].segments = &vsegs[0];
-    v[0].token = variant_token (h, tokens[0]);
-    v[1].frame = frame;
-    v[1].segments = segs;
-    v[1].token = token;
-    return publish_variants (producer, v, 2, 1);
+    for (i = 0; i <= n; i++) {
+      k = i < n_host ? i : i - 1;
+      v[i].frame = i == n_host ? frame : &frames[k];
+      v[i].segments = i == n_host ? segs : &vsegs[k];
+      v[i].token = i == n_host ? (void *) token : variant_token (h, tokens[k]);
+    }
+    return publish_variants (producer, v, n + 1, n_host);
   }
 
   /* a host stream: a device variant per device its consumers named */
@@ -321,7 +326,9 @@ gst_pinned_shm_sink_domains_add_stats (GstPinnedShmSink * self,
             "uploads", G_TYPE_UINT64, d->uploads,
             "bytes", G_TYPE_UINT64, d->bytes,
             "device-bytes", G_TYPE_UINT64, d->device_bytes,
-            "no-slot", G_TYPE_UINT64, d->no_slot, NULL));
+            "no-slot", G_TYPE_UINT64, d->no_slot,
+            "peer-copies", G_TYPE_UINT64, d->peer_copies,
+            "waits", G_TYPE_UINT64, d->waits, NULL));
     gst_value_array_append_and_take_value (&arr, &v);
   }
   gst_structure_set (s,
@@ -330,6 +337,7 @@ gst_pinned_shm_sink_domains_add_stats (GstPinnedShmSink * self,
       "domain-uploads", G_TYPE_UINT64, st.uploads,
       "domain-unreachable", G_TYPE_UINT64, st.unreachable,
       "domain-downloads", G_TYPE_UINT64, st.downloads,
+      "domain-peer-copies", G_TYPE_UINT64, st.peer_copies,
       "domain-download-bytes", G_TYPE_UINT64, st.download_bytes,
       "domain-host-no-slot", G_TYPE_UINT64, st.host_no_slot,
       "domain-host-bytes", G_TYPE_UINT64, st.host_bytes,

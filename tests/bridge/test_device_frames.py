@@ -515,6 +515,8 @@ def case_download():
         gc.collect()
         bt.check(pinnedflow.live_segments() == 0)
         bt.check(drv.vmm_live() == (0, 0, 0), repr(drv.vmm_live()))
+
+
 def case_gst_sink():
     gw, gh, gn = 64, 48, 20
     row = gw * 4
@@ -570,9 +572,87 @@ def case_gst_sink():
              (bt.count_fds(), fds0))
 
 
+def case_peer():
+    # two devices in this process (before the driver stand-in is loaded)
+    os.environ["PFEMU_DEVICE_COUNT"] = "2"
+    drv = Driver()
+    d = drv.d
+    ctx1 = ctypes.c_void_p()
+    popped = ctypes.c_void_p()
+    with bt.Env() as env:
+        path = env.path("peer.sock")
+        prod = pinnedflow.Producer(path, slot_size=FRAME, n_slots=3,
+                                   device=0)
+        prod.set_video("RGBA", W, H)
+        prod.enable_domains()
+        far = pinnedflow.Consumer(path, timeout_ms=5000, device=True)
+        near = pinnedflow.Consumer(path, timeout_ms=5000, device=True)
+        far.set_domain(1)
+        near.set_domain(0)
+        prod.wait_clients(2, 5000)
+        for _ in range(5000):
+            if len(prod.device_domains) == 2:
+                break
+            time.sleep(0.001)
+        bt.check(sorted(prod.device_domains) ==
+                 [(b"pfemu-device-000", 1), (b"pfemu-device-001", 1)],
+                 repr(prod.device_domains))
+        peer = b"calls.cuMemcpyPeer"
+        dtoh = b"calls.cuMemcpyDtoH_v2"
+        peer0 = drv.emu.pfemu_query(peer)
+        dtoh0 = drv.emu.pfemu_query(dtoh)
+        for k in range(1, N + 1):
+            with prod.loan(5000) as loan:
+                drv.write(loan.device_ptr, pattern(k).tobytes())
+                bt.check(loan.publish(pts=k, stream=1) == 2)
+            bt.check(drv.emu.pfemu_query(peer) - peer0 == k, "peer copies")
+            f = near.next(5000)
+            bt.check(f.domain == "device" and f.pts == k and f.device == 0,
+                     repr(f))
+            got = numpy.frombuffer(drv.read(f.device_ptr, FRAME),
+                                   dtype=numpy.uint8)
+            bt.check((got == pattern(k)).all(), "frame %d: device 0" % k)
+            f.release()
+            g = far.next(5000)
+            bt.check(g.domain == "device" and g.pts == k and g.device == 1,
+                     repr(g))
+            # read on device 1 (its mapping is device 1's only)
+            bt.check(d.cuCtxCreate_v2(ctypes.byref(ctx1), 0, 1) == 0)
+            got = numpy.frombuffer(drv.read(g.device_ptr, FRAME),
+                                   dtype=numpy.uint8)
+            bt.check(d.cuCtxPopCurrent_v2(ctypes.byref(popped)) == 0)
+            bt.check(d.cuCtxDestroy_v2(ctx1) == 0)
+            bt.check((got == pattern(k)).all(), "frame %d: device 1" % k)
+            g.release()
+        # no download: the only device-to-host copies are this test's reads
+        bt.check(drv.emu.pfemu_query(dtoh) - dtoh0 == 2 * N, "downloads")
+        prod.wait_idle(5000)
+        st = prod.domain_stats
+        dom = st["domains"]
+        bt.check(st["frames"] == N and st["peer_copies"] == N and
+                 st["downloads"] == 0 and st["uploads"] == 0 and
+                 len(dom) == 1 and dom[0]["ordinal"] == 1 and
+                 dom[0]["peer_copies"] == N and dom[0]["no_slot"] == 0 and
+                 dom[0]["bytes"] == N * FRAME, st)
+        for _ in range(5000):
+            dom = prod.domain_stats["domains"]
+            if dom[0]["free_slots"] == dom[0]["slots"]:
+                break
+            time.sleep(0.001)
+        bt.check(dom[0]["free_slots"] == dom[0]["slots"], "device 1 slots")
+        far.close()
+        near.close()
+        prod.close()
+        del prod, loan, f, g
+        gc.collect()
+        bt.check(pinnedflow.live_segments() == 0)
+        bt.check(drv.vmm_live() == (0, 0, 0), repr(drv.vmm_live()))
+
+
 if __name__ == "__main__":
     sys.exit(bt.run_cases({"consume": case_consume, "produce": case_produce,
                            "novmm": case_novmm, "host": case_host,
                            "domains": case_domains,
                            "download": case_download,
-                           "gst-sink": case_gst_sink}))
+                           "gst-sink": case_gst_sink,
+                           "peer": case_peer}))

@@ -826,6 +826,50 @@ cuMemcpy (CUdeviceptr dst, CUdeviceptr src, size_t bytes)
   CALL ("cuMemcpy", CTX, copy1d (PTR (dst), PTR (src), bytes, 4, NULL, 0));
 }
 
+/* cuMemcpyPeer: @bytes of device memory of @src_ctx's device into
+ * @dst_ctx's device, complete when it returns. As strict as a GPU's MMU:
+ * the source is read as @src_ctx's device and the destination written as
+ * @dst_ctx's (a mapping without that device's access faults: 700,
+ * sticky), so a plain cuMemcpyDtoD between two devices' mappings fails
+ * where this works. Staged through host memory, as a copy between devices
+ * without peer access is. */
+static int
+copy_peer (CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
+    CUcontext src_ctx, size_t bytes)
+{
+  void *stage, *popped;
+  int err;
+
+  if (!dst_ctx || !src_ctx ||
+      pfemu_core_PointerMemoryType (PTR (dst)) != CU_MEMORYTYPE_DEVICE ||
+      pfemu_core_PointerMemoryType (PTR (src)) != CU_MEMORYTYPE_DEVICE)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (bytes == 0)
+    return CUDA_SUCCESS;
+  if (!(stage = malloc (bytes)))
+    return 2;                   /* CUDA_ERROR_OUT_OF_MEMORY */
+  if ((err = pfemu_core_CtxPushCurrent (src_ctx)) != 0)
+    goto out;
+  err = pfemu_core_Memcpy2D (stage, bytes, PTR (src), bytes, bytes, 1, 2);
+  pfemu_core_CtxPopCurrent (&popped);
+  if (err != 0 || (err = pfemu_core_CtxPushCurrent (dst_ctx)) != 0)
+    goto out;
+  err = pfemu_core_Memcpy2D (PTR (dst), bytes, stage, bytes, bytes, 1, 1);
+  if (err == 0)
+    err = pfemu_core_CtxSynchronize (); /* the staged half has landed */
+  pfemu_core_CtxPopCurrent (&popped);
+out:
+  free (stage);
+  return err;
+}
+
+EXPORT CUresult
+cuMemcpyPeer (CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
+    CUcontext src_ctx, size_t bytes)
+{
+  CALL ("cuMemcpyPeer", NOCTX, copy_peer (dst, dst_ctx, src, src_ctx, bytes));
+}
+
 EXPORT CUresult
 cuMemcpyAsync (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s)
 {

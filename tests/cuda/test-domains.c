@@ -3,12 +3,13 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- *   test-domains copy|off|far|rules|download|download-none
+ *   test-domains copy|off|far|download|download-none|peer|peer-host
  *   test-domains bench on|off N     (bench/domains: prints the counts)
  *   test-domains mixed on|off N     (bench/domains/mixed.sh)
  *
  * Run with the emulators' environment and PFEMU_VMM=1 (meson:
- * emu_vmm_env). Consumer processes are forked before anything in the
+ * emu_vmm_env). The transport's and the copier's rules, in one process, are
+ * test-domains-rules.c's. Consumer processes are forked before anything in the
  * parent touches CUDA (the emulator enforces CUDA's fork rule).
  *
  * copy: a host node producer with domains enabled
@@ -24,16 +25,6 @@
  * off: the same without pf_node_producer_enable_domains(): no upload in
  *   the producer, the device consumers get host frames (they would upload
  *   themselves, as before).
- * rules: the transport's side, in one process: pf_consumer_set_domain()'s
- *   refusals, pf_producer_get_device_domains(), a DOMAIN from a consumer
- *   that did not ask for device segments or with flags set ends that
- *   connection (-EPROTO) and nobody else's, pf_producer_publish_domains()'s
- *   refusals (a device variant in host memory, two variants on one device,
- *   no variant, too many) with the reason, and a frame in two domains: the
- *   consumer of device 0 gets the device variant, the other the host one,
- *   each variant's token back once its consumer let go of it;
- *   pf_producer_get_host_domain_clients(); the copier's (pf-domains.h)
- *   refusals, and one download in process, its slot back on release.
  * far: a device consumer whose process has two devices asks for device 1,
  *   which the producer's process (one device) cannot reach: it gets host
  *   frames, the producer counts the domain unreachable and copies nothing;
@@ -52,6 +43,18 @@
  *   its device and one that asked for device frames but named no domain
  *   (it gets the device frame, as before domains): no download, no host
  *   pool made.
+ * peer: a device producer on device 0 of a two-device process, two
+ *   consumer processes (two devices each) that name device 1 and one that
+ *   names device 0: each frame is copied once into device 1
+ *   (cuMemcpyPeer: the producer's stats and the emulator's count in its
+ *   process agree, N frames, N copies; the emulator checks each side
+ *   against its own device's access, so a cuMemcpyDtoD across the two
+ *   would fault), the consumers of device 1 read it there byte-exact,
+ *   the consumer of device 0 the producer's own frame; no download, no
+ *   copy in any consumer; every frame back on both pools; nothing left.
+ * peer-host: the same producer, one consumer of device 1, one of device 0
+ *   and a host one: one peer copy and one download per frame, published
+ *   together, each consumer byte-exact in its domain.
  */
 #include <pinnedflow/pf-device-segment.h>
 #include <pinnedflow/pf-node-cuda.h>
@@ -101,6 +104,11 @@ static struct shared
 static int dev_producer;
 /* Consumers of device segments that name no domain, added to a run. */
 static int n_undeclared;
+/* Consumers of device 1 of two, added to a run (a device producer's peer
+ * copies; the producer's process then has two devices too). */
+static int n_peer;
+/* The emulator's count of cuMemcpyPeer in the producer's process, a run's. */
+static long producer_peer_calls;
 /* The device memory of this run's producer's pool (a device producer). */
 static uint64_t producer_device_bytes;
 
@@ -176,6 +184,10 @@ enum
                                  * frames, each downloaded here (what a CPU
                                  * consumer of a device stream does without
                                  * domains) */
+  PEER,                         /* device 1 of two, a device producer on
+                                 * device 0 with two too: device frames on
+                                 * device 1 expected (the producer's peer
+                                 * copy) */
 };
 
 static int
@@ -188,10 +200,10 @@ consumer_main (const char *path, int mode, int n_frames)
   int fds0, seen = 0, res;
 
   CHECK (want && got);
-  if (mode == FAR)
+  if (mode == FAR || mode == PEER)
     setenv ("PFEMU_DEVICE_COUNT", "2", 1);      /* this process: 2 devices */
   if (mode != HOST)
-    cuda_up (mode == FAR ? 1 : 0);
+    cuda_up (mode == FAR || mode == PEER ? 1 : 0);
   fds0 = pf_test_count_fds ();
   res = pf_node_consumer_new_full (path, 20000, PF_DELIVERY_EVERY_FRAME,
       mode == HOST ? 0 : PF_NODE_CONSUMER_DEVICE, &c);
@@ -210,7 +222,8 @@ consumer_main (const char *path, int mode, int n_frames)
   } else if (mode != HOST_DOWNLOADING) {
     CHECK_INT (pf_node_consumer_set_domain (c, -1), ==, -EINVAL);
     CHECK_INT (pf_node_consumer_set_domain (c, 7), ==, -ENODEV);
-    CHECK_INT (pf_node_consumer_set_domain (c, mode == FAR ? 1 : 0), ==, 0);
+    CHECK_INT (pf_node_consumer_set_domain (c, mode == FAR || mode == PEER ?
+            1 : 0), ==, 0);
   }
   for (;;) {
     res = pf_node_consumer_next (c, 20000, &f);
@@ -222,12 +235,12 @@ consumer_main (const char *path, int mode, int n_frames)
     CHECK_INT (f->pts, ==, (uint64_t) seen);    /* every frame, in order */
     CHECK_INT (f->size, ==, FRAME_BYTES);
     pattern (want, FRAME_BYTES, f->pts);
-    if (mode == DEVICE || mode == HOST_DOWNLOADING) {
+    if (mode == DEVICE || mode == HOST_DOWNLOADING || mode == PEER) {
       pf_node_device_info dev;
 
       CHECK_INT (f->domain, ==, PF_NODE_DOMAIN_DEVICE);
       CHECK_INT (pf_node_frame_get_device (f, &dev), ==, 0);
-      CHECK_INT (dev.ordinal, ==, 0);
+      CHECK_INT (dev.ordinal, ==, mode == PEER ? 1 : 0);
       memset (got, 0, FRAME_BYTES);
       CHECK_INT (cuMemcpyDtoH (got, dev.ptr, FRAME_BYTES), ==, 0);
       CHECK_MSG (memcmp (want, got, FRAME_BYTES) == 0, "frame %d: device "
@@ -256,12 +269,14 @@ consumer_main (const char *path, int mode, int n_frames)
     CHECK_INT (pf_node_frame_release (f), ==, 0);
   }
   CHECK_INT (seen, ==, n_frames);
-  /* a device consumer's only device-to-host copies are this test's reads */
-  if (mode == DEVICE)
+  /* a device consumer's only device-to-host copies are this test's reads,
+   * and it copies nothing between devices */
+  if (mode == DEVICE || mode == PEER)
     atomic_fetch_add (&shared->consumer_extra_dtoh,
-        emu_query ("calls.cuMemcpyDtoH_v2") - seen);
+        emu_query ("calls.cuMemcpyDtoH_v2") - seen +
+        emu_query ("calls.cuMemcpyPeer") + emu_query ("calls.cuMemcpyDtoD_v2"));
   /* and its device memory is the producer's, mapped: none of its own */
-  if (mode == DEVICE)
+  if (mode == DEVICE || mode == PEER)
     atomic_fetch_add (&shared->consumer_device_buffers,
         emu_query ("live.allocations"));
   if (up != NULL) {
@@ -375,8 +390,8 @@ run (const char *dir, int enable, int n_dev, int n_host, int n_far,
   pf_node_producer *p = NULL;
   pid_t pid[MAX_KIDS];
   unsigned int n_clients = (unsigned int) (n_dev + n_host + n_far +
-      n_undeclared), nd;
-  long copy0;
+      n_undeclared + n_peer), nd;
+  long copy0, peer0;
   uint64_t cpu0;
   int fds0, i, k = 0, res;
 
@@ -399,6 +414,10 @@ run (const char *dir, int enable, int n_dev, int n_host, int n_far,
     pid[k++] = spawn_consumer (path, FAR, n_frames);
   for (i = 0; i < n_undeclared; i++)
     pid[k++] = spawn_consumer (path, HOST_DOWNLOADING, n_frames);
+  for (i = 0; i < n_peer; i++)
+    pid[k++] = spawn_consumer (path, PEER, n_frames);
+  if (n_peer > 0)
+    setenv ("PFEMU_DEVICE_COUNT", "2", 1);      /* this process: 2 devices */
   cuda_up (0);
   fds0 = pf_test_count_fds ();
   src = malloc (FRAME_BYTES);
@@ -424,10 +443,11 @@ run (const char *dir, int enable, int n_dev, int n_host, int n_far,
         pf_segment_get_size (pf_node_producer_get_segment (p));
   CHECK_INT (pf_node_producer_wait_clients (p, n_clients, 20000), ==, 0);
   /* every device consumer has named its domain */
-  WAIT_FOR (wanted (p, &nd) == (unsigned int) ((n_dev > 0) + (n_far > 0)) &&
-      nd == (unsigned int) (n_dev + n_far));
+  WAIT_FOR (wanted (p, &nd) == (unsigned int) ((n_dev > 0) + (n_far > 0 ||
+              n_peer > 0)) && nd == (unsigned int) (n_dev + n_far + n_peer));
 
   copy0 = emu_query (copy_call);
+  peer0 = emu_query ("calls.cuMemcpyPeer");
   cpu0 = cpu_ns ();
   for (i = 1; i <= n_frames; i++) {
     pf_node_loan loan;
@@ -450,6 +470,7 @@ run (const char *dir, int enable, int n_dev, int n_host, int n_far,
   }
   *cpu_per_frame = (cpu_ns () - cpu0) / (uint64_t) n_frames;
   *copy_calls = emu_query (copy_call) - copy0;
+  producer_peer_calls = emu_query ("calls.cuMemcpyPeer") - peer0;
 
   /* every frame back on both pools */
   CHECK_INT (pf_node_producer_wait_idle (p, 20000), ==, 0);
@@ -555,9 +576,14 @@ case_download (const char *dir)
   CHECK_INT (st.host_slots, ==, 2 * SLOTS);     /* twice the producer's */
   CHECK (st.host_bytes >= (uint64_t) 2 * SLOTS * FRAME_BYTES);
   /* nothing uploaded, no device pool: the device consumers share the
-   * producer's own frames */
+   * producer's own frames; the far one's device is not here (an entry
+   * without a pool, counted unreachable: it gets the host frame) */
   CHECK_INT (st.uploads, ==, 0);
-  CHECK_INT (st.n_domains, ==, 0);
+  CHECK_INT (st.peer_copies, ==, 0);
+  CHECK_INT (producer_peer_calls, ==, 0);
+  CHECK_INT (st.n_domains, ==, 1);
+  CHECK (domain_of (&st, -1) != NULL);
+  CHECK_INT (st.unreachable, ==, N_FRAMES);
   CHECK_INT (st.device_bytes, ==, 0);
   CHECK_INT (atomic_load (&shared->consumer_extra_dtoh), ==, 0);
   CHECK_INT (atomic_load (&shared->consumer_downloads), ==, 0);
@@ -585,202 +611,70 @@ case_download_none (const char *dir)
   return 0;
 }
 
-static int rules_released[3];
-static int rules_failed;
-
-static void
-on_rules_released (void *user_data, void *token)
-{
-  uintptr_t t = (uintptr_t) token;
-
-  if (t >= 1 && t <= 2)
-    __atomic_fetch_add (&rules_released[t], 1, __ATOMIC_SEQ_CST);
-}
-
-static void
-on_rules_disconnected (void *user_data, const pf_client_info * info)
-{
-  if (info->error == -EPROTO)
-    __atomic_fetch_add (&rules_failed, 1, __ATOMIC_SEQ_CST);
-}
-
-/* A raw connection: our HELLO with @flags, the producer's read, then
- * @msg; 1 when the producer hung up on it. */
+/* A device producer on device 0 of two: its consumers of device 1 share
+ * one peer copy per frame, its consumer of device 0 its own frame. */
 static int
-raw_domain (const char *path, uint32_t flags, const void *msg, size_t len)
+case_peer (const char *dir)
 {
-  uint8_t buf[64];
-  int fd = pf_test_connect (path), res;
-  size_t n;
+  const pf_node_domain_info *d;
+  pf_node_domain_stats st;
+  uint64_t cpu;
+  long dtoh;
 
-  CHECK (fd >= 0);
-  n = pf_msg_write_hello_full (buf, PF_PROTOCOL_VERSION, PF_ROLE_CONSUMER, 0,
-      flags, 0);
-  CHECK_INT (pf_test_send_fds (fd, buf, n, NULL, 0), ==, 0);
-  CHECK_INT (pf_test_send_fds (fd, msg, len, NULL, 0), ==, 0);
-  res = pf_test_wait_hangup (fd, 10000);
-  close (fd);
-  return res == 1 || res == -ECONNRESET;
+  dev_producer = 1;
+  n_peer = 2;
+  run (dir, 1, 1, 0, 0, N_FRAMES, &st, &cpu, &dtoh);
+  CHECK_INT (st.frames, ==, N_FRAMES);
+  CHECK_INT (st.peer_copies, ==, N_FRAMES);
+  CHECK_INT (producer_peer_calls, ==, N_FRAMES);        /* the emulator agrees */
+  CHECK_INT (st.n_domains, ==, 1);
+  CHECK ((d = domain_of (&st, 1)) != NULL);
+  CHECK (memcmp (d->uuid, "pfemu-device-001", 16) == 0);
+  CHECK_INT (d->peer_copies, ==, N_FRAMES);
+  CHECK_INT (d->uploads, ==, 0);
+  CHECK_INT (d->bytes, ==, (uint64_t) N_FRAMES * FRAME_BYTES);
+  CHECK_INT (d->no_slot, ==, 0);
+  CHECK_INT (d->n_slots, ==, 2 * SLOTS);
+  CHECK (d->device_bytes >= (uint64_t) 2 * SLOTS * FRAME_BYTES);
+  CHECK_INT (st.device_bytes, ==, d->device_bytes);
+  CHECK_INT (st.unreachable, ==, 0);
+  /* nobody in the host domain: no download, no host pool; nothing
+   * uploaded */
+  CHECK_INT (st.downloads, ==, 0);
+  CHECK_INT (dtoh, ==, 0);
+  CHECK_INT (st.host_slots, ==, 0);
+  CHECK_INT (st.uploads, ==, 0);
+  /* the consumers copied nothing between devices, nor downloaded */
+  CHECK_INT (atomic_load (&shared->consumer_extra_dtoh), ==, 0);
+  CHECK_INT (atomic_load (&shared->consumer_device_buffers), ==, 0);
+  return 0;
 }
 
+/* The same with a host consumer too: one peer copy and one download per
+ * frame, published together (the host variant, the producer's frame, the
+ * copy on device 1). */
 static int
-case_rules (const char *dir)
+case_peer_host (const char *dir)
 {
-  static const uint8_t zero[16];
-  char path[300];
-  pf_producer_config cfg;
-  pf_consumer_options opt = {.flags = PF_CONSUMER_OPTION_DEVICE_SEGMENTS };
-  pf_producer_frame fr[2];
-  pf_segment *host = NULL, *dev = NULL, *dev2 = NULL;
-  pf_segment *hs[1], *ds[1], *ds2[1];
-  pf_producer_variant v[PF_PRODUCER_MAX_VARIANTS + 1];
-  pf_producer_domain dom[2];
-  pf_client_stats cs[2];
-  pf_consumer *a = NULL, *b = NULL;
-  pf_producer *p = NULL;
-  uint8_t msg[64], uuid[16];
-  int sent[PF_PRODUCER_MAX_VARIANTS + 1], i, fds0;
+  const pf_node_domain_info *d;
+  pf_node_domain_stats st;
+  uint64_t cpu;
+  long dtoh;
 
-  snprintf (path, sizeof (path), "%s/sock", dir);
-  cuda_up (0);
-  fds0 = pf_test_count_fds ();
-  memcpy (uuid, "pfemu-device-000", 16);
-  CHECK_INT (pf_segment_new ("host", 1 << 20, 0, &host), ==, 0);
-  CHECK_MSG (pf_device_segment_new (0, 1 << 20, &dev) == 0, "%s",
-      pf_device_segment_error ());
-  CHECK_INT (pf_device_segment_new (0, 1 << 20, &dev2), ==, 0);
-  hs[0] = host;
-  ds[0] = dev;
-  ds2[0] = dev2;
-  memset (&cfg, 0, sizeof (cfg));
-  cfg.socket_path = path;
-  cfg.perms = 0600;
-  cfg.max_client_frames = 4;
-  cfg.callbacks.frame_released = on_rules_released;
-  cfg.callbacks.client_disconnected = on_rules_disconnected;
-  CHECK_INT (pf_producer_new (&cfg, &p), ==, 0);
-
-  /* a device consumer names device 0; a host one cannot name any */
-  CHECK_INT (pf_consumer_connect_with (path, 10000, -1, &opt, &a), ==, 0);
-  CHECK_INT (pf_consumer_connect (path, 10000, &b), ==, 0);
-  CHECK_INT (pf_consumer_set_domain (b, uuid), ==, -EINVAL);
-  CHECK_INT (pf_consumer_set_domain (a, zero), ==, -EINVAL);
-  CHECK_INT (pf_consumer_set_domain (NULL, uuid), ==, -EINVAL);
-  CHECK_INT (pf_producer_get_device_domains (p, dom, 2), ==, 0);
-  CHECK_INT (pf_consumer_set_domain (a, uuid), ==, 0);
-  WAIT_FOR (pf_producer_get_device_domains (p, dom, 2) == 1);
-  CHECK (memcmp (dom[0].uuid, uuid, 16) == 0);
-  CHECK_INT (dom[0].n_clients, ==, 1);
-
-  /* hostile DOMAINs end their own connection only */
-  CHECK_INT (raw_domain (path, 0, msg, pf_msg_write_domain (msg, uuid)), ==, 1);
-  pf_msg_write_domain (msg, uuid);
-  msg[16] = 1;                  /* flags */
-  CHECK_INT (raw_domain (path, PF_HELLO_DEVICE_SEGMENTS, msg, 40), ==, 1);
-  WAIT_FOR (__atomic_load_n (&rules_failed, __ATOMIC_SEQ_CST) == 2);
-  CHECK_INT (pf_producer_get_n_clients (p), ==, 2);
-
-  /* publish_domains' refusals */
-  for (i = 0; i < 2; i++) {
-    memset (&fr[i], 0, sizeof (fr[i]));
-    fr[i].n_chunks = 1;
-    fr[i].chunks[0].size = 4096;
-    fr[i].pts = fr[i].dts = fr[i].duration = fr[i].clock_pts = PF_TIME_NONE;
-    fr[i].offset = fr[i].offset_end = UINT64_MAX;
-  }
-  fr[0].chunks[0].segment_id = pf_segment_get_id (host);
-  fr[1].chunks[0].segment_id = pf_segment_get_id (dev);
-  v[0] = (pf_producer_variant) {
-  &fr[0], hs, (void *) 1};
-  v[1] = (pf_producer_variant) {
-  &fr[1], ds, (void *) 2};
-  CHECK_INT (pf_producer_publish_domains (p, v, 0, sent), ==, -EINVAL);
-  for (i = 2; i <= PF_PRODUCER_MAX_VARIANTS; i++)
-    v[i] = v[1];
-  CHECK_INT (pf_producer_publish_domains (p, v, PF_PRODUCER_MAX_VARIANTS + 1,
-          sent), ==, -EINVAL);
-  /* the host variant as a device variant */
-  v[2] = v[0];
-  CHECK_INT (pf_producer_publish_domains (p, v, 3, sent), ==, -EINVAL);
-  CHECK_MSG (strstr (pf_producer_get_error (p), "not in a device segment")
-      != NULL, "error: %s", pf_producer_get_error (p));
-  /* two variants on device 0 */
-  v[2] = v[1];
-  v[2].segments = ds2;
-  {
-    pf_producer_frame f2 = fr[1];
-
-    f2.chunks[0].segment_id = pf_segment_get_id (dev2);
-    v[2].frame = &f2;
-    CHECK_INT (pf_producer_publish_domains (p, v, 3, sent), ==, -EINVAL);
-    CHECK_MSG (strstr (pf_producer_get_error (p), "same device") != NULL,
-        "error: %s", pf_producer_get_error (p));
-  }
-  CHECK_INT (pf_producer_publish_domains_full (p, v, 2, 2, sent), ==, -EINVAL);
-  CHECK_INT (pf_producer_get_unsent (p), ==, 0);
-  /* a device stream on device 0 has one host consumer (b); on another
-   * device, two (a named device 0) */
-  CHECK_INT (pf_producer_get_host_domain_clients (p, uuid), ==, 1);
-  CHECK_INT (pf_producer_get_host_domain_clients (p, (const uint8_t *)
-          "pfemu-device-001"), ==, 2);
-  {
-    pf_domains *dx;
-    pf_node_domain_stats st;
-    pf_producer_frame hf;
-    pf_segment *hseg = NULL;
-    void *tok = NULL;
-
-    /* the copier's refusals; tokens not its own are ignored */
-    CHECK_INT (pf_domains_new (0, 4, NULL, &dx), ==, -EINVAL);
-    CHECK_INT (pf_domains_new (4095, 4, NULL, &dx), ==, -EINVAL);
-    CHECK_INT (pf_domains_new (4096, 0, NULL, &dx), ==, -EINVAL);
-    CHECK_INT (pf_domains_new (4096, 4, host, &dx), ==, -EINVAL);
-    CHECK_INT (pf_domains_new (4096, 4, dev, &dx), ==, 0);
-    pf_domains_release (dx, (void *) 1);
-    pf_domains_release (dx, (void *) (PF_DOMAINS_TOKEN_MIN + (99 << 16)));
-    /* a host copier does not download, a device one does not upload */
-    CHECK_INT (pf_domains_upload (dx, p, &fr[0], pf_segment_get_base (host),
-            &hf, &hseg, &tok, 1), ==, 0);
-    /* b is in the host domain: one download, into the pinned pool */
-    CHECK_INT (pf_domains_download (dx, p, &fr[1],
-            pf_device_segment_get_ptr (dev), &hf, &hseg, &tok), ==, 1);
-    CHECK (hseg != NULL && pf_segment_get_device (hseg) == NULL);
-    CHECK_INT (hf.chunks[0].size, ==, 4096);
-    pf_domains_get_stats (dx, &st);
-    CHECK_INT (st.downloads, ==, 1);
-    CHECK_INT (st.host_free_slots, ==, st.host_slots - 1);
-    pf_domains_release (dx, tok);
-    pf_domains_get_stats (dx, &st);
-    CHECK_INT (st.host_free_slots, ==, st.host_slots);
-    pf_domains_free (dx);
-  }
-
-  /* one frame, two domains: a gets the device variant, b the host one */
-  CHECK_INT (pf_producer_publish_domains (p, v, 2, sent), ==, 2);
-  CHECK_INT (sent[0], ==, 1);
-  CHECK_INT (sent[1], ==, 1);
-  CHECK_INT (pf_producer_get_client_stats (p, cs, 2), ==, 2);
-  CHECK_INT (cs[0].frames_sent + cs[1].frames_sent, ==, 2);
-  CHECK_INT (cs[0].frames_skipped_device + cs[1].frames_skipped_device, ==, 0);
-  /* b lets go: the host token comes back, the device one stays with a */
-  pf_consumer_unref (b);
-  WAIT_FOR (__atomic_load_n (&rules_released[1], __ATOMIC_SEQ_CST) == 1);
-  pf_test_sleep_ms (50);
-  CHECK_INT (__atomic_load_n (&rules_released[2], __ATOMIC_SEQ_CST), ==, 0);
-  pf_consumer_unref (a);
-  WAIT_FOR (__atomic_load_n (&rules_released[2], __ATOMIC_SEQ_CST) == 1);
-  CHECK_INT (__atomic_load_n (&rules_released[1], __ATOMIC_SEQ_CST), ==, 1);
-  CHECK_INT (__atomic_load_n (&rules_failed, __ATOMIC_SEQ_CST), ==, 2);
-
-  pf_producer_close (p);
-  pf_producer_unref (p);
-  pf_segment_unref (host);
-  pf_segment_unref (dev);
-  pf_segment_unref (dev2);
-  check_vmm_empty ();
-  CHECK_INT (pf_segment_count_live (), ==, 0);
-  CHECK_INT (pf_test_count_fds (), ==, fds0);
-  unlink (path);
+  dev_producer = 1;
+  n_peer = 1;
+  run (dir, 1, 1, 1, 0, N_FRAMES, &st, &cpu, &dtoh);
+  CHECK_INT (st.frames, ==, N_FRAMES);
+  CHECK_INT (st.peer_copies, ==, N_FRAMES);
+  CHECK_INT (producer_peer_calls, ==, N_FRAMES);
+  CHECK ((d = domain_of (&st, 1)) != NULL);
+  CHECK_INT (d->peer_copies, ==, N_FRAMES);
+  CHECK_INT (st.downloads, ==, N_FRAMES);
+  CHECK_INT (dtoh, ==, N_FRAMES);
+  CHECK_INT (st.host_no_slot, ==, 0);
+  CHECK_INT (d->no_slot, ==, 0);
+  CHECK_INT (st.unreachable, ==, 0);
+  CHECK_INT (atomic_load (&shared->consumer_extra_dtoh), ==, 0);
   return 0;
 }
 
@@ -877,8 +771,8 @@ main (int argc, char **argv)
   char dir[] = "/tmp/pf-domains-XXXXXX";
   int res;
 
-  static const char *const cases[] = { "copy", "off", "far", "rules",
-    "download", "download-none"
+  static const char *const cases[] = { "copy", "off", "far", "download",
+    "download-none", "peer", "peer-host"
   };
   int is_case = 0, is_bench;
   unsigned int i;
@@ -889,7 +783,8 @@ main (int argc, char **argv)
       strcmp (argv[1], "mixed") == 0) && (strcmp (argv[2], "on") == 0 ||
       strcmp (argv[2], "off") == 0) && atoi (argv[3]) > 0;
   if (!is_case && !is_bench) {
-    fprintf (stderr, "usage: %s copy|off|far|rules|download|download-none "
+    fprintf (stderr,
+        "usage: %s copy|off|far|download|download-none|peer|peer-host "
         "| bench|mixed on|off N_FRAMES\n", argv[0]);
     return 2;
   }
@@ -903,12 +798,14 @@ main (int argc, char **argv)
     res = case_off (dir);
   else if (strcmp (argv[1], "far") == 0)
     res = case_far (dir);
-  else if (strcmp (argv[1], "rules") == 0)
-    res = case_rules (dir);
   else if (strcmp (argv[1], "download") == 0)
     res = case_download (dir);
   else if (strcmp (argv[1], "download-none") == 0)
     res = case_download_none (dir);
+  else if (strcmp (argv[1], "peer") == 0)
+    res = case_peer (dir);
+  else if (strcmp (argv[1], "peer-host") == 0)
+    res = case_peer_host (dir);
   else if (strcmp (argv[1], "mixed") == 0)
     res = mixed (dir, strcmp (argv[2], "on") == 0, atoi (argv[3]));
   else

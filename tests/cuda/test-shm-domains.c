@@ -3,7 +3,7 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- *   test-shm-domains upload|upload-off|upload-nocuda|download
+ *   test-shm-domains upload|upload-off|upload-nocuda|download|peer
  *
  * Run with the emulators' environment and PFEMU_VMM=1 (meson:
  * emu_vmm_env). Node consumer processes (forked before anything here
@@ -28,13 +28,24 @@
  *   process (the emulator fails its cuInit): no error, no upload, the
  *   device consumers get host frames, the stream runs to EOS.
  * download: appsrc ! pinnedcudaupload ! pinnedshmsink (a device stream,
- *   written into the sink's slots: device-copies 0, zero-copy-frames N),
- *   a consumer of device 0 and two host consumers
+ *   no device copy: pinnedcudaupload writes into the sink's slots), a
+ *   consumer of device 0 and two host consumers
  *   (no CUDA in their processes): one download per frame in the sink
  *   (domain-downloads N, the emulator's cuMemcpyDtoH count in this process
  *   agrees), the host consumers get every frame in host memory (before:
  *   none), the device consumer the device frame (its only cuMemcpyDtoH
- *   calls are the test's reads).
+ *   calls are the test's reads). One of the host consumers is
+ *   `pinnedshmsrc device-frames=off ! appsink`: the sink tells it the host
+ *   frames' caps (no memory:PinnedflowCUDA, pf_producer_set_caps_full ()),
+ *   so it negotiates system memory and reads every frame byte-exact
+ *   (before: a not-negotiated error, "the producer sends device frames").
+ * peer: the device stream of download on device 0 of two (this process
+ *   and the consumers' have two devices), two consumers of device 1 and
+ *   one of device 0: one peer copy per frame into device 1 in the sink
+ *   (domain-peer-copies N, its entry's peer-copies N, the emulator's
+ *   cuMemcpyPeer count in this process agrees; no download), the
+ *   consumers of device 1 read every frame there, the consumer of device
+ *   0 the sink's own device frame; no copy in any consumer.
  */
 #include <pinnedflow/pf-device-segment.h>
 #include <pinnedflow/pf-node-domains.h>
@@ -44,7 +55,9 @@
 #include "pf-test-util.h"
 
 #include <gst/gst.h>
+#include <gst/app/gstappsink.h>
 #include <gst/app/gstappsrc.h>
+#include <gst/video/video.h>
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -77,6 +90,9 @@ enum
   HOST,                         /* no device frames asked for */
   DEVICE,                       /* names device 0, device frames expected */
   DEVICE_HOSTED,                /* names device 0, host frames expected */
+  GST_HOST,                     /* pinnedshmsrc device-frames=off ! appsink */
+  PEER,                         /* names device 1 of two, device frames
+                                 * there expected */
 };
 
 static guint8
@@ -88,7 +104,7 @@ pixel (uint64_t k, gsize row, gsize x)
 /* the emulators' counters (the cudart stand-in holds them) and a context
  * (@ctx) for the reads */
 static void
-emu_up (gboolean ctx)
+emu_up (gboolean ctx, int device)
 {
   const char *rt_path = getenv ("GST_PINNEDFLOW_CUDART");
   void *rt = rt_path ? dlopen (rt_path, RTLD_NOW | RTLD_LOCAL) : NULL;
@@ -107,7 +123,7 @@ emu_up (gboolean ctx)
     *(void **) &create = dlsym (drv, "cuCtxCreate_v2");
     CHECK (init && create);
     CHECK_INT (init (0), ==, 0);
-    CHECK_INT (create (&c, 0, 0), ==, 0);
+    CHECK_INT (create (&c, 0, device), ==, 0);
   }
 }
 
@@ -131,14 +147,16 @@ consumer_main (const char *path, int mode)
   int fds0, seen = 0, res;
   gsize row, x;
 
+  if (mode == PEER)
+    setenv ("PFEMU_DEVICE_COUNT", "2", 1);      /* this process: 2 devices */
   if (mode != HOST)
-    emu_up (TRUE);
+    emu_up (TRUE, mode == PEER ? 1 : 0);
   fds0 = pf_test_count_fds ();
   res = pf_node_consumer_new_full (path, 20000, PF_DELIVERY_EVERY_FRAME,
       mode == HOST ? 0 : PF_NODE_CONSUMER_DEVICE, &c);
   CHECK_MSG (res == 0, "connect: %d %s", res, pf_consumer_connect_error ());
   if (mode != HOST)
-    CHECK_INT (pf_node_consumer_set_domain (c, 0), ==, 0);
+    CHECK_INT (pf_node_consumer_set_domain (c, mode == PEER ? 1 : 0), ==, 0);
   for (;;) {
     const guint8 *bytes;
     pf_node_device_info dev;
@@ -154,10 +172,10 @@ consumer_main (const char *path, int mode)
     CHECK_INT (f->layout.height, ==, H);
     CHECK (f->layout.plane_offset[0] + (uint64_t) (H - 1) *
         f->layout.plane_stride[0] + ROW <= f->size);
-    if (mode == DEVICE) {
+    if (mode == DEVICE || mode == PEER) {
       CHECK_INT (f->domain, ==, PF_NODE_DOMAIN_DEVICE);
       CHECK_INT (pf_node_frame_get_device (f, &dev), ==, 0);
-      CHECK_INT (dev.ordinal, ==, 0);
+      CHECK_INT (dev.ordinal, ==, mode == PEER ? 1 : 0);
       got = g_realloc (got, f->size);
       CHECK_INT (cuMemcpyDtoH (got, dev.ptr, f->size), ==, 0);
       bytes = got;
@@ -173,14 +191,15 @@ consumer_main (const char *path, int mode)
       for (x = 0; x < ROW; x++)
         CHECK_MSG (r[x] == pixel (seen, row, x), "frame %d row %zu byte %zu: "
             "%u, not %u (%s)", seen, row, x, r[x], pixel (seen, row, x),
-            mode == DEVICE ? "device" : "host");
+            mode == HOST || mode == DEVICE_HOSTED ? "host" : "device");
     }
     CHECK_INT (pf_node_frame_release (f), ==, 0);
   }
   CHECK_INT (seen, ==, N_FRAMES);
-  if (mode == DEVICE)
+  if (mode == DEVICE || mode == PEER)
     atomic_fetch_add (&shared->extra_dtoh,
-        emu_query ("calls.cuMemcpyDtoH_v2") - seen);
+        emu_query ("calls.cuMemcpyDtoH_v2") - seen +
+        emu_query ("calls.cuMemcpyPeer") + emu_query ("calls.cuMemcpyDtoD_v2"));
   CHECK_INT (pf_node_consumer_get_held (c), ==, 0);
   pf_node_consumer_free (c);
   g_free (got);
@@ -188,6 +207,77 @@ consumer_main (const char *path, int mode)
   if (mode != HOST)
     check_vmm_empty ();
   CHECK_INT (pf_test_count_fds (), ==, fds0);
+  return 0;
+}
+
+/* pinnedshmsrc without device frames, a host consumer of a device stream:
+ * system-memory caps, every frame byte-exact (its video meta's layout) */
+static int
+gst_consumer_main (const char *path)
+{
+  gchar *desc = g_strdup_printf ("pinnedshmsrc socket-path=%s "
+      "connect-timeout=20000 delivery=every-frame device-frames=off ! "
+      "appsink name=out sync=false", path);
+  GstElement *pipe, *out;
+  GError *err = NULL;
+  int seen = 0;
+
+  gst_init (NULL, NULL);
+  pipe = gst_parse_launch (desc, &err);
+  CHECK_MSG (pipe != NULL, "%s: %s", desc, err ? err->message : "?");
+  out = gst_bin_get_by_name (GST_BIN (pipe), "out");
+  CHECK (gst_element_set_state (pipe, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  for (;;) {
+    GstSample *smp = gst_app_sink_try_pull_sample (GST_APP_SINK (out),
+        30 * GST_SECOND);
+    GstCaps *caps;
+    GstCapsFeatures *feat;
+    GstVideoInfo vi;
+    GstVideoFrame vf;
+    gsize row, x;
+
+    if (smp == NULL) {
+      GstMessage *m = gst_bus_pop_filtered (GST_ELEMENT_BUS (pipe),
+          GST_MESSAGE_ERROR);
+      GError *e = NULL;
+
+      if (m != NULL)
+        gst_message_parse_error (m, &e, NULL);
+      CHECK_MSG (gst_app_sink_is_eos (GST_APP_SINK (out)), "no frame %d, "
+          "no EOS: %s", seen + 1, e ? e->message : "no error");
+      break;
+    }
+    seen++;
+    caps = gst_sample_get_caps (smp);
+    feat = gst_caps_get_features (caps, 0);
+    CHECK_MSG (feat == NULL || gst_caps_features_is_equal (feat,
+            GST_CAPS_FEATURES_MEMORY_SYSTEM_MEMORY), "caps %s",
+        gst_caps_to_string (caps));
+    CHECK (gst_video_info_from_caps (&vi, caps));
+    CHECK_INT (GST_VIDEO_INFO_WIDTH (&vi), ==, W);
+    CHECK_INT (GST_VIDEO_INFO_HEIGHT (&vi), ==, H);
+    CHECK (gst_video_frame_map (&vf, &vi, gst_sample_get_buffer (smp),
+            GST_MAP_READ));
+    for (row = 0; row < H; row++) {
+      const guint8 *r = (const guint8 *) GST_VIDEO_FRAME_PLANE_DATA (&vf, 0) +
+          row * GST_VIDEO_FRAME_PLANE_STRIDE (&vf, 0);
+
+      for (x = 0; x < ROW; x++)
+        CHECK_MSG (r[x] == pixel (seen, row, x), "pinnedshmsrc frame %d row "
+            "%zu byte %zu: %u, not %u", seen, row, x, r[x],
+            pixel (seen, row, x));
+    }
+    gst_video_frame_unmap (&vf);
+    gst_sample_unref (smp);
+  }
+  CHECK_INT (seen, ==, N_FRAMES);
+  CHECK (gst_element_set_state (pipe, GST_STATE_NULL) ==
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (out);
+  gst_object_unref (pipe);
+  g_free (desc);
+  CHECK_INT (pf_segment_count_live (), ==, 0);
   return 0;
 }
 
@@ -229,9 +319,10 @@ num_clients (GstElement * e)
   return n;
 }
 
-/* The stats' domains array: its length, the uploads of entry 0. */
+/* The stats' domains array: its length, @field of entry 0 (uploads when
+ * NULL). */
 static guint
-domain_entries (GstElement * e, guint64 * uploads0)
+domain_entries_field (GstElement * e, const gchar * field, guint64 * v0)
 {
   GstStructure *s = NULL;
   const GValue *arr;
@@ -244,15 +335,23 @@ domain_entries (GstElement * e, guint64 * uploads0)
   n = gst_value_array_get_size (arr);
   if (n > 0)
     CHECK (gst_structure_get_uint64 (gst_value_get_structure
-            (gst_value_array_get_value (arr, 0)), "uploads", uploads0));
+            (gst_value_array_get_value (arr, 0)), field ? field : "uploads",
+            v0));
   gst_structure_free (s);
   return n;
+}
+
+static guint
+domain_entries (GstElement * e, guint64 * uploads0)
+{
+  return domain_entries_field (e, NULL, uploads0);
 }
 
 static int
 run (const char *c, const char *path)
 {
-  gboolean download = strcmp (c, "download") == 0;
+  gboolean peer = strcmp (c, "peer") == 0;
+  gboolean download = strcmp (c, "download") == 0 || peer;
   gboolean nocuda = strcmp (c, "upload-nocuda") == 0;
   gboolean off = strcmp (c, "upload-off") == 0 || nocuda;
   int modes[3], n_kids = 3, i, fds0;
@@ -262,12 +361,16 @@ run (const char *c, const char *path)
   GstBus *bus;
   GstMessage *msg;
   GError *err = NULL;
-  long htod0, dtoh0, htod, dtoh;
+  long htod0, dtoh0, peer0, htod, dtoh, peers;
   guint64 up0 = 0;
 
-  if (download) {
+  if (peer) {
     modes[0] = DEVICE;
-    modes[1] = modes[2] = HOST;
+    modes[1] = modes[2] = PEER;
+  } else if (download) {
+    modes[0] = DEVICE;
+    modes[1] = HOST;
+    modes[2] = GST_HOST;
   } else {
     modes[0] = modes[1] = off ? DEVICE_HOSTED : DEVICE;
     modes[2] = HOST;
@@ -277,12 +380,15 @@ run (const char *c, const char *path)
     pid[i] = pf_test_fork ();
     CHECK (pid[i] >= 0);
     if (pid[i] == 0)
-      _exit (consumer_main (path, modes[i]));
+      _exit (modes[i] == GST_HOST ? gst_consumer_main (path) :
+          consumer_main (path, modes[i]));
   }
   if (nocuda)                   /* this process only: cuInit fails */
     setenv ("PFEMU_FAIL", "cuInit:1:100", 1);
+  if (peer)                     /* this process: 2 devices */
+    setenv ("PFEMU_DEVICE_COUNT", "2", 1);
   gst_init (NULL, NULL);
-  emu_up (FALSE);
+  emu_up (FALSE, 0);
   fds0 = pf_test_count_fds ();
   desc = g_strdup_printf ("appsrc name=src format=time caps=video/x-raw,"
       "format=RGBA,width=%d,height=%d,framerate=30/1 %s ! pinnedshmsink "
@@ -299,9 +405,10 @@ run (const char *c, const char *path)
       GST_STATE_CHANGE_FAILURE);
   /* every consumer there, and the device named: each frame sees it */
   WAIT_FOR (num_clients (sink) == (guint) n_kids &&
-      stat_uint (sink, "domains-wanted") == 1);
+      stat_uint (sink, "domains-wanted") == (peer ? 2u : 1u));
   htod0 = emu_query ("calls.cuMemcpyHtoD_v2");
   dtoh0 = emu_query ("calls.cuMemcpyDtoH_v2");
+  peer0 = emu_query ("calls.cuMemcpyPeer");
   for (i = 1; i <= N_FRAMES; i++) {
     GstBuffer *b = gst_buffer_new_allocate (NULL, ROW * H, NULL);
     GstMapInfo map;
@@ -324,13 +431,27 @@ run (const char *c, const char *path)
   gst_message_unref (msg);
   htod = emu_query ("calls.cuMemcpyHtoD_v2") - htod0;
   dtoh = emu_query ("calls.cuMemcpyDtoH_v2") - dtoh0;
+  peers = emu_query ("calls.cuMemcpyPeer") - peer0;
 
   CHECK_INT (stat_u64 (sink, "frames"), ==, N_FRAMES);
   CHECK_INT (stat_u64 (sink, "drops"), ==, 0);
   CHECK_INT (stat_u64 (sink, "domain-unreachable"), ==, 0);
-  if (download) {
-    /* pinnedcudaupload writes into the slots the sink proposes: no device
-     * copy, each frame published from its slot */
+  if (peer) {
+    CHECK_INT (stat_u64 (sink, "device-copies"), ==, 0);
+    CHECK_INT (stat_u64 (sink, "zero-copy-frames"), ==, N_FRAMES);
+    CHECK_INT (stat_u64 (sink, "domain-peer-copies"), ==, N_FRAMES);
+    CHECK_INT (peers, ==, N_FRAMES);    /* the emulator agrees */
+    CHECK_INT (domain_entries_field (sink, "peer-copies", &up0), ==, 1);
+    CHECK_INT (up0, ==, N_FRAMES);
+    CHECK_INT (domain_entries (sink, &up0), ==, 1);
+    CHECK_INT (up0, ==, 0);     /* nothing uploaded */
+    CHECK (stat_u64 (sink, "domain-device-bytes") >= (guint64) ROW * H);
+    /* nobody in the host domain */
+    CHECK_INT (stat_u64 (sink, "domain-downloads"), ==, 0);
+    CHECK_INT (dtoh, ==, 0);
+    CHECK_INT (stat_u64 (sink, "domain-host-bytes"), ==, 0);
+  } else if (download) {
+    CHECK_INT (peers, ==, 0);
     CHECK_INT (stat_u64 (sink, "device-copies"), ==, 0);
     CHECK_INT (stat_u64 (sink, "zero-copy-frames"), ==, N_FRAMES);
     CHECK_INT (stat_u64 (sink, "domain-downloads"), ==, N_FRAMES);
@@ -379,9 +500,10 @@ main (int argc, char **argv)
   int res;
 
   if (argc != 2 || (strcmp (c, "upload") && strcmp (c, "upload-off") &&
-          strcmp (c, "upload-nocuda") && strcmp (c, "download"))) {
-    fprintf (stderr, "usage: %s upload|upload-off|upload-nocuda|download\n",
-        argv[0]);
+          strcmp (c, "upload-nocuda") && strcmp (c, "download") &&
+          strcmp (c, "peer"))) {
+    fprintf (stderr, "usage: %s upload|upload-off|upload-nocuda|download|"
+        "peer\n", argv[0]);
     return 2;
   }
   CHECK_MSG (getenv ("PFEMU_VMM") != NULL, "run with PFEMU_VMM=1 (meson)");

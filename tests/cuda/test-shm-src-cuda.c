@@ -222,8 +222,6 @@ sink_producer_main (const char *path, const char *format, gboolean strict)
   s = gst_bin_get_by_name (GST_BIN (pipe), "s");
   if (strict) {
     CHECK_INT (stat_u64 (s, "frames"), ==, N_FRAMES);
-    /* pinnedcudaupload writes into the slots the sink proposed: no
-     * copy there (any version) */
     CHECK_INT (stat_u64 (s, "device-copies"), ==, 0);
     CHECK_INT (stat_u64 (s, "zero-copy-frames"), ==, N_FRAMES);
   }

@@ -66,7 +66,7 @@ run_in_root () {
   grep '^gpu-kit: [0-9]* passed' "$cres.log"
   [ $rc -eq 0 ] || tail -30 "$cres.log"
   # issue 32's device-segment steps must have run there, not been skipped
-  for s in device-segments device-frames-torch; do
+  for s in device-segments device-frames-torch domains; do
     grep -q "^| $s | pass |" "$cres/summary.md" ||
       { echo "gpu-kit: FAILED: $s did not pass in $root: $(grep "^| $s |" "$cres/summary.md")"; rc=1; }
   done
@@ -116,7 +116,7 @@ ci_gpu_mode () {
     return 1
   fi
   # the device-segment steps too, with the reason
-  for s in device-segments device-frames-torch; do
+  for s in device-segments device-frames-torch domains; do
     if ! grep -q "^| $s | fail | .*NO CUDA DEVICE" "$r/summary.md"; then
       echo "gpu-kit: FAILED: a GPU run without a GPU: $s is not a failure with the NO CUDA DEVICE reason: $(grep "^| $s |" "$r/summary.md")"
       return 1

@@ -60,81 +60,16 @@
 #include <unistd.h>
 
 #define N_SLOTS 4
-#define ATTR_VMM 102
-#define ATTR_POSIX_FD 103
 
-typedef unsigned long long cu_ptr;
-
-static struct
-{
-  int (*Init) (unsigned int);
-  int (*DeviceGet) (int *, int);
-  int (*DeviceGetName) (char *, int, int);
-  int (*DeviceGetAttribute) (int *, int, int);
-  int (*PrimaryCtxRetain) (void **, int);
-  int (*CtxSetCurrent) (void *);
-  int (*CtxSynchronize) (void);
-  int (*MemcpyHtoD) (cu_ptr, const void *, size_t);
-  int (*MemcpyDtoH) (void *, cu_ptr, size_t);
-  int (*GetErrorName) (int, const char **);
-} cu;
+#include "kitcu.h"
 
 static pid_t child = -1;
-static const char *who = "producer";
 
-#define FAIL(...) do {                                  \
-    printf ("FAIL: %s: ", who);                         \
-    printf (__VA_ARGS__);                               \
-    printf ("\n");                                      \
-    fflush (stdout);                                    \
-    if (child > 0)                                      \
-      kill (child, SIGKILL);                            \
-    _exit (1);                                          \
-  } while (0)
-
-#define CHECK(cond, ...) do {                           \
-    if (!(cond))                                        \
-      FAIL (__VA_ARGS__);                               \
-  } while (0)
-
-static const char *
-err_name (int err)
+static void
+kit_on_fail (void)
 {
-  const char *n = NULL;
-
-  if (cu.GetErrorName == NULL || cu.GetErrorName (err, &n) != 0 || !n)
-    return "CUDA_ERROR_?";
-  return n;
-}
-
-#define CU(call) do {                                                   \
-    int err_ = (call);                                                  \
-    CHECK (err_ == 0, "%s failed with %s (%d)", #call, err_name (err_), \
-        err_);                                                          \
-  } while (0)
-
-static uint64_t
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
-static int
-count_fds (void)
-{
-  DIR *d = opendir ("/proc/self/fd");
-  struct dirent *e;
-  int n = 0;
-
-  if (d == NULL)
-    return -1;
-  while ((e = readdir (d)) != NULL)
-    n += e->d_name[0] != '.';
-  closedir (d);
-  return n - 1;                 /* the DIR's own */
+  if (child > 0)
+    kill (child, SIGKILL);
 }
 
 /* Frame @k's bytes (test-node-device's pattern) */
@@ -145,70 +80,6 @@ pattern (uint8_t * buf, size_t n, uint64_t k)
 
   for (i = 0; i < n; i++)
     buf[i] = (uint8_t) ((i * 7 + k * 131 + (i >> 11)) & 0xff);
-}
-
-/* libcuda.so.1, device 0's primary context current on this thread. Prints
- * the device (the producer only, @verbose). Returns 0, or 77 (after the
- * "SKIP: PARTIAL" line) when the driver says the device cannot share
- * virtual memory as POSIX fds. */
-static int
-cuda_up (int verbose)
-{
-  void *lib = dlopen ("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  void *ctx = NULL;
-  char name[256] = "";
-  int dev = -1, vmm = -1, posix = -1, err;
-
-  if (lib == NULL) {
-    printf ("NO CUDA DEVICE: %s: libcuda.so.1 cannot be opened: %s\n", who,
-        dlerror ());
-    fflush (stdout);
-    if (child > 0)
-      kill (child, SIGKILL);
-    _exit (1);
-  }
-#define SYM(f, n) do {                                          \
-    *(void **) &cu.f = dlsym (lib, n);                          \
-    CHECK (cu.f != NULL, "libcuda.so.1 has no %s", n);          \
-  } while (0)
-  SYM (Init, "cuInit");
-  SYM (DeviceGet, "cuDeviceGet");
-  SYM (DeviceGetName, "cuDeviceGetName");
-  SYM (DeviceGetAttribute, "cuDeviceGetAttribute");
-  SYM (PrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
-  SYM (CtxSetCurrent, "cuCtxSetCurrent");
-  SYM (CtxSynchronize, "cuCtxSynchronize");
-  SYM (MemcpyHtoD, "cuMemcpyHtoD_v2");
-  SYM (MemcpyDtoH, "cuMemcpyDtoH_v2");
-  SYM (GetErrorName, "cuGetErrorName");
-#undef SYM
-  if ((err = cu.Init (0)) != 0) {
-    printf ("NO CUDA DEVICE: %s: cuInit failed with %s (%d)\n", who,
-        err_name (err), err);
-    fflush (stdout);
-    if (child > 0)
-      kill (child, SIGKILL);
-    _exit (1);
-  }
-  CU (cu.DeviceGet (&dev, 0));
-  CU (cu.DeviceGetName (name, sizeof (name), dev));
-  CU (cu.DeviceGetAttribute (&vmm, ATTR_VMM, dev));
-  CU (cu.DeviceGetAttribute (&posix, ATTR_POSIX_FD, dev));
-  if (verbose) {
-    printf ("device: %s\n", name);
-    printf ("attribute 102 (virtual memory management): %d\n", vmm);
-    printf ("attribute 103 (POSIX fd handles): %d\n", posix);
-  }
-  if (!vmm || !posix) {
-    printf ("SKIP: PARTIAL: %s: the driver reports attribute 102 = %d, "
-        "103 = %d on %s: no virtual memory shared as POSIX fds here, "
-        "device segments cannot run\n", who, vmm, posix, name);
-    fflush (stdout);
-    return 77;
-  }
-  CU (cu.PrimaryCtxRetain (&ctx, dev));
-  CU (cu.CtxSetCurrent (ctx));
-  return 0;
 }
 
 static int

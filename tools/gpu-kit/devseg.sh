@@ -96,16 +96,63 @@ if not torch.cuda.is_available():
   echo "NOTE: $(sed -n 's/^consumer: \(.*\); mapping \([^;]*\); \([0-9]*\) frames .*/\1; mapping \2; \3 frames/p' "$log") ${w}x$h, $what, all released, none left; $(sed -n 's/^consumer_hop_us: p50 \([0-9.]*\) .*/hop p50 \1 us/p' "$log"), $(sed -n 's/^producer_fps: \([0-9]*\) .*/\1 frames\/s with the compare/p' "$log")$(sed -n 's/^consumer: CuPy not checked: \(.*\)/; CuPy not checked: \1/p' "$log" | cut -c1-80)"
 }
 
+# domains: bin/gpukit-domains (gpu-kit/domains.c, the flows of
+# tests/cuda/test-domains' `bench on` and `mixed on`, whose checks need the
+# emulator's counters): "up", a host producer with domains enabled -> 4
+# consumer processes of device 0 (one upload per frame, device frames,
+# byte-exact by cuMemcpyDtoH in each); "down", a device producer -> 2
+# consumers of device 0 (its frames, no copy) + 2 host consumers with no
+# CUDA (one download per frame, byte-exact); each a checked phase, then a
+# timed one: copies per frame, wall and CPU per frame. GPU: 1920x1080 RGBA,
+# 30 frames checked, 300 timed; emulator: 320x240, 10 and 30 (and its
+# counters of every process's copies must agree).
+run_domains () {
+  local args rc=0 r d
+  if [ "$mode" = emulator ]; then
+    export PFEMU_VMM=1
+    args="320 240 10 30"
+  else
+    if [ "$have_device" != yes ]; then
+      echo "NO CUDA DEVICE: the device step found none"
+      return 77
+    fi
+    args="1920 1080 30 300"
+  fi
+  if [ ! -x "$kit/bin/gpukit-domains" ]; then
+    echo "SKIP: this kit has no bin/gpukit-domains (packed before the step)"
+    return 77
+  fi
+  for d in up down; do
+    # shellcheck disable=SC2086
+    "$kit/bin/gpukit-domains" $d $args
+    r=$?
+    if [ $r -eq 77 ]; then
+      return 77     # SKIP: PARTIAL, said: the other direction cannot run either
+    fi
+    [ $r -eq 0 ] || rc=$r
+  done
+  [ $rc -eq 0 ] || return $rc
+  echo "NOTE: $(domains_note up uploads "4 device"); $(domains_note down downloads "2 device + 2 host")"
+}
+
+# One direction's part of the note, from gpukit-domains' lines.
+domains_note () {
+  local log=$out/domains.log
+  sed -n "s/^$1: copies_per_frame \([0-9.]*\) wall_us_per_frame \([0-9.]*\) producer_cpu_us_per_frame \([0-9.]*\) consumers_cpu_us_per_frame \([0-9.]*\) .*/$1: \1 $2\/frame ($3 consumers), wall \2, CPU producer \3 \/ consumers \4 us\/frame/p" "$log"
+}
+
 # summary.md's block for the two steps: what the driver said (attributes
 # 102/103), the consumer's mapping, the timings, or why they failed.
 devseg_summary () {
-  echo "Device segments between processes (issue 32; device-segments, device-frames-torch)${tag}:"
+  echo "Device segments between processes (issue 32; device-segments, device-frames-torch, domains)${tag}:"
   echo
   {
     grep -E '^(device|attribute 10[23] [^:]*|segment|access|hop_us|rate_fps|released|SKIP|FAIL|NO CUDA DEVICE): |^(consumer|producer): ([0-9]|mapping)' \
       "$out/device-segments.log" | sed 's/^/device-segments: /'
     grep -E '^(consumer|producer|consumer_hop_us|producer_fps|FAIL|NO CUDA DEVICE|SKIP): ' \
       "$out/device-frames-torch.log" | sed 's/^/device-frames-torch: /'
+    grep -E '^(up|down|SKIP|FAIL|NO CUDA DEVICE): ' "$out/domains.log" |
+      sed 's/^/domains: /'
   } 2>/dev/null | cut -c1-300 | sed 's/^/    /'
   echo
 }

@@ -469,9 +469,10 @@ class Producer(_Handle):
         """Copies per domain and per frame: frames, uploads,
         frames_uploaded, unreachable, device_bytes, and per domain its
         uuid (bytes), ordinal, slots, free_slots, uploads, bytes,
-        device_bytes, no_slot; a device producer's host domain: downloads,
-        download_bytes, host_no_slot, host_bytes, host_slots,
-        host_free_slots."""
+        device_bytes, no_slot, peer_copies, waits; a device producer's
+        host domain: downloads, download_bytes, host_no_slot, host_bytes,
+        host_slots, host_free_slots, host_waits; its copies to other
+        devices: peer_copies."""
         st = _n.DomainStats()
         _check(_n.lib.pf_node_producer_get_domain_stats(
             self._p, ctypes.byref(st)), "Producer.domain_stats")
@@ -482,10 +483,12 @@ class Producer(_Handle):
             downloads=st.downloads, download_bytes=st.download_bytes,
             host_no_slot=st.host_no_slot, host_bytes=st.host_bytes,
             host_slots=st.host_slots, host_free_slots=st.host_free_slots,
+            peer_copies=st.peer_copies, host_waits=st.host_waits,
             domains=[dict(uuid=bytes(d.uuid), ordinal=d.ordinal,
                           slots=d.n_slots, free_slots=d.free_slots,
                           uploads=d.uploads, bytes=d.bytes,
-                          device_bytes=d.device_bytes, no_slot=d.no_slot)
+                          device_bytes=d.device_bytes, no_slot=d.no_slot,
+                          peer_copies=d.peer_copies, waits=d.waits)
                      for d in st.domain[:st.n_domains]])
 
     def wait_clients(self, n=1, timeout_ms=-1):

@@ -138,6 +138,7 @@ class DomainInfo(ctypes.Structure):
         ("uuid", ctypes.c_uint8 * 16), ("ordinal", i32), ("n_slots", u32),
         ("free_slots", u32), ("reserved", u32), ("uploads", u64),
         ("bytes", u64), ("device_bytes", u64), ("no_slot", u64),
+        ("peer_copies", u64), ("waits", u64),
     ]
 
 
@@ -157,6 +158,7 @@ class DomainStats(ctypes.Structure):
         ("reserved", u32), ("domain", DomainInfo * MAX_DOMAINS),
         ("downloads", u64), ("download_bytes", u64), ("host_no_slot", u64),
         ("host_bytes", u64), ("host_slots", u32), ("host_free_slots", u32),
+        ("peer_copies", u64), ("host_waits", u64),
     ]
 
 

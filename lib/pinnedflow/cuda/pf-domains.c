@@ -12,7 +12,12 @@
  * domain is connected, one pinned host pool (a memfd segment registered
  * with cuMemHostRegister, made at the first download), a slot loaned per
  * frame, the frame copied into it once (cuMemcpyDtoH, then
- * cuCtxSynchronize). A slot goes back to its pool when its variant's token
+ * cuCtxSynchronize); for consumers that named another device of this
+ * process, a pool of device slots on that device, as for uploads, the
+ * frame copied into a slot once (cuMemcpyPeer from the stream's device,
+ * then cuCtxSynchronize in the destination's context: strict, each side
+ * in its own device's context, never a cuMemcpyDtoD across devices).
+ * A slot goes back to its pool when its variant's token
  * does (every consumer of that domain released it, or nobody got it).
  *
  * Tokens: PF_DOMAINS_TOKEN_MIN + (domain << 16) + slot; domain
@@ -20,9 +25,10 @@
  *
  * Threading: upload/download run on the publishing thread; @lock guards
  * the domain table and the counters (a leaf: never held while calling the
- * transport but for pf_producer_want_releases(), which takes no lock of
- * ours back); release() takes no lock but the pool's (see there). A
- * domain once made stays until pf_domains_free().
+ * transport, nor during a copy or a wait for a slot, so the stats stay
+ * readable); a domain's pool and the host pool are made by the publishing
+ * thread and read by it without the lock; release() takes no lock but the
+ * pool's (see there). A domain once made stays until pf_domains_free().
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -55,6 +61,9 @@ static struct
   int (*host_register) (void *p, size_t bytes, unsigned int flags);
   int (*host_unregister) (void *p);
   int (*ctx_sync) (void);
+  /* optional: without it, a device stream's other devices are unreachable */
+  int (*memcpy_peer) (uint64_t dst, void *dst_ctx, uint64_t src,
+      void *src_ctx, size_t bytes);
 } drv;
 static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
 
@@ -85,14 +94,18 @@ drv_load (void)
       !drv.ctx_push || !drv.ctx_pop || !drv.memcpy_htod || !drv.memcpy_dtoh
       || !drv.host_register || !drv.host_unregister || !drv.ctx_sync)
     memset (&drv, 0, sizeof (drv));
+  else
+    *(void **) &drv.memcpy_peer = dlsym (h, "cuMemcpyPeer");
   /* the handle stays open for the process's life, as the CUDA layer's */
 }
 
 /* How long a copy waits for a free slot (its consumers' last release may
  * be on its way from the transport's I/O thread) before the domain gets
  * no copy of this frame: short, so that consumers sitting on their
- * frames cannot slow a live producer much. */
+ * frames cannot slow a live producer much. PINNEDFLOW_DOMAIN_WAIT_MS
+ * (0..60000) changes it, read by pf_domains_new(). */
 #define LOAN_MS 20
+#define LOAN_MS_MAX 60000
 /* Slots per slot of the producer's pool: consumers of a domain with
  * newest-frame delivery may hold other frames than the others do. */
 #define SLOTS_PER_PRODUCER_SLOT 2
@@ -108,6 +121,7 @@ struct domain
 struct pf_domains
 {
   pthread_mutex_t lock;
+  int wait_ms;                  /* a copy's wait for a free slot */
   uint32_t n_slots;
   uint64_t stride;
   unsigned int n;
@@ -148,6 +162,7 @@ pf_domains_new (uint64_t stride, uint32_t n_slots, pf_segment * home,
     pf_domains ** out)
 {
   const pf_segment_device *hd = NULL;
+  const char *env;
   pf_domains *ds;
 
   if (out == NULL)
@@ -166,6 +181,14 @@ pf_domains_new (uint64_t stride, uint32_t n_slots, pf_segment * home,
     return -ENOMEM;
   ds->stride = stride;
   ds->n_slots = n_slots * SLOTS_PER_PRODUCER_SLOT;
+  ds->wait_ms = LOAN_MS;
+  if ((env = getenv ("PINNEDFLOW_DOMAIN_WAIT_MS")) != NULL && *env != '\0') {
+    char *end;
+    unsigned long v = strtoul (env, &end, 10);
+
+    if (*end == '\0' && v <= LOAN_MS_MAX)
+      ds->wait_ms = (int) v;
+  }
   if (hd != NULL) {
     memcpy (ds->home_uuid, hd->uuid, 16);
     if (find_device (ds->home_uuid, &ds->home_dev) < 0 ||
@@ -249,35 +272,48 @@ domain_get (pf_domains * ds, const uint8_t uuid[16])
   return d;
 }
 
-/* A free slot of @pool: 0, or -EAGAIN after LOAN_MS. */
+/* A free slot of @pool: 0, or -EAGAIN after @wait_ms. */
 static int
-loan_slot (pf_pool * pool, pf_producer * transport, pf_pool_slot * slot)
+loan_slot (pf_pool * pool, pf_producer * transport, int wait_ms,
+    pf_pool_slot * slot)
 {
   int err;
 
   if (pf_pool_loan (pool, 0, slot) == 0)
     return 0;
+  if (wait_ms <= 0)
+    return -EAGAIN;
   /* every slot out: their consumers' releases may be in the release
    * rings, unrung while nobody waits (the doorbell on demand,
    * pf_producer_want_releases ()): ask for them while we wait (this takes
    * those there, and pf_domains_release () takes no lock of ours) */
   pf_producer_want_releases (transport, 1);
-  err = pf_pool_loan (pool, LOAN_MS, slot);
+  err = pf_pool_loan (pool, wait_ms, slot);
   pf_producer_want_releases (transport, 0);
   return err < 0 ? -EAGAIN : 0;
 }
 
-/* One copy into a slot of @pool in context @ctx (@htod: @host to the
- * slot, else @dev_ptr to the slot's host memory): 0 with the slot in
- * @slot, -EAGAIN (none free), -EIO (the copy failed: the slot went back). */
-static int
-copy_into (pf_pool * pool, void *ctx, pf_producer * transport, int htod,
-    const void *host, uint64_t dev_ptr, uint64_t size, pf_pool_slot * slot)
+enum
 {
+  COPY_HTOD,                    /* @host to a device slot */
+  COPY_DTOH,                    /* @dev_ptr to a host slot */
+  COPY_PEER,                    /* @dev_ptr (in @src_ctx) to a device slot */
+};
+
+/* One copy into a slot of @pool in context @ctx (@kind: see above):
+ * 0 with the slot in @slot, -EAGAIN (none free), -EIO (the copy failed:
+ * the slot went back). Without ds->lock: the stats stay readable while it
+ * waits for a slot. */
+static int
+copy_into (pf_domains * ds, pf_pool * pool, void *ctx,
+    pf_producer * transport, int kind, const void *host, uint64_t dev_ptr,
+    void *src_ctx, uint64_t size, pf_pool_slot * slot)
+{
+  uint64_t dst;
   void *popped;
   int err;
 
-  if (loan_slot (pool, transport, slot) < 0)
+  if (loan_slot (pool, transport, ds->wait_ms, slot) < 0)
     return -EAGAIN;
   if (drv.ctx_push (ctx) != 0) {
     pf_pool_return (pool, slot->index);
@@ -285,9 +321,12 @@ copy_into (pf_pool * pool, void *ctx, pf_producer * transport, int htod,
   }
   /* complete before publish (docs/cuda.md: a producer publishes a frame
    * once its writes are done): a copy may return before it is done */
-  if (htod)
-    err = drv.memcpy_htod (pf_device_segment_get_ptr (pf_pool_get_segment
-            (pool)) + slot->offset, host, size);
+  dst = kind == COPY_DTOH ? 0 :
+      pf_device_segment_get_ptr (pf_pool_get_segment (pool)) + slot->offset;
+  if (kind == COPY_HTOD)
+    err = drv.memcpy_htod (dst, host, size);
+  else if (kind == COPY_PEER)
+    err = drv.memcpy_peer (dst, ctx, dev_ptr, src_ctx, size);
   else
     err = drv.memcpy_dtoh (slot->data, dev_ptr, size);
   if (err == 0)
@@ -308,6 +347,57 @@ make_token (unsigned int domain, uint32_t slot)
   return (void *) (PF_DOMAINS_TOKEN_MIN + ((uintptr_t) domain << 16) + slot);
 }
 
+/* The domain of @uuid (made on first sight), under ds->lock; NULL when
+ * the table is full or (counted unreachable) its device is not here. */
+static struct domain *
+domain_find (pf_domains * ds, const uint8_t uuid[16])
+{
+  struct domain *d;
+
+  pthread_mutex_lock (&ds->lock);
+  d = domain_get (ds, uuid);
+  if (d != NULL && d->pool == NULL) {
+    ds->st.unreachable++;
+    d = NULL;
+  }
+  pthread_mutex_unlock (&ds->lock);
+  return d;
+}
+
+/* Counts a copy into @d (@err: copy_into ()'s), under ds->lock. */
+static void
+domain_count (pf_domains * ds, struct domain *d, int err, int peer,
+    uint64_t size)
+{
+  pthread_mutex_lock (&ds->lock);
+  if (err < 0) {
+    d->info.no_slot++;
+  } else {
+    if (peer) {
+      d->info.peer_copies++;
+      ds->st.peer_copies++;
+    } else {
+      d->info.uploads++;
+      ds->st.uploads++;
+    }
+    d->info.bytes += size;
+  }
+  pthread_mutex_unlock (&ds->lock);
+}
+
+/* A variant: @src in slot @slot of @d. */
+static void
+variant_fill (pf_domains * ds, struct domain *d, const pf_pool_slot * slot,
+    const pf_producer_frame * src, pf_producer_frame * frame,
+    pf_segment ** seg, void **token)
+{
+  *frame = *src;
+  *seg = pf_pool_get_segment (d->pool);
+  frame->chunks[0].segment_id = pf_segment_get_id (*seg);
+  frame->chunks[0].offset = slot->offset;
+  *token = make_token ((unsigned int) (d - ds->d), slot->index);
+}
+
 unsigned int
 pf_domains_upload (pf_domains * ds, pf_producer * transport,
     const pf_producer_frame * host, const void *bytes,
@@ -315,7 +405,7 @@ pf_domains_upload (pf_domains * ds, pf_producer * transport,
     unsigned int max)
 {
   pf_producer_domain want[PF_NODE_MAX_DOMAINS];
-  unsigned int n_want, i, n = 0, copies = 0;
+  unsigned int n_want, i, n = 0;
 
   if (ds == NULL || host == NULL || bytes == NULL || ds->has_home)
     return 0;
@@ -325,37 +415,29 @@ pf_domains_upload (pf_domains * ds, pf_producer * transport,
     n_want = PF_NODE_MAX_DOMAINS;
   pthread_mutex_lock (&ds->lock);
   ds->st.frames++;
+  pthread_mutex_unlock (&ds->lock);
   /* one chunk that fits a slot */
   for (i = 0; i < n_want && n < max && host->n_chunks == 1 &&
       host->chunks[0].size <= ds->stride; i++) {
-    struct domain *d = domain_get (ds, want[i].uuid);
+    struct domain *d = domain_find (ds, want[i].uuid);
     pf_pool_slot slot;
+    int err;
 
     if (d == NULL)
       continue;
-    if (d->pool == NULL) {
-      ds->st.unreachable++;
+    err = copy_into (ds, d->pool, d->ctx, transport, COPY_HTOD, bytes, 0,
+        NULL, host->chunks[0].size, &slot);
+    domain_count (ds, d, err, 0, host->chunks[0].size);
+    if (err < 0)
       continue;
-    }
-    if (copy_into (d->pool, d->ctx, transport, 1, bytes, 0,
-            host->chunks[0].size, &slot) < 0) {
-      d->info.no_slot++;
-      continue;
-    }
-    d->info.uploads++;
-    d->info.bytes += host->chunks[0].size;
-    copies++;
-    frames[n] = *host;
-    segs[n] = pf_pool_get_segment (d->pool);
-    frames[n].chunks[0].segment_id = pf_segment_get_id (segs[n]);
-    frames[n].chunks[0].offset = slot.offset;
-    tokens[n] = make_token ((unsigned int) (d - ds->d), slot.index);
+    variant_fill (ds, d, &slot, host, &frames[n], &segs[n], &tokens[n]);
     n++;
   }
-  ds->st.uploads += copies;
-  if (copies > 0)
+  if (n > 0) {
+    pthread_mutex_lock (&ds->lock);
     ds->st.frames_uploaded++;
-  pthread_mutex_unlock (&ds->lock);
+    pthread_mutex_unlock (&ds->lock);
+  }
   return n;
 }
 
@@ -391,39 +473,120 @@ host_pool_make (pf_domains * ds)
   return 0;
 }
 
-int
-pf_domains_download (pf_domains * ds, pf_producer * transport,
+/* The download of @dev into the host pool (ds->lock not held): 1 with
+ * the variant, 0 (no slot, or the copy failed: counted). */
+static int
+download_one (pf_domains * ds, pf_producer * transport,
     const pf_producer_frame * dev, uint64_t dev_ptr,
     pf_producer_frame * frame, pf_segment ** seg, void **token)
 {
   pf_pool_slot slot;
-  int res = 0;
+  int ok;
 
-  if (ds == NULL || dev == NULL || frame == NULL || seg == NULL ||
-      token == NULL || !ds->has_home)
-    return 0;
   pthread_mutex_lock (&ds->lock);
-  ds->st.frames++;
-  if (pf_producer_get_host_domain_clients (transport, ds->home_uuid) == 0)
-    goto out;
-  if (dev->n_chunks != 1 || dev->chunks[0].size > ds->stride ||
-      (ds->host_pool == NULL && host_pool_make (ds) < 0) ||
-      copy_into (ds->host_pool, ds->home_ctx, transport, 0, NULL, dev_ptr,
-          dev->chunks[0].size, &slot) < 0) {
+  ok = dev->n_chunks == 1 && dev->chunks[0].size <= ds->stride &&
+      (ds->host_pool != NULL || host_pool_make (ds) == 0);
+  pthread_mutex_unlock (&ds->lock);
+  /* the pool is the publishing thread's to make: read without the lock */
+  ok = ok && copy_into (ds, ds->host_pool, ds->home_ctx, transport,
+      COPY_DTOH, NULL, dev_ptr, NULL, dev->chunks[0].size, &slot) == 0;
+  pthread_mutex_lock (&ds->lock);
+  if (ok) {
+    ds->st.downloads++;
+    ds->st.download_bytes += dev->chunks[0].size;
+  } else {
     ds->st.host_no_slot++;
-    goto out;
   }
-  ds->st.downloads++;
-  ds->st.download_bytes += dev->chunks[0].size;
+  pthread_mutex_unlock (&ds->lock);
+  if (!ok)
+    return 0;
   *frame = *dev;
   *seg = pf_pool_get_segment (ds->host_pool);
   frame->chunks[0].segment_id = pf_segment_get_id (*seg);
   frame->chunks[0].offset = slot.offset;
   *token = make_token (PF_NODE_MAX_DOMAINS, slot.index);
-  res = 1;
-out:
+  return 1;
+}
+
+int
+pf_domains_download (pf_domains * ds, pf_producer * transport,
+    const pf_producer_frame * dev, uint64_t dev_ptr,
+    pf_producer_frame * frame, pf_segment ** seg, void **token)
+{
+  if (ds == NULL || dev == NULL || frame == NULL || seg == NULL ||
+      token == NULL || !ds->has_home)
+    return 0;
+  pthread_mutex_lock (&ds->lock);
+  ds->st.frames++;
   pthread_mutex_unlock (&ds->lock);
-  return res;
+  if (pf_producer_get_host_domain_clients (transport, ds->home_uuid) == 0)
+    return 0;
+  return download_one (ds, transport, dev, dev_ptr, frame, seg, token);
+}
+
+unsigned int
+pf_domains_copy_device (pf_domains * ds, pf_producer * transport,
+    const pf_producer_frame * dev, uint64_t dev_ptr,
+    pf_producer_frame * frames, pf_segment ** segs, void **tokens,
+    unsigned int max, unsigned int *n_host)
+{
+  pf_producer_domain want[PF_NODE_MAX_DOMAINS];
+  uint8_t on[PF_NODE_MAX_DOMAINS + 1][16];
+  unsigned int n_want, i, n = 1;
+
+  if (n_host != NULL)
+    *n_host = 0;
+  if (ds == NULL || dev == NULL || frames == NULL || segs == NULL ||
+      tokens == NULL || n_host == NULL || max == 0 || !ds->has_home)
+    return 0;
+  n_want = pf_producer_get_device_domains (transport, want,
+      PF_NODE_MAX_DOMAINS);
+  if (n_want > PF_NODE_MAX_DOMAINS)
+    n_want = PF_NODE_MAX_DOMAINS;
+  memcpy (on[0], ds->home_uuid, 16);
+  pthread_mutex_lock (&ds->lock);
+  ds->st.frames++;
+  pthread_mutex_unlock (&ds->lock);
+  /* the other devices first (frames[0] is kept for the host variant) */
+  for (i = 0; i < n_want && n < max && dev->n_chunks == 1 &&
+      dev->chunks[0].size <= ds->stride; i++) {
+    struct domain *d;
+    pf_pool_slot slot;
+    int err;
+
+    if (memcmp (want[i].uuid, ds->home_uuid, 16) == 0 ||
+        (d = domain_find (ds, want[i].uuid)) == NULL)
+      continue;
+    err = drv.memcpy_peer == NULL ? -ENOSYS : copy_into (ds, d->pool, d->ctx,
+        transport, COPY_PEER, NULL, dev_ptr, ds->home_ctx,
+        dev->chunks[0].size, &slot);
+    if (err == -ENOSYS) {
+      /* a driver without the peer copy: that device is out of reach */
+      pthread_mutex_lock (&ds->lock);
+      ds->st.unreachable++;
+      pthread_mutex_unlock (&ds->lock);
+      continue;
+    }
+    domain_count (ds, d, err, 1, dev->chunks[0].size);
+    if (err < 0)
+      continue;
+    memcpy (on[n], want[i].uuid, 16);
+    variant_fill (ds, d, &slot, dev, &frames[n], &segs[n], &tokens[n]);
+    n++;
+  }
+  /* the host domain: whoever is on none of those devices */
+  if (pf_producer_get_host_domain_clients_full (transport,
+          (const uint8_t (*)[16]) on, n) > 0 &&
+      download_one (ds, transport, dev, dev_ptr, &frames[0], &segs[0],
+          &tokens[0]) == 1) {
+    *n_host = 1;
+    return n;
+  }
+  /* no host variant: the others move down */
+  memmove (frames, frames + 1, (n - 1) * sizeof (*frames));
+  memmove (segs, segs + 1, (n - 1) * sizeof (*segs));
+  memmove (tokens, tokens + 1, (n - 1) * sizeof (*tokens));
+  return n - 1;
 }
 
 void
@@ -469,11 +632,13 @@ pf_domains_get_stats (pf_domains * ds, pf_node_domain_stats * stats)
     if (ds->d[i].pool != NULL) {
       pf_pool_get_stats (ds->d[i].pool, &ps);
       stats->domain[i].free_slots = ps.n_free;
+      stats->domain[i].waits = ps.waits;
     }
   }
   if (ds->host_pool != NULL) {
     pf_pool_get_stats (ds->host_pool, &ps);
     stats->host_free_slots = ps.n_free;
+    stats->host_waits = ps.waits;
   }
   pthread_mutex_unlock (&ds->lock);
 }

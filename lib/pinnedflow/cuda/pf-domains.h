@@ -10,15 +10,19 @@
  * - A host stream: pf_domains_upload() copies a host frame once into each
  *   device domain its consumers named (a pool of device slots per device,
  *   cuMemcpyHtoD) and hands back the device variants.
- * - A device stream: pf_domains_download() copies a device frame once into
- *   a pinned host pool (cuMemcpyDtoH) when a consumer in the host domain is
- *   connected and hands back the host variant.
+ * - A device stream: pf_domains_copy_device() copies a device frame once
+ *   into each other device of this process its consumers named (a pool of
+ *   device slots per device, cuMemcpyPeer) and once into a pinned host
+ *   pool (cuMemcpyDtoH) when a consumer in the host domain is connected,
+ *   and hands back those variants (pf_domains_download(): the host one
+ *   only).
  * - The variants' tokens come back with pf_domains_release().
  * - pf_domains_get_stats(): copies per domain and per frame.
  *
  * The caller publishes the variants: pf_producer_publish_domains() for a
  * host stream (its frame first), pf_producer_publish_domains_full() for a
- * device stream (the host variant first, its own frame as device_default).
+ * device stream (the host variant first when there is one, then its own
+ * frame as device_default, then the other devices').
  * Tokens are >= PF_DOMAINS_TOKEN_MIN (a caller's own tokens stay below it,
  * or are told apart otherwise).
  *
@@ -128,6 +132,38 @@ extern "C"
   PF_API int pf_domains_download (pf_domains * ds, pf_producer * transport,
       const pf_producer_frame * dev, uint64_t dev_ptr,
       pf_producer_frame * frame, pf_segment ** seg, void **token);
+
+/**
+ * pf_domains_copy_device:
+ * @dev: a device producer's frame (one chunk of at most the stride, on the
+ *   home device)
+ * @dev_ptr: its device address
+ * @frames: (out): up to @max variants
+ * @segs: (out): their segments
+ * @tokens: (out): their tokens
+ * @max: room in @frames, @segs, @tokens
+ * @n_host: (out): 1 when @frames[0] is the host variant, else 0
+ *
+ * A device stream's frame in every other domain its connected consumers
+ * are in, one copy per domain, each complete (synchronised) before this
+ * returns: for each device of this process other than the home one that
+ * a consumer named (pf_producer_get_device_domains()), one cuMemcpyPeer
+ * into a slot of that device's pool; then, when a consumer would still
+ * get the host variant (pf_producer_get_host_domain_clients_full() with
+ * the home device and those copied to), one download into the pinned host
+ * pool. Publish with pf_producer_publish_domains_full(): the host variant
+ * (when @n_host), the home frame as device_default, then the others.
+ *
+ * Returns: the number of variants, the host one first; 0 when none is
+ * wanted or possible (counted in the stats: unreachable, no_slot,
+ * host_no_slot), never an error.
+ *
+ * Since: 0.1
+ */
+  PF_API unsigned int pf_domains_copy_device (pf_domains * ds,
+      pf_producer * transport, const pf_producer_frame * dev,
+      uint64_t dev_ptr, pf_producer_frame * frames, pf_segment ** segs,
+      void **tokens, unsigned int max, unsigned int *n_host);
 
 /**
  * pf_domains_release:

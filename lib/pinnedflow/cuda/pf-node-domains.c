@@ -9,8 +9,10 @@
  * other variants of its frame; the copies themselves are pf-domains.c's
  * (the producer-side object every producer of this library shares): a
  * host producer's frame uploaded once into each device domain its
- * consumers named, a device producer's frame downloaded once into a
- * pinned host pool when a consumer in the host domain is connected.
+ * consumers named, a device producer's frame copied once into each other
+ * device of this process its consumers named (cuMemcpyPeer) and
+ * downloaded once into a pinned host pool when a consumer in the host
+ * domain is connected.
  *
  * Threading: prepare()/download() run on the publishing thread, release()
  * on the transport's I/O thread or the publisher's, stats on any
@@ -39,12 +41,14 @@ domains_prepare (void *data, pf_producer * transport,
       tokens, max);
 }
 
-static int
+static unsigned int
 domains_download (void *data, pf_producer * transport,
     const pf_producer_frame * dev, uint64_t dev_ptr,
-    pf_producer_frame * frame, pf_segment ** seg, void **token)
+    pf_producer_frame * frames, pf_segment ** segs, void **tokens,
+    unsigned int max, unsigned int *n_host)
 {
-  return pf_domains_download (data, transport, dev, dev_ptr, frame, seg, token);
+  return pf_domains_copy_device (data, transport, dev, dev_ptr, frames, segs,
+      tokens, max, n_host);
 }
 
 static void

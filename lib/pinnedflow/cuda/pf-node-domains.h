@@ -12,10 +12,12 @@
  * domain nobody asked for (pf_producer_get_device_domains() at each
  * publish). A device node producer (pf_node_producer_new_device()) with
  * consumers in the host domain (not asking for device frames, or naming
- * another device) downloads each frame once into a pinned host pool and
- * publishes it in both domains: its consumers of its device get the device
- * frame with no copy, the host ones share the download; no host consumer,
- * no download. The copies are pf-domains.c's (the producer-side copier
+ * a device it cannot reach) downloads each frame once into a pinned host
+ * pool, and for consumers that named another device of its process copies
+ * each frame once into that device (cuMemcpyPeer), and publishes it in
+ * every such domain: its consumers of its device get the device frame with
+ * no copy, the others share the copy of their domain; no consumer of a
+ * domain, no copy into it. The copies are pf-domains.c's (the producer-side copier
  * pinnedshmsink shares). docs/cuda.md, "One copy per domain".
  *
  *   pf_node_producer_new (&cfg, &p);
@@ -59,6 +61,10 @@ extern "C"
     uint64_t bytes;             /* bytes copied into it */
     uint64_t device_bytes;      /* device memory its pool holds */
     uint64_t no_slot;           /* frames it got as host frames: no free slot */
+    uint64_t peer_copies;       /* device-to-device copies into it (a device
+                                 * stream's, from the stream's device) */
+    uint64_t waits;             /* copies that found every slot held and
+                                 * waited for a release */
   } pf_node_domain_info;
 
 /* Since: 0.1 */
@@ -79,6 +85,10 @@ extern "C"
     uint64_t host_bytes;        /* host memory of its download pool (pinned) */
     uint32_t host_slots;        /* slots of that pool (0: none made yet) */
     uint32_t host_free_slots;   /* of those, not held by any consumer */
+    /* a device producer's other devices (cuMemcpyPeer) */
+    uint64_t peer_copies;       /* device-to-device copies, all domains */
+    uint64_t host_waits;        /* downloads that found every host slot held
+                                 * and waited for a release */
   } pf_node_domain_stats;
 
 /**

@@ -73,12 +73,15 @@ typedef struct
       pf_producer_frame * frames, pf_segment ** segs, void **tokens,
       unsigned int max);
   /* A device producer's frame @dev (its bytes at device address @dev_ptr):
-   * its host variant (@frame, @seg, @token > PF_NODE_DOMAIN_TOKEN_MIN)
-   * when a consumer in the host domain wants one: 1, else 0 (the frame is
-   * published on the device alone); never fails the publish. */
-  int (*download) (void *data, pf_producer * transport,
+   * up to @max variants in the other domains its consumers are in (their
+   * frames, segments, tokens > PF_NODE_DOMAIN_TOKEN_MIN), the host one
+   * first when @n_host is 1, then other devices'. Returns how many (0:
+   * the frame is published on its device alone); never fails the
+   * publish. */
+  unsigned int (*download) (void *data, pf_producer * transport,
       const pf_producer_frame * dev, uint64_t dev_ptr,
-      pf_producer_frame * frame, pf_segment ** seg, void **token);
+      pf_producer_frame * frames, pf_segment ** segs, void **tokens,
+      unsigned int max, unsigned int *n_host);
   /* A variant's token came back (frame_released), or was never
    * sent (publish gave it to nobody). */
   void (*release) (void *data, void *token);

@@ -465,38 +465,55 @@ publish_domains (pf_node_producer * p, const pf_producer_frame * host,
   return res;
 }
 
-/* A device producer's publish: the device frame @dev, and its host
- * variant first when the hooks made one (a consumer in the host domain). */
+/* A device producer's publish: the device frame @dev, with its variants
+ * in the other domains the hooks made (the host one first, when a
+ * consumer in the host domain wants it; then other devices'). */
 static int
 publish_device_domains (pf_node_producer * p, const pf_producer_frame * dev,
     pf_segment * seg, uint32_t slot)
 {
-  pf_producer_frame host;
-  pf_segment *hseg = NULL;
-  pf_producer_variant v[2];
-  void *htoken = NULL;
-  int sent[2], res;
+  pf_producer_frame frames[PF_PRODUCER_MAX_VARIANTS];
+  pf_segment *segs[PF_PRODUCER_MAX_VARIANTS];
+  void *tokens[PF_PRODUCER_MAX_VARIANTS];
+  pf_producer_variant v[PF_PRODUCER_MAX_VARIANTS];
+  int sent[PF_PRODUCER_MAX_VARIANTS], res;
+  unsigned int n, n_host = 0, i, mine;
 
-  if (p->domains.download (p->domains.data, p->transport, dev,
-          p->device_base + dev->chunks[0].offset, &host, &hseg, &htoken) != 1) {
+  n = p->domains.download (p->domains.data, p->transport, dev,
+      p->device_base + dev->chunks[0].offset, frames, segs, tokens,
+      PF_PRODUCER_MAX_VARIANTS - 1, &n_host);
+  if (n == 0) {
     res = pf_producer_publish (p->transport, dev, &seg, slot_token (slot));
     if (res <= 0)
       pf_pool_return (p->pool, slot);
     return res;
   }
-  v[0].frame = &host;
-  v[0].segments = &hseg;
-  v[0].token = htoken;
-  v[1].frame = dev;
-  v[1].segments = &seg;
-  v[1].token = slot_token (slot);
+  /* [host,] the device frame, the other devices' */
+  mine = n_host;
+  for (i = 0; i <= n; i++) {
+    unsigned int k = i < mine ? i : i - 1;
+
+    if (i == mine) {
+      v[i].frame = dev;
+      v[i].segments = &seg;
+      v[i].token = slot_token (slot);
+    } else {
+      v[i].frame = &frames[k];
+      v[i].segments = &segs[k];
+      v[i].token = tokens[k];
+    }
+  }
   /* consumers of device segments that named no domain: the device frame,
    * as before */
-  res = pf_producer_publish_domains_full (p->transport, v, 2, 1, sent);
-  if (res < 0 || sent[0] == 0)
-    p->domains.release (p->domains.data, htoken);
-  if (res < 0 || sent[1] == 0)
-    pf_pool_return (p->pool, slot);
+  res = pf_producer_publish_domains_full (p->transport, v, n + 1, mine, sent);
+  for (i = 0; i <= n; i++) {
+    if (res >= 0 && sent[i] != 0)
+      continue;
+    if (i == mine)
+      pf_pool_return (p->pool, slot);
+    else
+      p->domains.release (p->domains.data, v[i].token);
+  }
   return res;
 }
 

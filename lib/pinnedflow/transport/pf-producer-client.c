@@ -259,9 +259,15 @@ client_send_caps (pf_producer * p, struct client *c)
   uint8_t buf[PF_MAX_MSG_SIZE];
   size_t len;
 
-  if (p->caps == NULL)
+  const char *caps = p->caps;
+
+  if (caps == NULL)
     return;
-  len = pf_msg_write_caps (buf, p->caps_seq, p->caps);
+  /* a device stream's caps to those that may get its device frames, the
+   * host variant's to the others */
+  if (p->host_caps != NULL && !c->wants_device)
+    caps = p->host_caps;
+  len = pf_msg_write_caps (buf, p->caps_seq, caps);
   if (len > 0)
     client_send_ctl (p, c, buf, len, -1);
 }

@@ -2,7 +2,8 @@
  * Copyright (C) 2026 gst-pinnedflow developers
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * pf_producer_publish_domains() and pf_producer_get_device_domains()
+ * pf_producer_publish_domains(), pf_producer_get_device_domains() and
+ * pf_producer_get_host_domain_clients()
  * (issue 32, "one copy per domain"; docs/protocol.md 3.12): a consumer
  * names its device with a DOMAIN (client.domain_uuid,
  * pf-producer-client.c); a frame published in several domains has one
@@ -190,16 +191,32 @@ unsigned int
 pf_producer_get_host_domain_clients (pf_producer * p,
     const uint8_t device_uuid[16])
 {
-  unsigned int n = 0;
+  if (device_uuid == NULL)
+    return 0;
+  return pf_producer_get_host_domain_clients_full (p,
+      (const uint8_t (*)[16]) device_uuid, 1);
+}
+
+unsigned int
+pf_producer_get_host_domain_clients_full (pf_producer * p,
+    const uint8_t (*device_uuids)[16], unsigned int n_uuids)
+{
+  unsigned int n = 0, i;
   struct client *c;
 
-  if (p == NULL || device_uuid == NULL)
+  if (p == NULL || device_uuids == NULL || n_uuids == 0)
     return 0;
   pthread_mutex_lock (&p->lock);
-  for (c = p->clients; c != NULL; c = c->next)
-    if (c->state == CLIENT_ACTIVE && (!c->wants_device || (c->has_domain &&
-                memcmp (c->domain_uuid, device_uuid, 16) != 0)))
+  for (c = p->clients; c != NULL; c = c->next) {
+    if (c->state != CLIENT_ACTIVE || (c->wants_device && !c->has_domain))
+      continue;
+    /* a device consumer whose device is one of the frame's: no host frame */
+    for (i = 0; c->wants_device && i < n_uuids; i++)
+      if (memcmp (c->domain_uuid, device_uuids[i], 16) == 0)
+        break;
+    if (!c->wants_device || i == n_uuids)
       n++;
+  }
   pthread_mutex_unlock (&p->lock);
   return n;
 }

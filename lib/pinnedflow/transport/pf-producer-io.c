@@ -328,6 +328,7 @@ io_producer_free (pf_producer * p)
     free (f);
   }
   free (p->caps);
+  free (p->host_caps);
   free (p->path);
   pthread_cond_destroy (&p->cond);
   pthread_mutex_destroy (&p->lock);

@@ -227,6 +227,8 @@ struct pf_producer
   uint32_t next_client_id;
   struct pseg *segs;
   char *caps;
+  char *host_caps;              /* NULL, or what clients that did not ask for
+                                 * device segments get (pf_producer_set_caps_full) */
 
   /* Delivery */
   pthread_cond_t cond;          /* CLOCK_MONOTONIC: a client may have room */

@@ -290,25 +290,45 @@ pf_producer_unref (pf_producer * p)
 int
 pf_producer_set_caps (pf_producer * p, const char *caps)
 {
+  return pf_producer_set_caps_full (p, caps, NULL);
+}
+
+int
+pf_producer_set_caps_full (pf_producer * p, const char *caps,
+    const char *host_caps)
+{
   struct client *c;
-  char *copy;
+  char *copy, *host_copy = NULL;
   size_t len;
 
   if (p == NULL || caps == NULL || (len = strlen (caps)) == 0)
     return -EINVAL;
   if (len > PF_MAX_CAPS_LEN)
     return -EMSGSIZE;
+  if (host_caps != NULL) {
+    if ((len = strlen (host_caps)) == 0)
+      return -EINVAL;
+    if (len > PF_MAX_CAPS_LEN)
+      return -EMSGSIZE;
+  }
   if ((copy = strdup (caps)) == NULL)
     return -ENOMEM;
+  if (host_caps != NULL && (host_copy = strdup (host_caps)) == NULL) {
+    free (copy);
+    return -ENOMEM;
+  }
 
   pthread_mutex_lock (&p->lock);
   if (p->closed) {
     pthread_mutex_unlock (&p->lock);
     free (copy);
+    free (host_copy);
     return -EPIPE;
   }
   free (p->caps);
   p->caps = copy;
+  free (p->host_caps);
+  p->host_caps = host_copy;
   p->caps_seq++;
   for (c = p->clients; c != NULL; c = c->next)
     if (c->state == CLIENT_ACTIVE)

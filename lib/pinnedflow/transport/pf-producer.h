@@ -261,6 +261,24 @@ extern "C"
   PF_API int pf_producer_set_caps (pf_producer * p, const char *caps);
 
 /**
+ * pf_producer_set_caps_full:
+ * @caps: what consumers that asked for device segments get
+ * @host_caps: (nullable): what the others get, or NULL (@caps for all)
+ *
+ * pf_producer_set_caps() with other caps for the consumers that did not ask
+ * for device segments (HELLO bit DEVICE_SEGMENTS): a device stream whose
+ * producer gives them host frames (one download per frame,
+ * pf_domains_download ()) sends them the caps of those host frames, e.g.
+ * without the memory:PinnedflowCUDA feature, so a host-only consumer
+ * negotiates what it will get. One caps number for both. -EINVAL, -EMSGSIZE
+ * as pf_producer_set_caps().
+ *
+ * Since: 0.1
+ */
+  PF_API int pf_producer_set_caps_full (pf_producer * p, const char *caps,
+      const char *host_caps);
+
+/**
  * pf_producer_publish:
  * @frame: chunks (segment_id = pf_segment_get_id()), timestamps, video meta
  *   (pf-frame.h); the producer adds its frame number, the caps number and
@@ -373,6 +391,21 @@ extern "C"
  */
   PF_API unsigned int pf_producer_get_host_domain_clients (pf_producer * p,
       const uint8_t device_uuid[16]);
+
+/**
+ * pf_producer_get_host_domain_clients_full:
+ * @device_uuids: the devices a device stream's frame will be published on
+ *   (its own device first, then those it was copied to)
+ * @n_uuids: how many, at least 1
+ *
+ * pf_producer_get_host_domain_clients() for a frame in several devices:
+ * the connected consumers that did not ask for device segments, and those
+ * that named a device not in @device_uuids. Any thread.
+ *
+ * Since: 0.1
+ */
+  PF_API unsigned int pf_producer_get_host_domain_clients_full (pf_producer *
+      p, const uint8_t (*device_uuids)[16], unsigned int n_uuids);
 
 /**
  * pf_producer_get_device_domains:
