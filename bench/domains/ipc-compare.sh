@@ -29,8 +29,20 @@
 #
 #   bench/domains/ipc-compare.sh BUILD_DIR [N_FRAMES]   (default 150)
 #
-# Exit status: 0 when every row that ran got all N frames byte-exact, 1
-# otherwise (the table is printed either way).
+# What each row must show (checked; the table is printed either way, a
+# row that fails says why on stderr):
+#   cudaipc rows   every frame received byte-exact, at least one received
+#                  (cudaipcsink keeps only its latest frame: a consumer late
+#                  at the end may miss the last one)
+#   pinnedshm/pf   all N frames byte-exact, 0 device-to-device copies (the
+#                  upload writes into the sink's device slots)
+#   pinnedshm/cuda all N frames byte-exact; 0 device-to-device copies on
+#                  GStreamer 1.24+ (cudaupload writes into the sink's
+#                  virtual-memory GstCudaBufferPool, exported as is), one
+#                  copy per plane and frame before 1.24 (into the sink's
+#                  device segment: 2 for NV12), of the rows' visible bytes
+#                  only (1.00 frame's worth)
+# Exit status: 0 when every row that ran shows that, 1 otherwise.
 set -u
 if [ $# -lt 1 ]; then
   echo "usage: $0 BUILD_DIR [N_FRAMES]" >&2
@@ -60,11 +72,15 @@ gstver=$("$emu" "$build" gst-launch-1.0 --version | sed -n 's/.*GStreamer //p' |
 has_ipc=0
 "$emu" "$build" gst-inspect-1.0 cudaipcsink >/dev/null 2>&1 && has_ipc=1
 
-# run NAME PRODUCER_TAIL CONSUMER_HEAD: the consumer starts first (both
-# wait for the other), its output in $tmp/NAME.raw, stats in
-# $tmp/NAME.stats (producer line tagged prod, consumer cons)
+# run NAME PRODUCER_TAIL CONSUMER_HEAD [COPIES:BYTES]: the consumer starts
+# first (both wait for the other), its output in $tmp/NAME.raw, stats in
+# $tmp/NAME.stats (producer line tagged prod, consumer cons). With
+# COPIES:BYTES (a pinnedshm row): all N frames must arrive byte-exact, with
+# COPIES device-to-device copies per frame (both processes) moving BYTES
+# frames' worth of bytes per frame; without: every frame received must be
+# byte-exact.
 run() {
-  name=$1 prod=$2 cons=$3
+  name=$1 prod=$2 cons=$3 dtod=${4:-}
   f=$tmp/$(echo "$name" | tr / -)
   rm -f "$tmp/sock" "$f".*
   # shellcheck disable=SC2086
@@ -91,10 +107,11 @@ run() {
     echo "ipc-compare: $name: producer exit $prc, consumer exit $crc" >&2
     tail -n 5 "$f.prod.log" "$f.cons.log" >&2
   fi
-  /usr/bin/env python3 - "$tmp" "$f" "$name" "$n" "$fsize" <<'PY' || rc=1
+  /usr/bin/env python3 - "$tmp" "$f" "$name" "$n" "$fsize" "$dtod" <<'PY' || rc=1
 import sys
 tmp, f, name = sys.argv[1], sys.argv[2], sys.argv[3]
 n, fsize = int(sys.argv[4]), int(sys.argv[5])
+want_dtod = sys.argv[6]
 ref = open(f"{tmp}/ref.raw", "rb").read()
 try:
     out = open(f"{f}.raw", "rb").read()
@@ -136,7 +153,23 @@ with open(f"{tmp}/details", "a") as d:
     for side, st in (("producer", p), ("consumer", c)):
         d.write("%s %s: %s\n" % (name, side, " ".join(
             "%s=%d" % kv for kv in sorted(st.items()) if kv[1])))
-sys.exit(0 if exact == n and len(got) == n else 1)
+dtod = (g(p, "copies.dtod") + g(c, "copies.dtod")) / n
+dtod_bytes = (g(p, "bytes.dtod") + g(c, "bytes.dtod")) / (n * fsize)
+bad = []
+if want_dtod == "":
+    if not got or exact != len(got):
+        bad.append("%d of %d frames received byte-exact" % (exact, len(got)))
+else:
+    if exact != n or len(got) != n:
+        bad.append("%d/%d frames, %d byte-exact" % (len(got), n, exact))
+    want_c, want_b = (float(v) for v in want_dtod.split(":"))
+    if abs(dtod - want_c) > 1e-9 or abs(dtod_bytes - want_b) > 1e-9:
+        bad.append("%.2f device-to-device copies per frame (%.2f frames' "
+                   "worth of bytes), want %s" % (dtod, dtod_bytes,
+                                                 want_dtod.replace(":", " (") + ")"))
+for b in bad:
+    print("ipc-compare: %s: %s" % (name, b), file=sys.stderr)
+sys.exit(1 if bad else 0)
 PY
 }
 
@@ -156,10 +189,14 @@ if [ $has_ipc = 1 ]; then
 fi
 pdl="pinnedshmsrc socket-path=$tmp/sock connect-timeout=60000 delivery=every-frame device-frames=on ! pinnedcudadownload ! video/x-raw,format=NV12"
 run pinnedshm/pf "pinnedcudaupload ! video/x-raw(memory:PinnedflowCUDA) ! pinnedshmsink socket-path=$tmp/sock wait-for-connection=true" \
-  "$pdl"
+  "$pdl" 0:0
+# GStreamer 1.24+: the sink's virtual-memory pool, no copy; before: one
+# copy per plane, the visible bytes
+cuda_dtod=2:1
+case $gstver in 1.2[4-9].* | 1.[3-9]*.* | [2-9].*) cuda_dtod=0:0 ;; esac
 if [ $has_ipc = 1 ] || "$emu" "$build" gst-inspect-1.0 cudaupload >/dev/null 2>&1; then
   run pinnedshm/cuda "$up ! pinnedshmsink socket-path=$tmp/sock wait-for-connection=true" \
-    "$pdl"
+    "$pdl" $cuda_dtod
 fi
 echo
 echo "Per process (the emulator's counters, PFEMU_STATS; calls.* counted per call, copies.* per plane):"

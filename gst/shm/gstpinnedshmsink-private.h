@@ -12,6 +12,12 @@
  *
  * Lock order, outermost first: a thread that holds one lock takes only
  * locks further down this list, never one above it.
+ *  0. self->cuda_ensure_lock (gstpinnedshmsinkcuda.c): one look-up of the
+ *     pipeline's GstCudaContext at a time, in propose_allocation (upstream's
+ *     streaming thread, none of 1-4 held). Under it libgstcuda's own lock
+ *     (gst_cuda_ensure_element_context ()), context queries to the peers,
+ *     NEED_CONTEXT/HAVE_CONTEXT posted (an application's sync handler may
+ *     run there) and set_context () on this thread, which takes 5.
  *  1. The base class's preroll lock (GST_BASE_SINK_PREROLL_LOCK), held by
  *     render (gstpinnedshmsinkrender.c) while it takes 3 to wait for a
  *     client. unlock() runs without it and takes 3 to wake that render.
@@ -30,6 +36,11 @@
  *     gst_pinned_shm_sink_set_copy_pool ()).
  *  4. The producer's lock (inside libpinnedflow, pf-producer.c), and the
  *     copy pool's.
+ *  5. self->cuda_lock: cuda_ctx and cuda_ensure_{thread,slot}. A leaf,
+ *     taken by set_context () (any thread), the CONTEXT query (any
+ *     thread), stop () and the look-up under 0: nothing is called under it
+ *     but gst_cuda_handle_set_context () (which only parses the context)
+ *     and g_object_ref (); references are dropped after it is released.
  * Nothing takes them the other way round: the producer runs its callbacks
  * (gstpinnedshmsinkbus.c) with its lock released, and they take 3 alone,
  * posting their messages and warnings outside it; nothing takes 2 while it
@@ -161,12 +172,18 @@ struct _GstPinnedShmSink
   GstPinnedShmSinkDevice *device;
   guint64 device_copies;
   /* streaming thread only: device_mode's input is memory:CUDAMemory
-   * (gstpinnedshmsinkcuda.c), not memory:PinnedflowCUDA; the pipeline's
-   * GstCudaContext (set by set_context or found at propose_allocation, in
-   * upstream's streaming thread before our first buffer; dropped by
-   * stop()) */
+   * (gstpinnedshmsinkcuda.c), not memory:PinnedflowCUDA */
   gboolean cuda_memory_input;
+  /* under cuda_lock (5 above): the pipeline's GstCudaContext (set by
+   * set_context in any thread, or found at propose_allocation in
+   * upstream's streaming thread; dropped by stop()), and while a look-up
+   * runs (under cuda_ensure_lock, 0 above) its thread and the slot that
+   * set_context fills on that thread */
+  GMutex cuda_ensure_lock;
+  GMutex cuda_lock;
   GObject *cuda_ctx;
+  GThread *cuda_ensure_thread;
+  GObject **cuda_ensure_slot;
 
   /* copies per domain (gstpinnedshmsinkdomains.c): the property
    * (g_atomic_int: set under the object lock, read by render) and the
@@ -257,8 +274,9 @@ gboolean gst_pinned_shm_sink_cuda_query (GstPinnedShmSink * self,
     GstQuery * query);
 G_GNUC_INTERNAL
 void gst_pinned_shm_sink_cuda_stop (GstPinnedShmSink * self);
-/* The pipeline's GstCudaContext (found or made, kept in cuda_ctx), its
- * CUcontext and device; FALSE without libgstcuda. */
+/* The pipeline's GstCudaContext (found or made, kept in cuda_ctx: a new
+ * reference in *@gst_ctx, the caller's to drop), its CUcontext and device;
+ * FALSE without libgstcuda. */
 G_GNUC_INTERNAL
 gboolean gst_pinned_shm_sink_cuda_context (GstPinnedShmSink * self,
     gpointer * gst_ctx, gpointer * cu_ctx, gint * device);

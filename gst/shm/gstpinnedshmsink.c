@@ -619,6 +619,8 @@ gst_pinned_shm_sink_finalize (GObject * object)
   g_free (self->socket_path);
   gst_pinned_shm_sink_domains_finalize (self);
   gst_pinned_shm_sink_cuda_stop (self);
+  g_mutex_clear (&self->cuda_lock);
+  g_mutex_clear (&self->cuda_ensure_lock);
   g_mutex_clear (&self->lock);
   g_cond_clear (&self->cond);
   G_OBJECT_CLASS (parent_class)->finalize (object);
@@ -639,6 +641,8 @@ gst_pinned_shm_sink_init (GstPinnedShmSink * self)
   self->live_max_lag = DEFAULT_LIVE_MAX_LAG;
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);
+  g_mutex_init (&self->cuda_ensure_lock);
+  g_mutex_init (&self->cuda_lock);
   gst_video_info_init (&self->vinfo);
   gst_pinned_shm_sink_domains_init (self);
   /* a last-sample would pin one pool buffer for nothing */

@@ -26,8 +26,11 @@
  *   frame.
  *
  * Threads and lifetimes: the streaming thread (render, and
- * propose_allocation, which runs in upstream's streaming thread); stop()
- * drops the context. A memory's cached segment lives as long as the
+ * propose_allocation, which runs in upstream's streaming thread); the
+ * pipeline's GstCudaContext (cuda_ctx) is also set by set_context () and
+ * read by the CONTEXT query in any thread, under cuda_lock (the lock order
+ * at the top of gstpinnedshmsink-private.h: ensure_context ()), and
+ * dropped by stop(). A memory's cached segment lives as long as the
  * memory: the producer holds its own reference while it announces it.
  */
 #ifdef HAVE_CONFIG_H
@@ -261,31 +264,125 @@ gst_pinned_shm_sink_cuda_frame_copy (GstPinnedShmSink * self,
 
 /* ---- zero copy: libgstcuda's virtual-memory pool (1.24+) ---------------- */
 
+/* Where a GstCudaContext set on the element goes: the slot of the look-up
+ * this thread runs (ensure_context ()), else cuda_ctx. Under cuda_lock. */
+static GObject **
+context_slot_locked (GstPinnedShmSink * self)
+{
+  if (self->cuda_ensure_slot != NULL
+      && self->cuda_ensure_thread == g_thread_self ())
+    return self->cuda_ensure_slot;
+  return &self->cuda_ctx;
+}
+
 void
 gst_pinned_shm_sink_cuda_set_context (GstPinnedShmSink * self,
     GstContext * context)
 {
   const GstPinnedCudaGst *gc = gst_pinned_cuda_gst_get ();
 
-  if (gc != NULL)
-    gc->handle_set_context (GST_ELEMENT (self), context, -1,
-        (gpointer *) & self->cuda_ctx);
+  if (gc == NULL)
+    return;
+  /* gst_cuda_handle_set_context () only parses the context and keeps the
+   * first one found: no lock, message or query of its own */
+  g_mutex_lock (&self->cuda_lock);
+  gc->handle_set_context (GST_ELEMENT (self), context, -1,
+      (gpointer *) context_slot_locked (self));
+  g_mutex_unlock (&self->cuda_lock);
+}
+
+/* A new reference to cuda_ctx, or NULL */
+static GObject *
+context_ref (GstPinnedShmSink * self)
+{
+  GObject *ctx;
+
+  g_mutex_lock (&self->cuda_lock);
+  ctx = self->cuda_ctx ? g_object_ref (self->cuda_ctx) : NULL;
+  g_mutex_unlock (&self->cuda_lock);
+  return ctx;
 }
 
 gboolean
 gst_pinned_shm_sink_cuda_query (GstPinnedShmSink * self, GstQuery * query)
 {
   const GstPinnedCudaGst *gc = gst_pinned_cuda_gst_get ();
+  GObject *ctx;
+  gboolean ret;
 
-  return gc != NULL && self->cuda_ctx != NULL
-      && GST_QUERY_TYPE (query) == GST_QUERY_CONTEXT
-      && gc->handle_context_query (GST_ELEMENT (self), query, self->cuda_ctx);
+  if (gc == NULL || GST_QUERY_TYPE (query) != GST_QUERY_CONTEXT)
+    return FALSE;
+  /* answered with a reference of our own: stop () may drop cuda_ctx */
+  ctx = context_ref (self);
+  ret = ctx != NULL
+      && gc->handle_context_query (GST_ELEMENT (self), query, ctx);
+  if (ctx != NULL)
+    g_object_unref (ctx);
+  return ret;
 }
 
 void
 gst_pinned_shm_sink_cuda_stop (GstPinnedShmSink * self)
 {
-  g_clear_object (&self->cuda_ctx);
+  GObject *ctx;
+
+  g_mutex_lock (&self->cuda_lock);
+  ctx = self->cuda_ctx;
+  self->cuda_ctx = NULL;
+  g_mutex_unlock (&self->cuda_lock);
+  if (ctx != NULL)
+    g_object_unref (ctx);
+}
+
+/* The pipeline's GstCudaContext, kept in cuda_ctx: a new reference, or
+ * NULL. A look-up (gst_cuda_ensure_element_context (): context queries both
+ * ways, NEED_CONTEXT, else a context of its own, set on the element and
+ * announced with HAVE_CONTEXT) runs under cuda_ensure_lock, never under
+ * cuda_lock: libgstcuda writes the context it finds through the pointer
+ * it is given, in the gst_element_set_context () calls it makes on this
+ * thread, so it gets a slot of its own (cuda_ensure_slot, which
+ * set_context () fills on this thread) and the result is stored in
+ * cuda_ctx under cuda_lock. A context set meanwhile from another thread
+ * stays (the first one set is kept, as gst_cuda_handle_set_context ()
+ * keeps it). */
+static GObject *
+ensure_context (GstPinnedShmSink * self, const GstPinnedCudaGst * gc)
+{
+  GObject *ctx, *found = NULL, *drop = NULL;
+  gboolean ok;
+
+  ctx = context_ref (self);
+  if (ctx != NULL)
+    return ctx;
+  g_mutex_lock (&self->cuda_ensure_lock);
+  ctx = context_ref (self);
+  if (ctx != NULL)
+    goto done;
+  g_mutex_lock (&self->cuda_lock);
+  self->cuda_ensure_thread = g_thread_self ();
+  self->cuda_ensure_slot = &found;
+  g_mutex_unlock (&self->cuda_lock);
+
+  ok = gc->ensure_element_context (GST_ELEMENT (self), -1,
+      (gpointer *) & found);
+
+  g_mutex_lock (&self->cuda_lock);
+  self->cuda_ensure_thread = NULL;
+  self->cuda_ensure_slot = NULL;
+  if (!ok || found == NULL) {
+    drop = found;
+  } else if (self->cuda_ctx == NULL) {
+    self->cuda_ctx = found;
+  } else {
+    drop = found;
+  }
+  ctx = self->cuda_ctx ? g_object_ref (self->cuda_ctx) : NULL;
+  g_mutex_unlock (&self->cuda_lock);
+  if (drop != NULL)
+    g_object_unref (drop);
+done:
+  g_mutex_unlock (&self->cuda_ensure_lock);
+  return ctx;
 }
 
 gboolean
@@ -293,13 +390,13 @@ gst_pinned_shm_sink_cuda_context (GstPinnedShmSink * self, gpointer * gst_ctx,
     gpointer * cu_ctx, gint * device)
 {
   const GstPinnedCudaGst *gc = gst_pinned_cuda_gst_get ();
+  GObject *ctx;
 
-  if (gc == NULL || !gc->ensure_element_context (GST_ELEMENT (self), -1,
-          (gpointer *) & self->cuda_ctx))
+  if (gc == NULL || (ctx = ensure_context (self, gc)) == NULL)
     return FALSE;
-  *gst_ctx = self->cuda_ctx;
-  *cu_ctx = gc->context_get_handle (self->cuda_ctx);
-  *device = context_device (self->cuda_ctx);
+  *gst_ctx = ctx;
+  *cu_ctx = gc->context_get_handle (ctx);
+  *device = context_device (ctx);
   return TRUE;
 }
 
@@ -310,6 +407,7 @@ gst_pinned_shm_sink_cuda_propose (GstPinnedShmSink * self, GstQuery * query,
   const GstPinnedCudaGst *gc = gst_pinned_cuda_gst_get ();
   GstBufferPool *pool;
   GstStructure *config;
+  GObject *ctx;
   guint size;
 
   if (gc == NULL || !gc->has_vmm_export) {
@@ -319,12 +417,14 @@ gst_pinned_shm_sink_cuda_propose (GstPinnedShmSink * self, GstQuery * query,
     return FALSE;
   }
   /* the pipeline's context (upstream's, asked for), or one of our own */
-  if (!gc->ensure_element_context (GST_ELEMENT (self), -1,
-          (gpointer *) & self->cuda_ctx)) {
+  ctx = ensure_context (self, gc);
+  if (ctx == NULL) {
     GST_INFO_OBJECT (self, "no GstCudaContext: one device copy per frame");
     return FALSE;
   }
-  pool = gc->buffer_pool_new (self->cuda_ctx);
+  /* the pool keeps its own reference */
+  pool = gc->buffer_pool_new (ctx);
+  g_object_unref (ctx);
   config = gst_buffer_pool_get_config (pool);
   gst_buffer_pool_config_set_params (config, caps, GST_VIDEO_INFO_SIZE (info),
       0, count);

@@ -242,6 +242,8 @@ gst_pinned_shm_sink_device_propose (GstPinnedShmSink * self, GstQuery * query,
   if (rt == NULL) {
     GST_INFO_OBJECT (self, "no device slot pool: %s", error->message);
     g_error_free (error);
+    if (gst_ctx != NULL)
+      gst_object_unref (gst_ctx);
     return FALSE;
   }
   pool = g_object_new (slot_buffer_pool_get_type (), NULL);
@@ -249,7 +251,8 @@ gst_pinned_shm_sink_device_propose (GstPinnedShmSink * self, GstQuery * query,
   pool->rt = rt;
   pool->device = device;
   pool->cu_ctx = cu_ctx;
-  pool->ctx_owner = gst_ctx ? gst_object_ref (gst_ctx) : NULL;
+  pool->ctx_owner = gst_ctx;    /* the reference cuda_context () gave */
+  gst_ctx = NULL;
   config = gst_buffer_pool_get_config (GST_BUFFER_POOL (pool));
   gst_buffer_pool_config_set_params (config, caps, GST_VIDEO_INFO_SIZE (info),
       0, count);

@@ -11,9 +11,11 @@
  * - any other is copied once device to device into a slot of the sink's
  *   device segment (gstpinnedshmsinkslots.c: pf_device_segment_new(), CUDA
  *   virtual memory exported as an fd, docs/protocol.md 3.11): a
- *   GstPinnedCudaMemory whole (cudaMemcpy2D of its pitched allocation, so
- *   the buffer's video meta describes the copy too), a GstCudaMemory plane
- *   by plane; counted in device-copies.
+ *   GstPinnedCudaMemory at its own pitch and rows (so the buffer's video
+ *   meta describes the copy too) but only the visible bytes of each row
+ *   (one cudaMemcpy2D of all rows, or one per plane where the planes'
+ *   rows differ in width), a GstCudaMemory plane by plane; counted in
+ *   device-copies.
  * Consumers that asked for device segments import each once and read the
  * frames with no copy (pinnedshmsrc device-frames). Where the device
  * cannot export virtual memory (or the plugin has no CUDA library) the
@@ -162,6 +164,19 @@ slots_for (GstPinnedShmSink * self, gint device, gsize size)
   return self->device;
 }
 
+/* Whether every plane of @l has rows as wide as its widest (a single 2D
+ * copy of all rows then moves the visible bytes only) */
+static gboolean
+uniform_rows (const GstPinnedCudaLayout * l)
+{
+  guint p;
+
+  for (p = 0; p < l->n_planes; p++)
+    if (l->width_bytes[p] != l->max_width_bytes)
+      return FALSE;
+  return TRUE;
+}
+
 /* One copy of a memory:PinnedflowCUDA frame into the slot at @dst, after
  * upstream's writes (its event): FALSE with an error posted. */
 static gboolean
@@ -169,16 +184,31 @@ copy_pinned_cuda (GstPinnedShmSink * self, GstPinnedCudaMemory * dmem,
     guint64 dst)
 {
   const GstPinnedCudaRuntime *rt = dmem->rt;
+  const GstPinnedCudaLayout *l = &dmem->layout;
   GstPinnedCudaError err;
   const gchar *call = "cudaEventSynchronize";
+  guint p;
   int prev;
 
   prev = gst_pinned_cuda_context_push_enter (rt, dmem->device_id, dmem->cu_ctx);
   err = rt->EventSynchronize (dmem->event);
-  if (err == GST_PINNED_CUDA_SUCCESS) {
+  /* the visible bytes of each row, never the pitch's padding: one 2D copy
+   * of every row where the planes' rows are as wide (RGBA, NV12), else one
+   * per plane (I420's half-width chroma); the slot keeps the frame's
+   * layout (same pitch, same rows) */
+  if (err == GST_PINNED_CUDA_SUCCESS && uniform_rows (l)) {
     call = "cudaMemcpy2D";
     err = rt->Memcpy2D ((void *) (uintptr_t) dst, dmem->pitch, dmem->dev_ptr,
-        dmem->pitch, dmem->pitch, dmem->layout.total_rows,
+        dmem->pitch, l->max_width_bytes, l->total_rows,
+        GST_PINNED_CUDA_MEMCPY_DEVICE_TO_DEVICE);
+  }
+  for (p = 0; err == GST_PINNED_CUDA_SUCCESS && !uniform_rows (l)
+      && p < l->n_planes; p++) {
+    gsize off = l->row_offset[p] * dmem->pitch;
+
+    call = "cudaMemcpy2D";
+    err = rt->Memcpy2D ((void *) (uintptr_t) (dst + off), dmem->pitch,
+        dmem->dev_ptr + off, dmem->pitch, l->width_bytes[p], l->rows[p],
         GST_PINNED_CUDA_MEMCPY_DEVICE_TO_DEVICE);
   }
   if (err == GST_PINNED_CUDA_SUCCESS) {

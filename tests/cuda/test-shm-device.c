@@ -60,7 +60,12 @@
  * relay: the frames case's producer, relayed by a middle process
  *   (pinnedshmsrc device-frames=on ! pinnedshmsink: the source's read-only
  *   wrapped memory copied once device to device, device-copies 20), read
- *   here byte-exact as in frames.
+ *   here byte-exact as in frames (the wire keeps the producer's pitch;
+ *   the padding is not copied). The middle process's emulator counted 20
+ *   device-to-device copies of 20 frames' visible bytes: the rows
+ *   (256 bytes at pitch 512) without their padding. The sink cases count
+ *   their producer's the same way (sink-copy: 20 copies, sink-cuda on
+ *   1.22: one per plane, 1.24+ and sink: none).
  * sink-cuda-bad: memory:CUDAMemory caps and a system-memory buffer
  *   (appsrc): the sink posts STREAM WRONG_TYPE ("not one GstCudaMemory"),
  *   publishes nothing, no crash, nothing left on either side.
@@ -117,6 +122,34 @@ typedef struct
 
 static const layout RGBA = { "RGBA", 1, {W * 4, 0}, {H, 0}, {0, 0} };
 static const layout NV12 = { "NV12", 2, {W, W}, {H, H / 2}, {0, H} };
+
+/* the visible bytes of one frame of @l (its rows without the pitch's
+ * padding) */
+static long
+visible_bytes (const layout * l)
+{
+  long n = 0;
+  guint p;
+
+  for (p = 0; p < l->n_planes; p++)
+    n += (long) (l->width_bytes[p] * l->rows[p]);
+  return n;
+}
+
+/* This process's device-to-device copies, as the emulator counted them:
+ * @copies 2D copies moving exactly the visible bytes of @frames frames of
+ * @l (the sink copies no pitch padding) */
+static void
+check_dtod (const layout * l, long frames, long copies)
+{
+  long n = emu_query ("copies.dtod"), bytes = emu_query ("bytes.dtod");
+
+  printf ("device to device: %ld copies, %ld bytes (%ld frames of %ld "
+      "visible bytes)\n", n, bytes, frames, visible_bytes (l));
+  fflush (stdout);
+  CHECK_INT (n, ==, copies);
+  CHECK_INT (bytes, ==, frames * visible_bytes (l));
+}
 
 /* the sink case: what videotestsrc made, frame by frame (GstBuffer) */
 static GPtrArray *expected;
@@ -542,6 +575,16 @@ sink_producer_main (const char *path, const char *format, gboolean vmm,
   g_free (source);
   emu_up (TRUE);
   if (vmm) {
+    const layout *l = strcmp (format, "NV12") == 0 ? &NV12 : &RGBA;
+
+    /* the sink's copies: the rows' visible bytes only; pinnedcudaupload's
+     * frames (its own pool's pitch) in one 2D copy, a GstCudaMemory's
+     * (1.22) one per plane; none where the frames were published as they
+     * are */
+    check_dtod (l, (long) want_copies, (long) want_copies *
+        (cuda_memory ? (long) l->n_planes : 1));
+  }
+  if (vmm) {
     /* device segments exported: the sink's caps probe, then the slots'
      * segment (the copy's, or the pool's taken by pinnedcudaupload, made
      * when it is activated), or each memory of the VMM pool once (1.24+:
@@ -588,6 +631,9 @@ relay_main (const char *in, const char *out)
   gst_object_unref (pipe);
   g_free (desc);
   emu_up (TRUE);
+  /* one 2D copy per frame, of each row's visible bytes (the producer's
+   * pitch is PITCH, twice the RGBA row): the wire keeps the pitch */
+  check_dtod (&RGBA, N_FRAMES, N_FRAMES);
   check_vmm_empty ();
   return 0;
 }
