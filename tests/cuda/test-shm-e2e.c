@@ -4,7 +4,6 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  *   test-shm-e2e rgba|nv12 PYTHON CONSUMER_PY   (the one run, in a format)
- *   test-shm-e2e produce SOCKET CLIENTS   (process A alone, RGBA)
  *
  * Run with the emulators' environment, PFEMU_VMM=1 and the Python bridge
  * on PYTHONPATH (meson: tests/bridge/meson.build, shm-e2e and
@@ -219,16 +218,14 @@ producer_main (const char *path, int clients, const char *report)
       gst_minor (), frames, dcopies, zero, stat_u64 (s, "copies"),
       c.dtod - c0.dtod, c.htod - c0.htod, c.dtoh - c0.dtoh);
   fflush (stdout);
-  if (report != NULL) {
-    f = fopen (report, "we");
-    CHECK (f != NULL);
-    fprintf (f, "frames %" G_GUINT64_FORMAT " device-copies %"
-        G_GUINT64_FORMAT " zero-copy-frames %" G_GUINT64_FORMAT
-        " copies %" G_GUINT64_FORMAT " dtod %ld htod %ld dtoh %ld\n",
-        frames, dcopies, zero, stat_u64 (s, "copies"), c.dtod - c0.dtod,
-        c.htod - c0.htod, c.dtoh - c0.dtoh);
-    CHECK_INT (fclose (f), ==, 0);
-  }
+  f = fopen (report, "we");
+  CHECK (f != NULL);
+  fprintf (f, "frames %" G_GUINT64_FORMAT " device-copies %"
+      G_GUINT64_FORMAT " zero-copy-frames %" G_GUINT64_FORMAT
+      " copies %" G_GUINT64_FORMAT " dtod %ld htod %ld dtoh %ld\n",
+      frames, dcopies, zero, stat_u64 (s, "copies"), c.dtod - c0.dtod,
+      c.htod - c0.htod, c.dtoh - c0.dtoh);
+  CHECK_INT (fclose (f), ==, 0);
   gst_object_unref (s);
   gst_object_unref (bus);
   gst_object_unref (pipe);
@@ -236,9 +233,8 @@ producer_main (const char *path, int clients, const char *report)
   g_free (src);
   /* every frame back from every consumer, the segments gone */
   check_vmm_empty ("A");
-  if (report != NULL)
-    CHECK_MSG (pf_test_count_fds () == fds0, "A: fds %d, were %d",
-        pf_test_count_fds (), fds0);
+  CHECK_MSG (pf_test_count_fds () == fds0, "A: fds %d, were %d",
+      pf_test_count_fds (), fds0);
   return 0;
 }
 
@@ -432,12 +428,9 @@ main (int argc, char **argv)
   GstBus *bus;
   GstMessage *msg;
 
-  if (argc == 4 && strcmp (argv[1], "produce") == 0)
-    return producer_main (argv[2], atoi (argv[3]), NULL);
   if (argc != 4 || (strcmp (argv[1], "rgba") != 0
           && strcmp (argv[1], "nv12") != 0)) {
-    fprintf (stderr, "usage: %s rgba|nv12 PYTHON CONSUMER_PY, or %s "
-        "produce SOCKET CLIENTS\n", argv[0], argv[0]);
+    fprintf (stderr, "usage: %s rgba|nv12 PYTHON CONSUMER_PY\n", argv[0]);
     return 2;
   }
   if (strcmp (argv[1], "nv12") == 0) {
