@@ -47,6 +47,10 @@
  *   unset there): it falls back to host frames (copies 20, device-copies
  *   0, caps without the memory feature), read here as system memory,
  *   byte-exact.
+ * sink-copy-i420: sink-copy in I420, whose chroma rows are half as wide
+ *   as the luma's: the sink copies plane by plane (60 copies of 20 frames'
+ *   visible bytes, 4,608 a frame, in the producer's emulator counters),
+ *   all three planes byte-exact.
  * sink-cuda: the producer is videotestsrc ! cudaupload (nvcodec) !
  *   video/x-raw(memory:CUDAMemory) ! pinnedshmsink: on 1.22 each
  *   GstCudaMemory frame copied once device to device (device-copies 20);
@@ -117,11 +121,16 @@ typedef struct
 {
   const char *format;
   guint n_planes;
-  gsize width_bytes[2], rows[2], row_offset[2];
+  gsize width_bytes[3], rows[3], row_offset[3];
 } layout;
 
 static const layout RGBA = { "RGBA", 1, {W * 4, 0}, {H, 0}, {0, 0} };
 static const layout NV12 = { "NV12", 2, {W, W}, {H, H / 2}, {0, H} };
+
+/* the sink cases only: chroma rows half as wide as the luma's */
+static const layout I420 = { "I420", 3, {W, W / 2, W / 2}, {H, H / 2, H / 2},
+{0, H, H + H / 2}
+};
 
 /* the visible bytes of one frame of @l (its rows without the pitch's
  * padding) */
@@ -134,6 +143,19 @@ visible_bytes (const layout * l)
   for (p = 0; p < l->n_planes; p++)
     n += (long) (l->width_bytes[p] * l->rows[p]);
   return n;
+}
+
+/* Whether every plane of @l has rows of the same width (the sink copies
+ * all rows at once then) */
+static gboolean
+uniform_rows (const layout * l)
+{
+  guint p;
+
+  for (p = 1; p < l->n_planes; p++)
+    if (l->width_bytes[p] != l->width_bytes[0])
+      return FALSE;
+  return TRUE;
 }
 
 /* This process's device-to-device copies, as the emulator counted them:
@@ -575,14 +597,16 @@ sink_producer_main (const char *path, const char *format, gboolean vmm,
   g_free (source);
   emu_up (TRUE);
   if (vmm) {
-    const layout *l = strcmp (format, "NV12") == 0 ? &NV12 : &RGBA;
+    const layout *l = strcmp (format, "NV12") == 0 ? &NV12 :
+        strcmp (format, "I420") == 0 ? &I420 : &RGBA;
 
     /* the sink's copies: the rows' visible bytes only; pinnedcudaupload's
-     * frames (its own pool's pitch) in one 2D copy, a GstCudaMemory's
+     * frames (its own pool's pitch) in one 2D copy where the planes' rows
+     * are as wide (RGBA), else one per plane (I420), a GstCudaMemory's
      * (1.22) one per plane; none where the frames were published as they
      * are */
     check_dtod (l, (long) want_copies, (long) want_copies *
-        (cuda_memory ? (long) l->n_planes : 1));
+        (cuda_memory || !uniform_rows (l) ? (long) l->n_planes : 1));
   }
   if (vmm) {
     /* device segments exported: the sink's caps probe, then the slots'
@@ -701,7 +725,8 @@ main (int argc, char **argv)
 {
   const char *c = argc > 1 ? argv[1] : "";
   const layout *l = strcmp (c, "nv12") == 0
-      || strcmp (c, "sink-cuda-nv12") == 0 ? &NV12 : &RGBA;
+      || strcmp (c, "sink-cuda-nv12") == 0 ? &NV12 :
+      strcmp (c, "sink-copy-i420") == 0 ? &I420 : &RGBA;
   const char *mid = "! pinnedcudadownload name=down", *want = NULL;
   char dir[256], path[300], relay_path[300];
   pid_t pid, relay = -1;
@@ -715,11 +740,13 @@ main (int argc, char **argv)
       && strcmp (c, "sink") != 0 && strcmp (c, "sink-no-vmm") != 0
       && strcmp (c, "sink-cuda") != 0 && strcmp (c, "sink-cuda-bad") != 0
       && strcmp (c, "sink-copy") != 0 && strcmp (c, "sink-cuda-nv12") != 0
+      && strcmp (c, "sink-copy-i420") != 0
       && strcmp (c, "relay") != 0
       && strcmp (c, "no-vmm") != 0 && strcmp (c, "host-only") != 0
       && strcmp (c, "off") != 0) {
     fprintf (stderr,
-        "usage: %s frames|nv12|sink|sink-copy|sink-no-vmm|sink-cuda|"
+        "usage: %s frames|nv12|sink|sink-copy|sink-copy-i420|sink-no-vmm|"
+        "sink-cuda|"
         "sink-cuda-nv12|sink-cuda-bad|relay|no-vmm|host-only|off, or "
         "%s produce|produce-cuda SOCKET\n", argv[0], argv[0]);
     return 2;
@@ -737,8 +764,8 @@ main (int argc, char **argv)
   if (pid == 0)
     _exit (strncmp (c, "sink", 4) == 0 ? sink_producer_main (path,
             l->format, strcmp (c, "sink-no-vmm") != 0,
-            strncmp (c, "sink-cuda", 9) == 0, strcmp (c,
-                "sink-copy") == 0) : producer_main (path, l, TRUE));
+            strncmp (c, "sink-cuda", 9) == 0, strncmp (c,
+                "sink-copy", 9) == 0) : producer_main (path, l, TRUE));
   if (strcmp (c, "relay") == 0) {
     /* the middle process, forked before CUDA too; this one reads it */
     relay = pf_test_fork ();
