@@ -654,8 +654,9 @@ gst_pinned_shm_src_class_init (GstPinnedShmSrcClass * klass)
    * no copy on libgstcuda 1.24+, copied once device to device on 1.22
    * (stats: device-copies).
    * `auto` (the default) asks when the CUDA runtime loads and the element
-   * downstream accepts memory:PinnedflowCUDA (e.g. pinnedcudadownload) or
-   * memory:CUDAMemory (e.g. cudadownload);
+   * downstream names memory:PinnedflowCUDA (e.g. pinnedcudadownload) or
+   * memory:CUDAMemory (e.g. cudadownload) in its caps (caps that take any
+   * memory, e.g. fakesink's or videoconvert's, do not count);
    * `on` asks whenever CUDA loads; `off` never asks. A consumer that does
    * not ask never gets the producer's device frames: a device stream (its
    * caps carry memory:PinnedflowCUDA or memory:CUDAMemory) then fails

@@ -98,25 +98,36 @@ set_why_not (GstPinnedShmSrc * self, gchar * why)
 
 #ifdef GST_PINNED_SHM_CUDA
 
-/* Whether the element downstream takes memory:PinnedflowCUDA, or
- * memory:CUDAMemory where GStreamer's CUDA library loads. */
+/* Whether the element downstream names memory:PinnedflowCUDA, or
+ * memory:CUDAMemory where GStreamer's CUDA library loads, in its caps.
+ * Caps that take any memory (ANY caps, a video/x-raw(ANY) structure:
+ * fakesink, videoconvert, queue before them) do not count: such an
+ * element would pass device memory on to what cannot read it, so a plain
+ * CPU pipeline never asks for device frames. */
 static gboolean
 downstream_takes_device (GstPinnedShmSrc * self)
 {
   GstPad *pad = GST_BASE_SRC_PAD (self);
-  GstCaps *filter, *caps;
-  gboolean ok;
+  gboolean cuda = gst_pinned_cuda_gst_get () != NULL, ok = FALSE;
+  GstCaps *caps;
+  guint i;
 
   if (!gst_pad_is_linked (pad))
     return FALSE;
-  filter = gst_caps_from_string ("video/x-raw(" FEATURE_PINNEDFLOW_CUDA ")");
-  if (gst_pinned_cuda_gst_get () != NULL)
-    gst_caps_append (filter, gst_caps_from_string ("video/x-raw("
-            GST_PINNED_CUDA_GST_CAPS_FEATURE ")"));
-  caps = gst_pad_peer_query_caps (pad, filter);
-  ok = caps != NULL && !gst_caps_is_empty (caps);
+  caps = gst_pad_peer_query_caps (pad, NULL);
+  for (i = 0; caps != NULL && !gst_caps_is_any (caps) && !ok
+      && i < gst_caps_get_size (caps); i++) {
+    GstCapsFeatures *f = gst_caps_get_features (caps, i);
+
+    if (f == NULL || gst_caps_features_is_any (f)
+        || !gst_structure_has_name (gst_caps_get_structure (caps, i),
+            "video/x-raw"))
+      continue;
+    ok = gst_caps_features_contains (f, FEATURE_PINNEDFLOW_CUDA)
+        || (cuda && gst_caps_features_contains (f,
+            GST_PINNED_CUDA_GST_CAPS_FEATURE));
+  }
   gst_clear_caps (&caps);
-  gst_caps_unref (filter);
   return ok;
 }
 

@@ -35,7 +35,10 @@
  *   agrees), the host consumers get every frame in host memory (before:
  *   none), the device consumer the device frame (its only cuMemcpyDtoH
  *   calls are the test's reads). One of the host consumers is
- *   `pinnedshmsrc device-frames=off ! appsink`: the sink tells it the host
+ *   `pinnedshmsrc ! videoconvert ! appsink` (device-frames=auto, the
+ *   default: nothing downstream names a device memory, so it does not ask
+ *   for device frames; before, ANY caps counted as taking them and this
+ *   consumer got memory:PinnedflowCUDA): the sink tells it the host
  *   frames' caps (no memory:PinnedflowCUDA, pf_producer_set_caps_full ()),
  *   so it negotiates system memory and reads every frame byte-exact
  *   (before: a not-negotiated error, "the producer sends device frames").
@@ -90,7 +93,7 @@ enum
   HOST,                         /* no device frames asked for */
   DEVICE,                       /* names device 0, device frames expected */
   DEVICE_HOSTED,                /* names device 0, host frames expected */
-  GST_HOST,                     /* pinnedshmsrc device-frames=off ! appsink */
+  GST_HOST,                     /* pinnedshmsrc ! videoconvert ! appsink */
   PEER,                         /* names device 1 of two, device frames
                                  * there expected */
 };
@@ -210,13 +213,14 @@ consumer_main (const char *path, int mode)
   return 0;
 }
 
-/* pinnedshmsrc without device frames, a host consumer of a device stream:
- * system-memory caps, every frame byte-exact (its video meta's layout) */
+/* pinnedshmsrc with the default device-frames=auto and a CPU pipeline
+ * after it, a host consumer of a device stream: system-memory caps, every
+ * frame byte-exact (its video meta's layout) */
 static int
 gst_consumer_main (const char *path)
 {
   gchar *desc = g_strdup_printf ("pinnedshmsrc socket-path=%s "
-      "connect-timeout=20000 delivery=every-frame device-frames=off ! "
+      "connect-timeout=20000 delivery=every-frame ! videoconvert ! "
       "appsink name=out sync=false", path);
   GstElement *pipe, *out;
   GError *err = NULL;
