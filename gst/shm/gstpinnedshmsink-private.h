@@ -56,6 +56,9 @@
 #include <gst/video/video.h>
 
 #include <pinnedflow/pf-producer.h>
+#ifdef GST_PINNED_SHM_CUDA
+#include <gst/pinnedcuda/gstpinnedcudaloader.h>
+#endif
 
 G_BEGIN_DECLS GST_DEBUG_CATEGORY_EXTERN (gst_pinned_shm_sink_debug);
 
@@ -338,6 +341,18 @@ G_GNUC_INTERNAL GstCaps *gst_pinned_shm_sink_wire_caps (GstCaps * caps,
     const GstVideoInfo * info);
 G_GNUC_INTERNAL gboolean gst_pinned_shm_sink_copy_buffer (GstPinnedShmSink *
     self, GstBuffer * buf, guint8 * dest, gsize size);
+
+#ifdef GST_PINNED_SHM_CUDA
+/* gstpinnedshmsinkslots.c: the end of a device-to-device copy into a
+ * slot made in the context gst_pinned_cuda_context_push_enter () made
+ * current (@prev, @device): synchronised when @err is still success (then
+ * @call is "cudaStreamSynchronize"), the context left, the thread's error
+ * slot cleared and an element error naming @call posted on failure. */
+G_GNUC_INTERNAL
+gboolean gst_pinned_shm_sink_device_copy_finish (GstPinnedShmSink * self,
+    const GstPinnedCudaRuntime * rt, gint device, int prev,
+    GstPinnedCudaError err, const gchar * call);
+#endif
 
 /* gstpinnedshmsinkrender.c: the render vfunc. */
 G_GNUC_INTERNAL

@@ -132,16 +132,6 @@ gst_pinned_shm_sink_cuda_usable (void)
   return gst_pinned_cuda_gst_get () != NULL;
 }
 
-/* The device ordinal of the GstCudaContext @ctx. */
-static gint
-context_device (gpointer ctx)
-{
-  guint id = 0;
-
-  g_object_get (ctx, "cuda-device-id", &id, NULL);
-  return (gint) id;
-}
-
 gboolean
 gst_pinned_shm_sink_cuda_frame_map (GstPinnedShmSink * self, GstBuffer * buf,
     GstPinnedShmSinkCudaFrame * f)
@@ -208,7 +198,8 @@ gst_pinned_shm_sink_cuda_frame_map (GstPinnedShmSink * self, GstBuffer * buf,
   f->size = mem->size;
   f->ctx = head->context;
   f->cu_ctx = head->context ? gc->context_get_handle (head->context) : NULL;
-  f->device = head->context ? context_device (head->context) : 0;
+  f->device =
+      head->context ? gst_pinned_cuda_gst_context_device (head->context) : 0;
   return TRUE;
 }
 
@@ -245,21 +236,8 @@ gst_pinned_shm_sink_cuda_frame_copy (GstPinnedShmSink * self,
     err = rt->Memcpy2D ((void *) (uintptr_t) (dst + f->offset[p]),
         f->stride[p], f->map.data + f->offset[p], f->stride[p], f->width[p],
         f->rows[p], GST_PINNED_CUDA_MEMCPY_DEVICE_TO_DEVICE);
-  if (err == GST_PINNED_CUDA_SUCCESS) {
-    /* a device-to-device copy may return before it is done */
-    call = "cudaStreamSynchronize";
-    err = rt->StreamSynchronize (NULL);
-  }
-  if (err != GST_PINNED_CUDA_SUCCESS)
-    gst_pinned_cuda_take_last_error (rt);
-  gst_pinned_cuda_device_leave (rt, f->device, prev);
-  if (err != GST_PINNED_CUDA_SUCCESS) {
-    GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
-        ("Could not copy the frame into the device segment"), ("%s: %s",
-            call, rt->GetErrorString (err)));
-    return FALSE;
-  }
-  return TRUE;
+  return gst_pinned_shm_sink_device_copy_finish (self, rt, f->device, prev,
+      err, call);
 }
 
 /* ---- zero copy: libgstcuda's virtual-memory pool (1.24+) ---------------- */
@@ -396,7 +374,7 @@ gst_pinned_shm_sink_cuda_context (GstPinnedShmSink * self, gpointer * gst_ctx,
     return FALSE;
   *gst_ctx = ctx;
   *cu_ctx = gc->context_get_handle (ctx);
-  *device = context_device (ctx);
+  *device = gst_pinned_cuda_gst_context_device (ctx);
   return TRUE;
 }
 
@@ -528,7 +506,9 @@ gst_pinned_shm_sink_cuda_export (GstPinnedShmSink * self, GstBuffer * buf,
   if (gst_mini_object_get_qdata (GST_MINI_OBJECT_CAST (mem),
           no_export_quark ()) != NULL)
     return NULL;
-  seg = memory_segment (mem, context_device (head->context), &why);
+  seg =
+      memory_segment (mem, gst_pinned_cuda_gst_context_device (head->context),
+      &why);
   if (seg == NULL) {
     GST_WARNING_OBJECT (self, "virtual-memory frame not exportable, this "
         "memory's frames are copied instead: %s", why);

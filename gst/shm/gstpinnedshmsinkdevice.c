@@ -211,21 +211,8 @@ copy_pinned_cuda (GstPinnedShmSink * self, GstPinnedCudaMemory * dmem,
         dmem->dev_ptr + off, dmem->pitch, l->width_bytes[p], l->rows[p],
         GST_PINNED_CUDA_MEMCPY_DEVICE_TO_DEVICE);
   }
-  if (err == GST_PINNED_CUDA_SUCCESS) {
-    /* a device-to-device cudaMemcpy2D may return before it is done */
-    call = "cudaStreamSynchronize";
-    err = rt->StreamSynchronize (NULL);
-  }
-  if (err != GST_PINNED_CUDA_SUCCESS)
-    gst_pinned_cuda_take_last_error (rt);
-  gst_pinned_cuda_device_leave (rt, dmem->device_id, prev);
-  if (err != GST_PINNED_CUDA_SUCCESS) {
-    GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
-        ("Could not copy the frame into the device segment"), ("%s: %s",
-            call, rt->GetErrorString (err)));
-    return FALSE;
-  }
-  return TRUE;
+  return gst_pinned_shm_sink_device_copy_finish (self, rt, dmem->device_id,
+      prev, err, call);
 }
 
 GstBuffer *

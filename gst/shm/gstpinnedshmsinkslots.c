@@ -6,7 +6,10 @@
  * as an fd, docs/protocol.md 3.11) cut into equal slots, each a frame's
  * place: what the device frames of pinnedshmsink are published from, by
  * the copy (gstpinnedshmsinkdevice.c) and by the pool proposed to
- * pinnedcudaupload (gstpinnedshmsinkcudapool.c).
+ * pinnedcudaupload (gstpinnedshmsinkcudapool.c); and the end of a copy
+ * into a slot that both copies share (gst_pinned_shm_sink_device_copy_finish
+ * (): the device copy of memory:PinnedflowCUDA, gstpinnedshmsinkdevice.c,
+ * and of memory:CUDAMemory, gstpinnedshmsinkcuda.c).
  *
  * Threads and lifetimes: a plain refcounted struct; its lock guards busy
  * (a bit per slot) and signals cond when a slot is freed. A token holds a
@@ -18,6 +21,8 @@
 #endif
 
 #include "gstpinnedshmsink-private.h"
+
+#define GST_CAT_DEFAULT gst_pinned_shm_sink_debug
 
 #ifdef GST_PINNED_SHM_CUDA
 
@@ -91,6 +96,28 @@ gst_pinned_shm_sink_slots_new (gint device, gsize frame_size, guint n_slots,
   pool->n_slots = n_slots;
   pool->device = device;
   return pool;
+}
+
+gboolean
+gst_pinned_shm_sink_device_copy_finish (GstPinnedShmSink * self,
+    const GstPinnedCudaRuntime * rt, gint device, int prev,
+    GstPinnedCudaError err, const gchar * call)
+{
+  if (err == GST_PINNED_CUDA_SUCCESS) {
+    /* a device-to-device cudaMemcpy2D may return before it is done */
+    call = "cudaStreamSynchronize";
+    err = rt->StreamSynchronize (NULL);
+  }
+  if (err != GST_PINNED_CUDA_SUCCESS)
+    gst_pinned_cuda_take_last_error (rt);
+  gst_pinned_cuda_device_leave (rt, device, prev);
+  if (err != GST_PINNED_CUDA_SUCCESS) {
+    GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
+        ("Could not copy the frame into the device segment"), ("%s: %s",
+            call, rt->GetErrorString (err)));
+    return FALSE;
+  }
+  return TRUE;
 }
 
 #endif /* GST_PINNED_SHM_CUDA */

@@ -51,18 +51,6 @@
 #define FEATURE_PINNEDFLOW_CUDA "memory:PinnedflowCUDA"
 
 static gint
-context_device (gpointer ctx)
-{
-  guint id = G_MAXUINT;
-
-  if (ctx == NULL || !g_object_class_find_property (G_OBJECT_GET_CLASS (ctx),
-          "cuda-device-id"))
-    return -1;
-  g_object_get (ctx, "cuda-device-id", &id, NULL);
-  return id > G_MAXINT ? -1 : (gint) id;
-}
-
-static gint
 wanted_device (GstPinnedShmSrc * self)
 {
   gint id;
@@ -117,8 +105,9 @@ gst_pinned_shm_src_cuda_ensure (GstPinnedShmSrc * self)
     return FALSE;
   }
   GST_INFO_OBJECT (self, "memory:CUDAMemory in the GstCudaContext of device "
-      "%d (%s)", context_device (self->cuda_ctx), t->alloc_wrapped ?
-      "wrapped, no copy (1.24+)" : "one device copy per frame (1.22)");
+      "%d (%s)", gst_pinned_cuda_gst_context_device (self->cuda_ctx),
+      t->alloc_wrapped ? "wrapped, no copy (1.24+)" :
+      "one device copy per frame (1.22)");
   return TRUE;
 }
 
@@ -234,7 +223,7 @@ gst_pinned_shm_src_cuda_out (GstPinnedShmSrc * self, gint ordinal,
   const GstPinnedCudaGst *t = gst_pinned_cuda_gst_get ();
   GstVideoInfo info;
   GstMemory *mem;
-  gint ctx_dev = context_device (self->cuda_ctx);
+  gint ctx_dev = gst_pinned_cuda_gst_context_device (self->cuda_ctx);
   guint p;
   gboolean ok;
 
@@ -291,11 +280,11 @@ gst_pinned_shm_src_cuda_set_domain (GstPinnedShmSrc * self, pf_consumer * c)
   gpointer ctx = NULL;
 
   if (ordinal < 0 && self->cuda_ctx != NULL)
-    ordinal = context_device (self->cuda_ctx);
+    ordinal = gst_pinned_cuda_gst_context_device (self->cuda_ctx);
   if (ordinal < 0 && gst_pinned_cuda_gst_get () != NULL) {
     /* the pipeline's context downstream, if one is there already */
     ctx = gst_pinned_cuda_tensor_query_cuda_context (GST_ELEMENT (self));
-    ordinal = context_device (ctx);
+    ordinal = gst_pinned_cuda_gst_context_device (ctx);
     gst_clear_object (&ctx);
   }
   if (ordinal < 0)

@@ -116,6 +116,10 @@ typedef struct
  * (gst_cuda_load_library). Why is logged once at debug level. */
 const GstPinnedCudaGst *gst_pinned_cuda_gst_get (void);
 
+/* The device ordinal of the GstCudaContext @ctx (its cuda-device-id), -1
+ * for NULL or an object without that property. */
+gint gst_pinned_cuda_gst_context_device (gpointer ctx);
+
 /* TRUE when @caps' first structure has the memory:CUDAMemory feature. */
 gboolean gst_pinned_cuda_gst_caps_is_cuda_memory (const GstCaps * caps);
 

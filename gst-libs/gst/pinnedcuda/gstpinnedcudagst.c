@@ -191,6 +191,18 @@ gst_pinned_cuda_gst_get (void)
   return table;
 }
 
+gint
+gst_pinned_cuda_gst_context_device (gpointer ctx)
+{
+  guint id = G_MAXUINT;
+
+  if (ctx == NULL || !g_object_class_find_property (G_OBJECT_GET_CLASS (ctx),
+          "cuda-device-id"))
+    return -1;
+  g_object_get (ctx, "cuda-device-id", &id, NULL);
+  return id > G_MAXINT ? -1 : (gint) id;
+}
+
 gboolean
 gst_pinned_cuda_gst_caps_is_cuda_memory (const GstCaps * caps)
 {

@@ -80,9 +80,6 @@ gboolean gst_pinned_tensor_gstcuda_is_context (gpointer obj);
  * checked to be a GstCudaContext; NULL if not. */
 gpointer gst_pinned_tensor_gstcuda_memory_context (GstMemory * mem);
 
-/* "cuda-device-id" of a GstCudaContext, -1 if none. */
-gint gst_pinned_tensor_gstcuda_device_id (gpointer ctx);
-
 /* A DLPack stream value as a cudaStream_t (1 and 2 are the runtime's
  * cudaStreamLegacy and cudaStreamPerThread handles themselves). */
 #define GST_PINNED_TENSOR_STREAM(s) ((GstPinnedCudaStream) (s))

@@ -351,7 +351,7 @@ desc_gstcuda (const GstPinnedCudaGst * t, GstBuffer * buffer,
 {
   GstMemory *mem = gst_buffer_peek_memory (buffer, 0);
   gpointer ctx = gst_pinned_tensor_gstcuda_memory_context (mem);
-  gint device = gst_pinned_tensor_gstcuda_device_id (ctx);
+  gint device = gst_pinned_cuda_gst_context_device (ctx);
 
   if (ctx == NULL || device < 0 || gst_buffer_n_memory (buffer) != 1) {
     g_set_error (error, GST_PINNED_CUDA_TENSOR_ERROR,

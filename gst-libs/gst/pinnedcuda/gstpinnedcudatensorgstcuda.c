@@ -47,18 +47,6 @@ gst_pinned_tensor_gstcuda_memory_context (GstMemory * mem)
   return pub->context;
 }
 
-gint
-gst_pinned_tensor_gstcuda_device_id (gpointer ctx)
-{
-  guint id = G_MAXUINT;
-
-  if (ctx == NULL || !g_object_class_find_property (G_OBJECT_GET_CLASS (ctx),
-          "cuda-device-id"))
-    return -1;
-  g_object_get (ctx, "cuda-device-id", &id, NULL);
-  return id > G_MAXINT ? -1 : (gint) id;
-}
-
 gpointer
 gst_pinned_cuda_tensor_query_cuda_context (GstElement * element)
 {

@@ -474,10 +474,10 @@ fill_gstcuda (GstBuffer * buffer, GstPinnedDLManagedTensor * tensor,
     return fail (error, GST_PINNED_CUDA_TENSOR_ERROR_CUDA,
         "gst_cuda_context_new (%d) failed", device);
   }
-  if (gst_pinned_tensor_gstcuda_device_id (ctx) != device) {
+  if (gst_pinned_cuda_gst_context_device (ctx) != device) {
     fail (error, GST_PINNED_CUDA_TENSOR_ERROR_DEVICE, "the tensor is on CUDA "
         "device %d, the GstCudaContext on device %d", device,
-        gst_pinned_tensor_gstcuda_device_id (ctx));
+        gst_pinned_cuda_gst_context_device (ctx));
     ok = FALSE;
   } else if (t->alloc_wrapped && t->stream_new) {
     ok = fill_gstcuda_wrapped (t, buffer, tensor, s, ctx, device, import,
